@@ -1,0 +1,146 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by Store.Get when no item holds the key.
+var ErrNotFound = errors.New("transfer: item not found")
+
+// ErrConditionFailed is returned by a conditional write whose condition did not hold: another
+// invocation changed the item first.
+var ErrConditionFailed = errors.New("transfer: conditional write failed")
+
+// Condition is what a conditional write expects of the stored item: its Status and Version, and
+// its LeaseOwner when LeaseOwner is not empty.
+type Condition struct {
+	Status     Status
+	Version    int64
+	LeaseOwner string
+}
+
+// Store persists transfer items with conditional writes (DESIGN.md section 3). Implementations
+// return ErrNotFound and ErrConditionFailed (wrapped or not) for those cases, and wrap every other
+// failure.
+type Store interface {
+	// Claim writes rec (an in_flight item, Version 1) if no item holds rec.StoreKey or the item
+	// there expired before now. It returns (rec, true) when the claim is won, or the item that holds
+	// the key and false when it is lost (read back consistently if the write did not return it).
+	Claim(ctx context.Context, rec Record, now time.Time) (Record, bool, error)
+	// Get reads the item consistently.
+	Get(ctx context.Context, storeKey string) (Record, error)
+	// Replace writes next in place of the item if the stored item matches cond. The caller sets
+	// next.Version to cond.Version+1.
+	Replace(ctx context.Context, next Record, cond Condition) error
+	// Delete removes the item if it matches cond: only done when nothing can land for it.
+	Delete(ctx context.Context, storeKey string, cond Condition) error
+	// ListInDoubt reads the in-doubt index, at most limit items from cursor ("" for the start); it
+	// returns the next cursor, "" when there is no more.
+	ListInDoubt(ctx context.Context, limit int, cursor string) ([]Record, string, error)
+}
+
+// SendStatus is the network's answer to one send of an envelope (Stellar RPC sendTransaction).
+type SendStatus string
+
+const (
+	// SendPending: accepted into the queue; await the ledger.
+	SendPending SendStatus = "PENDING"
+	// SendDuplicate: the same envelope is already queued; await the ledger.
+	SendDuplicate SendStatus = "DUPLICATE"
+	// SendTryAgainLater: not accepted now. On a first send this proves nothing landed; on a
+	// re-send it proves nothing (an included envelope is answered the same).
+	SendTryAgainLater SendStatus = "TRY_AGAIN_LATER"
+	// SendError: refused with a transaction-level code. The same caveat on re-sends applies.
+	SendError SendStatus = "ERROR"
+	// SendIncluded: the backend waited for inclusion itself (Horizon's synchronous submit) and
+	// Included says what the ledger did.
+	SendIncluded SendStatus = "INCLUDED"
+)
+
+// SendResult is what one send returned.
+type SendResult struct {
+	Status SendStatus
+	// Code is the transaction-level result code of an ERROR, e.g. "txBAD_SEQ".
+	Code string
+	// Included is set when Status is SendIncluded.
+	Included *Lookup
+	// LatestLedger and LatestLedgerCloseTime as the network reported them with the answer.
+	LatestLedger          uint32
+	LatestLedgerCloseTime time.Time
+}
+
+// ErrNotSent marks a send that provably never reached the network (for example connection
+// refused before the request was written). Ledger implementations wrap it; any other send error
+// is treated as possibly delivered.
+var ErrNotSent = errors.New("transfer: envelope not sent")
+
+// LookupStatus is what the ledger says of a transaction hash (RPC getTransaction).
+type LookupStatus string
+
+const (
+	LookupSuccess  LookupStatus = "SUCCESS"
+	LookupFailed   LookupStatus = "FAILED"
+	LookupNotFound LookupStatus = "NOT_FOUND"
+)
+
+// Lookup is the ledger's answer for an envelope's hashes, with the facts a proof of death needs.
+type Lookup struct {
+	Status LookupStatus
+	// Hash is the hash the ledger found (inner or outer); Ledger its ledger sequence.
+	Hash   string
+	Ledger uint32
+	// ResultCodes of a FAILED transaction, transaction level first (e.g. "tx_failed",
+	// "op_underfunded").
+	ResultCodes []string
+	// FeeChargedStroops is the fee the ledger charged, in stroops.
+	FeeChargedStroops int64
+	// LatestLedger and its close time; OldestLedger is the first ledger the lookup's history
+	// covers (RPC getTransaction oldestLedger).
+	LatestLedger          uint32
+	LatestLedgerCloseTime time.Time
+	OldestLedger          uint32
+}
+
+// Ledger builds, signs, sends and looks up transactions on a Stellar network. Errors from Prepare
+// mean nothing was sent; implementations return the package's typed errors (*ValidationError,
+// *UnavailableError) where they know the class, and wrap anything else.
+type Ledger interface {
+	// Prepare builds and signs the envelope for req, valid until maxTime (timebounds).
+	Prepare(ctx context.Context, req Request, maxTime time.Time) (Envelope, error)
+	// Send submits the signed envelope once. A transport failure that provably wrote nothing wraps
+	// ErrNotSent.
+	Send(ctx context.Context, env Envelope) (SendResult, error)
+	// Lookup asks the ledger for the envelope by its hashes.
+	Lookup(ctx context.Context, env Envelope) (Lookup, error)
+	// Done tells the ledger the envelope's fate is decided (landed or proven dead), so a channel
+	// account can be reused. It never fails the transfer.
+	Done(ctx context.Context, env Envelope)
+}
+
+// Clock is the orchestrator's time: Now for timestamps and budgets, Sleep for backoff. Tests
+// inject one that advances simulated time (and closes ledgers) instead of sleeping.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx is done, returning ctx.Err() in the latter case.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d or until ctx is done.
+func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

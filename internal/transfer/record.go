@@ -1,0 +1,99 @@
+package transfer
+
+import "time"
+
+// Status is the state of a transfer item in the store (DESIGN.md section 3).
+type Status string
+
+const (
+	// StatusInFlight: the key is claimed by an invocation holding a lease.
+	StatusInFlight Status = "in_flight"
+	// StatusReplayable: the transaction landed with SUCCESS; the outcome is replayed.
+	StatusReplayable Status = "replayable"
+	// StatusRejected: a terminal rejection is stored and replayed.
+	StatusRejected Status = "rejected"
+	// StatusInDoubt: an envelope may or may not have landed; every caller gets 409 until it is settled.
+	StatusInDoubt Status = "in_doubt"
+)
+
+// Envelope is a signed transaction as written to the item before its first send.
+type Envelope struct {
+	// XDR is the base64 TransactionEnvelope that is sent (the outer one when fee-bumped).
+	XDR string
+	// InnerHash is the hex hash of the inner transaction: the transfer's stable identity.
+	InnerHash string
+	// OuterHash is the hex hash of the fee-bump transaction; empty when not fee-bumped.
+	OuterHash string
+	// MaxTime is the envelope's timebounds maxTime, epoch seconds.
+	MaxTime int64
+	// SubmittedLedger is the latest ledger sequence seen before the first send.
+	SubmittedLedger uint32
+	// Channel is the G... account whose sequence number the inner transaction consumes.
+	Channel string
+	// FeeStroops is the most the envelope can charge, in stroops.
+	FeeStroops int64
+}
+
+// Hashes returns the envelope's hashes, inner first; the outer hash only when fee-bumped.
+func (e Envelope) Hashes() []string {
+	if e.OuterHash == "" {
+		return []string{e.InnerHash}
+	}
+	return []string{e.InnerHash, e.OuterHash}
+}
+
+// Result is the stored outcome of a settled item.
+type Result struct {
+	// TransactionHash (hex) and Ledger (sequence) of the landed transaction: replayable and rejected-on-ledger.
+	TransactionHash string `json:"transactionHash,omitempty"`
+	Ledger          uint32 `json:"ledger,omitempty"`
+	// Code, HTTPStatus and Detail of a stored rejection (rejected), or the failing code (in_doubt).
+	Code       string `json:"code,omitempty"`
+	HTTPStatus int    `json:"status,omitempty"`
+	Detail     string `json:"detail,omitempty"`
+	// ResultCodes are the transaction and operation result codes of a FAILED transaction
+	// (for example "tx_failed", "op_underfunded").
+	ResultCodes []string `json:"resultCodes,omitempty"`
+	// FeeChargedStroops is the fee the ledger charged, in stroops, when known.
+	FeeChargedStroops int64 `json:"feeCharged,omitempty"`
+}
+
+// Record is one transfer item (DESIGN.md section 3). The store persists every field; Fingerprint is
+// never returned by any API.
+type Record struct {
+	StoreKey    string
+	Status      Status
+	Fingerprint string
+	Request     Request
+	ClientKey   string
+	TraceID     string
+
+	// LeaseOwner identifies the invocation holding an in_flight claim until LeaseExpiresAt.
+	LeaseOwner     string
+	LeaseExpiresAt time.Time
+
+	// Envelope is set before the first send; nil until then.
+	Envelope *Envelope
+	// Result is set once settled (replayable, rejected) or in doubt (failing code).
+	Result *Result
+
+	// ExpiresAt is the TTL, epoch seconds; 0 means never (in_flight, in_doubt, or holding an
+	// envelope that could still land).
+	ExpiresAt int64
+	// Version increases by one on every conditional write.
+	Version int64
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Expired reports whether a settled item's TTL has passed at now. DynamoDB deletes expired items
+// days late, so expiry is decided here, never by the item's absence.
+func (r Record) Expired(now time.Time) bool {
+	return r.ExpiresAt > 0 && r.ExpiresAt < now.Unix()
+}
+
+// LeaseExpired reports whether an in_flight claim's lease ran out at now.
+func (r Record) LeaseExpired(now time.Time) bool {
+	return r.Status == StatusInFlight && !r.LeaseExpiresAt.IsZero() && now.After(r.LeaseExpiresAt)
+}

@@ -1,0 +1,249 @@
+package transfer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Operation is the kind of vault operation a transfer is.
+type Operation string
+
+const (
+	// Deposit moves the asset from the wallet into the vault.
+	Deposit Operation = "deposit"
+	// Withdraw moves the asset from the vault to the wallet.
+	Withdraw Operation = "withdraw"
+)
+
+// StroopsPerUnit is the number of stroops in one unit of an asset (7 decimal places).
+const StroopsPerUnit = 10_000_000
+
+// DefaultMaxKeyLength is TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH's default (seed 000, "Configuration").
+const DefaultMaxKeyLength = 255
+
+// MinKeyLength is the shortest idempotency key accepted (seed 000, "Wallet-scoped keys").
+const MinKeyLength = 8
+
+// RawRequest is a transfer request as the client sent it, before validation.
+type RawRequest struct {
+	OperationType string `json:"operationType"`
+	WalletAddress string `json:"walletAddress"`
+	Amount        string `json:"amount"`
+	Asset         string `json:"asset"`
+}
+
+// Request is a validated transfer request in canonical form: wallet and asset upper case, amount
+// without leading or trailing zeros. Two spellings of one transfer canonicalise to the same Request.
+type Request struct {
+	OperationType Operation `json:"operationType"`
+	// WalletAddress is a G... account or C... contract strkey, upper case.
+	WalletAddress string `json:"walletAddress"`
+	// Amount is the canonical decimal string, e.g. "1000.5".
+	Amount string `json:"amount"`
+	// Asset is the configured asset code, upper case.
+	Asset string `json:"asset"`
+	// Stroops is Amount in the asset's smallest unit (10^-7).
+	Stroops int64 `json:"-"`
+}
+
+// AddressKind is the kind of strkey a wallet address is.
+type AddressKind int
+
+const (
+	// AccountAddress is a G... ed25519 public key.
+	AccountAddress AddressKind = iota + 1
+	// ContractAddress is a C... contract ID.
+	ContractAddress
+	// MuxedAddress is an M... muxed account (refused as a wallet).
+	MuxedAddress
+)
+
+// AddressParser verifies a strkey's version byte and checksum. The domain declares it so that it
+// imports no Stellar package; internal/stellar provides it.
+type AddressParser interface {
+	ParseAddress(upper string) (AddressKind, error)
+}
+
+// Rules validates idempotency keys and canonicalises requests.
+type Rules struct {
+	// Assets are the accepted asset codes, upper case.
+	Assets []string
+	// MaxKeyLength bounds an idempotency key (TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH); 0 means 255.
+	MaxKeyLength int
+	Addresses    AddressParser
+}
+
+var keyCharset = regexp.MustCompile(`^[A-Za-z0-9._:~-]+$`)
+
+// amountPattern is the seed's amount rule: digits, optionally a dot and more digits. It refuses
+// NaN, Infinity, exponents and signs.
+var amountPattern = regexp.MustCompile(`^\d+(\.\d+)?$`)
+
+// ParseKey validates a client's Idempotency-Key: MinKeyLength to MaxKeyLength characters of
+// [A-Za-z0-9._:~-] (seed 000, "Wallet-scoped keys"). Errors: *ValidationError with
+// IDEMPOTENCY_KEY_MISSING or IDEMPOTENCY_KEY_INVALID (400).
+func (r Rules) ParseKey(key string) (string, error) {
+	max := r.MaxKeyLength
+	if max <= 0 {
+		max = DefaultMaxKeyLength
+	}
+	switch {
+	case key == "":
+		return "", badRequest(CodeKeyMissing, "Idempotency-Key", "the Idempotency-Key header is required")
+	case len(key) < MinKeyLength || len(key) > max:
+		return "", badRequest(CodeKeyInvalid, "Idempotency-Key", "the Idempotency-Key must be %d to %d characters long", MinKeyLength, max)
+	case !keyCharset.MatchString(key):
+		return "", badRequest(CodeKeyInvalid, "Idempotency-Key", "the Idempotency-Key may only contain A-Z, a-z, 0-9 and . _ : ~ -")
+	}
+	return key, nil
+}
+
+// Canonicalize validates raw and returns its canonical form. Errors are *ValidationError: a
+// missing field is 400 REQUEST_INVALID; a bad value is 422 INVALID_ADDRESS, INVALID_AMOUNT,
+// INVALID_ASSET or OPERATION_NOT_SUPPORTED.
+func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
+	for _, f := range []struct{ name, value string }{
+		{"operationType", raw.OperationType}, {"walletAddress", raw.WalletAddress},
+		{"amount", raw.Amount}, {"asset", raw.Asset},
+	} {
+		if f.value == "" {
+			return Request{}, badRequest(CodeRequestInvalid, f.name, "%s is required", f.name)
+		}
+	}
+	var req Request
+	switch op := Operation(raw.OperationType); op {
+	case Deposit, Withdraw:
+		req.OperationType = op
+	default:
+		return Request{}, unprocessable(CodeOperationNotSupp, "operationType", "operationType must be %q or %q", Deposit, Withdraw)
+	}
+	wallet, err := r.canonicalWallet(raw.WalletAddress)
+	if err != nil {
+		return Request{}, err
+	}
+	req.WalletAddress = wallet
+	req.Amount, req.Stroops, err = CanonicalAmount(raw.Amount)
+	if err != nil {
+		return Request{}, err
+	}
+	req.Asset, err = r.canonicalAsset(raw.Asset)
+	if err != nil {
+		return Request{}, err
+	}
+	return req, nil
+}
+
+func (r Rules) canonicalWallet(raw string) (string, error) {
+	w := strings.ToUpper(strings.TrimSpace(raw))
+	if r.Addresses == nil {
+		return "", unprocessable(CodeInvalidAddress, "walletAddress", "no address parser is configured")
+	}
+	kind, err := r.Addresses.ParseAddress(w)
+	if err != nil {
+		return "", unprocessable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid Stellar account (G...) or contract (C...) address")
+	}
+	switch kind {
+	case AccountAddress, ContractAddress:
+		return w, nil
+	case MuxedAddress:
+		return "", unprocessable(CodeInvalidAddress, "walletAddress", "muxed (M...) addresses are not supported; use the underlying G... account")
+	default:
+		return "", unprocessable(CodeInvalidAddress, "walletAddress", "walletAddress must be a G... account or C... contract address")
+	}
+}
+
+func (r Rules) canonicalAsset(raw string) (string, error) {
+	a := strings.ToUpper(strings.TrimSpace(raw))
+	for _, known := range r.Assets {
+		if a == strings.ToUpper(known) {
+			return a, nil
+		}
+	}
+	return "", unprocessable(CodeInvalidAsset, "asset", "asset %q is not supported (supported: %s)", clip(raw, 12), strings.Join(r.Assets, ", "))
+}
+
+// CanonicalAmount checks a decimal amount (seed 000, "Request canonicalisation": ^\d+(\.\d+)?$
+// and > 0; at most 7 decimal places; at most math.MaxInt64 stroops) and returns it without
+// leading or trailing zeros, with its value in stroops. Surrounding spaces are trimmed. Errors:
+// *ValidationError INVALID_AMOUNT (422).
+func CanonicalAmount(raw string) (string, int64, error) {
+	s := strings.TrimSpace(raw)
+	if !amountPattern.MatchString(s) {
+		return "", 0, unprocessable(CodeInvalidAmount, "amount", "amount must be a positive decimal string such as \"1000.5\"")
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	whole = strings.TrimLeft(whole, "0")
+	frac = strings.TrimRight(frac, "0")
+	if len(frac) > 7 {
+		return "", 0, unprocessable(CodeInvalidAmount, "amount", "amount has more than 7 decimal places")
+	}
+	if whole == "" && frac == "" {
+		return "", 0, unprocessable(CodeInvalidAmount, "amount", "amount must be greater than zero")
+	}
+	stroops, ok := toStroops(whole, frac)
+	if !ok {
+		return "", 0, unprocessable(CodeInvalidAmount, "amount", "amount is too large (at most 922337203685.4775807)")
+	}
+	canonical := whole
+	if canonical == "" {
+		canonical = "0"
+	}
+	if frac != "" {
+		canonical += "." + frac
+	}
+	return canonical, stroops, nil
+}
+
+func toStroops(whole, frac string) (int64, bool) {
+	var w int64
+	if whole != "" {
+		if len(whole) > 12 {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		w = v
+	}
+	var f int64
+	if frac != "" {
+		v, err := strconv.ParseInt(frac+strings.Repeat("0", 7-len(frac)), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		f = v
+	}
+	if w > (math.MaxInt64-f)/StroopsPerUnit {
+		return 0, false
+	}
+	return w*StroopsPerUnit + f, true
+}
+
+// StoreKey is the wallet-scoped item key: transfer:<first 16 hex of sha256(upper(wallet))>:<clientKey>
+// (seed 000, "Wallet-scoped keys"). The wallet is hashed so the key stays bounded and no address
+// shows in a key listing.
+func StoreKey(wallet, clientKey string) string {
+	sum := sha256.Sum256([]byte(strings.ToUpper(wallet)))
+	return "transfer:" + hex.EncodeToString(sum[:])[:16] + ":" + clientKey
+}
+
+// Fingerprint is the hex sha256 of the canonical request. Two calls with one key and different
+// fingerprints are a conflict. It is never returned by any API.
+func (r Request) Fingerprint() string {
+	// A fixed field order with a separator that no canonical field contains keeps this stable
+	// without depending on a JSON encoder's choices.
+	sum := sha256.Sum256([]byte(string(r.OperationType) + "\n" + r.WalletAddress + "\n" + r.Amount + "\n" + r.Asset))
+	return hex.EncodeToString(sum[:])
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
