@@ -2,6 +2,10 @@ package transfer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -35,7 +39,19 @@ type View struct {
 	Problem *Problem
 }
 
-// Orchestrator runs transfers at most once per (wallet, idempotency key).
+// Step names a point in Transfer where Hooks is called.
+type Step string
+
+const (
+	StepClaimed  Step = "claimed"  // the key is claimed (or taken over), nothing built yet
+	StepPrepared Step = "prepared" // the envelope is built and signed, not yet written
+	StepAttached Step = "attached" // the envelope is on the item, not yet sent
+	StepSent     Step = "sent"     // a send returned (whatever it answered)
+	StepSettling Step = "settling" // the outcome is known, about to be written
+)
+
+// Orchestrator runs transfers at most once per (wallet, idempotency key): DESIGN.md sections 1
+// and 4. Store, Ledger and Clock are required; the rest have defaults.
 type Orchestrator struct {
 	Store  Store
 	Ledger Ledger
@@ -45,14 +61,553 @@ type Orchestrator struct {
 	Logger   *slog.Logger
 	// Breaker fails fast while the network is failing; nil disables it.
 	Breaker *Breaker
-	// NewOwner returns a unique lease owner ID per call; nil uses a random one.
+	// NewOwner returns a unique lease owner ID per call; nil uses 16 random bytes in hex.
 	NewOwner func() string
-	// Hooks, when set, is called at each step; tests use it to abandon a call (crash) there.
-	Hooks func(step Step) error
+	// Hooks, when set, is called at each Step; a non-nil error abandons the call on the spot, as a
+	// crash would (nothing released, nothing settled). Tests use it.
+	Hooks func(ctx context.Context, step Step, rec Record) error
 }
 
-// Step names a point in Transfer, for Hooks.
-type Step string
+// Poll intervals while awaiting a ledger or another invocation: short first, then about a ledger.
+const (
+	firstPoll = 500 * time.Millisecond
+	maxPoll   = 2 * time.Second
+	// minFreshBudget is the least budget worth building a new envelope with after an old one was
+	// proven dead.
+	minFreshBudget = 3 * time.Second
+)
 
-var _ = time.Second
-var _ = context.Background
+// attempt is the state of one Transfer call.
+type attempt struct {
+	in       Input
+	key      string
+	owner    string
+	settings Settings
+	deadline time.Time // end of the submission budget
+	lease    time.Time // when another invocation may take the claim over
+}
+
+// Transfer runs in.Request at most once under (wallet, in.ClientKey) and returns its outcome.
+// Errors are this package's typed errors (errors.As with ProblemError): *ConflictError,
+// *InDoubtError, *InProgressError, *UnavailableError, *RejectedError; anything else is an
+// internal failure in which nothing was sent.
+func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) {
+	a := o.begin(ctx, in)
+	if open, left := o.Breaker.Open(); open {
+		return Outcome{}, circuitOpen(left)
+	}
+	fingerprint := in.Request.Fingerprint()
+	// Each pass claims the key or acts on the item holding it. A pass ends the call, or frees the
+	// key (an envelope proven dead) or waits for it to change, so the loop is bounded by the budget.
+	for pass := 0; ; pass++ {
+		now := o.Clock.Now()
+		if pass > 0 && !now.Before(a.deadline) {
+			return Outcome{}, &InProgressError{RetryAfter: time.Second}
+		}
+		rec := Record{
+			StoreKey: a.key, Status: StatusInFlight, Fingerprint: fingerprint, Request: in.Request,
+			ClientKey: in.ClientKey, TraceID: in.TraceID, LeaseOwner: a.owner, LeaseExpiresAt: a.lease,
+			Version: 1, CreatedAt: now, UpdatedAt: now,
+		}
+		held, won, err := o.Store.Claim(ctx, rec, now)
+		if err != nil {
+			return Outcome{}, storeUnavailable(err)
+		}
+		if won {
+			out, freed, err := o.execute(ctx, a, rec)
+			if freed && o.budgetLeft(a) && o.sleep(ctx, a, firstPoll) == nil {
+				continue // the envelope is proven dead: a new one may be built
+			}
+			return out, err
+		}
+		if held.Fingerprint != fingerprint {
+			return Outcome{}, &ConflictError{}
+		}
+		out, again, err := o.onHeld(ctx, a, held)
+		if !again {
+			return out, err
+		}
+	}
+}
+
+// onHeld acts on an item that another call holds. again means the key may have been freed or
+// changed and the caller should claim again.
+func (o *Orchestrator) onHeld(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
+	switch held.Status {
+	case StatusReplayable:
+		return replay(held), false, nil
+	case StatusRejected:
+		return Outcome{}, false, storedRejection(held)
+	case StatusInDoubt:
+		return o.reconcileInline(ctx, a, held)
+	case StatusInFlight:
+		if held.LeaseExpired(o.Clock.Now()) {
+			return o.takeOver(ctx, a, held)
+		}
+		return o.coalesce(ctx, a, held)
+	default:
+		return Outcome{}, false, fmt.Errorf("transfer: item %s has unknown status %q", held.StoreKey, held.Status)
+	}
+}
+
+// begin computes the call's budget: min(Timeout, the invocation deadline - margin), on the
+// orchestrator's clock.
+func (o *Orchestrator) begin(ctx context.Context, in Input) *attempt {
+	s := DefaultSettings()
+	if o.Settings != nil {
+		s = o.Settings()
+	}
+	now := o.Clock.Now()
+	budget := s.Timeout
+	lease := now.Add(s.Timeout + s.DeadlineMargin)
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if left-s.DeadlineMargin < budget {
+			budget = left - s.DeadlineMargin
+		}
+		lease = now.Add(left)
+	}
+	if budget < 0 {
+		budget = 0
+	}
+	owner := ""
+	if o.NewOwner != nil {
+		owner = o.NewOwner()
+	} else {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		owner = hex.EncodeToString(b[:])
+	}
+	return &attempt{
+		in: in, key: StoreKey(in.Request.WalletAddress, in.ClientKey), owner: owner, settings: s,
+		deadline: now.Add(budget), lease: lease,
+	}
+}
+
+func (o *Orchestrator) budgetLeft(a *attempt) bool {
+	return a.deadline.Sub(o.Clock.Now()) >= minFreshBudget
+}
+
+// maxTime is the envelope's timebounds maxTime, epoch seconds: ProofWindow before the end of
+// the budget, so that an envelope still pending then is proven dead by a ledger that closes
+// before the budget ends; never earlier than halfway through what is left.
+func (o *Orchestrator) maxTime(a *attempt) time.Time {
+	now := o.Clock.Now()
+	left := a.deadline.Sub(now)
+	t := a.deadline.Add(-a.settings.ProofWindow)
+	if half := now.Add(left / 2); t.Before(half) {
+		t = half
+	}
+	return t
+}
+
+// execute builds, records and submits a new envelope for a claimed item. freed reports that
+// the key was released because nothing can land, so the caller may claim it again.
+func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Outcome, bool, error) {
+	if err := o.hook(ctx, StepClaimed, rec); err != nil {
+		return Outcome{}, false, err
+	}
+	var env Envelope
+	err := o.Breaker.Do(func() error {
+		var err error
+		env, err = o.Ledger.Prepare(ctx, rec.Request, o.maxTime(a))
+		return err
+	})
+	if err != nil {
+		// Nothing was sent: the key is free again.
+		o.release(ctx, rec)
+		return Outcome{}, false, prepareFailure(err)
+	}
+	if err := o.hook(ctx, StepPrepared, rec); err != nil {
+		return Outcome{}, false, err
+	}
+	next := rec
+	next.Envelope = &env
+	next.Version++
+	next.UpdatedAt = o.Clock.Now()
+	if err := o.Store.Replace(ctx, next, ownedBy(rec)); err != nil {
+		// The envelope was never sent, so nothing can land from it whether or not the write
+		// happened. If it did, a take-over will find the envelope and judge it from the ledger.
+		o.release(ctx, rec)
+		o.Ledger.Done(ctx, env)
+		return Outcome{}, false, storeUnavailable(err)
+	}
+	if err := o.hook(ctx, StepAttached, next); err != nil {
+		return Outcome{}, false, err
+	}
+	return o.submit(ctx, a, next, false)
+}
+
+// submit sends rec's envelope and awaits the ledger until the envelope lands, is proven dead, or
+// the budget ends. maybeDelivered says an earlier send may have reached the network (a take-over
+// or reconciliation), so no refusal can prove anything.
+func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybeDelivered bool) (Outcome, bool, error) {
+	env := *rec.Envelope
+	failing := CodeTimeout
+	needSend := true
+	wait := firstPoll
+	polls := 0
+	for {
+		if !o.Clock.Now().Before(a.deadline) {
+			break
+		}
+		if needSend {
+			res, err := o.send(ctx, env)
+			if herr := o.hook(ctx, StepSent, rec); herr != nil {
+				return Outcome{}, false, herr
+			}
+			needSend = false
+			switch {
+			case err == nil && res.Status == SendIncluded && res.Included != nil:
+				return o.onLookup(ctx, a, rec, *res.Included)
+			case err == nil && RefusedBeforeInclusion(res, maybeDelivered):
+				o.release(ctx, rec)
+				o.Ledger.Done(ctx, env)
+				return Outcome{}, true, refused(res)
+			case err == nil:
+				// PENDING or DUPLICATE, or a refusal of a re-send, which proves nothing.
+				maybeDelivered = true
+			case notSent(err):
+				needSend = true
+			default:
+				// The request may have been written: from here on the envelope may be on the network.
+				maybeDelivered = true
+				needSend = true
+				failing = CodeSubmissionFailed
+				o.log().WarnContext(ctx, "send failed; will re-send the same envelope", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "err", err)
+			}
+		}
+		if maybeDelivered {
+			lk, err := o.lookup(ctx, env)
+			if err == nil {
+				switch {
+				case lk.Status == LookupSuccess || lk.Status == LookupFailed:
+					return o.onLookup(ctx, a, rec, lk)
+				case ProvenDead(env, lk):
+					o.release(ctx, rec)
+					o.Ledger.Done(ctx, env)
+					return Outcome{}, true, expired()
+				}
+				polls++
+				// Still pending: re-send the same envelope now and then, in case a node dropped
+				// it. Same hash, same sequence number: it can land at most once.
+				if polls%3 == 0 {
+					needSend = true
+				}
+			}
+		}
+		if err := o.sleep(ctx, a, wait); err != nil {
+			break
+		}
+		if wait = wait * 3 / 2; wait > maxPoll {
+			wait = maxPoll
+		}
+	}
+	if !maybeDelivered {
+		// Every send failed before reaching the network: nothing can land.
+		o.release(ctx, rec)
+		o.Ledger.Done(ctx, env)
+		return Outcome{}, false, &UnavailableError{Code: CodeNetworkUnavailable, Detail: "the Stellar network could not be reached; nothing was submitted"}
+	}
+	return Outcome{}, false, o.settleInDoubt(ctx, a, rec, failing)
+}
+
+// onLookup settles an envelope the ledger has included.
+func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk Lookup) (Outcome, bool, error) {
+	if err := o.hook(ctx, StepSettling, rec); err != nil {
+		return Outcome{}, false, err
+	}
+	env := *rec.Envelope
+	next := settled(rec, lk, o.Clock.Now(), a.settings.KeyTTL)
+	if err := o.Store.Replace(ctx, next, ownedBy(rec)); err != nil {
+		// The ledger has spoken; the caller gets the truth. The item stays in_flight with its
+		// envelope until a take-over or the sweep settles it from the same ledger facts.
+		o.log().ErrorContext(ctx, "settle failed after the ledger decided", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "status", string(lk.Status), "err", err)
+	}
+	o.Ledger.Done(ctx, env)
+	if lk.Status == LookupSuccess {
+		return Outcome{TransactionHash: env.InnerHash, Ledger: lk.Ledger}, false, nil
+	}
+	return Outcome{}, false, storedRejection(next)
+}
+
+// settled is rec after the ledger included its envelope: replayable on SUCCESS, rejected on
+// FAILED. The signed XDR is dropped (it can never land again) and the TTL starts.
+func settled(rec Record, lk Lookup, now time.Time, ttl time.Duration) Record {
+	next := rec
+	env := *rec.Envelope
+	env.XDR = ""
+	next.Envelope = &env
+	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	next.Version++
+	next.UpdatedAt = now
+	next.ExpiresAt = now.Add(ttl).Unix()
+	if lk.Status == LookupSuccess {
+		next.Status = StatusReplayable
+		next.Result = &Result{TransactionHash: env.InnerHash, Ledger: lk.Ledger, FeeChargedStroops: lk.FeeChargedStroops}
+		return next
+	}
+	next.Status = StatusRejected
+	next.Result = &Result{
+		TransactionHash: env.InnerHash, Ledger: lk.Ledger, Code: CodeTransactionFailed, HTTPStatus: 422,
+		Detail:      fmt.Sprintf("the transaction was included in ledger %d and failed", lk.Ledger),
+		ResultCodes: lk.ResultCodes, FeeChargedStroops: lk.FeeChargedStroops,
+	}
+	return next
+}
+
+// settleInDoubt parks rec as in_doubt and returns the error every caller will see.
+func (o *Orchestrator) settleInDoubt(ctx context.Context, a *attempt, rec Record, failing string) error {
+	if err := o.hook(ctx, StepSettling, rec); err != nil {
+		return err
+	}
+	next := rec
+	next.Status = StatusInDoubt
+	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	next.Result = &Result{Code: failing}
+	next.ExpiresAt = 0
+	next.Version++
+	next.UpdatedAt = o.Clock.Now()
+	if err := o.Store.Replace(ctx, next, ownedBy(rec)); err != nil {
+		o.log().ErrorContext(ctx, "writing in_doubt failed; the expired lease will be taken over", "storeKey", rec.StoreKey, "err", err)
+	}
+	o.log().ErrorContext(ctx, "transfer in doubt", "alert", "transfer-in-doubt", "storeKey", rec.StoreKey,
+		"walletAddress", rec.Request.WalletAddress, "operationType", string(rec.Request.OperationType),
+		"amount", rec.Request.Amount, "asset", rec.Request.Asset, "failingCode", failing,
+		"idempotencyKey", rec.ClientKey, "traceId", rec.TraceID, "innerHash", rec.Envelope.InnerHash)
+	return &InDoubtError{FailingCode: failing, RetryAfter: o.inDoubtRetryAfter(a, *rec.Envelope)}
+}
+
+// inDoubtRetryAfter is when a retry may find the envelope provable: after maxTime and the next
+// ledger close.
+func (o *Orchestrator) inDoubtRetryAfter(a *attempt, env Envelope) time.Duration {
+	d := time.Unix(env.MaxTime, 0).Sub(o.Clock.Now()) + a.settings.ProofWindow
+	if d < time.Second {
+		d = a.settings.ProofWindow
+	}
+	return d.Round(time.Second)
+}
+
+// reconcileInline settles an in_doubt item from the ledger if it can (DESIGN.md section 4).
+func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
+	if held.Envelope == nil {
+		return Outcome{}, false, &InDoubtError{FailingCode: failingCode(held), RetryAfter: a.settings.ProofWindow}
+	}
+	env := *held.Envelope
+	lk, err := o.lookup(ctx, env)
+	if err != nil {
+		return Outcome{}, false, &InDoubtError{FailingCode: failingCode(held), RetryAfter: o.inDoubtRetryAfter(a, env)}
+	}
+	cond := Condition{Status: StatusInDoubt, Version: held.Version}
+	switch {
+	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
+		next := settled(held, lk, o.Clock.Now(), a.settings.KeyTTL)
+		if err := o.Store.Replace(ctx, next, cond); err != nil && !errors.Is(err, ErrConditionFailed) {
+			o.log().ErrorContext(ctx, "settling an in-doubt item failed", "storeKey", held.StoreKey, "err", err)
+		}
+		o.Ledger.Done(ctx, env)
+		if lk.Status == LookupSuccess {
+			return Outcome{TransactionHash: env.InnerHash, Ledger: lk.Ledger, Replayed: true}, false, nil
+		}
+		return Outcome{}, false, storedRejection(next)
+	case ProvenDead(env, lk):
+		if err := o.Store.Delete(ctx, held.StoreKey, cond); err != nil && !errors.Is(err, ErrConditionFailed) {
+			return Outcome{}, false, storeUnavailable(err)
+		}
+		o.Ledger.Done(ctx, env)
+		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey, "innerHash", env.InnerHash)
+		return Outcome{}, true, nil
+	}
+	return Outcome{}, false, &InDoubtError{FailingCode: failingCode(held), RetryAfter: o.inDoubtRetryAfter(a, env)}
+}
+
+// takeOver claims an in_flight item whose lease ran out (its invocation died): with no envelope
+// it is executed afresh; with one, the same envelope is re-sent and judged, never rebuilt.
+func (o *Orchestrator) takeOver(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
+	next := held
+	next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
+	next.TraceID = a.in.TraceID
+	next.Version++
+	next.UpdatedAt = o.Clock.Now()
+	if err := o.Store.Replace(ctx, next, Condition{Status: StatusInFlight, Version: held.Version}); err != nil {
+		if errors.Is(err, ErrConditionFailed) {
+			return Outcome{}, true, nil // another caller took it over first
+		}
+		return Outcome{}, false, storeUnavailable(err)
+	}
+	o.log().WarnContext(ctx, "took over an expired lease", "storeKey", held.StoreKey, "hasEnvelope", held.Envelope != nil)
+	if next.Envelope == nil {
+		return o.execute(ctx, a, next)
+	}
+	if err := o.hook(ctx, StepClaimed, next); err != nil {
+		return Outcome{}, false, err
+	}
+	return o.submit(ctx, a, next, true)
+}
+
+// coalesce waits for the invocation holding the key to settle it, re-reading the item with
+// backoff until it changes or this call's budget ends.
+func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
+	wait := firstPoll
+	for {
+		if err := o.sleep(ctx, a, wait); err != nil {
+			break
+		}
+		cur, err := o.Store.Get(ctx, held.StoreKey)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Outcome{}, true, nil // released: claim it
+		case err != nil:
+			return Outcome{}, false, storeUnavailable(err)
+		case cur.Status != StatusInFlight || (cur.Version != held.Version && cur.LeaseOwner != held.LeaseOwner):
+			return Outcome{}, true, nil
+		case cur.LeaseExpired(o.Clock.Now()):
+			return Outcome{}, true, nil
+		}
+		held = cur
+		if wait = wait * 3 / 2; wait > maxPoll {
+			wait = maxPoll
+		}
+	}
+	retry := held.LeaseExpiresAt.Sub(o.Clock.Now())
+	if retry < time.Second || retry > 30*time.Second {
+		retry = time.Second
+	}
+	return Outcome{}, false, &InProgressError{RetryAfter: retry.Round(time.Second)}
+}
+
+// sleep waits d, or less if the budget ends sooner; it fails once the budget is spent.
+func (o *Orchestrator) sleep(ctx context.Context, a *attempt, d time.Duration) error {
+	left := a.deadline.Sub(o.Clock.Now())
+	if left <= 0 {
+		return context.DeadlineExceeded
+	}
+	if d > left {
+		d = left
+	}
+	return o.Clock.Sleep(ctx, d)
+}
+
+func (o *Orchestrator) send(ctx context.Context, env Envelope) (SendResult, error) {
+	var res SendResult
+	err := o.Breaker.Do(func() error {
+		var err error
+		res, err = o.Ledger.Send(ctx, env)
+		return err
+	})
+	return res, err
+}
+
+func (o *Orchestrator) lookup(ctx context.Context, env Envelope) (Lookup, error) {
+	var lk Lookup
+	err := o.Breaker.Do(func() error {
+		var err error
+		lk, err = o.Ledger.Lookup(ctx, env)
+		return err
+	})
+	return lk, err
+}
+
+// release deletes an in_flight item this call owns, once nothing can land for it. A failure is
+// logged: the lease will expire and a take-over will judge the item from the ledger.
+func (o *Orchestrator) release(ctx context.Context, rec Record) {
+	if err := o.Store.Delete(ctx, rec.StoreKey, ownedBy(rec)); err != nil {
+		o.log().WarnContext(ctx, "releasing the key failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
+	}
+}
+
+func (o *Orchestrator) hook(ctx context.Context, step Step, rec Record) error {
+	if o.Hooks == nil {
+		return nil
+	}
+	return o.Hooks(ctx, step, rec)
+}
+
+func (o *Orchestrator) log() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.Default()
+}
+
+// View returns what is stored for (wallet, clientKey). Errors: *NotFoundError, or a wrapped store
+// failure.
+func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View, error) {
+	rec, err := o.Store.Get(ctx, StoreKey(wallet, clientKey))
+	if errors.Is(err, ErrNotFound) || err == nil && rec.Expired(o.Clock.Now()) {
+		return View{}, &NotFoundError{}
+	}
+	if err != nil {
+		return View{}, storeUnavailable(err)
+	}
+	switch rec.Status {
+	case StatusReplayable:
+		return View{Status: "success", TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger}, nil
+	case StatusRejected:
+		p := storedRejection(rec).Problem()
+		return View{Status: "error", TransactionHash: p.TransactionHash, Problem: &p}, nil
+	default:
+		return View{Status: "pending", InDoubt: rec.Status == StatusInDoubt}, nil
+	}
+}
+
+func ownedBy(rec Record) Condition {
+	return Condition{Status: StatusInFlight, Version: rec.Version, LeaseOwner: rec.LeaseOwner}
+}
+
+func replay(rec Record) Outcome {
+	if rec.Result == nil {
+		return Outcome{Replayed: true}
+	}
+	return Outcome{TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger, Replayed: true}
+}
+
+func storedRejection(rec Record) *RejectedError {
+	if rec.Result == nil {
+		return &RejectedError{Code: CodeTransactionFailed, Detail: "the transfer was rejected"}
+	}
+	r := rec.Result
+	return &RejectedError{Code: r.Code, Status: r.HTTPStatus, Detail: r.Detail, TransactionHash: r.TransactionHash, ResultCodes: r.ResultCodes}
+}
+
+func failingCode(rec Record) string {
+	if rec.Result != nil && rec.Result.Code != "" {
+		return rec.Result.Code
+	}
+	return CodeInternalError
+}
+
+// notSent reports whether a send failed before anything reached the network: the ledger says
+// so, or the circuit breaker did not let the call through.
+func notSent(err error) bool {
+	var u *UnavailableError
+	return errors.Is(err, ErrNotSent) || errors.As(err, &u) && u.Code == CodeCircuitOpen
+}
+
+func storeUnavailable(err error) *UnavailableError {
+	return &UnavailableError{Code: CodeStoreUnavailable, Detail: "the idempotency store is unavailable; nothing was submitted", Err: err}
+}
+
+// prepareFailure types an error from Ledger.Prepare: nothing was sent, so it is retryable unless
+// the ledger typed it already (a validation error, a circuit open).
+func prepareFailure(err error) error {
+	var p ProblemError
+	if errors.As(err, &p) {
+		return err
+	}
+	return &UnavailableError{Code: CodeRPCError, Detail: "the transaction could not be prepared; nothing was submitted", Err: err}
+}
+
+func refused(res SendResult) *UnavailableError {
+	detail := "the network refused the transaction before inclusion; nothing moved"
+	if res.Code != "" {
+		detail = fmt.Sprintf("the network refused the transaction before inclusion (%s); nothing moved", res.Code)
+	} else if res.Status == SendTryAgainLater {
+		detail = "the network asked to try again later; nothing moved"
+	}
+	return &UnavailableError{Code: CodeRPCError, Detail: detail, RetryAfter: time.Second}
+}
+
+func expired() *UnavailableError {
+	return &UnavailableError{Code: CodeTransactionExpired, Detail: "the transaction expired without landing; nothing moved", RetryAfter: time.Second}
+}

@@ -1,0 +1,185 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// Attribute and index names of the table's keys (DESIGN.md section 3).
+const (
+	// AttrPK is the partition key (S): "transfer:<16 hex>:<clientKey>" or "channel:<G...>".
+	AttrPK = "pk"
+	// AttrGSI1PK is the in-doubt index's partition key (S); set to InDoubtPartition only while an
+	// item's status is in_doubt, absent otherwise (sparse index).
+	AttrGSI1PK = "gsi1pk"
+	// AttrGSI1SK is the in-doubt index's sort key (S): "<in-doubt time, RFC 3339 UTC with
+	// milliseconds>#<pk>", so the index lists the oldest in-doubt item first.
+	AttrGSI1SK = "gsi1sk"
+	// TTLAttribute is the table's TTL attribute: epoch seconds (N), absent when the item never
+	// expires. DynamoDB deletes expired items days late, so expiry is also checked in code.
+	TTLAttribute = "expiresAt"
+	// InDoubtIndex is the name of the sparse global secondary index over in_doubt items.
+	InDoubtIndex = "gsi1"
+	// InDoubtPartition is the gsi1pk value of every in_doubt item.
+	InDoubtPartition = "in_doubt"
+)
+
+// TableClient is the part of the DynamoDB API that EnsureTable uses. *dynamodb.Client satisfies it.
+type TableClient interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+// TableDefinition is the table's one definition in Go: pk (S) hash key, on-demand billing, the
+// sparse index gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL) and a stream of
+// NEW_AND_OLD_IMAGES (the alert function's input). TTL is set separately (UpdateTimeToLive on
+// TTLAttribute). Real DynamoDB wants name to be 3 to 255 characters of [a-zA-Z0-9_.-].
+func TableDefinition(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(AttrPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrGSI1PK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrGSI1SK), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(InDoubtIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(AttrGSI1PK), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(AttrGSI1SK), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}},
+		StreamSpecification: &types.StreamSpecification{
+			StreamEnabled:  aws.Bool(true),
+			StreamViewType: types.StreamViewTypeNewAndOldImages,
+		},
+	}
+}
+
+// EnsureTablePollInterval is how often EnsureTable polls DescribeTable while the table is not
+// ACTIVE.
+const EnsureTablePollInterval = 100 * time.Millisecond
+
+// ensureTableDefaultWait bounds EnsureTable when ctx has no deadline.
+const ensureTableDefaultWait = 5 * time.Minute
+
+// EnsureTable creates the table named name from TableDefinition if it does not exist, then waits
+// until it and its indexes are ACTIVE by polling DescribeTable (the SDK's TableExists waiter never
+// succeeds on minidyn, whose TableStatus is empty: empty counts as ACTIVE). When it creates the
+// table it also enables TTL on TTLAttribute, tolerating emulators that do not implement
+// UpdateTimeToLive (dynalite, minidyn). An existing table's TTL and shape are left alone. Without a
+// deadline on ctx it gives up after 5 minutes.
+func EnsureTable(ctx context.Context, client TableClient, name string) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ensureTableDefaultWait)
+		defer cancel()
+	}
+	created := false
+	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		if _, missing := errors.AsType[*types.ResourceNotFoundException](err); !missing {
+			return fmt.Errorf("dynamo: describe table %q: %w", name, err)
+		}
+		_, err = client.CreateTable(ctx, TableDefinition(name))
+		if _, exists := errors.AsType[*types.ResourceInUseException](err); err != nil && !exists {
+			return fmt.Errorf("dynamo: create table %q: %w", name, err)
+		}
+		created = err == nil
+	}
+	if err := waitActive(ctx, client, name); err != nil {
+		return err
+	}
+	if created {
+		_, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName: aws.String(name),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{
+				AttributeName: aws.String(TTLAttribute),
+				Enabled:       aws.Bool(true),
+			},
+		})
+		if err != nil && !ttlUnsupported(err) {
+			return fmt.Errorf("dynamo: enable TTL on %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// waitActive polls DescribeTable until the table and its global secondary indexes are ACTIVE (or
+// report no status, as minidyn does).
+func waitActive(ctx context.Context, client TableClient, name string) error {
+	for {
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		_, missing := errors.AsType[*types.ResourceNotFoundException](err)
+		switch {
+		case missing:
+			// Not visible yet (eventually consistent control plane): keep polling.
+		case err != nil:
+			return fmt.Errorf("dynamo: describe table %q: %w", name, err)
+		case out.Table == nil:
+			return fmt.Errorf("dynamo: describe table %q: no table description", name)
+		default:
+			ready, err := tableReady(name, out.Table)
+			if ready || err != nil {
+				return err
+			}
+		}
+		t := time.NewTimer(EnsureTablePollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("dynamo: waiting for table %q to become ACTIVE: %w", name, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func tableReady(name string, td *types.TableDescription) (bool, error) {
+	switch td.TableStatus {
+	case types.TableStatusActive, "":
+	case types.TableStatusCreating, types.TableStatusUpdating:
+		return false, nil
+	default:
+		return false, fmt.Errorf("dynamo: table %q is %s", name, td.TableStatus)
+	}
+	for _, gsi := range td.GlobalSecondaryIndexes {
+		switch gsi.IndexStatus {
+		case types.IndexStatusActive, "":
+		case types.IndexStatusCreating, types.IndexStatusUpdating:
+			return false, nil
+		default:
+			return false, fmt.Errorf("dynamo: index %q of table %q is %s", aws.ToString(gsi.IndexName), name, gsi.IndexStatus)
+		}
+	}
+	return true, nil
+}
+
+// ttlUnsupported reports whether err is an emulator's "not implemented" answer to
+// UpdateTimeToLive: dynalite answers UnknownOperationException, minidyn a plain-text HTTP 400.
+func ttlUnsupported(err error) bool {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "UnknownOperationException", "UnknownOperation", "NotImplemented":
+			return true
+		}
+	}
+	var respErr interface{ HTTPStatusCode() int }
+	if errors.As(err, &respErr) && respErr.HTTPStatusCode() == 400 && apiErr == nil {
+		return true
+	}
+	return apiErr != nil && apiErr.ErrorCode() == "UnknownError"
+}

@@ -1,0 +1,252 @@
+package stellarsim
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Fault kinds. The submission kinds act on the next Count submissions
+// (sendTransaction, POST /transactions, POST /transactions_async); stall and
+// retention act on the ledger.
+const (
+	FaultRefuse         = "refuse"          // close the connection without an answer; nothing accepted
+	FaultDropResponse   = "drop_response"   // accept (it will land), then close the connection without an answer
+	FaultDelay          = "delay"           // accept as usual, answer after Delay
+	FaultAnswer         = "answer"          // answer Status / Code / HTTPStatus without accepting
+	FaultDropEnvelope   = "drop_envelope"   // answer PENDING, but evict the tx from the queue: it never lands
+	FaultDelayInclusion = "delay_inclusion" // accepted tx is included Ledgers ledgers later than it would be
+	FaultStall          = "stall"           // the next Count close attempts close nothing (Count 0: until cleared)
+	FaultRetention      = "retention"       // shrink the getTransaction history window to Ledgers
+)
+
+// Fault is one injected failure. JSON field names are the admin API's
+// (POST /_sim/faults); "delay" takes a Go duration string ("1.5s") or a number
+// of milliseconds.
+type Fault struct {
+	Kind  string `json:"kind"`
+	Count int    `json:"count,omitempty"` // submissions (or close attempts) it applies to; 0 means 1 (stall: until cleared)
+	// Delay is how long FaultDelay holds the answer.
+	Delay time.Duration `json:"-"`
+	// Status for FaultAnswer: TRY_AGAIN_LATER, ERROR, PENDING, DUPLICATE (RPC and /transactions_async).
+	Status string `json:"status,omitempty"`
+	// Code for FaultAnswer with Status ERROR: a tx-level code such as "txBAD_SEQ" (or "tx_bad_seq").
+	Code string `json:"code,omitempty"`
+	// HTTPStatus for FaultAnswer on Horizon (429, 500, 504, ...). When set it
+	// wins over Status for Horizon; RPC ignores it unless Status is empty, in
+	// which case RPC answers with that HTTP status and no JSON-RPC body.
+	HTTPStatus int `json:"http_status,omitempty"`
+	// Ledgers: K for delay_inclusion, the window for retention.
+	Ledgers int `json:"ledgers,omitempty"`
+	// API restricts a submission fault to "rpc" or "horizon"; empty means both.
+	API string `json:"api,omitempty"`
+}
+
+type faultJSON struct {
+	Kind       string          `json:"kind"`
+	Count      int             `json:"count,omitempty"`
+	Delay      json.RawMessage `json:"delay,omitempty"`
+	Status     string          `json:"status,omitempty"`
+	Code       string          `json:"code,omitempty"`
+	HTTPStatus int             `json:"http_status,omitempty"`
+	Ledgers    int             `json:"ledgers,omitempty"`
+	API        string          `json:"api,omitempty"`
+}
+
+// MarshalJSON writes Delay as a Go duration string.
+func (f Fault) MarshalJSON() ([]byte, error) {
+	j := faultJSON{Kind: f.Kind, Count: f.Count, Status: f.Status, Code: f.Code,
+		HTTPStatus: f.HTTPStatus, Ledgers: f.Ledgers, API: f.API}
+	if f.Delay != 0 {
+		j.Delay, _ = json.Marshal(f.Delay.String())
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads Delay as a duration string or milliseconds.
+func (f *Fault) UnmarshalJSON(b []byte) error {
+	var j faultJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*f = Fault{Kind: j.Kind, Count: j.Count, Status: j.Status, Code: j.Code,
+		HTTPStatus: j.HTTPStatus, Ledgers: j.Ledgers, API: j.API}
+	if len(j.Delay) > 0 && string(j.Delay) != "null" {
+		var s string
+		if err := json.Unmarshal(j.Delay, &s); err == nil {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return fmt.Errorf("delay: %w", err)
+			}
+			f.Delay = d
+		} else {
+			var ms float64
+			if err := json.Unmarshal(j.Delay, &ms); err != nil {
+				return fmt.Errorf("delay: want a duration string or milliseconds: %w", err)
+			}
+			f.Delay = time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// validate checks a fault before it is armed.
+func (f Fault) validate() error {
+	switch f.Kind {
+	case FaultRefuse, FaultDropResponse, FaultDropEnvelope, FaultStall:
+	case FaultDelay:
+		if f.Delay <= 0 {
+			return fmt.Errorf("delay fault needs a positive delay")
+		}
+	case FaultAnswer:
+		if f.Status == "" && f.HTTPStatus == 0 {
+			return fmt.Errorf("answer fault needs status or http_status")
+		}
+		if f.Code != "" {
+			if _, ok := ParseTxCode(f.Code); !ok {
+				return fmt.Errorf("unknown tx code %q", f.Code)
+			}
+		}
+	case FaultDelayInclusion:
+		if f.Ledgers <= 0 {
+			return fmt.Errorf("delay_inclusion fault needs ledgers > 0")
+		}
+	case FaultRetention:
+		if f.Ledgers <= 0 {
+			return fmt.Errorf("retention fault needs ledgers > 0")
+		}
+	default:
+		return fmt.Errorf("unknown fault kind %q", f.Kind)
+	}
+	switch f.API {
+	case "", "rpc", "horizon":
+	default:
+		return fmt.Errorf("api must be rpc, horizon or empty, got %q", f.API)
+	}
+	if f.Count < 0 {
+		return fmt.Errorf("count must be >= 0")
+	}
+	return nil
+}
+
+// armedFault is a fault with its remaining uses.
+type armedFault struct {
+	Fault
+	remaining int // -1: until cleared
+}
+
+// submissionFaults is what applies to one submission, taken from the armed list.
+type submissionFaults struct {
+	refuse         bool
+	dropResponse   bool
+	delay          time.Duration
+	answer         *Fault
+	dropEnvelope   bool
+	delayInclusion int
+	names          []string
+}
+
+// takeSubmissionFaults consumes one use of every armed submission fault that
+// matches api. Callers hold n.mu.
+func (n *Network) takeSubmissionFaults(api string) submissionFaults {
+	var sf submissionFaults
+	kept := n.faults[:0]
+	for _, f := range n.faults {
+		switch f.Kind {
+		case FaultStall, FaultRetention:
+			kept = append(kept, f)
+			continue
+		}
+		if f.API != "" && f.API != api {
+			kept = append(kept, f)
+			continue
+		}
+		switch f.Kind {
+		case FaultRefuse:
+			sf.refuse = true
+		case FaultDropResponse:
+			sf.dropResponse = true
+		case FaultDelay:
+			sf.delay += f.Delay
+		case FaultAnswer:
+			if sf.answer == nil {
+				fc := f.Fault
+				sf.answer = &fc
+			}
+		case FaultDropEnvelope:
+			sf.dropEnvelope = true
+		case FaultDelayInclusion:
+			sf.delayInclusion += f.Ledgers
+		}
+		sf.names = append(sf.names, f.Kind)
+		f.remaining--
+		if f.remaining != 0 {
+			kept = append(kept, f)
+		}
+	}
+	n.faults = kept
+	return sf
+}
+
+// InjectFault arms a fault. Invalid faults are ignored; use AddFault to see the error.
+func (n *Network) InjectFault(f Fault) { _ = n.AddFault(f) }
+
+// AddFault arms a fault, reporting why it is invalid.
+func (n *Network) AddFault(f Fault) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if f.Kind == FaultRetention {
+		n.retention = uint32(f.Ledgers)
+		return nil
+	}
+	rem := f.Count
+	if rem == 0 {
+		rem = 1
+		if f.Kind == FaultStall {
+			rem = -1
+		}
+	}
+	n.faults = append(n.faults, &armedFault{Fault: f, remaining: rem})
+	return nil
+}
+
+// ClearFaults disarms every fault and restores the configured retention window.
+func (n *Network) ClearFaults() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.faults = nil
+	n.retention = n.opts.RetentionLedgers
+}
+
+// Faults lists the armed faults with their remaining uses in Count (-1: until cleared).
+func (n *Network) Faults() []Fault {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]Fault, 0, len(n.faults))
+	for _, f := range n.faults {
+		c := f.Fault
+		c.Count = f.remaining
+		out = append(out, c)
+	}
+	return out
+}
+
+// takeStall consumes one stalled close attempt, reporting whether closing is stalled.
+func (n *Network) takeStall() bool {
+	for i, f := range n.faults {
+		if f.Kind != FaultStall {
+			continue
+		}
+		if f.remaining > 0 {
+			f.remaining--
+			if f.remaining == 0 {
+				n.faults = append(n.faults[:i], n.faults[i+1:]...)
+			}
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,38 @@
+package transfer
+
+// The rules that decide when a new envelope may be built for a key (DESIGN.md section 1). They
+// live in one place so every path (the first attempt, a lease take-over, inline reconciliation,
+// the sweep, an operator's discard) judges by the same proof.
+
+// RefusedBeforeInclusion reports whether a send's answer proves the envelope never landed and
+// never will: an explicit refusal (TRY_AGAIN_LATER, or ERROR with a transaction-level code) of a
+// send that no earlier send of the same envelope could have preceded onto the network. Once a
+// send's answer was lost (maybeDelivered), later refusals prove nothing: the network answers an
+// already-included envelope with TRY_AGAIN_LATER or ERROR txBAD_SEQ too.
+func RefusedBeforeInclusion(res SendResult, maybeDelivered bool) bool {
+	if maybeDelivered {
+		return false
+	}
+	switch res.Status {
+	case SendTryAgainLater:
+		return true
+	case SendError:
+		return res.Code != ""
+	default:
+		return false
+	}
+}
+
+// ProvenDead reports whether the ledger proves env can never land: the hash is NOT_FOUND, a
+// ledger whose close time is after the envelope's maxTime has closed (so the network will refuse
+// it as too late), and the lookup's history reaches back to the ledger seen before the first
+// send, so an inclusion since then would have been found. The local clock plays no part.
+func ProvenDead(env Envelope, lk Lookup) bool {
+	return lk.Status == LookupNotFound &&
+		env.MaxTime > 0 &&
+		env.SubmittedLedger > 0 &&
+		!lk.LatestLedgerCloseTime.IsZero() &&
+		lk.LatestLedgerCloseTime.Unix() > env.MaxTime &&
+		lk.OldestLedger > 0 && lk.OldestLedger <= env.SubmittedLedger &&
+		lk.LatestLedger >= env.SubmittedLedger
+}
