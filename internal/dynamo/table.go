@@ -168,18 +168,13 @@ func tableReady(name string, td *types.TableDescription) (bool, error) {
 }
 
 // ttlUnsupported reports whether err is an emulator's "not implemented" answer to
-// UpdateTimeToLive: dynalite answers UnknownOperationException, minidyn a plain-text HTTP 400.
+// UpdateTimeToLive: dynalite answers UnknownOperationException; minidyn a plain-text HTTP 400
+// ("unsupported operation") that the SDK fails to deserialize.
 func ttlUnsupported(err error) bool {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.ErrorCode() {
-		case "UnknownOperationException", "UnknownOperation", "NotImplemented":
-			return true
-		}
+	if apiErr, ok := errors.AsType[smithy.APIError](err); ok {
+		return apiErr.ErrorCode() == "UnknownOperationException"
 	}
+	_, undecodable := errors.AsType[*smithy.DeserializationError](err)
 	var respErr interface{ HTTPStatusCode() int }
-	if errors.As(err, &respErr) && respErr.HTTPStatusCode() == 400 && apiErr == nil {
-		return true
-	}
-	return apiErr != nil && apiErr.ErrorCode() == "UnknownError"
+	return undecodable && errors.As(err, &respErr) && respErr.HTTPStatusCode() == 400
 }

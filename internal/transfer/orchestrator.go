@@ -72,9 +72,6 @@ type Orchestrator struct {
 const (
 	firstPoll = 500 * time.Millisecond
 	maxPoll   = 2 * time.Second
-	// minFreshBudget is the least budget worth building a new envelope with after an old one was
-	// proven dead.
-	minFreshBudget = 3 * time.Second
 )
 
 // attempt is the state of one Transfer call.
@@ -184,8 +181,10 @@ func (o *Orchestrator) begin(ctx context.Context, in Input) *attempt {
 	}
 }
 
+// budgetLeft reports whether enough budget is left to build a new envelope that can both land
+// and, failing that, be proven dead before the budget ends.
 func (o *Orchestrator) budgetLeft(a *attempt) bool {
-	return a.deadline.Sub(o.Clock.Now()) >= minFreshBudget
+	return a.deadline.Sub(o.Clock.Now()) >= 2*a.settings.ProofWindow
 }
 
 // maxTime is the envelope's timebounds maxTime, epoch seconds: ProofWindow before the end of
@@ -246,7 +245,7 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 	failing := CodeTimeout
 	needSend := true
 	wait := firstPoll
-	polls := 0
+	var sentAt uint32 // latest ledger when the envelope was last sent
 	for {
 		if !o.Clock.Now().Before(a.deadline) {
 			break
@@ -257,6 +256,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				return Outcome{}, false, herr
 			}
 			needSend = false
+			if err == nil {
+				sentAt = res.LatestLedger
+			}
 			switch {
 			case err == nil && res.Status == SendIncluded && res.Included != nil:
 				return o.onLookup(ctx, a, rec, *res.Included)
@@ -288,10 +290,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 					o.Ledger.Done(ctx, env)
 					return Outcome{}, true, expired()
 				}
-				polls++
-				// Still pending: re-send the same envelope now and then, in case a node dropped
-				// it. Same hash, same sequence number: it can land at most once.
-				if polls%3 == 0 {
+				// Still pending two ledgers after the send: re-send the same envelope, in case a
+				// node dropped it. Same hash, same sequence number: it can land at most once.
+				if lk.LatestLedger >= sentAt+2 {
 					needSend = true
 				}
 			}

@@ -1,0 +1,356 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Service is what the handler needs from the domain; *transfer.Orchestrator is meant to provide it.
+// Errors that implement transfer.ProblemError are rendered as their problem; any other error is a
+// 500 INTERNAL_ERROR whose text is logged, never returned.
+type Service interface {
+	Transfer(ctx context.Context, in transfer.Input) (transfer.Outcome, error)
+	// View returns the transfer stored under (wallet, clientKey); wallet is canonical (upper
+	// case). *transfer.NotFoundError when there is none.
+	View(ctx context.Context, wallet, clientKey string) (transfer.View, error)
+}
+
+// DefaultMaxBodyBytes bounds a request body (16 KiB); a transfer request is well under 1 KiB.
+const DefaultMaxBodyBytes = 16 << 10
+
+// Header names of the HTTP contract.
+const (
+	IdempotencyKeyHeader = "Idempotency-Key"
+	// ReplayedHeader is "true" on a 200 that replays a stored outcome.
+	ReplayedHeader = "Idempotent-Replayed"
+	// AmznTraceHeader is X-Ray's trace header; its Root= part becomes the trace ID.
+	AmznTraceHeader = "X-Amzn-Trace-Id"
+)
+
+// TransferResponse is the 200 body of POST /transfers.
+type TransferResponse struct {
+	TransactionHash string `json:"transactionHash"`
+	// Ledger is the sequence number of the ledger that included the transaction.
+	Ledger   uint32 `json:"ledger"`
+	Replayed bool   `json:"replayed"`
+}
+
+// ViewResponse is the 200 body of GET /wallets/{walletAddress}/transfers/{idempotencyKey}.
+type ViewResponse struct {
+	// Status is "pending" (in flight or in doubt), "success" or "error".
+	Status          string `json:"status"`
+	TransactionHash string `json:"transactionHash,omitempty"`
+	Ledger          uint32 `json:"ledger,omitempty"`
+	// InDoubt is true while the outcome is unknown and awaits reconciliation.
+	InDoubt bool `json:"inDoubt,omitempty"`
+	// Error is the stored rejection (status "error"), without instance and traceId.
+	Error *ProblemDetails `json:"error,omitempty"`
+}
+
+// Option configures NewHandler.
+type Option func(*handler)
+
+// WithLogger sets the logger for the per-request line and for internal errors; the default
+// discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(h *handler) {
+		if l != nil {
+			h.log = l
+		}
+	}
+}
+
+// WithMaxBodyBytes bounds request bodies (413 REQUEST_TOO_LARGE above it); n <= 0 keeps
+// DefaultMaxBodyBytes.
+func WithMaxBodyBytes(n int64) Option {
+	return func(h *handler) {
+		if n > 0 {
+			h.maxBody = n
+		}
+	}
+}
+
+// StaticRules returns a rules function that always returns r.
+func StaticRules(r transfer.Rules) func() transfer.Rules {
+	return func() transfer.Rules { return r }
+}
+
+type handler struct {
+	svc     Service
+	rules   func() transfer.Rules
+	log     *slog.Logger
+	maxBody int64
+	mux     *http.ServeMux
+}
+
+// NewHandler returns the API's handler. rules is called once per request, so settings such as
+// TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH can change without a restart. The handler recovers from
+// panics (500 INTERNAL_ERROR), sets X-Trace-Id and Cache-Control: no-store on every response and
+// logs one line per request.
+func NewHandler(svc Service, rules func() transfer.Rules, opts ...Option) http.Handler {
+	h := &handler{
+		svc:     svc,
+		rules:   rules,
+		log:     slog.New(slog.DiscardHandler),
+		maxBody: DefaultMaxBodyBytes,
+		mux:     http.NewServeMux(),
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	// A method-specific pattern beats the same path without a method, so the method-less ones
+	// only see the wrong methods. ServeMux's own 404/405 replies are plain text; these are problems.
+	h.mux.HandleFunc("POST /transfers", h.postTransfer)
+	h.mux.HandleFunc("/transfers", h.methodNotAllowed("POST"))
+	h.mux.HandleFunc("GET /wallets/{walletAddress}/transfers/{idempotencyKey}", h.getTransfer)
+	h.mux.HandleFunc("/wallets/{walletAddress}/transfers/{idempotencyKey}", h.methodNotAllowed("GET, HEAD"))
+	h.mux.HandleFunc("/", h.notFound)
+	return h
+}
+
+// requestState is filled in while a request is served, for the log line and problems.
+type requestState struct {
+	traceID string
+	route   string
+	code    string
+	key     string
+}
+
+type stateKey struct{}
+
+func stateOf(ctx context.Context) *requestState {
+	st, _ := ctx.Value(stateKey{}).(*requestState)
+	return st
+}
+
+// statusWriter remembers the status written, for the log line and the panic handler.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	st := &requestState{traceID: traceID(r.Context(), r.Header.Get(AmznTraceHeader))}
+	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+	sw := &statusWriter{ResponseWriter: w}
+	setCommonHeaders(sw.Header(), st.traceID)
+
+	defer func() {
+		if v := recover(); v != nil {
+			h.log.ErrorContext(r.Context(), "panic while serving request",
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()),
+				"method", r.Method, "route", st.route, "traceId", st.traceID)
+			if sw.status == 0 {
+				clear(sw.Header())
+				setCommonHeaders(sw.Header(), st.traceID)
+				writeProblem(sw, r, internalProblem(r))
+			}
+		}
+		h.logRequest(r, st, sw.status, time.Since(start))
+	}()
+	h.mux.ServeHTTP(sw, r)
+}
+
+func setCommonHeaders(h http.Header, traceID string) {
+	h.Set(TraceHeader, traceID)
+	h.Set("Cache-Control", "no-store")
+}
+
+func (h *handler) logRequest(r *http.Request, st *requestState, status int, d time.Duration) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("route", st.route),
+		slog.Int("status", status),
+		slog.Float64("durationMs", float64(d.Microseconds())/1000),
+		slog.String("traceId", st.traceID),
+	}
+	if st.code != "" {
+		attrs = append(attrs, slog.String("code", st.code))
+	}
+	if st.key != "" {
+		attrs = append(attrs, slog.String("idempotencyKey", st.key))
+	}
+	h.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+// writeError renders err: its problem when it is a transfer.ProblemError, else a 500 whose cause
+// is logged. A 5xx problem's wrapped cause (e.g. UnavailableError.Err) is logged at warn.
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	pd, ok := problemFor(err, r)
+	st := stateOf(r.Context())
+	switch {
+	case !ok:
+		h.log.ErrorContext(r.Context(), "internal error", "err", err.Error(),
+			"method", r.Method, "route", st.route, "traceId", st.traceID)
+	case pd.Status >= 500:
+		h.log.WarnContext(r.Context(), "dependency failure", "code", pd.Code, "err", err.Error(),
+			"method", r.Method, "route", st.route, "traceId", st.traceID)
+	}
+	writeProblem(w, r, pd)
+}
+
+// postTransfer serves POST /transfers. Checks run in this order, and the Service is called only
+// when all pass: Content-Type (415), Idempotency-Key (400), body size (413), JSON (400),
+// canonical request (400/422).
+func (h *handler) postTransfer(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r.Context())
+	st.route = r.Pattern
+	if !isJSONMediaType(r.Header.Get("Content-Type")) {
+		writeProblem(w, r, httpProblem(r, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"Content-Type must be application/json (optionally with charset=utf-8)"))
+		return
+	}
+	rules := h.rules()
+	key, err := parseKeyHeader(rules, r.Header)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	st.key = key
+	if r.ContentLength > h.maxBody {
+		h.tooLarge(w, r)
+		return
+	}
+	raw, err := decodeRequest(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			h.tooLarge(w, r)
+			return
+		}
+		h.writeError(w, r, err)
+		return
+	}
+	req, err := rules.Canonicalize(raw)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out, err := h.svc.Transfer(r.Context(), transfer.Input{ClientKey: key, Request: req, TraceID: st.traceID})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if out.Replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	}
+	writeJSON(w, http.StatusOK, "application/json", TransferResponse{
+		TransactionHash: out.TransactionHash, Ledger: out.Ledger, Replayed: out.Replayed})
+}
+
+func (h *handler) tooLarge(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, httpProblem(r, http.StatusRequestEntityTooLarge, CodeRequestTooLarge,
+		"the request body exceeds "+strconv.FormatInt(h.maxBody, 10)+" bytes"))
+}
+
+// parseKeyHeader validates the Idempotency-Key header; more than one is malformed.
+func parseKeyHeader(rules transfer.Rules, hdr http.Header) (string, error) {
+	if vs := hdr.Values(IdempotencyKeyHeader); len(vs) > 1 {
+		return "", &transfer.ValidationError{Code: transfer.CodeKeyInvalid, Status: http.StatusBadRequest,
+			Field: IdempotencyKeyHeader, Detail: "send exactly one Idempotency-Key header"}
+	}
+	return rules.ParseKey(hdr.Get(IdempotencyKeyHeader))
+}
+
+// getTransfer serves GET /wallets/{walletAddress}/transfers/{idempotencyKey}.
+func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r.Context())
+	st.route = r.Pattern
+	rules := h.rules()
+	wallet, err := canonicalWallet(rules, r.PathValue("walletAddress"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	key, err := rules.ParseKey(r.PathValue("idempotencyKey"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	st.key = key
+	v, err := h.svc.View(r.Context(), wallet, key)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt}
+	if v.Problem != nil {
+		pd := newProblem(*v.Problem, nil)
+		resp.Error = &pd
+	}
+	writeJSON(w, http.StatusOK, "application/json", resp)
+}
+
+// canonicalWallet mirrors the wallet rule of transfer.Rules.Canonicalize for a path segment: a
+// G... account or C... contract strkey, case-insensitive, upper case; errors are 422
+// INVALID_ADDRESS like the body's. (The domain keeps its version unexported.)
+func canonicalWallet(rules transfer.Rules, raw string) (string, error) {
+	invalid := func(detail string) error {
+		return &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity,
+			Field: "walletAddress", Detail: detail}
+	}
+	w := strings.ToUpper(raw)
+	if rules.Addresses == nil {
+		return "", invalid("no address parser is configured")
+	}
+	kind, err := rules.Addresses.ParseAddress(w)
+	if err != nil {
+		return "", invalid("walletAddress is not a valid Stellar account (G...) or contract (C...) address")
+	}
+	switch kind {
+	case transfer.AccountAddress, transfer.ContractAddress:
+		return w, nil
+	case transfer.MuxedAddress:
+		return "", invalid("muxed (M...) addresses are not supported; use the underlying G... account")
+	default:
+		return "", invalid("walletAddress must be a G... account or C... contract address")
+	}
+}
+
+func (h *handler) methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		stateOf(r.Context()).route = r.Pattern
+		w.Header().Set("Allow", allow)
+		writeProblem(w, r, httpProblem(r, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"method "+r.Method+" is not allowed here; allowed: "+allow))
+	}
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	writeProblem(w, r, httpProblem(r, http.StatusNotFound, CodeRouteNotFound,
+		"no route for "+r.Method+" "+r.URL.EscapedPath()+"; the routes are POST /transfers and GET /wallets/{walletAddress}/transfers/{idempotencyKey}"))
+}

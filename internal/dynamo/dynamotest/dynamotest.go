@@ -1,0 +1,190 @@
+// Package dynamotest helps tests and benchmarks use internal/dynamo: an in-process minidyn
+// server with an SDK client, unique table names, and CountingClient, a decorator that counts
+// DynamoDB requests by operation (for "requests per transfer" figures).
+package dynamotest
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/truora/minidyn/server"
+
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+)
+
+// API is everything internal/dynamo calls: the Store's Client and EnsureTable's TableClient.
+type API interface {
+	dynamo.Client
+	dynamo.TableClient
+}
+
+// NewClient returns an SDK client for a local endpoint (minidyn, dynalite, DynamoDB Local):
+// region us-east-1, static credentials, BaseEndpoint = endpoint; optFns adjust the options.
+func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+	}, optFns...)
+}
+
+// Minidyn starts minidyn's DynamoDB-compatible HTTP server in-process on 127.0.0.1 (stopped when
+// tb ends) and returns a client for it and the server (for its failure emulation). Use one server
+// per test: minidyn creates tables without its request lock, so creating a table while another
+// goroutine uses the same server is a data race.
+func Minidyn(tb testing.TB) (*dynamodb.Client, *server.Server) {
+	tb.Helper()
+	srv := server.NewServer()
+	hs := httptest.NewServer(srv)
+	tb.Cleanup(hs.Close)
+	return NewClient(hs.URL, func(o *dynamodb.Options) { o.HTTPClient = hs.Client() }), srv
+}
+
+var tableSeq atomic.Int64
+
+// TableName returns a table name unique to this process run and valid for real DynamoDB (3 to
+// 255 characters of [a-zA-Z0-9_.-]), derived from tb.Name().
+func TableName(tb testing.TB) string {
+	var b strings.Builder
+	for _, r := range tb.Name() {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '.', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	if len(name) > 180 {
+		name = name[:180]
+	}
+	return fmt.Sprintf("t_%s_%d_%d", name, time.Now().UnixNano()%1e9, tableSeq.Add(1))
+}
+
+// NewStore creates a fresh table (unique name, EnsureTable) through client and returns a Store on it.
+func NewStore(tb testing.TB, client API) *dynamo.Store {
+	tb.Helper()
+	table := TableName(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := dynamo.EnsureTable(ctx, client, table); err != nil {
+		tb.Fatalf("EnsureTable: %v", err)
+	}
+	return dynamo.New(client, table)
+}
+
+// CountingClient wraps an API and counts the requests made through it, by operation name
+// ("PutItem", "GetItem", ...). It counts calls, not the SDK's internal retries. Safe for
+// concurrent use.
+type CountingClient struct {
+	Inner API
+
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+// NewCountingClient wraps inner.
+func NewCountingClient(inner API) *CountingClient {
+	return &CountingClient{Inner: inner}
+}
+
+func (c *CountingClient) add(op string) {
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = make(map[string]int64)
+	}
+	c.counts[op]++
+	c.mu.Unlock()
+}
+
+// Count returns the number of op requests so far.
+func (c *CountingClient) Count(op string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[op]
+}
+
+// Total returns the number of requests of every operation so far.
+func (c *CountingClient) Total() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, v := range c.counts {
+		n += v
+	}
+	return n
+}
+
+// Writes returns the number of item writes (PutItem, DeleteItem) so far.
+func (c *CountingClient) Writes() int64 {
+	return c.Count("PutItem") + c.Count("DeleteItem")
+}
+
+// Counts returns a copy of the counters by operation.
+func (c *CountingClient) Counts() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := make(map[string]int64, len(c.counts))
+	for k, v := range c.counts {
+		m[k] = v
+	}
+	return m
+}
+
+// Reset sets every counter to zero.
+func (c *CountingClient) Reset() {
+	c.mu.Lock()
+	c.counts = nil
+	c.mu.Unlock()
+}
+
+// PutItem counts and forwards.
+func (c *CountingClient) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.add("PutItem")
+	return c.Inner.PutItem(ctx, in, optFns...)
+}
+
+// GetItem counts and forwards.
+func (c *CountingClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.add("GetItem")
+	return c.Inner.GetItem(ctx, in, optFns...)
+}
+
+// DeleteItem counts and forwards.
+func (c *CountingClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	c.add("DeleteItem")
+	return c.Inner.DeleteItem(ctx, in, optFns...)
+}
+
+// Query counts and forwards.
+func (c *CountingClient) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c.add("Query")
+	return c.Inner.Query(ctx, in, optFns...)
+}
+
+// CreateTable counts and forwards.
+func (c *CountingClient) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	c.add("CreateTable")
+	return c.Inner.CreateTable(ctx, in, optFns...)
+}
+
+// DescribeTable counts and forwards.
+func (c *CountingClient) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	c.add("DescribeTable")
+	return c.Inner.DescribeTable(ctx, in, optFns...)
+}
+
+// UpdateTimeToLive counts and forwards.
+func (c *CountingClient) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
+	c.add("UpdateTimeToLive")
+	return c.Inner.UpdateTimeToLive(ctx, in, optFns...)
+}

@@ -1,0 +1,234 @@
+package dynamo
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// item is a transfer record as stored (DESIGN.md section 3). Empty attributes are omitted: an
+// item never holds an empty string, a zero number or an empty map.
+type item struct {
+	PK          string       `dynamodbav:"pk"`
+	Status      string       `dynamodbav:"status"`
+	Fingerprint string       `dynamodbav:"fingerprint,omitempty"` // hex sha256 of the canonical request
+	Request     *requestItem `dynamodbav:"request,omitempty"`
+	ClientKey   string       `dynamodbav:"clientKey,omitempty"`
+	TraceID     string       `dynamodbav:"traceId,omitempty"`
+
+	LeaseOwner     string `dynamodbav:"leaseOwner,omitempty"`
+	LeaseExpiresAt int64  `dynamodbav:"leaseExpiresAt,omitempty"` // epoch milliseconds
+
+	// Envelope, written before the first send. Present iff envelopeXdr is.
+	EnvelopeXDR     string `dynamodbav:"envelopeXdr,omitempty"` // base64 TransactionEnvelope
+	InnerHash       string `dynamodbav:"innerHash,omitempty"`   // hex
+	OuterHash       string `dynamodbav:"outerHash,omitempty"`   // hex; fee-bumped only
+	MaxTime         int64  `dynamodbav:"maxTime,omitempty"`     // timebounds maxTime, epoch seconds
+	SubmittedLedger uint32 `dynamodbav:"submittedLedger,omitempty"`
+	Channel         string `dynamodbav:"channel,omitempty"`    // G... account
+	FeeStroops      int64  `dynamodbav:"feeStroops,omitempty"` // stroops
+
+	Result *resultItem `dynamodbav:"result,omitempty"`
+
+	ExpiresAt int64 `dynamodbav:"expiresAt,omitempty"` // TTL, epoch seconds; absent = never
+	Version   int64 `dynamodbav:"version"`
+	CreatedAt int64 `dynamodbav:"createdAt,omitempty"` // epoch milliseconds
+	UpdatedAt int64 `dynamodbav:"updatedAt,omitempty"` // epoch milliseconds
+
+	GSI1PK string `dynamodbav:"gsi1pk,omitempty"` // InDoubtPartition while in_doubt, else absent
+	GSI1SK string `dynamodbav:"gsi1sk,omitempty"` // see AttrGSI1SK; only while in_doubt
+}
+
+// requestItem is the canonical request (map attribute "request").
+type requestItem struct {
+	OperationType string `dynamodbav:"operationType,omitempty"`
+	WalletAddress string `dynamodbav:"walletAddress,omitempty"`
+	Amount        string `dynamodbav:"amount,omitempty"` // canonical decimal string
+	Asset         string `dynamodbav:"asset,omitempty"`
+	Stroops       int64  `dynamodbav:"stroops,omitempty"`
+}
+
+// resultItem is the stored outcome (map attribute "result"); names as transfer.Result's JSON.
+type resultItem struct {
+	TransactionHash   string   `dynamodbav:"transactionHash,omitempty"`
+	Ledger            uint32   `dynamodbav:"ledger,omitempty"`
+	Code              string   `dynamodbav:"code,omitempty"`
+	HTTPStatus        int      `dynamodbav:"status,omitempty"`
+	Detail            string   `dynamodbav:"detail,omitempty"`
+	ResultCodes       []string `dynamodbav:"resultCodes,omitempty"` // L of S, in order
+	FeeChargedStroops int64    `dynamodbav:"feeCharged,omitempty"`
+}
+
+// inDoubtSortKey is gsi1sk: the in-doubt time in RFC 3339 UTC with milliseconds, then the key.
+func inDoubtSortKey(at time.Time, pk string) string {
+	return at.UTC().Format("2006-01-02T15:04:05.000Z") + "#" + pk
+}
+
+func validStatus(s transfer.Status) bool {
+	switch s {
+	case transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt:
+		return true
+	}
+	return false
+}
+
+// marshalRecord maps rec to its item. It refuses records that would break the store's invariants:
+// an unknown status, an envelope without XDR, and a TTL on an in_flight or in_doubt item (a claim
+// could then overwrite an item whose envelope may still land; DESIGN.md section 3, expiresAt).
+func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error) {
+	switch {
+	case rec.StoreKey == "":
+		return nil, fmt.Errorf("dynamo: record has no store key")
+	case !validStatus(rec.Status):
+		return nil, fmt.Errorf("dynamo: record %q: unknown status %q", rec.StoreKey, rec.Status)
+	case rec.ExpiresAt != 0 && (rec.Status == transfer.StatusInFlight || rec.Status == transfer.StatusInDoubt):
+		return nil, fmt.Errorf("dynamo: record %q: a %s item must not expire (expiresAt %d)", rec.StoreKey, rec.Status, rec.ExpiresAt)
+	case rec.Envelope != nil && rec.Envelope.XDR == "":
+		return nil, fmt.Errorf("dynamo: record %q: envelope without XDR", rec.StoreKey)
+	}
+	it := item{
+		PK:          rec.StoreKey,
+		Status:      string(rec.Status),
+		Fingerprint: rec.Fingerprint,
+		ClientKey:   rec.ClientKey,
+		TraceID:     rec.TraceID,
+		LeaseOwner:  rec.LeaseOwner,
+		ExpiresAt:   rec.ExpiresAt,
+		Version:     rec.Version,
+	}
+	it.LeaseExpiresAt = epochMillis(rec.LeaseExpiresAt)
+	it.CreatedAt = epochMillis(rec.CreatedAt)
+	it.UpdatedAt = epochMillis(rec.UpdatedAt)
+	if r := rec.Request; r != (transfer.Request{}) {
+		it.Request = &requestItem{
+			OperationType: string(r.OperationType),
+			WalletAddress: r.WalletAddress,
+			Amount:        r.Amount,
+			Asset:         r.Asset,
+			Stroops:       r.Stroops,
+		}
+	}
+	if e := rec.Envelope; e != nil {
+		it.EnvelopeXDR = e.XDR
+		it.InnerHash = e.InnerHash
+		it.OuterHash = e.OuterHash
+		it.MaxTime = e.MaxTime
+		it.SubmittedLedger = e.SubmittedLedger
+		it.Channel = e.Channel
+		it.FeeStroops = e.FeeStroops
+	}
+	if r := rec.Result; r != nil {
+		it.Result = &resultItem{
+			TransactionHash:   r.TransactionHash,
+			Ledger:            r.Ledger,
+			Code:              r.Code,
+			HTTPStatus:        r.HTTPStatus,
+			Detail:            r.Detail,
+			ResultCodes:       r.ResultCodes,
+			FeeChargedStroops: r.FeeChargedStroops,
+		}
+	}
+	if rec.Status == transfer.StatusInDoubt {
+		at := rec.UpdatedAt
+		if at.IsZero() {
+			at = rec.CreatedAt
+		}
+		it.GSI1PK = InDoubtPartition
+		it.GSI1SK = inDoubtSortKey(at, rec.StoreKey)
+	}
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: marshal record %q: %w", rec.StoreKey, err)
+	}
+	return av, nil
+}
+
+// unmarshalRecord maps a stored item back to a record. A malformed item (missing or mistyped
+// attribute, unknown status) is an error naming its key; it never panics. An empty result map
+// (stored by a writer other than this package) reads as a nil Result.
+func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error) {
+	key := "<no pk>"
+	if s, ok := av[AttrPK].(*types.AttributeValueMemberS); ok {
+		key = s.Value
+	}
+	var it item
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return transfer.Record{}, fmt.Errorf("dynamo: malformed item %q: %w", key, err)
+	}
+	switch {
+	case it.PK == "":
+		return transfer.Record{}, fmt.Errorf("dynamo: malformed item %q: no string attribute %q", key, AttrPK)
+	case !validStatus(transfer.Status(it.Status)):
+		return transfer.Record{}, fmt.Errorf("dynamo: malformed item %q: unknown status %q", key, it.Status)
+	}
+	rec := transfer.Record{
+		StoreKey:       it.PK,
+		Status:         transfer.Status(it.Status),
+		Fingerprint:    it.Fingerprint,
+		ClientKey:      it.ClientKey,
+		TraceID:        it.TraceID,
+		LeaseOwner:     it.LeaseOwner,
+		LeaseExpiresAt: fromEpochMillis(it.LeaseExpiresAt),
+		ExpiresAt:      it.ExpiresAt,
+		Version:        it.Version,
+		CreatedAt:      fromEpochMillis(it.CreatedAt),
+		UpdatedAt:      fromEpochMillis(it.UpdatedAt),
+	}
+	if r := it.Request; r != nil {
+		rec.Request = transfer.Request{
+			OperationType: transfer.Operation(r.OperationType),
+			WalletAddress: r.WalletAddress,
+			Amount:        r.Amount,
+			Asset:         r.Asset,
+			Stroops:       r.Stroops,
+		}
+	}
+	if it.EnvelopeXDR != "" {
+		rec.Envelope = &transfer.Envelope{
+			XDR:             it.EnvelopeXDR,
+			InnerHash:       it.InnerHash,
+			OuterHash:       it.OuterHash,
+			MaxTime:         it.MaxTime,
+			SubmittedLedger: it.SubmittedLedger,
+			Channel:         it.Channel,
+			FeeStroops:      it.FeeStroops,
+		}
+	}
+	if r := it.Result; r != nil && !r.empty() {
+		rec.Result = &transfer.Result{
+			TransactionHash:   r.TransactionHash,
+			Ledger:            r.Ledger,
+			Code:              r.Code,
+			HTTPStatus:        r.HTTPStatus,
+			Detail:            r.Detail,
+			ResultCodes:       r.ResultCodes,
+			FeeChargedStroops: r.FeeChargedStroops,
+		}
+	}
+	return rec, nil
+}
+
+func (r *resultItem) empty() bool {
+	return r.TransactionHash == "" && r.Ledger == 0 && r.Code == "" && r.HTTPStatus == 0 &&
+		r.Detail == "" && len(r.ResultCodes) == 0 && r.FeeChargedStroops == 0
+}
+
+// epochMillis is t in epoch milliseconds, 0 for the zero time.
+func epochMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromEpochMillis is the UTC time of ms epoch milliseconds, the zero time for 0.
+func fromEpochMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}

@@ -1,0 +1,15 @@
+// Package stellar implements transfer.Ledger on a Stellar network through Stellar RPC
+// (https://developers.stellar.org/docs/data/apis/rpc), with go-stellar-sdk for everything
+// Stellar: strkey addresses, keypairs, txnbuild envelopes, xdr results and the rpcclient.
+//
+// It reports facts (what the network answered, what the ledger holds); the transfer package
+// decides what they mean for a transfer (DESIGN.md sections 1 and 5). Amounts and fees are in
+// stroops (10^-7 of a unit), times are epoch seconds or time.Time in UTC.
+//
+// First cut (issue 3): the vault is a classic account; a withdraw is one Payment from it, signed by
+// its key, with the vault as the transaction source. Channel accounts and fee bumps (issue 5) slot
+// in behind the source seam (source.go) and Envelope.OuterHash.
+//
+// Signing keys come from one secret document (keys.go); secret seeds never appear in errors, logs
+// or formatted output of this package's types.
+package stellar

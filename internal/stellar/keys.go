@@ -1,0 +1,389 @@
+package stellar
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/stellar/go-stellar-sdk/keypair"
+)
+
+// The signing secret (DESIGN.md section 9) is one JSON document, the SecretString of the AWS
+// Secrets Manager secret named by SIGNING_SECRET_ARN:
+//
+//	{
+//	  "vaultSeed":         "S...",          // required: signs the vault's payments
+//	  "feeSeed":           "S...",          // optional: pays fee-bump transactions (CAP-15, issue 5)
+//	  "channelSeeds":      ["S...", "S..."], // optional: channel accounts' keys (issue 5)
+//	  "channelMasterSeed": "<hex>"          // optional: SEP-5 master seed, the 16 to 64 byte BIP-39
+//	                                        // seed in hex, to derive channel keys (issue 5)
+//	}
+//
+// Seeds are ed25519 secret seeds in strkey form (SEP-23, "S..."). Unknown fields are refused, so a
+// misspelt field fails loudly at load instead of silently dropping a key. Error messages name
+// fields, never values.
+
+// Keys are the signing keys. Vault is required; Fee and the channel keys are optional (used by
+// fee bumps and channel accounts, issue 5). Keys formats, logs and marshals to JSON with public
+// keys only; never format the *keypair.Full values themselves (their %v shows the seed).
+type Keys struct {
+	// Vault signs the vault's operations (the signer of VAULT_ACCOUNT).
+	Vault *keypair.Full
+	// Fee pays for fee-bump transactions; nil when fee bumps are off.
+	Fee *keypair.Full
+	// Channels are channel accounts' keys listed in the secret.
+	Channels []*keypair.Full
+	// ChannelMaster is the SEP-5 master seed channel keys are derived from; empty if not set.
+	ChannelMaster MasterSeed
+}
+
+// MasterSeed is secret key material (a BIP-39 seed, SEP-5). It formats as "[redacted]".
+type MasterSeed []byte
+
+// String implements fmt.Stringer without revealing the seed.
+func (m MasterSeed) String() string {
+	if len(m) == 0 {
+		return "[none]"
+	}
+	return "[redacted]"
+}
+
+// GoString implements fmt.GoStringer without revealing the seed.
+func (m MasterSeed) GoString() string { return m.String() }
+
+// Format implements fmt.Formatter: every verb (%v, %+v, %#v, %s, %x, ...) prints String.
+func (m MasterSeed) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(m.String())) }
+
+// MarshalJSON writes the redacted form.
+func (m MasterSeed) MarshalJSON() ([]byte, error) { return json.Marshal(m.String()) }
+
+// LogValue implements slog.LogValuer.
+func (m MasterSeed) LogValue() slog.Value { return slog.StringValue(m.String()) }
+
+func address(kp *keypair.Full) string {
+	if kp == nil {
+		return ""
+	}
+	return kp.Address()
+}
+
+// publicView is what Keys shows of itself: public keys only.
+type publicView struct {
+	Vault         string   `json:"vault"`
+	Fee           string   `json:"fee,omitempty"`
+	Channels      []string `json:"channels,omitempty"`
+	ChannelMaster bool     `json:"channelMaster,omitempty"`
+}
+
+func (k Keys) public() publicView {
+	v := publicView{Vault: address(k.Vault), Fee: address(k.Fee), ChannelMaster: len(k.ChannelMaster) > 0}
+	for _, c := range k.Channels {
+		v.Channels = append(v.Channels, address(c))
+	}
+	return v
+}
+
+// String shows the public keys: "stellar.Keys{vault=G... fee=G... channels=[G...] channelMaster=set}".
+func (k Keys) String() string {
+	v := k.public()
+	var b strings.Builder
+	b.WriteString("stellar.Keys{vault=")
+	b.WriteString(v.Vault)
+	if v.Fee != "" {
+		b.WriteString(" fee=" + v.Fee)
+	}
+	if len(v.Channels) > 0 {
+		b.WriteString(" channels=[" + strings.Join(v.Channels, " ") + "]")
+	}
+	if v.ChannelMaster {
+		b.WriteString(" channelMaster=[redacted]")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// GoString implements fmt.GoStringer with String.
+func (k Keys) GoString() string { return k.String() }
+
+// Format implements fmt.Formatter: every verb prints String, so %v, %+v and %#v never reach the
+// seeds inside the keypairs.
+func (k Keys) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(k.String())) }
+
+// MarshalJSON writes the public keys only. Use MarshalSecret for the secret document.
+func (k Keys) MarshalJSON() ([]byte, error) { return json.Marshal(k.public()) }
+
+// LogValue implements slog.LogValuer with the public keys.
+func (k Keys) LogValue() slog.Value {
+	v := k.public()
+	attrs := []slog.Attr{slog.String("vault", v.Vault)}
+	if v.Fee != "" {
+		attrs = append(attrs, slog.String("fee", v.Fee))
+	}
+	if len(v.Channels) > 0 {
+		attrs = append(attrs, slog.Any("channels", v.Channels))
+	}
+	if v.ChannelMaster {
+		attrs = append(attrs, slog.Bool("channelMaster", true))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// secretDocument is the JSON form of the signing secret.
+type secretDocument struct {
+	VaultSeed         string   `json:"vaultSeed"`
+	FeeSeed           string   `json:"feeSeed,omitempty"`
+	ChannelSeeds      []string `json:"channelSeeds,omitempty"`
+	ChannelMasterSeed string   `json:"channelMasterSeed,omitempty"`
+}
+
+// ErrBadSecret is wrapped by every ParseKeys error.
+var ErrBadSecret = errors.New("stellar: signing secret is invalid")
+
+func badSecret(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadSecret, fmt.Sprintf(format, args...))
+}
+
+// ParseKeys parses the signing secret document (see the format above). Errors wrap ErrBadSecret
+// and name the offending field, never its value.
+func ParseKeys(doc []byte) (Keys, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	var d secretDocument
+	if err := dec.Decode(&d); err != nil {
+		// The decoder's messages can quote input (a syntax error shows the offending character);
+		// keep only what is safe to show.
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			return Keys{}, badSecret("not valid JSON (at byte %d)", syn.Offset)
+		case errors.As(err, &typ):
+			return Keys{}, badSecret("field %q must be a %s", typ.Field, typ.Type)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return Keys{}, badSecret("%s", strings.TrimPrefix(err.Error(), "json: "))
+		default:
+			return Keys{}, badSecret("not a JSON object")
+		}
+	}
+	if dec.More() {
+		return Keys{}, badSecret("trailing data after the JSON object")
+	}
+	var k Keys
+	var err error
+	if d.VaultSeed == "" {
+		return Keys{}, badSecret("vaultSeed is required")
+	}
+	if k.Vault, err = parseSeed("vaultSeed", d.VaultSeed); err != nil {
+		return Keys{}, err
+	}
+	if d.FeeSeed != "" {
+		if k.Fee, err = parseSeed("feeSeed", d.FeeSeed); err != nil {
+			return Keys{}, err
+		}
+	}
+	seen := map[string]bool{}
+	for i, s := range d.ChannelSeeds {
+		kp, err := parseSeed(fmt.Sprintf("channelSeeds[%d]", i), s)
+		if err != nil {
+			return Keys{}, err
+		}
+		if seen[kp.Address()] {
+			return Keys{}, badSecret("channelSeeds[%d] repeats an earlier channel (%s)", i, kp.Address())
+		}
+		seen[kp.Address()] = true
+		k.Channels = append(k.Channels, kp)
+	}
+	if d.ChannelMasterSeed != "" {
+		b, err := hex.DecodeString(d.ChannelMasterSeed)
+		if err != nil || len(b) < 16 || len(b) > 64 {
+			return Keys{}, badSecret("channelMasterSeed must be 16 to 64 bytes in hex")
+		}
+		k.ChannelMaster = b
+	}
+	return k, nil
+}
+
+func parseSeed(field, seed string) (*keypair.Full, error) {
+	kp, err := keypair.ParseFull(strings.TrimSpace(seed))
+	if err != nil {
+		// keypair's error is not shown: it is about the seed's content.
+		return nil, badSecret("%s is not a valid secret seed (S...)", field)
+	}
+	return kp, nil
+}
+
+// MarshalSecret writes k as the signing secret document, seeds included. It is for the local
+// stack, which generates keys and hands them to the same loader; never log its output.
+func (k Keys) MarshalSecret() ([]byte, error) {
+	if k.Vault == nil {
+		return nil, errors.New("stellar: keys have no vault key")
+	}
+	d := secretDocument{VaultSeed: k.Vault.Seed()}
+	if k.Fee != nil {
+		d.FeeSeed = k.Fee.Seed()
+	}
+	for _, c := range k.Channels {
+		d.ChannelSeeds = append(d.ChannelSeeds, c.Seed())
+	}
+	if len(k.ChannelMaster) > 0 {
+		d.ChannelMasterSeed = hex.EncodeToString(k.ChannelMaster)
+	}
+	return json.Marshal(d)
+}
+
+// GenerateKeys returns random keys for a local network: a vault, a fee account and n channels.
+func GenerateKeys(channels int) (Keys, error) {
+	var k Keys
+	var err error
+	if k.Vault, err = keypair.Random(); err != nil {
+		return Keys{}, err
+	}
+	if k.Fee, err = keypair.Random(); err != nil {
+		return Keys{}, err
+	}
+	for range channels {
+		c, err := keypair.Random()
+		if err != nil {
+			return Keys{}, err
+		}
+		k.Channels = append(k.Channels, c)
+	}
+	return k, nil
+}
+
+// KeySource supplies the current signing keys. Implementations are safe for concurrent use.
+type KeySource interface {
+	Keys(ctx context.Context) (Keys, error)
+}
+
+// StaticKeys is a KeySource that always returns the same keys (tests, or keys already loaded).
+type StaticKeys struct{ K Keys }
+
+// Keys returns s.K.
+func (s StaticKeys) Keys(context.Context) (Keys, error) {
+	if s.K.Vault == nil {
+		return Keys{}, errors.New("stellar: static keys have no vault key")
+	}
+	return s.K, nil
+}
+
+// SecretsManagerAPI is the part of the Secrets Manager client that SecretKeys uses;
+// *secretsmanager.Client implements it.
+type SecretsManagerAPI interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// LocalSecrets is an in-memory SecretsManagerAPI: secret ID -> SecretString. The local stack puts
+// its generated keys' document (Keys.MarshalSecret) here and loads them through SecretKeys, the
+// same path as in AWS.
+type LocalSecrets map[string]string
+
+// GetSecretValue returns the stored document for in.SecretId.
+func (l LocalSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	id := aws.ToString(in.SecretId)
+	doc, ok := l[id]
+	if !ok {
+		return nil, fmt.Errorf("local secrets: no secret %q", id)
+	}
+	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(doc), Name: aws.String(id)}, nil
+}
+
+// DefaultKeyRefresh is how long SecretKeys serves keys before reading the secret again.
+const DefaultKeyRefresh = 5 * time.Minute
+
+// retryAfterFailure is how long SecretKeys serves stale keys after a failed refresh before
+// trying again.
+const retryAfterFailure = 10 * time.Second
+
+// SecretKeysConfig configures SecretKeys.
+type SecretKeysConfig struct {
+	Client SecretsManagerAPI
+	// SecretID is the secret's ARN or name (SIGNING_SECRET_ARN).
+	SecretID string
+	// Refresh is how long loaded keys are served before the secret is read again (a rotation
+	// takes effect within it); 0 means DefaultKeyRefresh.
+	Refresh time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// SecretKeys is a KeySource that reads the signing secret from AWS Secrets Manager, at the first
+// call and again once Refresh has passed. If a refresh fails it keeps serving the keys it has
+// (a Secrets Manager outage does not stop signing) and tries again 10 s later; with no keys
+// loaded yet the error is returned.
+type SecretKeys struct {
+	cfg SecretKeysConfig
+
+	mu        sync.Mutex
+	keys      Keys
+	loaded    bool
+	nextFetch time.Time
+}
+
+// NewSecretKeys returns a SecretKeys; nothing is read until the first Keys call.
+func NewSecretKeys(cfg SecretKeysConfig) (*SecretKeys, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("stellar: SecretKeys needs a Secrets Manager client")
+	}
+	if cfg.SecretID == "" {
+		return nil, errors.New("stellar: SecretKeys needs a secret ID (SIGNING_SECRET_ARN)")
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultKeyRefresh
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &SecretKeys{cfg: cfg}, nil
+}
+
+// Keys returns the cached keys, reading the secret when they are missing or due for refresh.
+// Concurrent callers wait for one read.
+func (s *SecretKeys) Keys(ctx context.Context) (Keys, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	if s.loaded && now.Before(s.nextFetch) {
+		return s.keys, nil
+	}
+	k, err := s.fetch(ctx)
+	if err != nil {
+		if s.loaded {
+			s.nextFetch = now.Add(min(retryAfterFailure, s.cfg.Refresh))
+			return s.keys, nil
+		}
+		return Keys{}, err
+	}
+	s.keys, s.loaded, s.nextFetch = k, true, now.Add(s.cfg.Refresh)
+	return k, nil
+}
+
+func (s *SecretKeys) fetch(ctx context.Context) (Keys, error) {
+	out, err := s.cfg.Client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.cfg.SecretID)})
+	if err != nil {
+		return Keys{}, fmt.Errorf("stellar: reading signing secret %s: %w", s.cfg.SecretID, err)
+	}
+	var doc []byte
+	switch {
+	case out.SecretString != nil:
+		doc = []byte(*out.SecretString)
+	case out.SecretBinary != nil:
+		doc = out.SecretBinary
+	default:
+		return Keys{}, fmt.Errorf("stellar: signing secret %s has no value", s.cfg.SecretID)
+	}
+	k, err := ParseKeys(doc)
+	if err != nil {
+		return Keys{}, fmt.Errorf("stellar: signing secret %s: %w", s.cfg.SecretID, err)
+	}
+	return k, nil
+}

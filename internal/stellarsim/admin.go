@@ -1,0 +1,5 @@
+package stellarsim
+
+import "net/http"
+
+func (n *Network) adminRoutes(mux *http.ServeMux) {}

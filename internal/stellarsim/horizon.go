@@ -1,0 +1,5 @@
+package stellarsim
+
+import "net/http"
+
+func (n *Network) horizonRoutes(mux *http.ServeMux) {}

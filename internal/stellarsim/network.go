@@ -1,0 +1,214 @@
+package stellarsim
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+)
+
+// Errors returned by the helpers.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrExists      = errors.New("already exists")
+	ErrUnderfunded = errors.New("underfunded")
+	ErrLineFull    = errors.New("trustline limit exceeded")
+
+	errPanicDecode = errors.New("malformed transaction envelope")
+)
+
+// Clock gives the time ledgers are stamped with.
+type Clock interface{ Now() time.Time }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Options configures Start. Zero values take the defaults in the comments.
+type Options struct {
+	Addr                 string        // listen address, default "127.0.0.1:0"
+	NetworkPassphrase    string        // default StandalonePassphrase
+	CloseInterval        time.Duration // >0: close a ledger every interval (real time); 0: only on CloseLedger()
+	Clock                Clock         // nil = real clock
+	RetentionLedgers     uint32        // getTransaction history window, default 120960
+	HorizonSubmitTimeout time.Duration // synchronous POST /transactions waits this long for inclusion, default 30s
+	BaseFee              int64         // stroops per operation, default 100
+	BaseReserve          int64         // stroops, default 5_000_000
+	// FriendbotAmount is what GET /friendbot gives, default 10,000 XLM.
+	FriendbotAmount int64
+	// Contracts runs Soroban operations; nil refuses them (see ContractHost).
+	Contracts ContractHost
+}
+
+const defaultRetention = 120960
+
+// StandalonePassphrase is the passphrase of a standalone network (Stellar
+// quickstart's "local"); the SDK has no constant for it.
+const StandalonePassphrase = "Standalone Network ; February 2017"
+
+// rootBalance is the genesis supply held by the root account (100 billion XLM).
+const rootBalance = int64(1_000_000_000_000_000_000)
+
+// Network is a one-node Stellar network with RPC, Horizon, friendbot and an
+// admin API over one in-memory ledger. Safe for concurrent use.
+type Network struct {
+	opts       Options
+	clock      Clock
+	passphrase string
+	contracts  ContractHost
+	root       *keypair.Full
+
+	mu           sync.Mutex
+	state        *ledgerState
+	closeTimes   []int64 // unix seconds, index = sequence-1
+	ledgerClosed chan struct{}
+	queue        map[string]*pendingTx // by inner source account
+	nextOrder    uint64
+	byHash       map[string]*AppliedTx // inner and outer hashes
+	applied      []*AppliedTx
+	banned       map[string]uint32 // full hash -> ledger it was banned at
+	envelopes    []*ReceivedEnvelope
+	faults       []*armedFault
+	retention    uint32
+	rpcMethods   map[string]RPCHandler
+
+	ln      net.Listener
+	srv     *http.Server
+	baseURL string
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	closing sync.Once
+}
+
+// Start creates the network with its genesis ledger (sequence 1, the root
+// account holding all lumens) and serves Horizon at /, RPC at /rpc, friendbot
+// at /friendbot and the admin API at /_sim/.
+func Start(opts Options) (*Network, error) {
+	n, err := newNetwork(opts)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", n.opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("stellarsim: listen %s: %w", n.opts.Addr, err)
+	}
+	n.ln = ln
+	n.baseURL = "http://" + ln.Addr().String()
+	n.srv = &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = n.srv.Serve(ln)
+	}()
+	if n.opts.CloseInterval > 0 {
+		n.wg.Add(1)
+		go n.closeLoop(n.opts.CloseInterval)
+	}
+	return n, nil
+}
+
+func newNetwork(opts Options) (*Network, error) {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.NetworkPassphrase == "" {
+		opts.NetworkPassphrase = StandalonePassphrase
+	}
+	if opts.RetentionLedgers == 0 {
+		opts.RetentionLedgers = defaultRetention
+	}
+	if opts.HorizonSubmitTimeout <= 0 {
+		opts.HorizonSubmitTimeout = 30 * time.Second
+	}
+	if opts.BaseFee <= 0 {
+		opts.BaseFee = 100
+	}
+	if opts.BaseReserve <= 0 {
+		opts.BaseReserve = 5_000_000
+	}
+	if opts.FriendbotAmount <= 0 {
+		opts.FriendbotAmount = 10_000 * 10_000_000
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = realClock{}
+	}
+	n := &Network{
+		opts:         opts,
+		clock:        clock,
+		passphrase:   opts.NetworkPassphrase,
+		contracts:    opts.Contracts,
+		root:         keypair.Root(opts.NetworkPassphrase),
+		state:        newLedgerState(),
+		closeTimes:   []int64{clock.Now().Unix()},
+		ledgerClosed: make(chan struct{}),
+		queue:        map[string]*pendingTx{},
+		byHash:       map[string]*AppliedTx{},
+		banned:       map[string]uint32{},
+		retention:    opts.RetentionLedgers,
+		stop:         make(chan struct{}),
+	}
+	n.state.accounts[n.root.Address()] = &account{id: n.root.Address(), balance: rootBalance, lastModified: 1}
+	n.rpcMethods = n.defaultRPCMethods()
+	return n, nil
+}
+
+func (n *Network) closeLoop(every time.Duration) {
+	defer n.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			n.CloseLedger()
+		}
+	}
+}
+
+// URL is the Horizon root, e.g. http://127.0.0.1:PORT.
+func (n *Network) URL() string { return n.baseURL }
+
+// RPCURL is the Stellar RPC endpoint.
+func (n *Network) RPCURL() string { return n.baseURL + "/rpc" }
+
+// FriendbotURL is the friendbot endpoint (GET ?addr=G...).
+func (n *Network) FriendbotURL() string { return n.baseURL + "/friendbot" }
+
+// Passphrase is the network passphrase transactions must be signed for.
+func (n *Network) Passphrase() string { return n.passphrase }
+
+// Root is the genesis account holding the lumens friendbot hands out.
+func (n *Network) Root() *keypair.Full { return n.root }
+
+// Close stops the HTTP server and the ledger closer.
+func (n *Network) Close() error {
+	var err error
+	n.closing.Do(func() {
+		close(n.stop)
+		if n.srv != nil {
+			err = n.srv.Close()
+		}
+		n.wg.Wait()
+	})
+	return err
+}
+
+// Handler serves everything Start serves; useful to mount the network in
+// another server or an httptest.Server.
+func (n *Network) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /rpc", n.serveRPC)
+	mux.HandleFunc("POST /rpc/", n.serveRPC)
+	n.horizonRoutes(mux)
+	n.adminRoutes(mux)
+	return mux
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,0 +1,80 @@
+package stellarsim
+
+import (
+	"fmt"
+
+	"github.com/stellar/go-stellar-sdk/xdr"
+)
+
+// ContractHost is the seam where Soroban execution plugs in (a later issue
+// adds a vault contract). With Options.Contracts nil, InvokeHostFunction,
+// ExtendFootprintTtl and RestoreFootprint are refused at submission with
+// txMALFORMED. With a host, a transaction holding exactly one such operation
+// is accepted by the classic rules and Apply runs it at ledger close; a
+// false second result fails the transaction (fee still charged).
+type ContractHost interface {
+	Apply(ctx ContractContext, op xdr.Operation) (xdr.OperationResult, bool)
+}
+
+// ContractContext is what a contract invocation sees.
+type ContractContext struct {
+	Ledger     LedgerInfo
+	Source     string // operation source account
+	TxHash     string // inner transaction hash, hex
+	Passphrase string
+	Balances   Balances // classic balances, written only if the transaction succeeds
+}
+
+// Balances lets a contract read and move classic balances inside the
+// applying transaction.
+type Balances interface {
+	Balance(account string, asset Asset) (int64, error)
+	// Credit adds delta (negative to debit) to account's balance of asset.
+	Credit(account string, asset Asset, delta int64) error
+}
+
+type viewBalances struct{ v *view }
+
+func (b viewBalances) Balance(account string, asset Asset) (int64, error) {
+	if asset.IsNative() {
+		a := b.v.account(account)
+		if a == nil {
+			return 0, fmt.Errorf("account %s: %w", account, ErrNotFound)
+		}
+		return a.balance, nil
+	}
+	t := b.v.trustline(account, asset)
+	if t == nil {
+		return 0, fmt.Errorf("trustline %s/%s: %w", account, asset, ErrNotFound)
+	}
+	return t.balance, nil
+}
+
+func (b viewBalances) Credit(account string, asset Asset, delta int64) error {
+	if asset.IsNative() {
+		a := b.v.account(account)
+		if a == nil {
+			return fmt.Errorf("account %s: %w", account, ErrNotFound)
+		}
+		if a.balance+delta < 0 {
+			return fmt.Errorf("account %s: %w", account, ErrUnderfunded)
+		}
+		a.balance += delta
+		return nil
+	}
+	if account == asset.Issuer {
+		return nil // issuers mint and burn
+	}
+	t := b.v.trustline(account, asset)
+	if t == nil {
+		return fmt.Errorf("trustline %s/%s: %w", account, asset, ErrNotFound)
+	}
+	if t.balance+delta < 0 {
+		return fmt.Errorf("trustline %s/%s: %w", account, asset, ErrUnderfunded)
+	}
+	if t.balance+delta > t.limit {
+		return fmt.Errorf("trustline %s/%s: %w", account, asset, ErrLineFull)
+	}
+	t.balance += delta
+	return nil
+}

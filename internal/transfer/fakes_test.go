@@ -1,0 +1,358 @@
+package transfer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// memStore is an in-memory transfer.Store with the same conditional semantics as the DynamoDB
+// one, for testing the orchestrator's logic alone.
+type memStore struct {
+	mu     sync.Mutex
+	items  map[string]transfer.Record
+	writes int
+	fail   func(op string) error // injected failures
+}
+
+func newMemStore() *memStore { return &memStore{items: map[string]transfer.Record{}} }
+
+func (s *memStore) failure(op string) error {
+	if s.fail != nil {
+		return s.fail(op)
+	}
+	return nil
+}
+
+func (s *memStore) Claim(_ context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.failure("claim"); err != nil {
+		return transfer.Record{}, false, err
+	}
+	s.writes++
+	if cur, ok := s.items[rec.StoreKey]; ok && !(cur.ExpiresAt > 0 && cur.ExpiresAt < now.Unix()) {
+		return cur, false, nil
+	}
+	s.items[rec.StoreKey] = rec
+	return rec, true, nil
+}
+
+func (s *memStore) Get(_ context.Context, key string) (transfer.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.failure("get"); err != nil {
+		return transfer.Record{}, err
+	}
+	cur, ok := s.items[key]
+	if !ok {
+		return transfer.Record{}, transfer.ErrNotFound
+	}
+	return cur, nil
+}
+
+func (s *memStore) matches(key string, cond transfer.Condition) error {
+	cur, ok := s.items[key]
+	if !ok || cur.Status != cond.Status || cur.Version != cond.Version || (cond.LeaseOwner != "" && cur.LeaseOwner != cond.LeaseOwner) {
+		return fmt.Errorf("mem: %w", transfer.ErrConditionFailed)
+	}
+	return nil
+}
+
+func (s *memStore) Replace(_ context.Context, next transfer.Record, cond transfer.Condition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.failure("replace"); err != nil {
+		return err
+	}
+	s.writes++
+	if err := s.matches(next.StoreKey, cond); err != nil {
+		return err
+	}
+	s.items[next.StoreKey] = next
+	return nil
+}
+
+func (s *memStore) Delete(_ context.Context, key string, cond transfer.Condition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.failure("delete"); err != nil {
+		return err
+	}
+	s.writes++
+	if err := s.matches(key, cond); err != nil {
+		return err
+	}
+	delete(s.items, key)
+	return nil
+}
+
+func (s *memStore) ListInDoubt(_ context.Context, limit int, _ string) ([]transfer.Record, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []transfer.Record
+	for _, r := range s.items {
+		if r.Status == transfer.StatusInDoubt {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StoreKey < out[j].StoreKey })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, "", nil
+}
+
+func (s *memStore) get(key string) (transfer.Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.items[key]
+	return r, ok
+}
+
+// fakeClock is virtual time. Alone, a Sleep just moves it on. With goroutines started by Go,
+// time moves only when every one of them sleeps (a discrete-event scheduler), so concurrent
+// callers see one consistent timeline and no test waits for real time.
+type fakeClock struct {
+	mu       sync.Mutex
+	now      time.Time
+	onSleep  func(now time.Time)
+	active   int // goroutines started by Go and not asleep
+	managed  int // goroutines started by Go and not finished
+	sleepers []sleeper
+}
+
+type sleeper struct {
+	at   time.Time
+	wake chan struct{}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Go runs fn as a participant in virtual time; wg.Done is called when it returns.
+func (c *fakeClock) Go(wg *sync.WaitGroup, fn func()) {
+	c.mu.Lock()
+	c.active++
+	c.managed++
+	c.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			c.mu.Lock()
+			c.active--
+			c.managed--
+			c.advanceLocked()
+		}()
+		fn()
+	}()
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	if c.managed == 0 {
+		c.now = c.now.Add(d)
+		now, fn := c.now, c.onSleep
+		c.mu.Unlock()
+		if fn != nil {
+			fn(now)
+		}
+		return ctx.Err()
+	}
+	s := sleeper{at: c.now.Add(d), wake: make(chan struct{})}
+	c.sleepers = append(c.sleepers, s)
+	c.active--
+	c.advanceLocked()
+	<-s.wake
+	return ctx.Err()
+}
+
+// advanceLocked moves time to the earliest wake-up once every participant sleeps; it unlocks c.mu.
+func (c *fakeClock) advanceLocked() {
+	if c.active > 0 || len(c.sleepers) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	next := c.sleepers[0].at
+	for _, s := range c.sleepers {
+		if s.at.Before(next) {
+			next = s.at
+		}
+	}
+	if next.After(c.now) {
+		c.now = next
+	}
+	var woken []sleeper
+	kept := c.sleepers[:0]
+	for _, s := range c.sleepers {
+		if !s.at.After(c.now) {
+			woken = append(woken, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	c.sleepers = kept
+	c.active += len(woken)
+	now, fn := c.now, c.onSleep
+	c.mu.Unlock()
+	if fn != nil {
+		fn(now)
+	}
+	for _, s := range woken {
+		close(s.wake)
+	}
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// fakeLedger is a tiny network: envelopes sent are queued and land at the next close if their
+// maxTime allows; behaviour per send can be scripted.
+type fakeLedger struct {
+	mu        sync.Mutex
+	clock     *fakeClock
+	prepares  int
+	sends     []string // inner hash of every send
+	queued    map[string]transfer.Envelope
+	landed    map[string]landing
+	latest    uint32
+	closeTime time.Time
+	oldest    uint32
+
+	// script, when set, decides a send's answer; accept says whether the envelope is queued.
+	script     func(n int, env transfer.Envelope) (res transfer.SendResult, accept bool, err error)
+	failResult func(env transfer.Envelope) bool // land as FAILED
+	prepareErr error
+	lookupErr  error
+	noClose    bool // ledgers stall
+}
+
+type landing struct {
+	ledger uint32
+	failed bool
+}
+
+func newFakeLedger(c *fakeClock) *fakeLedger {
+	l := &fakeLedger{clock: c, queued: map[string]transfer.Envelope{}, landed: map[string]landing{}, latest: 100, oldest: 1, closeTime: c.Now()}
+	c.onSleep = l.closeUntil
+	return l
+}
+
+func (l *fakeLedger) closeIfDue() { l.closeUntil(l.clock.Now()) }
+
+// closeUntil closes a ledger for every 5 s the clock has moved past the last close.
+func (l *fakeLedger) closeUntil(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.noClose && now.Sub(l.closeTime) >= 5*time.Second {
+		l.closeLocked(l.closeTime.Add(5 * time.Second))
+	}
+}
+
+func (l *fakeLedger) closeLocked(at time.Time) {
+	l.latest++
+	l.closeTime = at
+	for h, env := range l.queued {
+		delete(l.queued, h)
+		if at.Unix() > env.MaxTime {
+			continue // too late: dropped, never applied
+		}
+		failed := l.failResult != nil && l.failResult(env)
+		l.landed[h] = landing{ledger: l.latest, failed: failed}
+	}
+}
+
+func (l *fakeLedger) Prepare(_ context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.prepareErr != nil {
+		return transfer.Envelope{}, l.prepareErr
+	}
+	l.prepares++
+	h := fmt.Sprintf("%064x", l.prepares)
+	return transfer.Envelope{XDR: "xdr-" + h, InnerHash: h, MaxTime: maxTime.Unix(), SubmittedLedger: l.latest, Channel: "GVAULT", FeeStroops: 100}, nil
+}
+
+func (l *fakeLedger) Send(_ context.Context, env transfer.Envelope) (transfer.SendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.sends)
+	l.sends = append(l.sends, env.InnerHash)
+	res, accept, err := transfer.SendResult{Status: transfer.SendPending}, true, error(nil)
+	if l.script != nil {
+		res, accept, err = l.script(n, env)
+	}
+	if _, done := l.landed[env.InnerHash]; done && accept {
+		// An included envelope is never applied twice; the network says try again later.
+		return transfer.SendResult{Status: transfer.SendTryAgainLater, LatestLedger: l.latest}, err
+	}
+	if accept {
+		l.queued[env.InnerHash] = env
+	}
+	res.LatestLedger, res.LatestLedgerCloseTime = l.latest, l.closeTime
+	return res, err
+}
+
+func (l *fakeLedger) Lookup(_ context.Context, env transfer.Envelope) (transfer.Lookup, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lookupErr != nil {
+		return transfer.Lookup{}, l.lookupErr
+	}
+	lk := transfer.Lookup{Status: transfer.LookupNotFound, LatestLedger: l.latest, LatestLedgerCloseTime: l.closeTime, OldestLedger: l.oldest}
+	if got, ok := l.landed[env.InnerHash]; ok {
+		lk.Hash, lk.Ledger, lk.FeeChargedStroops = env.InnerHash, got.ledger, 100
+		lk.Status = transfer.LookupSuccess
+		if got.failed {
+			lk.Status = transfer.LookupFailed
+			lk.ResultCodes = []string{"tx_failed", "op_underfunded"}
+		}
+	}
+	return lk, nil
+}
+
+func (l *fakeLedger) Done(context.Context, transfer.Envelope) {}
+
+func (l *fakeLedger) landedCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.landed)
+}
+
+func (l *fakeLedger) counts() (prepares, sends int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.prepares, len(l.sends)
+}
+
+var errCrash = errors.New("crash")
+
+// addresses accepts any G.../C.../M... string of 56 characters, for tests that need no strkey.
+type addresses struct{}
+
+func (addresses) ParseAddress(s string) (transfer.AddressKind, error) {
+	if len(s) != 56 {
+		return 0, errors.New("bad length")
+	}
+	switch s[0] {
+	case 'G':
+		return transfer.AccountAddress, nil
+	case 'C':
+		return transfer.ContractAddress, nil
+	case 'M':
+		return transfer.MuxedAddress, nil
+	}
+	return 0, errors.New("bad version")
+}

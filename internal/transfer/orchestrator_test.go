@@ -1,0 +1,455 @@
+package transfer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+const wallet = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
+
+type harness struct {
+	clock  *fakeClock
+	store  *memStore
+	ledger *fakeLedger
+	orch   *transfer.Orchestrator
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	c := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	h := &harness{clock: c, store: newMemStore(), ledger: newFakeLedger(c)}
+	h.orch = &transfer.Orchestrator{
+		Store: h.store, Ledger: h.ledger, Clock: c,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	return h
+}
+
+func input(key, amount string) transfer.Input {
+	req, _, err := func() (transfer.Request, int, error) {
+		r, err := transfer.Rules{Assets: []string{"USDC"}, Addresses: addresses{}}.Canonicalize(
+			transfer.RawRequest{OperationType: "withdraw", WalletAddress: wallet, Amount: amount, Asset: "usdc"})
+		return r, 0, err
+	}()
+	if err != nil {
+		panic(err)
+	}
+	return transfer.Input{ClientKey: key, Request: req, TraceID: "trace-1"}
+}
+
+func (h *harness) item(t *testing.T, key string) transfer.Record {
+	t.Helper()
+	rec, ok := h.store.get(transfer.StoreKey(wallet, key))
+	if !ok {
+		t.Fatalf("no item for %s", key)
+	}
+	return rec
+}
+
+func problemCode(err error) string {
+	var p transfer.ProblemError
+	if errors.As(err, &p) {
+		return p.Problem().Code
+	}
+	return fmt.Sprintf("untyped(%v)", err)
+}
+
+func TestFreshTransferLandsOnceAndReplays(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	out, err := h.orch.Transfer(ctx, input("order-0001", "10"))
+	if err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	if out.Replayed || out.TransactionHash == "" || out.Ledger != 101 {
+		t.Fatalf("outcome = %+v, want a fresh hash in ledger 101", out)
+	}
+	rec := h.item(t, "order-0001")
+	if rec.Status != transfer.StatusReplayable || rec.Result.TransactionHash != out.TransactionHash {
+		t.Fatalf("item = %+v", rec)
+	}
+	if rec.ExpiresAt != h.clock.Now().Add(24*time.Hour).Unix() {
+		t.Fatalf("expiresAt = %d, want now+24h", rec.ExpiresAt)
+	}
+	if rec.Envelope == nil || rec.Envelope.XDR != "" || rec.LeaseOwner != "" {
+		t.Fatalf("settled item keeps the hashes but not the signed XDR or the lease: %+v", rec.Envelope)
+	}
+	writes := h.store.writes
+	again, err := h.orch.Transfer(ctx, input("order-0001", "10.000"))
+	if err != nil || !again.Replayed || again.TransactionHash != out.TransactionHash || again.Ledger != out.Ledger {
+		t.Fatalf("replay = %+v, %v", again, err)
+	}
+	if got := h.store.writes - writes; got != 1 {
+		t.Fatalf("a replay cost %d store writes, want 1 (the failed claim)", got)
+	}
+	if p, s := h.ledger.counts(); p != 1 || s != 1 || h.ledger.landedCount() != 1 {
+		t.Fatalf("prepares=%d sends=%d landed=%d, want 1/1/1", p, s, h.ledger.landedCount())
+	}
+}
+
+func TestSameKeyOtherRequestConflicts(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.orch.Transfer(ctx, input("order-0002", "10")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.orch.Transfer(ctx, input("order-0002", "11"))
+	var c *transfer.ConflictError
+	if !errors.As(err, &c) {
+		t.Fatalf("err = %v, want ConflictError", err)
+	}
+	if p := c.Problem(); p.Status != 409 || p.Code != "IDEMPOTENCY_KEY_CONFLICT" || p.Classification != transfer.Terminal {
+		t.Fatalf("problem = %+v", p)
+	}
+}
+
+func TestFirstSendRefusalRebuildsOnce(t *testing.T) {
+	for _, res := range []transfer.SendResult{
+		{Status: transfer.SendTryAgainLater},
+		{Status: transfer.SendError, Code: "txBAD_SEQ"},
+		{Status: transfer.SendError, Code: "txINSUFFICIENT_FEE"},
+	} {
+		t.Run(string(res.Status)+res.Code, func(t *testing.T) {
+			h := newHarness(t)
+			h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+				if n == 0 {
+					return res, false, nil
+				}
+				return transfer.SendResult{Status: transfer.SendPending}, true, nil
+			}
+			out, err := h.orch.Transfer(context.Background(), input("order-0003", "5"))
+			if err != nil {
+				t.Fatalf("transfer: %v", err)
+			}
+			if p, s := h.ledger.counts(); p != 2 || s != 2 {
+				t.Fatalf("prepares=%d sends=%d, want a rebuild after the proven refusal", p, s)
+			}
+			if h.ledger.landedCount() != 1 || out.TransactionHash != fmt.Sprintf("%064x", 2) {
+				t.Fatalf("landed=%d hash=%s", h.ledger.landedCount(), out.TransactionHash)
+			}
+		})
+	}
+}
+
+func TestLostResponseResendsSameEnvelopeNeverRebuilds(t *testing.T) {
+	h := newHarness(t)
+	// The first send reaches the network but its answer is lost (a 504 or an EOF); the re-send
+	// is refused the way the network refuses an already-queued or included envelope.
+	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+		if n == 0 {
+			return transfer.SendResult{}, true, errors.New("EOF after write")
+		}
+		return transfer.SendResult{Status: transfer.SendError, Code: "txBAD_SEQ"}, false, nil
+	}
+	h.ledger.noClose = true
+	done := make(chan struct{})
+	var out transfer.Outcome
+	var err error
+	go func() {
+		defer close(done)
+		out, err = h.orch.Transfer(context.Background(), input("order-0004", "5"))
+	}()
+	<-done
+	// With ledgers stalled nothing can be proven: the transfer is in doubt, not rebuilt.
+	if problemCode(err) != transfer.CodeInDoubt {
+		t.Fatalf("err = %v, want TRANSFER_IN_DOUBT", err)
+	}
+	if p, _ := h.ledger.counts(); p != 1 {
+		t.Fatalf("prepares = %d, want 1: a refusal of a re-send proves nothing", p)
+	}
+	rec := h.item(t, "order-0004")
+	if rec.Status != transfer.StatusInDoubt || rec.ExpiresAt != 0 || rec.Envelope == nil || rec.Envelope.XDR == "" {
+		t.Fatalf("in-doubt item = %+v", rec)
+	}
+	_ = out
+	// The network heals; the queued envelope lands; the retry settles inline and replays it.
+	h.ledger.noClose = false
+	h.clock.advance(5 * time.Second)
+	h.ledger.closeIfDue()
+	again, err := h.orch.Transfer(context.Background(), input("order-0004", "5"))
+	if err != nil || !again.Replayed || again.TransactionHash != rec.Envelope.InnerHash {
+		t.Fatalf("retry = %+v, %v; want the in-doubt envelope replayed", again, err)
+	}
+	if h.item(t, "order-0004").Status != transfer.StatusReplayable || h.ledger.landedCount() != 1 {
+		t.Fatal("the in-doubt item was not settled from the ledger")
+	}
+}
+
+func TestPendingEnvelopeProvenDeadByLedgerCloseTime(t *testing.T) {
+	h := newHarness(t)
+	// The first envelope is answered PENDING but dropped by the network: it never lands.
+	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{Status: transfer.SendPending}, env.InnerHash != fmt.Sprintf("%064x", 1), nil
+	}
+	_, err := h.orch.Transfer(context.Background(), input("order-0005", "5"))
+	if problemCode(err) != transfer.CodeTransactionExpired {
+		t.Fatalf("err = %v, want TRANSACTION_EXPIRED once a ledger closed after maxTime", err)
+	}
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) || u.Problem().Classification != transfer.Retryable {
+		t.Fatalf("err = %#v, want retryable", err)
+	}
+	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0005")); ok {
+		t.Fatal("a proven-dead envelope releases the key")
+	}
+	out, err := h.orch.Transfer(context.Background(), input("order-0005", "5"))
+	if err != nil || out.TransactionHash != fmt.Sprintf("%064x", 2) || h.ledger.landedCount() != 1 {
+		t.Fatalf("retry = %+v, %v", out, err)
+	}
+}
+
+func TestLocalClockNeverProvesDeath(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{Status: transfer.SendPending}, false, nil
+	}
+	h.ledger.noClose = true // the local clock runs past maxTime, no ledger closes
+	_, err := h.orch.Transfer(context.Background(), input("order-0006", "5"))
+	if problemCode(err) != transfer.CodeInDoubt {
+		t.Fatalf("err = %v, want TRANSFER_IN_DOUBT", err)
+	}
+	if p, _ := h.ledger.counts(); p != 1 {
+		t.Fatalf("prepares = %d, want 1", p)
+	}
+}
+
+func TestShortHistoryNeverProvesDeath(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{Status: transfer.SendPending}, false, nil
+	}
+	h.ledger.oldest = 10_000 // history starts after the submission
+	_, err := h.orch.Transfer(context.Background(), input("order-0007", "5"))
+	if problemCode(err) != transfer.CodeInDoubt {
+		t.Fatalf("err = %v, want TRANSFER_IN_DOUBT", err)
+	}
+	if p, _ := h.ledger.counts(); p != 1 {
+		t.Fatalf("prepares = %d, want 1", p)
+	}
+}
+
+func TestFailedTransactionIsStoredAndReplayed(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.failResult = func(transfer.Envelope) bool { return true }
+	_, err := h.orch.Transfer(context.Background(), input("order-0008", "5"))
+	var r *transfer.RejectedError
+	if !errors.As(err, &r) || r.Problem().Status != 422 || strings.Join(r.ResultCodes, ",") != "tx_failed,op_underfunded" {
+		t.Fatalf("err = %#v", err)
+	}
+	_, err2 := h.orch.Transfer(context.Background(), input("order-0008", "5"))
+	var r2 *transfer.RejectedError
+	if !errors.As(err2, &r2) || r2.TransactionHash != r.TransactionHash {
+		t.Fatalf("replayed rejection = %v", err2)
+	}
+	if p, _ := h.ledger.counts(); p != 1 {
+		t.Fatalf("prepares = %d, want 1: a stored rejection does not re-run", p)
+	}
+}
+
+func TestConcurrentCallersCoalesce(t *testing.T) {
+	h := newHarness(t)
+	var wg sync.WaitGroup
+	outs := make([]transfer.Outcome, 8)
+	errs := make([]error, 8)
+	for i := range 8 {
+		h.clock.Go(&wg, func() {
+			outs[i], errs[i] = h.orch.Transfer(context.Background(), input("order-0009", "7"))
+		})
+	}
+	wg.Wait()
+	fresh := 0
+	for i := range 8 {
+		if errs[i] != nil {
+			t.Fatalf("caller %d: %v", i, errs[i])
+		}
+		if outs[i].TransactionHash != outs[0].TransactionHash {
+			t.Fatalf("caller %d got %s, caller 0 %s", i, outs[i].TransactionHash, outs[0].TransactionHash)
+		}
+		if !outs[i].Replayed {
+			fresh++
+		}
+	}
+	if fresh != 1 || h.ledger.landedCount() != 1 {
+		t.Fatalf("fresh=%d landed=%d, want 1/1", fresh, h.ledger.landedCount())
+	}
+}
+
+func TestCrashAtEveryStepLandsAtMostOnce(t *testing.T) {
+	for _, step := range []transfer.Step{transfer.StepClaimed, transfer.StepPrepared, transfer.StepAttached, transfer.StepSent, transfer.StepSettling} {
+		t.Run(string(step), func(t *testing.T) {
+			h := newHarness(t)
+			h.orch.Hooks = func(_ context.Context, s transfer.Step, _ transfer.Record) error {
+				if s == step {
+					return errCrash
+				}
+				return nil
+			}
+			if _, err := h.orch.Transfer(context.Background(), input("order-0010", "3")); !errors.Is(err, errCrash) {
+				t.Fatalf("err = %v, want the crash", err)
+			}
+			h.orch.Hooks = nil
+			// Before the lease expires, a retry waits and then reports the transfer in progress.
+			// (A crash at settling comes after a ledger close, so the dead lease runs out within
+			// this retry's budget and the retry takes it over itself.)
+			_, err := h.orch.Transfer(context.Background(), input("order-0010", "3"))
+			if step != transfer.StepSettling && problemCode(err) != transfer.CodeInProgress {
+				t.Fatalf("retry under a live lease: %v, want TRANSFER_IN_PROGRESS", err)
+			}
+			h.clock.advance(time.Minute) // the dead invocation's lease expires
+			h.ledger.closeIfDue()
+			out, err := h.orch.Transfer(context.Background(), input("order-0010", "3"))
+			if err != nil {
+				t.Fatalf("after take-over: %v", err)
+			}
+			if h.ledger.landedCount() != 1 {
+				t.Fatalf("landed %d transactions, want 1", h.ledger.landedCount())
+			}
+			prepares, _ := h.ledger.counts()
+			wantPrepares := 1
+			switch step {
+			case transfer.StepPrepared:
+				wantPrepares = 2 // nothing was attached: the take-over builds anew
+			case transfer.StepAttached:
+				// Attached but never sent: re-sent after its maxTime, refused as too late, proven
+				// dead by the ledger, then built anew.
+				wantPrepares = 2
+			}
+			if prepares != wantPrepares {
+				t.Fatalf("prepares = %d, want %d", prepares, wantPrepares)
+			}
+			if rec := h.item(t, "order-0010"); rec.Status != transfer.StatusReplayable || rec.Result.TransactionHash != out.TransactionHash {
+				t.Fatalf("item = %+v", rec)
+			}
+		})
+	}
+}
+
+func TestCircuitOpenRefusesBeforeClaiming(t *testing.T) {
+	h := newHarness(t)
+	h.orch.Breaker = transfer.NewBreaker(transfer.BreakerSettings{FailureThreshold: 2, ResetTimeout: time.Minute})
+	h.ledger.prepareErr = errors.New("connection refused")
+	for i := range 2 {
+		_, err := h.orch.Transfer(context.Background(), input(fmt.Sprintf("order-01%02d", i), "1"))
+		if problemCode(err) != transfer.CodeRPCError {
+			t.Fatalf("call %d: %v, want RPC_ERROR", i, err)
+		}
+	}
+	writes := h.store.writes
+	_, err := h.orch.Transfer(context.Background(), input("order-0199", "1"))
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) || u.Code != transfer.CodeCircuitOpen || u.Problem().RetryAfter <= 0 || u.Problem().Status != 503 {
+		t.Fatalf("err = %v, want SOROBAN_CIRCUIT_OPEN with retryAfter", err)
+	}
+	if h.store.writes != writes {
+		t.Fatal("an open circuit must not claim the key")
+	}
+	if len(h.store.items) != 0 {
+		t.Fatalf("failed prepares left items behind: %d", len(h.store.items))
+	}
+}
+
+func TestPrepareValidationErrorReleasesKey(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.prepareErr = &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Status: 422, Detail: "no"}
+	_, err := h.orch.Transfer(context.Background(), input("order-0011", "1"))
+	if problemCode(err) != transfer.CodeOperationNotSupp {
+		t.Fatalf("err = %v", err)
+	}
+	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0011")); ok {
+		t.Fatal("the key should be released when nothing was sent")
+	}
+}
+
+func TestStoreFailureOnClaimIsRetryable(t *testing.T) {
+	h := newHarness(t)
+	h.store.fail = func(op string) error {
+		if op == "claim" {
+			return errors.New("throttled")
+		}
+		return nil
+	}
+	_, err := h.orch.Transfer(context.Background(), input("order-0012", "1"))
+	if problemCode(err) != transfer.CodeStoreUnavailable {
+		t.Fatalf("err = %v", err)
+	}
+	if p, _ := h.ledger.counts(); p != 0 {
+		t.Fatal("nothing may be built without a claim")
+	}
+}
+
+func TestInDoubtProvenDeadRunsFreshAttempt(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.noClose = true
+	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+		if env.InnerHash == fmt.Sprintf("%064x", 1) {
+			return transfer.SendResult{}, false, errors.New("timeout after write") // never accepted
+		}
+		return transfer.SendResult{Status: transfer.SendPending}, true, nil
+	}
+	if _, err := h.orch.Transfer(context.Background(), input("order-0013", "2")); problemCode(err) != transfer.CodeInDoubt {
+		t.Fatalf("err = %v, want in doubt", err)
+	}
+	// While the envelope could still land, a retry stays 409 with a Retry-After.
+	_, err := h.orch.Transfer(context.Background(), input("order-0013", "2"))
+	var d *transfer.InDoubtError
+	if !errors.As(err, &d) || d.RetryAfter <= 0 {
+		t.Fatalf("err = %v, want InDoubtError with RetryAfter", err)
+	}
+	// Ledgers close again, past maxTime: the envelope is proven dead and the retry runs fresh.
+	h.ledger.noClose = false
+	h.clock.advance(time.Minute)
+	h.ledger.closeIfDue()
+	out, err := h.orch.Transfer(context.Background(), input("order-0013", "2"))
+	if err != nil || out.Replayed || out.TransactionHash != fmt.Sprintf("%064x", 2) {
+		t.Fatalf("retry = %+v, %v; want a fresh transfer", out, err)
+	}
+}
+
+func TestViewShowsThreeStatuses(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.orch.View(ctx, wallet, "order-0014"); problemCode(err) != transfer.CodeNotFound {
+		t.Fatalf("err = %v", err)
+	}
+	out, _ := h.orch.Transfer(ctx, input("order-0014", "1"))
+	v, err := h.orch.View(ctx, strings.ToLower(wallet), "order-0014")
+	if err != nil || v.Status != "success" || v.TransactionHash != out.TransactionHash {
+		t.Fatalf("view = %+v, %v", v, err)
+	}
+	h.clock.advance(25 * time.Hour)
+	if _, err := h.orch.View(ctx, wallet, "order-0014"); problemCode(err) != transfer.CodeNotFound {
+		t.Fatalf("an expired item reads as not found, got %v", err)
+	}
+}
+
+func TestSettingsAreReadPerCall(t *testing.T) {
+	h := newHarness(t)
+	calls := 0
+	h.orch.Settings = func() transfer.Settings {
+		calls++
+		s := transfer.DefaultSettings()
+		s.Timeout = 20 * time.Second
+		return s
+	}
+	h.ledger.noClose = true
+	start := h.clock.Now()
+	_, err := h.orch.Transfer(context.Background(), input("order-0015", "1"))
+	if problemCode(err) != transfer.CodeInDoubt || calls != 1 {
+		t.Fatalf("err=%v calls=%d", err, calls)
+	}
+	if spent := h.clock.Now().Sub(start); spent > 20*time.Second {
+		t.Fatalf("spent %v of a 20 s budget", spent)
+	}
+	if rec := h.item(t, "order-0015"); rec.Envelope.MaxTime != start.Add(13*time.Second).Unix() {
+		t.Fatalf("maxTime = %d, want start+20s-7s", rec.Envelope.MaxTime)
+	}
+}
