@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
-
-	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // source chooses the account whose sequence number an envelope consumes, and the keys that sign
@@ -44,6 +42,3 @@ func (v vaultSource) acquire(_ context.Context, keys Keys) (sourceLease, error) 
 func (vaultSource) release(context.Context, string) {}
 
 var _ source = vaultSource{}
-
-// envelopeChannel is the account Done releases.
-func envelopeChannel(env transfer.Envelope) string { return env.Channel }
