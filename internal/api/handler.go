@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -175,7 +176,25 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.logRequest(r, st, sw.status, time.Since(start))
 	}()
+	if !isCleanPath(r.URL.Path) {
+		// ServeMux would redirect to the cleaned path with an HTML body; an API answers 404.
+		h.notFound(sw, r)
+		return
+	}
 	h.mux.ServeHTTP(sw, r)
+}
+
+// isCleanPath reports whether p is what ServeMux's path cleaning leaves unchanged: rooted, no
+// empty, "." or ".." segments (a trailing slash is kept).
+func isCleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if p[len(p)-1] == '/' && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 func setCommonHeaders(h http.Header, traceID string) {
@@ -188,8 +207,11 @@ func (h *handler) logRequest(r *http.Request, st *requestState, status int, d ti
 		status = http.StatusOK
 	}
 	level := slog.LevelInfo
-	if status >= 500 {
+	switch {
+	case status == http.StatusInternalServerError:
 		level = slog.LevelError
+	case status >= 500:
+		level = slog.LevelWarn // a dependency is down (503); the domain has already said why
 	}
 	attrs := []slog.Attr{
 		slog.String("method", r.Method),
@@ -309,7 +331,14 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt}
 	if v.Problem != nil {
-		pd := newProblem(*v.Problem, nil)
+		p := *v.Problem
+		if p.Status == 0 {
+			p.Status = http.StatusUnprocessableEntity // a stored rejection (seed 000: 422)
+		}
+		if p.Classification == "" {
+			p.Classification = transfer.Terminal
+		}
+		pd := newProblem(p, nil)
 		resp.Error = &pd
 	}
 	writeJSON(w, http.StatusOK, "application/json", resp)

@@ -46,12 +46,34 @@ type Keys struct {
 	ChannelMaster MasterSeed
 }
 
-// MasterSeed is secret key material (a BIP-39 seed, SEP-5). It formats as "[redacted]".
-type MasterSeed []byte
+// MasterSeed is secret key material (a BIP-39 seed, SEP-5). It formats as "[redacted]", and
+// keeps its bytes behind a pointer so that even reflection-based printing of a struct holding
+// it (fmt on an unexported field) shows an address, not the bytes.
+type MasterSeed struct{ b *[]byte }
+
+// NewMasterSeed returns a MasterSeed holding a copy of b.
+func NewMasterSeed(b []byte) MasterSeed {
+	if len(b) == 0 {
+		return MasterSeed{}
+	}
+	c := append([]byte(nil), b...)
+	return MasterSeed{b: &c}
+}
+
+// Bytes returns a copy of the seed, nil if unset.
+func (m MasterSeed) Bytes() []byte {
+	if m.b == nil {
+		return nil
+	}
+	return append([]byte(nil), *m.b...)
+}
+
+// IsSet reports whether a seed is held.
+func (m MasterSeed) IsSet() bool { return m.b != nil }
 
 // String implements fmt.Stringer without revealing the seed.
 func (m MasterSeed) String() string {
-	if len(m) == 0 {
+	if !m.IsSet() {
 		return "[none]"
 	}
 	return "[redacted]"
@@ -85,7 +107,7 @@ type publicView struct {
 }
 
 func (k Keys) public() publicView {
-	v := publicView{Vault: address(k.Vault), Fee: address(k.Fee), ChannelMaster: len(k.ChannelMaster) > 0}
+	v := publicView{Vault: address(k.Vault), Fee: address(k.Fee), ChannelMaster: k.ChannelMaster.IsSet()}
 	for _, c := range k.Channels {
 		v.Channels = append(v.Channels, address(c))
 	}
@@ -207,7 +229,7 @@ func ParseKeys(doc []byte) (Keys, error) {
 		if err != nil || len(b) < 16 || len(b) > 64 {
 			return Keys{}, badSecret("channelMasterSeed must be 16 to 64 bytes in hex")
 		}
-		k.ChannelMaster = b
+		k.ChannelMaster = NewMasterSeed(b)
 	}
 	return k, nil
 }
@@ -234,8 +256,8 @@ func (k Keys) MarshalSecret() ([]byte, error) {
 	for _, c := range k.Channels {
 		d.ChannelSeeds = append(d.ChannelSeeds, c.Seed())
 	}
-	if len(k.ChannelMaster) > 0 {
-		d.ChannelMasterSeed = hex.EncodeToString(k.ChannelMaster)
+	if k.ChannelMaster.IsSet() {
+		d.ChannelMasterSeed = hex.EncodeToString(k.ChannelMaster.Bytes())
 	}
 	return json.Marshal(d)
 }
@@ -282,19 +304,39 @@ type SecretsManagerAPI interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// LocalSecrets is an in-memory SecretsManagerAPI: secret ID -> SecretString. The local stack puts
-// its generated keys' document (Keys.MarshalSecret) here and loads them through SecretKeys, the
-// same path as in AWS.
-type LocalSecrets map[string]string
+// LocalSecrets is an in-memory SecretsManagerAPI (secret ID -> SecretString). The local stack
+// puts its generated keys' document (Keys.MarshalSecret) here and loads them through SecretKeys,
+// the same path as in AWS. It formats without its contents.
+type LocalSecrets struct {
+	mu   sync.Mutex
+	docs map[string]string
+}
+
+// NewLocalSecrets returns an empty store.
+func NewLocalSecrets() *LocalSecrets { return &LocalSecrets{docs: map[string]string{}} }
+
+// Put stores doc as the value of secret id.
+func (l *LocalSecrets) Put(id string, doc []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.docs[id] = string(doc)
+}
 
 // GetSecretValue returns the stored document for in.SecretId.
-func (l LocalSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+func (l *LocalSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
 	id := aws.ToString(in.SecretId)
-	doc, ok := l[id]
+	l.mu.Lock()
+	doc, ok := l.docs[id]
+	l.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("local secrets: no secret %q", id)
 	}
 	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(doc), Name: aws.String(id)}, nil
+}
+
+// Format implements fmt.Formatter without the documents.
+func (l *LocalSecrets) Format(f fmt.State, _ rune) {
+	_, _ = f.Write([]byte("stellar.LocalSecrets{[redacted]}"))
 }
 
 // DefaultKeyRefresh is how long SecretKeys serves keys before reading the secret again.
@@ -365,6 +407,18 @@ func (s *SecretKeys) Keys(ctx context.Context) (Keys, error) {
 	}
 	s.keys, s.loaded, s.nextFetch = k, true, now.Add(s.cfg.Refresh)
 	return k, nil
+}
+
+// Format implements fmt.Formatter: the secret ID and the loaded public keys, never the seeds.
+func (s *SecretKeys) Format(f fmt.State, _ rune) {
+	s.mu.Lock()
+	keys, loaded := s.keys, s.loaded
+	s.mu.Unlock()
+	if !loaded {
+		_, _ = fmt.Fprintf(f, "stellar.SecretKeys{secret=%s}", s.cfg.SecretID)
+		return
+	}
+	_, _ = fmt.Fprintf(f, "stellar.SecretKeys{secret=%s %s}", s.cfg.SecretID, keys.String())
 }
 
 func (s *SecretKeys) fetch(ctx context.Context) (Keys, error) {

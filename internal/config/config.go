@@ -1,0 +1,202 @@
+// Package config reads the service's configuration from environment variables. Settings the
+// seed says are read per call (TRANSFER_ORCHESTRATION_TIMEOUT_MS, TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH)
+// are read by Settings on every call; the rest are read once at init by Load, which fails with a
+// clear message on a bad value so that a misconfigured function fails at init, not mid-transfer.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Getenv looks up one variable; os.Getenv in production, a map in tests.
+type Getenv func(string) string
+
+// Settings returns the orchestrator's per-call settings from the environment. An unset or
+// invalid value falls back to the seed's default (Load has already refused invalid values at init).
+func Settings(getenv Getenv) transfer.Settings {
+	s := transfer.DefaultSettings()
+	s.Timeout = millis(getenv, "TRANSFER_ORCHESTRATION_TIMEOUT_MS", s.Timeout)
+	s.DeadlineMargin = millis(getenv, "TRANSFER_DEADLINE_MARGIN_MS", s.DeadlineMargin)
+	s.KeyTTL = millis(getenv, "IDEMPOTENCY_KEY_TTL_MS", s.KeyTTL)
+	s.ProofWindow = millis(getenv, "TRANSFER_PROOF_WINDOW_MS", s.ProofWindow)
+	if n, err := positiveInt(getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH")); err == nil && n >= transfer.MinKeyLength {
+		s.MaxKeyLength = n
+	}
+	return s
+}
+
+// OSSettings is Settings over os.Getenv.
+func OSSettings() transfer.Settings { return Settings(os.Getenv) }
+
+// Asset is a configured credit asset: code and issuing account.
+type Asset struct {
+	Code   string `json:"code"`
+	Issuer string `json:"issuer"`
+}
+
+// Config is what a function reads once at init.
+type Config struct {
+	// Table is the DynamoDB table (TABLE_NAME). DynamoEndpoint overrides the AWS endpoint
+	// (DYNAMODB_ENDPOINT, for the local stack).
+	Table          string
+	DynamoEndpoint string
+	// Backend is "rpc" or "horizon" (STELLAR_BACKEND, default "rpc").
+	Backend           string
+	RPCURL            string // STELLAR_RPC_URL
+	HorizonURL        string // HORIZON_URL
+	NetworkPassphrase string // NETWORK_PASSPHRASE
+	// VaultAccount is the classic vault (VAULT_ACCOUNT, G...).
+	VaultAccount string
+	// Assets are the accepted assets (ASSETS, "CODE:ISSUER,CODE:ISSUER").
+	Assets []Asset
+	// MaxFeeStroops caps what one transfer may pay (MAX_FEE_STROOPS, default 100000 stroops).
+	MaxFeeStroops int64
+	// SigningSecretARN names the Secrets Manager secret holding the signing keys (SIGNING_SECRET_ARN).
+	SigningSecretARN string
+	// Breaker configures the circuit breaker (CIRCUIT_BREAKER_FAILURE_THRESHOLD, default 5;
+	// CIRCUIT_BREAKER_RESET_TIMEOUT_MS, default 30000).
+	Breaker transfer.BreakerSettings
+}
+
+// AssetCodes returns the configured asset codes.
+func (c Config) AssetCodes() []string {
+	codes := make([]string, len(c.Assets))
+	for i, a := range c.Assets {
+		codes[i] = a.Code
+	}
+	return codes
+}
+
+// Load reads and validates the init-time configuration. The error lists every problem found.
+func Load(getenv Getenv) (Config, error) {
+	var errs []error
+	c := Config{
+		Table:             getenv("TABLE_NAME"),
+		DynamoEndpoint:    getenv("DYNAMODB_ENDPOINT"),
+		Backend:           strings.ToLower(or(getenv("STELLAR_BACKEND"), "rpc")),
+		RPCURL:            getenv("STELLAR_RPC_URL"),
+		HorizonURL:        getenv("HORIZON_URL"),
+		NetworkPassphrase: getenv("NETWORK_PASSPHRASE"),
+		VaultAccount:      strings.ToUpper(getenv("VAULT_ACCOUNT")),
+		SigningSecretARN:  getenv("SIGNING_SECRET_ARN"),
+		MaxFeeStroops:     100_000,
+	}
+	if c.Table == "" {
+		errs = append(errs, errors.New("TABLE_NAME is required"))
+	}
+	switch c.Backend {
+	case "rpc":
+		if c.RPCURL == "" {
+			errs = append(errs, errors.New("STELLAR_RPC_URL is required when STELLAR_BACKEND=rpc"))
+		}
+	case "horizon":
+		if c.HorizonURL == "" {
+			errs = append(errs, errors.New("HORIZON_URL is required when STELLAR_BACKEND=horizon"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("STELLAR_BACKEND must be rpc or horizon, not %q", c.Backend))
+	}
+	if c.NetworkPassphrase == "" {
+		errs = append(errs, errors.New("NETWORK_PASSPHRASE is required"))
+	}
+	if c.VaultAccount == "" {
+		errs = append(errs, errors.New("VAULT_ACCOUNT is required"))
+	}
+	assets, err := parseAssets(getenv("ASSETS"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Assets = assets
+	if v := getenv("MAX_FEE_STROOPS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 100 {
+			errs = append(errs, fmt.Errorf("MAX_FEE_STROOPS must be a whole number of stroops >= 100, not %q", v))
+		} else {
+			c.MaxFeeStroops = n
+		}
+	}
+	c.Breaker.FailureThreshold = 5
+	if v := getenv("CIRCUIT_BREAKER_FAILURE_THRESHOLD"); v != "" {
+		n, err := positiveInt(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CIRCUIT_BREAKER_FAILURE_THRESHOLD: %w", err))
+		}
+		c.Breaker.FailureThreshold = uint32(n)
+	}
+	c.Breaker.ResetTimeout = 30 * time.Second
+	for _, name := range []string{"CIRCUIT_BREAKER_RESET_TIMEOUT_MS", "TRANSFER_ORCHESTRATION_TIMEOUT_MS",
+		"TRANSFER_DEADLINE_MARGIN_MS", "IDEMPOTENCY_KEY_TTL_MS", "TRANSFER_PROOF_WINDOW_MS"} {
+		if v := getenv(name); v != "" {
+			if _, err := positiveInt(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	}
+	c.Breaker.ResetTimeout = millis(getenv, "CIRCUIT_BREAKER_RESET_TIMEOUT_MS", c.Breaker.ResetTimeout)
+	if v := getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH"); v != "" {
+		if n, err := positiveInt(v); err != nil || n < transfer.MinKeyLength {
+			errs = append(errs, fmt.Errorf("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH must be a whole number >= %d, not %q", transfer.MinKeyLength, v))
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("config: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// parseAssets reads "CODE:ISSUER,CODE:ISSUER". Codes are 1 to 12 letters or digits (a Stellar
+// asset code); issuers are checked by the Stellar adapter.
+func parseAssets(v string) ([]Asset, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, errors.New("ASSETS is required (CODE:ISSUER,...)")
+	}
+	var out []Asset
+	for _, part := range strings.Split(v, ",") {
+		code, issuer, ok := strings.Cut(strings.TrimSpace(part), ":")
+		code = strings.ToUpper(strings.TrimSpace(code))
+		if !ok || code == "" || len(code) > 12 || strings.TrimSpace(issuer) == "" || !alnum(code) {
+			return nil, fmt.Errorf("ASSETS: %q is not CODE:ISSUER", part)
+		}
+		out = append(out, Asset{Code: code, Issuer: strings.ToUpper(strings.TrimSpace(issuer))})
+	}
+	return out, nil
+}
+
+func alnum(s string) bool {
+	for _, r := range s {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func millis(getenv Getenv, name string, def time.Duration) time.Duration {
+	n, err := positiveInt(getenv(name))
+	if err != nil {
+		return def
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+func positiveInt(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want a positive whole number, not %q", v)
+	}
+	return n, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,107 @@
+// Package wiring assembles the service from its parts: configuration, the DynamoDB store, the
+// Stellar ledger and the HTTP handler. Both the Lambda function (functions/api) and the local
+// stack (internal/devstack) use it, so the code under test locally is the code deployed.
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/api"
+	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Deps are the outside world the service is assembled over.
+type Deps struct {
+	Config config.Config
+	// Getenv is read per call for the orchestrator's settings.
+	Getenv config.Getenv
+	Dynamo dynamo.Client
+	Keys   stellar.KeySource
+	// HTTPClient carries Stellar requests; nil means a client with stellar.DefaultHTTPTimeout.
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	// Clock is the orchestrator's clock; nil means the system clock.
+	Clock transfer.Clock
+}
+
+// Service is the assembled API service.
+type Service struct {
+	Orchestrator *transfer.Orchestrator
+	Ledger       *stellar.RPCLedger
+	Store        *dynamo.Store
+	Handler      http.Handler
+}
+
+// Build assembles the API service. It makes no network call.
+func Build(d Deps) (*Service, error) {
+	assets := make([]txnbuild.CreditAsset, len(d.Config.Assets))
+	for i, a := range d.Config.Assets {
+		assets[i] = txnbuild.CreditAsset{Code: a.Code, Issuer: a.Issuer}
+	}
+	if d.Config.Backend != "rpc" {
+		return nil, fmt.Errorf("wiring: STELLAR_BACKEND=%s is not available yet; use rpc", d.Config.Backend)
+	}
+	ledger, err := stellar.NewRPCLedger(stellar.RPCConfig{
+		URL: d.Config.RPCURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
+		VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops, Keys: d.Keys,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wiring: %w", err)
+	}
+	logger := d.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	clock := d.Clock
+	if clock == nil {
+		clock = transfer.SystemClock{}
+	}
+	store := dynamo.New(d.Dynamo, d.Config.Table)
+	getenv := d.Getenv
+	orch := &transfer.Orchestrator{
+		Store: store, Ledger: ledger, Clock: clock, Logger: logger,
+		Settings: func() transfer.Settings { return config.Settings(getenv) },
+		Breaker:  transfer.NewBreaker(d.Config.Breaker),
+	}
+	codes := d.Config.AssetCodes()
+	rules := func() transfer.Rules {
+		return transfer.Rules{Assets: codes, MaxKeyLength: config.Settings(getenv).MaxKeyLength, Addresses: stellar.Addresses{}}
+	}
+	h := api.NewHandler(orch, rules, api.WithLogger(logger))
+	return &Service{Orchestrator: orch, Ledger: ledger, Store: store, Handler: h}, nil
+}
+
+// AWSClients are the AWS SDK clients the functions use.
+type AWSClients struct {
+	Dynamo  *dynamodb.Client
+	Secrets *secretsmanager.Client
+}
+
+// NewAWSClients loads the AWS configuration (region and credentials from the Lambda environment)
+// and builds the clients; endpoint overrides the DynamoDB endpoint when set (the local stack).
+func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return AWSClients{}, fmt.Errorf("wiring: AWS config: %w", err)
+	}
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if dynamoEndpoint != "" {
+			o.BaseEndpoint = &dynamoEndpoint
+		}
+	})
+	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg)}, nil
+}
