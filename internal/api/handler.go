@@ -9,7 +9,6 @@ import (
 	"path"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -313,7 +312,7 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r.Context())
 	st.route = r.Pattern
 	rules := h.rules()
-	wallet, err := canonicalWallet(rules, r.PathValue("walletAddress"))
+	wallet, err := rules.CanonicalWallet(r.PathValue("walletAddress"))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -342,32 +341,6 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 		resp.Error = &pd
 	}
 	writeJSON(w, http.StatusOK, "application/json", resp)
-}
-
-// canonicalWallet mirrors the wallet rule of transfer.Rules.Canonicalize for a path segment: a
-// G... account or C... contract strkey, case-insensitive, upper case; errors are 422
-// INVALID_ADDRESS like the body's. (The domain keeps its version unexported.)
-func canonicalWallet(rules transfer.Rules, raw string) (string, error) {
-	invalid := func(detail string) error {
-		return &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity,
-			Field: "walletAddress", Detail: detail}
-	}
-	w := strings.ToUpper(raw)
-	if rules.Addresses == nil {
-		return "", invalid("no address parser is configured")
-	}
-	kind, err := rules.Addresses.ParseAddress(w)
-	if err != nil {
-		return "", invalid("walletAddress is not a valid Stellar account (G...) or contract (C...) address")
-	}
-	switch kind {
-	case transfer.AccountAddress, transfer.ContractAddress:
-		return w, nil
-	case transfer.MuxedAddress:
-		return "", invalid("muxed (M...) addresses are not supported; use the underlying G... account")
-	default:
-		return "", invalid("walletAddress must be a G... account or C... contract address")
-	}
 }
 
 func (h *handler) methodNotAllowed(allow string) http.HandlerFunc {

@@ -20,6 +20,9 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
+// The orchestrator is the Service the functions wire in.
+var _ Service = (*transfer.Orchestrator)(nil)
+
 // fakeService records its calls and answers with the configured functions.
 type fakeService struct {
 	mu        sync.Mutex

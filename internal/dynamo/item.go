@@ -23,7 +23,8 @@ type item struct {
 	LeaseOwner     string `dynamodbav:"leaseOwner,omitempty"`
 	LeaseExpiresAt int64  `dynamodbav:"leaseExpiresAt,omitempty"` // epoch milliseconds
 
-	// Envelope, written before the first send. Present iff envelopeXdr is.
+	// Envelope, written before the first send. Present iff innerHash is; a settled item keeps the
+	// hashes but drops envelopeXdr (it can never land again).
 	EnvelopeXDR     string `dynamodbav:"envelopeXdr,omitempty"` // base64 TransactionEnvelope
 	InnerHash       string `dynamodbav:"innerHash,omitempty"`   // hex
 	OuterHash       string `dynamodbav:"outerHash,omitempty"`   // hex; fee-bumped only
@@ -77,8 +78,9 @@ func validStatus(s transfer.Status) bool {
 }
 
 // marshalRecord maps rec to its item. It refuses records that would break the store's invariants:
-// an unknown status, an envelope without XDR, and a TTL on an in_flight or in_doubt item (a claim
-// could then overwrite an item whose envelope may still land; DESIGN.md section 3, expiresAt).
+// an unknown status, an envelope without a hash, an unsettled envelope without XDR, and a TTL on
+// an in_flight or in_doubt item (a claim could then overwrite an item whose envelope may still
+// land; DESIGN.md section 3, expiresAt).
 func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error) {
 	switch {
 	case rec.StoreKey == "":
@@ -87,8 +89,10 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		return nil, fmt.Errorf("dynamo: record %q: unknown status %q", rec.StoreKey, rec.Status)
 	case rec.ExpiresAt != 0 && (rec.Status == transfer.StatusInFlight || rec.Status == transfer.StatusInDoubt):
 		return nil, fmt.Errorf("dynamo: record %q: a %s item must not expire (expiresAt %d)", rec.StoreKey, rec.Status, rec.ExpiresAt)
-	case rec.Envelope != nil && rec.Envelope.XDR == "":
-		return nil, fmt.Errorf("dynamo: record %q: envelope without XDR", rec.StoreKey)
+	case rec.Envelope != nil && rec.Envelope.InnerHash == "":
+		return nil, fmt.Errorf("dynamo: record %q: envelope without an inner hash", rec.StoreKey)
+	case rec.Envelope != nil && rec.Envelope.XDR == "" && (rec.Status == transfer.StatusInFlight || rec.Status == transfer.StatusInDoubt):
+		return nil, fmt.Errorf("dynamo: record %q: a %s envelope without XDR", rec.StoreKey, rec.Status)
 	}
 	it := item{
 		PK:          rec.StoreKey,
@@ -187,7 +191,7 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			Stroops:       r.Stroops,
 		}
 	}
-	if it.EnvelopeXDR != "" {
+	if it.InnerHash != "" {
 		rec.Envelope = &transfer.Envelope{
 			XDR:             it.EnvelopeXDR,
 			InnerHash:       it.InnerHash,
@@ -215,6 +219,14 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 func (r *resultItem) empty() bool {
 	return r.TransactionHash == "" && r.Ledger == 0 && r.Code == "" && r.HTTPStatus == 0 &&
 		r.Detail == "" && len(r.ResultCodes) == 0 && r.FeeChargedStroops == 0
+}
+
+// storedTimes returns rec with its times as they read back: millisecond precision, UTC.
+func storedTimes(rec transfer.Record) transfer.Record {
+	rec.LeaseExpiresAt = fromEpochMillis(epochMillis(rec.LeaseExpiresAt))
+	rec.CreatedAt = fromEpochMillis(epochMillis(rec.CreatedAt))
+	rec.UpdatedAt = fromEpochMillis(epochMillis(rec.UpdatedAt))
+	return rec
 }
 
 // epochMillis is t in epoch milliseconds, 0 for the zero time.

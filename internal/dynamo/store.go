@@ -54,6 +54,7 @@ func (s *Store) Table() string { return s.table }
 // ALL_OLD. When the claim is lost it returns the holder from the failed write or, if the service
 // left it out (minidyn and dynalite always do), from a consistent GetItem. If that read finds
 // nothing (the holder was deleted in between) it claims again, at most ClaimAttempts writes in all.
+// A won claim returns rec as stored: its times at millisecond precision, in UTC.
 func (s *Store) Claim(ctx context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
 	av, err := marshalRecord(rec)
 	if err != nil {
@@ -77,7 +78,7 @@ func (s *Store) Claim(ctx context.Context, rec transfer.Record, now time.Time) (
 	for range ClaimAttempts {
 		_, err := s.client.PutItem(ctx, in)
 		if err == nil {
-			return rec, true, nil
+			return storedTimes(rec), true, nil
 		}
 		ccf, lost := errors.AsType[*types.ConditionalCheckFailedException](err)
 		if !lost {

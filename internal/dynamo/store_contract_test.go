@@ -413,7 +413,11 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		rec.LeaseExpiresAt = t0.Add(29*time.Second + 123456789*time.Nanosecond) // sub-ms: truncated to ms
 		rec.CreatedAt = t0.Add(987654321 * time.Nanosecond).In(time.FixedZone("X", 3600))
 		rec.UpdatedAt = rec.CreatedAt.Add(time.Millisecond)
-		mustClaim(t, f.store, rec, t0)
+		won, _, err := f.store.Claim(ctx, rec, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertRecord(t, "returned by Claim", won, rec)
 		got, err := f.store.Get(ctx, k)
 		if err != nil {
 			t.Fatal(err)
@@ -439,6 +443,10 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 			t.Fatal(err)
 		}
 		settled := withEnv
+		// A settled item keeps the hashes; the signed XDR is dropped (it can never land again).
+		settledEnv := *withEnv.Envelope
+		settledEnv.XDR = ""
+		settled.Envelope = &settledEnv
 		settled.Status, settled.Version = transfer.StatusRejected, 3
 		settled.LeaseOwner, settled.LeaseExpiresAt = "", time.Time{}
 		settled.ExpiresAt = t0.Unix() + 86400
@@ -468,7 +476,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		want := []string{"channel", "clientKey", "createdAt", "envelopeXdr", "expiresAt", "feeStroops", "fingerprint",
+		want := []string{"channel", "clientKey", "createdAt", "expiresAt", "feeStroops", "fingerprint",
 			"innerHash", "maxTime", "outerHash", "pk", "request", "result", "status", "submittedLedger", "traceId",
 			"updatedAt", "version"}
 		if !slices.Equal(names, want) {
@@ -491,6 +499,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 
 		// ExpiresAt 0 is stored as no attribute at all; so are empty strings and nil maps.
 		doubt := settled
+		doubt.Envelope = withEnv.Envelope // an in_doubt item keeps its signed XDR
 		doubt.Status, doubt.Version, doubt.ExpiresAt = transfer.StatusInDoubt, 4, 0
 		doubt.TraceID, doubt.Result = "", nil
 		if err := f.store.Replace(ctx, doubt, condOf(settled)); err != nil {

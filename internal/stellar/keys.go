@@ -47,9 +47,9 @@ type Keys struct {
 }
 
 // MasterSeed is secret key material (a BIP-39 seed, SEP-5). It formats as "[redacted]", and
-// keeps its bytes behind a pointer so that even reflection-based printing of a struct holding
-// it (fmt on an unexported field) shows an address, not the bytes.
-type MasterSeed struct{ b *[]byte }
+// keeps its bytes inside a closure, so even reflection-based printing of a struct holding it in
+// an unexported field (where fmt cannot call Format) shows a function address, not the bytes.
+type MasterSeed struct{ b func() []byte }
 
 // NewMasterSeed returns a MasterSeed holding a copy of b.
 func NewMasterSeed(b []byte) MasterSeed {
@@ -57,7 +57,7 @@ func NewMasterSeed(b []byte) MasterSeed {
 		return MasterSeed{}
 	}
 	c := append([]byte(nil), b...)
-	return MasterSeed{b: &c}
+	return MasterSeed{b: func() []byte { return append([]byte(nil), c...) }}
 }
 
 // Bytes returns a copy of the seed, nil if unset.
@@ -65,7 +65,7 @@ func (m MasterSeed) Bytes() []byte {
 	if m.b == nil {
 		return nil
 	}
-	return append([]byte(nil), *m.b...)
+	return m.b()
 }
 
 // IsSet reports whether a seed is held.
@@ -306,27 +306,31 @@ type SecretsManagerAPI interface {
 
 // LocalSecrets is an in-memory SecretsManagerAPI (secret ID -> SecretString). The local stack
 // puts its generated keys' document (Keys.MarshalSecret) here and loads them through SecretKeys,
-// the same path as in AWS. It formats without its contents.
+// the same path as in AWS. It formats without its contents, and keeps them inside a closure so
+// reflection-based printing cannot reach them either.
 type LocalSecrets struct {
+	docs func() map[string]string
 	mu   sync.Mutex
-	docs map[string]string
 }
 
 // NewLocalSecrets returns an empty store.
-func NewLocalSecrets() *LocalSecrets { return &LocalSecrets{docs: map[string]string{}} }
+func NewLocalSecrets() *LocalSecrets {
+	m := map[string]string{}
+	return &LocalSecrets{docs: func() map[string]string { return m }}
+}
 
 // Put stores doc as the value of secret id.
 func (l *LocalSecrets) Put(id string, doc []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.docs[id] = string(doc)
+	l.docs()[id] = string(doc)
 }
 
 // GetSecretValue returns the stored document for in.SecretId.
 func (l *LocalSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
 	id := aws.ToString(in.SecretId)
 	l.mu.Lock()
-	doc, ok := l.docs[id]
+	doc, ok := l.docs()[id]
 	l.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("local secrets: no secret %q", id)

@@ -69,13 +69,15 @@ var _ transfer.Ledger = (*RPCLedger)(nil)
 func NewRPCLedger(cfg RPCConfig) (*RPCLedger, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("stellar: RPC URL %q is not an http(s) URL", cfg.URL)
+		// Not echoed: a URL can carry an API key.
+		return nil, errors.New("stellar: the RPC URL is not an http(s) URL")
 	}
 	if cfg.Passphrase == "" {
 		return nil, errors.New("stellar: a network passphrase is required")
 	}
 	if !strkey.IsValidEd25519PublicKey(cfg.VaultAccount) {
-		return nil, fmt.Errorf("stellar: vault account %q is not a G... account", cfg.VaultAccount)
+		// Not echoed: a misplaced secret seed would end up in the log.
+		return nil, errors.New("stellar: the vault account is not a G... account")
 	}
 	if cfg.Keys == nil {
 		return nil, errors.New("stellar: a key source is required")
@@ -99,7 +101,7 @@ func NewRPCLedger(cfg RPCConfig) (*RPCLedger, error) {
 			return nil, fmt.Errorf("stellar: asset code %q must be 1 to 12 characters", a.Code)
 		}
 		if !strkey.IsValidEd25519PublicKey(a.Issuer) {
-			return nil, fmt.Errorf("stellar: asset %s issuer %q is not a G... account", code, a.Issuer)
+			return nil, fmt.Errorf("stellar: asset %s: the issuer is not a G... account", code)
 		}
 		if _, dup := assets[code]; dup {
 			return nil, fmt.Errorf("stellar: asset %s is configured twice", code)

@@ -333,12 +333,37 @@ func checkOp(t *txInfo, op xdr.Operation) (xdr.OperationResult, bool) {
 	return successResult(op.Body.Type), true
 }
 
+// validAsset is core's isAssetValid: codes are alphanumeric, zero-padded on
+// the right only, and 12-character codes are longer than 4.
 func validAsset(a xdr.Asset) bool {
-	if a.IsNative() {
+	var raw []byte
+	switch a.Type {
+	case xdr.AssetTypeAssetTypeNative:
 		return true
+	case xdr.AssetTypeAssetTypeCreditAlphanum4:
+		raw = a.AlphaNum4.AssetCode[:]
+	case xdr.AssetTypeAssetTypeCreditAlphanum12:
+		raw = a.AlphaNum12.AssetCode[:]
+	default:
+		return false
 	}
-	code := a.GetCode()
-	return code != "" && a.GetIssuer() != ""
+	n := 0
+	for n < len(raw) && raw[n] != 0 {
+		c := raw[n]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+		n++
+	}
+	for _, c := range raw[n:] {
+		if c != 0 {
+			return false
+		}
+	}
+	if a.Type == xdr.AssetTypeAssetTypeCreditAlphanum12 {
+		return n > 4
+	}
+	return n > 0
 }
 
 // changeTrustAsset converts a ChangeTrust line; pool shares and native are not allowed.

@@ -146,10 +146,13 @@ type submissionFaults struct {
 	names          []string
 }
 
-// takeSubmissionFaults consumes one use of every armed submission fault that
-// matches api. Callers hold n.mu.
+// takeSubmissionFaults consumes one use of the first armed fault of each
+// submission kind that matches api, so different kinds stack (delay +
+// drop_response) while faults of one kind are used one after the other.
+// Callers hold n.mu.
 func (n *Network) takeSubmissionFaults(api string) submissionFaults {
 	var sf submissionFaults
+	used := map[string]bool{} // one fault of each kind per submission, in arming order
 	kept := n.faults[:0]
 	for _, f := range n.faults {
 		switch f.Kind {
@@ -157,10 +160,11 @@ func (n *Network) takeSubmissionFaults(api string) submissionFaults {
 			kept = append(kept, f)
 			continue
 		}
-		if f.API != "" && f.API != api {
+		if (f.API != "" && f.API != api) || used[f.Kind] {
 			kept = append(kept, f)
 			continue
 		}
+		used[f.Kind] = true
 		switch f.Kind {
 		case FaultRefuse:
 			sf.refuse = true

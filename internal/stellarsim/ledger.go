@@ -47,10 +47,12 @@ func (a Asset) XDR() (xdr.Asset, error) {
 }
 
 func assetFromXDR(x xdr.Asset) Asset {
-	if x.IsNative() {
+	var typ xdr.AssetType
+	var code, issuer string
+	if err := x.Extract(&typ, &code, &issuer); err != nil || typ == xdr.AssetTypeAssetTypeNative {
 		return Native
 	}
-	return Asset{Code: x.GetCode(), Issuer: x.GetIssuer()}
+	return Asset{Code: code, Issuer: issuer}
 }
 
 // account is one account entry. Accounts have only their master key as

@@ -408,12 +408,17 @@ func (n *Network) rpcGetTransaction(_ *http.Request, params json.RawMessage) (an
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	writeJSONTyped(w, status, v)
+}
+
+// writeJSONTyped writes v with whatever Content-Type is already set.
+func writeJSONTyped(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, "encoding response: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -3,6 +3,7 @@ package transfer
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"math"
 	"regexp"
 	"strconv"
@@ -121,7 +122,7 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 	default:
 		return Request{}, unprocessable(CodeOperationNotSupp, "operationType", "operationType must be %q or %q", Deposit, Withdraw)
 	}
-	wallet, err := r.canonicalWallet(raw.WalletAddress)
+	wallet, err := r.CanonicalWallet(raw.WalletAddress)
 	if err != nil {
 		return Request{}, err
 	}
@@ -137,10 +138,14 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 	return req, nil
 }
 
-func (r Rules) canonicalWallet(raw string) (string, error) {
+// CanonicalWallet checks a wallet address (a G... account or C... contract strkey with a valid
+// checksum, any case; muxed M... refused) and returns it upper case. Errors: *ValidationError
+// INVALID_ADDRESS (422). Rules without an AddressParser is a programming error, reported as an
+// untyped error (500), not as the client's fault.
+func (r Rules) CanonicalWallet(raw string) (string, error) {
 	w := strings.ToUpper(strings.TrimSpace(raw))
 	if r.Addresses == nil {
-		return "", unprocessable(CodeInvalidAddress, "walletAddress", "no address parser is configured")
+		return "", errors.New("transfer: Rules has no AddressParser")
 	}
 	kind, err := r.Addresses.ParseAddress(w)
 	if err != nil {

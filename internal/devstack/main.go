@@ -1,0 +1,79 @@
+// Command devstack is the local stack behind `make run`: the API on 127.0.0.1:3000, an embedded
+// DynamoDB-compatible server (minidyn) on 127.0.0.1:8000 and a local Stellar network on
+// 127.0.0.1:8010, with a funded vault, a USDC asset and demo wallets. It is never deployed.
+//
+// Environment: API_ADDR, DYNAMODB_ADDR, STELLAR_ADDR override the listen addresses;
+// DYNAMODB_ENDPOINT uses an existing DynamoDB endpoint instead of the embedded one;
+// LEDGER_INTERVAL_MS sets the ledger close interval; every setting the API function reads per call
+// (TRANSFER_ORCHESTRATION_TIMEOUT_MS, ...) applies too.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := run(logger); err != nil {
+		logger.Error("devstack failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := Options{
+		APIAddr: envOr("API_ADDR", "127.0.0.1:3000"), DynamoAddr: envOr("DYNAMODB_ADDR", "127.0.0.1:8000"),
+		StellarAddr: envOr("STELLAR_ADDR", "127.0.0.1:8010"), Getenv: os.Getenv, Logger: logger,
+	}
+	if ms, err := strconv.Atoi(os.Getenv("LEDGER_INTERVAL_MS")); err == nil && ms > 0 {
+		opts.LedgerInterval = time.Duration(ms) * time.Millisecond
+	}
+	s, err := Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	printBanner(s.Info)
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "stopping…")
+	return s.Close()
+}
+
+func printBanner(i Info) {
+	w := os.Stdout
+	fmt.Fprintf(w, "\nStellar Transfer Orchestrator, local stack\n\n")
+	fmt.Fprintf(w, "  API                %s\n", i.APIURL)
+	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
+	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
+	fmt.Fprintf(w, "  Stellar RPC        %s\n", i.RPCURL)
+	fmt.Fprintf(w, "  Network admin      %s  (GET %sstack describes this stack)\n", i.AdminURL, i.AdminURL)
+	fmt.Fprintf(w, "  Passphrase         %s\n\n", i.NetworkPassphrase)
+	fmt.Fprintf(w, "  Vault              %s\n", i.Vault.Account)
+	for _, a := range i.Assets {
+		fmt.Fprintf(w, "  Asset              %s issued by %s\n", a.Code, a.Issuer)
+	}
+	for _, wl := range i.Wallets {
+		fmt.Fprintf(w, "  Wallet (USDC trustline)  %s\n", wl.Account)
+	}
+	if len(i.Wallets) > 0 {
+		fmt.Fprintf(w, "\nTry:\n  curl -s -X POST %s/transfers \\\n    -H 'Content-Type: application/json' -H 'Idempotency-Key: order-00000001' \\\n    -d '{\"operationType\":\"withdraw\",\"walletAddress\":\"%s\",\"amount\":\"12.5\",\"asset\":\"USDC\"}'\n",
+			i.APIURL, i.Wallets[0].Account)
+		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)
+		fmt.Fprintf(w, "  curl -s %sstack\n\n", i.AdminURL)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/truora/minidyn/server"
+
+	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/wiring"
+)
+
+// Options configure the local stack. Empty addresses mean a free port on 127.0.0.1.
+type Options struct {
+	APIAddr     string // the HTTP API (default for `make run`: 127.0.0.1:3000)
+	DynamoAddr  string // the embedded DynamoDB-compatible server (127.0.0.1:8000)
+	StellarAddr string // the local Stellar network (127.0.0.1:8010)
+	// LedgerInterval is how often the local network closes a ledger (default 5 s).
+	LedgerInterval time.Duration
+	// FunctionTimeout emulates the Lambda function's timeout: each API request gets this deadline
+	// (default 29 s, inside API Gateway's 30 s integration limit).
+	FunctionTimeout time.Duration
+	// DemoWallets is how many funded wallets with USDC trustlines to create (default 3).
+	DemoWallets int
+	// Getenv supplies the settings read per call and the overrides; nil means none.
+	Getenv config.Getenv
+	Logger *slog.Logger
+}
+
+// Stack is the running local stack.
+type Stack struct {
+	Info    Info
+	Network *stellarsim.Network
+	Service *wiring.Service
+
+	servers []*http.Server
+	closers []func() error
+}
+
+// Info is what GET /_sim/stack returns and what `make run` prints.
+type Info struct {
+	APIURL            string         `json:"apiUrl"`
+	DynamoDBEndpoint  string         `json:"dynamodbEndpoint"`
+	Table             string         `json:"table"`
+	NetworkPassphrase string         `json:"networkPassphrase"`
+	HorizonURL        string         `json:"horizonUrl"`
+	RPCURL            string         `json:"rpcUrl"`
+	FriendbotURL      string         `json:"friendbotUrl"`
+	AdminURL          string         `json:"adminUrl"`
+	Vault             Account        `json:"vault"`
+	Assets            []config.Asset `json:"assets"`
+	Wallets           []Account      `json:"wallets"`
+}
+
+// Account is a public key with what it holds; secret seeds are never shown.
+type Account struct {
+	Account string `json:"account"`
+	// Balances by asset code, in units (7 decimals).
+	Balances map[string]string `json:"balances,omitempty"`
+}
+
+const table = "transfers"
+
+// Start brings up the embedded DynamoDB, the local Stellar network with a funded vault holding a
+// USDC asset from a local issuer, and the API, each on 127.0.0.1.
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	o.defaults()
+	s := &Stack{}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = s.Close()
+		}
+	}()
+
+	// The embedded DynamoDB (minidyn), unless DYNAMODB_ENDPOINT points elsewhere.
+	dynamoURL := o.Getenv("DYNAMODB_ENDPOINT")
+	if dynamoURL == "" {
+		ln, err := net.Listen("tcp", o.DynamoAddr)
+		if err != nil {
+			return nil, fmt.Errorf("devstack: DynamoDB listener: %w", err)
+		}
+		dynamoURL = "http://" + ln.Addr().String()
+		s.serve(ln, server.NewServer())
+	}
+	db := dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(dynamoURL),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+	})
+	if err := dynamo.EnsureTable(ctx, db, table); err != nil {
+		return nil, fmt.Errorf("devstack: table: %w", err)
+	}
+
+	// The local Stellar network and its accounts.
+	net0, err := stellarsim.Start(stellarsim.Options{CloseInterval: o.LedgerInterval})
+	if err != nil {
+		return nil, fmt.Errorf("devstack: local network: %w", err)
+	}
+	s.Network = net0
+	s.closers = append(s.closers, net0.Close)
+	keys, err := stellar.GenerateKeys(0)
+	if err != nil {
+		return nil, err
+	}
+	usdc, wallets, err := fundAccounts(net0, keys.Vault, o.DemoWallets)
+	if err != nil {
+		return nil, err
+	}
+	stellarLn, err := net.Listen("tcp", o.StellarAddr)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: Stellar listener: %w", err)
+	}
+	stellarURL := "http://" + stellarLn.Addr().String()
+
+	// The signing keys reach the service through the same loader as in AWS.
+	doc, err := keys.MarshalSecret()
+	if err != nil {
+		return nil, err
+	}
+	const secretID = "local/signing-keys"
+	secrets := stellar.NewLocalSecrets()
+	secrets.Put(secretID, doc)
+	keySource, err := stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: secrets, SecretID: secretID})
+	if err != nil {
+		return nil, err
+	}
+	assets := []config.Asset{{Code: usdc.Code, Issuer: usdc.Issuer}}
+	cfg, err := config.Load(func(k string) string {
+		switch k {
+		case "TABLE_NAME":
+			return table
+		case "STELLAR_RPC_URL":
+			return stellarURL + "/rpc"
+		case "NETWORK_PASSPHRASE":
+			return net0.Passphrase()
+		case "VAULT_ACCOUNT":
+			return keys.Vault.Address()
+		case "ASSETS":
+			return usdc.Code + ":" + usdc.Issuer
+		}
+		return o.Getenv(k)
+	})
+	if err != nil {
+		return nil, err
+	}
+	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: db, Keys: keySource, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	s.Service = svc
+
+	apiLn, err := net.Listen("tcp", o.APIAddr)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: API listener: %w", err)
+	}
+	s.Info = Info{
+		APIURL: "http://" + apiLn.Addr().String(), DynamoDBEndpoint: dynamoURL, Table: table,
+		NetworkPassphrase: net0.Passphrase(), HorizonURL: stellarURL, RPCURL: stellarURL + "/rpc",
+		FriendbotURL: stellarURL + "/friendbot", AdminURL: stellarURL + "/_sim/",
+		Vault: Account{Account: keys.Vault.Address()}, Assets: assets,
+	}
+	for _, w := range wallets {
+		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w.Address()})
+	}
+	s.serve(stellarLn, s.stellarHandler())
+	s.serve(apiLn, withDeadline(svc.Handler, o.FunctionTimeout))
+	ok = true
+	return s, nil
+}
+
+func (o *Options) defaults() {
+	if o.LedgerInterval <= 0 {
+		o.LedgerInterval = 5 * time.Second
+	}
+	if o.FunctionTimeout <= 0 {
+		o.FunctionTimeout = 29 * time.Second
+	}
+	if o.DemoWallets <= 0 {
+		o.DemoWallets = 3
+	}
+	if o.Getenv == nil {
+		o.Getenv = func(string) string { return "" }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, a := range []*string{&o.APIAddr, &o.DynamoAddr, &o.StellarAddr} {
+		if *a == "" {
+			*a = "127.0.0.1:0"
+		}
+	}
+}
+
+// fundAccounts creates, at genesis, the USDC issuer, the vault (XLM, a USDC trustline and
+// 1,000,000 USDC) and n wallets with XLM and a USDC trustline.
+func fundAccounts(n *stellarsim.Network, vault *keypair.Full, wallets int) (stellarsim.Asset, []*keypair.Full, error) {
+	const xlm = 10_000 * 10_000_000
+	issuer, err := n.CreateKeypair(xlm)
+	if err != nil {
+		return stellarsim.Asset{}, nil, err
+	}
+	usdc := n.IssueAsset("USDC", issuer)
+	if err := n.CreateAccount(vault.Address(), xlm); err != nil {
+		return stellarsim.Asset{}, nil, err
+	}
+	if err := n.AddTrustline(vault.Address(), usdc, 0); err != nil {
+		return stellarsim.Asset{}, nil, err
+	}
+	if err := n.Mint(vault.Address(), usdc, 1_000_000*10_000_000); err != nil {
+		return stellarsim.Asset{}, nil, err
+	}
+	var out []*keypair.Full
+	for range wallets {
+		w, err := n.CreateKeypair(xlm)
+		if err != nil {
+			return stellarsim.Asset{}, nil, err
+		}
+		if err := n.AddTrustline(w.Address(), usdc, 0); err != nil {
+			return stellarsim.Asset{}, nil, err
+		}
+		out = append(out, w)
+	}
+	return usdc, out, nil
+}
+
+// stellarHandler serves the local network (Horizon at /, RPC at /rpc, friendbot, /_sim/ admin)
+// and GET /_sim/stack, which describes this stack with current balances.
+func (s *Stack) stellarHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", s.Network.Handler())
+	mux.HandleFunc("GET /_sim/stack", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.InfoWithBalances())
+	})
+	return mux
+}
+
+// InfoWithBalances is Info with the accounts' current balances.
+func (s *Stack) InfoWithBalances() Info {
+	info := s.Info
+	balances := func(acct string) map[string]string {
+		m := map[string]string{}
+		for _, a := range info.Assets {
+			if b, err := s.Network.Balance(acct, stellarsim.Asset{Code: a.Code, Issuer: a.Issuer}); err == nil {
+				m[a.Code] = units(b)
+			}
+		}
+		if b, err := s.Network.Balance(acct, stellarsim.Native); err == nil {
+			m["XLM"] = units(b)
+		}
+		return m
+	}
+	info.Vault.Balances = balances(info.Vault.Account)
+	info.Wallets = append([]Account(nil), info.Wallets...)
+	for i := range info.Wallets {
+		info.Wallets[i].Balances = balances(info.Wallets[i].Account)
+	}
+	return info
+}
+
+func units(stroops int64) string {
+	s := fmt.Sprintf("%d.%07d", stroops/10_000_000, stroops%10_000_000)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// withDeadline gives every request the deadline a Lambda invocation would have.
+func withDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (s *Stack) serve(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.servers = append(s.servers, srv)
+	go func() { _ = srv.Serve(ln) }()
+}
+
+// Close stops the servers (letting requests in progress finish for up to 10 s) and the network.
+func (s *Stack) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	for i := len(s.servers) - 1; i >= 0; i-- {
+		if err := s.servers[i].Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range s.closers {
+		if err := c(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,79 @@
+// Package stellarsim is a local, single-node Stellar network for tests and
+// the local stack: Stellar RPC (JSON-RPC at /rpc), a Horizon subset (at /),
+// friendbot (/friendbot) and an admin API (/_sim/) over one in-memory ledger,
+// with real XDR, real hashes bound to the network passphrase, real ed25519
+// signatures, and faults on demand.
+//
+// It exists so the "at most one transaction lands" promise can be tested
+// against the behaviours that matter: what is accepted, what is answered,
+// what lands, when, and what a lookup can still see.
+//
+// # Modelled
+//
+//   - Accounts: native balance, sequence number (new accounts start at
+//     ledger<<32), master key as the only signer (weight 1, thresholds 0),
+//     subentries, base reserve ((2 + subentries + sponsoring - sponsored) x
+//     BaseReserve), reserve sponsorship.
+//   - Trustlines for credit assets: balance, limit, always authorized.
+//   - Operations: CreateAccount, Payment (native and credit, issuer mints and
+//     burns), ChangeTrust (create, update, remove), Begin/EndSponsoringFutureReserves
+//     (sponsored accounts may start with 0 XLM; sponsored trustlines).
+//   - Acceptance as stellar-core does it, in core's order: txMISSING_OPERATION,
+//     txTOO_EARLY / txTOO_LATE (time and ledger bounds), txINSUFFICIENT_FEE
+//     (BaseFee x ops; fee bumps BaseFee x (ops+1) and a rate at least the
+//     inner one), txNO_ACCOUNT, txBAD_SEQ (must be current+1), txBAD_AUTH,
+//     txINSUFFICIENT_BALANCE (fee above balance minus reserve), op checks
+//     (opBAD_AUTH for a missing operation-source signature, malformed
+//     amounts) reported as txFAILED, txBAD_AUTH_EXTRA. Fee-bump inner
+//     failures are txFEE_BUMP_INNER_FAILED with the inner result pair.
+//   - The queue: one transaction per source account (another gets
+//     TRY_AGAIN_LATER, except a fee bump of the same sequence number at 10x
+//     the fee rate, which replaces it); the identical envelope while queued
+//     gets DUPLICATE; an applied envelope is banned for 10 ledgers
+//     (TRY_AGAIN_LATER) and then fails the sequence check (txBAD_SEQ). A
+//     transaction is applied at most once, ever.
+//   - Time: ledger close time is max(Clock.Now(), previous close + 1s), in
+//     whole seconds. At submission, time bounds are judged against that
+//     same expected close time of the next ledger (so a maxTime equal to the
+//     latest close time is already txTOO_LATE), ledger bounds against
+//     latest+1. At close, every due queued transaction is re-validated
+//     against the closing ledger: one no longer valid (typically maxTime
+//     before the close time) is dropped from the queue and banned, never
+//     applied, no fee charged - as core trims it from the transaction set.
+//   - Apply at close, in submission order: the fee (BaseFee x ops, capped by
+//     the bid) is charged and the sequence number consumed even if an
+//     operation fails; operations apply all-or-nothing; a failed
+//     transaction is included as FAILED with its result codes.
+//   - History: getTransaction and GET /transactions/{hash} find a
+//     transaction by inner or outer hash within the retention window
+//     (oldestLedger = max(1, latest - retention + 1)).
+//
+// # Not modelled
+//
+// Consensus, surge pricing (fee charged is always BaseFee per op), offers and
+// the DEX, path payments, liquidity pools, claimable balances, account merge,
+// set options, manage data, multisig and thresholds (extra signers, weights),
+// authorization flags (trustlines are always authorized, no clawback),
+// liabilities, muxed-account semantics beyond resolving to the account,
+// preconditions other than time and ledger bounds (minSeqNum, minSeqAge,
+// minSeqLedgerGap, extraSigners are refused with txMALFORMED), more than one
+// transaction per source account in the queue, and Soroban: InvokeHostFunction,
+// ExtendFootprintTtl and RestoreFootprint are refused with txMALFORMED unless
+// Options.Contracts provides a ContractHost (the seam a later issue fills).
+// Unsupported classic operations are refused at submission as txFAILED
+// with opNOT_SUPPORTED. Ledger headers and meta are stand-ins: valid XDR,
+// not real hashes or ledger-entry changes. Only account and trustline
+// entries exist for getLedgerEntries.
+//
+// # Faults
+//
+// See Fault. Submission faults (refuse, drop_response, delay, answer,
+// drop_envelope, delay_inclusion) act on the next Count submissions through
+// sendTransaction, POST /transactions or POST /transactions_async; stall
+// and retention act on the ledger. Every envelope received and every
+// transaction applied is recorded (Envelopes, Applied; GET /_sim/envelopes,
+// GET /_sim/transactions).
+//
+// The test helpers (CreateAccount, IssueAsset, AddTrustline, Mint) change
+// the ledger directly, like genesis, without a transaction.
+package stellarsim
