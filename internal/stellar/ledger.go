@@ -117,11 +117,8 @@ func NewRPCLedger(cfg RPCConfig) (*RPCLedger, error) {
 // CheckNetwork asks the RPC server for its network passphrase and fails if it is not the
 // configured one (a mismatch would make every signature invalid).
 func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
-	var got protocol.GetNetworkResponse
-	err, _ := l.call(ctx, func(c *rpcclient.Client) error {
-		var err error
-		got, err = c.GetNetwork(ctx)
-		return err
+	got, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetNetworkResponse, error) {
+		return c.GetNetwork(ctx)
 	})
 	if err != nil {
 		return fmt.Errorf("stellar: getNetwork: %w", err)
@@ -257,12 +254,10 @@ func (l *RPCLedger) sequence(ctx context.Context, account string) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("stellar: account %s: %w", account, err)
 	}
-	var resp protocol.GetLedgerEntriesResponse
-	if err, _ := l.call(ctx, func(c *rpcclient.Client) error {
-		var err error
-		resp, err = c.GetLedgerEntries(ctx, protocol.GetLedgerEntriesRequest{Keys: []string{keyB64}})
-		return err
-	}); err != nil {
+	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLedgerEntriesResponse, error) {
+		return c.GetLedgerEntries(ctx, protocol.GetLedgerEntriesRequest{Keys: []string{keyB64}})
+	})
+	if err != nil {
 		return 0, fmt.Errorf("stellar: getLedgerEntries for %s: %w", account, err)
 	}
 	if len(resp.Entries) == 0 {
@@ -281,12 +276,10 @@ func (l *RPCLedger) sequence(ctx context.Context, account string) (int64, error)
 }
 
 func (l *RPCLedger) latestLedger(ctx context.Context) (uint32, error) {
-	var resp protocol.GetLatestLedgerResponse
-	if err, _ := l.call(ctx, func(c *rpcclient.Client) error {
-		var err error
-		resp, err = c.GetLatestLedger(ctx)
-		return err
-	}); err != nil {
+	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
+		return c.GetLatestLedger(ctx)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("stellar: getLatestLedger: %w", err)
 	}
 	if resp.Sequence == 0 {
@@ -313,18 +306,12 @@ func (l *RPCLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.S
 	if env.XDR == "" {
 		return transfer.SendResult{}, fmt.Errorf("stellar: envelope has no XDR: %w", transfer.ErrNotSent)
 	}
-	var resp protocol.SendTransactionResponse
-	err, terr := l.call(ctx, func(c *rpcclient.Client) error {
-		var err error
-		resp, err = c.SendTransaction(ctx, protocol.SendTransactionRequest{Transaction: env.XDR})
-		return err
+	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.SendTransactionResponse, error) {
+		return c.SendTransaction(ctx, protocol.SendTransactionRequest{Transaction: env.XDR})
 	})
 	if err != nil {
-		if nothingWritten(terr) {
-			return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w (%w)", env.InnerHash, transfer.ErrNotSent, terr)
-		}
-		if terr != nil {
-			return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w", env.InnerHash, terr)
+		if nothingWritten(err) {
+			return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w (%w)", env.InnerHash, transfer.ErrNotSent, err)
 		}
 		return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w", env.InnerHash, err)
 	}
@@ -378,12 +365,10 @@ func (l *RPCLedger) Lookup(ctx context.Context, env transfer.Envelope) (transfer
 }
 
 func (l *RPCLedger) getTransaction(ctx context.Context, hash string) (transfer.Lookup, error) {
-	var resp protocol.GetTransactionResponse
-	if err, _ := l.call(ctx, func(c *rpcclient.Client) error {
-		var err error
-		resp, err = c.GetTransaction(ctx, protocol.GetTransactionRequest{Hash: hash})
-		return err
-	}); err != nil {
+	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetTransactionResponse, error) {
+		return c.GetTransaction(ctx, protocol.GetTransactionRequest{Hash: hash})
+	})
+	if err != nil {
 		return transfer.Lookup{}, fmt.Errorf("stellar: getTransaction %s: %w", hash, err)
 	}
 	lk := transfer.Lookup{

@@ -44,9 +44,12 @@ func (r *recorder) transportErr() error {
 	return r.err
 }
 
-// call runs fn with a fresh rpcclient and returns fn's error and the transport error recorded
-// during it, if any.
-func (l *RPCLedger) call(ctx context.Context, fn func(*rpcclient.Client) error) (err, transportErr error) {
+// call runs fn with a fresh rpcclient and returns its result or error; when the HTTP request
+// itself failed, the error is that transport error (with its *net.OpError chain), not jrpc2's
+// text-only copy of it. It returns when ctx ends even if fn has not: rpcclient does not
+// bind the HTTP request to ctx, and after a failed call it closes its jrpc2 client, which waits
+// for the request to finish. The abandoned request runs on until the http.Client's Timeout.
+func call[T any](ctx context.Context, l *RPCLedger, fn func(context.Context, *rpcclient.Client) (T, error)) (T, error) {
 	base := l.cfg.HTTPClient.Transport
 	if base == nil {
 		base = http.DefaultTransport
@@ -54,15 +57,30 @@ func (l *RPCLedger) call(ctx context.Context, fn func(*rpcclient.Client) error) 
 	rec := &recorder{base: base}
 	hc := *l.cfg.HTTPClient
 	hc.Transport = rec
-	c := rpcclient.NewClient(l.cfg.URL, &hc)
-	err = fn(c)
-	// Close waits for the HTTP request to finish, which may outlive ctx (jhttp does not bind
-	// requests to it); the http.Client's Timeout bounds it.
-	go func() { _ = c.Close() }()
-	if err != nil {
-		return err, rec.transportErr()
+	type outcome struct {
+		v   T
+		err error
 	}
-	return nil, nil
+	done := make(chan outcome, 1)
+	go func() {
+		c := rpcclient.NewClient(l.cfg.URL, &hc)
+		v, err := fn(ctx, c)
+		done <- outcome{v, err}
+		_ = c.Close()
+	}()
+	var zero T
+	select {
+	case o := <-done:
+		if o.err != nil {
+			if terr := rec.transportErr(); terr != nil {
+				return zero, terr
+			}
+			return zero, o.err
+		}
+		return o.v, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
 }
 
 // nothingWritten reports whether a transport error proves the request never left this host:

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+)
+
+// The local stack end to end, over HTTP, as a client and `make run` see it (issue 3, "Done when").
+// Ledgers close every 100 ms of real time so that the suite stays short; nothing sleeps.
+
+func startStack(t *testing.T) *Stack {
+	t.Helper()
+	s, err := Start(context.Background(), Options{LedgerInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   map[string]any
+}
+
+func post(t *testing.T, s *Stack, key, body string) reply {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.Info.APIURL+"/transfers", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) reply {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, header: resp.Header}
+	if err := json.Unmarshal(raw, &r.body); err != nil {
+		t.Fatalf("body %q: %v", raw, err)
+	}
+	return r
+}
+
+func withdraw(wallet, amount string) string {
+	return fmt.Sprintf(`{"operationType":"withdraw","walletAddress":%q,"amount":%q,"asset":"USDC"}`, wallet, amount)
+}
+
+func (s *Stack) usdc() stellarsim.Asset {
+	return stellarsim.Asset{Code: s.Info.Assets[0].Code, Issuer: s.Info.Assets[0].Issuer}
+}
+
+func itemCount(t *testing.T, s *Stack) int {
+	t.Helper()
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.Info.DynamoDBEndpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(s.Info.Table)})
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return len(out.Items)
+}
+
+var hash64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func TestWithdrawLandsOnceAndReplays(t *testing.T) {
+	s := startStack(t)
+	wallet := s.Info.Wallets[0].Account
+	before, _ := s.Network.Balance(wallet, s.usdc())
+
+	first := post(t, s, "order-00000001", withdraw(wallet, "12.50"))
+	if first.status != 200 || !hash64.MatchString(fmt.Sprint(first.body["transactionHash"])) || first.body["replayed"] != false {
+		t.Fatalf("first = %d %v", first.status, first.body)
+	}
+	hash := first.body["transactionHash"].(string)
+	tx, ok := s.Network.Transaction(hash)
+	if !ok || tx.Status != "SUCCESS" {
+		t.Fatalf("the network reports %+v, %v for %s", tx, ok, hash)
+	}
+	after, _ := s.Network.Balance(wallet, s.usdc())
+	if after-before != 125_000_000 {
+		t.Fatalf("wallet balance moved by %d stroops, want 125000000", after-before)
+	}
+
+	again := post(t, s, "order-00000001", withdraw(strings.ToLower(wallet), "012.5"))
+	if again.status != 200 || again.body["transactionHash"] != hash || again.body["replayed"] != true || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay = %d %v %v", again.status, again.body, again.header)
+	}
+	conflict := post(t, s, "order-00000001", withdraw(wallet, "13"))
+	if conflict.status != 409 || conflict.body["code"] != "IDEMPOTENCY_KEY_CONFLICT" {
+		t.Fatalf("conflict = %d %v", conflict.status, conflict.body)
+	}
+	if n := len(s.Network.Applied()); n != 1 {
+		t.Fatalf("%d transactions applied, want 1", n)
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, s.Info.APIURL+"/wallets/"+wallet+"/transfers/order-00000001", nil)
+	view := do(t, req)
+	if view.status != 200 || view.body["status"] != "success" || view.body["transactionHash"] != hash {
+		t.Fatalf("view = %d %v", view.status, view.body)
+	}
+}
+
+func TestConcurrentIdenticalRequestsLandOnce(t *testing.T) {
+	s := startStack(t)
+	wallet := s.Info.Wallets[1].Account
+	var wg sync.WaitGroup
+	replies := make([]reply, 8)
+	for i := range replies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies[i] = post(t, s, "concurrent-0001", withdraw(wallet, "1"))
+		}()
+	}
+	wg.Wait()
+	fresh := 0
+	for i, r := range replies {
+		if r.status != 200 || r.body["transactionHash"] != replies[0].body["transactionHash"] {
+			t.Fatalf("reply %d = %d %v; reply 0 = %v", i, r.status, r.body, replies[0].body)
+		}
+		if r.body["replayed"] == false {
+			fresh++
+		}
+	}
+	if fresh != 1 || len(s.Network.Applied()) != 1 {
+		t.Fatalf("fresh answers %d, applied %d; want 1 and 1", fresh, len(s.Network.Applied()))
+	}
+}
+
+func TestBadInputIsRefusedAndNothingIsWritten(t *testing.T) {
+	s := startStack(t)
+	wallet := s.Info.Wallets[2].Account
+	for _, tc := range []struct {
+		name, key, body string
+		status          int
+		code            string
+	}{
+		{"no key", "", withdraw(wallet, "1"), 400, "IDEMPOTENCY_KEY_MISSING"},
+		{"short key", "short", withdraw(wallet, "1"), 400, "IDEMPOTENCY_KEY_INVALID"},
+		{"bad key characters", "bad key!!", withdraw(wallet, "1"), 400, "IDEMPOTENCY_KEY_INVALID"},
+		{"malformed JSON", "bad-input-01", `{"operationType":`, 400, "REQUEST_INVALID"},
+		{"unknown field", "bad-input-02", `{"operationType":"withdraw","walletAddress":"` + wallet + `","amount":"1","asset":"USDC","memo":"x"}`, 400, "REQUEST_INVALID"},
+		{"amount as a number", "bad-input-03", `{"operationType":"withdraw","walletAddress":"` + wallet + `","amount":1,"asset":"USDC"}`, 400, "REQUEST_INVALID"},
+		{"bad wallet checksum", "bad-input-04", withdraw(wallet[:55]+"A", "1"), 422, "INVALID_ADDRESS"},
+		{"negative amount", "bad-input-05", withdraw(wallet, "-1"), 422, "INVALID_AMOUNT"},
+		{"exponent amount", "bad-input-06", withdraw(wallet, "1e3"), 422, "INVALID_AMOUNT"},
+		{"eight decimals", "bad-input-07", withdraw(wallet, "0.00000001"), 422, "INVALID_AMOUNT"},
+		{"unknown asset", "bad-input-08", strings.Replace(withdraw(wallet, "1"), "USDC", "BTC", 1), 422, "INVALID_ASSET"},
+		{"unknown operation", "bad-input-09", strings.Replace(withdraw(wallet, "1"), "withdraw", "steal", 1), 422, "OPERATION_NOT_SUPPORTED"},
+		{"deposit to an account vault", "bad-input-10", strings.Replace(withdraw(wallet, "1"), "withdraw", "deposit", 1), 422, "OPERATION_NOT_SUPPORTED"},
+	} {
+		r := post(t, s, tc.key, tc.body)
+		if r.status != tc.status || r.body["code"] != tc.code || r.header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %d %v, want %d %s as problem+json", tc.name, r.status, r.body, tc.status, tc.code)
+		}
+	}
+	if n := itemCount(t, s); n != 0 {
+		t.Fatalf("%d items written for bad input, want 0", n)
+	}
+	if n := len(s.Network.Envelopes()); n != 0 {
+		t.Fatalf("%d envelopes sent for bad input, want 0", n)
+	}
+}
