@@ -12,4 +12,7 @@
 //
 // Signing keys come from one secret document (keys.go); secret seeds never appear in errors, logs
 // or formatted output of this package's types.
+//
+// Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
+// request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.
 package stellar

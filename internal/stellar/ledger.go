@@ -52,7 +52,9 @@ type RPCConfig struct {
 	// MaxFeeStroops caps what one transaction may be charged, in stroops (MAX_FEE_STROOPS); 0
 	// means no cap beyond the base fee.
 	MaxFeeStroops int64
-	// Keys supplies the signing keys.
+	// Keys supplies the signing keys, read on every Prepare. Keys.Vault must be a signer of
+	// VaultAccount (usually its master key); if it is not, the network refuses the envelope
+	// with txBAD_AUTH.
 	Keys KeySource
 }
 

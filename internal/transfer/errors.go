@@ -173,6 +173,8 @@ type RejectedError struct {
 	Detail          string
 	TransactionHash string
 	ResultCodes     []string
+
+	replayed bool // read from the store rather than decided by this call
 }
 
 func (e *RejectedError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Detail) }

@@ -66,6 +66,8 @@ type Orchestrator struct {
 	// Hooks, when set, is called at each Step; a non-nil error abandons the call on the spot, as a
 	// crash would (nothing released, nothing settled). Tests use it.
 	Hooks func(ctx context.Context, step Step, rec Record) error
+	// Observer receives traces and a Report per call; nil means none.
+	Observer Observer
 }
 
 // Poll intervals while awaiting a ledger or another invocation: short first, then about a ledger.
@@ -89,6 +91,13 @@ type attempt struct {
 // *InDoubtError, *InProgressError, *UnavailableError, *RejectedError; anything else is an
 // internal failure in which nothing was sent.
 func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) {
+	start := time.Now()
+	out, err := o.transfer(ctx, in)
+	o.observer().Finished(ctx, report(in.Request.OperationType, out, err, time.Since(start)))
+	return out, err
+}
+
+func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) {
 	a := o.begin(ctx, in)
 	if open, left := o.Breaker.Open(); open {
 		return Outcome{}, circuitOpen(left)
@@ -106,7 +115,9 @@ func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) 
 			ClientKey: in.ClientKey, TraceID: in.TraceID, LeaseOwner: a.owner, LeaseExpiresAt: a.lease,
 			Version: 1, CreatedAt: now, UpdatedAt: now,
 		}
-		held, won, err := o.Store.Claim(ctx, rec, now)
+		cctx, end := o.observer().StartStep(ctx, TraceClaim)
+		held, won, err := o.Store.Claim(cctx, rec, now)
+		end(err)
 		if err != nil {
 			return Outcome{}, storeUnavailable(err)
 		}
@@ -134,7 +145,9 @@ func (o *Orchestrator) onHeld(ctx context.Context, a *attempt, held Record) (Out
 	case StatusReplayable:
 		return replay(held), false, nil
 	case StatusRejected:
-		return Outcome{}, false, storedRejection(held)
+		rej := storedRejection(held)
+		rej.replayed = true
+		return Outcome{}, false, rej
 	case StatusInDoubt:
 		return o.reconcileInline(ctx, a, held)
 	case StatusInFlight:
@@ -207,11 +220,13 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 		return Outcome{}, false, err
 	}
 	var env Envelope
+	pctx, end := o.observer().StartStep(ctx, TracePrepare)
 	err := o.Breaker.Do(func() error {
 		var err error
-		env, err = o.Ledger.Prepare(ctx, rec.Request, o.maxTime(a))
+		env, err = o.Ledger.Prepare(pctx, rec.Request, o.maxTime(a))
 		return err
 	})
+	end(err)
 	if err != nil {
 		// Nothing was sent: the key is free again.
 		o.release(ctx, rec)
@@ -320,7 +335,10 @@ func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk 
 	}
 	env := *rec.Envelope
 	next := settled(rec, lk, o.Clock.Now(), a.settings.KeyTTL)
-	if err := o.Store.Replace(ctx, next, ownedBy(rec)); err != nil {
+	sctx, end := o.observer().StartStep(ctx, TraceSettle)
+	err := o.Store.Replace(sctx, next, ownedBy(rec))
+	end(err)
+	if err != nil {
 		// The ledger has spoken; the caller gets the truth. The item stays in_flight with its
 		// envelope until a take-over or the sweep settles it from the same ledger facts.
 		o.log().ErrorContext(ctx, "settle failed after the ledger decided", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "status", string(lk.Status), "err", err)
@@ -491,6 +509,8 @@ func (o *Orchestrator) sleep(ctx context.Context, a *attempt, d time.Duration) e
 
 func (o *Orchestrator) send(ctx context.Context, env Envelope) (SendResult, error) {
 	var res SendResult
+	ctx, end := o.observer().StartStep(ctx, TraceSend)
+	defer func() { end(nil) }()
 	err := o.Breaker.Do(func() error {
 		var err error
 		res, err = o.Ledger.Send(ctx, env)
@@ -501,6 +521,8 @@ func (o *Orchestrator) send(ctx context.Context, env Envelope) (SendResult, erro
 
 func (o *Orchestrator) lookup(ctx context.Context, env Envelope) (Lookup, error) {
 	var lk Lookup
+	ctx, end := o.observer().StartStep(ctx, TraceAwait)
+	defer func() { end(nil) }()
 	err := o.Breaker.Do(func() error {
 		var err error
 		lk, err = o.Ledger.Lookup(ctx, env)
@@ -522,6 +544,13 @@ func (o *Orchestrator) hook(ctx context.Context, step Step, rec Record) error {
 		return nil
 	}
 	return o.Hooks(ctx, step, rec)
+}
+
+func (o *Orchestrator) observer() Observer {
+	if o.Observer != nil {
+		return o.Observer
+	}
+	return noObserver{}
 }
 
 func (o *Orchestrator) log() *slog.Logger {

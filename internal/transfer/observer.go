@@ -1,0 +1,85 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Observer is told what Transfer does, for metrics and traces; the orchestrator works without one.
+// Implementations must be safe for concurrent use and must not fail the transfer.
+type Observer interface {
+	// StartStep begins a traced step (Step names: claim, prepare, send, await, settle); the
+	// returned function ends it with the step's error, if any.
+	StartStep(ctx context.Context, step string) (context.Context, func(error))
+	// Finished is called once per Transfer call with its Report.
+	Finished(ctx context.Context, r Report)
+}
+
+// Outcomes a Report can carry (the seed's transfer_orchestration_total "outcome" label).
+const (
+	OutcomeSuccess  = "success"  // a transaction landed for this call
+	OutcomeReplayed = "replayed" // a stored outcome was replayed (success or rejection)
+	OutcomeRejected = "rejected" // terminal: refused or failed on the ledger
+	OutcomeInDoubt  = "in_doubt" // indeterminate
+	OutcomeFailed   = "failed"   // retryable: nothing moved
+)
+
+// Report describes one Transfer call (seed 000, "Metrics": operation, outcome, replay_of,
+// classification, code, duration).
+type Report struct {
+	Operation Operation
+	Outcome   string
+	// ReplayOf is the stored status that was replayed ("replayable" or "rejected"), when Outcome
+	// is "replayed".
+	ReplayOf string
+	// Classification and Code of the error, when there was one.
+	Classification Classification
+	Code           string
+	Duration       time.Duration
+}
+
+// Trace step names passed to Observer.StartStep.
+const (
+	TraceClaim   = "claim"
+	TracePrepare = "prepare"
+	TraceSend    = "send"
+	TraceAwait   = "await"
+	TraceSettle  = "settle"
+)
+
+// report builds the Report of a finished call.
+func report(op Operation, out Outcome, err error, d time.Duration) Report {
+	r := Report{Operation: op, Duration: d}
+	var p ProblemError
+	switch {
+	case err == nil && out.Replayed:
+		r.Outcome, r.ReplayOf = OutcomeReplayed, string(StatusReplayable)
+	case err == nil:
+		r.Outcome = OutcomeSuccess
+	case errors.As(err, &p):
+		pr := p.Problem()
+		r.Classification, r.Code = pr.Classification, pr.Code
+		var rej *RejectedError
+		switch {
+		case errors.As(err, &rej) && rej.replayed:
+			r.Outcome, r.ReplayOf = OutcomeReplayed, string(StatusRejected)
+		case pr.Classification == Terminal:
+			r.Outcome = OutcomeRejected
+		case pr.Classification == Indeterminate:
+			r.Outcome = OutcomeInDoubt
+		default:
+			r.Outcome = OutcomeFailed
+		}
+	default:
+		r.Outcome, r.Classification, r.Code = OutcomeInDoubt, Indeterminate, CodeInternalError
+	}
+	return r
+}
+
+type noObserver struct{}
+
+func (noObserver) StartStep(ctx context.Context, _ string) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+func (noObserver) Finished(context.Context, Report) {}
