@@ -163,10 +163,7 @@ func (o *Orchestrator) onHeld(ctx context.Context, a *attempt, held Record) (Out
 // begin computes the call's budget: min(Timeout, the invocation deadline - margin), on the
 // orchestrator's clock.
 func (o *Orchestrator) begin(ctx context.Context, in Input) *attempt {
-	s := DefaultSettings()
-	if o.Settings != nil {
-		s = o.Settings()
-	}
+	s := o.settings()
 	now := o.Clock.Now()
 	budget := s.Timeout
 	lease := now.Add(s.Timeout + s.DeadlineMargin)
@@ -380,13 +377,7 @@ func (o *Orchestrator) settleInDoubt(ctx context.Context, a *attempt, rec Record
 	if err := o.hook(ctx, StepSettling, rec); err != nil {
 		return err
 	}
-	next := rec
-	next.Status = StatusInDoubt
-	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
-	next.Result = &Result{Code: failing}
-	next.ExpiresAt = 0
-	next.Version++
-	next.UpdatedAt = o.Clock.Now()
+	next := InDoubtRecord(rec, failing, o.Clock.Now())
 	if err := o.Store.Replace(ctx, next, ownedBy(rec)); err != nil {
 		o.log().ErrorContext(ctx, "writing in_doubt failed; the expired lease will be taken over", "storeKey", rec.StoreKey, "err", err)
 	}
@@ -407,37 +398,33 @@ func (o *Orchestrator) inDoubtRetryAfter(a *attempt, env Envelope) time.Duration
 	return d.Round(time.Second)
 }
 
-// reconcileInline settles an in_doubt item from the ledger if it can (DESIGN.md section 4).
+// reconcileInline settles an in_doubt item from the ledger if it can (DESIGN.md section 4):
+// landed or failed -> replayed; proven dead -> released, and the caller claims the key afresh.
 func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
-	if held.Envelope == nil {
-		return Outcome{}, false, &InDoubtError{FailingCode: failingCode(held), RetryAfter: a.settings.ProofWindow}
+	inDoubt := &InDoubtError{FailingCode: failingCode(held), RetryAfter: a.settings.ProofWindow}
+	if held.Envelope != nil {
+		inDoubt.RetryAfter = o.inDoubtRetryAfter(a, *held.Envelope)
 	}
-	env := *held.Envelope
-	lk, err := o.lookup(ctx, env)
-	if err != nil {
-		return Outcome{}, false, &InDoubtError{FailingCode: failingCode(held), RetryAfter: o.inDoubtRetryAfter(a, env)}
-	}
-	cond := Condition{Status: StatusInDoubt, Version: held.Version}
+	s, err := o.Settle(ctx, held)
 	switch {
-	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
-		next := settled(held, lk, o.Clock.Now(), a.settings.KeyTTL)
-		if err := o.Store.Replace(ctx, next, cond); err != nil && !errors.Is(err, ErrConditionFailed) {
-			o.log().ErrorContext(ctx, "settling an in-doubt item failed", "storeKey", held.StoreKey, "err", err)
-		}
-		o.Ledger.Done(ctx, env)
-		if lk.Status == LookupSuccess {
-			return Outcome{TransactionHash: env.InnerHash, Ledger: lk.Ledger, Replayed: true}, false, nil
-		}
-		return Outcome{}, false, storedRejection(next)
-	case ProvenDead(env, lk):
-		if err := o.Store.Delete(ctx, held.StoreKey, cond); err != nil && !errors.Is(err, ErrConditionFailed) {
-			return Outcome{}, false, storeUnavailable(err)
-		}
-		o.Ledger.Done(ctx, env)
-		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey, "innerHash", env.InnerHash)
+	case isConflict(err):
+		return Outcome{}, true, nil // settled by another caller meanwhile: read it again
+	case err != nil:
+		o.log().WarnContext(ctx, "inline reconciliation failed", "storeKey", held.StoreKey, "err", err)
+		return Outcome{}, false, inDoubt
+	}
+	switch s.Resolution {
+	case ResolvedLanded:
+		return replay(s.Record), false, nil
+	case ResolvedFailed:
+		rej := storedRejection(s.Record)
+		rej.replayed = true
+		return Outcome{}, false, rej
+	case ResolvedReleased:
+		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey)
 		return Outcome{}, true, nil
 	}
-	return Outcome{}, false, &InDoubtError{FailingCode: failingCode(held), RetryAfter: o.inDoubtRetryAfter(a, env)}
+	return Outcome{}, false, inDoubt
 }
 
 // takeOver claims an in_flight item whose lease ran out (its invocation died): with no envelope

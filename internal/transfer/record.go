@@ -85,6 +85,23 @@ type Record struct {
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
+
+	// Audit records who settled an in-doubt item by hand, when and why; nil otherwise.
+	Audit *Audit
+}
+
+// Audit is an operator's resolution of an in-doubt item (internal/reconcile).
+type Audit struct {
+	// Action is "resolve" (a transaction hash) or "discard".
+	Action string
+	// Operator is who asked (the reconcile payload's operator field); RequestID the Lambda
+	// request ID of the invocation that wrote it.
+	Operator  string
+	RequestID string
+	Reason    string
+	// Forced is true when the ledger did not prove the resolution and the operator forced it.
+	Forced bool
+	At     time.Time
 }
 
 // Expired reports whether a settled item's TTL has passed at now. DynamoDB deletes expired items

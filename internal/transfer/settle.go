@@ -1,0 +1,123 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Resolution is what Settle did with an item.
+type Resolution string
+
+const (
+	// ResolvedLanded: the envelope landed with SUCCESS; the item is replayable.
+	ResolvedLanded Resolution = "replayable"
+	// ResolvedFailed: the envelope was included and FAILED; the item is rejected.
+	ResolvedFailed Resolution = "rejected"
+	// ResolvedReleased: nothing can land (proven dead, or never sent); the item is deleted and
+	// the key is free.
+	ResolvedReleased Resolution = "released"
+	// ResolvedInDoubt: an expired claim whose envelope cannot be judged yet was parked in_doubt.
+	ResolvedInDoubt Resolution = "in_doubt"
+	// Unresolved: the ledger proves nothing yet; the item is unchanged.
+	Unresolved Resolution = "unresolved"
+)
+
+// CodeLeaseExpired is the failing code of an in_flight claim whose invocation died after its
+// envelope was written and which the ledger could not yet judge.
+const CodeLeaseExpired = "LEASE_EXPIRED"
+
+// Settlement is the outcome of Settle: what was done, the item as written (zero when deleted or
+// unchanged), and the ledger's answer it was based on (nil when the ledger was not asked).
+type Settlement struct {
+	Resolution Resolution
+	Record     Record
+	Lookup     *Lookup
+}
+
+// Settle judges rec, an in_doubt item or an in_flight item whose lease expired, from the ledger
+// and writes only what the ledger proves (DESIGN.md section 1), conditional on rec's status and
+// version: SUCCESS -> replayable; FAILED -> rejected; proven dead or never sent -> released; an
+// expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. It is
+// what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
+// (wrapped) when another caller changed the item first; the ledger's or the store's errors.
+func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, error) {
+	now := o.Clock.Now()
+	switch {
+	case rec.Status == StatusInFlight && !rec.LeaseExpired(now):
+		return Settlement{Resolution: Unresolved}, nil
+	case rec.Status != StatusInFlight && rec.Status != StatusInDoubt:
+		return Settlement{Resolution: Unresolved}, nil
+	}
+	cond := Condition{Status: rec.Status, Version: rec.Version}
+	if rec.Envelope == nil {
+		if rec.Status == StatusInDoubt {
+			return Settlement{Resolution: Unresolved}, nil
+		}
+		// The claim's invocation died before writing an envelope: nothing was ever sent.
+		if err := o.Store.Delete(ctx, rec.StoreKey, cond); err != nil {
+			return Settlement{}, err
+		}
+		return Settlement{Resolution: ResolvedReleased}, nil
+	}
+	env := *rec.Envelope
+	lk, err := o.lookup(ctx, env)
+	if err != nil {
+		return Settlement{}, err
+	}
+	switch {
+	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
+		next := SettledRecord(rec, lk, now, o.settings().KeyTTL)
+		if err := o.Store.Replace(ctx, next, cond); err != nil {
+			return Settlement{Lookup: &lk}, err
+		}
+		o.Ledger.Done(ctx, env)
+		res := ResolvedLanded
+		if lk.Status == LookupFailed {
+			res = ResolvedFailed
+		}
+		return Settlement{Resolution: res, Record: next, Lookup: &lk}, nil
+	case ProvenDead(env, lk):
+		if err := o.Store.Delete(ctx, rec.StoreKey, cond); err != nil {
+			return Settlement{Lookup: &lk}, err
+		}
+		o.Ledger.Done(ctx, env)
+		return Settlement{Resolution: ResolvedReleased, Lookup: &lk}, nil
+	case rec.Status == StatusInFlight:
+		next := InDoubtRecord(rec, CodeLeaseExpired, now)
+		if err := o.Store.Replace(ctx, next, cond); err != nil {
+			return Settlement{Lookup: &lk}, err
+		}
+		return Settlement{Resolution: ResolvedInDoubt, Record: next, Lookup: &lk}, nil
+	}
+	return Settlement{Resolution: Unresolved, Lookup: &lk}, nil
+}
+
+// SettledRecord is rec after the ledger included its envelope: replayable on SUCCESS, rejected
+// on FAILED, with the lease cleared, the version bumped and the TTL (ttl from now) started. The
+// signed XDR is dropped (it can never land again); the hashes stay.
+func SettledRecord(rec Record, lk Lookup, now time.Time, ttl time.Duration) Record {
+	return settled(rec, lk, now, ttl)
+}
+
+// InDoubtRecord is rec parked in_doubt with the failing code: no lease, no TTL, version bumped.
+func InDoubtRecord(rec Record, failing string, now time.Time) Record {
+	next := rec
+	next.Status = StatusInDoubt
+	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	next.Result = &Result{Code: failing}
+	next.ExpiresAt = 0
+	next.Version++
+	next.UpdatedAt = now
+	return next
+}
+
+func (o *Orchestrator) settings() Settings {
+	if o.Settings != nil {
+		return o.Settings()
+	}
+	return DefaultSettings()
+}
+
+// isConflict reports a conditional write lost to another caller.
+func isConflict(err error) bool { return errors.Is(err, ErrConditionFailed) }
