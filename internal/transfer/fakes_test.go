@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 // memStore is an in-memory transfer.Store with the same conditional semantics as the DynamoDB
@@ -115,114 +116,11 @@ func (s *memStore) get(key string) (transfer.Record, bool) {
 	return r, ok
 }
 
-// fakeClock is virtual time. Alone, a Sleep just moves it on. With goroutines started by Go,
-// time moves only when every one of them sleeps (a discrete-event scheduler), so concurrent
-// callers see one consistent timeline and no test waits for real time.
-type fakeClock struct {
-	mu       sync.Mutex
-	now      time.Time
-	onSleep  func(now time.Time)
-	active   int // goroutines started by Go and not asleep
-	managed  int // goroutines started by Go and not finished
-	sleepers []sleeper
-}
-
-type sleeper struct {
-	at   time.Time
-	wake chan struct{}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Go runs fn as a participant in virtual time; wg.Done is called when it returns.
-func (c *fakeClock) Go(wg *sync.WaitGroup, fn func()) {
-	c.mu.Lock()
-	c.active++
-	c.managed++
-	c.mu.Unlock()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer func() {
-			c.mu.Lock()
-			c.active--
-			c.managed--
-			c.advanceLocked()
-		}()
-		fn()
-	}()
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	if c.managed == 0 {
-		c.now = c.now.Add(d)
-		now, fn := c.now, c.onSleep
-		c.mu.Unlock()
-		if fn != nil {
-			fn(now)
-		}
-		return ctx.Err()
-	}
-	s := sleeper{at: c.now.Add(d), wake: make(chan struct{})}
-	c.sleepers = append(c.sleepers, s)
-	c.active--
-	c.advanceLocked()
-	<-s.wake
-	return ctx.Err()
-}
-
-// advanceLocked moves time to the earliest wake-up once every participant sleeps; it unlocks c.mu.
-func (c *fakeClock) advanceLocked() {
-	if c.active > 0 || len(c.sleepers) == 0 {
-		c.mu.Unlock()
-		return
-	}
-	next := c.sleepers[0].at
-	for _, s := range c.sleepers {
-		if s.at.Before(next) {
-			next = s.at
-		}
-	}
-	if next.After(c.now) {
-		c.now = next
-	}
-	var woken []sleeper
-	kept := c.sleepers[:0]
-	for _, s := range c.sleepers {
-		if !s.at.After(c.now) {
-			woken = append(woken, s)
-		} else {
-			kept = append(kept, s)
-		}
-	}
-	c.sleepers = kept
-	c.active += len(woken)
-	now, fn := c.now, c.onSleep
-	c.mu.Unlock()
-	if fn != nil {
-		fn(now)
-	}
-	for _, s := range woken {
-		close(s.wake)
-	}
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // fakeLedger is a tiny network: envelopes sent are queued and land at the next close if their
 // maxTime allows; behaviour per send can be scripted.
 type fakeLedger struct {
 	mu        sync.Mutex
-	clock     *fakeClock
+	clock     *vclock.Clock
 	prepares  int
 	sends     []string // inner hash of every send
 	queued    map[string]transfer.Envelope
@@ -244,9 +142,9 @@ type landing struct {
 	failed bool
 }
 
-func newFakeLedger(c *fakeClock) *fakeLedger {
+func newFakeLedger(c *vclock.Clock) *fakeLedger {
 	l := &fakeLedger{clock: c, queued: map[string]transfer.Envelope{}, landed: map[string]landing{}, latest: 100, oldest: 1, closeTime: c.Now()}
-	c.onSleep = l.closeUntil
+	c.OnAdvance(l.closeUntil)
 	return l
 }
 

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 const wallet = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
 
 type harness struct {
-	clock  *fakeClock
+	clock  *vclock.Clock
 	store  *memStore
 	ledger *fakeLedger
 	orch   *transfer.Orchestrator
@@ -25,7 +26,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	c := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	c := vclock.New(time.Unix(1_800_000_000, 0))
 	h := &harness{clock: c, store: newMemStore(), ledger: newFakeLedger(c)}
 	h.orch = &transfer.Orchestrator{
 		Store: h.store, Ledger: h.ledger, Clock: c,
@@ -173,7 +174,7 @@ func TestLostResponseResendsSameEnvelopeNeverRebuilds(t *testing.T) {
 	_ = out
 	// The network heals; the queued envelope lands; the retry settles inline and replays it.
 	h.ledger.noClose = false
-	h.clock.advance(5 * time.Second)
+	h.clock.Advance(5 * time.Second)
 	h.ledger.closeIfDue()
 	again, err := h.orch.Transfer(context.Background(), input("order-0004", "5"))
 	if err != nil || !again.Replayed || again.TransactionHash != rec.Envelope.InnerHash {
@@ -304,7 +305,7 @@ func TestCrashAtEveryStepLandsAtMostOnce(t *testing.T) {
 			if step != transfer.StepSettling && problemCode(err) != transfer.CodeInProgress {
 				t.Fatalf("retry under a live lease: %v, want TRANSFER_IN_PROGRESS", err)
 			}
-			h.clock.advance(time.Minute) // the dead invocation's lease expires
+			h.clock.Advance(time.Minute) // the dead invocation's lease expires
 			h.ledger.closeIfDue()
 			out, err := h.orch.Transfer(context.Background(), input("order-0010", "3"))
 			if err != nil {
@@ -406,7 +407,7 @@ func TestInDoubtProvenDeadRunsFreshAttempt(t *testing.T) {
 	}
 	// Ledgers close again, past maxTime: the envelope is proven dead and the retry runs fresh.
 	h.ledger.noClose = false
-	h.clock.advance(time.Minute)
+	h.clock.Advance(time.Minute)
 	h.ledger.closeIfDue()
 	out, err := h.orch.Transfer(context.Background(), input("order-0013", "2"))
 	if err != nil || out.Replayed || out.TransactionHash != fmt.Sprintf("%064x", 2) {
@@ -425,7 +426,7 @@ func TestViewShowsThreeStatuses(t *testing.T) {
 	if err != nil || v.Status != "success" || v.TransactionHash != out.TransactionHash {
 		t.Fatalf("view = %+v, %v", v, err)
 	}
-	h.clock.advance(25 * time.Hour)
+	h.clock.Advance(25 * time.Hour)
 	if _, err := h.orch.View(ctx, wallet, "order-0014"); problemCode(err) != transfer.CodeNotFound {
 		t.Fatalf("an expired item reads as not found, got %v", err)
 	}

@@ -39,7 +39,7 @@ func TestSettleExpiredClaims(t *testing.T) {
 	t.Run("no envelope: released", func(t *testing.T) {
 		h := newHarness(t)
 		rec := crashAt(t, h, "settle-0002", transfer.StepClaimed)
-		h.clock.advance(time.Minute)
+		h.clock.Advance(time.Minute)
 		s, err := h.orch.Settle(ctx, rec)
 		if err != nil || s.Resolution != transfer.ResolvedReleased {
 			t.Fatalf("settle = %+v, %v", s, err)
@@ -51,7 +51,7 @@ func TestSettleExpiredClaims(t *testing.T) {
 	t.Run("envelope sent and landed: replayable", func(t *testing.T) {
 		h := newHarness(t)
 		rec := crashAt(t, h, "settle-0003", transfer.StepSent)
-		h.clock.advance(time.Minute)
+		h.clock.Advance(time.Minute)
 		h.ledger.closeIfDue()
 		s, err := h.orch.Settle(ctx, rec)
 		if err != nil || s.Resolution != transfer.ResolvedLanded || s.Record.Result.TransactionHash != rec.Envelope.InnerHash {
@@ -65,7 +65,7 @@ func TestSettleExpiredClaims(t *testing.T) {
 		h := newHarness(t)
 		h.ledger.noClose = true
 		rec := crashAt(t, h, "settle-0004", transfer.StepSent)
-		h.clock.advance(time.Minute)
+		h.clock.Advance(time.Minute)
 		s, err := h.orch.Settle(ctx, rec)
 		if err != nil || s.Resolution != transfer.ResolvedInDoubt {
 			t.Fatalf("settle = %+v, %v", s, err)
@@ -79,7 +79,7 @@ func TestSettleExpiredClaims(t *testing.T) {
 		h.ledger.mu.Lock()
 		h.ledger.queued = map[string]transfer.Envelope{} // the network dropped it
 		h.ledger.mu.Unlock()
-		h.clock.advance(time.Minute)
+		h.clock.Advance(time.Minute)
 		h.ledger.closeIfDue()
 		s, err = h.orch.Settle(ctx, got)
 		if err != nil || s.Resolution != transfer.ResolvedReleased {
@@ -89,7 +89,7 @@ func TestSettleExpiredClaims(t *testing.T) {
 	t.Run("stale version loses", func(t *testing.T) {
 		h := newHarness(t)
 		rec := crashAt(t, h, "settle-0005", transfer.StepClaimed)
-		h.clock.advance(time.Minute)
+		h.clock.Advance(time.Minute)
 		stale := rec
 		stale.Version--
 		if _, err := h.orch.Settle(ctx, stale); !errors.Is(err, transfer.ErrConditionFailed) {

@@ -1,0 +1,136 @@
+// Package vclock is virtual time for tests and the fault campaign: a clock that moves only when
+// told to, so nothing waits for real time.
+//
+// Alone, Sleep just moves the clock on. Goroutines started with Go are participants in a
+// discrete-event schedule: time moves only when every participant sleeps, and then straight to
+// the earliest wake-up. A participant blocked on I/O counts as running, so time stands still
+// until it answers. Concurrent callers therefore see one consistent timeline however the Go
+// scheduler interleaves them.
+package vclock
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Clock is virtual time. The zero value is not usable; use New.
+type Clock struct {
+	mu        sync.Mutex
+	now       time.Time
+	onAdvance []func(now time.Time)
+	active    int // participants not asleep
+	managed   int // participants not finished
+	sleepers  []sleeper
+}
+
+type sleeper struct {
+	at   time.Time
+	wake chan struct{}
+}
+
+// New returns a clock reading start.
+func New(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now returns the virtual time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// OnAdvance registers fn to run after every move of the clock, with the new time and no lock
+// held, before any sleeper wakes (for example to close the ledgers that are due).
+func (c *Clock) OnAdvance(fn func(now time.Time)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onAdvance = append(c.onAdvance, fn)
+}
+
+// Go runs fn as a participant; wg.Done is called when it returns.
+func (c *Clock) Go(wg *sync.WaitGroup, fn func()) {
+	c.mu.Lock()
+	c.active++
+	c.managed++
+	c.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			c.mu.Lock()
+			c.active--
+			c.managed--
+			c.advanceLocked()
+		}()
+		fn()
+	}()
+}
+
+// Sleep waits d of virtual time. It returns ctx.Err() once awake if ctx is done; a done context
+// does not wake a participant early (time would otherwise fork).
+func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	if c.managed == 0 {
+		c.now = c.now.Add(d)
+		now, fns := c.now, c.onAdvance
+		c.mu.Unlock()
+		for _, fn := range fns {
+			fn(now)
+		}
+		return ctx.Err()
+	}
+	s := sleeper{at: c.now.Add(d), wake: make(chan struct{})}
+	c.sleepers = append(c.sleepers, s)
+	c.active--
+	c.advanceLocked()
+	<-s.wake
+	return ctx.Err()
+}
+
+// Advance moves the clock on by d outside any schedule (between phases of a test).
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	now, fns := c.now, c.onAdvance
+	c.mu.Unlock()
+	for _, fn := range fns {
+		fn(now)
+	}
+}
+
+// advanceLocked moves time to the earliest wake-up once every participant sleeps. It is called
+// with c.mu held and unlocks it.
+func (c *Clock) advanceLocked() {
+	if c.active > 0 || len(c.sleepers) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	next := c.sleepers[0].at
+	for _, s := range c.sleepers[1:] {
+		if s.at.Before(next) {
+			next = s.at
+		}
+	}
+	if next.After(c.now) {
+		c.now = next
+	}
+	var woken []sleeper
+	kept := c.sleepers[:0]
+	for _, s := range c.sleepers {
+		if s.at.After(c.now) {
+			kept = append(kept, s)
+		} else {
+			woken = append(woken, s)
+		}
+	}
+	c.sleepers = kept
+	c.active += len(woken)
+	now, fns := c.now, c.onAdvance
+	c.mu.Unlock()
+	for _, fn := range fns {
+		fn(now)
+	}
+	for _, s := range woken {
+		close(s.wake)
+	}
+}
