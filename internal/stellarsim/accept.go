@@ -232,8 +232,9 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 	if len(t.ops) == 0 {
 		return xdr.TransactionResultCodeTxMissingOperation, nil
 	}
-	if len(t.ops) > 100 || t.env.MinSeqNum() != nil || t.env.MinSeqAge() != nil ||
-		t.env.MinSeqLedgerGap() != nil || len(t.env.ExtraSigners()) > 0 {
+	age, gap := t.env.MinSeqAge(), t.env.MinSeqLedgerGap()
+	if len(t.ops) > 100 || t.env.MinSeqNum() != nil || (age != nil && *age != 0) ||
+		(gap != nil && *gap != 0) || len(t.env.ExtraSigners()) > 0 {
 		// Preconditions beyond time and ledger bounds are not modelled: refuse them loudly.
 		return xdr.TransactionResultCodeTxMalformed, nil
 	}

@@ -65,6 +65,26 @@
 // not real hashes or ledger-entry changes. Only account and trustline
 // entries exist for getLedgerEntries.
 //
+// # Endpoints
+//
+//	/rpc                        JSON-RPC 2.0: getHealth, getNetwork, getLatestLedger,
+//	                            getLedgerEntries (account, trustline), getFeeStats,
+//	                            sendTransaction, getTransaction; HandleRPC adds more
+//	GET  /                      Horizon root
+//	GET  /accounts/{id}         account with balances (credit first, native last)
+//	POST /transactions          synchronous submit: waits for inclusion up to
+//	                            HorizonSubmitTimeout, then 504; an envelope already
+//	                            in history is answered with its stored result
+//	POST /transactions_async    201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER, 400 ERROR
+//	GET  /transactions/{hash}   inner or outer hash; 404 outside the history window
+//	GET  /ledgers, /ledgers/{n} order, limit, cursor
+//	GET  /fee_stats
+//	GET  /friendbot?addr=G...   funds FriendbotAmount directly (no transaction)
+//	/_sim/...                   admin API, see Network.Handler and admin.go
+//
+// Unknown Horizon resources get a 404 not_found problem (this is also the
+// answer to SEP-29's memo_required data lookup).
+//
 // # Faults
 //
 // See Fault. Submission faults (refuse, drop_response, delay, answer,
@@ -73,6 +93,10 @@
 // and retention act on the ledger. Every envelope received and every
 // transaction applied is recorded (Envelopes, Applied; GET /_sim/envelopes,
 // GET /_sim/transactions).
+//
+// Client note: rpcclient's context deadline does not abort the HTTP exchange
+// (the call returns only when the answer arrives, then reports the deadline);
+// give rpcclient an http.Client with a Timeout to bound a delayed answer.
 //
 // The test helpers (CreateAccount, IssueAsset, AddTrustline, Mint) change
 // the ledger directly, like genesis, without a transaction.

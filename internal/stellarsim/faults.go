@@ -28,9 +28,14 @@ type Fault struct {
 	Count int    `json:"count,omitempty"` // submissions (or close attempts) it applies to; 0 means 1 (stall: until cleared)
 	// Delay is how long FaultDelay holds the answer.
 	Delay time.Duration `json:"-"`
-	// Status for FaultAnswer: TRY_AGAIN_LATER, ERROR, PENDING, DUPLICATE (RPC and /transactions_async).
+	// Status for FaultAnswer: TRY_AGAIN_LATER, ERROR, PENDING or DUPLICATE.
+	// POST /transactions maps TRY_AGAIN_LATER to 503, ERROR to 400
+	// transaction_failed, and treats PENDING/DUPLICATE as accepted-looking
+	// (it then waits and times out with 504, since nothing was queued).
 	Status string `json:"status,omitempty"`
-	// Code for FaultAnswer with Status ERROR: a tx-level code such as "txBAD_SEQ" (or "tx_bad_seq").
+	// Code for FaultAnswer: a tx-level code such as "txBAD_SEQ" (or
+	// "tx_bad_seq"); Code alone implies Status ERROR; ERROR without Code
+	// uses txINTERNAL_ERROR.
 	Code string `json:"code,omitempty"`
 	// HTTPStatus for FaultAnswer on Horizon (429, 500, 504, ...). When set it
 	// wins over Status for Horizon; RPC ignores it unless Status is empty, in
@@ -99,8 +104,13 @@ func (f Fault) validate() error {
 			return fmt.Errorf("delay fault needs a positive delay")
 		}
 	case FaultAnswer:
-		if f.Status == "" && f.HTTPStatus == 0 {
-			return fmt.Errorf("answer fault needs status or http_status")
+		if f.Status == "" && f.HTTPStatus == 0 && f.Code == "" {
+			return fmt.Errorf("answer fault needs status, code or http_status")
+		}
+		switch f.Status {
+		case "", StatusPending, StatusDuplicate, StatusTryAgainLater, StatusError:
+		default:
+			return fmt.Errorf("answer status must be PENDING, DUPLICATE, TRY_AGAIN_LATER or ERROR, got %q", f.Status)
 		}
 		if f.Code != "" {
 			if _, ok := ParseTxCode(f.Code); !ok {
@@ -192,10 +202,10 @@ func (n *Network) takeSubmissionFaults(api string) submissionFaults {
 	return sf
 }
 
-// InjectFault arms a fault. Invalid faults are ignored; use AddFault to see the error.
-func (n *Network) InjectFault(f Fault) { _ = n.AddFault(f) }
+// InjectFault arms a fault; an invalid one is not armed and its error returned.
+func (n *Network) InjectFault(f Fault) error { return n.AddFault(f) }
 
-// AddFault arms a fault, reporting why it is invalid.
+// AddFault is InjectFault.
 func (n *Network) AddFault(f Fault) error {
 	if err := f.validate(); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
@@ -367,6 +368,7 @@ func (n *Network) rpcGetTransaction(_ *http.Request, params json.RawMessage) (an
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
 	}
+	req.Hash = strings.ToLower(req.Hash)
 	if len(req.Hash) != 64 {
 		return nil, invalidParams("unexpected hash length (%d)", len(req.Hash))
 	}

@@ -1,6 +1,9 @@
 package stellarsim_test
 
 import (
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -310,8 +313,9 @@ func TestFeeBumpReplacesQueuedAtTenTimesFee(t *testing.T) {
 		fb, _ = fb.Sign(e.n.Passphrase(), payer)
 		return fb
 	}
-	if r := e.send(b64(t, bump(500))); r.Status != "TRY_AGAIN_LATER" {
-		t.Fatalf("5x bump: %+v", r)
+	// Below 10x the queued fee rate core refuses the replacement.
+	if code, _ := errorCode(t, e.send(b64(t, bump(500)))); code != xdr.TransactionResultCodeTxInsufficientFee {
+		t.Fatalf("5x bump: %s", stellarsim.TxCodeName(code))
 	}
 	fb := bump(1000)
 	if r := e.send(b64(t, fb)); r.Status != "PENDING" {
@@ -532,5 +536,108 @@ func TestInvokeHostFunctionRefused(t *testing.T) {
 	tx := e.build(a, []txnbuild.Operation{op}, 0, 0)
 	if code, _ := errorCode(t, e.send(b64(t, tx))); code != xdr.TransactionResultCodeTxMalformed {
 		t.Fatalf("got %s", stellarsim.TxCodeName(code))
+	}
+}
+
+func TestJSONRPCProtocol(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	post := func(body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(e.n.RPCURL(), "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	cases := []struct{ body, want string }{
+		{`{`, `"code":-32700`},
+		{`{"jsonrpc":"1.0","id":1,"method":"getHealth"}`, `"code":-32600`},
+		{`{"jsonrpc":"2.0","id":1,"method":"nope"}`, `"code":-32601`},
+		{`{"jsonrpc":"2.0","id":1,"method":"getTransaction","params":[1]}`, `"code":-32602`},
+		{`{"jsonrpc":"2.0","id":1,"method":"sendTransaction","params":{"transaction":"AAAA"}}`, `"code":-32602`},
+		{`{"jsonrpc":"2.0","id":"x","method":"getHealth"}`, `"id":"x","result":{"status":"healthy"`},
+		{`[{"jsonrpc":"2.0","id":1,"method":"getHealth"},{"jsonrpc":"2.0","id":2,"method":"getNetwork"}]`, `"passphrase":"Standalone Network ; February 2017"`},
+	}
+	for _, c := range cases {
+		code, body := post(c.body)
+		if code != 200 || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s", c.body, code, body)
+		}
+	}
+	if _, err := e.rpc.LoadAccount(e.ctx, keypair.MustRandom().Address()); err == nil {
+		t.Fatal("missing account loaded")
+	}
+}
+
+func TestLedgerBoundsAndOpSourceMissing(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	a, b := e.funded(10*xlm), e.funded(10*xlm)
+	acct, _ := e.n.Account(a.Address())
+	build := func(lb *txnbuild.LedgerBounds, ops []txnbuild.Operation, signers ...*keypair.Full) *txnbuild.Transaction {
+		tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+			SourceAccount: &txnbuild.SimpleAccount{AccountID: a.Address(), Sequence: acct.Sequence + 1},
+			Operations:    ops,
+			BaseFee:       100,
+			Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(300), LedgerBounds: lb},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, _ = tx.Sign(e.n.Passphrase(), signers...)
+		return tx
+	}
+	pay := []txnbuild.Operation{payment(b.Address(), txnbuild.NativeAsset{}, "1")}
+	// txnbuild's NewTimeout is relative to the real clock; move the fake one there.
+	e.clock.Advance(time.Until(e.clock.Now()) * -1)
+	if code, _ := errorCode(t, e.send(b64(t, build(&txnbuild.LedgerBounds{MinLedger: 5}, pay, a)))); code != xdr.TransactionResultCodeTxTooEarly {
+		t.Fatalf("min ledger: %s", stellarsim.TxCodeName(code))
+	}
+	if code, _ := errorCode(t, e.send(b64(t, build(&txnbuild.LedgerBounds{MinLedger: 0, MaxLedger: 2}, pay, a)))); code != xdr.TransactionResultCodeTxTooLate {
+		t.Fatalf("max ledger: %s", stellarsim.TxCodeName(code))
+	}
+	// An operation whose source account does not exist fails at apply with
+	// op_no_source_account (its signature is still required at submission).
+	ghost := keypair.MustRandom()
+	tx := build(nil, []txnbuild.Operation{&txnbuild.Payment{Destination: b.Address(), Asset: txnbuild.NativeAsset{}, Amount: "1", SourceAccount: ghost.Address()}}, a, ghost)
+	if r := e.send(b64(t, tx)); r.Status != "PENDING" {
+		t.Fatalf("%+v", r)
+	}
+	e.n.CloseLedger()
+	if ap, _ := e.n.Transaction(hashOf(t, tx, e.n.Passphrase())); ap.Status != "FAILED" || ap.OpResults[0] != "op_no_source_account" {
+		t.Fatalf("%+v", ap)
+	}
+}
+
+func TestSponsoredTrustline(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	issuer := keypair.MustRandom()
+	usd := e.n.IssueAsset("USD", issuer)
+	sponsor := e.funded(10 * xlm)
+	poor, err := e.n.CreateKeypair(0) // a 0 XLM account cannot hold a trustline on its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := usd.Txnbuild().(txnbuild.CreditAsset).ToChangeTrustAsset()
+	tx := e.build(sponsor, []txnbuild.Operation{
+		&txnbuild.BeginSponsoringFutureReserves{SponsoredID: poor.Address()},
+		&txnbuild.ChangeTrust{Line: ct, Limit: "100", SourceAccount: poor.Address()},
+		&txnbuild.EndSponsoringFutureReserves{SourceAccount: poor.Address()},
+	}, 0, 0, sponsor, poor)
+	if r := e.send(b64(t, tx)); r.Status != "PENDING" {
+		t.Fatalf("%+v", r)
+	}
+	e.n.CloseLedger()
+	if ap, _ := e.n.Transaction(hashOf(t, tx, e.n.Passphrase())); ap.Status != "SUCCESS" {
+		t.Fatalf("%+v", ap)
+	}
+	p, _ := e.n.Account(poor.Address())
+	s, _ := e.n.Account(sponsor.Address())
+	if p.NumSubEntries != 1 || p.NumSponsored != 1 || s.NumSponsoring != 1 {
+		t.Fatalf("%+v %+v", p, s)
+	}
+	if err := e.n.Mint(poor.Address(), usd, 5*xlm); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package stellarsim
 
 import (
+	"math"
 	"net/http"
 	"time"
 
@@ -124,8 +125,10 @@ func (n *Network) fakeAnswer(s *submission, f Fault) {
 }
 
 // acceptLocked applies the queue rules in stellar-core's order: duplicate,
-// banned (recently applied), one transaction per source (a fee bump may
-// replace at 10x the fee rate), then validity against the next ledger.
+// banned (recently applied), one transaction per source (another one gets
+// TRY_AGAIN_LATER; a fee bump of the same sequence number replaces the
+// queued one at 10x its fee rate, below that it gets ERROR
+// txINSUFFICIENT_FEE), then validity against the next ledger.
 func (n *Network) acceptLocked(s *submission) {
 	t := s.tx
 	queued := n.queue[t.source]
@@ -139,8 +142,16 @@ func (n *Network) acceptLocked(s *submission) {
 	}
 	replace := false
 	if queued != nil {
-		if !t.feeBump || t.seq != queued.tx.seq || t.feeRate() < 10*queued.tx.feeRate() {
+		if !t.feeBump || t.seq != queued.tx.seq {
 			s.status = StatusTryAgainLater
+			return
+		}
+		// Replace-by-fee: core wants 10x the queued fee rate and otherwise
+		// answers ERROR txINSUFFICIENT_FEE with the fee it would need.
+		need := int64(math.Ceil(10 * queued.tx.feeRate() * float64(len(t.ops)+1)))
+		if t.outerFee < need {
+			r := simpleResult(need, xdr.TransactionResultCodeTxInsufficientFee, nil)
+			s.status, s.errResult, s.errCode = StatusError, &r, xdr.TransactionResultCodeTxInsufficientFee
 			return
 		}
 		replace = true

@@ -103,6 +103,7 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		return Outcome{}, circuitOpen(left)
 	}
 	fingerprint := in.Request.Fingerprint()
+	backoff := firstPoll
 	// Each pass claims the key or acts on the item holding it. A pass ends the call, or frees the
 	// key (an envelope proven dead) or waits for it to change, so the loop is bounded by the budget.
 	for pass := 0; ; pass++ {
@@ -123,8 +124,13 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		}
 		if won {
 			out, freed, err := o.execute(ctx, a, rec)
-			if freed && o.budgetLeft(a) && o.sleep(ctx, a, firstPoll) == nil {
-				continue // the envelope is proven dead: a new one may be built
+			if freed && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {
+				// The envelope is proven dead: a new one may be built, after a pause that grows
+				// (a busy source account refuses until a ledger has closed).
+				if backoff *= 2; backoff > maxPoll*2 {
+					backoff = maxPoll * 2
+				}
+				continue
 			}
 			return out, err
 		}
@@ -464,7 +470,9 @@ func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (O
 		case errors.Is(err, ErrNotFound):
 			return Outcome{}, true, nil // released: claim it
 		case err != nil:
-			return Outcome{}, false, storeUnavailable(err)
+			// A failed read changes nothing: keep waiting until the budget ends.
+			o.log().WarnContext(ctx, "reading the item while waiting failed", "storeKey", held.StoreKey, "err", err)
+			continue
 		case cur.Status != StatusInFlight || (cur.Version != held.Version && cur.LeaseOwner != held.LeaseOwner):
 			return Outcome{}, true, nil
 		case cur.LeaseExpired(o.Clock.Now()):

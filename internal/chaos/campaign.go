@@ -1,0 +1,466 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/truora/minidyn/server"
+
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
+)
+
+// Config sizes a campaign. Calls = Keys x Callers.
+type Config struct {
+	Seed uint64
+	// Keys is the number of distinct (wallet, idempotency key) pairs; Callers the concurrent
+	// callers per key (8); Wave how many keys are in flight at once.
+	Keys, Callers, Wave int
+	// FaultRate is the chance that a step (a DynamoDB request, a send, a lookup) meets a fault;
+	// CrashRate the chance that a call is abandoned at a given step, as a killed invocation.
+	FaultRate, CrashRate float64
+	// Log receives the progress lines; nil means none.
+	Log io.Writer
+}
+
+// DefaultConfig is the campaign `make test` runs: 2,000 calls.
+func DefaultConfig(seed uint64) Config {
+	return Config{Seed: seed, Keys: 250, Callers: 8, Wave: 5, FaultRate: 0.15, CrashRate: 0.03}
+}
+
+// Report is what a campaign did and found.
+type Report struct {
+	Seed        uint64
+	Calls, Keys int
+	Answers     map[string]int // what callers got, by code ("ok", "replayed", error codes)
+	Faults      map[string]int // faults injected, by kind
+	Crashes     map[string]int // calls abandoned, by step
+	Events      map[string]int // in_doubt_opened, in_doubt_closed, resends, rebuilds
+	Applied     int            // transactions applied on the ledger
+	HealRetries int
+	// SweptAfterProvable is how long after the last open envelope became provable (its maxTime,
+	// or its dead invocation's lease) the sweep had settled every item; negative when sooner.
+	SweptAfterProvable    time.Duration
+	VirtualTime, RealTime time.Duration
+	Violations            []string
+}
+
+// Failed reports whether an invariant was broken.
+func (r Report) Failed() bool { return len(r.Violations) > 0 }
+
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fault campaign seed=%d: %d calls on %d keys in %v virtual (%v real)\n", r.Seed, r.Calls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
+	fmt.Fprintf(&b, "  applied transactions: %d; heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.HealRetries, r.SweptAfterProvable)
+	for _, part := range []struct {
+		name string
+		m    map[string]int
+	}{{"answers", r.Answers}, {"faults", r.Faults}, {"crashes", r.Crashes}, {"events", r.Events}} {
+		fmt.Fprintf(&b, "  %s:", part.name)
+		keys := make([]string, 0, len(part.m))
+		for k := range part.m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s=%d", k, part.m[k])
+		}
+		b.WriteString("\n")
+	}
+	if r.Failed() {
+		fmt.Fprintf(&b, "  VIOLATIONS (%d); rerun with CHAOS_SEED=%d:\n", len(r.Violations), r.Seed)
+		for i, v := range r.Violations {
+			if i == 20 {
+				fmt.Fprintf(&b, "    ... and %d more\n", len(r.Violations)-20)
+				break
+			}
+			fmt.Fprintf(&b, "    %s\n", v)
+		}
+	} else {
+		b.WriteString("  all invariants hold\n")
+	}
+	return b.String()
+}
+
+const ledgerInterval = 5 * time.Second
+
+var errCrash = errors.New("chaos: invocation killed")
+
+// rig is the system under test.
+type rig struct {
+	cfg     Config
+	clock   *vclock.Clock
+	net     *stellarsim.Network
+	minidyn *server.Server
+	table   string
+	store   *dynamo.Store
+	ledger  *faultyLedger
+	orch    *transfer.Orchestrator
+	wallet  string
+	faults  counter
+	events  counter
+	crashes counter
+	answers counter
+}
+
+func newRig(cfg Config) (*rig, func(), error) {
+	r := &rig{cfg: cfg, clock: vclock.New(time.Unix(2_000_000_000, 0))}
+	var closers []func()
+	cleanup := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (*rig, func(), error) { cleanup(); return nil, nil, err }
+
+	n, err := stellarsim.Start(stellarsim.Options{Clock: r.clock})
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() { _ = n.Close() })
+	r.net = n
+	var lastClose time.Time
+	var closeMu sync.Mutex
+	r.clock.OnAdvance(func(now time.Time) {
+		closeMu.Lock()
+		defer closeMu.Unlock()
+		if now.Sub(lastClose) >= ledgerInterval {
+			lastClose = now
+			n.CloseLedger()
+		}
+	})
+
+	keys, err := stellar.GenerateKeys(0)
+	if err != nil {
+		return fail(err)
+	}
+	issuer, err := n.CreateKeypair(1e11)
+	if err != nil {
+		return fail(err)
+	}
+	usdc := n.IssueAsset("USDC", issuer)
+	wallet := keypair.MustRandom()
+	for _, step := range []error{
+		n.CreateAccount(keys.Vault.Address(), 1e11), n.AddTrustline(keys.Vault.Address(), usdc, 0),
+		n.Mint(keys.Vault.Address(), usdc, 1e17), n.CreateAccount(wallet.Address(), 1e11),
+		n.AddTrustline(wallet.Address(), usdc, 0),
+	} {
+		if step != nil {
+			return fail(step)
+		}
+	}
+	r.wallet = wallet.Address()
+
+	r.minidyn = server.NewServer()
+	hs := httptest.NewServer(r.minidyn)
+	closers = append(closers, hs.Close)
+	// No SDK retries: every fault must reach the store as it happened.
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), HTTPClient: hs.Client(),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), RetryMaxAttempts: 1})
+	r.table = "chaos_" + strconv.FormatUint(cfg.Seed, 10)
+	if err := dynamo.EnsureTable(context.Background(), db, r.table); err != nil {
+		return fail(err)
+	}
+	r.store = dynamo.New(&faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults, events: &r.events}, r.table)
+
+	inner, err := stellar.NewRPCLedger(stellar.RPCConfig{
+		URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
+		Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+	})
+	if err != nil {
+		return fail(err)
+	}
+	r.ledger = &faultyLedger{Ledger: inner, net: n, rate: cfg.FaultRate, faults: &r.faults, events: &r.events,
+		sent: map[string]bool{}, built: map[string]int{}}
+	r.orch = &transfer.Orchestrator{
+		Store: r.store, Ledger: r.ledger, Clock: r.clock,
+		Logger: slog.New(slog.DiscardHandler),
+		Hooks: func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
+			if c := callerOf(ctx); c != nil && !c.crashed && c.faulty && c.rng.Float64() < cfg.CrashRate {
+				c.crashed = true
+				r.crashes.add(string(step))
+				return errCrash
+			}
+			return nil
+		},
+	}
+	return r, cleanup, nil
+}
+
+func (r *rig) input(k int) transfer.Input {
+	// Each key has its own amount, so the ledger's payments name the key they belong to.
+	amount := strconv.Itoa(k + 1)
+	return transfer.Input{ClientKey: fmt.Sprintf("chaos-key-%06d", k), Request: transfer.Request{
+		OperationType: transfer.Withdraw, WalletAddress: r.wallet, Amount: amount, Asset: "USDC",
+		Stroops: int64(k+1) * transfer.StroopsPerUnit,
+	}}
+}
+
+func (r *rig) storeKey(k int) string { return transfer.StoreKey(r.wallet, r.input(k).ClientKey) }
+
+// sweep settles every open item it can prove, as the scheduled sweep does, and returns how many
+// are still in_flight or in_doubt.
+func (r *rig) sweep(ctx context.Context) (int, error) {
+	open := 0
+	for k := range r.cfg.Keys {
+		rec, err := r.store.Get(ctx, r.storeKey(k))
+		if errors.Is(err, transfer.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if rec.Status != transfer.StatusInFlight && rec.Status != transfer.StatusInDoubt {
+			continue
+		}
+		s, err := r.orch.Settle(ctx, rec)
+		if err != nil && !errors.Is(err, transfer.ErrConditionFailed) {
+			return 0, err
+		}
+		if err != nil || s.Resolution == transfer.Unresolved || s.Resolution == transfer.ResolvedInDoubt {
+			open++
+		}
+	}
+	return open, nil
+}
+
+func (r *rig) newCaller(k, i int, faulty bool) *caller {
+	return &caller{rng: rand.New(rand.NewPCG(r.cfg.Seed, uint64(k)<<8|uint64(i))), faulty: faulty}
+}
+
+// answer files one call's outcome.
+func (r *rig) answer(out transfer.Outcome, err error) string {
+	var p transfer.ProblemError
+	switch {
+	case err == nil && out.Replayed:
+		return "replayed"
+	case err == nil:
+		return "ok"
+	case errors.Is(err, errCrash):
+		return "crashed"
+	case errors.As(err, &p):
+		return p.Problem().Code
+	default:
+		return "untyped"
+	}
+}
+
+// Run plays one campaign and checks the invariants. The error is for a rig that could not start;
+// broken invariants are in Report.Violations.
+func Run(cfg Config) (Report, error) {
+	started := time.Now()
+	r, cleanup, err := newRig(cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	defer cleanup()
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format+"\n", args...)
+		}
+	}
+	t0 := r.clock.Now()
+	seen := make([][]string, cfg.Keys) // hashes each key's callers saw succeed
+	var seenMu sync.Mutex
+	driver := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
+
+	// The storm: keys in waves, each key hit by its callers at once.
+	for w := 0; w < cfg.Keys; w += cfg.Wave {
+		// Every few waves the ledger stalls or forgets history, or DynamoDB goes down for a while.
+		switch (w / cfg.Wave) % 10 {
+		case 3:
+			if err := r.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultStall, Count: 1 + driver.IntN(4)}); err != nil {
+				return Report{}, err
+			}
+			r.faults.add("stall")
+		case 6:
+			if err := r.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 2 + driver.IntN(3)}); err != nil {
+				return Report{}, err
+			}
+			r.faults.add("retention")
+		case 9:
+			r.minidyn.EmulateFailureForTable(r.table, server.FailureConditionInternalServerError)
+			r.faults.add("dynamo_outage")
+		}
+		var wg sync.WaitGroup
+		for k := w; k < w+cfg.Wave && k < cfg.Keys; k++ {
+			for i := 0; i < cfg.Callers; i++ {
+				r.clock.Go(&wg, func() {
+					c := r.newCaller(k, i, true)
+					// Callers of one key arrive within a second of each other.
+					_ = r.clock.Sleep(context.Background(), time.Duration(c.rng.IntN(1000))*time.Millisecond)
+					out, err := r.orch.Transfer(withCaller(context.Background(), c), r.input(k))
+					r.answers.add(r.answer(out, err))
+					if err == nil {
+						seenMu.Lock()
+						seen[k] = append(seen[k], out.TransactionHash)
+						seenMu.Unlock()
+					}
+				})
+			}
+		}
+		if driver.Float64() < 0.5 {
+			// The outage (if any) ends while the wave runs.
+			r.clock.Go(&wg, func() {
+				_ = r.clock.Sleep(context.Background(), 3*time.Second)
+				r.minidyn.EmulateFailureForTable(r.table, server.FailureConditionNone)
+			})
+		} else {
+			r.minidyn.EmulateFailureForTable(r.table, server.FailureConditionNone)
+		}
+		wg.Wait()
+		r.minidyn.EmulateFailureForTable(r.table, server.FailureConditionNone)
+		if (w/cfg.Wave)%20 == 0 {
+			logf("  wave %d/%d at +%v", w/cfg.Wave+1, (cfg.Keys+cfg.Wave-1)/cfg.Wave, r.clock.Now().Sub(t0).Round(time.Second))
+		}
+	}
+
+	// Heal: no more faults or crashes. First the sweep settles every item it can prove, round
+	// after round, until nothing is in_flight or in_doubt; that must happen within the time the
+	// last envelope becomes provable plus two ledgers. Then every key is retried until it lands.
+	r.net.ClearFaults()
+	healStart := r.clock.Now()
+	provableBy := healStart
+	for k := range cfg.Keys {
+		rec, err := r.store.Get(context.Background(), r.storeKey(k))
+		if err != nil {
+			continue
+		}
+		if rec.Envelope != nil && (rec.Status == transfer.StatusInDoubt || rec.Status == transfer.StatusInFlight) {
+			if t := time.Unix(rec.Envelope.MaxTime, 0); t.After(provableBy) {
+				provableBy = t
+			}
+		}
+		if rec.Status == transfer.StatusInFlight && rec.LeaseExpiresAt.After(provableBy) {
+			provableBy = rec.LeaseExpiresAt
+		}
+	}
+	sweepCtx := withCaller(context.Background(), r.newCaller(0, 254, false))
+	var sweepErr error
+	for round := 0; ; round++ {
+		open, err := r.sweep(sweepCtx)
+		if err != nil || open == 0 {
+			sweepErr = err
+			break
+		}
+		if round > 1000 {
+			sweepErr = fmt.Errorf("%d items still open after %d sweeps", open, round)
+			break
+		}
+		_ = r.clock.Sleep(sweepCtx, time.Second)
+	}
+	sweptBy := r.clock.Now()
+
+	settled := make([]bool, cfg.Keys)
+	retries := make([]int, cfg.Keys)
+	for w := 0; w < cfg.Keys; w += cfg.Wave {
+		var wg sync.WaitGroup
+		for k := w; k < w+cfg.Wave && k < cfg.Keys; k++ {
+			r.clock.Go(&wg, func() {
+				ctx := withCaller(context.Background(), r.newCaller(k, 255, false))
+				for attempt := 0; attempt < 100; attempt++ {
+					out, err := r.orch.Transfer(ctx, r.input(k))
+					if err == nil {
+						seenMu.Lock()
+						seen[k] = append(seen[k], out.TransactionHash)
+						seenMu.Unlock()
+						settled[k] = true
+						return
+					}
+					retries[k]++
+					wait := time.Second
+					var p transfer.ProblemError
+					if errors.As(err, &p) && p.Problem().RetryAfter > 0 {
+						wait = p.Problem().RetryAfter
+					}
+					_ = r.clock.Sleep(ctx, wait)
+				}
+			})
+		}
+		wg.Wait()
+	}
+
+	rep := Report{Seed: cfg.Seed, Calls: cfg.Keys * cfg.Callers, Keys: cfg.Keys, Answers: r.answers.snapshot(),
+		Faults: r.faults.snapshot(), Crashes: r.crashes.snapshot(), Events: r.events.snapshot(),
+		VirtualTime: r.clock.Now().Sub(t0)}
+	for _, n := range retries {
+		rep.HealRetries += n
+	}
+	rep.SweptAfterProvable = sweptBy.Sub(provableBy)
+	rep.Violations = r.judge(seen, settled, &rep)
+	if sweepErr != nil {
+		rep.Violations = append(rep.Violations, "sweep: "+sweepErr.Error())
+	}
+	if bound := 2 * ledgerInterval; rep.SweptAfterProvable > bound {
+		rep.Violations = append(rep.Violations, fmt.Sprintf("items stayed open %v after the last envelope was provable (bound %v)", rep.SweptAfterProvable, bound))
+	}
+	rep.RealTime = time.Since(started)
+	return rep, nil
+}
+
+// judge checks the four invariants against the ledger and the store.
+func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
+	var bad []string
+	applied := r.net.Applied()
+	rep.Applied = len(applied)
+	perKey := map[int][]stellarsim.AppliedTx{}
+	for _, tx := range applied {
+		k := -1
+		for _, op := range tx.Ops {
+			if op.Type == "payment" && op.Destination == r.wallet {
+				k = int(op.Amount/transfer.StroopsPerUnit) - 1
+			}
+		}
+		if k < 0 || k >= r.cfg.Keys {
+			bad = append(bad, fmt.Sprintf("transaction %s (%s) belongs to no key", tx.Hash, tx.Status))
+			continue
+		}
+		perKey[k] = append(perKey[k], tx)
+	}
+	for k := range r.cfg.Keys {
+		key := r.input(k).ClientKey
+		txs := perKey[k]
+		if len(txs) > 1 {
+			bad = append(bad, fmt.Sprintf("key %s: %d transactions applied", key, len(txs)))
+		}
+		rec, err := r.store.Get(context.Background(), r.storeKey(k))
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("key %s: no item after healing: %v", key, err))
+		case rec.Status != transfer.StatusReplayable:
+			bad = append(bad, fmt.Sprintf("key %s: item is %s after healing", key, rec.Status))
+		case len(txs) == 1 && rec.Result.TransactionHash != txs[0].Hash:
+			bad = append(bad, fmt.Sprintf("key %s: item says %s, the ledger applied %s", key, rec.Result.TransactionHash, txs[0].Hash))
+		case len(txs) == 0:
+			bad = append(bad, fmt.Sprintf("key %s: replayable with %s but nothing applied", key, rec.Result.TransactionHash))
+		}
+		for _, h := range seen[k] {
+			tx, ok := r.net.Transaction(h)
+			if !ok || tx.Status != "SUCCESS" {
+				bad = append(bad, fmt.Sprintf("key %s: a client saw success %s, the ledger has %v/%s", key, h, ok, tx.Status))
+			}
+		}
+		if !settled[k] {
+			bad = append(bad, fmt.Sprintf("key %s: never landed after healing", key))
+		}
+	}
+	return bad
+}

@@ -1,0 +1,86 @@
+package stellarsim_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+)
+
+func (e *env) admin(method, path, body string, out any) int {
+	e.t.Helper()
+	req, err := http.NewRequestWithContext(e.ctx, method, e.n.URL()+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			e.t.Fatalf("%s %s: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestAdminAPI(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	tx, hash := e.payTx()
+
+	var armed struct{ Faults []stellarsim.Fault }
+	if code := e.admin("POST", "/_sim/faults", `{"kind":"answer","status":"ERROR","code":"txTOO_LATE","count":1}`, &armed); code != 201 || len(armed.Faults) != 1 {
+		t.Fatalf("%d %+v", code, armed)
+	}
+	if code := e.admin("POST", "/_sim/faults", `[{"kind":"delay","delay":"10ms"},{"kind":"delay","delay":5}]`, &armed); code != 201 || len(armed.Faults) != 3 {
+		t.Fatalf("%d %+v", code, armed)
+	}
+	if code := e.admin("POST", "/_sim/faults", `{"kind":"bogus"}`, nil); code != 400 {
+		t.Fatalf("bogus fault: %d", code)
+	}
+	r := e.send(b64(t, tx))
+	if c, _ := errorCode(t, r); stellarsim.TxCodeName(c) != "txTOO_LATE" {
+		t.Fatalf("%+v", r)
+	}
+	if code := e.admin("DELETE", "/_sim/faults", "", &armed); code != 200 || len(armed.Faults) != 0 || len(e.n.Faults()) != 0 {
+		t.Fatalf("%d %+v", code, armed)
+	}
+	if r := e.send(b64(t, tx)); r.Status != "PENDING" {
+		t.Fatalf("%+v", r)
+	}
+	var closed struct{ Sequence uint32 }
+	e.admin("POST", "/_sim/close", "", &closed)
+	if closed.Sequence != 2 {
+		t.Fatalf("%+v", closed)
+	}
+	var txs struct{ Transactions []stellarsim.AppliedTx }
+	e.admin("GET", "/_sim/transactions", "", &txs)
+	if len(txs.Transactions) != 1 || txs.Transactions[0].Hash != hash || txs.Transactions[0].Ops[0].Type != "payment" {
+		t.Fatalf("%+v", txs)
+	}
+	var envs struct{ Envelopes []stellarsim.ReceivedEnvelope }
+	e.admin("GET", "/_sim/envelopes", "", &envs)
+	if len(envs.Envelopes) != 2 || envs.Envelopes[0].Status != "ERROR" || envs.Envelopes[0].Code != "txTOO_LATE" ||
+		envs.Envelopes[1].Status != "PENDING" || !strings.HasPrefix(envs.Envelopes[1].Outcome, "included") {
+		t.Fatalf("%+v", envs)
+	}
+	// Stall and retention through the admin API.
+	e.admin("POST", "/_sim/faults", `{"kind":"stall","count":1}`, nil)
+	e.admin("POST", "/_sim/close", "", &closed)
+	if closed.Sequence != 2 {
+		t.Fatalf("stalled close: %+v", closed)
+	}
+	e.admin("POST", "/_sim/faults", `{"kind":"retention","ledgers":1}`, nil)
+	e.n.CloseLedger()
+	got, err := e.rpc.GetTransaction(e.ctx, protocol.GetTransactionRequest{Hash: hash})
+	if err != nil || got.Status != "NOT_FOUND" {
+		t.Fatalf("%v %+v", err, got)
+	}
+}
