@@ -108,7 +108,8 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 	// key (an envelope proven dead) or waits for it to change, so the loop is bounded by the budget.
 	for pass := 0; ; pass++ {
 		now := o.Clock.Now()
-		if pass > 0 && !now.Before(a.deadline) {
+		if pass > 0 && !o.budgetLeft(a) {
+			// Too little budget is left for a new envelope to land or be proven dead in time.
 			return Outcome{}, &InProgressError{RetryAfter: time.Second}
 		}
 		rec := Record{
