@@ -179,7 +179,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 	if err := dynamo.EnsureTable(context.Background(), db, r.table); err != nil {
 		return fail(err)
 	}
-	r.store = dynamo.New(&faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults, events: &r.events}, r.table)
+	r.store = dynamo.New(&faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults}, r.table)
 
 	inner, err := stellar.NewRPCLedger(stellar.RPCConfig{
 		URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
@@ -191,10 +191,14 @@ func newRig(cfg Config) (*rig, func(), error) {
 	r.ledger = &faultyLedger{Ledger: inner, net: n, rate: cfg.FaultRate, faults: &r.faults, events: &r.events,
 		sent: map[string]bool{}, built: map[string]int{}}
 	r.orch = &transfer.Orchestrator{
-		Store: r.store, Ledger: r.ledger, Clock: r.clock,
+		Store: countingStore{Store: r.store, events: &r.events}, Ledger: r.ledger, Clock: r.clock,
 		Logger: slog.New(slog.DiscardHandler),
 		Hooks: func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
-			if c := callerOf(ctx); c != nil && !c.crashed && c.faulty && c.rng.Float64() < cfg.CrashRate {
+			rate := cfg.CrashRate
+			if step == transfer.StepSettling {
+				rate *= 5 // reached once per decided call, far less often than the other steps
+			}
+			if c := callerOf(ctx); c != nil && !c.crashed && c.faulty && c.rng.Float64() < rate {
 				c.crashed = true
 				r.crashes.add(string(step))
 				return errCrash

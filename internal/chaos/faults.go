@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,12 +68,45 @@ func (c *counter) snapshot() map[string]int {
 var errInjected = errors.New("chaos: injected fault")
 
 // faultyDynamo fails DynamoDB requests on purpose: before the request (nothing written), after it
-// (written, answer lost), or throttled. It also counts the in-doubt transitions it sees succeed.
+// (written, answer lost), or throttled.
 type faultyDynamo struct {
 	dynamotest.API
 	rate   float64
 	faults *counter
+}
+
+// countingStore counts the in-doubt transitions that were written (whatever their caller was told).
+type countingStore struct {
+	transfer.Store
 	events *counter
+}
+
+func (s countingStore) Replace(ctx context.Context, next transfer.Record, cond transfer.Condition) error {
+	err := s.Store.Replace(ctx, next, cond)
+	if err == nil || errors.Is(err, errInjected) { // an injected error after the write still wrote
+		s.count(next.Status, cond.Status, err)
+	}
+	return err
+}
+
+func (s countingStore) Delete(ctx context.Context, key string, cond transfer.Condition) error {
+	err := s.Store.Delete(ctx, key, cond)
+	if err == nil || errors.Is(err, errInjected) {
+		s.count("", cond.Status, err)
+	}
+	return err
+}
+
+func (s countingStore) count(to, from transfer.Status, err error) {
+	if err != nil && !strings.Contains(err.Error(), "answer lost") {
+		return // refused before the write: nothing changed
+	}
+	switch {
+	case to == transfer.StatusInDoubt && from != transfer.StatusInDoubt:
+		s.events.add("in_doubt_opened")
+	case from == transfer.StatusInDoubt && to != transfer.StatusInDoubt:
+		s.events.add("in_doubt_closed")
+	}
 }
 
 func (d *faultyDynamo) before(ctx context.Context, op string) error {
@@ -106,14 +140,6 @@ func (d *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 	}
 	out, err := d.API.PutItem(ctx, in, opt...)
 	if err == nil {
-		if s, ok := in.Item["status"].(*types.AttributeValueMemberS); ok && s.Value == string(transfer.StatusInDoubt) {
-			if prev, ok := in.ExpressionAttributeValues[":status"].(*types.AttributeValueMemberS); !ok || prev.Value != string(transfer.StatusInDoubt) {
-				d.events.add("in_doubt_opened")
-			}
-		}
-		if prev, ok := in.ExpressionAttributeValues[":status"].(*types.AttributeValueMemberS); ok && prev.Value == string(transfer.StatusInDoubt) {
-			d.events.add("in_doubt_closed")
-		}
 		err = d.after(ctx, "put")
 	}
 	return out, err
@@ -125,9 +151,6 @@ func (d *faultyDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemIn
 	}
 	out, err := d.API.DeleteItem(ctx, in, opt...)
 	if err == nil {
-		if prev, ok := in.ExpressionAttributeValues[":status"].(*types.AttributeValueMemberS); ok && prev.Value == string(transfer.StatusInDoubt) {
-			d.events.add("in_doubt_closed")
-		}
 		err = d.after(ctx, "delete")
 	}
 	return out, err
