@@ -454,3 +454,37 @@ func TestSettingsAreReadPerCall(t *testing.T) {
 		t.Fatalf("maxTime = %d, want start+20s-7s", rec.Envelope.MaxTime)
 	}
 }
+
+func TestRefusedConnectionsAreRetryableAndReleaseTheKey(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{}, false, fmt.Errorf("dial tcp 127.0.0.1:1: connect: connection refused: %w", transfer.ErrNotSent)
+	}
+	_, err := h.orch.Transfer(context.Background(), input("order-0016", "1"))
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) || u.Code != transfer.CodeNetworkUnavailable || u.Problem().Classification != transfer.Retryable {
+		t.Fatalf("err = %v, want NETWORK_UNAVAILABLE (retryable)", err)
+	}
+	if _, sends := h.ledger.counts(); sends < 2 {
+		t.Fatalf("sends = %d: the same envelope should be retried while nothing reached the network", sends)
+	}
+	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0016")); ok {
+		t.Fatal("nothing reached the network: the key must be released")
+	}
+}
+
+func TestUnknownSendFailureIsIndeterminate(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.noClose = true
+	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{}, false, errors.New("unexpected status from the RPC server")
+	}
+	_, err := h.orch.Transfer(context.Background(), input("order-0017", "1"))
+	var d *transfer.InDoubtError
+	if !errors.As(err, &d) || d.FailingCode != transfer.CodeSubmissionFailed {
+		t.Fatalf("err = %v, want TRANSFER_IN_DOUBT (SUBMISSION_FAILED)", err)
+	}
+	if p, _ := h.ledger.counts(); p != 1 {
+		t.Fatalf("prepares = %d, want 1", p)
+	}
+}
