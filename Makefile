@@ -6,9 +6,24 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Where `make build` puts the bootstraps; SAM sets ARTIFACTS_DIR itself for build-<LogicalId>.
 BUILD_DIR ?= .build
 LAMBDA_GOFLAGS := -trimpath -tags lambda.norpc -ldflags='-s -w -buildid='
-FUNCTIONS := api
+# functions/<dir> -> the template's <LogicalId>.
+FUNCTIONS := api alert reconcile
+PRESENT_FUNCTIONS := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/main.go),$(f)))
 
-.PHONY: all build run test check lint bench clean test-dynalite $(addprefix build-,$(FUNCTIONS))
+# Python tools (cfn-lint, SAM CLI, schemathesis), pinned in .ci/requirements.txt.
+VENV := .ci/venv
+TOOLS := $(VENV)/.installed
+SAM := env SAM_CLI_TELEMETRY=0 AWS_REGION=us-east-1 $(VENV)/bin/sam
+# The Lambda Runtime Interface Emulator, built from source at a pinned version (NOTES.md).
+RIE_MODULE := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
+# schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
+CONTRACT_MAX_EXAMPLES ?= 150
+
+.PHONY: all build run test check lint bench clean tools test-dynalite check-template sam-build \
+	test-lambda test-contract build-api build-alert build-reconcile \
+	build-ApiFunction build-AlertFunction build-ReconcileFunction
 
 all: check
 
@@ -17,14 +32,20 @@ define lambda_build
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_GOFLAGS) -o $(2)/bootstrap ./functions/$(1)
 endef
 
-build: $(addprefix build-,$(FUNCTIONS))
+build: $(addprefix build-,$(PRESENT_FUNCTIONS))
 
-build-api:
-	$(call lambda_build,api,$(BUILD_DIR)/api)
-	@ls -l $(BUILD_DIR)/api/bootstrap
+build-api build-alert build-reconcile: build-%:
+	$(call lambda_build,$*,$(BUILD_DIR)/$*)
+	@ls -l $(BUILD_DIR)/$*/bootstrap
 
 build-ApiFunction:
 	$(call lambda_build,api,$(ARTIFACTS_DIR))
+
+build-AlertFunction:
+	$(call lambda_build,alert,$(ARTIFACTS_DIR))
+
+build-ReconcileFunction:
+	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
 
 run:
 	$(GO) run ./internal/devstack
@@ -42,11 +63,39 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-check: lint test test-dynalite
+# The Python virtual environment and the RIE; .ci/run calls this on a fresh clone.
+tools: $(TOOLS) $(RIE)
+
+$(TOOLS): .ci/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --disable-pip-version-check --no-input -q -r .ci/requirements.txt
+	touch $@
+
+$(RIE):
+	GOBIN=$(abspath $(dir $(RIE))) $(GO) install $(RIE_MODULE)@$(RIE_VERSION)
+
+# The template: AWS's linter and SAM's own transform and linter (no AWS account needed).
+check-template: $(TOOLS)
+	$(VENV)/bin/cfn-lint template.yaml
+	$(SAM) validate --lint --template-file template.yaml
+
+# `sam build` (no container) of every function present, each checked to be a linux/arm64 bootstrap.
+sam-build: $(TOOLS)
+	SAM="$(SAM)" .ci/sam-build.sh
+
+# Each function's real bootstrap under the Lambda RIE, with real event shapes (internal/lambdatest).
+test-lambda: $(RIE)
+	AWS_LAMBDA_RIE=$(abspath $(RIE)) $(GO) test -race -count=1 -v -run 'RIE' ./internal/lambdatest/
+
+# The API's OpenAPI document exercised by schemathesis against a local stack started for it.
+test-contract: $(TOOLS)
+	CONTRACT_MAX_EXAMPLES=$(CONTRACT_MAX_EXAMPLES) .ci/contract.sh
+
+check: lint test test-dynalite check-template sam-build test-lambda test-contract
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) .ci/sam .ci/work
 	$(GO) clean -testcache

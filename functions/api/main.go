@@ -5,21 +5,28 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/stellar-transfer/orchestrator/internal/api"
 	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
+	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	logger := logging.New(os.Stdout, slog.LevelInfo)
 	fail := func(msg string, err error) {
 		logger.Error(msg, "err", err)
 		os.Exit(1)
+	}
+	if err := tracing.Configure(); err != nil {
+		fail("X-Ray configuration", err)
 	}
 	cfg, err := config.Load(os.Getenv)
 	if err != nil {
@@ -41,7 +48,11 @@ func main() {
 	if _, err := keys.Keys(ctx); err != nil {
 		fail("signing keys", err)
 	}
-	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: logger})
+	svc, err := wiring.Build(wiring.Deps{
+		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: logger,
+		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
+		Observer:   wiring.Observers{metrics.New(os.Stdout, nil), tracing.Observer{}},
+	})
 	if err != nil {
 		fail("assembling the service", err)
 	}

@@ -58,6 +58,12 @@ type Config struct {
 	Assets []Asset
 	// MaxFeeStroops caps what one transfer may pay (MAX_FEE_STROOPS, default 100000 stroops).
 	MaxFeeStroops int64
+	// FeePercentile is the percentile of the network's recent inclusion fees offered per
+	// operation (FEE_PERCENTILE: 10, 20, ..., 90, 95, 99; default 90), within MaxFeeStroops.
+	FeePercentile int
+	// ChannelCount is how many channel accounts are leased as transaction sources (CHANNEL_COUNT,
+	// default 0: the vault is the source, one transaction per ledger).
+	ChannelCount int
 	// SigningSecretARN names the Secrets Manager secret holding the signing keys (SIGNING_SECRET_ARN).
 	SigningSecretARN string
 	// Breaker configures the circuit breaker (CIRCUIT_BREAKER_FAILURE_THRESHOLD, default 5;
@@ -87,6 +93,7 @@ func Load(getenv Getenv) (Config, error) {
 		VaultAccount:      strings.ToUpper(getenv("VAULT_ACCOUNT")),
 		SigningSecretARN:  getenv("SIGNING_SECRET_ARN"),
 		MaxFeeStroops:     100_000,
+		FeePercentile:     90,
 	}
 	if c.Table == "" {
 		errs = append(errs, errors.New("TABLE_NAME is required"))
@@ -120,6 +127,22 @@ func Load(getenv Getenv) (Config, error) {
 			errs = append(errs, fmt.Errorf("MAX_FEE_STROOPS must be a whole number of stroops >= 100, not %q", v))
 		} else {
 			c.MaxFeeStroops = n
+		}
+	}
+	if v := getenv("FEE_PERCENTILE"); v != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(v)), "p"))
+		if err != nil || !(n >= 10 && n <= 90 && n%10 == 0 || n == 95 || n == 99) {
+			errs = append(errs, fmt.Errorf("FEE_PERCENTILE must be one of 10, 20, ..., 90, 95, 99, not %q", v))
+		} else {
+			c.FeePercentile = n
+		}
+	}
+	if v := getenv("CHANNEL_COUNT"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > 1000 {
+			errs = append(errs, fmt.Errorf("CHANNEL_COUNT must be a whole number from 0 to 1000, not %q", v))
+		} else {
+			c.ChannelCount = n
 		}
 	}
 	c.Breaker.FailureThreshold = 5

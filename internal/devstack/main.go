@@ -2,7 +2,8 @@
 // DynamoDB-compatible server (minidyn) on 127.0.0.1:8000 and a local Stellar network on
 // 127.0.0.1:8010, with a funded vault, a USDC asset and demo wallets. It is never deployed.
 //
-// Environment: API_ADDR, DYNAMODB_ADDR, STELLAR_ADDR override the listen addresses;
+// Environment: API_ADDR, DYNAMODB_ADDR, STELLAR_ADDR, LAMBDA_ADDR (the Lambda Invoke API,
+// 127.0.0.1:3001) override the listen addresses; SWEEP_INTERVAL_MS the sweep's period (1 minute);
 // DYNAMODB_ENDPOINT uses an existing DynamoDB endpoint instead of the embedded one;
 // LEDGER_INTERVAL_MS sets the ledger close interval; every setting the API function reads per call
 // (TRANSFER_ORCHESTRATION_TIMEOUT_MS, ...) applies too.
@@ -33,6 +34,10 @@ func run(logger *slog.Logger) error {
 	opts := Options{
 		APIAddr: envOr("API_ADDR", "127.0.0.1:3000"), DynamoAddr: envOr("DYNAMODB_ADDR", "127.0.0.1:8000"),
 		StellarAddr: envOr("STELLAR_ADDR", "127.0.0.1:8010"), Getenv: os.Getenv, Logger: logger,
+		Ops: OpsOptions{LambdaAddr: envOr("LAMBDA_ADDR", "127.0.0.1:3001"), Metrics: os.Stdout},
+	}
+	if ms, err := strconv.Atoi(os.Getenv("SWEEP_INTERVAL_MS")); err == nil && ms > 0 {
+		opts.Ops.SweepInterval = time.Duration(ms) * time.Millisecond
 	}
 	if ms, err := strconv.Atoi(os.Getenv("LEDGER_INTERVAL_MS")); err == nil && ms > 0 {
 		opts.LedgerInterval = time.Duration(ms) * time.Millisecond
@@ -51,6 +56,7 @@ func printBanner(i Info) {
 	w := os.Stdout
 	fmt.Fprintf(w, "\nStellar Transfer Orchestrator, local stack\n\n")
 	fmt.Fprintf(w, "  API                %s\n", i.APIURL)
+	fmt.Fprintf(w, "  Lambda Invoke API  %s  (ApiFunction, AlertFunction, ReconcileFunction)\n", i.LambdaURL)
 	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
 	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
 	fmt.Fprintf(w, "  Stellar RPC        %s\n", i.RPCURL)
@@ -67,7 +73,8 @@ func printBanner(i Info) {
 		fmt.Fprintf(w, "\nTry:\n  curl -s -X POST %s/transfers \\\n    -H 'Content-Type: application/json' -H 'Idempotency-Key: order-00000001' \\\n    -d '{\"operationType\":\"withdraw\",\"walletAddress\":\"%s\",\"amount\":\"12.5\",\"asset\":\"USDC\"}'\n",
 			i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)
-		fmt.Fprintf(w, "  curl -s %sstack\n\n", i.AdminURL)
+		fmt.Fprintf(w, "  curl -s %sstack\n", i.AdminURL)
+		fmt.Fprintf(w, "  aws lambda invoke --endpoint-url %s --function-name ReconcileFunction --payload '{\"action\":\"list\"}' out.json\n\n", i.LambdaURL)
 	}
 }
 

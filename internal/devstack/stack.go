@@ -39,6 +39,8 @@ type Options struct {
 	// Getenv supplies the settings read per call and the overrides; nil means none.
 	Getenv config.Getenv
 	Logger *slog.Logger
+	// Ops configures the alert and reconcile functions and the Lambda Invoke API (lambda_api.go).
+	Ops OpsOptions
 }
 
 // Stack is the running local stack.
@@ -60,10 +62,13 @@ type Info struct {
 	HorizonURL        string         `json:"horizonUrl"`
 	RPCURL            string         `json:"rpcUrl"`
 	FriendbotURL      string         `json:"friendbotUrl"`
+	LambdaURL         string         `json:"lambdaUrl"` // the Lambda Invoke API (lambda_api.go)
 	AdminURL          string         `json:"adminUrl"`
 	Vault             Account        `json:"vault"`
 	Assets            []config.Asset `json:"assets"`
 	Wallets           []Account      `json:"wallets"`
+	// Channels are the channel accounts transactions are sent from (CHANNEL_COUNT).
+	Channels []string `json:"channels,omitempty"`
 }
 
 // Account is a public key with what it holds; secret seeds are never shown.
@@ -79,6 +84,7 @@ const table = "transfers"
 // USDC asset from a local issuer, and the API, each on 127.0.0.1.
 func Start(ctx context.Context, o Options) (*Stack, error) {
 	o.defaults()
+	ops := newOperations(o)
 	s := &Stack{}
 	ok := false
 	defer func() {
@@ -116,6 +122,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := addChannelKeys(net0, &keys); err != nil {
+		return nil, err
+	}
 	usdc, wallets, err := fundAccounts(net0, keys.Vault, o.DemoWallets)
 	if err != nil {
 		return nil, err
@@ -151,13 +160,15 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			return keys.Vault.Address()
 		case "ASSETS":
 			return usdc.Code + ":" + usdc.Issuer
+		case "CHANNEL_COUNT":
+			return channelCount(o.Getenv)
 		}
 		return o.Getenv(k)
 	})
 	if err != nil {
 		return nil, err
 	}
-	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: db, Keys: keySource, Logger: o.Logger})
+	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: ops.wrap(db), Keys: keySource, Logger: o.Logger, Observer: ops.observer()})
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +188,13 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w.Address()})
 	}
 	s.serve(stellarLn, s.stellarHandler())
+	if s.Info.Channels, err = createChannels(ctx, svc); err != nil {
+		return nil, err
+	}
 	s.serve(apiLn, withDeadline(svc.Handler, o.FunctionTimeout))
+	if err := ops.start(s, svc); err != nil {
+		return nil, err
+	}
 	ok = true
 	return s, nil
 }

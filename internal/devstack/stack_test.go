@@ -120,7 +120,7 @@ func TestWithdrawLandsOnceAndReplays(t *testing.T) {
 	if conflict.status != 409 || conflict.body["code"] != "IDEMPOTENCY_KEY_CONFLICT" {
 		t.Fatalf("conflict = %d %v", conflict.status, conflict.body)
 	}
-	if n := len(s.Network.Applied()); n != 1 {
+	if n := len(transfersApplied(s)); n != 1 {
 		t.Fatalf("%d transactions applied, want 1", n)
 	}
 
@@ -153,8 +153,8 @@ func TestConcurrentIdenticalRequestsLandOnce(t *testing.T) {
 			fresh++
 		}
 	}
-	if fresh != 1 || len(s.Network.Applied()) != 1 {
-		t.Fatalf("fresh answers %d, applied %d; want 1 and 1", fresh, len(s.Network.Applied()))
+	if fresh != 1 || len(transfersApplied(s)) != 1 {
+		t.Fatalf("fresh answers %d, applied %d; want 1 and 1", fresh, len(transfersApplied(s)))
 	}
 }
 
@@ -188,7 +188,7 @@ func TestBadInputIsRefusedAndNothingIsWritten(t *testing.T) {
 	if n := itemCount(t, s); n != 0 {
 		t.Fatalf("%d items written for bad input, want 0", n)
 	}
-	if n := len(s.Network.Envelopes()); n != 0 {
+	if n := len(transferEnvelopes(s)); n != 0 {
 		t.Fatalf("%d envelopes sent for bad input, want 0", n)
 	}
 }

@@ -40,8 +40,20 @@ type item struct {
 	CreatedAt int64 `dynamodbav:"createdAt,omitempty"` // epoch milliseconds
 	UpdatedAt int64 `dynamodbav:"updatedAt,omitempty"` // epoch milliseconds
 
-	GSI1PK string `dynamodbav:"gsi1pk,omitempty"` // InDoubtPartition while in_doubt, else absent
-	GSI1SK string `dynamodbav:"gsi1sk,omitempty"` // see AttrGSI1SK; only while in_doubt
+	GSI1PK string `dynamodbav:"gsi1pk,omitempty"` // InDoubtPartition or ClaimsPartition, else absent
+	GSI1SK string `dynamodbav:"gsi1sk,omitempty"` // see AttrGSI1SK
+
+	Audit *auditItem `dynamodbav:"audit,omitempty"` // an operator's resolution (internal/reconcile)
+}
+
+// auditItem is transfer.Audit (map attribute "audit").
+type auditItem struct {
+	Action    string `dynamodbav:"action,omitempty"` // "resolve" or "discard"
+	Operator  string `dynamodbav:"operator,omitempty"`
+	RequestID string `dynamodbav:"requestId,omitempty"` // Lambda request ID
+	Reason    string `dynamodbav:"reason,omitempty"`
+	Forced    bool   `dynamodbav:"forced,omitempty"`
+	At        int64  `dynamodbav:"at,omitempty"` // epoch milliseconds
 }
 
 // requestItem is the canonical request (map attribute "request").
@@ -64,7 +76,8 @@ type resultItem struct {
 	FeeChargedStroops int64    `dynamodbav:"feeCharged,omitempty"`
 }
 
-// inDoubtSortKey is gsi1sk: the in-doubt time in RFC 3339 UTC with milliseconds, then the key.
+// inDoubtSortKey is gsi1sk: a time (in doubt since, or the claim's lease expiry) in RFC 3339 UTC
+// with milliseconds, then the key. Fixed width, so the index sorts by time.
 func inDoubtSortKey(at time.Time, pk string) string {
 	return at.UTC().Format("2006-01-02T15:04:05.000Z") + "#" + pk
 }
@@ -144,6 +157,14 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		it.GSI1PK = InDoubtPartition
 		it.GSI1SK = inDoubtSortKey(at, rec.StoreKey)
 	}
+	if rec.Status == transfer.StatusInFlight && !rec.LeaseExpiresAt.IsZero() {
+		it.GSI1PK = ClaimsPartition
+		it.GSI1SK = inDoubtSortKey(rec.LeaseExpiresAt, rec.StoreKey)
+	}
+	if a := rec.Audit; a != nil {
+		it.Audit = &auditItem{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,
+			Forced: a.Forced, At: epochMillis(a.At)}
+	}
 	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: marshal record %q: %w", rec.StoreKey, err)
@@ -213,6 +234,10 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			FeeChargedStroops: r.FeeChargedStroops,
 		}
 	}
+	if a := it.Audit; a != nil {
+		rec.Audit = &transfer.Audit{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,
+			Forced: a.Forced, At: fromEpochMillis(a.At)}
+	}
 	return rec, nil
 }
 
@@ -226,6 +251,11 @@ func storedTimes(rec transfer.Record) transfer.Record {
 	rec.LeaseExpiresAt = fromEpochMillis(epochMillis(rec.LeaseExpiresAt))
 	rec.CreatedAt = fromEpochMillis(epochMillis(rec.CreatedAt))
 	rec.UpdatedAt = fromEpochMillis(epochMillis(rec.UpdatedAt))
+	if rec.Audit != nil {
+		a := *rec.Audit
+		a.At = fromEpochMillis(epochMillis(a.At))
+		rec.Audit = &a
+	}
 	return rec
 }
 

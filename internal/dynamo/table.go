@@ -16,11 +16,12 @@ import (
 const (
 	// AttrPK is the partition key (S): "transfer:<16 hex>:<clientKey>" or "channel:<G...>".
 	AttrPK = "pk"
-	// AttrGSI1PK is the in-doubt index's partition key (S); set to InDoubtPartition only while an
-	// item's status is in_doubt, absent otherwise (sparse index).
+	// AttrGSI1PK is the sparse index's partition key (S): InDoubtPartition while an item's status
+	// is in_doubt, ClaimsPartition while it is in_flight, absent otherwise.
 	AttrGSI1PK = "gsi1pk"
-	// AttrGSI1SK is the in-doubt index's sort key (S): "<in-doubt time, RFC 3339 UTC with
-	// milliseconds>#<pk>", so the index lists the oldest in-doubt item first.
+	// AttrGSI1SK is the sparse index's sort key (S): "<time, RFC 3339 UTC with milliseconds>#<pk>",
+	// the time being when the item became in_doubt, or an in_flight claim's lease expiry; so the
+	// index lists the oldest in-doubt item, or the earliest-expiring claim, first.
 	AttrGSI1SK = "gsi1sk"
 	// TTLAttribute is the table's TTL attribute: epoch seconds (N), absent when the item never
 	// expires. DynamoDB deletes expired items days late, so expiry is also checked in code.
@@ -29,6 +30,9 @@ const (
 	InDoubtIndex = "gsi1"
 	// InDoubtPartition is the gsi1pk value of every in_doubt item.
 	InDoubtPartition = "in_doubt"
+	// ClaimsPartition is the gsi1pk value of every in_flight item: the sweep finds expired claims
+	// (invocations that died holding a lease) with one Query instead of a Scan of the table.
+	ClaimsPartition = "in_flight"
 )
 
 // TableClient is the part of the DynamoDB API that EnsureTable uses. *dynamodb.Client satisfies it.

@@ -10,11 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stellar/go-stellar-sdk/amount"
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/protocols/stellarcore"
-	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
@@ -52,17 +50,26 @@ type RPCConfig struct {
 	// MaxFeeStroops caps what one transaction may be charged, in stroops (MAX_FEE_STROOPS); 0
 	// means no cap beyond the base fee.
 	MaxFeeStroops int64
+	// FeePercentile, when set, raises the fee offered to the network's recent inclusion fee at
+	// that percentile (getFeeStats; 10, 20, ..., 90, 95 or 99; FEE_PERCENTILE), within
+	// MaxFeeStroops. 0 offers BaseFeeStroops.
+	FeePercentile int
 	// Keys supplies the signing keys, read on every Prepare. Keys.Vault must be a signer of
 	// VaultAccount (usually its master key); if it is not, the network refuses the envelope
 	// with txBAD_AUTH.
 	Keys KeySource
+	// Channels, when set, leases a channel account as each transaction's source and wraps the
+	// transaction in a fee bump paid by Keys.Fee; nil makes the vault the source (one
+	// transaction per ledger).
+	Channels *ChannelPool
+	// Clock is the time leases and fee stats are judged by; nil means the system clock.
+	Clock transfer.Clock
 }
 
 // RPCLedger is a transfer.Ledger over Stellar RPC. It is safe for concurrent use.
 type RPCLedger struct {
-	cfg    RPCConfig
-	assets map[string]txnbuild.CreditAsset
-	source source
+	cfg RPCConfig
+	*common
 }
 
 var _ transfer.Ledger = (*RPCLedger)(nil)
@@ -74,46 +81,15 @@ func NewRPCLedger(cfg RPCConfig) (*RPCLedger, error) {
 		// Not echoed: a URL can carry an API key.
 		return nil, errors.New("stellar: the RPC URL is not an http(s) URL")
 	}
-	if cfg.Passphrase == "" {
-		return nil, errors.New("stellar: a network passphrase is required")
-	}
-	if !strkey.IsValidEd25519PublicKey(cfg.VaultAccount) {
-		// Not echoed: a misplaced secret seed would end up in the log.
-		return nil, errors.New("stellar: the vault account is not a G... account")
-	}
-	if cfg.Keys == nil {
-		return nil, errors.New("stellar: a key source is required")
-	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
-	if cfg.BaseFeeStroops == 0 {
-		cfg.BaseFeeStroops = txnbuild.MinBaseFee
+	c, err := newCommon(cfg.Passphrase, cfg.VaultAccount, cfg.Assets, cfg.BaseFeeStroops, cfg.MaxFeeStroops,
+		cfg.FeePercentile, cfg.Keys, cfg.Channels, cfg.Clock)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.BaseFeeStroops < txnbuild.MinBaseFee {
-		return nil, fmt.Errorf("stellar: base fee %d is below the network minimum %d stroops", cfg.BaseFeeStroops, txnbuild.MinBaseFee)
-	}
-	if cfg.MaxFeeStroops != 0 && cfg.MaxFeeStroops < cfg.BaseFeeStroops {
-		return nil, fmt.Errorf("stellar: max fee %d stroops is below the base fee %d", cfg.MaxFeeStroops, cfg.BaseFeeStroops)
-	}
-	assets := map[string]txnbuild.CreditAsset{}
-	for _, a := range cfg.Assets {
-		code := strings.ToUpper(a.Code)
-		if len(code) == 0 || len(code) > 12 {
-			return nil, fmt.Errorf("stellar: asset code %q must be 1 to 12 characters", a.Code)
-		}
-		if !strkey.IsValidEd25519PublicKey(a.Issuer) {
-			return nil, fmt.Errorf("stellar: asset %s: the issuer is not a G... account", code)
-		}
-		if _, dup := assets[code]; dup {
-			return nil, fmt.Errorf("stellar: asset %s is configured twice", code)
-		}
-		assets[code] = txnbuild.CreditAsset{Code: a.Code, Issuer: a.Issuer}
-	}
-	if len(assets) == 0 {
-		return nil, errors.New("stellar: at least one asset is required")
-	}
-	return &RPCLedger{cfg: cfg, assets: assets, source: vaultSource{account: cfg.VaultAccount}}, nil
+	return &RPCLedger{cfg: cfg, common: c}, nil
 }
 
 // CheckNetwork asks the RPC server for its network passphrase and fails if it is not the
@@ -131,115 +107,57 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 	return nil
 }
 
-func notSupported(detail string) *transfer.ValidationError {
-	return &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Status: http.StatusUnprocessableEntity, Field: "operationType", Detail: detail}
-}
-
 // Prepare builds and signs the envelope for req: a withdraw is one Payment of req.Stroops of the
-// asset from the vault to the wallet (a G... account), with the vault's sequence number as the
-// network has it now, timebounds {0, maxTime} and the base fee per operation. SubmittedLedger is
-// the latest ledger seen just before it returns. Nothing is sent.
+// asset from the vault to the wallet (a G... account), timebounds {0, maxTime}.
+//
+// Without channels the vault is the transaction source, with its sequence number as the network
+// has it now, and the fee is the base fee (or the inclusion fee at FeePercentile) per operation.
+// With channels (RPCConfig.Channels) a channel account is leased first (until the invocation's
+// deadline, quarantined until a ledger closes after maxTime unless Done releases it sooner), its
+// sequence number is read from the network, the payment's source stays the vault, the channel and
+// the vault sign, and a fee bump paid and signed by the fee account wraps it: InnerHash is the
+// payment's hash (the transfer's identity), OuterHash the fee bump's, FeeStroops the most the fee
+// bump can charge (within MaxFeeStroops). SubmittedLedger is the latest ledger seen before the
+// envelope was built (with channels) or just after (without). Nothing is sent.
 //
 // Errors: *transfer.ValidationError (422) for what this ledger cannot do (deposits need the
 // Soroban vault contract; withdrawals to C... contracts too); *transfer.UnavailableError when the
-// keys cannot be loaded or the source account does not exist; a wrapped error when the RPC could
-// not be reached or answered wrongly.
+// keys cannot be loaded, no channel is free (CodeChannelsBusy) or the source account does not
+// exist; a wrapped error when the RPC could not be reached or answered wrongly.
 func (l *RPCLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
-	switch req.OperationType {
-	case transfer.Withdraw:
-	case transfer.Deposit:
-		return transfer.Envelope{}, notSupported("deposits need a vault contract (Soroban), which this deployment does not have yet; only withdrawals are supported")
-	default:
-		return transfer.Envelope{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
-	}
-	switch {
-	case strkey.IsValidEd25519PublicKey(req.WalletAddress):
-	case strkey.IsValidContractAddress(req.WalletAddress):
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
-			Detail: "withdrawals to contract addresses (C...) need a vault contract (Soroban), which this deployment does not have yet; use a G... account"}
-	default:
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
-			Detail: "walletAddress must be a G... account"}
-	}
-	asset, ok := l.assets[strings.ToUpper(req.Asset)]
-	if !ok {
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAsset, Status: http.StatusUnprocessableEntity, Field: "asset",
-			Detail: fmt.Sprintf("asset %q is not configured on this ledger", req.Asset)}
-	}
-	if req.Stroops <= 0 {
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Status: http.StatusUnprocessableEntity, Field: "amount",
-			Detail: "amount must be greater than zero"}
-	}
-	if maxTime.Unix() <= 0 {
-		return transfer.Envelope{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
-	}
-
-	keys, err := l.cfg.Keys.Keys(ctx)
-	if err != nil {
-		// The key source's errors never carry seeds (ParseKeys names fields only).
-		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "the signing keys could not be loaded", Err: err}
-	}
-	lease, err := l.source.acquire(ctx, keys)
-	if err != nil {
-		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "no transaction source is available", Err: err}
-	}
-	env, err := l.build(ctx, lease, req, asset, maxTime)
-	if err != nil {
-		l.source.release(ctx, lease.account)
-		return transfer.Envelope{}, err
-	}
-	return env, nil
+	return l.prepare(ctx, rpcChain{l}, req, maxTime)
 }
 
-func (l *RPCLedger) build(ctx context.Context, lease sourceLease, req transfer.Request, asset txnbuild.CreditAsset, maxTime time.Time) (transfer.Envelope, error) {
-	seq, err := l.sequence(ctx, lease.account)
-	if err != nil {
-		return transfer.Envelope{}, err
-	}
-	ops := []txnbuild.Operation{&txnbuild.Payment{
-		Destination:   req.WalletAddress,
-		Amount:        amount.StringFromInt64(req.Stroops),
-		Asset:         asset,
-		SourceAccount: lease.opSource,
-	}}
-	fee := l.cfg.BaseFeeStroops * int64(len(ops))
-	if l.cfg.MaxFeeStroops > 0 && fee > l.cfg.MaxFeeStroops {
-		return transfer.Envelope{}, fmt.Errorf("stellar: fee %d stroops exceeds MAX_FEE_STROOPS %d", fee, l.cfg.MaxFeeStroops)
-	}
-	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
-		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.account, Sequence: seq},
-		IncrementSequenceNum: true,
-		Operations:           ops,
-		BaseFee:              l.cfg.BaseFeeStroops,
-		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, maxTime.Unix())},
+// rpcChain reads what Prepare needs through Stellar RPC.
+type rpcChain struct{ l *RPCLedger }
+
+func (r rpcChain) sequence(ctx context.Context, account string) (int64, error) {
+	return r.l.sequence(ctx, account)
+}
+
+func (r rpcChain) latest(ctx context.Context) (uint32, time.Time, error) {
+	resp, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
+		return c.GetLatestLedger(ctx)
 	})
 	if err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: building the transaction: %w", err)
+		return 0, time.Time{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
 	}
-	tx, err = tx.Sign(l.cfg.Passphrase, lease.signers...)
+	if resp.Sequence == 0 {
+		return 0, time.Time{}, errors.New("stellar: getLatestLedger returned ledger 0")
+	}
+	return resp.Sequence, closeTime(resp.LedgerCloseTime), nil
+}
+
+func (r rpcChain) inclusionFee(ctx context.Context, p int) (int64, error) {
+	resp, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetFeeStatsResponse, error) {
+		return c.GetFeeStats(ctx)
+	})
 	if err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: signing the transaction: %w", err)
+		return 0, fmt.Errorf("stellar: getFeeStats: %w", err)
 	}
-	b64, err := tx.Base64()
-	if err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: encoding the envelope: %w", err)
-	}
-	hash, err := tx.HashHex(l.cfg.Passphrase)
-	if err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the transaction: %w", err)
-	}
-	latest, err := l.latestLedger(ctx)
-	if err != nil {
-		return transfer.Envelope{}, err
-	}
-	return transfer.Envelope{
-		XDR:             b64,
-		InnerHash:       hash,
-		MaxTime:         maxTime.Unix(),
-		SubmittedLedger: latest,
-		Channel:         lease.account,
-		FeeStroops:      tx.MaxFee(),
-	}, nil
+	d := resp.InclusionFee
+	return int64(percentileOf(p, int64(d.P10), int64(d.P20), int64(d.P30), int64(d.P40), int64(d.P50), int64(d.P60),
+		int64(d.P70), int64(d.P80), int64(d.P90), int64(d.P95), int64(d.P99))), nil
 }
 
 // sequence reads account's current sequence number (getLedgerEntries).
@@ -264,7 +182,7 @@ func (l *RPCLedger) sequence(ctx context.Context, account string) (int64, error)
 	}
 	if len(resp.Entries) == 0 {
 		return 0, &transfer.UnavailableError{Code: transfer.CodeNetworkUnavailable,
-			Detail: "the vault's transaction source account does not exist on the network",
+			Detail: "the transaction source account (vault or channel) does not exist on the network",
 			Err:    fmt.Errorf("%w: %s", ErrAccountMissing, account)}
 	}
 	var entry xdr.LedgerEntryData
@@ -275,19 +193,6 @@ func (l *RPCLedger) sequence(ctx context.Context, account string) (int64, error)
 		return 0, fmt.Errorf("stellar: getLedgerEntries for %s returned a %s entry", account, entry.Type)
 	}
 	return int64(entry.Account.SeqNum), nil
-}
-
-func (l *RPCLedger) latestLedger(ctx context.Context) (uint32, error) {
-	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
-		return c.GetLatestLedger(ctx)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("stellar: getLatestLedger: %w", err)
-	}
-	if resp.Sequence == 0 {
-		return 0, errors.New("stellar: getLatestLedger returned ledger 0")
-	}
-	return resp.Sequence, nil
 }
 
 func closeTime(epoch int64) time.Time {
@@ -401,8 +306,9 @@ func (l *RPCLedger) getTransaction(ctx context.Context, hash string) (transfer.L
 	return lk, nil
 }
 
-// Done releases the envelope's transaction source. With the vault as the only source it does
-// nothing; channel accounts (issue 5) are released here.
+// Done releases the envelope's channel lease (and its quarantine) once its fate is decided. It
+// never fails: a lease it cannot release ends at its deadline, and its quarantine once a ledger
+// closes after the envelope's maxTime. Without channels it does nothing.
 func (l *RPCLedger) Done(ctx context.Context, env transfer.Envelope) {
-	l.source.release(ctx, env.Channel)
+	l.source.release(ctx, sourceLease{}, env)
 }

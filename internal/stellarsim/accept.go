@@ -24,6 +24,10 @@ type txInfo struct {
 	innerFee  int64
 	outerFee  int64 // fee-bump fee; 0 when not a fee bump
 	ops       []xdr.Operation
+	// soroban is the (inner) transaction's SorobanTransactionData, nil for a
+	// classic transaction; resourceFee is its declared resource fee (stroops).
+	soroban     *xdr.SorobanTransactionData
+	resourceFee int64
 }
 
 // decodeEnvelope parses a base64 TransactionEnvelope and hashes it with the
@@ -59,7 +63,36 @@ func decodeEnvelope(b64, passphrase string) (*txInfo, error) {
 	t.seq = env.SeqNum()
 	t.innerFee = int64(env.Fee())
 	t.ops = env.Operations()
+	if t.soroban = sorobanData(env); t.soroban != nil {
+		t.resourceFee = int64(t.soroban.ResourceFee)
+	}
 	return t, nil
+}
+
+// sorobanData is the (inner) transaction's Soroban extension, if any.
+func sorobanData(env xdr.TransactionEnvelope) *xdr.SorobanTransactionData {
+	var tx *xdr.Transaction
+	switch {
+	case env.IsFeeBump() && env.FeeBump.Tx.InnerTx.V1 != nil:
+		tx = &env.FeeBump.Tx.InnerTx.V1.Tx
+	case env.V1 != nil:
+		tx = &env.V1.Tx
+	default:
+		return nil
+	}
+	if tx.Ext.V != 1 {
+		return nil
+	}
+	return tx.Ext.SorobanData
+}
+
+// isSorobanOp reports whether op is one of the three Soroban operations.
+func isSorobanOp(op xdr.Operation) bool {
+	switch op.Body.Type {
+	case xdr.OperationTypeInvokeHostFunction, xdr.OperationTypeExtendFootprintTtl, xdr.OperationTypeRestoreFootprint:
+		return true
+	}
+	return false
 }
 
 // opSource is the account an operation acts for.
@@ -70,13 +103,19 @@ func (t *txInfo) opSource(op xdr.Operation) string {
 	return t.source
 }
 
-// feeRate is fee per operation, counting the fee-bump wrapper as one more op
-// (that is how core compares a fee bump against what it replaces).
+// feeRate is the inclusion fee per operation (the fee minus the declared
+// Soroban resource fee), counting the fee-bump wrapper as one more op (that
+// is how core compares a fee bump against what it replaces).
 func (t *txInfo) feeRate() float64 {
 	if t.feeBump {
-		return float64(t.outerFee) / float64(len(t.ops)+1)
+		return float64(t.outerFee-t.resourceFee) / float64(len(t.ops)+1)
 	}
-	return float64(t.innerFee) / float64(max(len(t.ops), 1))
+	return t.innerRate()
+}
+
+// innerRate is the inner transaction's inclusion fee per operation.
+func (t *txInfo) innerRate() float64 {
+	return float64(t.innerFee-t.resourceFee) / float64(max(len(t.ops), 1))
 }
 
 // checkCtx is the ledger a transaction is judged against: the next one at
@@ -180,12 +219,14 @@ func feeBumpResult(outerFee int64, innerHash [32]byte, innerCode xdr.Transaction
 }
 
 // chargedFee is what core charges at apply without surge pricing: base fee
-// per operation (plus one for the fee-bump wrapper), capped by the bid.
+// per operation (plus one for the fee-bump wrapper), capped by the bid, plus
+// the whole declared Soroban resource fee (the refund of unused refundable
+// resources is not modelled).
 func (n *Network) chargedFee(t *txInfo) int64 {
 	if t.feeBump {
-		return min(t.outerFee, n.opts.BaseFee*int64(len(t.ops)+1))
+		return min(t.outerFee-t.resourceFee, n.opts.BaseFee*int64(len(t.ops)+1)) + t.resourceFee
 	}
-	return min(t.innerFee, n.opts.BaseFee*int64(len(t.ops)))
+	return min(t.innerFee-t.resourceFee, n.opts.BaseFee*int64(len(t.ops))) + t.resourceFee
 }
 
 // checkTx applies stellar-core's validity rules in core's order. nil means valid.
@@ -202,8 +243,8 @@ func (n *Network) checkTx(t *txInfo, c checkCtx) *txError {
 	fail := func(code xdr.TransactionResultCode) *txError {
 		return &txError{result: simpleResult(fee, code, nil), code: code}
 	}
-	minFee := n.opts.BaseFee * int64(len(t.ops)+1)
-	if t.outerFee < minFee || t.feeRate() < float64(t.innerFee)/float64(max(len(t.ops), 1)) {
+	minFee := n.opts.BaseFee*int64(len(t.ops)+1) + t.resourceFee
+	if t.outerFee < minFee || t.feeRate() < t.innerRate() {
 		return fail(xdr.TransactionResultCodeTxInsufficientFee)
 	}
 	feeAcct := n.state.accounts[t.feeSource]
@@ -238,13 +279,22 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 		// Preconditions beyond time and ledger bounds are not modelled: refuse them loudly.
 		return xdr.TransactionResultCodeTxMalformed, nil
 	}
+	soroban := false
 	for _, op := range t.ops {
-		switch op.Body.Type {
-		case xdr.OperationTypeInvokeHostFunction, xdr.OperationTypeExtendFootprintTtl, xdr.OperationTypeRestoreFootprint:
+		if isSorobanOp(op) {
 			if n.contracts == nil || len(t.ops) != 1 {
 				return xdr.TransactionResultCodeTxMalformed, nil
 			}
+			soroban = true
 		}
+	}
+	// Core: a Soroban operation needs the Soroban extension and a classic
+	// transaction must not carry one; the resource fee must fit in the fee.
+	if soroban != (t.soroban != nil) {
+		return xdr.TransactionResultCodeTxMalformed, nil
+	}
+	if t.resourceFee < 0 || (chargeFee && t.resourceFee > t.innerFee) {
+		return xdr.TransactionResultCodeTxSorobanInvalid, nil
 	}
 	if tb := t.env.TimeBounds(); tb != nil {
 		if tb.MinTime != 0 && int64(tb.MinTime) > c.closeTime {
@@ -262,7 +312,7 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 			return xdr.TransactionResultCodeTxTooLate, nil
 		}
 	}
-	if chargeFee && t.innerFee < n.opts.BaseFee*int64(len(t.ops)) {
+	if chargeFee && t.innerFee-t.resourceFee < n.opts.BaseFee*int64(len(t.ops)) {
 		return xdr.TransactionResultCodeTxInsufficientFee, nil
 	}
 	src := n.state.accounts[t.source]

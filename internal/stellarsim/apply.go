@@ -268,6 +268,7 @@ func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
 			TxHash:     ac.t.innerHash,
 			Passphrase: ac.n.passphrase,
 			Balances:   viewBalances{ac.v},
+			Soroban:    ac.t.soroban,
 		}, op)
 	}
 	return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}, false

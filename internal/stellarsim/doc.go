@@ -57,19 +57,30 @@
 // liabilities, muxed-account semantics beyond resolving to the account,
 // preconditions other than time and ledger bounds (minSeqNum, minSeqAge,
 // minSeqLedgerGap, extraSigners are refused with txMALFORMED), more than one
-// transaction per source account in the queue, and Soroban: InvokeHostFunction,
-// ExtendFootprintTtl and RestoreFootprint are refused with txMALFORMED unless
-// Options.Contracts provides a ContractHost (the seam a later issue fills).
-// Unsupported classic operations are refused at submission as txFAILED
-// with opNOT_SUPPORTED. Ledger headers and meta are stand-ins: valid XDR,
-// not real hashes or ledger-entry changes. Only account and trustline
-// entries exist for getLedgerEntries.
+// transaction per source account in the queue. Unsupported classic
+// operations are refused at submission as txFAILED with opNOT_SUPPORTED.
+// Ledger headers and meta are stand-ins: valid XDR, not real hashes or
+// ledger-entry changes (no Soroban return value in the meta either).
+//
+// # Soroban
+//
+// InvokeHostFunction, ExtendFootprintTtl and RestoreFootprint are refused
+// with txMALFORMED unless Options.Contracts provides a ContractHost;
+// VaultHost is the one this package has (vault contracts, simulateTransaction,
+// contract data and TTL entries in getLedgerEntries, TTLs and archival; see
+// its doc). With a host, acceptance adds core's Soroban rules: the one
+// Soroban operation needs the transaction's SorobanTransactionData (else
+// txMALFORMED), the fee must cover the declared resource fee plus the
+// inclusion fee (txINSUFFICIENT_FEE), and the charged fee is the inclusion
+// fee plus the whole declared resource fee (no refund).
 //
 // # Endpoints
 //
 //	/rpc                        JSON-RPC 2.0: getHealth, getNetwork, getLatestLedger,
-//	                            getLedgerEntries (account, trustline), getFeeStats,
-//	                            sendTransaction, getTransaction; HandleRPC adds more
+//	                            getLedgerEntries (account, trustline; contract data,
+//	                            code and TTL with a VaultHost), getFeeStats,
+//	                            sendTransaction, getTransaction, simulateTransaction
+//	                            (with a VaultHost); HandleRPC adds more
 //	GET  /                      Horizon root
 //	GET  /accounts/{id}         account with balances (credit first, native last)
 //	POST /transactions          synchronous submit: waits for inclusion up to

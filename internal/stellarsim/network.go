@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
+	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 )
 
 // Errors returned by the helpers.
@@ -155,6 +156,12 @@ func newNetwork(opts Options) (*Network, error) {
 	}
 	n.state.accounts[n.root.Address()] = &account{id: n.root.Address(), balance: rootBalance, lastModified: 1}
 	n.rpcMethods = n.defaultRPCMethods()
+	if _, ok := opts.Contracts.(simulator); ok {
+		n.rpcMethods[protocol.SimulateTransactionMethodName] = n.rpcSimulateTransaction
+	}
+	if a, ok := opts.Contracts.(networkAttacher); ok {
+		a.attach(n)
+	}
 	return n, nil
 }
 
@@ -208,6 +215,9 @@ func (n *Network) Handler() http.Handler {
 	mux.HandleFunc("POST /rpc/", n.serveRPC)
 	n.horizonRoutes(mux)
 	n.adminRoutes(mux)
+	if a, ok := n.contracts.(adminRouter); ok {
+		a.adminRoutes(mux)
+	}
 	return mux
 }
 

@@ -285,6 +285,7 @@ func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (
 	for i, k := range keys {
 		var data xdr.LedgerEntryData
 		var modified uint32
+		var liveUntil *uint32 // contract entries only
 		var err error
 		switch k.Type {
 		case xdr.LedgerEntryTypeAccount:
@@ -309,6 +310,15 @@ func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (
 			}
 			data, err = t.entryXDR(id, asset)
 			modified = t.lastModified
+		case xdr.LedgerEntryTypeContractData, xdr.LedgerEntryTypeContractCode, xdr.LedgerEntryTypeTtl:
+			src, ok := n.contracts.(ledgerEntrySource)
+			if !ok {
+				continue
+			}
+			var found bool
+			if data, modified, liveUntil, found = src.ledgerEntry(k); !found {
+				continue
+			}
 		default:
 			continue // other entry types do not exist here
 		}
@@ -319,7 +329,8 @@ func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (
 		if err != nil {
 			return nil, fmt.Errorf("encoding entry: %w", err)
 		}
-		resp.Entries = append(resp.Entries, protocol.LedgerEntryResult{KeyXDR: req.Keys[i], DataXDR: b, LastModifiedLedger: modified})
+		resp.Entries = append(resp.Entries, protocol.LedgerEntryResult{KeyXDR: req.Keys[i], DataXDR: b, LastModifiedLedger: modified,
+			LiveUntilLedgerSeq: liveUntil})
 	}
 	return resp, nil
 }

@@ -11,7 +11,13 @@ import (
 // ExtendFootprintTtl and RestoreFootprint are refused at submission with
 // txMALFORMED. With a host, a transaction holding exactly one such operation
 // is accepted by the classic rules and Apply runs it at ledger close; a
-// false second result fails the transaction (fee still charged).
+// false second result fails the transaction (fee still charged). Apply is
+// called with the network's lock held and runs the only operation of its
+// transaction, so a host may commit its own state when it returns true.
+//
+// A host may also implement (unexported, see VaultHost): attaching to the
+// network at Start, serving simulateTransaction, serving its ledger entries
+// through getLedgerEntries, and adding admin routes.
 type ContractHost interface {
 	Apply(ctx ContractContext, op xdr.Operation) (xdr.OperationResult, bool)
 }
@@ -23,6 +29,9 @@ type ContractContext struct {
 	TxHash     string // inner transaction hash, hex
 	Passphrase string
 	Balances   Balances // classic balances, written only if the transaction succeeds
+	// Soroban is the transaction's SorobanTransactionData (footprint,
+	// declared resources, resource fee); never nil for a Soroban operation.
+	Soroban *xdr.SorobanTransactionData
 }
 
 // Balances lets a contract read and move classic balances inside the

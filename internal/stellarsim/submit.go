@@ -148,7 +148,7 @@ func (n *Network) acceptLocked(s *submission) {
 		}
 		// Replace-by-fee: core wants 10x the queued fee rate and otherwise
 		// answers ERROR txINSUFFICIENT_FEE with the fee it would need.
-		need := int64(math.Ceil(10 * queued.tx.feeRate() * float64(len(t.ops)+1)))
+		need := int64(math.Ceil(10*queued.tx.feeRate()*float64(len(t.ops)+1))) + t.resourceFee
 		if t.outerFee < need {
 			r := simpleResult(need, xdr.TransactionResultCodeTxInsufficientFee, nil)
 			s.status, s.errResult, s.errCode = StatusError, &r, xdr.TransactionResultCodeTxInsufficientFee

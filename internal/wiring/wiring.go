@@ -13,12 +13,14 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/api"
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -34,14 +36,18 @@ type Deps struct {
 	Logger     *slog.Logger
 	// Clock is the orchestrator's clock; nil means the system clock.
 	Clock transfer.Clock
+	// Observer receives the orchestrator's traces and reports (metrics); nil means none.
+	Observer transfer.Observer
 }
 
 // Service is the assembled API service.
 type Service struct {
 	Orchestrator *transfer.Orchestrator
-	Ledger       *stellar.RPCLedger
+	Ledger       StellarLedger
 	Store        *dynamo.Store
 	Handler      http.Handler
+	// Channels is the channel account pool; nil when CHANNEL_COUNT is 0 (the vault is the source).
+	Channels *stellar.ChannelPool
 }
 
 // Build assembles the API service. It makes no network call.
@@ -50,13 +56,7 @@ func Build(d Deps) (*Service, error) {
 	for i, a := range d.Config.Assets {
 		assets[i] = txnbuild.CreditAsset{Code: a.Code, Issuer: a.Issuer}
 	}
-	if d.Config.Backend != "rpc" {
-		return nil, fmt.Errorf("wiring: STELLAR_BACKEND=%s is not available yet; use rpc", d.Config.Backend)
-	}
-	ledger, err := stellar.NewRPCLedger(stellar.RPCConfig{
-		URL: d.Config.RPCURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
-		VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops, Keys: d.Keys,
-	})
+	ledger, pool, err := buildLedger(d, assets)
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %w", err)
 	}
@@ -74,19 +74,21 @@ func Build(d Deps) (*Service, error) {
 		Store: store, Ledger: ledger, Clock: clock, Logger: logger,
 		Settings: func() transfer.Settings { return config.Settings(getenv) },
 		Breaker:  transfer.NewBreaker(d.Config.Breaker),
+		Observer: d.Observer,
 	}
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {
 		return transfer.Rules{Assets: codes, MaxKeyLength: config.Settings(getenv).MaxKeyLength, Addresses: stellar.Addresses{}}
 	}
 	h := api.NewHandler(orch, rules, api.WithLogger(logger))
-	return &Service{Orchestrator: orch, Ledger: ledger, Store: store, Handler: h}, nil
+	return &Service{Orchestrator: orch, Ledger: ledger, Channels: pool, Store: store, Handler: h}, nil
 }
 
 // AWSClients are the AWS SDK clients the functions use.
 type AWSClients struct {
 	Dynamo  *dynamodb.Client
 	Secrets *secretsmanager.Client
+	SNS     *sns.Client
 }
 
 // NewAWSClients loads the AWS configuration (region and credentials from the Lambda environment)
@@ -98,10 +100,11 @@ func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, erro
 	if err != nil {
 		return AWSClients{}, fmt.Errorf("wiring: AWS config: %w", err)
 	}
+	tracing.InstrumentAWS(&cfg) // one X-Ray subsegment per AWS call in a traced invocation
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if dynamoEndpoint != "" {
 			o.BaseEndpoint = &dynamoEndpoint
 		}
 	})
-	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg)}, nil
+	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg)}, nil
 }

@@ -1,0 +1,66 @@
+// Command reconcile is the ReconcileFunction Lambda: operator actions and the scheduled sweep ->
+// internal/reconcile. It only wires. Payloads: {"action":"list"|"get"|"resolve"|"sweep"|"channels",
+// ...}; see README.md. Environment: as the API function (TABLE_NAME, STELLAR_RPC_URL,
+// NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, ...) except SIGNING_SECRET_ARN: reconciling only
+// looks transactions up, so this function never reads the signing keys.
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
+	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/reconcile"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/tracing"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/wiring"
+)
+
+func main() {
+	logger := logging.New(os.Stdout, slog.LevelInfo)
+	fail := func(msg string, err error) {
+		logger.Error(msg, "err", err)
+		os.Exit(1)
+	}
+	if err := tracing.Configure(); err != nil {
+		fail("X-Ray configuration", err)
+	}
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		fail("invalid configuration", err)
+	}
+	clients, err := wiring.NewAWSClients(context.Background(), cfg.DynamoEndpoint)
+	if err != nil {
+		fail("AWS clients", err)
+	}
+	emf := metrics.New(os.Stdout, nil)
+	svc, err := wiring.Build(wiring.Deps{
+		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: noSigning{}, Logger: logger,
+		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
+		Observer:   tracing.Observer{},
+	})
+	if err != nil {
+		fail("assembling the service", err)
+	}
+	rec := reconcile.New(reconcile.Config{
+		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: emf, Clock: transfer.SystemClock{},
+		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: logger,
+	})
+	lambda.Start(rec.Invoke)
+}
+
+// noSigning is the key source of a function that never signs.
+type noSigning struct{}
+
+func (noSigning) Keys(context.Context) (stellar.Keys, error) {
+	return stellar.Keys{}, errors.New("the reconcile function does not sign transactions")
+}

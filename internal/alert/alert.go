@@ -1,0 +1,305 @@
+// Package alert turns the table's DynamoDB stream into operator signals: an error-level log line
+// (alert "transfer-in-doubt") and an optional SNS message when a transfer becomes in_doubt, an
+// info line (alert "transfer-in-doubt-resolved") when it leaves that state, and the in-doubt
+// gauge (DESIGN.md section 7). It is the alert function's handler (functions/alert).
+package alert
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Alert names, the value of the "alert" attribute of the log lines (seed 000, "The in-doubt
+// window": log at error with alert: "transfer-in-doubt").
+const (
+	InDoubtAlert  = "transfer-in-doubt"
+	ResolvedAlert = "transfer-in-doubt-resolved"
+)
+
+// InDoubtLister reads the in-doubt index (dynamo.Store).
+type InDoubtLister interface {
+	ListInDoubt(ctx context.Context, limit int, cursor string) ([]transfer.Record, string, error)
+}
+
+// Gauge publishes the in-doubt gauge (metrics.Writer).
+type Gauge interface {
+	InDoubtGauge(ctx context.Context, n int)
+}
+
+// Publisher sends an SNS message (*sns.Client).
+type Publisher interface {
+	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
+// Config assembles a Handler. Store and Gauge are required; Publisher and TopicARN together
+// enable the SNS message (ALERT_TOPIC_ARN).
+type Config struct {
+	Store     InDoubtLister
+	Gauge     Gauge
+	Publisher Publisher
+	TopicARN  string
+	Logger    *slog.Logger
+}
+
+// Handler handles DynamoDB stream batches (NEW_AND_OLD_IMAGES).
+type Handler struct {
+	cfg Config
+}
+
+// New returns a Handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Handler{cfg: cfg}
+}
+
+// gaugePageSize is the page size used to count the in-doubt index; maxGaugePages bounds the count
+// (100,000 items: far beyond anything an operator could work through).
+const (
+	gaugePageSize = 100
+	maxGaugePages = 1000
+)
+
+// Details are the operator fields of an in-doubt transfer (seed 000, "The in-doubt window":
+// wallet, operation, amount, asset, failing code, the client's idempotency key, the trace ID) with
+// the store key and what is needed to find the envelope on chain. Never the fingerprint, never
+// the signed XDR, never a key.
+type Details struct {
+	Alert           string    `json:"alert"`
+	StoreKey        string    `json:"storeKey"`
+	WalletAddress   string    `json:"walletAddress"`
+	OperationType   string    `json:"operationType"`
+	Amount          string    `json:"amount"`
+	Asset           string    `json:"asset"`
+	FailingCode     string    `json:"failingCode"`
+	IdempotencyKey  string    `json:"idempotencyKey"`
+	TraceID         string    `json:"traceId,omitempty"`
+	InnerHash       string    `json:"innerHash,omitempty"`
+	OuterHash       string    `json:"outerHash,omitempty"`
+	MaxTime         int64     `json:"maxTime,omitempty"` // epoch seconds
+	SubmittedLedger uint32    `json:"submittedLedger,omitempty"`
+	InDoubtSince    time.Time `json:"inDoubtSince,omitzero"`
+}
+
+// DetailsOf returns rec's operator fields.
+func DetailsOf(rec transfer.Record) Details {
+	d := Details{
+		Alert: InDoubtAlert, StoreKey: rec.StoreKey, WalletAddress: rec.Request.WalletAddress,
+		OperationType: string(rec.Request.OperationType), Amount: rec.Request.Amount, Asset: rec.Request.Asset,
+		FailingCode: transfer.CodeInternalError, IdempotencyKey: rec.ClientKey, TraceID: rec.TraceID,
+		InDoubtSince: rec.UpdatedAt,
+	}
+	if rec.Result != nil && rec.Result.Code != "" {
+		d.FailingCode = rec.Result.Code
+	}
+	if e := rec.Envelope; e != nil {
+		d.InnerHash, d.OuterHash, d.MaxTime, d.SubmittedLedger = e.InnerHash, e.OuterHash, e.MaxTime, e.SubmittedLedger
+	}
+	return d
+}
+
+func (d Details) attrs() []any {
+	return []any{
+		"alert", d.Alert, "storeKey", d.StoreKey, "walletAddress", d.WalletAddress,
+		"operationType", d.OperationType, "amount", d.Amount, "asset", d.Asset, "failingCode", d.FailingCode,
+		"idempotencyKey", d.IdempotencyKey, "traceId", d.TraceID, "innerHash", d.InnerHash,
+		"outerHash", d.OuterHash, "maxTime", d.MaxTime, "submittedLedger", d.SubmittedLedger,
+		"inDoubtSince", d.InDoubtSince,
+	}
+}
+
+// Handle processes a batch in order. A transfer entering in_doubt is alerted (log, then SNS); one
+// leaving it is logged as resolved; items that are not transfers (channel accounts) and other
+// transitions are ignored. A malformed record (an image that does not decode, a missing image)
+// is logged and skipped: retrying cannot fix it, and reporting it would hold the shard back
+// until the record expires. A failure that a retry can fix (the SNS publish) ends the batch there
+// and reports that record's sequence number: Lambda retries a stream batch from the lowest
+// reported sequence number, so records after it would be delivered again anyway, and alerting
+// them now would alert them twice. When the batch moved anything into or out of in_doubt, the
+// gauge is refreshed from the in-doubt index. The error result is always nil.
+func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	changed := false
+	for i := range ev.Records {
+		r := &ev.Records[i]
+		moved, err := h.record(ctx, r)
+		changed = changed || moved
+		var bad *malformedError
+		switch {
+		case errors.As(err, &bad):
+			h.cfg.Logger.ErrorContext(ctx, "malformed stream record skipped", "eventID", r.EventID,
+				"eventName", r.EventName, "sequenceNumber", r.Change.SequenceNumber, "err", err)
+		case err != nil:
+			h.cfg.Logger.ErrorContext(ctx, "stream record failed; the batch will be retried from it", "eventID", r.EventID,
+				"sequenceNumber", r.Change.SequenceNumber, "err", err)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
+			if changed {
+				h.refreshGauge(ctx)
+			}
+			return resp, nil
+		}
+	}
+	if changed {
+		h.refreshGauge(ctx)
+	}
+	return resp, nil
+}
+
+// malformedError marks a record that no retry can process.
+type malformedError struct{ err error }
+
+func (e *malformedError) Error() string { return e.err.Error() }
+func (e *malformedError) Unwrap() error { return e.err }
+
+func malformed(format string, args ...any) error {
+	return &malformedError{err: fmt.Errorf(format, args...)}
+}
+
+// record handles one stream record and reports whether it moved a transfer into or out of in_doubt.
+func (h *Handler) record(ctx context.Context, r *events.DynamoDBEventRecord) (bool, error) {
+	if !isTransfer(r) {
+		return false, nil
+	}
+	var oldRec, newRec *transfer.Record
+	switch r.EventName {
+	case "INSERT", "MODIFY", "REMOVE":
+	default:
+		return false, malformed("unknown event name %q", r.EventName)
+	}
+	if r.EventName != "INSERT" {
+		if len(r.Change.OldImage) == 0 {
+			return false, malformed("%s record without an old image (the stream must be NEW_AND_OLD_IMAGES)", r.EventName)
+		}
+		rec, err := decode(r.Change.OldImage)
+		if err != nil {
+			return false, malformed("old image: %w", err)
+		}
+		oldRec = &rec
+	}
+	if r.EventName != "REMOVE" {
+		if len(r.Change.NewImage) == 0 {
+			return false, malformed("%s record without a new image (the stream must be NEW_AND_OLD_IMAGES)", r.EventName)
+		}
+		rec, err := decode(r.Change.NewImage)
+		if err != nil {
+			return false, malformed("new image: %w", err)
+		}
+		newRec = &rec
+	}
+	wasInDoubt := oldRec != nil && oldRec.Status == transfer.StatusInDoubt
+	isInDoubt := newRec != nil && newRec.Status == transfer.StatusInDoubt
+	switch {
+	case isInDoubt && !wasInDoubt:
+		return true, h.inDoubt(ctx, *newRec)
+	case wasInDoubt && !isInDoubt:
+		h.resolved(ctx, *oldRec, newRec)
+		return true, nil
+	}
+	return false, nil
+}
+
+func isTransfer(r *events.DynamoDBEventRecord) bool {
+	pk, ok := r.Change.Keys[dynamo.AttrPK]
+	if !ok || pk.DataType() != events.DataTypeString {
+		// No usable key: let the images decide (a malformed one is reported as such).
+		return true
+	}
+	return strings.HasPrefix(pk.String(), "transfer:")
+}
+
+func decode(image map[string]events.DynamoDBAttributeValue) (transfer.Record, error) {
+	av, err := ToSDK(image)
+	if err != nil {
+		return transfer.Record{}, err
+	}
+	return dynamo.DecodeItem(av)
+}
+
+// inDoubt alerts: the error line first (it must not depend on SNS), then the SNS message.
+func (h *Handler) inDoubt(ctx context.Context, rec transfer.Record) error {
+	d := DetailsOf(rec)
+	h.cfg.Logger.ErrorContext(ctx, "transfer in doubt: it may or may not have landed; reconcile it", d.attrs()...)
+	if h.cfg.Publisher == nil || h.cfg.TopicARN == "" {
+		return nil
+	}
+	body, err := json.Marshal(d)
+	if err != nil {
+		return malformed("encoding the alert: %w", err)
+	}
+	_, err = h.cfg.Publisher.Publish(ctx, &sns.PublishInput{
+		TopicArn: aws.String(h.cfg.TopicARN),
+		Subject:  aws.String("Transfer in doubt: " + d.OperationType + " " + d.Amount + " " + d.Asset),
+		Message:  aws.String(string(body)),
+	})
+	if err != nil {
+		return fmt.Errorf("alert: publishing to SNS: %w", err)
+	}
+	return nil
+}
+
+// resolved logs a transfer leaving in_doubt: to replayable or rejected (landed or failed on
+// chain), or removed (released: nothing can land). An operator's audit, when the new image or,
+// for a removal, the old image carries one, is logged with it.
+func (h *Handler) resolved(ctx context.Context, old transfer.Record, next *transfer.Record) {
+	attrs := []any{"alert", ResolvedAlert, "storeKey", old.StoreKey, "idempotencyKey", old.ClientKey,
+		"walletAddress", old.Request.WalletAddress}
+	audit := old.Audit
+	if next == nil {
+		attrs = append(attrs, "resolution", string(transfer.ResolvedReleased))
+	} else {
+		attrs = append(attrs, "resolution", string(next.Status))
+		if next.Result != nil && next.Result.TransactionHash != "" {
+			attrs = append(attrs, "transactionHash", next.Result.TransactionHash, "ledger", next.Result.Ledger)
+		}
+		if next.Audit != nil {
+			audit = next.Audit
+		}
+	}
+	if audit != nil {
+		attrs = append(attrs, slog.Group("audit", "action", audit.Action, "operator", audit.Operator,
+			"requestId", audit.RequestID, "reason", audit.Reason, "forced", audit.Forced, "at", audit.At))
+	}
+	h.cfg.Logger.InfoContext(ctx, "transfer in doubt resolved", attrs...)
+}
+
+// refreshGauge counts the in-doubt index and publishes the gauge. A failure is logged: the sweep
+// publishes the gauge every minute anyway. The index is eventually consistent, so on DynamoDB
+// the count may lag the batch by a moment; the next batch or sweep corrects it.
+func (h *Handler) refreshGauge(ctx context.Context) {
+	n, err := CountInDoubt(ctx, h.cfg.Store)
+	if err != nil {
+		h.cfg.Logger.WarnContext(ctx, "counting in-doubt transfers failed; the gauge was not updated", "err", err)
+		return
+	}
+	h.cfg.Gauge.InDoubtGauge(ctx, n)
+}
+
+// CountInDoubt counts the in-doubt index, page by page (at most 100,000 items).
+func CountInDoubt(ctx context.Context, store InDoubtLister) (int, error) {
+	n, cursor := 0, ""
+	for range maxGaugePages {
+		recs, next, err := store.ListInDoubt(ctx, gaugePageSize, cursor)
+		if err != nil {
+			return 0, err
+		}
+		n += len(recs)
+		if next == "" {
+			return n, nil
+		}
+		cursor = next
+	}
+	return n, nil
+}

@@ -1,0 +1,513 @@
+package cfntemplate_test
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
+	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/metrics"
+)
+
+// The deployed template (template.yaml at the repository root) held to the code.
+
+// functions maps each function's logical ID to its directory under functions/.
+var functions = map[string]string{"ApiFunction": "api", "AlertFunction": "alert", "ReconcileFunction": "reconcile"}
+
+func load(t *testing.T) *cfntemplate.Template {
+	t.Helper()
+	tpl, err := cfntemplate.Load("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+func get(t *testing.T, v any, path ...any) any {
+	t.Helper()
+	got, ok := cfntemplate.Lookup(v, path...)
+	if !ok {
+		t.Fatalf("template: no %v", path)
+	}
+	return got
+}
+
+func str(t *testing.T, v any, path ...any) string {
+	t.Helper()
+	s, ok := cfntemplate.String(get(t, v, path...))
+	if !ok {
+		t.Fatalf("template: %v is not a scalar", path)
+	}
+	return s
+}
+
+// The table, its index and its stream are exactly dynamo.TableDefinition; TTL is on
+// dynamo.TTLAttribute; the table survives a stack deletion and has PITR.
+func TestTableMatchesDefinition(t *testing.T) {
+	tpl := load(t)
+	ids := tpl.ResourcesOfType("AWS::DynamoDB::Table")
+	if len(ids) != 1 {
+		t.Fatalf("tables = %v, want exactly one", ids)
+	}
+	table := tpl.Resources[ids[0]]
+	p := table.Properties
+	def := dynamo.TableDefinition("transfers")
+
+	if got := str(t, p, "BillingMode"); got != string(def.BillingMode) {
+		t.Errorf("BillingMode = %s, want %s", got, def.BillingMode)
+	}
+	var wantAttrs, gotAttrs []string
+	for _, a := range def.AttributeDefinitions {
+		wantAttrs = append(wantAttrs, aws.ToString(a.AttributeName)+" "+string(a.AttributeType))
+	}
+	for i := range get(t, p, "AttributeDefinitions").([]any) {
+		gotAttrs = append(gotAttrs, str(t, p, "AttributeDefinitions", i, "AttributeName")+" "+str(t, p, "AttributeDefinitions", i, "AttributeType"))
+	}
+	sort.Strings(wantAttrs)
+	sort.Strings(gotAttrs)
+	if !slices.Equal(gotAttrs, wantAttrs) {
+		t.Errorf("AttributeDefinitions = %v, want %v", gotAttrs, wantAttrs)
+	}
+	keySchema := func(v any) []string {
+		var out []string
+		for i := range v.([]any) {
+			out = append(out, str(t, v, i, "AttributeName")+" "+str(t, v, i, "KeyType"))
+		}
+		return out
+	}
+	var wantKeys []string
+	for _, k := range def.KeySchema {
+		wantKeys = append(wantKeys, aws.ToString(k.AttributeName)+" "+string(k.KeyType))
+	}
+	if got := keySchema(get(t, p, "KeySchema")); !slices.Equal(got, wantKeys) {
+		t.Errorf("KeySchema = %v, want %v", got, wantKeys)
+	}
+
+	gsis := get(t, p, "GlobalSecondaryIndexes").([]any)
+	if len(gsis) != len(def.GlobalSecondaryIndexes) {
+		t.Fatalf("%d global secondary indexes, want %d", len(gsis), len(def.GlobalSecondaryIndexes))
+	}
+	for _, want := range def.GlobalSecondaryIndexes {
+		name := aws.ToString(want.IndexName)
+		i := slices.IndexFunc(gsis, func(g any) bool { s, _ := cfntemplate.Lookup(g, "IndexName"); return s == name })
+		if i < 0 {
+			t.Errorf("index %s missing", name)
+			continue
+		}
+		var wk []string
+		for _, k := range want.KeySchema {
+			wk = append(wk, aws.ToString(k.AttributeName)+" "+string(k.KeyType))
+		}
+		if got := keySchema(get(t, gsis[i], "KeySchema")); !slices.Equal(got, wk) {
+			t.Errorf("index %s KeySchema = %v, want %v", name, got, wk)
+		}
+		if got := str(t, gsis[i], "Projection", "ProjectionType"); got != string(want.Projection.ProjectionType) {
+			t.Errorf("index %s projection = %s, want %s", name, got, want.Projection.ProjectionType)
+		}
+		if got, ok := cfntemplate.Lookup(gsis[i], "Projection", "NonKeyAttributes"); ok && !reflect.DeepEqual(got, want.Projection.NonKeyAttributes) {
+			t.Errorf("index %s NonKeyAttributes = %v, want %v", name, got, want.Projection.NonKeyAttributes)
+		}
+	}
+	if got := str(t, p, "StreamSpecification", "StreamViewType"); !aws.ToBool(def.StreamSpecification.StreamEnabled) || got != string(def.StreamSpecification.StreamViewType) {
+		t.Errorf("StreamViewType = %s, want %s", got, def.StreamSpecification.StreamViewType)
+	}
+	if got := str(t, p, "TimeToLiveSpecification", "AttributeName"); got != dynamo.TTLAttribute || str(t, p, "TimeToLiveSpecification", "Enabled") != "true" {
+		t.Errorf("TTL on %s, want %s enabled", got, dynamo.TTLAttribute)
+	}
+	if str(t, p, "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled") != "true" {
+		t.Error("point-in-time recovery is off")
+	}
+	if str(t, p, "DeletionProtectionEnabled") != "true" || table.DeletionPolicy != "Retain" {
+		t.Errorf("deletion protection %v, DeletionPolicy %q: want true and Retain", p["DeletionProtectionEnabled"], table.DeletionPolicy)
+	}
+	// Every index a policy names exists.
+	raw, _ := os.ReadFile("../../template.yaml")
+	for _, m := range regexp.MustCompile(`/index/([A-Za-z0-9_.*-]+)`).FindAllStringSubmatch(string(raw), -1) {
+		if m[1] != dynamo.InDoubtIndex {
+			t.Errorf("a policy names index %q; the table's index is %q", m[1], dynamo.InDoubtIndex)
+		}
+	}
+}
+
+// Every function: provided.al2023 on arm64, bootstrap, built by the Makefile's build-<LogicalId>
+// target from functions/<dir>, traced, logging JSON to its own log group, with its own role.
+func TestFunctions(t *testing.T) {
+	tpl := load(t)
+	globals := tpl.Globals["Function"]
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := tpl.ResourcesOfType("AWS::Serverless::Function")
+	sort.Strings(ids)
+	if want := []string{"AlertFunction", "ApiFunction", "ReconcileFunction"}; !slices.Equal(ids, want) {
+		t.Fatalf("functions = %v, want %v", ids, want)
+	}
+	for _, id := range ids {
+		fn := tpl.Resources[id]
+		prop := func(path ...any) string {
+			if v, ok := cfntemplate.Lookup(fn.Properties, path...); ok {
+				s, _ := cfntemplate.String(v)
+				return s
+			}
+			v, _ := cfntemplate.Lookup(map[string]any(globals), path...)
+			s, _ := cfntemplate.String(v)
+			return s
+		}
+		for path, want := range map[string]string{
+			"Runtime": "provided.al2023", "Handler": "bootstrap", "Tracing": "Active",
+			"LoggingConfig.LogFormat": "JSON", "CodeUri": ".",
+		} {
+			var p []any
+			for _, s := range strings.Split(path, ".") {
+				p = append(p, s)
+			}
+			if got := prop(p...); got != want {
+				t.Errorf("%s %s = %q, want %q", id, path, got, want)
+			}
+		}
+		arch, ok := cfntemplate.Lookup(fn.Properties, "Architectures")
+		if !ok {
+			arch, _ = cfntemplate.Lookup(map[string]any(globals), "Architectures")
+		}
+		if !reflect.DeepEqual(arch, []any{"arm64"}) {
+			t.Errorf("%s Architectures = %v, want [arm64]", id, arch)
+		}
+		if fn.Metadata["BuildMethod"] != "makefile" {
+			t.Errorf("%s BuildMethod = %v, want makefile", id, fn.Metadata["BuildMethod"])
+		}
+		target := regexp.MustCompile(`(?m)^build-` + id + `:\n\t.*\blambda_build,` + functions[id] + `,\$\(ARTIFACTS_DIR\)\)`)
+		if !target.Match(makefile) {
+			t.Errorf("Makefile has no build-%s target building ./functions/%s into $(ARTIFACTS_DIR)", id, functions[id])
+		}
+		if role := get(t, fn.Properties, "Role"); !reflect.DeepEqual(role, map[string]any{"Fn::GetAtt": []any{id + "Role", "Arn"}}) {
+			t.Errorf("%s Role = %v, want its own %sRole", id, role, id)
+		}
+		if lg := get(t, fn.Properties, "LoggingConfig", "LogGroup"); !reflect.DeepEqual(lg, map[string]any{"Ref": id + "LogGroup"}) {
+			t.Errorf("%s LogGroup = %v, want %sLogGroup", id, lg, id)
+		}
+		if timeout, err := strconv.Atoi(prop("Timeout")); err != nil || timeout <= 0 || timeout > 60 {
+			t.Errorf("%s Timeout = %q", id, prop("Timeout"))
+		}
+	}
+}
+
+// env returns a function's environment as the function sees it, each parameter replaced by its
+// default or, where it has none, by sample.
+func env(t *testing.T, tpl *cfntemplate.Template, id string, sample map[string]string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	add := func(vars any) {
+		for k, v := range vars.(map[string]any) {
+			if s, ok := cfntemplate.String(v); ok {
+				out[k] = s
+				continue
+			}
+			ref, ok := cfntemplate.Lookup(v, "Ref")
+			if !ok {
+				out[k] = "<" + k + " from " + id + ">" // a resource attribute, known at deploy time
+				continue
+			}
+			name := ref.(string)
+			if p, ok := tpl.Parameters[name]; ok {
+				if d, ok := cfntemplate.String(p["Default"]); ok && d != "" {
+					out[k] = d
+				} else if s, ok := sample[name]; ok {
+					out[k] = s
+				} else {
+					t.Fatalf("parameter %s has no default and no sample", name)
+				}
+				continue
+			}
+			if _, ok := tpl.Resources[name]; !ok {
+				t.Fatalf("%s: %s refers to %s, neither parameter nor resource", id, k, name)
+			}
+			out[k] = "<" + name + ">"
+		}
+	}
+	add(get(t, map[string]any(tpl.Globals["Function"]), "Environment", "Variables"))
+	add(get(t, tpl.Resources[id].Properties, "Environment", "Variables"))
+	return out
+}
+
+var sample = map[string]string{
+	"VaultAccount":     "GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7",
+	"Assets":           "USDC:GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
+	"SigningSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/signing-AbCdEf",
+}
+
+// The functions that read config.Load get everything it requires from the template, and the
+// API function's budget fits in API Gateway's 30 s with the orchestrator's margin.
+func TestEnvironmentAndTimeouts(t *testing.T) {
+	tpl := load(t)
+	for _, id := range []string{"ApiFunction", "ReconcileFunction"} {
+		e := env(t, tpl, id, sample)
+		if _, err := config.Load(func(k string) string { return e[k] }); err != nil {
+			t.Errorf("%s: config.Load over the template's environment: %v", id, err)
+		}
+	}
+	// Only the API function signs (functions/reconcile never reads the keys).
+	if e := env(t, tpl, "ApiFunction", sample); !strings.HasPrefix(e["SIGNING_SECRET_ARN"], "arn:aws:secretsmanager:") {
+		t.Errorf("ApiFunction SIGNING_SECRET_ARN = %q", e["SIGNING_SECRET_ARN"])
+	}
+	for _, id := range []string{"AlertFunction", "ReconcileFunction"} {
+		if v, ok := env(t, tpl, id, sample)["SIGNING_SECRET_ARN"]; ok {
+			t.Errorf("%s has SIGNING_SECRET_ARN=%s but never signs", id, v)
+		}
+		for _, st := range statements(t, tpl, id+"Role") {
+			if slices.Contains(st.actions, "secretsmanager:GetSecretValue") {
+				t.Errorf("%sRole may read a secret it never uses", id)
+			}
+		}
+	}
+	alert := env(t, tpl, "AlertFunction", sample)
+	for _, k := range []string{"TABLE_NAME", "ALERT_TOPIC_ARN"} {
+		if alert[k] == "" {
+			t.Errorf("AlertFunction has no %s", k)
+		}
+	}
+
+	api := tpl.Resources["ApiFunction"].Properties
+	timeout, _ := strconv.Atoi(str(t, api, "Timeout"))
+	integration := tpl.Resources["HttpApiIntegration"].Properties
+	limit, _ := strconv.Atoi(str(t, integration, "TimeoutInMillis"))
+	if limit > 30000 || timeout*1000 >= limit {
+		t.Errorf("ApiFunction Timeout %d s must be below the integration's %d ms (at most 30000)", timeout, limit)
+	}
+	e := env(t, tpl, "ApiFunction", sample)
+	margin, _ := strconv.Atoi(e["TRANSFER_DEADLINE_MARGIN_MS"])
+	budget := tpl.Parameters["TransferTimeoutMs"]
+	for _, k := range []string{"Default", "MaxValue"} {
+		v, _ := cfntemplate.String(budget[k])
+		ms, _ := strconv.Atoi(v)
+		if ms <= 0 || ms+margin > timeout*1000 {
+			t.Errorf("TransferTimeoutMs %s %d ms + margin %d ms exceeds the function's %d s", k, ms, margin, timeout)
+		}
+	}
+	if e["TRANSFER_ORCHESTRATION_TIMEOUT_MS"] == "" || margin == 0 {
+		t.Errorf("ApiFunction must set TRANSFER_ORCHESTRATION_TIMEOUT_MS and TRANSFER_DEADLINE_MARGIN_MS: %v", e)
+	}
+	// No key material in parameters or environment values: only the secret's ARN.
+	for name, p := range tpl.Parameters {
+		if n := strings.ToLower(name); strings.Contains(n, "seed") || (strings.Contains(n, "secret") && !strings.HasSuffix(n, "arn")) {
+			t.Errorf("parameter %s looks like key material (%v)", name, p)
+		}
+	}
+	for id := range functions {
+		for k := range env(t, tpl, id, sample) {
+			if strings.Contains(k, "SEED") || (strings.Contains(k, "SECRET") && k != "SIGNING_SECRET_ARN") {
+				t.Errorf("%s environment variable %s looks like key material", id, k)
+			}
+		}
+	}
+}
+
+// Least privilege: no "*" or "service:*" action; "*" resources only for X-Ray's actions, which have
+// no resource-level permissions.
+func TestLeastPrivilege(t *testing.T) {
+	tpl := load(t)
+	roles := tpl.ResourcesOfType("AWS::IAM::Role")
+	sort.Strings(roles)
+	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "ReconcileFunctionRole"}; !slices.Equal(roles, want) {
+		t.Fatalf("roles = %v, want %v", roles, want)
+	}
+	for _, id := range roles {
+		if _, ok := tpl.Resources[id].Properties["ManagedPolicyArns"]; ok {
+			t.Errorf("%s attaches managed policies; state each permission inline", id)
+		}
+		for _, st := range statements(t, tpl, id) {
+			for _, a := range st.actions {
+				if a == "*" || strings.HasSuffix(a, ":*") || !strings.Contains(a, ":") {
+					t.Errorf("%s statement %s: action %q", id, st.sid, a)
+				}
+			}
+			if st.resource == "*" && !allXRay(st.actions) {
+				t.Errorf("%s statement %s: resource * for %v", id, st.sid, st.actions)
+			}
+		}
+	}
+	// The API and reconcile functions use a dynamo.Store: exactly the operations of dynamo.Client.
+	// The alert function only lists the in-doubt index (alert.InDoubtLister: a Query).
+	var want []string
+	ct := reflect.TypeFor[dynamo.Client]()
+	for i := range ct.NumMethod() {
+		want = append(want, "dynamodb:"+ct.Method(i).Name)
+	}
+	for _, role := range []string{"ApiFunctionRole", "ReconcileFunctionRole"} {
+		if got := dynamoActions(t, tpl, role); !slices.Equal(got, want) {
+			t.Errorf("%s DynamoDB actions = %v, want dynamo.Client's %v", role, got, want)
+		}
+	}
+	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:Query"}) {
+		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want only Query (stream reads aside)", got)
+	}
+}
+
+type statement struct {
+	sid      string
+	actions  []string
+	resource string // the resource as JSON, or "*"
+}
+
+func statements(t *testing.T, tpl *cfntemplate.Template, role string) []statement {
+	t.Helper()
+	var out []statement
+	for _, pol := range get(t, tpl.Resources[role].Properties, "Policies").([]any) {
+		for _, st := range get(t, pol, "PolicyDocument", "Statement").([]any) {
+			if branches, ok := cfntemplate.Lookup(st, "Fn::If"); ok {
+				st = branches.([]any)[1] // the condition's true branch; the false one is AWS::NoValue
+			}
+			if effect, _ := cfntemplate.Lookup(st, "Effect"); effect != "Allow" {
+				t.Errorf("%s: statement %v is not Allow", role, st)
+			}
+			s := statement{}
+			if sid, ok := cfntemplate.Lookup(st, "Sid"); ok {
+				s.sid, _ = sid.(string)
+			}
+			switch a := get(t, st, "Action").(type) {
+			case string:
+				s.actions = []string{a}
+			case []any:
+				for _, x := range a {
+					s.actions = append(s.actions, x.(string))
+				}
+			}
+			res := get(t, st, "Resource")
+			if r, ok := res.(string); ok && r == "*" {
+				s.resource = "*"
+			} else {
+				b, _ := json.Marshal(res)
+				s.resource = string(b)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func allXRay(actions []string) bool {
+	for _, a := range actions {
+		if !strings.HasPrefix(a, "xray:Put") {
+			return false
+		}
+	}
+	return true
+}
+
+func dynamoActions(t *testing.T, tpl *cfntemplate.Template, role string) []string {
+	var out []string
+	for _, st := range statements(t, tpl, role) {
+		for _, a := range st.actions {
+			if strings.HasPrefix(a, "dynamodb:") && !strings.Contains(a, "Stream") && a != "dynamodb:GetRecords" && a != "dynamodb:GetShardIterator" {
+				out = append(out, a)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The stream mapping filters on the status, reports partial failures, bisects, retries a bounded
+// number of times and sends what it gives up on to the queue that has an alarm.
+func TestStreamMappingScheduleAndAlarms(t *testing.T) {
+	tpl := load(t)
+	ev := get(t, tpl.Resources["AlertFunction"].Properties, "Events", "TransferChanges")
+	if str(t, ev, "Type") != "DynamoDB" {
+		t.Fatalf("AlertFunction's event is %v", ev)
+	}
+	p := get(t, ev, "Properties")
+	if !reflect.DeepEqual(get(t, p, "Stream"), map[string]any{"Fn::GetAtt": []any{"TransfersTable", "StreamArn"}}) {
+		t.Errorf("stream = %v", get(t, p, "Stream"))
+	}
+	if !reflect.DeepEqual(get(t, p, "FunctionResponseTypes"), []any{"ReportBatchItemFailures"}) || str(t, p, "BisectBatchOnFunctionError") != "true" {
+		t.Error("the mapping must report batch item failures and bisect on error")
+	}
+	if n, _ := strconv.Atoi(str(t, p, "MaximumRetryAttempts")); n < 1 || n > 10 {
+		t.Errorf("MaximumRetryAttempts = %d, want 1..10", n)
+	}
+	if !reflect.DeepEqual(get(t, p, "DestinationConfig", "OnFailure", "Destination"), map[string]any{"Fn::GetAtt": []any{"AlertFailureQueue", "Arn"}}) {
+		t.Error("on-failure destination is not AlertFailureQueue")
+	}
+	// Each filter is valid JSON on the images' status, and together they pass in_doubt entering,
+	// staying and leaving.
+	var sides []string
+	for i, f := range get(t, p, "FilterCriteria", "Filters").([]any) {
+		var pat map[string]map[string]map[string]map[string][]string
+		if err := json.Unmarshal([]byte(str(t, f, "Pattern")), &pat); err != nil {
+			t.Fatalf("filter %d: %v", i, err)
+		}
+		for side, img := range pat["dynamodb"] {
+			if !slices.Equal(img["status"]["S"], []string{"in_doubt"}) {
+				t.Errorf("filter %d: %s status %v", i, side, img["status"])
+			}
+			sides = append(sides, side)
+		}
+	}
+	sort.Strings(sides)
+	if !slices.Equal(sides, []string{"NewImage", "OldImage"}) {
+		t.Errorf("filters on %v, want NewImage and OldImage", sides)
+	}
+
+	sweep := get(t, tpl.Resources["ReconcileFunction"].Properties, "Events", "Sweep")
+	if str(t, sweep, "Type") != "Schedule" || str(t, sweep, "Properties", "Schedule") != "rate(1 minute)" {
+		t.Errorf("sweep schedule = %v", sweep)
+	}
+	var input map[string]any
+	if err := json.Unmarshal([]byte(str(t, sweep, "Properties", "Input")), &input); err != nil || !reflect.DeepEqual(input, map[string]any{"action": "sweep"}) {
+		t.Errorf("sweep input = %v (%v)", input, err)
+	}
+
+	alarm := tpl.Resources["InDoubtAlarm"].Properties
+	if str(t, alarm, "Namespace") != metrics.Namespace || str(t, alarm, "MetricName") != metrics.InDoubt ||
+		str(t, alarm, "ComparisonOperator") != "GreaterThanThreshold" || str(t, alarm, "Threshold") != "0" {
+		t.Errorf("InDoubtAlarm = %v", alarm)
+	}
+	if _, ok := alarm["Dimensions"]; ok {
+		t.Error("InDoubtAlarm has dimensions; the gauge is published without any")
+	}
+	for _, id := range []string{"InDoubtAlarm", "AlertFunctionErrorsAlarm", "AlertFailureQueueAlarm"} {
+		if !reflect.DeepEqual(get(t, tpl.Resources[id].Properties, "AlarmActions"), []any{map[string]any{"Ref": "AlertTopic"}}) {
+			t.Errorf("%s does not notify AlertTopic", id)
+		}
+	}
+	for _, out := range []string{"ApiUrl", "TableName", "ApiFunctionName", "AlertFunctionName", "ReconcileFunctionName", "AlertTopicArn"} {
+		if _, ok := tpl.Outputs[out]; !ok {
+			t.Errorf("output %s missing", out)
+		}
+	}
+}
+
+// The API's routes are the handler's, each with the parameterised authorization.
+func TestHTTPAPI(t *testing.T) {
+	tpl := load(t)
+	var keys []string
+	for _, id := range tpl.ResourcesOfType("AWS::ApiGatewayV2::Route") {
+		p := tpl.Resources[id].Properties
+		keys = append(keys, str(t, p, "RouteKey"))
+		if !reflect.DeepEqual(get(t, p, "AuthorizationType"), map[string]any{"Fn::If": []any{"IamAuthorization", "AWS_IAM", "NONE"}}) {
+			t.Errorf("route %s authorization = %v", id, get(t, p, "AuthorizationType"))
+		}
+	}
+	sort.Strings(keys)
+	want := []string{"$default", "GET /wallets/{walletAddress}/transfers/{idempotencyKey}", "POST /transfers"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("routes = %v, want %v", keys, want)
+	}
+	if p := tpl.Parameters["ApiAuthorization"]; p["Default"] != "AWS_IAM" {
+		t.Errorf("ApiAuthorization defaults to %v, want AWS_IAM", p["Default"])
+	}
+	stage := tpl.Resources["HttpApiStage"].Properties
+	for _, k := range []string{"ThrottlingRateLimit", "ThrottlingBurstLimit"} {
+		get(t, stage, "DefaultRouteSettings", k)
+	}
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/stellar-transfer/orchestrator/internal/alert"
+	"github.com/stellar-transfer/orchestrator/internal/api"
+	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/reconcile"
+	"github.com/stellar-transfer/orchestrator/internal/tracing"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/wiring"
+)
+
+// The three functions as `sam local start-lambda` serves them: the Lambda Invoke API
+// (POST /2015-03-31/functions/{name}/invocations) on 127.0.0.1, so that
+//
+//	aws lambda invoke --endpoint-url http://127.0.0.1:3001 --function-name ReconcileFunction \
+//	  --payload '{"action":"list"}' out.json
+//
+// works (AWS CLI v2 also wants --cli-binary-format raw-in-base64-out). The alert function is fed
+// by the local stream (stream.go), and the sweep runs on a timer, as the schedule runs it in AWS.
+
+// Function names, the template's logical IDs.
+const (
+	apiFunction       = "ApiFunction"
+	alertFunction     = "AlertFunction"
+	reconcileFunction = "ReconcileFunction"
+)
+
+// OpsOptions configure the operating side of the local stack.
+type OpsOptions struct {
+	// LambdaAddr is the Invoke API's address (`make run`: 127.0.0.1:3001); empty means a free port.
+	LambdaAddr string
+	// SweepInterval is how often the sweep runs (default 1 minute, as the schedule).
+	SweepInterval time.Duration
+	// Metrics receives the EMF lines (nil: discarded).
+	Metrics io.Writer
+}
+
+// operations are the alert and reconcile functions, the stream that feeds the first, the sweep
+// timer and the Invoke API.
+type operations struct {
+	opts      Options
+	emf       *metrics.Writer
+	stream    *streamClient
+	alert     *alert.Handler
+	reconcile *reconcile.Service
+	functions map[string]lambda.Handler
+	stop      chan struct{}
+	stopped   chan struct{}
+}
+
+// newOperations prepares them; wrap and observer are used while the service is assembled, start
+// once it is.
+func newOperations(o Options) *operations {
+	w := o.Ops.Metrics
+	if w == nil {
+		w = io.Discard
+	}
+	if o.Ops.SweepInterval <= 0 {
+		o.Ops.SweepInterval = time.Minute
+	}
+	return &operations{opts: o, emf: metrics.New(w, nil), stop: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+// wrap returns the client the functions write through, which emits the table's stream.
+func (p *operations) wrap(db dynamo.Client) dynamo.Client {
+	p.stream = newStreamClient(db, table, p.opts.Logger)
+	return p.stream
+}
+
+// observer is the API function's observer: EMF metrics and (inert locally) X-Ray steps.
+func (p *operations) observer() transfer.Observer {
+	return wiring.Observers{p.emf, tracing.Observer{}}
+}
+
+// start assembles the alert and reconcile functions over svc, starts the stream and the sweep
+// timer, and serves the Invoke API.
+func (p *operations) start(s *Stack, svc *wiring.Service) error {
+	log := p.opts.Logger
+	p.alert = alert.New(alert.Config{Store: svc.Store, Gauge: p.emf, Logger: log})
+	getenv := p.opts.Getenv
+	p.reconcile = reconcile.New(reconcile.Config{
+		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: p.emf, Clock: svc.Orchestrator.Clock,
+		KeyTTL: func() time.Duration { return config.Settings(getenv).KeyTTL }, Logger: log,
+	})
+	p.functions = map[string]lambda.Handler{
+		apiFunction:       lambda.NewHandler(api.NewLambdaHandler(svc.Handler)),
+		alertFunction:     lambda.NewHandler(p.alert.Handle),
+		reconcileFunction: lambda.NewHandler(p.reconcile.Invoke),
+	}
+	ln, err := net.Listen("tcp", p.opts.Ops.LambdaAddr)
+	if err != nil {
+		return fmt.Errorf("devstack: Lambda listener: %w", err)
+	}
+	s.Info.LambdaURL = "http://" + ln.Addr().String()
+	p.stream.start(p.alert.Handle)
+	go p.sweepLoop()
+	s.closers = append(s.closers, p.close)
+	s.serve(ln, p.invokeHandler())
+	return nil
+}
+
+func (p *operations) close() error {
+	close(p.stop)
+	<-p.stopped
+	return p.stream.close()
+}
+
+// sweepLoop runs the reconcile function's sweep every SweepInterval, as the schedule does.
+func (p *operations) sweepLoop() {
+	defer close(p.stopped)
+	t := time.NewTicker(p.opts.Ops.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			ctx, cancel := p.invocation(context.Background(), reconcileFunction)
+			if _, err := p.reconcile.Sweep(ctx); err != nil {
+				p.opts.Logger.ErrorContext(ctx, "scheduled sweep failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// invocation is the context a Lambda invocation of name would have: a request ID and the
+// function's timeout.
+func (p *operations) invocation(parent context.Context, name string) (context.Context, context.CancelFunc) {
+	ctx := lambdacontext.NewContext(parent, &lambdacontext.LambdaContext{AwsRequestID: newRequestID(), InvokedFunctionArn: functionARN(name)})
+	return context.WithTimeout(ctx, p.opts.FunctionTimeout)
+}
+
+func functionARN(name string) string {
+	return "arn:aws:lambda:us-east-1:000000000000:function:" + name
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// maxPayload is Lambda's synchronous invocation payload limit.
+const maxPayload = 6 << 20
+
+// invokeHandler serves the Invoke API: RequestResponse (the default) answers the function's
+// result, or its error with X-Amz-Function-Error; Event answers 202 and runs it in the
+// background; DryRun answers 204.
+func (p *operations) invokeHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if i := strings.LastIndex(name, ":function:"); i >= 0 {
+			name = name[i+len(":function:"):]
+		}
+		h, ok := p.functions[name]
+		if !ok {
+			awsError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+functionARN(name))
+			return
+		}
+		payload, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
+		if err != nil || len(payload) > maxPayload {
+			awsError(w, http.StatusRequestEntityTooLarge, "RequestTooLargeException", "the payload must be at most 6 MB")
+			return
+		}
+		if len(payload) == 0 {
+			payload = []byte("{}")
+		}
+		switch r.Header.Get("X-Amz-Invocation-Type") {
+		case "Event":
+			go func() {
+				ctx, cancel := p.invocation(context.Background(), name)
+				defer cancel()
+				_, _ = p.call(ctx, h, payload)
+			}()
+			w.WriteHeader(http.StatusAccepted)
+			return
+		case "DryRun":
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		ctx, cancel := p.invocation(r.Context(), name)
+		defer cancel()
+		lc, _ := lambdacontext.FromContext(ctx)
+		out, ierr := p.call(ctx, h, payload)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amz-Executed-Version", "$LATEST")
+		w.Header().Set("X-Amzn-Requestid", lc.AwsRequestID)
+		if ierr != nil {
+			w.Header().Set("X-Amz-Function-Error", "Unhandled")
+			out, _ = json.Marshal(ierr)
+		}
+		_, _ = w.Write(out)
+	})
+	return mux
+}
+
+// call invokes h as the Lambda runtime does: an error or a panic becomes the function error the
+// runtime would report ({"errorMessage", "errorType"}).
+func (p *operations) call(ctx context.Context, h lambda.Handler, payload []byte) (out []byte, ierr *messages.InvokeResponse_Error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.opts.Logger.ErrorContext(ctx, "function panicked", "panic", fmt.Sprint(v))
+			out, ierr = nil, &messages.InvokeResponse_Error{Message: fmt.Sprint(v), Type: "Runtime.Panic"}
+		}
+	}()
+	out, err := h.Invoke(ctx, payload)
+	if err == nil {
+		return out, nil
+	}
+	var e messages.InvokeResponse_Error
+	if errors.As(err, &e) {
+		return nil, &e
+	}
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return nil, &messages.InvokeResponse_Error{Message: err.Error(), Type: t.Name()}
+}
+
+// awsError answers an Invoke API error as the AWS JSON protocol does (the CLI reads the type from
+// the x-amzn-ErrorType header).
+func awsError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amzn-Errortype", typ)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"Type": "User", "message": msg})
+}

@@ -1,0 +1,603 @@
+package lambdatest_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/truora/minidyn/server"
+
+	"github.com/stellar-transfer/orchestrator/internal/alert"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/lambdatest"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// The functions' real bootstraps under aws-lambda-rie (issue 8, item 4). They run when
+// AWS_LAMBDA_RIE names the emulator (`make test-lambda` installs it and sets it); plain `go test`
+// skips them, as building three binaries takes a while on a cold cache.
+
+const root = "../.."
+
+// functions maps functions/<dir> to the template's logical ID.
+var functions = map[string]string{"api": "ApiFunction", "alert": "AlertFunction", "reconcile": "ReconcileFunction"}
+
+type built struct {
+	path      string
+	size      int64 // this machine's build, bytes
+	armSize   int64 // linux/arm64 (what Lambda runs), bytes
+	buildErr  error
+	available bool
+}
+
+var (
+	buildOnce sync.Once
+	bootstrap map[string]*built
+)
+
+// rie returns the emulator's path and the bootstrap of functions/<fn>, built once per test binary
+// for this machine and for linux/arm64 (whose size is reported).
+func rie(t *testing.T, fn string) (string, string) {
+	t.Helper()
+	rie := os.Getenv("AWS_LAMBDA_RIE")
+	if rie == "" {
+		t.Skip("AWS_LAMBDA_RIE is not set (make test-lambda sets it)")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the emulator runs linux bootstraps")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bootstraps-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bootstrap = map[string]*built{}
+		var wg sync.WaitGroup
+		for f := range functions {
+			b := &built{path: filepath.Join(dir, f, "bootstrap")}
+			bootstrap[f] = b
+			if _, err := os.Stat(filepath.Join(root, "functions", f, "main.go")); err != nil {
+				continue
+			}
+			b.available = true
+			wg.Go(func() {
+				ctx := context.Background()
+				b.size, b.buildErr = lambdatest.Build(ctx, root, "./functions/"+f, b.path, "linux", runtime.GOARCH)
+				if b.buildErr == nil {
+					b.armSize, b.buildErr = lambdatest.Build(ctx, root, "./functions/"+f, filepath.Join(dir, f, "bootstrap-arm64"), "linux", "arm64")
+				}
+			})
+		}
+		wg.Wait()
+	})
+	b := bootstrap[fn]
+	if !b.available {
+		t.Skipf("functions/%s/main.go does not exist yet", fn)
+	}
+	if b.buildErr != nil {
+		t.Fatal(b.buildErr)
+	}
+	t.Logf("%s bootstrap: %.1f MiB linux/%s, %.1f MiB linux/arm64", functions[fn], mib(b.size), runtime.GOARCH, mib(b.armSize))
+	return rie, b.path
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// stack is what the functions talk to, all on 127.0.0.1: DynamoDB (minidyn) with the table, the
+// local Stellar network with a funded vault, a USDC asset and a wallet, and fake Secrets Manager
+// and SNS endpoints.
+type stack struct {
+	dynamoURL  string
+	db         *dynamodb.Client
+	net        *stellarsim.Network
+	usdc       stellarsim.Asset
+	vault      *keypair.Full
+	wallet     string
+	secrets    *lambdatest.SecretsManager
+	secretsURL string
+	sns        *lambdatest.SNS
+	snsURL     string
+	seedDoc    string // the good secret document, to prove it never reaches a log
+	dynamoLog  *requestLog
+}
+
+// requestLog records each DynamoDB operation and its status, for a failing test's log.
+type requestLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *requestLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		l.mu.Lock()
+		l.lines = append(l.lines, fmt.Sprintf("%s %s %s %s -> %d %.300s", time.Now().Format("15:04:05.000"), r.Method, r.URL.Path, r.Header.Get("X-Amz-Target"), rec.Code, rec.Body.String()))
+		l.mu.Unlock()
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+func (l *requestLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+const (
+	table      = "transfers-rie"
+	secretARN  = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/signing-AbCdEf"
+	badARN     = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/malformed-XyZxYz"
+	missingARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/missing-QqQqQq"
+	topicARN   = "arn:aws:sns:us-east-1:123456789012:transfer-alerts"
+)
+
+func newStack(t *testing.T) *stack {
+	t.Helper()
+	s := &stack{}
+	s.dynamoLog = &requestLog{}
+	ddb := httptest.NewServer(s.dynamoLog.wrap(server.NewServer()))
+	t.Cleanup(ddb.Close)
+	s.dynamoURL = ddb.URL
+	s.db = dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(ddb.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := dynamo.EnsureTable(ctx, s.db, table); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := stellarsim.Start(stellarsim.Options{CloseInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	s.net = n
+	// The network behind a logging proxy, so a failing test shows what the function asked it.
+	s.stellarLog = &requestLog{}
+	target, _ := url.Parse(n.URL())
+	proxy := httptest.NewServer(s.stellarLog.wrap(httputil.NewSingleHostReverseProxy(target)))
+	t.Cleanup(proxy.Close)
+	s.rpcURL = proxy.URL + "/rpc"
+	const xlm = 10_000 * 10_000_000
+	issuer, err := n.CreateKeypair(xlm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.usdc = n.IssueAsset("USDC", issuer)
+	keys, err := stellar.GenerateKeys(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.vault = keys.Vault
+	must(t, n.CreateAccount(s.vault.Address(), xlm))
+	must(t, n.AddTrustline(s.vault.Address(), s.usdc, 0))
+	must(t, n.Mint(s.vault.Address(), s.usdc, 1_000_000*10_000_000))
+	w, err := n.CreateKeypair(xlm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, n.AddTrustline(w.Address(), s.usdc, 0))
+	s.wallet = w.Address()
+
+	doc, err := keys.MarshalSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.seedDoc = string(doc)
+	s.secrets = lambdatest.NewSecretsManager(map[string]string{
+		secretARN: string(doc),
+		badARN:    `{"vaultSeed":"SBADSEEDNOTBASE32"}`,
+	})
+	sm := httptest.NewServer(s.secrets)
+	t.Cleanup(sm.Close)
+	s.secretsURL = sm.URL
+	s.sns = &lambdatest.SNS{}
+	sns := httptest.NewServer(s.sns)
+	t.Cleanup(sns.Close)
+	s.snsURL = sns.URL
+	return s
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// env is a function's environment on this stack: AWS settings (region, static credentials, the
+// fake endpoints) and the service's configuration, minus the names in drop, plus extra.
+func (s *stack) env(drop []string, extra ...string) []string {
+	all := []string{
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER=" + s.secretsURL, "AWS_ENDPOINT_URL_SNS=" + s.snsURL,
+		"TABLE_NAME=" + table, "DYNAMODB_ENDPOINT=" + s.dynamoURL,
+		"STELLAR_BACKEND=rpc", "STELLAR_RPC_URL=" + s.rpcURL, "NETWORK_PASSPHRASE=" + s.net.Passphrase(),
+		"VAULT_ACCOUNT=" + s.vault.Address(), "ASSETS=USDC:" + s.usdc.Issuer, "SIGNING_SECRET_ARN=" + secretARN,
+		"ALERT_TOPIC_ARN=" + topicARN,
+		// The template's values (template.yaml): the API function's timeout is 29 s.
+		"TRANSFER_ORCHESTRATION_TIMEOUT_MS=25000", "TRANSFER_DEADLINE_MARGIN_MS=2000", "TRANSFER_PROOF_WINDOW_MS=7000",
+	}
+	var out []string
+	for _, kv := range all {
+		k, _, _ := strings.Cut(kv, "=")
+		if !contains(drop, k) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// start runs fn's bootstrap under the emulator with env and the function's template timeout.
+func start(t *testing.T, fn string, env []string, timeout time.Duration) *lambdatest.Emulator {
+	t.Helper()
+	rieBin, boot := rie(t, fn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := lambdatest.Start(ctx, lambdatest.Options{RIE: rieBin, Bootstrap: boot, Env: env, FunctionName: functions[fn], Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", functions[fn], e.Log())
+		}
+	})
+	return e
+}
+
+func invoke(t *testing.T, e *lambdatest.Emulator, payload any) lambdatest.Response {
+	t.Helper()
+	b, ok := payload.([]byte)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := e.Invoke(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// reportTimes logs the init duration and each invocation's duration from the emulator's lines.
+func reportTimes(t *testing.T, fn string, e *lambdatest.Emulator, invocations int) {
+	t.Helper()
+	d, ok := e.InitDuration()
+	if !ok {
+		t.Fatalf("%s: no INIT REPORT line", functions[fn])
+	}
+	reports := e.Reports()
+	if len(reports) != invocations {
+		t.Errorf("%s: %d REPORT lines, want %d", functions[fn], len(reports), invocations)
+	}
+	var ds []string
+	for _, r := range reports {
+		ds = append(ds, fmt.Sprintf("%.1f ms", float64(r.Duration.Microseconds())/1000))
+	}
+	t.Logf("%s: init %.1f ms (INIT REPORT); invocations: %s (REPORT)", functions[fn], float64(d.Microseconds())/1000, strings.Join(ds, ", "))
+}
+
+// An init failure: the emulator answers 5xx, and the function's log says why in one line.
+func expectInitFailure(t *testing.T, fn string, env []string, want ...string) string {
+	t.Helper()
+	e := start(t, fn, env, 30*time.Second)
+	r := invoke(t, e, []byte(`{}`))
+	if r.Status < 500 {
+		t.Fatalf("%s with a bad configuration answered %d %s; want an init failure", functions[fn], r.Status, r.Body)
+	}
+	log := e.Log()
+	for _, w := range want {
+		if !strings.Contains(log, w) {
+			t.Errorf("%s init failure: the log does not say %q:\n%s", functions[fn], w, log)
+		}
+	}
+	if !strings.Contains(log, "Runtime exited with error: exit status 1") {
+		t.Errorf("%s: the runtime did not exit with status 1:\n%s", functions[fn], log)
+	}
+	return log
+}
+
+// apiEvent is the API Gateway HTTP API (payload 2.0) fixture at name, with its path, headers and
+// body replaced where given.
+func apiEvent(t *testing.T, name, method, path string, headers map[string]string, body string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "internal/api/testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.RawPath, ev.RawQueryString = path, ""
+	ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = method, path
+	ev.RouteKey = method + " " + path
+	if ev.Headers == nil {
+		ev.Headers = map[string]string{}
+	}
+	for k, v := range headers {
+		ev.Headers[k] = v
+	}
+	ev.Body, ev.IsBase64Encoded = "", false
+	if body != "" {
+		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(body)), true
+		ev.Headers["content-length"] = fmt.Sprint(len(body))
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func httpResponse(t *testing.T, r lambdatest.Response) (events.APIGatewayV2HTTPResponse, map[string]any) {
+	t.Helper()
+	if r.Status != http.StatusOK {
+		t.Fatalf("emulator answered %d: %s", r.Status, r.Body)
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(r.Body, &resp); err != nil {
+		t.Fatalf("not an HTTP API response: %s", r.Body)
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		t.Fatalf("body %q: %v", resp.Body, err)
+	}
+	return resp, body
+}
+
+var hexHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func TestRIEApiFunction(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	e := start(t, "api", s.env(nil), 29*time.Second)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("DynamoDB requests:\n%s\nStellar requests:\n%s", s.dynamoLog, s.stellarLog)
+		}
+	})
+	key := "rie-order-00000001"
+	body := fmt.Sprintf(`{"operationType":"withdraw","walletAddress":%q,"amount":"12.5","asset":"USDC"}`, strings.ToLower(s.wallet))
+	post := apiEvent(t, "apigw-v2-request-post-transfer.json", "POST", "/transfers",
+		map[string]string{"idempotency-key": key, "content-type": "application/json"}, body)
+
+	resp, got := httpResponse(t, invoke(t, e, post))
+	if resp.StatusCode != 200 || !hexHash.MatchString(fmt.Sprint(got["transactionHash"])) || got["replayed"] != false {
+		t.Fatalf("POST /transfers = %d %v", resp.StatusCode, got)
+	}
+	if bal, err := s.net.Balance(s.wallet, s.usdc); err != nil || bal != 125_000_000 {
+		t.Fatalf("the wallet holds %d stroops of USDC (%v), want 12.5 USDC", bal, err)
+	}
+	if s.secrets.Reads() != 1 {
+		t.Errorf("the signing secret was read %d times, want once at init", s.secrets.Reads())
+	}
+	// The same request again replays it.
+	resp2, again := httpResponse(t, invoke(t, e, post))
+	if resp2.StatusCode != 200 || again["transactionHash"] != got["transactionHash"] || again["replayed"] != true || resp2.Headers["Idempotent-Replayed"] != "true" {
+		t.Fatalf("replay = %d %v %v", resp2.StatusCode, again, resp2.Headers)
+	}
+	getEv := apiEvent(t, "apigw-v2-request-get-transfer.json", "GET", "/wallets/"+s.wallet+"/transfers/"+key, nil, "")
+	resp3, view := httpResponse(t, invoke(t, e, getEv))
+	if resp3.StatusCode != 200 || view["status"] != "success" || view["transactionHash"] != got["transactionHash"] {
+		t.Fatalf("GET = %d %v", resp3.StatusCode, view)
+	}
+	// A problem: the key missing.
+	resp4, problem := httpResponse(t, invoke(t, e, apiEvent(t, "apigw-v2-request-post-transfer.json", "POST", "/transfers",
+		map[string]string{"idempotency-key": "", "content-type": "application/json"}, body)))
+	if resp4.StatusCode != 400 || problem["code"] != transfer.CodeKeyMissing || resp4.Headers["Content-Type"] != "application/problem+json" {
+		t.Fatalf("no key = %d %v %v", resp4.StatusCode, problem, resp4.Headers)
+	}
+	reportTimes(t, "api", e, 4)
+	noSecretsIn(t, s, e.Log())
+}
+
+// noSecretsIn fails if any seed of the stack's signing secret appears in log.
+func noSecretsIn(t *testing.T, s *stack, log string) {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(s.seedDoc), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range doc {
+		if seed, ok := v.(string); ok && seed != "" && strings.Contains(log, seed) {
+			t.Errorf("the log contains the secret's %s", k)
+		}
+	}
+}
+
+func TestRIEApiFunctionBadConfiguration(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	t.Run("environment", func(t *testing.T) {
+		expectInitFailure(t, "api", s.env([]string{"TABLE_NAME", "VAULT_ACCOUNT"}, "ASSETS=USDC", "MAX_FEE_STROOPS=ten"),
+			`"msg":"invalid configuration"`, "TABLE_NAME is required", "VAULT_ACCOUNT is required",
+			`ASSETS: \"USDC\" is not CODE:ISSUER`, "MAX_FEE_STROOPS must be a whole number")
+	})
+	t.Run("no secret ARN", func(t *testing.T) {
+		expectInitFailure(t, "api", s.env([]string{"SIGNING_SECRET_ARN"}), "SIGNING_SECRET_ARN is required")
+	})
+	t.Run("secret missing", func(t *testing.T) {
+		expectInitFailure(t, "api", s.env([]string{"SIGNING_SECRET_ARN"}, "SIGNING_SECRET_ARN="+missingARN),
+			`"msg":"signing keys"`, "ResourceNotFoundException", missingARN)
+	})
+	t.Run("secret malformed", func(t *testing.T) {
+		log := expectInitFailure(t, "api", s.env([]string{"SIGNING_SECRET_ARN"}, "SIGNING_SECRET_ARN="+badARN),
+			`"msg":"signing keys"`, "vaultSeed is not a valid secret seed")
+		if strings.Contains(log, "SBADSEEDNOTBASE32") {
+			t.Error("the malformed seed's value reached the log")
+		}
+	})
+}
+
+// inDoubtRecord is an in-doubt transfer of the stack's wallet, as the store writes it.
+func inDoubtRecord(t *testing.T, s *stack, key string) (transfer.Record, map[string]events.DynamoDBAttributeValue) {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	req := transfer.Request{OperationType: transfer.Operation("withdraw"), WalletAddress: s.wallet, Amount: "7", Asset: "USDC", Stroops: 70_000_000}
+	rec := transfer.Record{
+		StoreKey: transfer.StoreKey(s.wallet, key), Status: transfer.StatusInDoubt, Fingerprint: req.Fingerprint(),
+		Request: req, ClientKey: key, TraceID: "1-5e9f0c65-1de4d666d4dd26aced652b6c",
+		Envelope: &transfer.Envelope{XDR: "AAAAAgAAAAA=", InnerHash: strings.Repeat("ab", 32), MaxTime: now.Add(time.Hour).Unix(),
+			SubmittedLedger: s.net.LatestLedger().Sequence, Channel: s.vault.Address(), FeeStroops: 100},
+		Result:  &transfer.Result{Code: transfer.CodeTimeout},
+		Version: 3, CreatedAt: now, UpdatedAt: now,
+	}
+	item, err := dynamo.EncodeItem(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	image, err := alert.FromSDK(item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, image
+}
+
+func streamRecord(seq, name string, keys, oldImage, newImage map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
+	return events.DynamoDBEventRecord{
+		AWSRegion: "us-east-1", EventID: "event-" + seq, EventName: name, EventSource: "aws:dynamodb", EventVersion: "1.1",
+		EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/" + table + "/stream/2026-01-01T00:00:00.000",
+		Change: events.DynamoDBStreamRecord{
+			ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.Now().Truncate(time.Second)},
+			Keys:                        keys, OldImage: oldImage, NewImage: newImage, SequenceNumber: seq, SizeBytes: 512,
+			StreamViewType: "NEW_AND_OLD_IMAGES",
+		},
+	}
+}
+
+func TestRIEAlertFunction(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	rec, image := inDoubtRecord(t, s, "rie-alert-00000001")
+	keys := map[string]events.DynamoDBAttributeValue{dynamo.AttrPK: events.NewStringAttribute(rec.StoreKey)}
+	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		streamRecord("100000000000000000001", "INSERT", keys, nil, image),
+		// A MODIFY without its old image cannot be processed: reported, the batch goes on.
+		streamRecord("100000000000000000002", "MODIFY", keys, nil, image),
+	}}
+	e := start(t, "alert", s.env(nil), 30*time.Second)
+	r := invoke(t, e, batch)
+	if r.Status != 200 {
+		t.Fatalf("alert answered %d: %s", r.Status, r.Body)
+	}
+	var resp events.DynamoDBEventResponse
+	if err := json.Unmarshal(r.Body, &resp); err != nil {
+		t.Fatalf("answer %s: %v", r.Body, err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "100000000000000000002" {
+		t.Errorf("batchItemFailures = %+v, want only the malformed record's sequence number", resp.BatchItemFailures)
+	}
+	log := e.Log()
+	if !regexp.MustCompile(`"alert":"transfer-in-doubt"[^\n]*` + regexp.QuoteMeta(rec.StoreKey) + `|` + regexp.QuoteMeta(rec.StoreKey) + `[^\n]*"alert":"transfer-in-doubt"`).MatchString(log) {
+		t.Errorf("no transfer-in-doubt alert line for %s:\n%s", rec.StoreKey, log)
+	}
+	if !strings.Contains(log, `"transfer_orchestration_in_doubt":1`) {
+		t.Errorf("no in-doubt gauge of 1 in the log:\n%s", log)
+	}
+	if strings.Contains(log, rec.Fingerprint) {
+		t.Error("the fingerprint reached the log")
+	}
+	pubs := s.sns.Published()
+	if len(pubs) != 1 || pubs[0].TopicARN != topicARN || !strings.Contains(pubs[0].Message, rec.StoreKey) {
+		t.Errorf("SNS publications = %+v, want one for %s on %s", pubs, rec.StoreKey, topicARN)
+	}
+	reportTimes(t, "alert", e, 1)
+
+	t.Run("bad configuration", func(t *testing.T) {
+		expectInitFailure(t, "alert", s.env([]string{"TABLE_NAME", "ALERT_TOPIC_ARN"}, "ALERT_TOPIC_ARN=transfer-alerts"),
+			`"msg":"invalid configuration"`, "TABLE_NAME is required", "ALERT_TOPIC_ARN must be an SNS topic ARN")
+	})
+}
+
+func TestRIEReconcileFunction(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	rec, _ := inDoubtRecord(t, s, "rie-reconcile-0001")
+	env := s.env([]string{"SIGNING_SECRET_ARN"}) // the reconcile function never signs
+	e := start(t, "reconcile", env, 55*time.Second)
+
+	answer := func(payload string) map[string]any {
+		t.Helper()
+		r := invoke(t, e, []byte(payload))
+		var m map[string]any
+		if r.Status != 200 || json.Unmarshal(r.Body, &m) != nil {
+			t.Fatalf("%s -> %d %s", payload, r.Status, r.Body)
+		}
+		return m
+	}
+	list := answer(`{"action":"list"}`)
+	if b, _ := json.Marshal(list); !strings.Contains(string(b), rec.StoreKey) {
+		t.Errorf("list does not show %s: %s", rec.StoreKey, b)
+	}
+	get := answer(fmt.Sprintf(`{"action":"get","storeKey":%q}`, rec.StoreKey))
+	if b, _ := json.Marshal(get); !strings.Contains(string(b), rec.StoreKey) || !strings.Contains(string(b), rec.Envelope.InnerHash) {
+		t.Errorf("get does not show the item and its hash: %s", b)
+	}
+	// The schedule's payload (template.yaml). The envelope cannot be proven either way yet
+	// (maxTime is an hour away, the hash is unknown): the sweep answers and leaves it in doubt.
+	sweep := answer(`{"action":"sweep"}`)
+	if len(sweep) == 0 {
+		t.Errorf("sweep answered %v", sweep)
+	}
+	refused := answer(fmt.Sprintf(`{"action":"resolve","storeKey":%q,"transactionHash":%q}`, rec.StoreKey, strings.Repeat("cd", 32)))
+	if refused["errorType"] == nil || refused["errorMessage"] == nil {
+		t.Errorf("resolve with a hash the ledger does not know: %v, want a typed error", refused)
+	}
+	unknown := answer(`{"action":"launch"}`)
+	if unknown["errorType"] == nil {
+		t.Errorf("an unknown action answered %v, want a typed error", unknown)
+	}
+	reportTimes(t, "reconcile", e, 5)
+	noSecretsIn(t, s, e.Log())
+
+	t.Run("bad configuration", func(t *testing.T) {
+		expectInitFailure(t, "reconcile", s.env([]string{"NETWORK_PASSPHRASE", "STELLAR_RPC_URL"}),
+			`"msg":"invalid configuration"`, "NETWORK_PASSPHRASE is required", "STELLAR_RPC_URL is required")
+	})
+}

@@ -1,0 +1,59 @@
+package logging_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/stellar-transfer/orchestrator/internal/logging"
+)
+
+func TestEveryLineCarriesRequestAndTraceIDs(t *testing.T) {
+	var buf bytes.Buffer
+	log := logging.New(&buf, slog.LevelInfo).With("component", "test")
+	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-123"})
+	ctx = logging.WithTraceHeader(ctx, "Root=1-5f84c7a9-1e2d3c4b5a69788796a5b4c3;Parent=53995c3f42cd8ad8;Sampled=1")
+	log.InfoContext(ctx, "one", "k", "v")
+	log.WithGroup("g").ErrorContext(ctx, "two")
+	log.InfoContext(context.Background(), "no invocation")
+	log.DebugContext(ctx, "below level")
+
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), buf.String())
+	}
+	for i, line := range lines[:2] {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d is not JSON: %v", i, err)
+		}
+		if m["requestId"] != "req-123" || m["xrayTraceId"] != "1-5f84c7a9-1e2d3c4b5a69788796a5b4c3" || m["component"] != "test" {
+			t.Errorf("line %d = %v", i, m)
+		}
+	}
+	if strings.Contains(lines[2], "requestId") || strings.Contains(lines[2], "xrayTraceId") {
+		t.Errorf("a line without an invocation has IDs: %s", lines[2])
+	}
+}
+
+func TestTraceID(t *testing.T) {
+	for header, want := range map[string]string{
+		"":                                  "",
+		"Root=1-abc-def":                    "1-abc-def",
+		"Parent=1;Root=1-abc-def;Sampled=0": "1-abc-def",
+		"Sampled=1":                         "",
+	} {
+		ctx := context.Background()
+		if header != "" {
+			ctx = logging.WithTraceHeader(ctx, header)
+		}
+		if got := logging.TraceID(ctx); got != want {
+			t.Errorf("TraceID(%q) = %q, want %q", header, got, want)
+		}
+	}
+}

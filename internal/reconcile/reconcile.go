@@ -1,0 +1,386 @@
+// Package reconcile is the operators' side of in-doubt transfers (DESIGN.md section 7) and the
+// reconcile function's handler (functions/reconcile): list and get the in-doubt queue with what
+// the chain says now; resolve an item with a transaction hash that the ledger shows landed, or
+// discard one that the ledger proves dead (either forced, with a reason, when the ledger cannot
+// prove it); and sweep: settle every in-doubt item and expired claim the ledger can judge.
+// Judgement is transfer.Orchestrator.Settle's, the same rules every other path uses.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Store is the part of the transfer store reconcile uses (dynamo.Store).
+type Store interface {
+	Get(ctx context.Context, storeKey string) (transfer.Record, error)
+	Replace(ctx context.Context, next transfer.Record, cond transfer.Condition) error
+	Delete(ctx context.Context, storeKey string, cond transfer.Condition) error
+	ListInDoubt(ctx context.Context, limit int, cursor string) ([]transfer.Record, string, error)
+	ListExpiredClaims(ctx context.Context, now time.Time, limit int, cursor string) ([]transfer.Record, string, error)
+}
+
+// Settler judges an in_doubt item or an expired claim from the ledger (transfer.Orchestrator).
+type Settler interface {
+	Settle(ctx context.Context, rec transfer.Record) (transfer.Settlement, error)
+}
+
+// Ledger looks envelopes up and releases their source account (transfer.Ledger).
+type Ledger interface {
+	Lookup(ctx context.Context, env transfer.Envelope) (transfer.Lookup, error)
+	Done(ctx context.Context, env transfer.Envelope)
+}
+
+// Gauge publishes the in-doubt gauge (metrics.Writer).
+type Gauge interface {
+	InDoubtGauge(ctx context.Context, n int)
+}
+
+// Config assembles a Service; all fields but Logger are required.
+type Config struct {
+	Store   Store
+	Settler Settler
+	Ledger  Ledger
+	Gauge   Gauge
+	Clock   transfer.Clock
+	// KeyTTL is how long a resolved item is replayed (IDEMPOTENCY_KEY_TTL_MS), read per call.
+	KeyTTL func() time.Duration
+	Logger *slog.Logger
+}
+
+// Service runs the operator actions.
+type Service struct {
+	cfg Config
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{cfg: cfg}
+}
+
+// Actions.
+const (
+	ActionList     = "list"
+	ActionGet      = "get"
+	ActionResolve  = "resolve"
+	ActionSweep    = "sweep"
+	ActionChannels = "channels"
+)
+
+// Request is the payload of every action: {"action": ..., and the action's fields}.
+type Request struct {
+	Action string `json:"action"`
+	// list: page size (default 20, at most 100) and the cursor of the previous page.
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	// get, resolve: the item's store key ("transfer:<16 hex>:<clientKey>").
+	StoreKey string `json:"storeKey,omitempty"`
+	// resolve: a hex transaction hash, or discard; force (with a reason) when the ledger cannot
+	// prove it; operator says who asks (recorded with the Lambda request ID).
+	TransactionHash string `json:"transactionHash,omitempty"`
+	Discard         bool   `json:"discard,omitempty"`
+	Force           bool   `json:"force,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	Operator        string `json:"operator,omitempty"`
+}
+
+// Page sizes of list.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+// Limits on what an operator's fields may hold (they are stored on the item and logged).
+const (
+	maxOperatorLen = 128
+	maxReasonLen   = 1000
+)
+
+// ListAnswer is list's answer: one page of the in-doubt queue, oldest first, and the cursor of
+// the next page ("" at the end).
+type ListAnswer struct {
+	Action string `json:"action"`
+	Items  []Item `json:"items"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// GetAnswer is get's answer.
+type GetAnswer struct {
+	Action string `json:"action"`
+	Item   Item   `json:"item"`
+}
+
+// ResolveAnswer is resolve's answer: what the item became ("replayable" or "released"), the
+// landed transaction for a resolution, and whether the operator forced it.
+type ResolveAnswer struct {
+	Action          string `json:"action"`
+	StoreKey        string `json:"storeKey"`
+	Resolution      string `json:"resolution"`
+	TransactionHash string `json:"transactionHash,omitempty"`
+	Ledger          uint32 `json:"ledger,omitempty"`
+	Forced          bool   `json:"forced"`
+}
+
+// Do runs one action. Errors are *Error.
+func (s *Service) Do(ctx context.Context, req Request) (any, error) {
+	switch req.Action {
+	case ActionList:
+		return s.list(ctx, req)
+	case ActionGet:
+		return s.get(ctx, req)
+	case ActionResolve:
+		return s.resolve(ctx, req)
+	case ActionSweep:
+		return s.Sweep(ctx)
+	case ActionChannels:
+		// The channel pool is issue 5's; until internal/stellar has one there is nothing to show.
+		return nil, refuse(CodeChannelsNotAvailable, "channel accounts are not available yet: transfers use the vault account as their source")
+	case "":
+		return nil, badRequest("action is required (list, get, resolve, sweep, channels)")
+	default:
+		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels)", clip(req.Action, 32))
+	}
+}
+
+func (s *Service) list(ctx context.Context, req Request) (*ListAnswer, error) {
+	limit := req.Limit
+	switch {
+	case limit < 0 || limit > MaxListLimit:
+		return nil, badRequest("limit must be 1 to %d", MaxListLimit)
+	case limit == 0:
+		limit = DefaultListLimit
+	}
+	recs, next, err := s.cfg.Store.ListInDoubt(ctx, limit, req.Cursor)
+	if err != nil {
+		if strings.Contains(err.Error(), "malformed cursor") {
+			return nil, badRequest("cursor is not one this function returned")
+		}
+		return nil, storeErr(err)
+	}
+	out := &ListAnswer{Action: ActionList, Items: make([]Item, 0, len(recs)), Cursor: next}
+	for _, rec := range recs {
+		out.Items = append(out.Items, s.view(ctx, rec))
+	}
+	return out, nil
+}
+
+func (s *Service) get(ctx context.Context, req Request) (*GetAnswer, error) {
+	rec, err := s.read(ctx, req.StoreKey)
+	if err != nil {
+		return nil, err
+	}
+	return &GetAnswer{Action: ActionGet, Item: s.view(ctx, rec)}, nil
+}
+
+// view is rec's Item with the chain's answer; a failed lookup is shown, not fatal.
+func (s *Service) view(ctx context.Context, rec transfer.Record) Item {
+	it := itemOf(rec)
+	if rec.Envelope == nil {
+		return it
+	}
+	lk, err := s.cfg.Ledger.Lookup(ctx, *rec.Envelope)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "ledger lookup failed", "storeKey", rec.StoreKey, "err", err)
+		it.Chain = &Chain{Error: "the Stellar ledger could not be asked"}
+		return it
+	}
+	it.Chain = chainOf(*rec.Envelope, lk)
+	return it
+}
+
+func (s *Service) read(ctx context.Context, key string) (transfer.Record, error) {
+	if !strings.HasPrefix(key, "transfer:") || len(key) > 300 {
+		return transfer.Record{}, badRequest("storeKey must be a transfer's store key (transfer:<16 hex>:<idempotency key>)")
+	}
+	rec, err := s.cfg.Store.Get(ctx, key)
+	if errors.Is(err, transfer.ErrNotFound) {
+		return transfer.Record{}, refuse(CodeNotFound, "no transfer is stored under %s", key)
+	}
+	if err != nil {
+		return transfer.Record{}, storeErr(err)
+	}
+	return rec, nil
+}
+
+func (s *Service) resolve(ctx context.Context, req Request) (*ResolveAnswer, error) {
+	switch {
+	case req.Discard == (req.TransactionHash != ""):
+		return nil, badRequest("resolve takes exactly one of transactionHash and discard: true")
+	case strings.TrimSpace(req.Operator) == "" || len(req.Operator) > maxOperatorLen:
+		return nil, badRequest("operator (who is asking, 1 to %d characters) is required", maxOperatorLen)
+	case req.Force && strings.TrimSpace(req.Reason) == "":
+		return nil, badRequest("force requires a reason")
+	case len(req.Reason) > maxReasonLen:
+		return nil, badRequest("reason is limited to %d characters", maxReasonLen)
+	}
+	rec, err := s.read(ctx, req.StoreKey)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status != transfer.StatusInDoubt {
+		return nil, refuse(CodeNotInDoubt, "the transfer is %s, not in_doubt: nothing to resolve", rec.Status)
+	}
+	if rec.Envelope == nil {
+		// Every in_doubt item the orchestrator writes holds its envelope; one without cannot be
+		// judged from the ledger, so only a forced discard can release it.
+		if req.Discard && req.Force {
+			return s.forceDiscard(ctx, req, rec)
+		}
+		return nil, refuse(CodeNotProvenDead, "the item holds no envelope to look up; only a forced discard can release it")
+	}
+	if req.Discard {
+		return s.discard(ctx, req, rec)
+	}
+	return s.resolveHash(ctx, req, rec)
+}
+
+// resolveHash accepts hash when it is one of the envelope's hashes and the ledger shows it
+// SUCCESS; force overrides a ledger that cannot show it (NOT_FOUND, not proven dead), never a
+// foreign hash or a ledger that proves otherwise.
+func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Record) (*ResolveAnswer, error) {
+	env := *rec.Envelope
+	hash := strings.ToLower(strings.TrimSpace(req.TransactionHash))
+	if !isHexHash(hash) {
+		return nil, badRequest("transactionHash must be 64 hex characters")
+	}
+	if hash != env.InnerHash && (env.OuterHash == "" || hash != env.OuterHash) {
+		return nil, refuse(CodeHashMismatch, "%s is neither the inner nor the outer hash of this transfer's envelope", hash)
+	}
+	lk, err := s.cfg.Ledger.Lookup(ctx, env)
+	if err != nil {
+		return nil, ledgerErr(err)
+	}
+	forced := false
+	switch {
+	case lk.Status == transfer.LookupSuccess:
+	case lk.Status == transfer.LookupFailed:
+		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s); the sweep will store the rejection",
+			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "))
+	case transfer.ProvenDead(env, lk):
+		return nil, refuse(CodeProvenDead, "the ledger proves the envelope never landed; discard it instead")
+	case !req.Force:
+		return nil, refuse(CodeNotLanded, "the ledger does not show %s (latest ledger %d, history from %d); force with a reason if you verified it elsewhere",
+			hash, lk.LatestLedger, lk.OldestLedger)
+	default:
+		forced = true
+		lk = transfer.Lookup{Status: transfer.LookupSuccess, Hash: hash}
+	}
+	now := s.cfg.Clock.Now()
+	next := transfer.SettledRecord(rec, lk, now, s.cfg.KeyTTL())
+	next.Audit = s.audit(ctx, "resolve", req, forced, now)
+	if err := s.cfg.Store.Replace(ctx, next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+		return nil, writeErr(err)
+	}
+	s.cfg.Ledger.Done(ctx, env)
+	s.logAudit(ctx, rec, next.Audit, string(transfer.StatusReplayable))
+	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.StatusReplayable),
+		TransactionHash: next.Result.TransactionHash, Ledger: next.Result.Ledger, Forced: forced}, nil
+}
+
+// discard releases the key when Settle proves nothing can land. If the envelope landed or failed
+// on chain, Settle stores that instead and the discard is refused. Force overrides a ledger whose
+// history does not cover the submission, never one on which the envelope can still land.
+func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record) (*ResolveAnswer, error) {
+	st, err := s.cfg.Settler.Settle(ctx, rec)
+	switch {
+	case errors.Is(err, transfer.ErrConditionFailed):
+		return nil, refuse(CodeConflict, "the transfer changed while it was being judged; read it again")
+	case err != nil && st.Lookup == nil:
+		return nil, ledgerErr(err)
+	case err != nil:
+		return nil, storeErr(err)
+	}
+	switch st.Resolution {
+	case transfer.ResolvedReleased:
+		s.cfg.Logger.InfoContext(ctx, "in-doubt transfer discarded: the ledger proves it dead", "storeKey", rec.StoreKey,
+			"operator", req.Operator, "reason", req.Reason)
+		return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedReleased)}, nil
+	case transfer.ResolvedLanded, transfer.ResolvedFailed:
+		return nil, refuse(CodeLanded, "discard refused: the envelope was included in ledger %d (%s); the transfer is now %s",
+			st.Lookup.Ledger, st.Lookup.Status, st.Resolution)
+	}
+	lk := st.Lookup
+	if lk == nil || lk.LatestLedgerCloseTime.IsZero() || !maxTimePassed(*rec.Envelope, *lk) {
+		return nil, refuse(CodeStillCanLand, "discard refused: no ledger has closed after the envelope's maxTime (%d), so it can still land; wait for it",
+			rec.Envelope.MaxTime)
+	}
+	if !req.Force {
+		return nil, refuse(CodeNotProvenDead, "the envelope's maxTime has passed but the ledger's history (from %d) does not reach the submission (ledger %d): it cannot prove nothing landed; force with a reason if you verified it elsewhere",
+			lk.OldestLedger, rec.Envelope.SubmittedLedger)
+	}
+	return s.forceDiscard(ctx, req, rec)
+}
+
+// forceDiscard records the audit on the item, then deletes it: the stream's REMOVE record carries
+// the audit in its old image, so the alert function logs who released the key and why.
+func (s *Service) forceDiscard(ctx context.Context, req Request, rec transfer.Record) (*ResolveAnswer, error) {
+	now := s.cfg.Clock.Now()
+	next := rec
+	next.Version++
+	next.UpdatedAt = now
+	next.Audit = s.audit(ctx, "discard", req, true, now)
+	if err := s.cfg.Store.Replace(ctx, next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+		return nil, writeErr(err)
+	}
+	if err := s.cfg.Store.Delete(ctx, rec.StoreKey, transfer.Condition{Status: next.Status, Version: next.Version}); err != nil {
+		return nil, writeErr(err)
+	}
+	if rec.Envelope != nil {
+		s.cfg.Ledger.Done(ctx, *rec.Envelope)
+	}
+	s.logAudit(ctx, rec, next.Audit, string(transfer.ResolvedReleased))
+	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedReleased), Forced: true}, nil
+}
+
+func (s *Service) audit(ctx context.Context, action string, req Request, forced bool, now time.Time) *transfer.Audit {
+	a := &transfer.Audit{Action: action, Operator: strings.TrimSpace(req.Operator), Reason: strings.TrimSpace(req.Reason), Forced: forced, At: now}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		a.RequestID = lc.AwsRequestID
+	}
+	return a
+}
+
+func (s *Service) logAudit(ctx context.Context, rec transfer.Record, a *transfer.Audit, resolution string) {
+	level := slog.LevelInfo
+	if a.Forced {
+		level = slog.LevelWarn
+	}
+	s.cfg.Logger.Log(ctx, level, "in-doubt transfer resolved by an operator", "storeKey", rec.StoreKey,
+		"resolution", resolution, "action", a.Action, "operator", a.Operator, "reason", a.Reason, "forced", a.Forced)
+}
+
+func writeErr(err error) *Error {
+	if errors.Is(err, transfer.ErrConditionFailed) {
+		return refuse(CodeConflict, "the transfer changed while it was being resolved; read it again")
+	}
+	return storeErr(err)
+}
+
+func isHexHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

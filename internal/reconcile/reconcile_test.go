@@ -1,0 +1,436 @@
+package reconcile_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
+	"github.com/stellar-transfer/orchestrator/internal/logging/logtest"
+	"github.com/stellar-transfer/orchestrator/internal/reconcile"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+const wallet = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
+
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+func (c *clock) Sleep(ctx context.Context, d time.Duration) error {
+	c.now = c.now.Add(d)
+	return ctx.Err()
+}
+
+// ledger answers Lookup from a table by inner hash; unknown hashes are NOT_FOUND with the
+// network's current state.
+type ledger struct {
+	mu       sync.Mutex
+	landed   map[string]transfer.Lookup
+	latest   uint32
+	closedAt time.Time
+	oldest   uint32
+	err      error
+	done     []string
+}
+
+func (l *ledger) Lookup(_ context.Context, env transfer.Envelope) (transfer.Lookup, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return transfer.Lookup{}, l.err
+	}
+	if lk, ok := l.landed[env.InnerHash]; ok {
+		lk.LatestLedger, lk.LatestLedgerCloseTime, lk.OldestLedger = l.latest, l.closedAt, l.oldest
+		return lk, nil
+	}
+	return transfer.Lookup{Status: transfer.LookupNotFound, LatestLedger: l.latest, LatestLedgerCloseTime: l.closedAt, OldestLedger: l.oldest}, nil
+}
+
+func (l *ledger) Done(_ context.Context, env transfer.Envelope) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = append(l.done, env.InnerHash)
+}
+
+func (l *ledger) Prepare(context.Context, transfer.Request, time.Time) (transfer.Envelope, error) {
+	return transfer.Envelope{}, errors.New("not used")
+}
+func (l *ledger) Send(context.Context, transfer.Envelope) (transfer.SendResult, error) {
+	return transfer.SendResult{}, errors.New("not used")
+}
+
+type gauge struct{ values []int }
+
+func (g *gauge) InDoubtGauge(_ context.Context, n int) { g.values = append(g.values, n) }
+
+type fixture struct {
+	store  *dynamo.Store
+	ledger *ledger
+	clock  *clock
+	gauge  *gauge
+	svc    *reconcile.Service
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	client, _ := dynamotest.Minidyn(t)
+	store := dynamotest.NewStore(t, client)
+	l := &ledger{landed: map[string]transfer.Lookup{}, latest: 100, closedAt: t0, oldest: 1}
+	c := &clock{now: t0}
+	log, _ := logtest.New(t)
+	orch := &transfer.Orchestrator{Store: store, Ledger: l, Clock: c, Logger: log}
+	g := &gauge{}
+	svc := reconcile.New(reconcile.Config{Store: store, Settler: orch, Ledger: l, Gauge: g, Clock: c,
+		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
+	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc}
+}
+
+func hashOf(name string, outer bool) string {
+	h := strings.Repeat("0", 64-len(name)) + strings.ToLower(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'f' || r >= '0' && r <= '9' {
+			return r
+		}
+		return 'e'
+	}, name))
+	if outer {
+		return strings.Replace(h, "0", "f", 1)
+	}
+	return h
+}
+
+// put writes a record for key in status (in_flight with a lease until leaseUntil, or in_doubt),
+// with an envelope unless bare.
+func (f *fixture) put(t *testing.T, key string, status transfer.Status, leaseUntil time.Time, bare bool) transfer.Record {
+	t.Helper()
+	rec := transfer.Record{
+		StoreKey: transfer.StoreKey(wallet, key), Status: transfer.StatusInFlight, Fingerprint: "secret-fingerprint",
+		Request:   transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
+		ClientKey: key, TraceID: "1-abc", LeaseOwner: "owner", LeaseExpiresAt: leaseUntil, Version: 1, CreatedAt: t0, UpdatedAt: t0,
+	}
+	if _, won, err := f.store.Claim(context.Background(), rec, t0); err != nil || !won {
+		t.Fatalf("claim %s: %v %v", key, won, err)
+	}
+	if !bare {
+		next := rec
+		next.Envelope = &transfer.Envelope{XDR: "AAAA-signed", InnerHash: hashOf(key, false), OuterHash: hashOf(key, true),
+			MaxTime: t0.Unix() + 30, SubmittedLedger: 50}
+		next.Version++
+		if err := f.store.Replace(context.Background(), next, transfer.Condition{Status: rec.Status, Version: rec.Version, LeaseOwner: "owner"}); err != nil {
+			t.Fatal(err)
+		}
+		rec = next
+	}
+	if status == transfer.StatusInDoubt {
+		next := transfer.InDoubtRecord(rec, "TRANSFER_TIMEOUT", t0.Add(time.Duration(len(key))*time.Second))
+		if err := f.store.Replace(context.Background(), next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+			t.Fatal(err)
+		}
+		rec = next
+	}
+	got, err := f.store.Get(context.Background(), rec.StoreKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func (f *fixture) land(rec transfer.Record, status transfer.LookupStatus, ledgerSeq uint32) {
+	f.ledger.landed[rec.Envelope.InnerHash] = transfer.Lookup{Status: status, Hash: rec.Envelope.InnerHash, Ledger: ledgerSeq,
+		ResultCodes: map[bool][]string{true: {"tx_failed", "op_underfunded"}}[status == transfer.LookupFailed]}
+}
+
+// afterMaxTime makes the network close a ledger after every test envelope's maxTime.
+func (f *fixture) afterMaxTime() {
+	f.ledger.latest, f.ledger.closedAt = 120, t0.Add(time.Minute)
+}
+
+func invocation(id string) context.Context {
+	return lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
+}
+
+// do invokes the Lambda handler with payload and returns the answer as JSON, or the error type.
+func do(t *testing.T, f *fixture, payload string) (map[string]any, string) {
+	t.Helper()
+	answer, err := f.svc.Invoke(invocation("req-1"), json.RawMessage(payload))
+	if err != nil {
+		var ie messages.InvokeResponse_Error
+		if !errors.As(err, &ie) {
+			t.Fatalf("%s: error %T %v is not a Lambda error", payload, err, err)
+		}
+		if ie.Message == "" {
+			t.Fatalf("%s: error without a message", payload)
+		}
+		return nil, ie.Type
+	}
+	b, err := json.Marshal(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "secret-fingerprint") || strings.Contains(string(b), "AAAA-signed") {
+		t.Fatalf("the answer leaks the fingerprint or the XDR: %s", b)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m, ""
+}
+
+func mustDo(t *testing.T, f *fixture, payload string) map[string]any {
+	t.Helper()
+	m, code := do(t, f, payload)
+	if code != "" {
+		t.Fatalf("%s: refused with %s", payload, code)
+	}
+	return m
+}
+
+func refused(t *testing.T, f *fixture, payload, want string) {
+	t.Helper()
+	if _, code := do(t, f, payload); code != want {
+		t.Fatalf("%s: code %q, want %q", payload, code, want)
+	}
+}
+
+func TestListPagesThroughTheInDoubtQueueWithTheChain(t *testing.T) {
+	f := newFixture(t)
+	a := f.put(t, "order-a1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.put(t, "order-bb2", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.put(t, "order-ccc3", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.put(t, "order-flight", transfer.StatusInFlight, t0.Add(time.Hour), false)
+	f.land(a, transfer.LookupSuccess, 77)
+
+	first := mustDo(t, f, `{"action":"list","limit":2}`)
+	items := first["items"].([]any)
+	if len(items) != 2 || first["cursor"] == nil {
+		t.Fatalf("first page %v", first)
+	}
+	it := items[0].(map[string]any)
+	chain := it["chain"].(map[string]any)
+	if it["storeKey"] != a.StoreKey || it["walletAddress"] != wallet || it["idempotencyKey"] != "order-a1" || it["failingCode"] != "TRANSFER_TIMEOUT" ||
+		it["innerHash"] != a.Envelope.InnerHash || it["amount"] != "12.5" || chain["status"] != "SUCCESS" || chain["ledger"] != float64(77) {
+		t.Fatalf("item %v", it)
+	}
+	if _, ok := it["fingerprint"]; ok {
+		t.Fatal("the fingerprint is shown")
+	}
+	second := mustDo(t, f, `{"action":"list","limit":2,"cursor":"`+first["cursor"].(string)+`"}`)
+	if n := len(second["items"].([]any)); n != 1 || second["cursor"] != nil {
+		t.Fatalf("second page %v", second)
+	}
+	refused(t, f, `{"action":"list","cursor":"!!"}`, reconcile.CodeBadRequest)
+	refused(t, f, `{"action":"list","limit":101}`, reconcile.CodeBadRequest)
+}
+
+func TestGetShowsTheItemAndWhatTheChainSays(t *testing.T) {
+	f := newFixture(t)
+	rec := f.put(t, "order-get1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	got := mustDo(t, f, `{"action":"get","storeKey":"`+rec.StoreKey+`"}`)["item"].(map[string]any)
+	chain := got["chain"].(map[string]any)
+	if got["status"] != "in_doubt" || got["outerHash"] != rec.Envelope.OuterHash || got["maxTime"] != float64(rec.Envelope.MaxTime) ||
+		chain["status"] != "NOT_FOUND" || chain["canStillLand"] != true || chain["provenDead"] != false || chain["historyCovers"] != true {
+		t.Fatalf("get = %v", got)
+	}
+	f.afterMaxTime()
+	chain = mustDo(t, f, `{"action":"get","storeKey":"`+rec.StoreKey+`"}`)["item"].(map[string]any)["chain"].(map[string]any)
+	if chain["provenDead"] != true || chain["canStillLand"] != false || chain["maxTimePassed"] != true {
+		t.Fatalf("after maxTime: %v", chain)
+	}
+	f.ledger.err = errors.New("rpc down")
+	chain = mustDo(t, f, `{"action":"get","storeKey":"`+rec.StoreKey+`"}`)["item"].(map[string]any)["chain"].(map[string]any)
+	if chain["error"] == nil {
+		t.Fatalf("a failed lookup is not shown: %v", chain)
+	}
+	refused(t, f, `{"action":"get","storeKey":"transfer:0000000000000000:nothing-here"}`, reconcile.CodeNotFound)
+	refused(t, f, `{"action":"get","storeKey":"channel:GABC"}`, reconcile.CodeBadRequest)
+	refused(t, f, `{"action":"get"}`, reconcile.CodeBadRequest)
+}
+
+func TestResolveWithAHash(t *testing.T) {
+	f := newFixture(t)
+	rec := f.put(t, "order-res1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	key := rec.StoreKey
+	resolve := func(hash, extra string) string {
+		return `{"action":"resolve","storeKey":"` + key + `","transactionHash":"` + hash + `","operator":"alice"` + extra + `}`
+	}
+	refused(t, f, resolve(strings.Repeat("ab", 32), ""), reconcile.CodeHashMismatch)
+	refused(t, f, resolve(strings.Repeat("ab", 32), `,"force":true,"reason":"sure"`), reconcile.CodeHashMismatch)
+	refused(t, f, resolve("xyz", ""), reconcile.CodeBadRequest)
+	refused(t, f, resolve(rec.Envelope.InnerHash, ""), reconcile.CodeNotLanded)
+	refused(t, f, `{"action":"resolve","storeKey":"`+key+`","transactionHash":"`+rec.Envelope.InnerHash+`"}`, reconcile.CodeBadRequest) // no operator
+	refused(t, f, resolve(rec.Envelope.InnerHash, `,"discard":true`), reconcile.CodeBadRequest)
+	f.land(rec, transfer.LookupFailed, 80)
+	refused(t, f, resolve(rec.Envelope.InnerHash, ""), reconcile.CodeTransactionFailed)
+	refused(t, f, resolve(rec.Envelope.InnerHash, `,"force":true,"reason":"sure"`), reconcile.CodeTransactionFailed)
+
+	f.land(rec, transfer.LookupSuccess, 81)
+	got := mustDo(t, f, resolve(strings.ToUpper(rec.Envelope.OuterHash), ""))
+	if got["resolution"] != "replayable" || got["transactionHash"] != rec.Envelope.InnerHash || got["ledger"] != float64(81) || got["forced"] != false {
+		t.Fatalf("resolve = %v", got)
+	}
+	stored, err := f.store.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != transfer.StatusReplayable || stored.Result.TransactionHash != rec.Envelope.InnerHash || stored.Audit == nil ||
+		stored.Audit.Operator != "alice" || stored.Audit.RequestID != "req-1" || stored.Audit.Forced || stored.ExpiresAt != t0.Add(time.Hour).Unix() {
+		t.Fatalf("stored %+v audit %+v", stored, stored.Audit)
+	}
+	if len(f.ledger.done) != 1 {
+		t.Fatalf("Done called %d times", len(f.ledger.done))
+	}
+	refused(t, f, resolve(rec.Envelope.InnerHash, ""), reconcile.CodeNotInDoubt)
+}
+
+func TestResolveForcedAndProvenDead(t *testing.T) {
+	f := newFixture(t)
+	rec := f.put(t, "order-force", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	payload := `{"action":"resolve","storeKey":"` + rec.StoreKey + `","transactionHash":"` + rec.Envelope.InnerHash + `","operator":"bob","force":true`
+	refused(t, f, payload+`}`, reconcile.CodeBadRequest) // force needs a reason
+	dead := f.put(t, "order-dead", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.afterMaxTime()
+	refused(t, f, `{"action":"resolve","storeKey":"`+dead.StoreKey+`","transactionHash":"`+dead.Envelope.InnerHash+`","operator":"bob","force":true,"reason":"x"}`, reconcile.CodeProvenDead)
+
+	f.ledger.oldest = 90 // history no longer reaches the submission: the ledger cannot prove anything
+	got := mustDo(t, f, payload+`,"reason":"seen on stellar.expert in ledger 51"}`)
+	if got["resolution"] != "replayable" || got["forced"] != true {
+		t.Fatalf("forced resolve = %v", got)
+	}
+	stored, _ := f.store.Get(context.Background(), rec.StoreKey)
+	if stored.Status != transfer.StatusReplayable || stored.Audit == nil || !stored.Audit.Forced || stored.Audit.Reason != "seen on stellar.expert in ledger 51" || stored.Audit.Action != "resolve" {
+		t.Fatalf("stored %+v audit %+v", stored, stored.Audit)
+	}
+}
+
+func TestDiscard(t *testing.T) {
+	f := newFixture(t)
+	live := f.put(t, "order-disc1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	landed := f.put(t, "order-disc2", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	discard := func(rec transfer.Record, extra string) string {
+		return `{"action":"resolve","storeKey":"` + rec.StoreKey + `","discard":true,"operator":"carol"` + extra + `}`
+	}
+	// No ledger has closed after maxTime: the envelope can still land, forced or not.
+	refused(t, f, discard(live, ""), reconcile.CodeStillCanLand)
+	refused(t, f, discard(live, `,"force":true,"reason":"customer asked"`), reconcile.CodeStillCanLand)
+
+	f.land(landed, transfer.LookupSuccess, 90)
+	refused(t, f, discard(landed, ""), reconcile.CodeLanded)
+	if got, _ := f.store.Get(context.Background(), landed.StoreKey); got.Status != transfer.StatusReplayable {
+		t.Fatalf("a landed transfer is %s after a refused discard, want replayable", got.Status)
+	}
+
+	f.afterMaxTime()
+	got := mustDo(t, f, discard(live, ""))
+	if got["resolution"] != "released" || got["forced"] != false {
+		t.Fatalf("discard = %v", got)
+	}
+	if _, err := f.store.Get(context.Background(), live.StoreKey); !errors.Is(err, transfer.ErrNotFound) {
+		t.Fatalf("the discarded item is still there: %v", err)
+	}
+
+	gap := f.put(t, "order-disc3", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.ledger.oldest = 90
+	refused(t, f, discard(gap, ""), reconcile.CodeNotProvenDead)
+	refused(t, f, discard(gap, `,"force":true`), reconcile.CodeBadRequest)
+	got = mustDo(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon"`))
+	if got["resolution"] != "released" || got["forced"] != true {
+		t.Fatalf("forced discard = %v", got)
+	}
+	if _, err := f.store.Get(context.Background(), gap.StoreKey); !errors.Is(err, transfer.ErrNotFound) {
+		t.Fatalf("the force-discarded item is still there: %v", err)
+	}
+	refused(t, f, discard(gap, ""), reconcile.CodeNotFound)
+}
+
+func TestSweepSettlesWhatTheLedgerProves(t *testing.T) {
+	f := newFixture(t)
+	landed := f.put(t, "sweep-landed", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	failed := f.put(t, "sweep-failed", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.put(t, "sweep-dead", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.put(t, "sweep-bare-claim", transfer.StatusInFlight, t0.Add(-time.Minute), true)     // died before building: released
+	f.put(t, "sweep-claim-pending", transfer.StatusInFlight, t0.Add(-time.Minute), false) // died after attaching: parked in_doubt
+	live := f.put(t, "sweep-live-claim", transfer.StatusInFlight, t0.Add(time.Hour), true)
+	f.land(landed, transfer.LookupSuccess, 60)
+	f.land(failed, transfer.LookupFailed, 61)
+
+	// Before maxTime: the dead one and the pending claim cannot be judged.
+	got := mustDo(t, f, `{"action":"sweep"}`)
+	want := map[string]map[string]float64{
+		"inDoubt":       {"checked": 3, "landed": 1, "failed": 1, "unresolved": 1},
+		"expiredClaims": {"checked": 2, "released": 1, "parkedInDoubt": 1},
+	}
+	for kind, counts := range want {
+		c := got[kind].(map[string]any)
+		for k, v := range counts {
+			if c[k] != v {
+				t.Errorf("%s.%s = %v, want %v (%v)", kind, k, c[k], v, c)
+			}
+		}
+	}
+	if got["inDoubtRemaining"] != float64(2) || got["partial"] != false || len(f.gauge.values) != 1 || f.gauge.values[0] != 2 {
+		t.Fatalf("remaining %v, gauge %v", got["inDoubtRemaining"], f.gauge.values)
+	}
+	if rec, _ := f.store.Get(context.Background(), live.StoreKey); rec.Status != transfer.StatusInFlight || rec.Version != live.Version {
+		t.Fatalf("the live claim was touched: %+v", rec)
+	}
+
+	// After a ledger closes past maxTime with the history covering: both remaining are released.
+	f.afterMaxTime()
+	got = mustDo(t, f, `{"action":"sweep"}`)
+	if c := got["inDoubt"].(map[string]any); c["released"] != float64(2) || got["inDoubtRemaining"] != float64(0) {
+		t.Fatalf("second sweep %v", got)
+	}
+	if f.gauge.values[1] != 0 {
+		t.Fatalf("gauge %v, want it back to 0", f.gauge.values)
+	}
+}
+
+func TestOtherActions(t *testing.T) {
+	f := newFixture(t)
+	refused(t, f, `{"action":"channels"}`, reconcile.CodeChannelsNotAvailable)
+	refused(t, f, `{"action":"explode"}`, reconcile.CodeUnknownAction)
+	refused(t, f, `{}`, reconcile.CodeBadRequest)
+	refused(t, f, `not json`, reconcile.CodeBadRequest)
+	refused(t, f, `{"action":"list","colour":"red"}`, reconcile.CodeBadRequest)
+}
+
+func TestStoreFailuresAreTyped(t *testing.T) {
+	log, _ := logtest.New(t)
+	svc := reconcile.New(reconcile.Config{Store: brokenStore{}, Settler: nil, Ledger: &ledger{}, Gauge: &gauge{}, Clock: &clock{now: t0},
+		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
+	for _, p := range []string{`{"action":"list"}`, `{"action":"sweep"}`, `{"action":"get","storeKey":"transfer:0:abcdefgh"}`} {
+		_, err := svc.Invoke(context.Background(), json.RawMessage(p))
+		var ie messages.InvokeResponse_Error
+		if !errors.As(err, &ie) || ie.Type != reconcile.CodeStoreUnavailable || strings.Contains(ie.Message, "boom") {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+type brokenStore struct{}
+
+var errBoom = errors.New("boom: http://user:secret@dynamodb")
+
+func (brokenStore) Get(context.Context, string) (transfer.Record, error) {
+	return transfer.Record{}, errBoom
+}
+func (brokenStore) Replace(context.Context, transfer.Record, transfer.Condition) error {
+	return errBoom
+}
+func (brokenStore) Delete(context.Context, string, transfer.Condition) error { return errBoom }
+func (brokenStore) ListInDoubt(context.Context, int, string) ([]transfer.Record, string, error) {
+	return nil, "", errBoom
+}
+func (brokenStore) ListExpiredClaims(context.Context, time.Time, int, string) ([]transfer.Record, string, error) {
+	return nil, "", errBoom
+}

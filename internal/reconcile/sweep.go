@@ -1,0 +1,176 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// SweepCounts says what the sweep did with one kind of item.
+type SweepCounts struct {
+	// Checked items were judged from the ledger.
+	Checked int `json:"checked"`
+	// Landed became replayable; Failed became rejected (included and FAILED); Released were
+	// deleted because nothing can land; ParkedInDoubt are expired claims with an envelope the
+	// ledger cannot judge yet, now in_doubt (alerted, swept again).
+	Landed        int `json:"landed"`
+	Failed        int `json:"failed"`
+	Released      int `json:"released"`
+	ParkedInDoubt int `json:"parkedInDoubt"`
+	// Unresolved: the ledger proves nothing yet; the item is unchanged.
+	Unresolved int `json:"unresolved"`
+	// Changed: another caller settled or changed the item first (or the index was behind).
+	Changed int `json:"changed"`
+	// Errors: the store or the ledger failed for the item (logged; the next sweep retries).
+	Errors int `json:"errors"`
+}
+
+// SweepAnswer is sweep's answer.
+type SweepAnswer struct {
+	Action        string      `json:"action"`
+	InDoubt       SweepCounts `json:"inDoubt"`
+	ExpiredClaims SweepCounts `json:"expiredClaims"`
+	// InDoubtRemaining is the in-doubt index's count after the sweep (the gauge's value).
+	InDoubtRemaining int `json:"inDoubtRemaining"`
+	// Partial: the invocation's deadline came before every item was judged.
+	Partial bool `json:"partial"`
+	// DurationMS is how long the sweep took, in milliseconds.
+	DurationMS int64 `json:"durationMs"`
+}
+
+// sweepPage is the page size of the sweep's index reads; sweepMargin is kept free before the
+// invocation's deadline to answer; maxSweepPages bounds one sweep (100,000 items).
+const (
+	sweepPage     = 100
+	sweepMargin   = 3 * time.Second
+	maxSweepPages = 1000
+)
+
+// Sweep settles every in-doubt item and every expired in-flight claim that the ledger can judge
+// (Settle, conditional on each item's status and version, so it is safe alongside retries and
+// operators), then publishes the in-doubt gauge. Each item is read again before it is judged: the
+// index is eventually consistent. A failure on one item is counted and logged, and the sweep goes
+// on; only a failure to read the index is an error (STORE_UNAVAILABLE). It stops early, Partial,
+// when the invocation's deadline is near.
+func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
+	start := time.Now()
+	out := &SweepAnswer{Action: ActionSweep}
+	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
+		return s.cfg.Store.ListInDoubt(ctx, sweepPage, cursor)
+	}
+	if err := s.sweepIndex(ctx, list, &out.InDoubt, &out.Partial); err != nil {
+		return nil, err
+	}
+	now := s.cfg.Clock.Now()
+	claims := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
+		return s.cfg.Store.ListExpiredClaims(ctx, now, sweepPage, cursor)
+	}
+	if !out.Partial {
+		if err := s.sweepIndex(ctx, claims, &out.ExpiredClaims, &out.Partial); err != nil {
+			return nil, err
+		}
+	}
+	n, err := countInDoubt(ctx, s.cfg.Store)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	out.InDoubtRemaining = n
+	s.cfg.Gauge.InDoubtGauge(ctx, n)
+	out.DurationMS = time.Since(start).Milliseconds()
+	s.cfg.Logger.InfoContext(ctx, "sweep done", "inDoubt", out.InDoubt, "expiredClaims", out.ExpiredClaims,
+		"inDoubtRemaining", n, "partial", out.Partial, "durationMs", out.DurationMS)
+	return out, nil
+}
+
+type lister func(ctx context.Context, cursor string) ([]transfer.Record, string, error)
+
+func (s *Service) sweepIndex(ctx context.Context, list lister, c *SweepCounts, partial *bool) error {
+	cursor := ""
+	for range maxSweepPages {
+		recs, next, err := list(ctx, cursor)
+		if err != nil {
+			return storeErr(err)
+		}
+		for _, listed := range recs {
+			if nearDeadline(ctx) {
+				*partial = true
+				return nil
+			}
+			s.sweepOne(ctx, listed, c)
+		}
+		if next == "" {
+			return nil
+		}
+		cursor = next
+	}
+	*partial = true
+	return nil
+}
+
+func (s *Service) sweepOne(ctx context.Context, listed transfer.Record, c *SweepCounts) {
+	rec, err := s.cfg.Store.Get(ctx, listed.StoreKey)
+	switch {
+	case errors.Is(err, transfer.ErrNotFound):
+		c.Changed++
+		return
+	case err != nil:
+		c.Errors++
+		s.cfg.Logger.WarnContext(ctx, "sweep: reading the item failed", "storeKey", listed.StoreKey, "err", err)
+		return
+	case rec.Status != listed.Status:
+		c.Changed++
+		return
+	}
+	c.Checked++
+	st, err := s.cfg.Settler.Settle(ctx, rec)
+	switch {
+	case errors.Is(err, transfer.ErrConditionFailed):
+		c.Changed++
+		return
+	case err != nil:
+		c.Errors++
+		s.cfg.Logger.WarnContext(ctx, "sweep: settling the item failed", "storeKey", rec.StoreKey, "err", err)
+		return
+	}
+	switch st.Resolution {
+	case transfer.ResolvedLanded:
+		c.Landed++
+	case transfer.ResolvedFailed:
+		c.Failed++
+	case transfer.ResolvedReleased:
+		c.Released++
+	case transfer.ResolvedInDoubt:
+		c.ParkedInDoubt++
+	default:
+		c.Unresolved++
+		return
+	}
+	s.cfg.Logger.InfoContext(ctx, "sweep settled an item", "storeKey", rec.StoreKey, "from", string(rec.Status), "resolution", string(st.Resolution))
+}
+
+func nearDeadline(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < sweepMargin
+}
+
+// countInDoubt counts the in-doubt index page by page (at most 100,000 items).
+func countInDoubt(ctx context.Context, store Store) (int, error) {
+	n, cursor := 0, ""
+	for range maxSweepPages {
+		recs, next, err := store.ListInDoubt(ctx, sweepPage, cursor)
+		if err != nil {
+			return 0, err
+		}
+		n += len(recs)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return n, nil
+}

@@ -1,0 +1,111 @@
+package reconcile
+
+import (
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Item is what list and get show of a transfer: the seed's operator fields (wallet, operation,
+// amount, asset, failing code, the client's idempotency key, trace ID), the envelope's hashes and
+// what the chain says now. Never the fingerprint, never the signed XDR.
+type Item struct {
+	StoreKey        string     `json:"storeKey"`
+	Status          string     `json:"status"`
+	WalletAddress   string     `json:"walletAddress"`
+	OperationType   string     `json:"operationType"`
+	Amount          string     `json:"amount"`
+	Asset           string     `json:"asset"`
+	IdempotencyKey  string     `json:"idempotencyKey"`
+	TraceID         string     `json:"traceId,omitempty"`
+	FailingCode     string     `json:"failingCode,omitempty"` // in_doubt
+	InnerHash       string     `json:"innerHash,omitempty"`
+	OuterHash       string     `json:"outerHash,omitempty"`
+	MaxTime         int64      `json:"maxTime,omitempty"` // epoch seconds
+	SubmittedLedger uint32     `json:"submittedLedger,omitempty"`
+	Channel         string     `json:"channel,omitempty"`
+	LeaseExpiresAt  *time.Time `json:"leaseExpiresAt,omitempty"`  // in_flight
+	TransactionHash string     `json:"transactionHash,omitempty"` // settled
+	Ledger          uint32     `json:"ledger,omitempty"`
+	CreatedAt       time.Time  `json:"createdAt,omitzero"`
+	UpdatedAt       time.Time  `json:"updatedAt,omitzero"`
+	Audit           *Audit     `json:"audit,omitempty"`
+	// Chain is the ledger's answer for the envelope now; absent when there is no envelope.
+	Chain *Chain `json:"chain,omitempty"`
+}
+
+// Audit is an operator's resolution recorded on the item.
+type Audit struct {
+	Action    string    `json:"action"`
+	Operator  string    `json:"operator"`
+	RequestID string    `json:"requestId"`
+	Reason    string    `json:"reason,omitempty"`
+	Forced    bool      `json:"forced"`
+	At        time.Time `json:"at"`
+}
+
+// Chain is what the ledger says of an envelope (RPC getTransaction on its hashes) and what
+// follows from it (DESIGN.md section 1).
+type Chain struct {
+	// Status is SUCCESS, FAILED or NOT_FOUND; Hash and Ledger say where it was found.
+	Status                string    `json:"status,omitempty"`
+	Hash                  string    `json:"hash,omitempty"`
+	Ledger                uint32    `json:"ledger,omitempty"`
+	ResultCodes           []string  `json:"resultCodes,omitempty"`
+	LatestLedger          uint32    `json:"latestLedger,omitempty"`
+	LatestLedgerCloseTime time.Time `json:"latestLedgerCloseTime,omitzero"`
+	OldestLedger          uint32    `json:"oldestLedger,omitempty"`
+	// MaxTimePassed: a ledger closed after the envelope's maxTime, so it can no longer be included.
+	MaxTimePassed bool `json:"maxTimePassed"`
+	// HistoryCovers: the lookup's history reaches back to the ledger seen before the first send.
+	HistoryCovers bool `json:"historyCovers"`
+	// ProvenDead: NOT_FOUND, maxTime passed and the history covers: discard is accepted.
+	ProvenDead bool `json:"provenDead"`
+	// CanStillLand: NOT_FOUND and no ledger closed after maxTime yet: nothing may be decided.
+	CanStillLand bool `json:"canStillLand"`
+	// Error says the ledger could not be asked (the item is shown without the chain's answer).
+	Error string `json:"error,omitempty"`
+}
+
+func itemOf(rec transfer.Record) Item {
+	it := Item{
+		StoreKey: rec.StoreKey, Status: string(rec.Status), WalletAddress: rec.Request.WalletAddress,
+		OperationType: string(rec.Request.OperationType), Amount: rec.Request.Amount, Asset: rec.Request.Asset,
+		IdempotencyKey: rec.ClientKey, TraceID: rec.TraceID, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
+	}
+	if r := rec.Result; r != nil {
+		if rec.Status == transfer.StatusInDoubt {
+			it.FailingCode = r.Code
+		}
+		it.TransactionHash, it.Ledger = r.TransactionHash, r.Ledger
+	}
+	if e := rec.Envelope; e != nil {
+		it.InnerHash, it.OuterHash, it.MaxTime, it.SubmittedLedger, it.Channel = e.InnerHash, e.OuterHash, e.MaxTime, e.SubmittedLedger, e.Channel
+	}
+	if rec.Status == transfer.StatusInFlight && !rec.LeaseExpiresAt.IsZero() {
+		t := rec.LeaseExpiresAt
+		it.LeaseExpiresAt = &t
+	}
+	if a := rec.Audit; a != nil {
+		it.Audit = &Audit{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason, Forced: a.Forced, At: a.At}
+	}
+	return it
+}
+
+func chainOf(env transfer.Envelope, lk transfer.Lookup) *Chain {
+	c := &Chain{
+		Status: string(lk.Status), Hash: lk.Hash, Ledger: lk.Ledger, ResultCodes: lk.ResultCodes,
+		LatestLedger: lk.LatestLedger, LatestLedgerCloseTime: lk.LatestLedgerCloseTime, OldestLedger: lk.OldestLedger,
+		MaxTimePassed: maxTimePassed(env, lk),
+		HistoryCovers: lk.OldestLedger > 0 && env.SubmittedLedger > 0 && lk.OldestLedger <= env.SubmittedLedger,
+		ProvenDead:    transfer.ProvenDead(env, lk),
+	}
+	c.CanStillLand = lk.Status == transfer.LookupNotFound && !c.MaxTimePassed
+	return c
+}
+
+// maxTimePassed: a ledger whose close time is after the envelope's maxTime has closed (the local
+// clock plays no part).
+func maxTimePassed(env transfer.Envelope, lk transfer.Lookup) bool {
+	return env.MaxTime > 0 && !lk.LatestLedgerCloseTime.IsZero() && lk.LatestLedgerCloseTime.Unix() > env.MaxTime
+}

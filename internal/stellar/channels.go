@@ -1,0 +1,369 @@
+package stellar
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/tools/stellar-hd-wallet/crypto/derivation"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// CodeChannelsBusy is the *transfer.UnavailableError code when no channel account could be leased
+// in time (503, retryable: nothing was built or sent).
+const CodeChannelsBusy = "CHANNELS_BUSY"
+
+// ErrNoChannels is wrapped when channel accounts are configured but the keys hold none (no
+// channelSeeds and no channelMasterSeed), or hold no fee key to pay their fee bumps.
+var ErrNoChannels = errors.New("stellar: no channel keys")
+
+// LeaseStore keeps channel leases, one conditional write each (DESIGN.md section 3: items
+// `channel:<G...>` in the transfers table). internal/dynamo's ChannelLeases implements it.
+type LeaseStore interface {
+	// LeaseChannel gives channel to owner until `until`, quarantined until maxTime, if no
+	// unexpired lease holds it at now and its last quarantine (the maxTime of the last envelope
+	// built on it) is before ledgerClose, the close time of the latest ledger: an envelope that
+	// could still land keeps its channel. Times are compared in milliseconds (leases) and epoch
+	// seconds (quarantine). transfer.ErrConditionFailed (wrapped or not) when the channel is taken.
+	LeaseChannel(ctx context.Context, channel, owner string, now, until, maxTime, ledgerClose time.Time) error
+	// ReleaseChannel ends owner's lease and its quarantine: the envelope's fate is decided.
+	// transfer.ErrConditionFailed when owner no longer holds the channel.
+	ReleaseChannel(ctx context.Context, channel, owner string) error
+}
+
+// ChannelPoolConfig configures a ChannelPool.
+type ChannelPoolConfig struct {
+	// Leases stores the leases; required.
+	Leases LeaseStore
+	// Count is how many channels to use (CHANNEL_COUNT): the first Count listed in channelSeeds,
+	// or Count derived from channelMasterSeed (SEP-5). 0 means every listed channel.
+	Count int
+	// Clock is the time leases are judged by; nil means the system clock.
+	Clock transfer.Clock
+	// Wait bounds how long Prepare waits for a free channel; 0 means DefaultChannelWait. It never
+	// waits past 10 s (two ledgers) before the envelope's maxTime.
+	Wait time.Duration
+	// TriesPerRound is how many free-looking channels one round tries before it backs off;
+	// 0 means 3.
+	TriesPerRound int
+}
+
+// DefaultChannelWait is how long Prepare waits for a free channel by default: six ledgers, so
+// four callers per channel queue rather than fail.
+const DefaultChannelWait = 30 * time.Second
+
+// minValidity is how long before its maxTime an envelope must be sent to land (two ledgers): the
+// wait for a channel ends that long before maxTime.
+const minValidity = 10 * time.Second
+
+// PoolStats counts what a ChannelPool did.
+type PoolStats struct {
+	// Leases won; Collisions are lease writes another holder won (condition failed); Waits are
+	// rounds that found nothing and backed off; Releases are leases released by Done.
+	Leases, Collisions, Waits, Releases int64
+}
+
+// ChannelPool leases channel accounts as transaction sources. Channels are tried in random
+// order: concurrent invocations (separate Lambda instances) share no memory, so any
+// deterministic order, least-recently-used included, sends them all to the same channel first;
+// a random order spreads them (see the benchmark in internal/loadtest). Channels this process
+// holds are skipped without asking DynamoDB. Safe for concurrent use.
+type ChannelPool struct {
+	cfg ChannelPoolConfig
+
+	mu      sync.Mutex
+	held    map[string]heldLease // channels this process leased and has not released
+	derived derivedKeys
+	// queue holds the tickets of this process's callers waiting for a channel, oldest first:
+	// only as many of them as there are channels this process does not hold try at a time, so
+	// a freed channel goes to the longest waiter rather than the luckiest poller.
+	queue      []uint64
+	nextTicket uint64
+
+	leases, collisions, waits, releases atomic.Int64
+}
+
+// heldLease is a lease this process holds. Past expires (its deadline or maxTime, and a margin)
+// the store decides again: the envelope may be in doubt and its quarantine is ledger time.
+type heldLease struct {
+	owner, inner string
+	expires      time.Time
+}
+
+type derivedKeys struct {
+	fingerprint [32]byte
+	count       int
+	keys        []*keypair.Full
+}
+
+// NewChannelPool checks cfg and returns a pool. It makes no call.
+func NewChannelPool(cfg ChannelPoolConfig) (*ChannelPool, error) {
+	if cfg.Leases == nil {
+		return nil, errors.New("stellar: a channel pool needs a lease store")
+	}
+	if cfg.Count < 0 {
+		return nil, fmt.Errorf("stellar: channel count %d is negative", cfg.Count)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = transfer.SystemClock{}
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = DefaultChannelWait
+	}
+	if cfg.TriesPerRound <= 0 {
+		cfg.TriesPerRound = 3
+	}
+	return &ChannelPool{cfg: cfg, held: map[string]heldLease{}}, nil
+}
+
+// Stats returns the pool's counters so far.
+func (p *ChannelPool) Stats() PoolStats {
+	return PoolStats{Leases: p.leases.Load(), Collisions: p.collisions.Load(), Waits: p.waits.Load(), Releases: p.releases.Load()}
+}
+
+// Channels returns the channel keys the pool uses with keys (see ChannelKeys), derived once per
+// master seed.
+func (p *ChannelPool) Channels(keys Keys) ([]*keypair.Full, error) {
+	if len(keys.Channels) > 0 || !keys.ChannelMaster.IsSet() {
+		return ChannelKeys(keys, p.cfg.Count)
+	}
+	fp := sha256.Sum256(keys.ChannelMaster.Bytes())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.derived.keys != nil && p.derived.fingerprint == fp && p.derived.count == p.cfg.Count {
+		return p.derived.keys, nil
+	}
+	k, err := ChannelKeys(keys, p.cfg.Count)
+	if err != nil {
+		return nil, err
+	}
+	p.derived = derivedKeys{fingerprint: fp, count: p.cfg.Count, keys: k}
+	return k, nil
+}
+
+// ChannelKeys returns count channel keys: the first count of keys.Channels (all of them when
+// count is 0), or, when the secret lists none, count keys derived from keys.ChannelMaster by
+// SEP-5 (SLIP-0010 ed25519, path m/44'/148'/i' for i = 0 .. count-1). Errors wrap ErrNoChannels
+// or name the problem; they never show key material.
+func ChannelKeys(keys Keys, count int) ([]*keypair.Full, error) {
+	switch {
+	case len(keys.Channels) > 0:
+		if count == 0 {
+			return keys.Channels, nil
+		}
+		if count > len(keys.Channels) {
+			return nil, fmt.Errorf("%w: CHANNEL_COUNT is %d but the secret lists %d channelSeeds", ErrNoChannels, count, len(keys.Channels))
+		}
+		return keys.Channels[:count], nil
+	case keys.ChannelMaster.IsSet():
+		if count <= 0 {
+			return nil, fmt.Errorf("%w: channelMasterSeed needs CHANNEL_COUNT > 0", ErrNoChannels)
+		}
+		return DeriveChannelKeys(keys.ChannelMaster, count)
+	default:
+		return nil, ErrNoChannels
+	}
+}
+
+// DeriveChannelKeys derives n keys from a SEP-5 master seed (the BIP-39 seed bytes): key i is at
+// m/44'/148'/i'. The derivation is go-stellar-sdk's SLIP-0010 implementation (the one behind
+// stellar-hd-wallet), checked against SEP-5's published vectors in the tests.
+func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
+	seed := master.Bytes()
+	if len(seed) == 0 {
+		return nil, ErrNoChannels
+	}
+	out := make([]*keypair.Full, 0, n)
+	for i := range n {
+		k, err := derivation.DeriveForPath(fmt.Sprintf(derivation.StellarAccountPathFormat, i), seed)
+		if err != nil {
+			return nil, fmt.Errorf("stellar: deriving channel %d: %w", i, err)
+		}
+		kp, err := keypair.FromRawSeed(k.RawSeed())
+		if err != nil {
+			return nil, fmt.Errorf("stellar: deriving channel %d: %w", i, err)
+		}
+		out = append(out, kp)
+	}
+	return out, nil
+}
+
+func (p *ChannelPool) needsLedgerFirst() bool { return true }
+
+// acquire leases a channel: rounds of up to TriesPerRound channels in random order, skipping the
+// ones this process holds, backing off (100 ms doubling to 1 s, on the pool's clock) between
+// rounds until a channel is won or the wait ends.
+func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) (sourceLease, error) {
+	if keys.Fee == nil {
+		return sourceLease{}, fmt.Errorf("%w: the secret has no feeSeed to pay the channels' fee bumps", ErrNoChannels)
+	}
+	if keys.Vault == nil {
+		return sourceLease{}, errors.New("no vault key")
+	}
+	chans, err := p.Channels(keys)
+	if err != nil {
+		return sourceLease{}, err
+	}
+	clock := p.cfg.Clock
+	start := clock.Now()
+	waitUntil := start.Add(p.cfg.Wait)
+	if last := terms.maxTime.Add(-minValidity); last.Before(waitUntil) {
+		waitUntil = last
+	}
+	backoff := 100 * time.Millisecond
+	ticket := p.enqueue()
+	defer p.dequeue(ticket)
+	for {
+		now := clock.Now()
+		order := mrand.Perm(len(chans))
+		tried := 0
+		if !p.myTurn(ticket, chans, now) {
+			order = nil
+		}
+		for _, i := range order {
+			if tried == p.cfg.TriesPerRound {
+				break
+			}
+			ch := chans[i]
+			if !p.hold(ch.Address(), now) {
+				continue
+			}
+			tried++
+			owner := newLeaseOwner()
+			err := p.cfg.Leases.LeaseChannel(ctx, ch.Address(), owner, now, terms.until, terms.maxTime, terms.ledgerClose)
+			if err == nil {
+				p.leases.Add(1)
+				p.mu.Lock()
+				p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin)}
+				p.mu.Unlock()
+				return sourceLease{account: ch.Address(), opSource: keys.Vault.Address(),
+					signers: []*keypair.Full{ch, keys.Vault}, feeSource: keys.Fee, owner: owner}, nil
+			}
+			p.unhold(ch.Address())
+			if !errors.Is(err, transfer.ErrConditionFailed) {
+				return sourceLease{}, fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)
+			}
+			p.collisions.Add(1)
+		}
+		p.waits.Add(1)
+		if !clock.Now().Add(backoff).Before(waitUntil) {
+			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: time.Second,
+				Detail: "every channel account is busy; nothing was submitted"}
+		}
+		if err := clock.Sleep(ctx, backoff); err != nil {
+			return sourceLease{}, err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// heldMargin is how long past a held lease's deadline and maxTime this process still skips the
+// channel without asking the store: about two ledgers, for the quarantine to end.
+const heldMargin = 10 * time.Second
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func (p *ChannelPool) enqueue() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nextTicket++
+	p.queue = append(p.queue, p.nextTicket)
+	return p.nextTicket
+}
+
+func (p *ChannelPool) dequeue(ticket uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.queue, ticket); i >= 0 {
+		p.queue = slices.Delete(p.queue, i, i+1)
+	}
+}
+
+// myTurn reports whether ticket is among the oldest waiters, as many as there are channels this
+// process does not hold at now.
+func (p *ChannelPool) myTurn(ticket uint64, chans []*keypair.Full, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	free := 0
+	for _, c := range chans {
+		if h, ok := p.held[c.Address()]; !ok || !now.Before(h.expires) {
+			free++
+		}
+	}
+	return slices.Index(p.queue, ticket) < free
+}
+
+// hold marks channel as being leased by this process; false if this process holds it already.
+func (p *ChannelPool) hold(channel string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h, ok := p.held[channel]; ok && now.Before(h.expires) {
+		return false
+	}
+	p.held[channel] = heldLease{expires: now.Add(time.Hour)}
+	return true
+}
+
+func (p *ChannelPool) unhold(channel string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.held, channel)
+}
+
+func (p *ChannelPool) bind(lease sourceLease, env transfer.Envelope) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h, ok := p.held[lease.account]; ok && h.owner == lease.owner {
+		h.inner = env.InnerHash
+		p.held[lease.account] = h
+	}
+}
+
+// release ends the lease of env's channel if this process granted it: by lease (Prepare failed)
+// or by env's inner hash (Done). A lease granted elsewhere (a take-over's envelope) is left to
+// expire: its quarantine already keeps it until the envelope is dead. A failed release is
+// harmless for the same reason.
+func (p *ChannelPool) release(ctx context.Context, lease sourceLease, env transfer.Envelope) {
+	p.mu.Lock()
+	h, ok := p.held[env.Channel]
+	ours := ok && h.owner != "" && (h.owner == lease.owner || lease.owner == "" && h.inner == env.InnerHash && env.InnerHash != "")
+	if ours {
+		delete(p.held, env.Channel)
+	}
+	p.mu.Unlock()
+	if !ours {
+		return
+	}
+	owner := h.owner
+	// The release is written even when the invocation's context is ending: it only frees the
+	// channel sooner.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := p.cfg.Leases.ReleaseChannel(rctx, env.Channel, owner); err == nil {
+		p.releases.Add(1)
+	}
+}
+
+// newLeaseOwner returns a unique lease owner ID: 16 random bytes in hex.
+func newLeaseOwner() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+var _ source = (*ChannelPool)(nil)

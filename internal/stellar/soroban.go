@@ -1,0 +1,483 @@
+package stellar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
+	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/strkey"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// ContractConfig is the vault-contract mode (VAULT_CONTRACT): deposits and withdrawals call the
+// vault contract's functions with (wallet: Address, amount: i128).
+type ContractConfig struct {
+	// Contract is the vault contract's C... address.
+	Contract string
+	// DepositFn and WithdrawFn are the contract functions called; "" means deposit and withdraw.
+	DepositFn, WithdrawFn string
+	// Decimals is the asset's number of decimal places as the contract counts amounts; 0 means 7
+	// (the stroop). A request amount with more decimals than this is INVALID_AMOUNT.
+	Decimals int
+	// RestoreAttempts bounds the RestoreFootprint transactions one Prepare submits when
+	// simulation asks for a restore; 0 means 1, negative means never restore (RESTORE_REQUIRED).
+	RestoreAttempts int
+	// RestoreTimeout bounds how long one restore may take to land (its maxTime is at most this
+	// far ahead, and never past the transfer's maxTime); 0 means 30 s.
+	RestoreTimeout time.Duration
+}
+
+// ContractLedger is a transfer.Ledger whose deposits and withdrawals are calls of a Soroban vault
+// contract through Stellar RPC. It shares Send, Lookup, Done, the keys, the channels and the fee
+// settings with the RPCLedger it wraps; only Prepare differs. The operation's source is the vault
+// account (the vault key acts as the contract's operator), so the contract's require_auth is met
+// by the source-account credential and no auth entry is signed.
+type ContractLedger struct {
+	*RPCLedger
+	contract   xdr.ScAddress
+	depositFn  string
+	withdrawFn string
+	scale      int64 // multiply stroops by it (decimals > 7) ...
+	unscale    int64 // ... or divide by it (decimals < 7)
+	restores   int
+	restoreFor time.Duration
+}
+
+var _ transfer.Ledger = (*ContractLedger)(nil)
+
+// NewContractLedger checks cfg and returns the contract-mode ledger over l.
+func NewContractLedger(l *RPCLedger, cfg ContractConfig) (*ContractLedger, error) {
+	if l == nil {
+		return nil, errors.New("stellar: a contract ledger needs an RPC ledger")
+	}
+	raw, err := strkey.Decode(strkey.VersionByteContract, cfg.Contract)
+	if err != nil || len(raw) != 32 {
+		return nil, errors.New("stellar: the vault contract is not a C... address")
+	}
+	var id xdr.ContractId
+	copy(id[:], raw)
+	c := &ContractLedger{RPCLedger: l, contract: xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeContract, ContractId: &id},
+		depositFn: cfg.DepositFn, withdrawFn: cfg.WithdrawFn, scale: 1, unscale: 1, restores: cfg.RestoreAttempts, restoreFor: cfg.RestoreTimeout}
+	if c.depositFn == "" {
+		c.depositFn = "deposit"
+	}
+	if c.withdrawFn == "" {
+		c.withdrawFn = "withdraw"
+	}
+	for _, fn := range []string{c.depositFn, c.withdrawFn} {
+		if !validSymbol(fn) {
+			return nil, fmt.Errorf("stellar: contract function %q is not a Soroban symbol (1 to 32 of a-z A-Z 0-9 _)", fn)
+		}
+	}
+	d := cfg.Decimals
+	if d == 0 {
+		d = 7
+	}
+	if d < 0 || d > 18 {
+		return nil, fmt.Errorf("stellar: asset decimals %d out of range 1..18", cfg.Decimals)
+	}
+	for ; d > 7; d-- {
+		c.scale *= 10
+	}
+	for ; d < 7; d++ {
+		c.unscale *= 10
+	}
+	if c.restores == 0 {
+		c.restores = 1
+	}
+	if c.restoreFor <= 0 {
+		c.restoreFor = 30 * time.Second
+	}
+	return c, nil
+}
+
+var symbolRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
+
+func validSymbol(s string) bool { return symbolRE.MatchString(s) }
+
+// contractErrorRE finds the contract's own error code in a simulation error ("Error(Contract, #1)").
+var contractErrorRE = regexp.MustCompile(`Error\(Contract, #(\d+)\)`)
+
+// hostErrorRE finds the host error in a simulation error ("Error(Auth, InvalidAction)").
+var hostErrorRE = regexp.MustCompile(`Error\([A-Za-z]+, #?[A-Za-z0-9]+\)`)
+
+// ContractErrorCode returns the contract error code in a simulateTransaction error text, if any.
+func ContractErrorCode(simError string) (uint32, bool) {
+	m := contractErrorRE.FindStringSubmatch(simError)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(m[1], 10, 32)
+	return uint32(n), err == nil
+}
+
+// Prepare builds and signs a call of the vault contract for req: deposit or withdraw
+// (wallet: Address, amount: i128 in the asset's smallest unit), timebounds {0, maxTime}. It
+// simulates the call (simulateTransaction), restores archived entries when simulation asks for it
+// (a RestoreFootprint transaction from the same source, awaited, then simulated again; at most
+// RestoreAttempts times), assembles the simulation's footprint, resources, resource fee and
+// auth, offers the inclusion fee as RPCLedger does, and signs (and fee-bumps, with channels).
+// The total (resource fee plus inclusion fee) stays within MAX_FEE_STROOPS. Nothing of the
+// transfer is sent; a restore is the only transaction Prepare may submit, and it moves no money.
+//
+// Errors (nothing of the transfer was sent in any case): *transfer.ValidationError (422) for an
+// unsupported operation, an address that is neither G... nor C..., an unknown asset, a bad
+// amount; *transfer.UnavailableError SIMULATION_ERROR (retryable) when simulation fails, with
+// the contract's error code in the detail, or when the fees exceed MAX_FEE_STROOPS;
+// RESTORE_REQUIRED (retryable) when an archived entry could not be restored within the budget;
+// the RPCLedger's errors for keys, channels and the source account; a wrapped error when the RPC
+// could not be reached or answered wrongly.
+func (l *ContractLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
+	fn, wallet, amount, err := l.validate(req)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if maxTime.Unix() <= 0 {
+		return transfer.Envelope{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
+	}
+	keys, err := l.keys.Keys(ctx)
+	if err != nil {
+		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "the signing keys could not be loaded", Err: err}
+	}
+	ch := rpcChain{l.RPCLedger}
+	terms := leaseTerms{maxTime: maxTime, until: maxTime}
+	if dl, ok := ctx.Deadline(); ok {
+		terms.until = l.clock.Now().Add(time.Until(dl))
+	}
+	var latest uint32
+	if l.source.needsLedgerFirst() {
+		if latest, terms.ledgerClose, err = ch.latest(ctx); err != nil {
+			return transfer.Envelope{}, err
+		}
+	}
+	lease, err := l.source.acquire(ctx, keys, terms)
+	if err != nil {
+		var ue *transfer.UnavailableError
+		if errors.As(err, &ue) || ctx.Err() != nil {
+			return transfer.Envelope{}, err
+		}
+		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "no transaction source is available", Err: err}
+	}
+	env, err := l.buildCall(ctx, ch, lease, fn, wallet, amount, maxTime)
+	if err == nil && latest == 0 {
+		latest, _, err = ch.latest(ctx)
+	}
+	if err != nil {
+		l.source.release(ctx, lease, transfer.Envelope{Channel: lease.account})
+		return transfer.Envelope{}, err
+	}
+	env.SubmittedLedger = latest
+	l.source.bind(lease, env)
+	return env, nil
+}
+
+// validate checks req for a contract call and returns the function, the wallet and the amount
+// in the contract's unit.
+func (l *ContractLedger) validate(req transfer.Request) (string, xdr.ScAddress, int64, error) {
+	var fn string
+	switch req.OperationType {
+	case transfer.Deposit:
+		fn = l.depositFn
+	case transfer.Withdraw:
+		fn = l.withdrawFn
+	default:
+		return "", xdr.ScAddress{}, 0, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
+	}
+	wallet, err := scAddress(req.WalletAddress)
+	if err != nil {
+		return "", xdr.ScAddress{}, 0, &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity,
+			Field: "walletAddress", Detail: "walletAddress must be a G... account or a C... contract"}
+	}
+	if _, ok := l.assets[strings.ToUpper(req.Asset)]; !ok {
+		return "", xdr.ScAddress{}, 0, &transfer.ValidationError{Code: transfer.CodeInvalidAsset, Status: http.StatusUnprocessableEntity, Field: "asset",
+			Detail: fmt.Sprintf("asset %q is not configured on this ledger", req.Asset)}
+	}
+	badAmount := func(detail string) error {
+		return &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Status: http.StatusUnprocessableEntity, Field: "amount", Detail: detail}
+	}
+	if req.Stroops <= 0 {
+		return "", xdr.ScAddress{}, 0, badAmount("amount must be greater than zero")
+	}
+	if req.Stroops%l.unscale != 0 {
+		return "", xdr.ScAddress{}, 0, badAmount("amount has more decimal places than the asset")
+	}
+	amount := req.Stroops / l.unscale
+	if amount > (1<<63-1)/l.scale {
+		return "", xdr.ScAddress{}, 0, badAmount("amount is too large")
+	}
+	return fn, wallet, amount * l.scale, nil
+}
+
+// scAddress converts a G... account or C... contract address.
+func scAddress(address string) (xdr.ScAddress, error) {
+	if raw, err := strkey.Decode(strkey.VersionByteContract, address); err == nil && len(raw) == 32 {
+		var id xdr.ContractId
+		copy(id[:], raw)
+		return xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeContract, ContractId: &id}, nil
+	}
+	if !strkey.IsValidEd25519PublicKey(address) {
+		return xdr.ScAddress{}, ErrInvalidAddress
+	}
+	id, err := xdr.AddressToAccountId(address)
+	if err != nil {
+		return xdr.ScAddress{}, ErrInvalidAddress
+	}
+	return xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeAccount, AccountId: &id}, nil
+}
+
+func i128(v int64) xdr.ScVal {
+	hi := xdr.Int64(0)
+	if v < 0 {
+		hi = -1
+	}
+	return xdr.ScVal{Type: xdr.ScValTypeScvI128, I128: &xdr.Int128Parts{Hi: hi, Lo: xdr.Uint64(uint64(v))}}
+}
+
+// buildCall simulates, restores if asked, assembles and signs the contract call.
+func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourceLease, fn string, wallet xdr.ScAddress,
+	amount int64, maxTime time.Time) (transfer.Envelope, error) {
+	operator := l.vaultAccount
+	for restored := 0; ; restored++ {
+		seq, err := ch.sequence(ctx, lease.account)
+		if err != nil {
+			return transfer.Envelope{}, err
+		}
+		op := &txnbuild.InvokeHostFunction{
+			HostFunction: xdr.HostFunction{Type: xdr.HostFunctionTypeHostFunctionTypeInvokeContract, InvokeContract: &xdr.InvokeContractArgs{
+				ContractAddress: l.contract, FunctionName: xdr.ScSymbol(fn),
+				Args: xdr.ScVec{{Type: xdr.ScValTypeScvAddress, Address: &wallet}, i128(amount)},
+			}},
+			SourceAccount: operator,
+		}
+		draft, err := l.transaction(lease, seq, op, txnbuild.MinBaseFee, maxTime)
+		if err != nil {
+			return transfer.Envelope{}, err
+		}
+		draftXDR, err := draft.Base64()
+		if err != nil {
+			return transfer.Envelope{}, fmt.Errorf("stellar: encoding the simulation draft: %w", err)
+		}
+		sim, err := l.simulate(ctx, draftXDR)
+		if err != nil {
+			return transfer.Envelope{}, err
+		}
+		if sim.Error != "" {
+			return transfer.Envelope{}, simulationError(fn, sim.Error)
+		}
+		if sim.RestorePreamble != nil {
+			if restored >= l.restores {
+				return transfer.Envelope{}, &transfer.UnavailableError{Code: transfer.CodeRestoreRequired, RetryAfter: 5 * time.Second,
+					Detail: "the contract's ledger entries are archived and could not be restored within the budget; nothing was submitted"}
+			}
+			if err := l.restore(ctx, ch, lease, seq, *sim.RestorePreamble, maxTime); err != nil {
+				return transfer.Envelope{}, &transfer.UnavailableError{Code: transfer.CodeRestoreRequired, RetryAfter: 5 * time.Second,
+					Detail: "the contract's ledger entries are archived and the restore did not complete; nothing was submitted", Err: err}
+			}
+			continue
+		}
+		if err := assemble(op, sim); err != nil {
+			return transfer.Envelope{}, err
+		}
+		return l.sign(ctx, ch, lease, seq, op, maxTime)
+	}
+}
+
+// simulationError types a failed simulation: SIMULATION_ERROR, retryable (seed 000: raised on
+// the simulate path, nothing sent), with the contract's error code in the detail when there is one.
+func simulationError(fn, simError string) *transfer.UnavailableError {
+	detail := fmt.Sprintf("simulating %s failed; nothing was submitted", fn)
+	if code, ok := ContractErrorCode(simError); ok {
+		detail = fmt.Sprintf("simulating %s failed with contract error #%d; nothing was submitted", fn, code)
+	} else if m := hostErrorRE.FindString(simError); m != "" {
+		detail = fmt.Sprintf("simulating %s failed with %s; nothing was submitted", fn, m)
+	}
+	// The full text (an event log) goes to the wrapped error for the logs, not to the caller.
+	return &transfer.UnavailableError{Code: transfer.CodeSimulationError, Detail: detail, Err: errors.New(firstLine(simError))}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// assemble puts the simulation's transaction data and auth entries on op. Only source-account
+// credentials are accepted: the operator is the operation source, and nothing else is signed.
+func assemble(op *txnbuild.InvokeHostFunction, sim protocol.SimulateTransactionResponse) error {
+	var data xdr.SorobanTransactionData
+	if err := xdr.SafeUnmarshalBase64(sim.TransactionDataXDR, &data); err != nil {
+		return fmt.Errorf("stellar: simulateTransaction: decoding transactionData: %w", err)
+	}
+	if len(sim.Results) != 1 {
+		return fmt.Errorf("stellar: simulateTransaction: want 1 result, got %d", len(sim.Results))
+	}
+	op.Auth = nil
+	if sim.Results[0].AuthXDR != nil {
+		for _, a := range *sim.Results[0].AuthXDR {
+			var entry xdr.SorobanAuthorizationEntry
+			if err := xdr.SafeUnmarshalBase64(a, &entry); err != nil {
+				return fmt.Errorf("stellar: simulateTransaction: decoding auth: %w", err)
+			}
+			if entry.Credentials.Type != xdr.SorobanCredentialsTypeSorobanCredentialsSourceAccount {
+				return &transfer.UnavailableError{Code: transfer.CodeSimulationError,
+					Detail: "the vault contract asks for an authorization other than the operator's; nothing was submitted"}
+			}
+			op.Auth = append(op.Auth, entry)
+		}
+	}
+	op.Ext = xdr.TransactionExt{V: 1, SorobanData: &data}
+	return nil
+}
+
+// transaction builds the unsigned transaction of one Soroban operation from lease's account.
+func (l *ContractLedger) transaction(lease sourceLease, seq int64, op txnbuild.Operation, baseFee int64, maxTime time.Time) (*txnbuild.Transaction, error) {
+	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.account, Sequence: seq},
+		IncrementSequenceNum: true,
+		Operations:           []txnbuild.Operation{op},
+		BaseFee:              baseFee,
+		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, maxTime.Unix())},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stellar: building the transaction: %w", err)
+	}
+	return tx, nil
+}
+
+// sign sets the fees (resource fee from the operation's Soroban data plus the inclusion fee,
+// within MAX_FEE_STROOPS), signs, and fee-bumps when the lease has a fee source.
+func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, op txnbuild.Operation, maxTime time.Time) (transfer.Envelope, error) {
+	var resourceFee int64
+	switch o := op.(type) {
+	case *txnbuild.InvokeHostFunction:
+		resourceFee = int64(o.Ext.SorobanData.ResourceFee)
+	case *txnbuild.RestoreFootprint:
+		resourceFee = int64(o.Ext.SorobanData.ResourceFee)
+	}
+	feeBumped := lease.feeSource != nil
+	slots := int64(1)
+	if feeBumped {
+		slots = 2
+	}
+	if l.maxFeeStroops > 0 && resourceFee+l.baseFeeStroops*slots > l.maxFeeStroops {
+		return transfer.Envelope{}, &transfer.UnavailableError{Code: transfer.CodeSimulationError,
+			Detail: fmt.Sprintf("the resource fee %d plus the inclusion fee exceeds MAX_FEE_STROOPS %d; nothing was submitted", resourceFee, l.maxFeeStroops)}
+	}
+	rate := l.baseFeeStroops
+	if l.feePercentile > 0 {
+		f, err := l.inclusionFee(ctx, ch)
+		if err != nil {
+			return transfer.Envelope{}, err
+		}
+		rate = max(rate, f)
+	}
+	if l.maxFeeStroops > 0 {
+		rate = min(rate, (l.maxFeeStroops-resourceFee)/slots)
+	}
+	innerRate := rate
+	if feeBumped {
+		innerRate = l.baseFeeStroops
+	}
+	tx, err := l.transaction(lease, seq, op, innerRate, maxTime)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if tx, err = tx.Sign(l.passphrase, lease.signers...); err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: signing the transaction: %w", err)
+	}
+	inner, err := tx.HashHex(l.passphrase)
+	if err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the transaction: %w", err)
+	}
+	env := transfer.Envelope{InnerHash: inner, MaxTime: maxTime.Unix(), Channel: lease.account, FeeStroops: tx.MaxFee()}
+	if !feeBumped {
+		if env.XDR, err = tx.Base64(); err != nil {
+			return transfer.Envelope{}, fmt.Errorf("stellar: encoding the envelope: %w", err)
+		}
+		return env, nil
+	}
+	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: tx, FeeAccount: lease.feeSource.Address(), BaseFee: rate})
+	if err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: building the fee bump: %w", err)
+	}
+	if fb, err = fb.Sign(l.passphrase, lease.feeSource); err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: signing the fee bump: %w", err)
+	}
+	if env.OuterHash, err = fb.HashHex(l.passphrase); err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the fee bump: %w", err)
+	}
+	if env.XDR, err = fb.Base64(); err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: encoding the envelope: %w", err)
+	}
+	env.FeeStroops = fb.MaxFee()
+	return env, nil
+}
+
+// restore submits a RestoreFootprint transaction with the preamble's data from lease's account
+// (sequence seq+1) and waits until it lands. Its maxTime is RestoreTimeout ahead (never past the
+// transfer's): an error means it failed, was refused, or did not land by then. A restore that
+// lands later anyway is harmless: it moves no money, and the next simulation sees it.
+func (l *ContractLedger) restore(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, pre protocol.RestorePreamble, maxTime time.Time) error {
+	var data xdr.SorobanTransactionData
+	if err := xdr.SafeUnmarshalBase64(pre.TransactionDataXDR, &data); err != nil {
+		return fmt.Errorf("stellar: decoding the restore preamble: %w", err)
+	}
+	until := l.clock.Now().Add(l.restoreFor)
+	if until.After(maxTime) {
+		until = maxTime
+	}
+	op := &txnbuild.RestoreFootprint{SourceAccount: l.vaultAccount, Ext: xdr.TransactionExt{V: 1, SorobanData: &data}}
+	env, err := l.sign(ctx, ch, lease, seq, op, until)
+	if err != nil {
+		return err
+	}
+	res, err := l.Send(ctx, env)
+	if err != nil {
+		return fmt.Errorf("stellar: sending the restore: %w", err)
+	}
+	if res.Status != transfer.SendPending && res.Status != transfer.SendDuplicate {
+		return fmt.Errorf("stellar: the restore was refused: %s %s", res.Status, res.Code)
+	}
+	for {
+		lk, err := l.Lookup(ctx, env)
+		if err == nil {
+			switch {
+			case lk.Status == transfer.LookupSuccess:
+				return nil
+			case lk.Status == transfer.LookupFailed:
+				return fmt.Errorf("stellar: the restore failed: %v", lk.ResultCodes)
+			case lk.LatestLedgerCloseTime.After(until):
+				return errors.New("stellar: the restore did not land before its maxTime")
+			}
+		}
+		if l.clock.Now().After(until.Add(l.restoreFor)) {
+			// No ledger has closed past its maxTime for as long again: the network is stalled.
+			return errors.New("stellar: no ledger closed after the restore's maxTime")
+		}
+		if err := l.clock.Sleep(ctx, time.Second); err != nil {
+			return fmt.Errorf("stellar: waiting for the restore: %w", err)
+		}
+	}
+}
+
+// simulate calls simulateTransaction.
+func (l *RPCLedger) simulate(ctx context.Context, txXDR string) (protocol.SimulateTransactionResponse, error) {
+	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.SimulateTransactionResponse, error) {
+		return c.SimulateTransaction(ctx, protocol.SimulateTransactionRequest{Transaction: txXDR})
+	})
+	if err != nil {
+		return resp, fmt.Errorf("stellar: simulateTransaction: %w", err)
+	}
+	return resp, nil
+}

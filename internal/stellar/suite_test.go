@@ -1,0 +1,480 @@
+package stellar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// The shared suite: every backend (Stellar RPC, Horizon) in every mode (the vault as the source;
+// channel accounts with fee bumps) against the local network, with the same expectations.
+
+// backendLedger is what the suite drives.
+type backendLedger interface {
+	transfer.Ledger
+	EnsureChannels(ctx context.Context) ([]ChannelAccount, error)
+	CheckNetwork(ctx context.Context) error
+}
+
+// simClock is the ledger's clock in the suite: Sleep moves time on and closes a ledger.
+type simClock struct {
+	fakeClock
+	net *stellarsim.Network
+}
+
+func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.advance(d)
+	c.net.CloseLedger()
+	return ctx.Err()
+}
+
+// memLeases is LeaseStore in memory with ChannelLeases' semantics, keeping a history of grants.
+type memLeases struct {
+	mu      sync.Mutex
+	m       map[string]memLease
+	granted []string
+}
+
+type memLease struct {
+	owner           string
+	until           time.Time
+	quarantineUntil int64
+}
+
+func (s *memLeases) LeaseChannel(_ context.Context, channel, owner string, now, until, maxTime, ledgerClose time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]memLease{}
+	}
+	if l, ok := s.m[channel]; ok && !(l.until.UnixMilli() < now.UnixMilli() && l.quarantineUntil < ledgerClose.Unix()) {
+		return transfer.ErrConditionFailed
+	}
+	s.m[channel] = memLease{owner: owner, until: until, quarantineUntil: maxTime.Unix()}
+	s.granted = append(s.granted, channel)
+	return nil
+}
+
+func (s *memLeases) ReleaseChannel(_ context.Context, channel, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.m[channel]; !ok || l.owner != owner {
+		return transfer.ErrConditionFailed
+	}
+	delete(s.m, channel)
+	return nil
+}
+
+func (s *memLeases) leased() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+type suiteEnv struct {
+	backend  string // "rpc" or "horizon"
+	channels int
+	net      *stellarsim.Network
+	clock    *simClock
+	keys     Keys
+	usdc     stellarsim.Asset
+	vault    string
+	wallet   string
+	leases   *memLeases
+	ledger   backendLedger
+}
+
+type suiteOpts struct {
+	channels      int
+	maxFee        int64
+	feePercentile int
+}
+
+func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
+	t.Helper()
+	clock := &simClock{fakeClock: fakeClock{now: time.Unix(1_750_000_000, 0)}}
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	clock.net = n
+	keys, err := GenerateKeys(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.ChannelMaster = NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
+	issuer := keypair.MustRandom()
+	usdc := n.IssueAsset("USDC", issuer)
+	wallet := keypair.MustRandom().Address()
+	for _, err := range []error{
+		n.CreateAccount(keys.Vault.Address(), 100*unit),
+		n.AddTrustline(keys.Vault.Address(), usdc, 0),
+		n.Mint(keys.Vault.Address(), usdc, 1_000*unit),
+		n.CreateAccount(keys.Fee.Address(), 100*unit),
+		n.CreateAccount(wallet, 10*unit),
+		n.AddTrustline(wallet, usdc, 0),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.CloseLedger()
+	e := &suiteEnv{backend: backend, channels: o.channels, net: n, clock: clock, keys: keys, usdc: usdc,
+		vault: keys.Vault.Address(), wallet: wallet, leases: &memLeases{}}
+	var pool *ChannelPool
+	if o.channels > 0 {
+		if pool, err = NewChannelPool(ChannelPoolConfig{Leases: e.leases, Count: o.channels, Clock: clock}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.maxFee == 0 {
+		o.maxFee = 10_000
+	}
+	assets := []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer.Address()}}
+	switch backend {
+	case "rpc":
+		e.ledger, err = NewRPCLedger(RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
+			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: StaticKeys{K: keys}, Channels: pool, Clock: clock})
+	default:
+		e.ledger, err = NewHorizonLedger(HorizonConfig{URL: n.URL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
+			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: StaticKeys{K: keys}, Channels: pool, Clock: clock})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.ledger.CheckNetwork(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o.channels > 0 {
+		accts, err := e.ledger.EnsureChannels(ctx)
+		if err != nil || len(accts) != o.channels {
+			t.Fatalf("EnsureChannels: %v, %v", accts, err)
+		}
+	}
+	return e
+}
+
+func (e *suiteEnv) prepare(t *testing.T, wallet string, stroops int64) transfer.Envelope {
+	t.Helper()
+	env, err := e.ledger.Prepare(context.Background(), withdraw(wallet, stroops), e.clock.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func (e *suiteEnv) send(t *testing.T, env transfer.Envelope, want transfer.SendStatus) transfer.SendResult {
+	t.Helper()
+	res, err := e.ledger.Send(context.Background(), env)
+	if err != nil || res.Status != want {
+		t.Fatalf("Send = %+v, %v; want %s", res, err, want)
+	}
+	return res
+}
+
+func (e *suiteEnv) lookup(t *testing.T, env transfer.Envelope) transfer.Lookup {
+	t.Helper()
+	lk, err := e.ledger.Lookup(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
+}
+
+// forEachBackend runs test for rpc and horizon, each with the vault as the source and with
+// channels.
+func forEachBackend(t *testing.T, test func(t *testing.T, newEnv func(suiteOpts) *suiteEnv)) {
+	for _, backend := range []string{"rpc", "horizon"} {
+		for _, channels := range []int{0, 2} {
+			t.Run(fmt.Sprintf("%s/channels=%d", backend, channels), func(t *testing.T) {
+				test(t, func(o suiteOpts) *suiteEnv {
+					if o.channels == 0 {
+						o.channels = channels
+					}
+					return newSuiteEnv(t, backend, o)
+				})
+			})
+		}
+	}
+}
+
+func TestSuiteWithdrawLands(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
+		e := newEnv(suiteOpts{feePercentile: 90})
+		before, _ := e.net.Balance(e.wallet, e.usdc)
+		env := e.prepare(t, e.wallet, 25*unit+5)
+		if e.channels == 0 {
+			if env.Channel != e.vault || env.OuterHash != "" || env.FeeStroops != 100 {
+				t.Errorf("vault envelope %+v", env)
+			}
+		} else {
+			// A channel's transaction, its payment from the vault, in a fee bump paid by the fee account.
+			gtx, err := txnbuild.TransactionFromXDR(env.XDR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb, ok := gtx.FeeBump()
+			if !ok || fb.FeeAccount() != e.keys.Fee.Address() || env.OuterHash == "" || env.FeeStroops != 200 {
+				t.Fatalf("not a fee bump from the fee account: %+v", env)
+			}
+			inner := fb.InnerTransaction()
+			pay, _ := inner.Operations()[0].(*txnbuild.Payment)
+			if inner.SourceAccount().AccountID != env.Channel || env.Channel == e.vault || pay == nil || pay.SourceAccount != e.vault ||
+				len(inner.Signatures()) != 2 {
+				t.Fatalf("inner transaction: source %s, %+v, %d signatures", inner.SourceAccount().AccountID, pay, len(inner.Signatures()))
+			}
+			if h, _ := inner.HashHex(e.net.Passphrase()); h != env.InnerHash {
+				t.Errorf("InnerHash %s is not the inner transaction's %s", env.InnerHash, h)
+			}
+		}
+		res := e.send(t, env, transfer.SendPending)
+		if res.LatestLedger < env.SubmittedLedger || res.LatestLedgerCloseTime.IsZero() {
+			t.Errorf("send result %+v", res)
+		}
+		lk := e.lookup(t, env)
+		if lk.Status != transfer.LookupNotFound || lk.LatestLedger < env.SubmittedLedger || lk.OldestLedger == 0 ||
+			lk.OldestLedger > env.SubmittedLedger || lk.LatestLedgerCloseTime.IsZero() || transfer.ProvenDead(env, lk) {
+			t.Errorf("before close: %+v", lk)
+		}
+		e.clock.advance(5 * time.Second)
+		closed := e.net.CloseLedger()
+		lk = e.lookup(t, env)
+		wantFee := int64(100)
+		if e.channels > 0 {
+			wantFee = 200 // the fee bump counts as an operation
+		}
+		if lk.Status != transfer.LookupSuccess || lk.Hash != env.InnerHash || lk.Ledger != closed.Sequence ||
+			lk.FeeChargedStroops != wantFee || lk.ResultCodes != nil {
+			t.Errorf("after close: %+v (closed %d)", lk, closed.Sequence)
+		}
+		if env.OuterHash != "" {
+			// Either hash finds it.
+			byOuter := e.lookup(t, transfer.Envelope{InnerHash: env.OuterHash})
+			if byOuter.Status != transfer.LookupSuccess || byOuter.Ledger != closed.Sequence {
+				t.Errorf("by the outer hash: %+v", byOuter)
+			}
+		}
+		if after, _ := e.net.Balance(e.wallet, e.usdc); after-before != 25*unit+5 {
+			t.Errorf("wallet received %d stroops", after-before)
+		}
+		// A re-send of the included envelope is refused, and proves nothing.
+		res = e.send(t, env, transfer.SendTryAgainLater)
+		if transfer.RefusedBeforeInclusion(res, true) {
+			t.Error("a refused re-send counted as proof")
+		}
+		e.ledger.Done(context.Background(), env)
+		if e.leases.leased() != 0 {
+			t.Errorf("%d channels still leased after Done", e.leases.leased())
+		}
+	})
+}
+
+func TestSuiteFailedPayment(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
+		e := newEnv(suiteOpts{})
+		env := e.prepare(t, e.wallet, 5_000*unit)
+		e.send(t, env, transfer.SendPending)
+		e.net.CloseLedger()
+		lk := e.lookup(t, env)
+		if lk.Status != transfer.LookupFailed || !slices.Equal(lk.ResultCodes, []string{"tx_failed", "op_underfunded"}) ||
+			lk.FeeChargedStroops <= 0 || lk.Hash != env.InnerHash {
+			t.Errorf("underfunded: %+v", lk)
+		}
+	})
+}
+
+func TestSuiteStaleSequence(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
+		e := newEnv(suiteOpts{channels: 1})
+		ctx := context.Background()
+		stale := e.prepare(t, e.wallet, unit)
+		e.ledger.Done(ctx, stale) // released unsent (as after a proven refusal): same sequence number next
+		fresh := e.prepare(t, e.wallet, 2*unit)
+		if fresh.Channel != stale.Channel {
+			t.Fatalf("channels %s and %s", stale.Channel, fresh.Channel)
+		}
+		e.send(t, fresh, transfer.SendPending)
+		e.net.CloseLedger()
+		res := e.send(t, stale, transfer.SendError)
+		if res.Code != "txBAD_SEQ" || !transfer.RefusedBeforeInclusion(res, false) {
+			t.Errorf("stale sequence: %+v", res)
+		}
+		e.ledger.Done(ctx, fresh)
+		// Built again, the sequence number is read from the network and it lands.
+		again := e.prepare(t, e.wallet, unit)
+		e.send(t, again, transfer.SendPending)
+		e.net.CloseLedger()
+		if lk := e.lookup(t, again); lk.Status != transfer.LookupSuccess {
+			t.Errorf("rebuilt: %+v", lk)
+		}
+	})
+}
+
+// TestSuiteAnswers: the network's refusals and the seed's recoverable and unrecoverable HTTP
+// answers, mapped per DESIGN.md section 5.
+func TestSuiteAnswers(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
+		e := newEnv(suiteOpts{})
+		ctx := context.Background()
+		env := e.prepare(t, e.wallet, unit)
+		for _, code := range []string{"txINSUFFICIENT_FEE", "txTOO_LATE", "txBAD_SEQ", "txINSUFFICIENT_BALANCE"} {
+			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "ERROR", Code: code})
+			if res := e.send(t, env, transfer.SendError); res.Code != code || !transfer.RefusedBeforeInclusion(res, false) {
+				t.Errorf("%s: %+v", code, res)
+			}
+		}
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "TRY_AGAIN_LATER"})
+		e.send(t, env, transfer.SendTryAgainLater)
+		if e.backend == "horizon" {
+			// 429: Horizon refused before the network saw it.
+			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: 429, API: "horizon"})
+			if res := e.send(t, env, transfer.SendTryAgainLater); !transfer.RefusedBeforeInclusion(res, false) {
+				t.Errorf("429: %+v", res)
+			}
+		}
+		// 504 and 500: the envelope may have reached the network: a plain error (re-send it).
+		for _, status := range []int{504, 500} {
+			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: status})
+			if _, err := e.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
+				t.Errorf("HTTP %d: %v, want a plain error", status, err)
+			}
+		}
+		// Refused every time: sent once more, it is accepted and lands.
+		e.send(t, env, transfer.SendPending)
+		e.send(t, env, transfer.SendDuplicate)
+		e.net.CloseLedger()
+		if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
+			t.Errorf("after refusals: %+v", lk)
+		}
+	})
+}
+
+func TestSuiteTransport(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
+		e := newEnv(suiteOpts{})
+		ctx := context.Background()
+		env := e.prepare(t, e.wallet, unit)
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDropResponse})
+		if _, err := e.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
+			t.Errorf("dropped response: %v, want a plain error", err)
+		}
+		e.net.CloseLedger()
+		if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
+			t.Errorf("the dropped-response envelope did not land: %+v", lk)
+		}
+		// A deadline is kept even though horizonclient takes no context.
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDelay, Delay: 10 * time.Second})
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		if _, err := e.ledger.Send(short, env); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("delayed answer: %v, want the deadline", err)
+		}
+		if err := e.net.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.ledger.Send(ctx, env); !errors.Is(err, transfer.ErrNotSent) {
+			t.Errorf("refused connection: %v, want ErrNotSent", err)
+		}
+	})
+}
+
+func TestSuiteProvenDead(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
+		e := newEnv(suiteOpts{})
+		env := e.prepare(t, e.wallet, unit)
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+		e.send(t, env, transfer.SendPending)
+		e.net.CloseLedger()
+		if lk := e.lookup(t, env); lk.Status != transfer.LookupNotFound || transfer.ProvenDead(env, lk) {
+			t.Errorf("before maxTime: %+v", lk)
+		}
+		e.clock.advance(2 * time.Minute)
+		e.net.CloseLedger()
+		if lk := e.lookup(t, env); lk.Status != transfer.LookupNotFound || !transfer.ProvenDead(env, lk) {
+			t.Errorf("after maxTime: %+v (maxTime %d)", lk, env.MaxTime)
+		}
+	})
+}
+
+// TestSuiteQuarantine: a channel whose envelope is in doubt (never Done) is not leased again until
+// a ledger has closed after the envelope's maxTime; a released one is reused at once.
+func TestSuiteQuarantine(t *testing.T) {
+	for _, backend := range []string{"rpc", "horizon"} {
+		t.Run(backend, func(t *testing.T) {
+			e := newSuiteEnv(t, backend, suiteOpts{channels: 1})
+			ctx := context.Background()
+			inDoubt := e.prepare(t, e.wallet, unit)
+			e.send(t, inDoubt, transfer.SendPending)
+			// No Done: the envelope is in doubt. Later Prepares wait (closing ledgers) and give up.
+			_, err := e.ledger.Prepare(ctx, withdraw(e.wallet, unit), e.clock.Now().Add(time.Minute))
+			var ue *transfer.UnavailableError
+			if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+				t.Fatalf("second Prepare while in doubt: %v", err)
+			}
+			// The in-doubt envelope landed meanwhile, but nobody said Done: still quarantined until a
+			// ledger closes after its maxTime.
+			e.clock.advance(time.Unix(inDoubt.MaxTime, 0).Sub(e.clock.Now()) + time.Second)
+			e.net.CloseLedger()
+			next := e.prepare(t, e.wallet, unit)
+			if next.Channel != inDoubt.Channel {
+				t.Fatalf("channel %s, want %s", next.Channel, inDoubt.Channel)
+			}
+			e.send(t, next, transfer.SendPending)
+			e.net.CloseLedger()
+			if lk := e.lookup(t, next); lk.Status != transfer.LookupSuccess {
+				t.Errorf("after the quarantine: %+v", lk)
+			}
+		})
+	}
+}
+
+func TestSuiteFees(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
+		// The cap is below what the envelope needs at the base fee: refused before anything is sent.
+		e := newEnv(suiteOpts{maxFee: 150, feePercentile: 99})
+		_, err := e.ledger.Prepare(context.Background(), withdraw(e.wallet, unit), e.clock.Now().Add(time.Minute))
+		if e.channels == 0 && err != nil {
+			t.Errorf("vault mode within the cap: %v", err)
+		}
+		if e.channels > 0 && err == nil {
+			t.Error("a fee bump needing 200 stroops passed a 150 stroop cap")
+		}
+		if e.leases.leased() != 0 {
+			t.Error("a failed Prepare kept its channel")
+		}
+	})
+}
+
+func TestEnsureChannelsCreatesSponsoredChannels(t *testing.T) {
+	for _, backend := range []string{"rpc", "horizon"} {
+		t.Run(backend, func(t *testing.T) {
+			e := newSuiteEnv(t, backend, suiteOpts{channels: 35}) // two creation transactions
+			chans, err := DeriveChannelKeys(e.keys.ChannelMaster, 35)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range chans {
+				if b, err := e.net.Balance(c.Address(), stellarsim.Native); err != nil || b != 0 {
+					t.Fatalf("channel %s: %d XLM, %v", c.Address(), b, err)
+				}
+			}
+			// Already there: nothing created.
+			accts, err := e.ledger.EnsureChannels(context.Background())
+			if err != nil || len(accts) != 35 || slices.ContainsFunc(accts, func(a ChannelAccount) bool { return a.Created }) {
+				t.Fatalf("second EnsureChannels: %+v, %v", accts, err)
+			}
+		})
+	}
+}

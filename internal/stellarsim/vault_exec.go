@@ -1,0 +1,442 @@
+package stellarsim
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/stellar/go-stellar-sdk/xdr"
+)
+
+// Stand-in resource schedule. The shape follows the network's (instructions,
+// entries read and written, bytes read and written, rent for entries that
+// start or restart living); the numbers are round values of the order of
+// pubnet's settings, not the real formula.
+const (
+	feePer10kInstructions = 25
+	feePerEntryRead       = 6_250 // every footprint entry
+	feePerEntryWrite      = 10_000
+	feePerKBRead          = 1_786
+	feePerKBWrite         = 11_800
+	feeRentPerEntry       = 25_000 // per entry created or restored
+
+	instructionsWrite = 1_800_000 // deposit, withdraw
+	instructionsRead  = 900_000   // balance
+)
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// resourceFee is the resource fee (stroops) of resources r where rent entries
+// are created or restored.
+func resourceFee(r xdr.SorobanResources, rent int) int64 {
+	fee := ceilDiv(int64(r.Instructions)*feePer10kInstructions, 10_000)
+	fee += int64(len(r.Footprint.ReadOnly)+len(r.Footprint.ReadWrite)) * feePerEntryRead
+	fee += int64(len(r.Footprint.ReadWrite)) * feePerEntryWrite
+	fee += ceilDiv(int64(r.DiskReadBytes)*feePerKBRead, 1024)
+	fee += ceilDiv(int64(r.WriteBytes)*feePerKBWrite, 1024)
+	fee += int64(rent) * feeRentPerEntry
+	return fee
+}
+
+// hostError is a failed invocation: what the host reports as Error(type, code).
+type hostError struct {
+	err xdr.ScError
+	msg string
+}
+
+func contractError(code uint32, msg string) *hostError {
+	c := xdr.Uint32(code)
+	return &hostError{err: xdr.ScError{Type: xdr.ScErrorTypeSceContract, ContractCode: &c}, msg: msg}
+}
+
+func systemError(t xdr.ScErrorType, code xdr.ScErrorCode, msg string) *hostError {
+	return &hostError{err: xdr.ScError{Type: t, Code: &code}, msg: msg}
+}
+
+var scErrorTypeNames = map[xdr.ScErrorType]string{
+	xdr.ScErrorTypeSceContract: "Contract", xdr.ScErrorTypeSceWasmVm: "WasmVm", xdr.ScErrorTypeSceContext: "Context",
+	xdr.ScErrorTypeSceStorage: "Storage", xdr.ScErrorTypeSceObject: "Object", xdr.ScErrorTypeSceCrypto: "Crypto",
+	xdr.ScErrorTypeSceEvents: "Events", xdr.ScErrorTypeSceBudget: "Budget", xdr.ScErrorTypeSceValue: "Value",
+	xdr.ScErrorTypeSceAuth: "Auth",
+}
+
+var scErrorCodeNames = map[xdr.ScErrorCode]string{
+	xdr.ScErrorCodeScecArithDomain: "ArithDomain", xdr.ScErrorCodeScecIndexBounds: "IndexBounds",
+	xdr.ScErrorCodeScecInvalidInput: "InvalidInput", xdr.ScErrorCodeScecMissingValue: "MissingValue",
+	xdr.ScErrorCodeScecExistingValue: "ExistingValue", xdr.ScErrorCodeScecExceededLimit: "ExceededLimit",
+	xdr.ScErrorCodeScecInvalidAction: "InvalidAction", xdr.ScErrorCodeScecInternalError: "InternalError",
+	xdr.ScErrorCodeScecUnexpectedType: "UnexpectedType", xdr.ScErrorCodeScecUnexpectedSize: "UnexpectedSize",
+}
+
+// String is the host's rendering: Error(Contract, #1), Error(Auth, InvalidAction).
+func (e *hostError) String() string {
+	if e.err.Type == xdr.ScErrorTypeSceContract && e.err.ContractCode != nil {
+		return fmt.Sprintf("Error(Contract, #%d)", *e.err.ContractCode)
+	}
+	code := "?"
+	if e.err.Code != nil {
+		code = scErrorCodeNames[*e.err.Code]
+	}
+	return fmt.Sprintf("Error(%s, %s)", scErrorTypeNames[e.err.Type], code)
+}
+
+// simulationError is the text stellar-rpc puts in a failed simulation's error field.
+func (e *hostError) simulationError(contract string) string {
+	return fmt.Sprintf("HostError: %s\n\nEvent log (newest first):\n   0: [Diagnostic Event] contract:%s, topics:[error, %s], data:%q\n",
+		e, contract, e, e.msg)
+}
+
+// Canonical vault functions.
+const (
+	fnDeposit  = "deposit"
+	fnWithdraw = "withdraw"
+	fnBalance  = "balance"
+)
+
+// call is a parsed vault invocation.
+type call struct {
+	v      *vault
+	fn     string // fnDeposit, fnWithdraw or fnBalance
+	wallet xdr.ScAddress
+	amount int64
+	args   xdr.InvokeContractArgs
+}
+
+// parseLocked reads an InvokeContract host function addressed to a vault.
+func (h *VaultHost) parseLocked(hf xdr.HostFunction) (*call, *hostError) {
+	if hf.Type != xdr.HostFunctionTypeHostFunctionTypeInvokeContract || hf.InvokeContract == nil {
+		return nil, systemError(xdr.ScErrorTypeSceContext, xdr.ScErrorCodeScecInvalidAction, "only contract invocations are supported here")
+	}
+	args := *hf.InvokeContract
+	if args.ContractAddress.Type != xdr.ScAddressTypeScAddressTypeContract || args.ContractAddress.ContractId == nil {
+		return nil, systemError(xdr.ScErrorTypeSceStorage, xdr.ScErrorCodeScecMissingValue, "not a contract address")
+	}
+	v := h.vaults[*args.ContractAddress.ContractId]
+	if v == nil {
+		return nil, systemError(xdr.ScErrorTypeSceStorage, xdr.ScErrorCodeScecMissingValue, "contract not found")
+	}
+	c := &call{v: v, args: args}
+	switch string(args.FunctionName) {
+	case v.depositFn:
+		c.fn = fnDeposit
+	case v.withdrawFn:
+		c.fn = fnWithdraw
+	case fnBalance:
+		c.fn = fnBalance
+	default:
+		return nil, systemError(xdr.ScErrorTypeSceWasmVm, xdr.ScErrorCodeScecMissingValue, "function not found: "+string(args.FunctionName))
+	}
+	want := 2
+	if c.fn == fnBalance {
+		want = 1
+	}
+	if len(args.Args) != want {
+		return nil, systemError(xdr.ScErrorTypeSceWasmVm, xdr.ScErrorCodeScecUnexpectedSize, fmt.Sprintf("want %d arguments, got %d", want, len(args.Args)))
+	}
+	if args.Args[0].Type != xdr.ScValTypeScvAddress || args.Args[0].Address == nil {
+		return nil, systemError(xdr.ScErrorTypeSceValue, xdr.ScErrorCodeScecUnexpectedType, "wallet: want an Address")
+	}
+	c.wallet = *args.Args[0].Address
+	switch c.wallet.Type {
+	case xdr.ScAddressTypeScAddressTypeAccount, xdr.ScAddressTypeScAddressTypeContract:
+	default:
+		return nil, systemError(xdr.ScErrorTypeSceValue, xdr.ScErrorCodeScecUnexpectedType, "wallet: want an account or contract address")
+	}
+	if want == 2 {
+		amt, ok := i128ToInt64(args.Args[1])
+		if args.Args[1].Type != xdr.ScValTypeScvI128 {
+			return nil, systemError(xdr.ScErrorTypeSceValue, xdr.ScErrorCodeScecUnexpectedType, "amount: want an i128")
+		}
+		if !ok || amt <= 0 {
+			return nil, contractError(VaultErrInvalidAmount, "amount must be positive")
+		}
+		c.amount = amt
+	}
+	return c, nil
+}
+
+// footprint is what the call reads only and what it writes.
+func (h *VaultHost) footprint(c *call) (ro, rw []xdr.LedgerKey) {
+	ro = []xdr.LedgerKey{instanceLedgerKey(c.v.addr), codeLedgerKey(h.codeHash)}
+	bal := balanceLedgerKey(c.v.addr, c.wallet)
+	if c.fn == fnBalance {
+		return append(ro, bal), nil
+	}
+	return ro, []xdr.LedgerKey{bal}
+}
+
+// authEntry is what recording-mode simulation returns for the operator's
+// require_auth when the operator is the operation source.
+func (c *call) authEntry() xdr.SorobanAuthorizationEntry {
+	args := c.args
+	return xdr.SorobanAuthorizationEntry{
+		Credentials: xdr.SorobanCredentials{Type: xdr.SorobanCredentialsTypeSorobanCredentialsSourceAccount},
+		RootInvocation: xdr.SorobanAuthorizedInvocation{
+			Function:       xdr.SorobanAuthorizedFunction{Type: xdr.SorobanAuthorizedFunctionTypeSorobanAuthorizedFunctionTypeContractFn, ContractFn: &args},
+			SubInvocations: []xdr.SorobanAuthorizedInvocation{},
+		},
+	}
+}
+
+// authorized reports whether auth holds the source-account entry for c.
+func (c *call) authorized(source string, auth []xdr.SorobanAuthorizationEntry) bool {
+	if source != c.v.operator {
+		return false
+	}
+	want, err := c.authEntry().MarshalBinary()
+	if err != nil {
+		return false
+	}
+	for _, a := range auth {
+		if b, err := a.MarshalBinary(); err == nil && bytes.Equal(b, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// execution is a call's effect and what it consumed.
+type execution struct {
+	ret          xdr.ScVal
+	write        *contractEntry // the balance entry's new state; nil when nothing is written
+	instructions uint32
+	readBytes    uint32
+	writeBytes   uint32
+	rent         int             // entries created
+	archived     []xdr.LedgerKey // archived entries the call read, as if restored
+}
+
+// execLocked runs c as of ledger. Archived entries are read as if restored
+// and listed (simulation's view); apply refuses them before calling.
+func (h *VaultHost) execLocked(c *call, ledger uint32) (execution, *hostError) {
+	var x execution
+	ro, _ := h.footprint(c)
+	for _, k := range ro[:2] {
+		e := h.entries[keyString(k)]
+		if e == nil {
+			return x, systemError(xdr.ScErrorTypeSceStorage, xdr.ScErrorCodeScecMissingValue, "contract instance or code missing")
+		}
+		if e.liveUntil < ledger {
+			x.archived = append(x.archived, k)
+		}
+		x.readBytes += entrySize(e)
+	}
+	balKey := balanceLedgerKey(c.v.addr, c.wallet)
+	old := h.entries[keyString(balKey)]
+	var cur int64
+	if old != nil {
+		if old.liveUntil < ledger {
+			x.archived = append(x.archived, balKey)
+		}
+		cur, _ = i128ToInt64(old.data.ContractData.Val)
+		x.readBytes += entrySize(old)
+	}
+	next := cur
+	switch c.fn {
+	case fnBalance:
+		x.instructions = instructionsRead
+		x.ret = i128Val(cur)
+		return x, nil
+	case fnDeposit:
+		if cur > (1<<63-1)-c.amount {
+			return x, systemError(xdr.ScErrorTypeSceObject, xdr.ScErrorCodeScecArithDomain, "balance overflow")
+		}
+		next = cur + c.amount
+	case fnWithdraw:
+		if cur < c.amount {
+			return x, contractError(VaultErrInsufficientBalance, fmt.Sprintf("withdraw %d above the balance %d", c.amount, cur))
+		}
+		next = cur - c.amount
+	}
+	x.instructions = instructionsWrite
+	x.ret = i128Val(next)
+	live := ledger + h.opts.MinPersistentTTL - 1
+	if old == nil {
+		x.rent = 1
+	} else {
+		live = max(live, old.liveUntil)
+	}
+	x.write = &contractEntry{key: balKey, lastModified: ledger, liveUntil: live, data: xdr.LedgerEntryData{
+		Type: xdr.LedgerEntryTypeContractData,
+		ContractData: &xdr.ContractDataEntry{Contract: c.v.addr, Key: balKey.ContractData.Key,
+			Durability: xdr.ContractDataDurabilityPersistent, Val: i128Val(next)},
+	}}
+	x.writeBytes = entrySize(x.write)
+	return x, nil
+}
+
+// restorePlanLocked lists the archived entries among keys (only persistent
+// contract data and code can be restored) and their size.
+func (h *VaultHost) restorePlanLocked(keys []xdr.LedgerKey, ledger uint32) (archived []*contractEntry, size uint32, ok bool) {
+	for _, k := range keys {
+		if !persistentKey(k) {
+			return nil, 0, false
+		}
+		e := h.entries[keyString(k)]
+		if e != nil && e.liveUntil < ledger {
+			archived = append(archived, e)
+			size += entrySize(e)
+		}
+	}
+	return archived, size, true
+}
+
+func persistentKey(k xdr.LedgerKey) bool {
+	switch k.Type {
+	case xdr.LedgerEntryTypeContractCode:
+		return true
+	case xdr.LedgerEntryTypeContractData:
+		return k.ContractData.Durability == xdr.ContractDataDurabilityPersistent
+	}
+	return false
+}
+
+func containsKey(keys []xdr.LedgerKey, k xdr.LedgerKey) bool {
+	ks := keyString(k)
+	for _, x := range keys {
+		if keyString(x) == ks {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply runs InvokeHostFunction, RestoreFootprint and ExtendFootprintTtl at
+// ledger close (see VaultHost for the rules).
+func (h *VaultHost) Apply(ctx ContractContext, op xdr.Operation) (xdr.OperationResult, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ledger := ctx.Ledger.Sequence
+	switch op.Body.Type {
+	case xdr.OperationTypeInvokeHostFunction:
+		return h.applyInvoke(ctx, *op.Body.InvokeHostFunctionOp, ledger)
+	case xdr.OperationTypeRestoreFootprint:
+		return h.applyRestore(ctx, ledger)
+	case xdr.OperationTypeExtendFootprintTtl:
+		return h.applyExtend(ctx, uint32(op.Body.ExtendFootprintTtlOp.ExtendTo), ledger)
+	}
+	return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}, false
+}
+
+func invokeResult(code xdr.InvokeHostFunctionResultCode, ret *xdr.ScVal) xdr.OperationResult {
+	var arm any
+	if code == xdr.InvokeHostFunctionResultCodeInvokeHostFunctionSuccess {
+		pre := xdr.InvokeHostFunctionSuccessPreImage{ReturnValue: *ret, Events: []xdr.ContractEvent{}}
+		b, _ := pre.MarshalBinary()
+		arm = xdr.Hash(sha256Sum(b))
+	}
+	r, _ := xdr.NewInvokeHostFunctionResult(code, arm)
+	return opInner(xdr.OperationTypeInvokeHostFunction, r)
+}
+
+func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp, ledger uint32) (xdr.OperationResult, bool) {
+	fail := func(code xdr.InvokeHostFunctionResultCode) (xdr.OperationResult, bool) {
+		return invokeResult(code, nil), false
+	}
+	sd := ctx.Soroban
+	if sd == nil {
+		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionMalformed)
+	}
+	fp := sd.Resources.Footprint
+	// Footprint entries are loaded before the contract runs: an archived one stops it.
+	for _, k := range append(append([]xdr.LedgerKey{}, fp.ReadOnly...), fp.ReadWrite...) {
+		if e := h.entries[keyString(k)]; e != nil && persistentKey(k) && e.liveUntil < ledger {
+			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionEntryArchived)
+		}
+	}
+	c, herr := h.parseLocked(op.HostFunction)
+	if herr != nil {
+		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionTrapped)
+	}
+	ro, rw := h.footprint(c)
+	for _, k := range ro {
+		if !containsKey(fp.ReadOnly, k) && !containsKey(fp.ReadWrite, k) {
+			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionTrapped) // read outside the footprint
+		}
+	}
+	for _, k := range rw {
+		if !containsKey(fp.ReadWrite, k) {
+			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionTrapped) // write outside the footprint
+		}
+	}
+	if c.fn != fnBalance && !c.authorized(ctx.Source, op.Auth) {
+		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionTrapped) // Error(Auth, InvalidAction)
+	}
+	x, herr := h.execLocked(c, ledger)
+	if herr != nil {
+		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionTrapped)
+	}
+	r := sd.Resources
+	if x.instructions > uint32(r.Instructions) || x.readBytes > uint32(r.DiskReadBytes) || x.writeBytes > uint32(r.WriteBytes) {
+		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionResourceLimitExceeded)
+	}
+	used := xdr.SorobanResources{Footprint: fp, Instructions: xdr.Uint32(x.instructions), DiskReadBytes: xdr.Uint32(x.readBytes), WriteBytes: xdr.Uint32(x.writeBytes)}
+	if int64(sd.ResourceFee) < resourceFee(used, x.rent) {
+		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee)
+	}
+	if x.write != nil {
+		h.putLocked(x.write.key, x.write.data, x.write.lastModified, x.write.liveUntil)
+	}
+	return invokeResult(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionSuccess, &x.ret), true
+}
+
+func restoreResult(code xdr.RestoreFootprintResultCode) xdr.OperationResult {
+	r, _ := xdr.NewRestoreFootprintResult(code, nil)
+	return opInner(xdr.OperationTypeRestoreFootprint, r)
+}
+
+func (h *VaultHost) applyRestore(ctx ContractContext, ledger uint32) (xdr.OperationResult, bool) {
+	sd := ctx.Soroban
+	if sd == nil || len(sd.Resources.Footprint.ReadOnly) != 0 {
+		return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintMalformed), false
+	}
+	archived, size, ok := h.restorePlanLocked(sd.Resources.Footprint.ReadWrite, ledger)
+	if !ok {
+		return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintMalformed), false
+	}
+	if size > uint32(sd.Resources.DiskReadBytes) || size > uint32(sd.Resources.WriteBytes) {
+		return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintResourceLimitExceeded), false
+	}
+	used := xdr.SorobanResources{Footprint: sd.Resources.Footprint, DiskReadBytes: xdr.Uint32(size), WriteBytes: xdr.Uint32(size)}
+	if int64(sd.ResourceFee) < resourceFee(used, len(archived)) {
+		return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintInsufficientRefundableFee), false
+	}
+	for _, e := range archived {
+		e.liveUntil = ledger + h.opts.MinPersistentTTL - 1
+	}
+	return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintSuccess), true
+}
+
+func extendResult(code xdr.ExtendFootprintTtlResultCode) xdr.OperationResult {
+	r, _ := xdr.NewExtendFootprintTtlResult(code, nil)
+	return opInner(xdr.OperationTypeExtendFootprintTtl, r)
+}
+
+// applyExtend extends the live read-only entries to live until ledger+extendTo.
+func (h *VaultHost) applyExtend(ctx ContractContext, extendTo, ledger uint32) (xdr.OperationResult, bool) {
+	sd := ctx.Soroban
+	if sd == nil || len(sd.Resources.Footprint.ReadWrite) != 0 {
+		return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlMalformed), false
+	}
+	var live []*contractEntry
+	var size uint32
+	for _, k := range sd.Resources.Footprint.ReadOnly {
+		if !persistentKey(k) {
+			return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlMalformed), false
+		}
+		if e := h.entries[keyString(k)]; e != nil && e.liveUntil >= ledger {
+			live = append(live, e)
+			size += entrySize(e)
+		}
+	}
+	if size > uint32(sd.Resources.DiskReadBytes) {
+		return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlResourceLimitExceeded), false
+	}
+	used := xdr.SorobanResources{Footprint: sd.Resources.Footprint, DiskReadBytes: xdr.Uint32(size)}
+	if int64(sd.ResourceFee) < resourceFee(used, len(live)) {
+		return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlInsufficientRefundableFee), false
+	}
+	for _, e := range live {
+		e.liveUntil = max(e.liveUntil, ledger+extendTo)
+	}
+	return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlSuccess), true
+}

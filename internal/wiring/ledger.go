@@ -1,0 +1,60 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// StellarLedger is the Stellar backend the service runs on: Stellar RPC or Horizon
+// (STELLAR_BACKEND).
+type StellarLedger interface {
+	transfer.Ledger
+	// EnsureChannels lists the channel accounts and creates the missing ones on chain (the
+	// reconcile action `channels`).
+	EnsureChannels(ctx context.Context) ([]stellar.ChannelAccount, error)
+	// CheckNetwork fails if the backend serves another network than NETWORK_PASSPHRASE.
+	CheckNetwork(ctx context.Context) error
+}
+
+// buildLedger picks the backend and, when CHANNEL_COUNT > 0, a channel pool whose leases live in
+// the transfers table.
+func buildLedger(d Deps, assets []txnbuild.CreditAsset) (StellarLedger, *stellar.ChannelPool, error) {
+	clock := d.Clock
+	if clock == nil {
+		clock = transfer.SystemClock{}
+	}
+	var pool *stellar.ChannelPool
+	if d.Config.ChannelCount > 0 {
+		var err error
+		pool, err = stellar.NewChannelPool(stellar.ChannelPoolConfig{
+			Leases: dynamo.NewChannelLeases(d.Dynamo, d.Config.Table), Count: d.Config.ChannelCount, Clock: clock,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	switch d.Config.Backend {
+	case "rpc":
+		l, err := stellar.NewRPCLedger(stellar.RPCConfig{
+			URL: d.Config.RPCURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
+			VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops,
+			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
+		})
+		return l, pool, err
+	case "horizon":
+		l, err := stellar.NewHorizonLedger(stellar.HorizonConfig{
+			URL: d.Config.HorizonURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
+			VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops,
+			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
+		})
+		return l, pool, err
+	default:
+		return nil, nil, fmt.Errorf("STELLAR_BACKEND must be rpc or horizon, not %q", d.Config.Backend)
+	}
+}
