@@ -18,14 +18,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stellar/go-stellar-sdk/keypair"
-	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/truora/minidyn/server"
 
+	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
+	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
 // Config sizes a campaign. Calls = Keys x Callers.
@@ -34,21 +35,28 @@ type Config struct {
 	// Keys is the number of distinct (wallet, idempotency key) pairs; Callers the concurrent
 	// callers per key (8); Wave how many keys are in flight at once.
 	Keys, Callers, Wave int
-	// FaultRate is the chance that a step (a DynamoDB request, a send, a lookup) meets a fault;
-	// CrashRate the chance that a call is abandoned at a given step, as a killed invocation.
-	FaultRate, CrashRate float64
+	// FaultRate is the chance that a DynamoDB request or a lookup meets a fault, SendFaultRate
+	// that a send does; CrashRate the chance that a call is abandoned at a given step, as a killed
+	// invocation.
+	FaultRate, SendFaultRate, CrashRate float64
+	// Backend is "rpc" (default) or "horizon"; Channels the number of channel accounts (0: the
+	// vault is the only transaction source, without fee bumps).
+	Backend  string
+	Channels int
 	// Log receives the progress lines; nil means none.
 	Log io.Writer
 }
 
 // DefaultConfig is the campaign `make test` runs: 2,000 calls.
 func DefaultConfig(seed uint64) Config {
-	return Config{Seed: seed, Keys: 250, Callers: 8, Wave: 5, FaultRate: 0.15, CrashRate: 0.03}
+	return Config{Seed: seed, Keys: 250, Callers: 8, Wave: 5, FaultRate: 0.15, SendFaultRate: 0.3, CrashRate: 0.03, Backend: "rpc"}
 }
 
 // Report is what a campaign did and found.
 type Report struct {
 	Seed        uint64
+	Backend     string
+	Channels    int
 	Calls, Keys int
 	Answers     map[string]int // what callers got, by code ("ok", "replayed", error codes)
 	Faults      map[string]int // faults injected, by kind
@@ -68,7 +76,7 @@ func (r Report) Failed() bool { return len(r.Violations) > 0 }
 
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fault campaign seed=%d: %d calls on %d keys in %v virtual (%v real)\n", r.Seed, r.Calls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
+	fmt.Fprintf(&b, "fault campaign seed=%d (%s, %d channels): %d calls on %d keys in %v virtual (%v real)\n", r.Seed, r.Backend, r.Channels, r.Calls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  applied transactions: %d; heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.HealRetries, r.SweptAfterProvable)
 	for _, part := range []struct {
 		name string
@@ -115,10 +123,12 @@ type rig struct {
 	ledger  *faultyLedger
 	orch    *transfer.Orchestrator
 	wallet  string
-	faults  counter
-	events  counter
-	crashes counter
-	answers counter
+	// setupTxs is how many transactions the rig itself applied before the campaign.
+	setupTxs int
+	faults   counter
+	events   counter
+	crashes  counter
+	answers  counter
 }
 
 func newRig(cfg Config) (*rig, func(), error) {
@@ -161,13 +171,14 @@ func newRig(cfg Config) (*rig, func(), error) {
 	for _, step := range []error{
 		n.CreateAccount(keys.Vault.Address(), 1e11), n.AddTrustline(keys.Vault.Address(), usdc, 0),
 		n.Mint(keys.Vault.Address(), usdc, 1e17), n.CreateAccount(wallet.Address(), 1e11),
-		n.AddTrustline(wallet.Address(), usdc, 0),
+		n.AddTrustline(wallet.Address(), usdc, 0), n.CreateAccount(keys.Fee.Address(), 1e12),
 	} {
 		if step != nil {
 			return fail(step)
 		}
 	}
 	r.wallet = wallet.Address()
+	keys.ChannelMaster = stellar.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
 
 	r.minidyn = server.NewServer()
 	hs := httptest.NewServer(r.minidyn)
@@ -179,32 +190,52 @@ func newRig(cfg Config) (*rig, func(), error) {
 	if err := dynamo.EnsureTable(context.Background(), db, r.table); err != nil {
 		return fail(err)
 	}
-	r.store = dynamo.New(&faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults}, r.table)
-
-	inner, err := stellar.NewRPCLedger(stellar.RPCConfig{
-		URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
-		Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+	// The service is assembled as the Lambda assembles it, over a DynamoDB client that fails on
+	// purpose (the channel leases share it), then its ledger and store are wrapped for faults.
+	backend := cfg.Backend
+	if backend == "" {
+		backend = "rpc"
+	}
+	conf, err := config.Load(func(k string) string {
+		return map[string]string{
+			"TABLE_NAME": r.table, "STELLAR_BACKEND": backend, "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
+			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(),
+			"ASSETS": usdc.Code + ":" + usdc.Issuer, "CHANNEL_COUNT": strconv.Itoa(cfg.Channels),
+		}[k]
 	})
 	if err != nil {
 		return fail(err)
 	}
-	r.ledger = &faultyLedger{Ledger: inner, net: n, rate: cfg.FaultRate, faults: &r.faults, events: &r.events,
+	svc, err := wiring.Build(wiring.Deps{Config: conf, Getenv: func(string) string { return "" },
+		Dynamo: &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults}, Keys: stellar.StaticKeys{K: keys},
+		Clock: r.clock, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fail(err)
+	}
+	if cfg.Channels > 0 {
+		if _, err := svc.Ledger.EnsureChannels(context.Background()); err != nil {
+			return fail(fmt.Errorf("creating channels: %w", err))
+		}
+	}
+	r.setupTxs = len(n.Applied()) // the channel accounts' creation
+	r.store = svc.Store
+	r.ledger = &faultyLedger{Ledger: svc.Ledger, net: n, rate: cfg.SendFaultRate, lookupRate: cfg.FaultRate / 2, faults: &r.faults, events: &r.events,
 		sent: map[string]bool{}, built: map[string]int{}}
-	r.orch = &transfer.Orchestrator{
-		Store: countingStore{Store: r.store, events: &r.events}, Ledger: r.ledger, Clock: r.clock,
-		Logger: slog.New(slog.DiscardHandler),
-		Hooks: func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
-			rate := cfg.CrashRate
-			if step == transfer.StepSettling {
-				rate *= 5 // reached once per decided call, far less often than the other steps
-			}
-			if c := callerOf(ctx); c != nil && !c.crashed && c.faulty && c.rng.Float64() < rate {
-				c.crashed = true
-				r.crashes.add(string(step))
-				return errCrash
-			}
-			return nil
-		},
+	r.orch = svc.Orchestrator
+	r.orch.Store = countingStore{Store: r.store, events: &r.events}
+	r.orch.Ledger = r.ledger
+	r.orch.Breaker = nil // the campaign's fault rate would keep it open; the breaker has its own tests
+	r.orch.Hooks = func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
+		rate := cfg.CrashRate
+		if step == transfer.StepSettling {
+			rate *= 5 // reached once per decided call, far less often than the other steps
+		}
+		if c := callerOf(ctx); c != nil && !c.crashed && c.faulty && c.rng.Float64() < rate {
+			c.crashed = true
+			r.crashes.add(string(step))
+			return errCrash
+		}
+		return nil
 	}
 	return r, cleanup, nil
 }
@@ -402,7 +433,7 @@ func Run(cfg Config) (Report, error) {
 		wg.Wait()
 	}
 
-	rep := Report{Seed: cfg.Seed, Calls: cfg.Keys * cfg.Callers, Keys: cfg.Keys, Answers: r.answers.snapshot(),
+	rep := Report{Seed: cfg.Seed, Backend: cfg.Backend, Channels: cfg.Channels, Calls: cfg.Keys * cfg.Callers, Keys: cfg.Keys, Answers: r.answers.snapshot(),
 		Faults: r.faults.snapshot(), Crashes: r.crashes.snapshot(), Events: r.events.snapshot(),
 		VirtualTime: r.clock.Now().Sub(t0)}
 	for _, n := range retries {
@@ -423,7 +454,7 @@ func Run(cfg Config) (Report, error) {
 // judge checks the four invariants against the ledger and the store.
 func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
 	var bad []string
-	applied := r.net.Applied()
+	applied := r.net.Applied()[r.setupTxs:]
 	rep.Applied = len(applied)
 	perKey := map[int][]stellarsim.AppliedTx{}
 	for _, tx := range applied {

@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -9,8 +10,10 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/chaos"
 )
 
-// TestCampaign runs the fault campaign: 2,000 calls by default (make test); `make chaos` sets
-// CHAOS_KEYS for 10,000+. CHAOS_SEED reruns a given seed.
+// TestCampaign runs the fault campaign three ways: Stellar RPC with the vault as the only source,
+// and Stellar RPC and Horizon with 8 channel accounts and fee bumps; 4,000 calls in all by default
+// (make test). CHAOS_KEYS sets the keys of each run (8 calls each; `make chaos` uses 1,250: 10,000
+// calls a run), CHAOS_SEED reruns a seed, CHAOS_BACKEND and CHAOS_CHANNELS pick a single run.
 func TestCampaign(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
@@ -20,26 +23,54 @@ func TestCampaign(t *testing.T) {
 		}
 		seed = s
 	}
-	cfg := chaos.DefaultConfig(seed)
+	runs := []struct {
+		backend        string
+		channels, keys int
+	}{{"rpc", 8, 250}, {"horizon", 8, 125}, {"rpc", 0, 125}}
 	if v := os.Getenv("CHAOS_KEYS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
 			t.Fatalf("CHAOS_KEYS: %q", v)
 		}
-		cfg.Keys = n
+		for i := range runs {
+			runs[i].keys = n
+		}
 	}
-	if testing.Verbose() {
-		cfg.Log = os.Stdout
+	if b, c := os.Getenv("CHAOS_BACKEND"), os.Getenv("CHAOS_CHANNELS"); b != "" || c != "" {
+		n, err := strconv.Atoi(c)
+		if c != "" && (err != nil || n < 0) {
+			t.Fatalf("CHAOS_CHANNELS: %q", c)
+		}
+		if b == "" {
+			b = "rpc"
+		}
+		runs = runs[:1]
+		runs[0].backend, runs[0].channels = b, n
 	}
-	rep, err := chaos.Run(cfg)
-	if err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
+	for _, run := range runs {
+		t.Run(fmt.Sprintf("%s/%d-channels", run.backend, run.channels), func(t *testing.T) {
+			cfg := chaos.DefaultConfig(seed)
+			cfg.Backend, cfg.Channels, cfg.Keys = run.backend, run.channels, run.keys
+			if testing.Verbose() {
+				cfg.Log = os.Stdout
+			}
+			rep, err := chaos.Run(cfg)
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			t.Log("\n" + rep.String())
+			if rep.Failed() {
+				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d)", seed, seed, run.backend, run.channels)
+			}
+			assertExercised(t, cfg, rep)
+		})
 	}
-	t.Log("\n" + rep.String())
-	if rep.Failed() {
-		t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d)", seed, seed)
-	}
-	if cfg.Keys < 250 {
+}
+
+// assertExercised checks that a run of 2,000 calls or more met every kind of fault and crash.
+func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
+	t.Helper()
+	if cfg.Keys*cfg.Callers < 2000 {
 		return
 	}
 	for _, kind := range []string{"refuse", "drop_response", "delay", "answer_TRY_AGAIN_LATER", "answer_txBAD_SEQ",

@@ -168,10 +168,11 @@ func (d *faultyDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o
 // and counts prepares and sends.
 type faultyLedger struct {
 	transfer.Ledger
-	net    *stellarsim.Network
-	rate   float64
-	faults *counter
-	events *counter
+	net        *stellarsim.Network
+	rate       float64 // per send
+	lookupRate float64
+	faults     *counter
+	events     *counter
 
 	sendMu sync.Mutex
 	mu     sync.Mutex
@@ -246,7 +247,7 @@ func (l *faultyLedger) Send(ctx context.Context, env transfer.Envelope) (transfe
 }
 
 func (l *faultyLedger) Lookup(ctx context.Context, env transfer.Envelope) (transfer.Lookup, error) {
-	if c := callerOf(ctx); c.roll(l.rate / 2) {
+	if c := callerOf(ctx); c.roll(l.lookupRate) {
 		l.faults.add("lookup_lost")
 		return transfer.Lookup{}, fmt.Errorf("%w: getTransaction timed out", errInjected)
 	}
