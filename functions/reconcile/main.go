@@ -1,8 +1,9 @@
 // Command reconcile is the ReconcileFunction Lambda: operator actions and the scheduled sweep ->
 // internal/reconcile. It only wires. Payloads: {"action":"list"|"get"|"resolve"|"sweep"|"channels",
 // ...}; see README.md. Environment: as the API function (TABLE_NAME, STELLAR_RPC_URL,
-// NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, ...) except SIGNING_SECRET_ARN: reconciling only
-// looks transactions up, so this function never reads the signing keys.
+// NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, ...). SIGNING_SECRET_ARN is optional: reconciling
+// only looks transactions up; the keys are read only for the `channels` action, which creates
+// missing channel accounts.
 package main
 
 import (
@@ -43,18 +44,28 @@ func main() {
 		fail("AWS clients", err)
 	}
 	emf := metrics.New(os.Stdout, nil)
+	var keys stellar.KeySource = noSigning{}
+	if cfg.SigningSecretARN != "" {
+		if keys, err = stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: clients.Secrets, SecretID: cfg.SigningSecretARN}); err != nil {
+			fail("signing keys", err)
+		}
+	}
 	svc, err := wiring.Build(wiring.Deps{
-		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: noSigning{}, Logger: logger,
+		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: logger,
 		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
 		Observer:   tracing.Observer{},
 	})
 	if err != nil {
 		fail("assembling the service", err)
 	}
-	rec := reconcile.New(reconcile.Config{
+	rcfg := reconcile.Config{
 		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: emf, Clock: transfer.SystemClock{},
 		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: logger,
-	})
+	}
+	if cfg.SigningSecretARN != "" && svc.Channels != nil {
+		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
+	}
+	rec := reconcile.New(rcfg)
 	lambda.Start(rec.Invoke)
 }
 

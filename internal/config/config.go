@@ -66,6 +66,8 @@ type Config struct {
 	ChannelCount int
 	// SigningSecretARN names the Secrets Manager secret holding the signing keys (SIGNING_SECRET_ARN).
 	SigningSecretARN string
+	// VaultContract is the vault-contract mode (VAULT_CONTRACT...; see Contract); zero when unset.
+	VaultContract Contract
 	// Breaker configures the circuit breaker (CIRCUIT_BREAKER_FAILURE_THRESHOLD, default 5;
 	// CIRCUIT_BREAKER_RESET_TIMEOUT_MS, default 30000).
 	Breaker transfer.BreakerSettings
@@ -145,6 +147,7 @@ func Load(getenv Getenv) (Config, error) {
 			c.ChannelCount = n
 		}
 	}
+	errs = append(errs, loadContract(getenv, &c)...)
 	c.Breaker.FailureThreshold = 5
 	if v := getenv("CIRCUIT_BREAKER_FAILURE_THRESHOLD"); v != "" {
 		n, err := positiveInt(v)

@@ -55,18 +55,21 @@ type Stack struct {
 
 // Info is what GET /_sim/stack returns and what `make run` prints.
 type Info struct {
-	APIURL            string         `json:"apiUrl"`
-	DynamoDBEndpoint  string         `json:"dynamodbEndpoint"`
-	Table             string         `json:"table"`
-	NetworkPassphrase string         `json:"networkPassphrase"`
-	HorizonURL        string         `json:"horizonUrl"`
-	RPCURL            string         `json:"rpcUrl"`
-	FriendbotURL      string         `json:"friendbotUrl"`
-	LambdaURL         string         `json:"lambdaUrl"` // the Lambda Invoke API (lambda_api.go)
-	AdminURL          string         `json:"adminUrl"`
-	Vault             Account        `json:"vault"`
-	Assets            []config.Asset `json:"assets"`
-	Wallets           []Account      `json:"wallets"`
+	APIURL            string  `json:"apiUrl"`
+	DynamoDBEndpoint  string  `json:"dynamodbEndpoint"`
+	Table             string  `json:"table"`
+	NetworkPassphrase string  `json:"networkPassphrase"`
+	HorizonURL        string  `json:"horizonUrl"`
+	RPCURL            string  `json:"rpcUrl"`
+	FriendbotURL      string  `json:"friendbotUrl"`
+	LambdaURL         string  `json:"lambdaUrl"` // the Lambda Invoke API (lambda_api.go)
+	AdminURL          string  `json:"adminUrl"`
+	Vault             Account `json:"vault"`
+	// VaultContract is the vault contract deployed at start (C...); the service calls it when
+	// VAULT_CONTRACT=local.
+	VaultContract string         `json:"vaultContract"`
+	Assets        []config.Asset `json:"assets"`
+	Wallets       []Account      `json:"wallets"`
 	// Channels are the channel accounts transactions are sent from (CHANNEL_COUNT).
 	Channels []string `json:"channels,omitempty"`
 }
@@ -112,7 +115,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 
 	// The local Stellar network and its accounts.
-	net0, err := stellarsim.Start(stellarsim.Options{CloseInterval: o.LedgerInterval})
+	vaults := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
+	net0, err := stellarsim.Start(stellarsim.Options{CloseInterval: o.LedgerInterval, Contracts: vaults})
 	if err != nil {
 		return nil, fmt.Errorf("devstack: local network: %w", err)
 	}
@@ -126,6 +130,10 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	usdc, wallets, err := fundAccounts(net0, keys.Vault, o.DemoWallets)
+	if err != nil {
+		return nil, err
+	}
+	contract, useContract, err := deployVaultContract(vaults, keys.Vault.Address(), o.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +170,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			return usdc.Code + ":" + usdc.Issuer
 		case "CHANNEL_COUNT":
 			return channelCount(o.Getenv)
+		case "VAULT_CONTRACT":
+			return useContract
 		}
 		return o.Getenv(k)
 	})
@@ -182,7 +192,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		APIURL: "http://" + apiLn.Addr().String(), DynamoDBEndpoint: dynamoURL, Table: table,
 		NetworkPassphrase: net0.Passphrase(), HorizonURL: stellarURL, RPCURL: stellarURL + "/rpc",
 		FriendbotURL: stellarURL + "/friendbot", AdminURL: stellarURL + "/_sim/",
-		Vault: Account{Account: keys.Vault.Address()}, Assets: assets,
+		Vault: Account{Account: keys.Vault.Address()}, Assets: assets, VaultContract: contract,
 	}
 	for _, w := range wallets {
 		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w.Address()})

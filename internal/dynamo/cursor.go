@@ -3,10 +3,11 @@ package dynamo
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // The in-doubt index's cursor is base64url (no padding) of a JSON object holding the string key
@@ -33,7 +34,9 @@ func encodeCursor(key map[string]types.AttributeValue) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-var errBadCursor = errors.New("malformed cursor")
+// ErrBadCursor is returned (wrapped) for a list cursor this package did not issue; it wraps
+// transfer.ErrBadCursor.
+var ErrBadCursor = fmt.Errorf("dynamo: %w", transfer.ErrBadCursor)
 
 func decodeCursor(cursor string) (map[string]types.AttributeValue, error) {
 	if cursor == "" {
@@ -41,19 +44,19 @@ func decodeCursor(cursor string) (map[string]types.AttributeValue, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errBadCursor, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadCursor, err)
 	}
 	var m map[string]string
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: %w", errBadCursor, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadCursor, err)
 	}
 	if len(m) != len(cursorAttrs) {
-		return nil, fmt.Errorf("%w: want attributes pk, gsi1pk, gsi1sk", errBadCursor)
+		return nil, fmt.Errorf("%w: want attributes pk, gsi1pk, gsi1sk", ErrBadCursor)
 	}
 	key := make(map[string]types.AttributeValue, len(m))
 	for name, v := range m {
 		if !cursorAttrs[name] {
-			return nil, fmt.Errorf("%w: unexpected attribute %q", errBadCursor, name)
+			return nil, fmt.Errorf("%w: unexpected attribute %q", ErrBadCursor, name)
 		}
 		key[name] = &types.AttributeValueMemberS{Value: v}
 	}

@@ -88,7 +88,7 @@ func TestCursorRoundTrip(t *testing.T) {
 		t.Errorf("empty key: %q %v", c, err)
 	}
 	for _, bad := range []string{"%%%", "bnVsbA", "e30", "eyJwayI6IngiLCJhIjoiYiIsImMiOiJkIn0"} { // null, {}, unknown attrs
-		if _, err := decodeCursor(bad); !errors.Is(err, errBadCursor) {
+		if _, err := decodeCursor(bad); !errors.Is(err, ErrBadCursor) {
 			t.Errorf("decodeCursor(%q): %v", bad, err)
 		}
 	}

@@ -81,10 +81,21 @@ type Publication struct {
 }
 
 // SNS is a fake of SNS's Publish (AWS Query protocol: a form-encoded POST, an XML answer), enough
-// for the AWS SDK's client. Point a function at it with AWS_ENDPOINT_URL_SNS.
+// for the AWS SDK's client. Point a function at it with AWS_ENDPOINT_URL_SNS. Publishing to a
+// topic it does not hold fails with NotFound, as SNS does.
 type SNS struct {
 	mu        sync.Mutex
+	topics    map[string]bool
 	published []Publication
+}
+
+// NewSNS returns a fake holding the topics (ARNs).
+func NewSNS(topics ...string) *SNS {
+	s := &SNS{topics: map[string]bool{}}
+	for _, t := range topics {
+		s.topics[t] = true
+	}
+	return s
 }
 
 // Published returns the Publish calls so far.
@@ -104,6 +115,13 @@ func (s *SNS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	if !s.topics[r.PostForm.Get("TopicArn")] {
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/xml")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `<ErrorResponse><Error><Type>Sender</Type><Code>NotFound</Code><Message>Topic does not exist</Message></Error><RequestId>fake</RequestId></ErrorResponse>`)
+		return
+	}
 	s.published = append(s.published, Publication{TopicARN: r.PostForm.Get("TopicArn"), Subject: r.PostForm.Get("Subject"), Message: r.PostForm.Get("Message")})
 	n := len(s.published)
 	s.mu.Unlock()

@@ -167,8 +167,27 @@ type Response struct {
 	Body   []byte
 }
 
-// Invoke sends payload as one event and waits for the answer.
+// invocationDone matches the emulator's last line about an invocation: its REPORT, or the failure
+// of an invocation whose runtime died (init failed).
+var invocationDone = regexp.MustCompile(`(?m)^REPORT RequestId: |Invoke DONE failed`)
+
+// Invoke sends payload as one event and waits for the answer, and for the emulator's last line
+// about it, so that Log, InitDuration and Reports include everything the invocation wrote.
 func (e *Emulator) Invoke(ctx context.Context, payload []byte) (Response, error) {
+	before := len(invocationDone.FindAllStringIndex(e.log.String(), -1))
+	resp, err := e.invoke(ctx, payload)
+	if err != nil {
+		return resp, err
+	}
+	if err := e.log.waitFor(ctx, func(log string) bool {
+		return len(invocationDone.FindAllStringIndex(log, -1)) > before
+	}); err != nil {
+		return resp, fmt.Errorf("lambdatest: waiting for the emulator's report: %w\n%s", err, e.log.String())
+	}
+	return resp, nil
+}
+
+func (e *Emulator) invoke(ctx context.Context, payload []byte) (Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/2015-03-31/functions/function/invocations", bytes.NewReader(payload))
 	if err != nil {
 		return Response{}, fmt.Errorf("lambdatest: %w", err)
@@ -190,7 +209,7 @@ func (e *Emulator) Log() string { return e.log.String() }
 
 var (
 	initReport = regexp.MustCompile(`INIT REPORT\s*\(durationMs:\s*([0-9.]+)\)`)
-	report     = regexp.MustCompile(`(?m)^REPORT RequestId: (\S+)\s+.*?Duration: ([0-9.]+) ms`)
+	report     = regexp.MustCompile(`(?m)^REPORT RequestId: (\S+)\t(?:.*\t)?Duration: ([0-9.]+) ms`)
 )
 
 // InitDuration is the first INIT REPORT's duration: the function's init (process start to its
@@ -245,16 +264,43 @@ func (e *Emulator) Close() error {
 	return nil
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's writers and the test's readers.
+// syncBuffer is a bytes.Buffer safe for the process's writers and the test's readers; each write
+// wakes those waiting for a change.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor returns once cond holds for the buffer's content, or ctx ends.
+func (s *syncBuffer) waitFor(ctx context.Context, cond func(string) bool) error {
+	for {
+		s.mu.Lock()
+		if cond(s.b.String()) {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {

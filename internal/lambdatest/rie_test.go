@@ -119,9 +119,12 @@ type stack struct {
 	snsURL     string
 	seedDoc    string // the good secret document, to prove it never reaches a log
 	dynamoLog  *requestLog
+	stellarLog *requestLog
+	rpcURL     string
 }
 
-// requestLog records each DynamoDB operation and its status, for a failing test's log.
+// requestLog records each request (method, path, AWS operation) with its status and the start of
+// its answer, for a failing test's log.
 type requestLog struct {
 	mu    sync.Mutex
 	lines []string
@@ -154,6 +157,7 @@ const (
 	badARN     = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/malformed-XyZxYz"
 	missingARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/missing-QqQqQq"
 	topicARN   = "arn:aws:sns:us-east-1:123456789012:transfer-alerts"
+	goneTopic  = "arn:aws:sns:us-east-1:123456789012:deleted-topic"
 )
 
 func newStack(t *testing.T) *stack {
@@ -171,7 +175,9 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 
-	n, err := stellarsim.Start(stellarsim.Options{CloseInterval: 100 * time.Millisecond})
+	// A ledger a second: the network gives each ledger a close time at least a second after the
+	// last, so closing faster would run its clock ahead of the envelopes' maxTime.
+	n, err := stellarsim.Start(stellarsim.Options{CloseInterval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +222,7 @@ func newStack(t *testing.T) *stack {
 	sm := httptest.NewServer(s.secrets)
 	t.Cleanup(sm.Close)
 	s.secretsURL = sm.URL
-	s.sns = &lambdatest.SNS{}
+	s.sns = lambdatest.NewSNS(topicARN)
 	sns := httptest.NewServer(s.sns)
 	t.Cleanup(sns.Close)
 	s.snsURL = sns.URL
@@ -434,6 +440,16 @@ func TestRIEApiFunction(t *testing.T) {
 	noSecretsIn(t, s, e.Log())
 }
 
+func decodeAnswer(t *testing.T, r lambdatest.Response, v any) {
+	t.Helper()
+	if r.Status != http.StatusOK {
+		t.Fatalf("emulator answered %d: %s", r.Status, r.Body)
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("answer %s: %v", r.Body, err)
+	}
+}
+
 // noSecretsIn fails if any seed of the stack's signing secret appears in log.
 func noSecretsIn(t *testing.T, s *stack, log string) {
 	t.Helper()
@@ -516,26 +532,25 @@ func TestRIEAlertFunction(t *testing.T) {
 	s := newStack(t)
 	rec, image := inDoubtRecord(t, s, "rie-alert-00000001")
 	keys := map[string]events.DynamoDBAttributeValue{dynamo.AttrPK: events.NewStringAttribute(rec.StoreKey)}
+	malformed := streamRecord("100000000000000000002", "MODIFY", keys, nil, image)
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
 		streamRecord("100000000000000000001", "INSERT", keys, nil, image),
-		// A MODIFY without its old image cannot be processed: reported, the batch goes on.
-		streamRecord("100000000000000000002", "MODIFY", keys, nil, image),
+		// A MODIFY without its old image can never be processed: logged and skipped, so that it
+		// does not hold the shard back.
+		malformed,
 	}}
 	e := start(t, "alert", s.env(nil), 30*time.Second)
-	r := invoke(t, e, batch)
-	if r.Status != 200 {
-		t.Fatalf("alert answered %d: %s", r.Status, r.Body)
-	}
 	var resp events.DynamoDBEventResponse
-	if err := json.Unmarshal(r.Body, &resp); err != nil {
-		t.Fatalf("answer %s: %v", r.Body, err)
-	}
-	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "100000000000000000002" {
-		t.Errorf("batchItemFailures = %+v, want only the malformed record's sequence number", resp.BatchItemFailures)
+	decodeAnswer(t, invoke(t, e, batch), &resp)
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("batchItemFailures = %+v, want none", resp.BatchItemFailures)
 	}
 	log := e.Log()
-	if !regexp.MustCompile(`"alert":"transfer-in-doubt"[^\n]*` + regexp.QuoteMeta(rec.StoreKey) + `|` + regexp.QuoteMeta(rec.StoreKey) + `[^\n]*"alert":"transfer-in-doubt"`).MatchString(log) {
+	if !regexp.MustCompile(`"alert":"transfer-in-doubt","storeKey":"` + regexp.QuoteMeta(rec.StoreKey) + `"`).MatchString(log) {
 		t.Errorf("no transfer-in-doubt alert line for %s:\n%s", rec.StoreKey, log)
+	}
+	if !regexp.MustCompile(`"msg":"malformed stream record skipped"[^\n]*"sequenceNumber":"100000000000000000002"`).MatchString(log) {
+		t.Errorf("the malformed record was not logged:\n%s", log)
 	}
 	if !strings.Contains(log, `"transfer_orchestration_in_doubt":1`) {
 		t.Errorf("no in-doubt gauge of 1 in the log:\n%s", log)
@@ -549,6 +564,16 @@ func TestRIEAlertFunction(t *testing.T) {
 	}
 	reportTimes(t, "alert", e, 1)
 
+	// A failure a retry can fix (the topic is gone: SNS answers NotFound) is reported, so Lambda
+	// retries the batch from that record.
+	t.Run("publish fails", func(t *testing.T) {
+		e := start(t, "alert", s.env([]string{"ALERT_TOPIC_ARN"}, "ALERT_TOPIC_ARN="+goneTopic), 30*time.Second)
+		var resp events.DynamoDBEventResponse
+		decodeAnswer(t, invoke(t, e, events.DynamoDBEvent{Records: batch.Records[:1]}), &resp)
+		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "100000000000000000001" {
+			t.Errorf("batchItemFailures = %+v, want the record whose alert failed", resp.BatchItemFailures)
+		}
+	})
 	t.Run("bad configuration", func(t *testing.T) {
 		expectInitFailure(t, "alert", s.env([]string{"TABLE_NAME", "ALERT_TOPIC_ARN"}, "ALERT_TOPIC_ARN=transfer-alerts"),
 			`"msg":"invalid configuration"`, "TABLE_NAME is required", "ALERT_TOPIC_ARN must be an SNS topic ARN")

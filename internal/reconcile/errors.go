@@ -24,6 +24,8 @@ const (
 	CodeLedgerUnavailable = "LEDGER_UNAVAILABLE"
 	// channels (issue 5)
 	CodeChannelsNotAvailable = "CHANNELS_NOT_AVAILABLE"
+	// CodeChannelsFailed: the ledger could not list or create the channel accounts.
+	CodeChannelsFailed = "CHANNELS_FAILED"
 )
 
 // Error is a typed reconcile error: Code (above) and a message for the operator. Err, when set,

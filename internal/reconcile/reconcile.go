@@ -52,7 +52,17 @@ type Config struct {
 	Clock   transfer.Clock
 	// KeyTTL is how long a resolved item is replayed (IDEMPOTENCY_KEY_TTL_MS), read per call.
 	KeyTTL func() time.Duration
-	Logger *slog.Logger
+	// Channels lists the channel accounts and creates the missing ones on chain (the ledger's
+	// EnsureChannels); nil when the function has no signing keys or no channels are configured.
+	Channels func(ctx context.Context) (any, error)
+	Logger   *slog.Logger
+}
+
+// ChannelsAnswer is channels' answer: every configured channel account and whether this call
+// created it.
+type ChannelsAnswer struct {
+	Action   string `json:"action"`
+	Channels any    `json:"channels"`
 }
 
 // Service runs the operator actions.
@@ -143,8 +153,15 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 	case ActionSweep:
 		return s.Sweep(ctx)
 	case ActionChannels:
-		// The channel pool is issue 5's; until internal/stellar has one there is nothing to show.
-		return nil, refuse(CodeChannelsNotAvailable, "channel accounts are not available yet: transfers use the vault account as their source")
+		if s.cfg.Channels == nil {
+			return nil, refuse(CodeChannelsNotAvailable, "no channel accounts here: CHANNEL_COUNT is 0 or the function has no SIGNING_SECRET_ARN")
+		}
+		chans, err := s.cfg.Channels(ctx)
+		if err != nil {
+			s.cfg.Logger.ErrorContext(ctx, "channels failed", "err", err)
+			return nil, refuse(CodeChannelsFailed, "listing or creating the channel accounts failed; see the function's log")
+		}
+		return &ChannelsAnswer{Action: ActionChannels, Channels: chans}, nil
 	case "":
 		return nil, badRequest("action is required (list, get, resolve, sweep, channels)")
 	default:
@@ -162,7 +179,7 @@ func (s *Service) list(ctx context.Context, req Request) (*ListAnswer, error) {
 	}
 	recs, next, err := s.cfg.Store.ListInDoubt(ctx, limit, req.Cursor)
 	if err != nil {
-		if strings.Contains(err.Error(), "malformed cursor") {
+		if errors.Is(err, transfer.ErrBadCursor) {
 			return nil, badRequest("cursor is not one this function returned")
 		}
 		return nil, storeErr(err)

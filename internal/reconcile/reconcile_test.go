@@ -399,6 +399,28 @@ func TestOtherActions(t *testing.T) {
 	f := newFixture(t)
 	refused(t, f, `{"action":"channels"}`, reconcile.CodeChannelsNotAvailable)
 	refused(t, f, `{"action":"explode"}`, reconcile.CodeUnknownAction)
+
+	log, _ := logtest.New(t)
+	withChannels := func(fn func(context.Context) (any, error)) *reconcile.Service {
+		return reconcile.New(reconcile.Config{Store: f.store, Ledger: f.ledger, Gauge: f.gauge, Clock: f.clock,
+			KeyTTL: func() time.Duration { return time.Hour }, Logger: log, Channels: fn})
+	}
+	svc := withChannels(func(context.Context) (any, error) {
+		return []map[string]any{{"account": "GCHANNEL1", "created": true}}, nil
+	})
+	raw, err := svc.Invoke(context.Background(), json.RawMessage(`{"action":"channels"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(raw); string(b) != `{"action":"channels","channels":[{"account":"GCHANNEL1","created":true}]}` {
+		t.Fatalf("channels = %s", b)
+	}
+	svc = withChannels(func(context.Context) (any, error) { return nil, errors.New("sequence SECRETISH") })
+	_, err = svc.Invoke(context.Background(), json.RawMessage(`{"action":"channels"}`))
+	var ie messages.InvokeResponse_Error
+	if !errors.As(err, &ie) || ie.Type != reconcile.CodeChannelsFailed || strings.Contains(ie.Message, "SECRETISH") {
+		t.Fatalf("channels failure = %v", err)
+	}
 	refused(t, f, `{}`, reconcile.CodeBadRequest)
 	refused(t, f, `not json`, reconcile.CodeBadRequest)
 	refused(t, f, `{"action":"list","colour":"red"}`, reconcile.CodeBadRequest)

@@ -201,8 +201,10 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 		return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s: %w (%w)", env.InnerHash, transfer.ErrNotSent, err)
 	case err != nil && httpStatus(err) == http.StatusTooManyRequests:
 		res.Status = transfer.SendTryAgainLater
+	case err != nil && httpStatus(err) != 0:
+		return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s (HTTP %d): %w: %w", env.InnerHash, httpStatus(err), transfer.ErrUnexpectedAnswer, err)
 	case err != nil:
-		return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s (HTTP %d): %w", env.InnerHash, httpStatus(err), err)
+		return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s: %w", env.InnerHash, err)
 	default:
 		switch resp.TxStatus {
 		case stellarcore.TXStatusPending:
@@ -218,10 +220,10 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 				res.Code = TxCode(tr)
 			}
 		default:
-			return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s: unknown status %q", env.InnerHash, resp.TxStatus)
+			return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s: %w: unknown status %q", env.InnerHash, transfer.ErrUnexpectedAnswer, resp.TxStatus)
 		}
 		if resp.Hash != "" && !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {
-			return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async answered %s for hash %s, not the envelope's %v", resp.TxStatus, resp.Hash, env.Hashes())
+			return transfer.SendResult{}, fmt.Errorf("stellar: %w: POST /transactions_async answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.TxStatus, resp.Hash, env.Hashes())
 		}
 	}
 	if seq, closed, err := (horizonChain{l}).latest(ctx); err == nil {

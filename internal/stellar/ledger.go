@@ -237,12 +237,12 @@ func (l *RPCLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.S
 			res.Code = TxCode(tr)
 		}
 	default:
-		return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: unknown status %q", env.InnerHash, resp.Status)
+		return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w: unknown status %q", env.InnerHash, transfer.ErrUnexpectedAnswer, resp.Status)
 	}
 	if resp.Hash != "" && !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {
 		// The server hashed something else: a wrong passphrase or a broken server. What it did
 		// with the envelope is unknown.
-		return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction answered %s for hash %s, not the envelope's %v", resp.Status, resp.Hash, env.Hashes())
+		return transfer.SendResult{}, fmt.Errorf("stellar: %w: sendTransaction answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.Status, resp.Hash, env.Hashes())
 	}
 	return res, nil
 }

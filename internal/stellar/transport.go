@@ -3,12 +3,15 @@ package stellar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
 	"syscall"
 
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // rpcclient speaks JSON-RPC through jrpc2 over HTTP, and jrpc2 reports a transport failure only
@@ -75,7 +78,9 @@ func call[T any](ctx context.Context, l *RPCLedger, fn func(context.Context, *rp
 			if terr := rec.transportErr(); terr != nil {
 				return zero, terr
 			}
-			return zero, o.err
+			// The server answered, but with an error status, a JSON-RPC error or a body that
+			// does not parse.
+			return zero, fmt.Errorf("%w: %w", transfer.ErrUnexpectedAnswer, o.err)
 		}
 		return o.v, nil
 	case <-ctx.Done():

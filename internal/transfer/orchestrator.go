@@ -104,12 +104,16 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 	}
 	fingerprint := in.Request.Fingerprint()
 	backoff := firstPoll
+	var lastRefusal error // why the last envelope of this call was proven dead
 	// Each pass claims the key or acts on the item holding it. A pass ends the call, or frees the
 	// key (an envelope proven dead) or waits for it to change, so the loop is bounded by the budget.
 	for pass := 0; ; pass++ {
 		now := o.Clock.Now()
 		if pass > 0 && !o.budgetLeft(a) {
 			// Too little budget is left for a new envelope to land or be proven dead in time.
+			if lastRefusal != nil {
+				return Outcome{}, lastRefusal
+			}
 			return Outcome{}, &InProgressError{RetryAfter: time.Second}
 		}
 		rec := Record{
@@ -125,6 +129,7 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		}
 		if won {
 			out, freed, err := o.execute(ctx, a, rec)
+			lastRefusal = err
 			if freed && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {
 				// The envelope is proven dead: a new one may be built, after a pause that grows
 				// (a busy source account refuses until a ledger has closed).
@@ -294,7 +299,7 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				// The request may have been written: from here on the envelope may be on the network.
 				maybeDelivered = true
 				needSend = true
-				failing = CodeSubmissionFailed
+				failing = sendFailure(err)
 				o.log().WarnContext(ctx, "send failed; will re-send the same envelope", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "err", err)
 			}
 		}
@@ -388,7 +393,9 @@ func (o *Orchestrator) settleInDoubt(ctx context.Context, a *attempt, rec Record
 	if err := o.Store.Replace(ctx, next, ownedBy(rec)); err != nil {
 		o.log().ErrorContext(ctx, "writing in_doubt failed; the expired lease will be taken over", "storeKey", rec.StoreKey, "err", err)
 	}
-	o.log().ErrorContext(ctx, "transfer in doubt", "alert", "transfer-in-doubt", "storeKey", rec.StoreKey,
+	// The page comes from the alert function, which sees every in_doubt item on the table's stream;
+	// this line carries no "alert" field so that one transfer pages once.
+	o.log().WarnContext(ctx, "transfer in doubt", "storeKey", rec.StoreKey,
 		"walletAddress", rec.Request.WalletAddress, "operationType", string(rec.Request.OperationType),
 		"amount", rec.Request.Amount, "asset", rec.Request.Asset, "failingCode", failing,
 		"idempotencyKey", rec.ClientKey, "traceId", rec.TraceID, "innerHash", rec.Envelope.InnerHash)
@@ -601,6 +608,20 @@ func failingCode(rec Record) string {
 		return rec.Result.Code
 	}
 	return CodeInternalError
+}
+
+// sendFailure is the seed's code for a send that may have reached the network: the network
+// answered unexpectedly (SUBMISSION_FAILED), the call ran out of time (TRANSFER_TIMEOUT), or it
+// failed some other way mid-submit, e.g. a socket error (INTERNAL_ERROR).
+func sendFailure(err error) string {
+	switch {
+	case errors.Is(err, ErrUnexpectedAnswer):
+		return CodeSubmissionFailed
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeTimeout
+	default:
+		return CodeInternalError
+	}
 }
 
 // notSent reports whether a send failed before anything reached the network: the ledger says

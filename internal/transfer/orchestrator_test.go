@@ -473,18 +473,43 @@ func TestRefusedConnectionsAreRetryableAndReleaseTheKey(t *testing.T) {
 	}
 }
 
-func TestUnknownSendFailureIsIndeterminate(t *testing.T) {
+func TestSendFailuresAfterTheWriteAreIndeterminate(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code string
+	}{
+		{fmt.Errorf("HTTP 500: %w", transfer.ErrUnexpectedAnswer), transfer.CodeSubmissionFailed},
+		{errors.New("read tcp: connection reset by peer"), transfer.CodeInternalError},
+		{fmt.Errorf("rpc: %w", context.DeadlineExceeded), transfer.CodeTimeout},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			h := newHarness(t)
+			h.ledger.noClose = true
+			h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+				return transfer.SendResult{}, false, tc.err
+			}
+			_, err := h.orch.Transfer(context.Background(), input("order-0017", "1"))
+			var d *transfer.InDoubtError
+			if !errors.As(err, &d) || d.FailingCode != tc.code {
+				t.Fatalf("err = %v, want TRANSFER_IN_DOUBT (%s)", err, tc.code)
+			}
+			if p, _ := h.ledger.counts(); p != 1 {
+				t.Fatalf("prepares = %d, want 1", p)
+			}
+		})
+	}
+}
+
+func TestRepeatedFirstSendRefusalsEndAsTheRefusal(t *testing.T) {
 	h := newHarness(t)
-	h.ledger.noClose = true
 	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
-		return transfer.SendResult{}, false, errors.New("unexpected status from the RPC server")
+		return transfer.SendResult{Status: transfer.SendTryAgainLater}, false, nil
 	}
-	_, err := h.orch.Transfer(context.Background(), input("order-0017", "1"))
-	var d *transfer.InDoubtError
-	if !errors.As(err, &d) || d.FailingCode != transfer.CodeSubmissionFailed {
-		t.Fatalf("err = %v, want TRANSFER_IN_DOUBT (SUBMISSION_FAILED)", err)
+	_, err := h.orch.Transfer(context.Background(), input("order-0018", "1"))
+	if problemCode(err) != transfer.CodeRPCError {
+		t.Fatalf("err = %v, want the last refusal (RPC_ERROR), not TRANSFER_IN_PROGRESS", err)
 	}
-	if p, _ := h.ledger.counts(); p != 1 {
-		t.Fatalf("prepares = %d, want 1", p)
+	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0018")); ok {
+		t.Fatal("every envelope was refused: the key must be free")
 	}
 }

@@ -13,6 +13,9 @@ var ErrNotFound = errors.New("transfer: item not found")
 // invocation changed the item first.
 var ErrConditionFailed = errors.New("transfer: conditional write failed")
 
+// ErrBadCursor is returned (wrapped) by Store.ListInDoubt for a cursor the store did not issue.
+var ErrBadCursor = errors.New("transfer: malformed list cursor")
+
 // Condition is what a conditional write expects of the stored item: its Status and Version, and
 // its LeaseOwner when LeaseOwner is not empty.
 type Condition struct {
@@ -75,6 +78,11 @@ type SendResult struct {
 // refused before the request was written). Ledger implementations wrap it; any other send error
 // is treated as possibly delivered.
 var ErrNotSent = errors.New("transfer: envelope not sent")
+
+// ErrUnexpectedAnswer marks a send the network answered, but not as the protocol says (an HTTP
+// error status, a JSON-RPC error, an unknown status, another hash): the seed's SUBMISSION_FAILED.
+// The envelope may have been taken, so it is as indeterminate as a lost answer.
+var ErrUnexpectedAnswer = errors.New("transfer: unexpected answer to a send")
 
 // LookupStatus is what the ledger says of a transaction hash (RPC getTransaction).
 type LookupStatus string

@@ -46,7 +46,11 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset) (StellarLedger, *stellar
 			VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops,
 			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
 		})
-		return l, pool, err
+		if err != nil {
+			return nil, nil, err
+		}
+		sl, err := withVaultContract(d.Config.VaultContract, l)
+		return sl, pool, err
 	case "horizon":
 		l, err := stellar.NewHorizonLedger(stellar.HorizonConfig{
 			URL: d.Config.HorizonURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,

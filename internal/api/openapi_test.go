@@ -1,0 +1,278 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"gopkg.in/yaml.v3"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// openapi.yaml held to the handler: the document is valid OpenAPI 3.1, it lists exactly the codes
+// the code defines, and every kind of answer the handler gives validates against it and is named
+// in the description of its status.
+
+func loadOpenAPI(t *testing.T) ([]byte, validator.Validator) {
+	t.Helper()
+	spec, err := os.ReadFile("openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := libopenapi.NewDocument(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatalf("validator: %v", errs)
+	}
+	return spec, v
+}
+
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	spec, v := loadOpenAPI(t)
+	if ok, errs := v.ValidateDocument(); !ok {
+		for _, e := range errs {
+			t.Errorf("openapi.yaml: %s: %s (line %d)", e.Message, e.Reason, e.SpecLine)
+		}
+	}
+	if !bytes.HasPrefix(spec, []byte("openapi: 3.1.")) {
+		t.Error("openapi.yaml is not OpenAPI 3.1")
+	}
+}
+
+// codeConstants returns the string constants named Code* declared in the non-test Go files of
+// dir: the problem codes.
+func codeConstants(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, s := range gd.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !strings.HasPrefix(name.Name, "Code") || i >= len(vs.Values) {
+						continue
+					}
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						v, _ := strconv.Unquote(lit.Value)
+						codes = append(codes, v)
+					}
+				}
+			}
+		}
+	}
+	return codes
+}
+
+type openAPIDoc struct {
+	Paths      map[string]map[string]yaml.Node
+	Components struct {
+		Responses map[string]struct{ Description string }
+		Schemas   map[string]struct{ Enum []string }
+	}
+}
+
+func parseOpenAPI(t *testing.T, spec []byte) openAPIDoc {
+	t.Helper()
+	var d openAPIDoc
+	if err := yaml.Unmarshal(spec, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestOpenAPICodesMatchTheCode(t *testing.T) {
+	spec, _ := loadOpenAPI(t)
+	doc := parseOpenAPI(t, spec)
+	codes := append(codeConstants(t, "../transfer"), codeConstants(t, ".")...)
+	sort.Strings(codes)
+	codes = slices.Compact(codes)
+	documented := slices.Clone(doc.Components.Schemas["ProblemCode"].Enum)
+	sort.Strings(documented)
+	if !slices.Equal(codes, documented) {
+		t.Errorf("ProblemCode enum = %v\nthe code defines %v", documented, codes)
+	}
+	if len(codes) < 20 {
+		t.Fatalf("only %d codes found; is the parser looking in the right place?", len(codes))
+	}
+	// Every code the titles table knows is defined, so a code added there is added here too.
+	for code := range titles {
+		if !slices.Contains(codes, code) {
+			t.Errorf("titles has %s, which is not a Code* constant", code)
+		}
+	}
+}
+
+// responseDescription is the description of (path, method, status), following a $ref into
+// components.responses.
+func responseDescription(t *testing.T, doc openAPIDoc, path, method string, status int) string {
+	t.Helper()
+	op, ok := doc.Paths[path][strings.ToLower(method)]
+	if !ok {
+		t.Fatalf("openapi.yaml has no %s %s", method, path)
+	}
+	var o struct {
+		Responses map[string]struct {
+			Ref         string `yaml:"$ref"`
+			Description string
+		}
+	}
+	if err := op.Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := o.Responses[strconv.Itoa(status)]
+	if !ok {
+		return ""
+	}
+	if r.Ref != "" {
+		return doc.Components.Responses[strings.TrimPrefix(r.Ref, "#/components/responses/")].Description
+	}
+	return r.Description
+}
+
+func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
+	spec, v := loadOpenAPI(t)
+	doc := parseOpenAPI(t, spec)
+	hash := strings.Repeat("ab", 32)
+	const transfers, view = "/transfers", "/wallets/{walletAddress}/transfers/{idempotencyKey}"
+	viewPath := "/wallets/" + wallet + "/transfers/" + goodKey
+	json := map[string]string{"Content-Type": "application/json", IdempotencyKeyHeader: goodKey}
+	failing := func(err error) func(context.Context, transfer.Input) (transfer.Outcome, error) {
+		return func(context.Context, transfer.Input) (transfer.Outcome, error) { return transfer.Outcome{}, err }
+	}
+	viewing := func(v transfer.View, err error) func(context.Context, string, string) (transfer.View, error) {
+		return func(context.Context, string, string) (transfer.View, error) { return v, err }
+	}
+	unavailable := func(code string) error {
+		return &transfer.UnavailableError{Code: code, Detail: "down", RetryAfter: 1500 * time.Millisecond, Err: errors.New("cause")}
+	}
+	cases := []struct {
+		name     string
+		route    string
+		r        req
+		transfer func(context.Context, transfer.Input) (transfer.Outcome, error)
+		view     func(context.Context, string, string) (transfer.View, error)
+		status   int
+		code     string
+	}{
+		{name: "landed", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 200},
+		{name: "replayed", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 200,
+			transfer: func(context.Context, transfer.Input) (transfer.Outcome, error) {
+				return transfer.Outcome{TransactionHash: hash, Ledger: 7, Replayed: true}, nil
+			}},
+		{name: "no key", route: transfers, r: req{"POST", transfers, goodBody(wallet), map[string]string{"Content-Type": "application/json"}}, status: 400, code: transfer.CodeKeyMissing},
+		{name: "bad key", route: transfers, r: req{"POST", transfers, goodBody(wallet), map[string]string{"Content-Type": "application/json", IdempotencyKeyHeader: "short"}}, status: 400, code: transfer.CodeKeyInvalid},
+		{name: "bad JSON", route: transfers, r: req{"POST", transfers, `{"amount":`, json}, status: 400, code: transfer.CodeRequestInvalid},
+		{name: "media type", route: transfers, r: req{"POST", transfers, goodBody(wallet), map[string]string{"Content-Type": "text/plain", IdempotencyKeyHeader: goodKey}}, status: 415, code: CodeUnsupportedMediaType},
+		{name: "too large", route: transfers, r: req{"POST", transfers, `{"amount":"` + strings.Repeat("1", DefaultMaxBodyBytes) + `"}`, json}, status: 413, code: CodeRequestTooLarge},
+		{name: "address", route: transfers, r: req{"POST", transfers, goodBody("GABC"), json}, status: 422, code: transfer.CodeInvalidAddress},
+		{name: "amount", route: transfers, r: req{"POST", transfers, `{"operationType":"withdraw","walletAddress":"` + wallet + `","amount":"-1","asset":"USDC"}`, json}, status: 422, code: transfer.CodeInvalidAmount},
+		{name: "asset", route: transfers, r: req{"POST", transfers, `{"operationType":"withdraw","walletAddress":"` + wallet + `","amount":"1","asset":"DOGE"}`, json}, status: 422, code: transfer.CodeInvalidAsset},
+		{name: "operation", route: transfers, r: req{"POST", transfers, `{"operationType":"burn","walletAddress":"` + wallet + `","amount":"1","asset":"USDC"}`, json}, status: 422, code: transfer.CodeOperationNotSupp},
+		{name: "failed on ledger", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 422, code: transfer.CodeTransactionFailed,
+			transfer: failing(&transfer.RejectedError{Code: transfer.CodeTransactionFailed, Detail: "op_underfunded", TransactionHash: hash, ResultCodes: []string{"tx_failed", "op_underfunded"}})},
+		{name: "conflict", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeKeyConflict, transfer: failing(&transfer.ConflictError{})},
+		{name: "in progress", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeInProgress, transfer: failing(&transfer.InProgressError{RetryAfter: time.Second})},
+		{name: "in doubt", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeInDoubt, transfer: failing(&transfer.InDoubtError{FailingCode: transfer.CodeTimeout, RetryAfter: 5 * time.Second})},
+		{name: "in doubt after a failed submission", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeInDoubt, transfer: failing(&transfer.InDoubtError{FailingCode: transfer.CodeSubmissionFailed})},
+		{name: "internal", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 500, code: transfer.CodeInternalError, transfer: failing(errors.New("bug"))},
+		{name: "view success", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "success", TransactionHash: hash, Ledger: 9}, nil)},
+		{name: "view pending", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "pending"}, nil)},
+		{name: "view in doubt", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "pending", InDoubt: true}, nil)},
+		{name: "view error", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "error",
+			Problem: &transfer.Problem{Code: transfer.CodeTransactionFailed, Detail: "failed", TransactionHash: hash, ResultCodes: []string{"tx_failed"}}}, nil)},
+		{name: "view not found", route: view, r: req{"GET", viewPath, "", nil}, status: 404, code: transfer.CodeNotFound},
+		{name: "view bad key", route: view, r: req{"GET", "/wallets/" + wallet + "/transfers/short", "", nil}, status: 400, code: transfer.CodeKeyInvalid},
+		{name: "view bad wallet", route: view, r: req{"GET", "/wallets/GABC/transfers/" + goodKey, "", nil}, status: 422, code: transfer.CodeInvalidAddress},
+		{name: "view store down", route: view, r: req{"GET", viewPath, "", nil}, status: 503, code: transfer.CodeStoreUnavailable, view: viewing(transfer.View{}, unavailable(transfer.CodeStoreUnavailable))},
+	}
+	for _, code := range []string{transfer.CodeCircuitOpen, transfer.CodeRPCError, transfer.CodeSimulationError, transfer.CodeRestoreRequired,
+		transfer.CodeTransactionExpired, transfer.CodeNetworkUnavailable, transfer.CodeStoreUnavailable} {
+		cases = append(cases, struct {
+			name     string
+			route    string
+			r        req
+			transfer func(context.Context, transfer.Input) (transfer.Outcome, error)
+			view     func(context.Context, string, string) (transfer.View, error)
+			status   int
+			code     string
+		}{name: code, route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 503, code: code, transfer: failing(unavailable(code))})
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.svc.transfer, f.svc.view = c.transfer, c.view
+			rec := f.do(c.r)
+			if rec.Code != c.status {
+				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
+			}
+			hr := httptest.NewRequest(c.r.method, c.r.path, strings.NewReader(c.r.body))
+			for k, v := range c.r.header {
+				hr.Header.Set(k, v)
+			}
+			resp := rec.Result()
+			if ok, errs := v.ValidateHttpResponse(hr, resp); !ok {
+				for _, e := range errs {
+					t.Errorf("%s %s -> %d does not conform: %s: %s", c.r.method, c.r.path, rec.Code, e.Message, e.Reason)
+				}
+				t.Logf("body: %s", rec.Body)
+			}
+			if c.code == "" {
+				return
+			}
+			if got := regexp.MustCompile(`"code":"([A-Z_]+)"`).FindStringSubmatch(rec.Body.String()); got == nil || got[1] != c.code {
+				t.Fatalf("body %s, want code %s", rec.Body, c.code)
+			}
+			if desc := responseDescription(t, doc, c.route, c.r.method, c.status); !strings.Contains(desc, c.code) {
+				t.Errorf("openapi.yaml: the %d response of %s %s does not name %s: %q", c.status, c.r.method, c.route, c.code, desc)
+			}
+			seen[c.code] = true
+		})
+	}
+	if resp := responseDescription(t, doc, transfers, "POST", 409); !strings.Contains(resp, "failingCode") {
+		t.Error("the 409 response does not explain failingCode")
+	}
+	// Every code is answered by some case above, or is only a failingCode, or is one of the
+	// handler's own answers outside the two operations (other paths and methods).
+	outside := []string{transfer.CodeTimeout, transfer.CodeSubmissionFailed, transfer.CodeLeaseExpired, CodeMethodNotAllowed, CodeRouteNotFound}
+	for _, code := range append(codeConstants(t, "../transfer"), codeConstants(t, ".")...) {
+		if !seen[code] && !slices.Contains(outside, code) {
+			t.Errorf("no case answers %s; add one", code)
+		}
+	}
+}

@@ -1,0 +1,374 @@
+package stellar_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
+)
+
+// contractRig is the orchestrator with the real contract ledger, minidyn and the local network
+// with a vault contract, all on one virtual clock (a ledger closes every 5 s of it).
+type contractRig struct {
+	t        *testing.T
+	clock    *vclock.Clock
+	net      *stellarsim.Network
+	host     *stellarsim.VaultHost
+	contract string
+	wallet   string
+	ledger   *stellar.ContractLedger
+	orch     *transfer.Orchestrator
+}
+
+func newContractRig(t *testing.T, cc stellar.ContractConfig) *contractRig {
+	t.Helper()
+	clock := vclock.New(time.Unix(2_000_000_000, 0))
+	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{MinPersistentTTL: 1000})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Contracts: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	var mu sync.Mutex
+	var last time.Time
+	clock.OnAdvance(func(now time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now.Sub(last) >= 5*time.Second {
+			last = now
+			n.CloseLedger()
+		}
+	})
+	keys, err := stellar.GenerateKeys(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := keypair.MustRandom()
+	usdc := n.IssueAsset("USDC", issuer)
+	wallet := keypair.MustRandom().Address()
+	for _, step := range []error{n.CreateAccount(keys.Vault.Address(), 100*unit), n.CreateAccount(wallet, 10*unit)} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	contract, err := host.DeployVault(stellarsim.VaultSpec{Operator: keys.Vault.Address()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := stellar.NewRPCLedger(stellar.RPCConfig{
+		URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
+		Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+		MaxFeeStroops: 1_000_000, Clock: clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.Contract = contract
+	l, err := stellar.NewContractLedger(inner, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _ := dynamotest.Minidyn(t)
+	orch := &transfer.Orchestrator{Store: dynamotest.NewStore(t, db), Ledger: l, Clock: clock,
+		Logger: slog.New(slog.DiscardHandler), Breaker: transfer.NewBreaker(transfer.BreakerSettings{})}
+	return &contractRig{t: t, clock: clock, net: n, host: host, contract: contract, wallet: wallet, ledger: l, orch: orch}
+}
+
+const unit = transfer.StroopsPerUnit
+
+func (r *contractRig) transfer(key string, op transfer.Operation, wallet string, units int64) (transfer.Outcome, error) {
+	r.t.Helper()
+	req := transfer.Request{OperationType: op, WalletAddress: wallet, Amount: itoa(units), Asset: "USDC", Stroops: units * unit}
+	return r.orch.Transfer(context.Background(), transfer.Input{ClientKey: key, Request: req})
+}
+
+func itoa(v int64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		if v /= 10; v == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// vaultBalance reads wallet's balance entry through getLedgerEntries (0 when absent).
+func (r *contractRig) vaultBalance(wallet string) int64 {
+	r.t.Helper()
+	key, err := stellarsim.VaultBalanceKey(r.contract, wallet)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	kb, _ := xdr.MarshalBase64(key)
+	c := rpcclient.NewClient(r.net.RPCURL(), nil)
+	defer func() { _ = c.Close() }()
+	resp, err := c.GetLedgerEntries(context.Background(), protocol.GetLedgerEntriesRequest{Keys: []string{kb}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if len(resp.Entries) == 0 {
+		return 0
+	}
+	var data xdr.LedgerEntryData
+	if err := xdr.SafeUnmarshalBase64(resp.Entries[0].DataXDR, &data); err != nil || data.ContractData == nil || data.ContractData.Val.I128 == nil {
+		r.t.Fatalf("balance entry: %v %+v", err, data)
+	}
+	return int64(data.ContractData.Val.I128.Lo)
+}
+
+func (r *contractRig) mustTransfer(key string, op transfer.Operation, wallet string, units int64) transfer.Outcome {
+	r.t.Helper()
+	out, err := r.transfer(key, op, wallet, units)
+	if err != nil {
+		r.t.Fatalf("%s %d: %v", op, units, err)
+	}
+	return out
+}
+
+func problemOf(t *testing.T, err error) transfer.Problem {
+	t.Helper()
+	var p transfer.ProblemError
+	if !errors.As(err, &p) {
+		t.Fatalf("error %v (%T) is not a problem", err, err)
+	}
+	return p.Problem()
+}
+
+func TestContractDepositThenWithdraw(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	out := r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 5)
+	if out.TransactionHash == "" || out.Replayed {
+		t.Fatalf("deposit outcome %+v", out)
+	}
+	if got := r.vaultBalance(r.wallet); got != 5*unit {
+		t.Fatalf("after deposit: %d", got)
+	}
+	r.mustTransfer("withdraw-0001", transfer.Withdraw, r.wallet, 2)
+	if got := r.vaultBalance(r.wallet); got != 3*unit {
+		t.Fatalf("after withdraw: %d", got)
+	}
+	// A replay sends nothing.
+	sent := len(r.net.Envelopes())
+	if out := r.mustTransfer("withdraw-0001", transfer.Withdraw, r.wallet, 2); !out.Replayed {
+		t.Fatalf("replay %+v", out)
+	}
+	if len(r.net.Envelopes()) != sent || r.vaultBalance(r.wallet) != 3*unit {
+		t.Fatal("the replay sent something")
+	}
+	// Contract wallets work the same way.
+	cw := r.contract
+	r.mustTransfer("deposit-0002", transfer.Deposit, cw, 4)
+	if got := r.vaultBalance(cw); got != 4*unit {
+		t.Fatalf("contract wallet: %d", got)
+	}
+	// The applied transaction is an InvokeHostFunction from the vault, charged its resource fee.
+	tx, ok := r.net.Transaction(out.TransactionHash)
+	if !ok || tx.Ops[0].Type != "invoke_host_function" || tx.FeeCharged <= 100 {
+		t.Fatalf("applied %+v", tx)
+	}
+}
+
+// SIMULATION_ERROR: retryable, nothing sent, the contract's error code in the detail.
+func TestContractWithdrawAboveBalanceIsSimulationError(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 3)
+	sent := len(r.net.Envelopes())
+	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	p := problemOf(t, err)
+	if p.Code != transfer.CodeSimulationError || p.Classification != transfer.Retryable || p.Status != 503 ||
+		!strings.Contains(p.Detail, "contract error #1") {
+		t.Fatalf("problem %+v", p)
+	}
+	if len(r.net.Envelopes()) != sent || r.vaultBalance(r.wallet) != 3*unit {
+		t.Fatal("something was sent or the balance moved")
+	}
+	// Retryable: the same key goes through once the balance allows it.
+	r.mustTransfer("deposit-0002", transfer.Deposit, r.wallet, 1)
+	r.mustTransfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	if got := r.vaultBalance(r.wallet); got != 0 {
+		t.Fatalf("balance %d", got)
+	}
+}
+
+func TestContractArchivedBalanceRestoredInOneRequest(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 9)
+	if err := r.host.ArchiveBalance(r.contract, r.wallet); err != nil {
+		t.Fatal(err)
+	}
+	before := len(r.net.Applied())
+	r.mustTransfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	if got := r.vaultBalance(r.wallet); got != 5*unit {
+		t.Fatalf("balance %d", got)
+	}
+	applied := r.net.Applied()[before:]
+	if len(applied) != 2 || applied[0].Ops[0].Type != "restore_footprint" || applied[0].Status != "SUCCESS" ||
+		applied[1].Ops[0].Type != "invoke_host_function" || applied[1].Status != "SUCCESS" {
+		t.Fatalf("applied %+v", applied)
+	}
+	if b, _ := r.host.Balance(r.contract, r.wallet); b.Archived {
+		t.Fatal("still archived")
+	}
+}
+
+// RESTORE_REQUIRED: the network refuses the restore, so it cannot complete within the budget.
+func TestContractRestoreRefusedIsRestoreRequired(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 9)
+	if err := r.host.ArchiveBalance(r.contract, r.wallet); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.net.AddFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "TRY_AGAIN_LATER"}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(r.net.Applied())
+	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	if p := problemOf(t, err); p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable || p.Status != 503 {
+		t.Fatalf("problem %+v", p)
+	}
+	if len(r.net.Applied()) != before || r.vaultBalance(r.wallet) != 9*unit {
+		t.Fatal("something landed")
+	}
+	// Retryable: the same key restores and withdraws once the network takes the restore.
+	r.mustTransfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	if got := r.vaultBalance(r.wallet); got != 5*unit {
+		t.Fatalf("balance %d", got)
+	}
+}
+
+// RPC_ERROR: the first send is refused (sendTransaction ERROR txBAD_SEQ): the envelope is proven
+// dead; retryable. The budget (13 s, under two proof windows) leaves no room to rebuild within
+// the call, so the refusal is what the caller sees.
+func TestContractFirstSendRefusedIsRPCError(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	r.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.Timeout = 13 * time.Second
+		return s
+	}
+	if err := r.net.AddFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Code: "txBAD_SEQ"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.transfer("deposit-0001", transfer.Deposit, r.wallet, 2)
+	if p := problemOf(t, err); p.Code != transfer.CodeRPCError || p.Classification != transfer.Retryable {
+		t.Fatalf("problem %+v", p)
+	}
+	if len(r.net.Applied()) != 0 {
+		t.Fatal("something landed")
+	}
+	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 2)
+	if got := r.vaultBalance(r.wallet); got != 2*unit {
+		t.Fatalf("balance %d", got)
+	}
+}
+
+// inDoubt runs one transfer while no ledger closes and returns its in-doubt error.
+func (r *contractRig) inDoubt(key string, faults ...stellarsim.Fault) *transfer.InDoubtError {
+	r.t.Helper()
+	for _, f := range append(faults, stellarsim.Fault{Kind: stellarsim.FaultStall}) {
+		if err := r.net.AddFault(f); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	_, err := r.transfer(key, transfer.Deposit, r.wallet, 2)
+	var d *transfer.InDoubtError
+	if !errors.As(err, &d) {
+		r.t.Fatalf("want in doubt, got %v", err)
+	}
+	if p := problemOf(r.t, err); p.Classification != transfer.Indeterminate || p.Status != 409 {
+		r.t.Fatalf("problem %+v", p)
+	}
+	// Nothing is re-sent while in doubt; once ledgers close again, the retry settles it from the chain.
+	r.net.ClearFaults()
+	r.clock.Advance(10 * time.Second)
+	out, err := r.transfer(key, transfer.Deposit, r.wallet, 2)
+	if err != nil || out.TransactionHash == "" {
+		r.t.Fatalf("after the stall: %+v %v", out, err)
+	}
+	if got := r.vaultBalance(r.wallet); got != 2*unit {
+		r.t.Fatalf("balance %d: landed more or less than once", got)
+	}
+	return d
+}
+
+// TRANSFER_TIMEOUT: sent and pending, the budget ends before any ledger closes.
+func TestContractPendingPastBudgetIsTransferTimeout(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	if d := r.inDoubt("deposit-0001"); d.FailingCode != transfer.CodeTimeout {
+		t.Fatalf("failing code %s", d.FailingCode)
+	}
+}
+
+// INTERNAL_ERROR: the connection dropped after sendTransaction was written, a socket error
+// mid-submit (the envelope was handed over; here it was in fact accepted).
+func TestContractSendAnswerLostIsInternalError(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	if d := r.inDoubt("deposit-0001", stellarsim.Fault{Kind: stellarsim.FaultDropResponse}); d.FailingCode != transfer.CodeInternalError {
+		t.Fatalf("failing code %s", d.FailingCode)
+	}
+}
+
+// SUBMISSION_FAILED: sendTransaction answered with an unexpected status (HTTP 500 without a
+// JSON-RPC body): the envelope was handed over and what became of it is unknown.
+func TestContractUnexpectedAnswerIsSubmissionFailed(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	if d := r.inDoubt("deposit-0001", stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: 500}); d.FailingCode != transfer.CodeSubmissionFailed {
+		t.Fatalf("failing code %s", d.FailingCode)
+	}
+}
+
+// SOROBAN_CIRCUIT_OPEN: the RPC is unreachable; after the breaker's threshold of failed calls it
+// fails fast without calling the RPC.
+func TestContractRPCDownOpensCircuit(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	_ = r.net.Close()
+	for i := range 5 {
+		_, err := r.transfer("deposit-000"+itoa(int64(i)), transfer.Deposit, r.wallet, 1)
+		if p := problemOf(t, err); p.Code != transfer.CodeRPCError || p.Classification != transfer.Retryable {
+			t.Fatalf("call %d: %+v", i, p)
+		}
+	}
+	_, err := r.transfer("deposit-0009", transfer.Deposit, r.wallet, 1)
+	if p := problemOf(t, err); p.Code != transfer.CodeCircuitOpen || p.Classification != transfer.Retryable || p.Status != 503 || p.RetryAfter <= 0 {
+		t.Fatalf("problem %+v", p)
+	}
+}
+
+func TestContractValidation(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{Decimals: 2})
+	_, err := r.ledger.Prepare(context.Background(), transfer.Request{OperationType: transfer.Deposit, WalletAddress: r.wallet,
+		Amount: "0.001", Asset: "USDC", Stroops: 10_000}, r.clock.Now().Add(time.Minute))
+	if p := problemOf(t, err); p.Code != transfer.CodeInvalidAmount {
+		t.Fatalf("too many decimals: %+v", p)
+	}
+	_, err = r.ledger.Prepare(context.Background(), transfer.Request{OperationType: transfer.Deposit, WalletAddress: "GABC",
+		Amount: "1", Asset: "USDC", Stroops: unit}, r.clock.Now().Add(time.Minute))
+	if p := problemOf(t, err); p.Code != transfer.CodeInvalidAddress {
+		t.Fatalf("bad address: %+v", p)
+	}
+	// Two decimals: 1.25 USDC is 125 in the contract.
+	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 1)
+	if got := r.vaultBalance(r.wallet); got != 100 {
+		t.Fatalf("balance %d, want 100 (two decimals)", got)
+	}
+	if code, ok := stellar.ContractErrorCode("HostError: Error(Contract, #12)\n..."); !ok || code != 12 {
+		t.Fatalf("ContractErrorCode = %d %v", code, ok)
+	}
+}
