@@ -43,6 +43,9 @@ type Config struct {
 	// vault is the only transaction source, without fee bumps).
 	Backend  string
 	Channels int
+	// Contract runs the transfers through the Soroban vault contract (simulate, restore, invoke):
+	// even keys deposit, odd keys withdraw; archived balances are among the faults.
+	Contract bool
 	// Log receives the progress lines; nil means none.
 	Log io.Writer
 }
@@ -110,6 +113,9 @@ func (r Report) String() string {
 
 const ledgerInterval = 5 * time.Second
 
+// openingBalance is the wallet's vault balance before a contract campaign, in stroops.
+const openingBalance = 100_000_000 * transfer.StroopsPerUnit
+
 var errCrash = errors.New("chaos: invocation killed")
 
 // rig is the system under test.
@@ -123,6 +129,9 @@ type rig struct {
 	ledger  *faultyLedger
 	orch    *transfer.Orchestrator
 	wallet  string
+	// vaults hosts the vault contract; contract is its C... address in contract mode.
+	vaults   *stellarsim.VaultHost
+	contract string
 	// setupTxs is how many transactions the rig itself applied before the campaign.
 	setupTxs int
 	faults   counter
@@ -141,7 +150,8 @@ func newRig(cfg Config) (*rig, func(), error) {
 	}
 	fail := func(err error) (*rig, func(), error) { cleanup(); return nil, nil, err }
 
-	n, err := stellarsim.Start(stellarsim.Options{Clock: r.clock})
+	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: r.clock, Contracts: host})
 	if err != nil {
 		return fail(err)
 	}
@@ -178,6 +188,12 @@ func newRig(cfg Config) (*rig, func(), error) {
 		}
 	}
 	r.wallet = wallet.Address()
+	r.vaults = host
+	if cfg.Contract {
+		if r.contract, err = host.DeployVault(stellarsim.VaultSpec{Operator: keys.Vault.Address()}); err != nil {
+			return fail(err)
+		}
+	}
 	keys.ChannelMaster = stellar.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
 
 	r.minidyn = server.NewServer()
@@ -201,6 +217,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 			"TABLE_NAME": r.table, "STELLAR_BACKEND": backend, "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
 			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(),
 			"ASSETS": usdc.Code + ":" + usdc.Issuer, "CHANNEL_COUNT": strconv.Itoa(cfg.Channels),
+			"VAULT_CONTRACT": r.contract,
 		}[k]
 	})
 	if err != nil {
@@ -217,10 +234,20 @@ func newRig(cfg Config) (*rig, func(), error) {
 			return fail(fmt.Errorf("creating channels: %w", err))
 		}
 	}
-	r.setupTxs = len(n.Applied()) // the channel accounts' creation
+	if cfg.Contract {
+		// The wallet's opening balance in the vault, so that withdrawals have something to take.
+		setup := transfer.Input{ClientKey: "chaos-setup-deposit", Request: transfer.Request{
+			OperationType: transfer.Deposit, WalletAddress: r.wallet, Amount: "100000000", Asset: "USDC",
+			Stroops: openingBalance,
+		}}
+		if _, err := svc.Orchestrator.Transfer(context.Background(), setup); err != nil {
+			return fail(fmt.Errorf("opening deposit: %w", err))
+		}
+	}
+	r.setupTxs = len(n.Applied()) // the channel accounts' creation, the opening deposit
 	r.store = svc.Store
 	r.ledger = &faultyLedger{Ledger: svc.Ledger, net: n, rate: cfg.SendFaultRate, lookupRate: cfg.FaultRate / 2, faults: &r.faults, events: &r.events,
-		sent: map[string]bool{}, built: map[string]int{}}
+		sent: map[string]bool{}, built: map[string]int{}, owner: map[string]string{}}
 	r.orch = svc.Orchestrator
 	r.orch.Store = countingStore{Store: r.store, events: &r.events}
 	r.orch.Ledger = r.ledger
@@ -241,10 +268,14 @@ func newRig(cfg Config) (*rig, func(), error) {
 }
 
 func (r *rig) input(k int) transfer.Input {
-	// Each key has its own amount, so the ledger's payments name the key they belong to.
+	// Each key has its own amount, so a transaction's amount names the key it belongs to.
 	amount := strconv.Itoa(k + 1)
+	op := transfer.Withdraw
+	if r.contract != "" && k%2 == 0 {
+		op = transfer.Deposit
+	}
 	return transfer.Input{ClientKey: fmt.Sprintf("chaos-key-%06d", k), Request: transfer.Request{
-		OperationType: transfer.Withdraw, WalletAddress: r.wallet, Amount: amount, Asset: "USDC",
+		OperationType: op, WalletAddress: r.wallet, Amount: amount, Asset: "USDC",
 		Stroops: int64(k+1) * transfer.StroopsPerUnit,
 	}}
 }
@@ -334,6 +365,13 @@ func Run(cfg Config) (Report, error) {
 		case 9:
 			r.minidyn.EmulateFailureForTable(r.table, server.FailureConditionInternalServerError)
 			r.faults.add("dynamo_outage")
+		case 1, 5:
+			if r.contract != "" {
+				// The wallet's balance entry expires: the next transfer must restore it first.
+				if err := r.vaults.ArchiveBalance(r.contract, r.wallet); err == nil {
+					r.faults.add("archived_balance")
+				}
+			}
 		}
 		var wg sync.WaitGroup
 		for k := w; k < w+cfg.Wave && k < cfg.Keys; k++ {
@@ -456,19 +494,40 @@ func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
 	var bad []string
 	applied := r.net.Applied()[r.setupTxs:]
 	rep.Applied = len(applied)
+	// Every transaction is traced to the key whose call prepared it (by its hash); restores of
+	// archived contract entries move nothing and belong to no key.
+	keyOf := map[string]int{}
+	for k := range r.cfg.Keys {
+		in := r.input(k)
+		keyOf[in.Request.WalletAddress+"/"+in.Request.Amount] = k
+	}
 	perKey := map[int][]stellarsim.AppliedTx{}
+	var balance int64 = openingBalance
 	for _, tx := range applied {
-		k := -1
-		for _, op := range tx.Ops {
-			if op.Type == "payment" && op.Destination == r.wallet {
-				k = int(op.Amount/transfer.StroopsPerUnit) - 1
-			}
+		if len(tx.Ops) == 1 && tx.Ops[0].Type == "restore_footprint" {
+			continue
 		}
-		if k < 0 || k >= r.cfg.Keys {
+		id, ok := r.ledger.ownerOf(tx.Hash)
+		k, known := keyOf[id]
+		if !ok || !known {
 			bad = append(bad, fmt.Sprintf("transaction %s (%s) belongs to no key", tx.Hash, tx.Status))
 			continue
 		}
 		perKey[k] = append(perKey[k], tx)
+		if tx.Status == "SUCCESS" {
+			if in := r.input(k); in.Request.OperationType == transfer.Deposit {
+				balance += in.Request.Stroops
+			} else {
+				balance -= in.Request.Stroops
+			}
+		}
+	}
+	if r.contract != "" {
+		// The money itself: the wallet's vault balance moved by each key's amount exactly once.
+		got, err := r.vaults.Balance(r.contract, r.wallet)
+		if err != nil || got.Amount != balance {
+			bad = append(bad, fmt.Sprintf("vault balance %d (%v), want %d from the applied transfers", got.Amount, err, balance))
+		}
 	}
 	for k := range r.cfg.Keys {
 		key := r.input(k).ClientKey

@@ -10,10 +10,10 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/chaos"
 )
 
-// TestCampaign runs the fault campaign three ways: Stellar RPC with the vault as the only source,
-// and Stellar RPC and Horizon with 8 channel accounts and fee bumps; 4,000 calls in all by default
-// (make test). CHAOS_KEYS sets the keys of each run (8 calls each; `make chaos` uses 1,250: 10,000
-// calls a run), CHAOS_SEED reruns a seed, CHAOS_BACKEND and CHAOS_CHANNELS pick a single run.
+// TestCampaign runs the fault campaign four ways: Stellar RPC and Horizon with 8 channel accounts
+// and fee bumps, Stellar RPC with the vault as the only source, and Soroban vault-contract
+// deposits and withdrawals; 5,000 calls in all by default (make test). CHAOS_KEYS sets the keys of each run (8 calls each; `make chaos` uses 1,250: 10,000
+// calls a run), CHAOS_SEED reruns a seed, CHAOS_BACKEND, CHAOS_CHANNELS and CHAOS_CONTRACT=1 pick a single run.
 func TestCampaign(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
@@ -26,7 +26,8 @@ func TestCampaign(t *testing.T) {
 	runs := []struct {
 		backend        string
 		channels, keys int
-	}{{"rpc", 8, 250}, {"horizon", 8, 125}, {"rpc", 0, 125}}
+		contract       bool
+	}{{"rpc", 8, 250, false}, {"horizon", 8, 125, false}, {"rpc", 0, 125, false}, {"rpc", 8, 125, true}}
 	if v := os.Getenv("CHAOS_KEYS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -36,7 +37,7 @@ func TestCampaign(t *testing.T) {
 			runs[i].keys = n
 		}
 	}
-	if b, c := os.Getenv("CHAOS_BACKEND"), os.Getenv("CHAOS_CHANNELS"); b != "" || c != "" {
+	if b, c, k := os.Getenv("CHAOS_BACKEND"), os.Getenv("CHAOS_CHANNELS"), os.Getenv("CHAOS_CONTRACT"); b != "" || c != "" || k != "" {
 		n, err := strconv.Atoi(c)
 		if c != "" && (err != nil || n < 0) {
 			t.Fatalf("CHAOS_CHANNELS: %q", c)
@@ -45,12 +46,16 @@ func TestCampaign(t *testing.T) {
 			b = "rpc"
 		}
 		runs = runs[:1]
-		runs[0].backend, runs[0].channels = b, n
+		runs[0].backend, runs[0].channels, runs[0].contract = b, n, k == "1"
 	}
 	for _, run := range runs {
-		t.Run(fmt.Sprintf("%s/%d-channels", run.backend, run.channels), func(t *testing.T) {
+		name := fmt.Sprintf("%s/%d-channels", run.backend, run.channels)
+		if run.contract {
+			name += "/contract"
+		}
+		t.Run(name, func(t *testing.T) {
 			cfg := chaos.DefaultConfig(seed)
-			cfg.Backend, cfg.Channels, cfg.Keys = run.backend, run.channels, run.keys
+			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract = run.backend, run.channels, run.keys, run.contract
 			if testing.Verbose() {
 				cfg.Log = os.Stdout
 			}
@@ -60,7 +65,7 @@ func TestCampaign(t *testing.T) {
 			}
 			t.Log("\n" + rep.String())
 			if rep.Failed() {
-				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d)", seed, seed, run.backend, run.channels)
+				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%v)", seed, seed, run.backend, run.channels, run.contract)
 			}
 			assertExercised(t, cfg, rep)
 		})

@@ -176,8 +176,9 @@ type faultyLedger struct {
 
 	sendMu sync.Mutex
 	mu     sync.Mutex
-	sent   map[string]bool // inner hashes sent at least once
-	built  map[string]int  // prepares per wallet+amount (one key each)
+	sent   map[string]bool   // inner hashes sent at least once
+	built  map[string]int    // prepares per wallet+amount (one key each)
+	owner  map[string]string // every hash prepared -> wallet+amount
 }
 
 // networkFaults are the local network's submission faults the campaign draws from.
@@ -211,6 +212,10 @@ func (l *faultyLedger) Prepare(ctx context.Context, req transfer.Request, maxTim
 	if err == nil {
 		l.mu.Lock()
 		id := req.WalletAddress + "/" + req.Amount
+		l.owner[env.InnerHash] = id
+		if env.OuterHash != "" {
+			l.owner[env.OuterHash] = id
+		}
 		l.built[id]++
 		if l.built[id] > 1 {
 			l.events.add("rebuilds")
@@ -218,6 +223,14 @@ func (l *faultyLedger) Prepare(ctx context.Context, req transfer.Request, maxTim
 		l.mu.Unlock()
 	}
 	return env, err
+}
+
+// ownerOf returns the wallet+amount an envelope hash was prepared for.
+func (l *faultyLedger) ownerOf(hash string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id, ok := l.owner[hash]
+	return id, ok
 }
 
 func (l *faultyLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.SendResult, error) {

@@ -251,7 +251,9 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			}
 			p.unhold(ch.Address())
 			if !errors.Is(err, transfer.ErrConditionFailed) {
-				return sourceLease{}, fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)
+				return sourceLease{}, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
+					Detail: "the channel lease store is unavailable; nothing was submitted",
+					Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
 			}
 			p.collisions.Add(1)
 		}
