@@ -60,6 +60,7 @@ type Report struct {
 	Seed        uint64
 	Backend     string
 	Channels    int
+	Contract    bool
 	Calls, Keys int
 	Answers     map[string]int // what callers got, by code ("ok", "replayed", error codes)
 	Faults      map[string]int // faults injected, by kind
@@ -79,7 +80,11 @@ func (r Report) Failed() bool { return len(r.Violations) > 0 }
 
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fault campaign seed=%d (%s, %d channels): %d calls on %d keys in %v virtual (%v real)\n", r.Seed, r.Backend, r.Channels, r.Calls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
+	mode := "classic vault"
+	if r.Contract {
+		mode = "vault contract"
+	}
+	fmt.Fprintf(&b, "fault campaign seed=%d (%s, %d channels, %s): %d calls on %d keys in %v virtual (%v real)\n", r.Seed, r.Backend, r.Channels, mode, r.Calls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  applied transactions: %d; heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.HealRetries, r.SweptAfterProvable)
 	for _, part := range []struct {
 		name string
@@ -471,7 +476,7 @@ func Run(cfg Config) (Report, error) {
 		wg.Wait()
 	}
 
-	rep := Report{Seed: cfg.Seed, Backend: cfg.Backend, Channels: cfg.Channels, Calls: cfg.Keys * cfg.Callers, Keys: cfg.Keys, Answers: r.answers.snapshot(),
+	rep := Report{Seed: cfg.Seed, Backend: cfg.Backend, Channels: cfg.Channels, Contract: cfg.Contract, Calls: cfg.Keys * cfg.Callers, Keys: cfg.Keys, Answers: r.answers.snapshot(),
 		Faults: r.faults.snapshot(), Crashes: r.crashes.snapshot(), Events: r.events.snapshot(),
 		VirtualTime: r.clock.Now().Sub(t0)}
 	for _, n := range retries {
