@@ -1,10 +1,6 @@
-//go:build horizonclient
-
-// These tests drive Horizon through the official horizonclient. It needs
-// go.mod requirements the module does not list yet (manucorporat/sse,
-// stretchr/testify and their deps; "go mod tidy" adds them); run with
-// "go test -tags horizonclient". horizon_http_test.go covers the same
-// ground over plain HTTP with the protocols/horizon types.
+// These tests drive Horizon through the official horizonclient;
+// horizon_http_test.go covers the same ground over plain HTTP with the
+// protocols/horizon types.
 
 package stellarsim_test
 
