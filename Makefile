@@ -19,7 +19,7 @@ RIE_MODULE := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambd
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
-CONTRACT_MAX_EXAMPLES ?= 150
+CONTRACT_MAX_EXAMPLES ?= 300
 
 .PHONY: all build run test check lint bench clean tools test-dynalite check-template sam-build \
 	test-lambda test-contract build-api build-alert build-reconcile \
@@ -78,6 +78,7 @@ $(RIE):
 check-template: $(TOOLS)
 	$(VENV)/bin/cfn-lint template.yaml
 	$(SAM) validate --lint --template-file template.yaml
+	$(VENV)/bin/python .ci/check-samconfig.py
 
 # `sam build` (no container) of every function present, each checked to be a linux/arm64 bootstrap.
 sam-build: $(TOOLS)

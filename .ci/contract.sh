@@ -10,26 +10,28 @@ work=.ci/work
 mkdir -p "$work"
 go build -o "$work/devstack" ./internal/devstack
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-api=$(port) ddb=$(port) xlm=$(port)
+api=$(port) ddb=$(port) xlm=$(port) fn=$(port)
 log="$work/devstack.log"
-API_ADDR=127.0.0.1:$api DYNAMODB_ADDR=127.0.0.1:$ddb STELLAR_ADDR=127.0.0.1:$xlm LEDGER_INTERVAL_MS=1000 \
+API_ADDR=127.0.0.1:$api DYNAMODB_ADDR=127.0.0.1:$ddb STELLAR_ADDR=127.0.0.1:$xlm LAMBDA_ADDR=127.0.0.1:$fn LEDGER_INTERVAL_MS=1000 \
 	"$work/devstack" >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT
-for _ in $(seq 1 300); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$api") 2>/dev/null; then break; fi
-	if ! kill -0 "$pid" 2>/dev/null; then cat "$log" >&2; echo "the local stack did not start" >&2; exit 1; fi
+# The banner is printed once every listener is up.
+for i in $(seq 1 300); do
+	if grep -q "local stack" "$log" && (exec 3<>"/dev/tcp/127.0.0.1/$api") 2>/dev/null; then break; fi
+	if ! kill -0 "$pid" 2>/dev/null || [ "$i" = 300 ]; then cat "$log" >&2; echo "the local stack did not start" >&2; exit 1; fi
 	sleep 0.1
 done
 echo "local stack: API on http://127.0.0.1:$api" >&2
 status=0
-SCHEMATHESIS_TELEMETRY=false .ci/venv/bin/schemathesis run internal/api/openapi.yaml \
+# Run from .ci/work, so schemathesis' and Hypothesis' caches stay there (ignored by git).
+(cd "$work" && SCHEMATHESIS_TELEMETRY=false ../venv/bin/schemathesis run ../../internal/api/openapi.yaml \
 	--url "http://127.0.0.1:$api" \
 	--checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,missing_required_header,unsupported_method,allow_header_conformance \
 	--phases examples,coverage,fuzzing \
 	--max-examples "${CONTRACT_MAX_EXAMPLES:-150}" \
 	--generation-database none --request-timeout 35 --workers 2 --no-color \
-	--continue-on-failure --seed "${CONTRACT_SEED:-8}" || status=$?
+	--continue-on-failure --seed "${CONTRACT_SEED:-8}") || status=$?
 if [ $status -ne 0 ]; then
 	echo "== local stack log (last 50 lines)" >&2; tail -50 "$log" >&2
 fi

@@ -97,7 +97,6 @@ func rie(t *testing.T, fn string) (string, string) {
 	if b.buildErr != nil {
 		t.Fatal(b.buildErr)
 	}
-	t.Logf("%s bootstrap: %.1f MiB linux/%s, %.1f MiB linux/arm64", functions[fn], mib(b.size), runtime.GOARCH, mib(b.armSize))
 	return rie, b.path
 }
 
@@ -322,7 +321,9 @@ func reportTimes(t *testing.T, fn string, e *lambdatest.Emulator, invocations in
 	for _, r := range reports {
 		ds = append(ds, fmt.Sprintf("%.1f ms", float64(r.Duration.Microseconds())/1000))
 	}
-	t.Logf("%s: init %.1f ms (INIT REPORT); invocations: %s (REPORT)", functions[fn], float64(d.Microseconds())/1000, strings.Join(ds, ", "))
+	b := bootstrap[fn]
+	t.Logf("%s: bootstrap %d bytes (%.1f MiB) linux/%s, %d bytes (%.1f MiB) linux/arm64; init %.1f ms (INIT REPORT); invocations: %s (REPORT)",
+		functions[fn], b.size, mib(b.size), runtime.GOARCH, b.armSize, mib(b.armSize), float64(d.Microseconds())/1000, strings.Join(ds, ", "))
 }
 
 // An init failure: the emulator answers 5xx, and the function's log says why in one line.
