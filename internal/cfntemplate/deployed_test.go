@@ -220,8 +220,8 @@ func env(t *testing.T, tpl *cfntemplate.Template, id string, sample map[string]s
 			}
 			name := ref.(string)
 			if p, ok := tpl.Parameters[name]; ok {
-				if d, ok := cfntemplate.String(p["Default"]); ok && d != "" {
-					out[k] = d
+				if d, ok := cfntemplate.String(p["Default"]); ok {
+					out[k] = d // possibly "", e.g. VaultContract: the classic vault
 				} else if s, ok := sample[name]; ok {
 					out[k] = s
 				} else {
@@ -256,17 +256,31 @@ func TestEnvironmentAndTimeouts(t *testing.T) {
 			t.Errorf("%s: config.Load over the template's environment: %v", id, err)
 		}
 	}
-	// Only the API function signs (functions/reconcile never reads the keys).
+	// The API function signs. The alert function never sees a key. The reconcile function reads
+	// the secret only on a stack with channel accounts (its "channels" action creates them), so
+	// both its SIGNING_SECRET_ARN and its permission to read it are conditional on HasChannels.
 	if e := env(t, tpl, "ApiFunction", sample); !strings.HasPrefix(e["SIGNING_SECRET_ARN"], "arn:aws:secretsmanager:") {
 		t.Errorf("ApiFunction SIGNING_SECRET_ARN = %q", e["SIGNING_SECRET_ARN"])
 	}
-	for _, id := range []string{"AlertFunction", "ReconcileFunction"} {
-		if v, ok := env(t, tpl, id, sample)["SIGNING_SECRET_ARN"]; ok {
-			t.Errorf("%s has SIGNING_SECRET_ARN=%s but never signs", id, v)
+	if v, ok := env(t, tpl, "AlertFunction", sample)["SIGNING_SECRET_ARN"]; ok {
+		t.Errorf("AlertFunction has SIGNING_SECRET_ARN=%s but never signs", v)
+	}
+	for _, st := range statements(t, tpl, "AlertFunctionRole") {
+		if slices.Contains(st.actions, "secretsmanager:GetSecretValue") {
+			t.Error("AlertFunctionRole may read a secret it never uses")
 		}
-		for _, st := range statements(t, tpl, id+"Role") {
-			if slices.Contains(st.actions, "secretsmanager:GetSecretValue") {
-				t.Errorf("%sRole may read a secret it never uses", id)
+	}
+	recVars := get(t, tpl.Resources["ReconcileFunction"].Properties, "Environment", "Variables").(map[string]any)
+	want := map[string]any{"Fn::If": []any{"HasChannels", map[string]any{"Ref": "SigningSecretArn"}, map[string]any{"Ref": "AWS::NoValue"}}}
+	if !reflect.DeepEqual(recVars["SIGNING_SECRET_ARN"], want) {
+		t.Errorf("ReconcileFunction SIGNING_SECRET_ARN = %v, want it only with channels: %v", recVars["SIGNING_SECRET_ARN"], want)
+	}
+	for _, pol := range get(t, tpl.Resources["ReconcileFunctionRole"].Properties, "Policies").([]any) {
+		for _, st := range get(t, pol, "PolicyDocument", "Statement").([]any) {
+			branches, conditional := cfntemplate.Lookup(st, "Fn::If")
+			if b, _ := json.Marshal(st); strings.Contains(string(b), "secretsmanager:") &&
+				(!conditional || branches.([]any)[0] != "HasChannels") {
+				t.Errorf("ReconcileFunctionRole reads the secret without channels: %s", b)
 			}
 		}
 	}
