@@ -21,7 +21,7 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: all build run test check lint bench clean tools test-dynalite check-template sam-build \
+.PHONY: all build run test chaos check lint bench clean tools test-dynalite check-template sam-build \
 	test-lambda test-contract build-api build-alert build-reconcile \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction
 
@@ -96,6 +96,12 @@ check: lint test test-dynalite check-template sam-build test-lambda test-contrac
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The fault campaign at full size: 10,000 calls in each of its four runs (make test runs 5,000 in
+# all). CHAOS_SEED=<seed> replays a failing seed.
+CHAOS_KEYS ?= 1250
+chaos:
+	CHAOS_KEYS=$(CHAOS_KEYS) $(GO) test -count=1 -timeout 60m -v -run '^TestCampaign$$' ./internal/chaos
 
 clean:
 	rm -rf $(BUILD_DIR) .ci/sam .ci/work

@@ -262,8 +262,9 @@ func (s *Service) resolve(ctx context.Context, req Request) (*ResolveAnswer, err
 }
 
 // resolveHash accepts hash when it is one of the envelope's hashes and the ledger shows it
-// SUCCESS; force overrides a ledger that cannot show it (NOT_FOUND, not proven dead), never a
-// foreign hash or a ledger that proves otherwise.
+// SUCCESS. Force overrides only a ledger that cannot judge: the envelope can no longer land (a
+// ledger closed after its maxTime) and the history no longer reaches its submission. Never a
+// foreign hash, a ledger that proves otherwise, or an envelope that can still land or expire.
 func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Record) (*ResolveAnswer, error) {
 	env := *rec.Envelope
 	hash := strings.ToLower(strings.TrimSpace(req.TransactionHash))
@@ -285,6 +286,15 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "))
 	case transfer.ProvenDead(env, lk):
 		return nil, refuse(CodeProvenDead, "the ledger proves the envelope never landed; discard it instead")
+	case lk.LatestLedgerCloseTime.IsZero() || !maxTimePassed(env, lk):
+		// Not found yet, and it can still land (or not): even a forced "landed" could record a
+		// payment that never happens. Wait for the ledger to decide.
+		return nil, refuse(CodeStillCanLand, "the ledger does not show %s yet and no ledger has closed after the envelope's maxTime (%d): it can still land or expire; wait for it",
+			hash, env.MaxTime)
+	case lk.OldestLedger <= env.SubmittedLedger:
+		// History covers the submission and the hash is not in it, and yet not proven dead: the
+		// lookup's facts are incomplete. Nothing to force here.
+		return nil, refuse(CodeNotLanded, "the ledger's history covers the submission and does not show %s", hash)
 	case !req.Force:
 		return nil, refuse(CodeNotLanded, "the ledger does not show %s (latest ledger %d, history from %d); force with a reason if you verified it elsewhere",
 			hash, lk.LatestLedger, lk.OldestLedger)

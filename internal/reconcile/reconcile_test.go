@@ -266,7 +266,10 @@ func TestResolveWithAHash(t *testing.T) {
 	refused(t, f, resolve(strings.Repeat("ab", 32), ""), reconcile.CodeHashMismatch)
 	refused(t, f, resolve(strings.Repeat("ab", 32), `,"force":true,"reason":"sure"`), reconcile.CodeHashMismatch)
 	refused(t, f, resolve("xyz", ""), reconcile.CodeBadRequest)
-	refused(t, f, resolve(rec.Envelope.InnerHash, ""), reconcile.CodeNotLanded)
+	// Not found and no ledger closed after maxTime: it can still land or expire, so not even a
+	// forced "landed" is accepted (it could record a payment that never happens).
+	refused(t, f, resolve(rec.Envelope.InnerHash, ""), reconcile.CodeStillCanLand)
+	refused(t, f, resolve(rec.Envelope.InnerHash, `,"force":true,"reason":"I am sure"`), reconcile.CodeStillCanLand)
 	refused(t, f, `{"action":"resolve","storeKey":"`+key+`","transactionHash":"`+rec.Envelope.InnerHash+`"}`, reconcile.CodeBadRequest) // no operator
 	refused(t, f, resolve(rec.Envelope.InnerHash, `,"discard":true`), reconcile.CodeBadRequest)
 	f.land(rec, transfer.LookupFailed, 80)
@@ -302,6 +305,7 @@ func TestResolveForcedAndProvenDead(t *testing.T) {
 	refused(t, f, `{"action":"resolve","storeKey":"`+dead.StoreKey+`","transactionHash":"`+dead.Envelope.InnerHash+`","operator":"bob","force":true,"reason":"x"}`, reconcile.CodeProvenDead)
 
 	f.ledger.oldest = 90 // history no longer reaches the submission: the ledger cannot prove anything
+	refused(t, f, `{"action":"resolve","storeKey":"`+rec.StoreKey+`","transactionHash":"`+rec.Envelope.InnerHash+`","operator":"bob"}`, reconcile.CodeNotLanded)
 	got := mustDo(t, f, payload+`,"reason":"seen on stellar.expert in ledger 51"}`)
 	if got["resolution"] != "replayable" || got["forced"] != true {
 		t.Fatalf("forced resolve = %v", got)

@@ -21,7 +21,7 @@ import (
 
 // CodeChannelsBusy is the *transfer.UnavailableError code when no channel account could be leased
 // in time (503, retryable: nothing was built or sent).
-const CodeChannelsBusy = "CHANNELS_BUSY"
+const CodeChannelsBusy = transfer.CodeChannelsBusy
 
 // ErrNoChannels is wrapped when channel accounts are configured but the keys hold none (no
 // channelSeeds and no channelMasterSeed), or hold no fee key to pay their fee bumps.

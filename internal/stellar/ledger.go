@@ -25,7 +25,7 @@ const DefaultHTTPTimeout = 30 * time.Second
 
 // CodeSigningKeysUnavailable is the *transfer.UnavailableError code when the signing keys cannot
 // be loaded (503, retryable: nothing was built or sent).
-const CodeSigningKeysUnavailable = "SIGNING_KEYS_UNAVAILABLE"
+const CodeSigningKeysUnavailable = transfer.CodeSigningKeysUnavailable
 
 // ErrAccountMissing is wrapped by the *transfer.UnavailableError Prepare returns when the
 // transaction's source account does not exist on the network.

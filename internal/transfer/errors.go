@@ -41,6 +41,10 @@ const (
 	CodeTransactionExpired = "TRANSACTION_EXPIRED"
 	CodeNetworkUnavailable = "NETWORK_UNAVAILABLE"
 	CodeStoreUnavailable   = "STORE_UNAVAILABLE"
+	// CodeChannelsBusy: no channel account could be leased in time; nothing was sent.
+	CodeChannelsBusy = "CHANNELS_BUSY"
+	// CodeSigningKeysUnavailable: the signing keys could not be loaded; nothing was signed.
+	CodeSigningKeysUnavailable = "SIGNING_KEYS_UNAVAILABLE"
 )
 
 // Problem is what a typed error says about itself, for an HTTP layer to render as RFC 9457
