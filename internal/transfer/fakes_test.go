@@ -65,11 +65,14 @@ func (s *memStore) matches(key string, cond transfer.Condition) error {
 	return nil
 }
 
-func (s *memStore) Replace(_ context.Context, next transfer.Record, cond transfer.Condition) error {
+func (s *memStore) Replace(ctx context.Context, next transfer.Record, cond transfer.Condition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.failure("replace"); err != nil {
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err // a write after the invocation's deadline never happens
 	}
 	s.writes++
 	if err := s.matches(next.StoreKey, cond); err != nil {
@@ -134,6 +137,7 @@ type fakeLedger struct {
 	failResult func(env transfer.Envelope) bool // land as FAILED
 	prepareErr error
 	lookupErr  error
+	hang       bool // sends hang until their context ends
 	noClose    bool // ledgers stall
 }
 
@@ -183,8 +187,14 @@ func (l *fakeLedger) Prepare(_ context.Context, req transfer.Request, maxTime ti
 	return transfer.Envelope{XDR: "xdr-" + h, InnerHash: h, MaxTime: maxTime.Unix(), SubmittedLedger: l.latest, Channel: "GVAULT", FeeStroops: 100}, nil
 }
 
-func (l *fakeLedger) Send(_ context.Context, env transfer.Envelope) (transfer.SendResult, error) {
+func (l *fakeLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.SendResult, error) {
 	l.mu.Lock()
+	if l.hang {
+		l.sends = append(l.sends, env.InnerHash)
+		l.mu.Unlock()
+		<-ctx.Done()
+		return transfer.SendResult{}, ctx.Err()
+	}
 	defer l.mu.Unlock()
 	n := len(l.sends)
 	l.sends = append(l.sends, env.InnerHash)

@@ -84,6 +84,9 @@ type attempt struct {
 	settings Settings
 	deadline time.Time // end of the submission budget
 	lease    time.Time // when another invocation may take the claim over
+	// net carries the Stellar calls: it ends DeadlineMargin before the invocation's deadline, so
+	// a hung send or lookup cannot eat the time kept for the final writes.
+	net context.Context
 }
 
 // Transfer runs in.Request at most once under (wallet, in.ClientKey) and returns its outcome.
@@ -99,6 +102,12 @@ func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) 
 
 func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) {
 	a := o.begin(ctx, in)
+	var cancel context.CancelFunc
+	a.net, cancel = ctx, func() {}
+	if dl, ok := ctx.Deadline(); ok {
+		a.net, cancel = context.WithDeadline(ctx, dl.Add(-a.settings.DeadlineMargin))
+	}
+	defer cancel()
 	if open, left := o.Breaker.Open(); open {
 		return Outcome{}, circuitOpen(left)
 	}
@@ -229,7 +238,7 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 		return Outcome{}, false, err
 	}
 	var env Envelope
-	pctx, end := o.observer().StartStep(ctx, TracePrepare)
+	pctx, end := o.observer().StartStep(a.net, TracePrepare)
 	err := o.Breaker.Do(func() error {
 		var err error
 		env, err = o.Ledger.Prepare(pctx, rec.Request, o.maxTime(a))
@@ -275,7 +284,7 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 			break
 		}
 		if needSend {
-			res, err := o.send(ctx, env)
+			res, err := o.send(a.net, env)
 			if herr := o.hook(ctx, StepSent, rec); herr != nil {
 				return Outcome{}, false, herr
 			}
@@ -304,7 +313,7 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 			}
 		}
 		if maybeDelivered {
-			lk, err := o.lookup(ctx, env)
+			lk, err := o.lookup(a.net, env)
 			if err == nil {
 				switch {
 				case lk.Status == LookupSuccess || lk.Status == LookupFailed:

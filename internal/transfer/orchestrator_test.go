@@ -513,3 +513,24 @@ func TestRepeatedFirstSendRefusalsEndAsTheRefusal(t *testing.T) {
 		t.Fatal("every envelope was refused: the key must be free")
 	}
 }
+
+func TestHungSendLeavesTheMarginForTheInDoubtWrite(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.hang = true
+	h.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.DeadlineMargin = 150 * time.Millisecond
+		return s
+	}
+	// The invocation's deadline is real time: the hung send must give up DeadlineMargin before it.
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	_, err := h.orch.Transfer(ctx, input("order-0019", "1"))
+	var d *transfer.InDoubtError
+	if !errors.As(err, &d) || d.FailingCode != transfer.CodeTimeout {
+		t.Fatalf("err = %v, want TRANSFER_IN_DOUBT (TRANSFER_TIMEOUT)", err)
+	}
+	if rec := h.item(t, "order-0019"); rec.Status != transfer.StatusInDoubt {
+		t.Fatalf("item is %s: the in-doubt write needs the margin the hung send must leave", rec.Status)
+	}
+}
