@@ -223,7 +223,7 @@ func (h *handler) logRequest(r *http.Request, st *requestState, status int, d ti
 		attrs = append(attrs, slog.String("code", st.code))
 	}
 	if st.key != "" {
-		attrs = append(attrs, slog.String("idempotencyKey", st.key))
+		attrs = append(attrs, slog.String("idempotencyKey", redact(st.key)))
 	}
 	h.log.LogAttrs(r.Context(), level, "request", attrs...)
 }

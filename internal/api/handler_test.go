@@ -730,3 +730,39 @@ func TestConcurrentRequests(t *testing.T) {
 		t.Fatalf("log lines %d", len(f.logs.lines(t)))
 	}
 }
+
+func TestSecretShapedInputIsNeverEchoed(t *testing.T) {
+	seed := randomAddress(versionSeed)
+	var logs bytes.Buffer
+	h := NewHandler(&fakeService{}, StaticRules(testRules), WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	for _, tc := range []struct{ method, path, key, body string }{
+		{"POST", "/transfers", "order-0001", `{"` + seed + `":"x"}`},
+		{"GET", "/wallets/" + seed + "/transfers/12345678", "", ""},
+		{"GET", "/" + seed, "", ""},
+		{"GET", "/" + strings.ToLower(seed), "", ""},
+		{"POST", "/transfers", seed, `{"operationType":"withdraw"}`},
+	} {
+		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		if tc.key != "" {
+			req.Header.Set("Idempotency-Key", tc.key)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code < 400 || rec.Code >= 500 {
+			t.Errorf("%s %s: status %d, want a 4xx", tc.method, tc.path, rec.Code)
+		}
+		if body := rec.Body.String(); strings.Contains(strings.ToUpper(body), seed) {
+			t.Errorf("%s %s: the answer echoes the seed: %s", tc.method, tc.path, body)
+		}
+	}
+	if strings.Contains(strings.ToUpper(logs.String()), seed) {
+		t.Errorf("the log holds the seed: %s", logs.String())
+	}
+	long := httptest.NewRequest("GET", "/"+strings.Repeat("x", 5000), nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, long)
+	if rec.Body.Len() > 2000 {
+		t.Errorf("a 5,000-character path came back in a %d-byte problem", rec.Body.Len())
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -113,7 +115,7 @@ func newProblem(p transfer.Problem, r *http.Request) ProblemDetails {
 		Type:            problemType(code),
 		Title:           problemTitle(code, status),
 		Status:          status,
-		Detail:          detail,
+		Detail:          redact(clipText(detail, maxDetail)),
 		Code:            code,
 		Classification:  class,
 		RetryAfterMs:    ceilMillis(p.RetryAfter),
@@ -122,9 +124,40 @@ func newProblem(p transfer.Problem, r *http.Request) ProblemDetails {
 		FailingCode:     p.FailingCode,
 	}
 	if r != nil {
-		pd.Instance = r.URL.EscapedPath()
+		pd.Instance = redact(clipText(r.URL.EscapedPath(), maxInstance))
 	}
 	return pd
+}
+
+// secretSeed matches what looks like an ed25519 secret seed (SEP-23 strkey "S...", any case). A
+// client may paste one by mistake into a field name, a path or a key; it must never come back in
+// an answer or go into a log, even though it is the client's own.
+var secretSeed = regexp.MustCompile(`(?i)\bS[A-Z2-7]{55}\b`)
+
+// redact replaces anything shaped like a secret seed with "[redacted]".
+func redact(s string) string {
+	if len(s) < 56 {
+		return s
+	}
+	return secretSeed.ReplaceAllString(s, "[redacted]")
+}
+
+// maxInstance and maxDetail bound what a problem echoes of the request (its path, quoted input):
+// the problem identifies the request, it need not carry input of any length back.
+const (
+	maxInstance = 256
+	maxDetail   = 512
+)
+
+// clipText cuts s to at most n bytes (and "..."), on a UTF-8 boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // internalProblem is what any error that is not a transfer.ProblemError becomes. Its detail is

@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -21,7 +22,7 @@ import (
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := logging.New(os.Stderr, slog.LevelInfo)
 	if err := run(logger); err != nil {
 		logger.Error("devstack failed", "err", err)
 		os.Exit(1)

@@ -141,9 +141,12 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 	if fnErr != "Unhandled" || body["errorType"] != "HASH_MISMATCH" {
 		t.Fatalf("resolve with a wrong hash = %q %v", fnErr, body)
 	}
-	_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","transactionHash":"`+item["innerHash"].(string)+`","operator":"test"}`)
-	if fnErr != "Unhandled" || body["errorType"] != "NOT_LANDED" {
-		t.Fatalf("resolve with an unlanded hash = %q %v", fnErr, body)
+	for _, extra := range []string{``, `,"force":true,"reason":"test"`} {
+		// Not on the ledger and it can still land or expire: not even a forced "landed".
+		_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","transactionHash":"`+item["innerHash"].(string)+`","operator":"test"`+extra+`}`)
+		if fnErr != "Unhandled" || body["errorType"] != "STILL_CAN_LAND" {
+			t.Fatalf("resolve with an unlanded hash%s = %q %v", extra, fnErr, body)
+		}
 	}
 	for _, extra := range []string{``, `,"force":true,"reason":"test"`} {
 		_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","discard":true,"operator":"test"`+extra+`}`)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -55,5 +56,16 @@ func TestTraceID(t *testing.T) {
 		if got := logging.TraceID(ctx); got != want {
 			t.Errorf("TraceID(%q) = %q, want %q", header, got, want)
 		}
+	}
+}
+
+func TestNewRedactsSeedShapedValues(t *testing.T) {
+	var b bytes.Buffer
+	l := logging.New(&b, slog.LevelInfo)
+	seed := "SBGWSG6BTNCKCOB3DIFBGCVMUPQFYPA2G4O34RMTB343OYPXU5DJDVMN"
+	l.Info("request", "idempotencyKey", seed, "err", errors.New("bad field "+strings.ToLower(seed)), "n", 3)
+	out := b.String()
+	if strings.Contains(strings.ToUpper(out), seed) || strings.Count(out, "[redacted]") != 2 || !strings.Contains(out, `"n":3`) {
+		t.Fatalf("log = %s", out)
 	}
 }
