@@ -149,6 +149,8 @@ func TestPrepareRefusesWhatItCannotDo(t *testing.T) {
 		{"seed as wallet", withdraw(e.keys.Fee.Seed(), 1), maxTime, transfer.CodeInvalidAddress, "G... account"},
 		{"unknown asset", otherAsset, maxTime, transfer.CodeInvalidAsset, "EURC"},
 		{"zero amount", withdraw(g, 0), maxTime, transfer.CodeInvalidAmount, "greater than zero"},
+		{"the vault itself", withdraw(e.keys.Vault.Address(), 1), maxTime, transfer.CodeInvalidAddress, "the vault itself"},
+		{"the asset's issuer", withdraw(e.issuer.Address(), 1), maxTime, transfer.CodeInvalidAddress, "issuer of USDC"},
 	}
 	for _, c := range cases {
 		_, err := e.ledger.Prepare(context.Background(), c.req, c.maxTime)

@@ -126,6 +126,16 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, ma
 		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Status: http.StatusUnprocessableEntity, Field: "amount",
 			Detail: "amount must be greater than zero"}
 	}
+	// A payment from the vault to itself only burns a fee, and one to the asset's issuer burns the
+	// asset: neither is a withdrawal to a wallet.
+	switch req.WalletAddress {
+	case c.vaultAccount:
+		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
+			Detail: "walletAddress is the vault itself"}
+	case asset.Issuer:
+		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
+			Detail: fmt.Sprintf("walletAddress is the issuer of %s; a payment to it would burn the asset", asset.Code)}
+	}
 	if maxTime.Unix() <= 0 {
 		return transfer.Envelope{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
 	}
