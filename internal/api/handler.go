@@ -241,7 +241,19 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		h.log.WarnContext(r.Context(), "dependency failure", "code", pd.Code, "err", err.Error(),
 			"method", r.Method, "route", st.route, "traceId", st.traceID)
 	}
+	if p, isProblem := asProblem(err); isProblem && p.Replayed {
+		w.Header().Set(ReplayedHeader, "true") // a stored rejection replayed, like a replayed success
+	}
 	writeProblem(w, r, pd)
+}
+
+// asProblem returns err's transfer.Problem when it has one.
+func asProblem(err error) (transfer.Problem, bool) {
+	var pe transfer.ProblemError
+	if errors.As(err, &pe) {
+		return pe.Problem(), true
+	}
+	return transfer.Problem{}, false
 }
 
 // postTransfer serves POST /transfers. Checks run in this order, and the Service is called only

@@ -766,3 +766,26 @@ func TestSecretShapedInputIsNeverEchoed(t *testing.T) {
 		t.Errorf("a 5,000-character path came back in a %d-byte problem", rec.Body.Len())
 	}
 }
+
+// replayedRejection is a stored rejection as the orchestrator replays it.
+type replayedRejection struct{}
+
+func (replayedRejection) Error() string { return "TRANSACTION_FAILED: replayed" }
+func (replayedRejection) Problem() transfer.Problem {
+	return transfer.Problem{Code: transfer.CodeTransactionFailed, Status: 422, Classification: transfer.Terminal, Replayed: true}
+}
+
+func TestReplayedRejectionCarriesTheReplayHeader(t *testing.T) {
+	svc := &fakeService{transfer: func(context.Context, transfer.Input) (transfer.Outcome, error) {
+		return transfer.Outcome{}, replayedRejection{}
+	}}
+	h := NewHandler(svc, StaticRules(testRules))
+	req := httptest.NewRequest("POST", "/transfers", strings.NewReader(goodBody(wallet)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", goodKey)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 422 || rec.Header().Get(ReplayedHeader) != "true" {
+		t.Fatalf("status %d, %s = %q; want 422 and true", rec.Code, ReplayedHeader, rec.Header().Get(ReplayedHeader))
+	}
+}

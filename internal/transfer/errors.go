@@ -62,6 +62,8 @@ type Problem struct {
 	ResultCodes     []string
 	// FailingCode is what made a transfer indeterminate (for example TRANSFER_TIMEOUT).
 	FailingCode string
+	// Replayed is true when the answer is a stored outcome replayed, not decided by this call.
+	Replayed bool
 }
 
 // ProblemError is implemented by every typed error of this package; use errors.As to find it.
@@ -190,7 +192,7 @@ func (e *RejectedError) Problem() Problem {
 		status = http.StatusUnprocessableEntity
 	}
 	return Problem{Code: e.Code, Status: status, Classification: Terminal, Detail: e.Detail,
-		TransactionHash: e.TransactionHash, ResultCodes: e.ResultCodes}
+		TransactionHash: e.TransactionHash, ResultCodes: e.ResultCodes, Replayed: e.replayed}
 }
 
 // NotFoundError (404, terminal): no transfer is stored under the wallet and key.

@@ -251,6 +251,9 @@ func TestFailedTransactionIsStoredAndReplayed(t *testing.T) {
 	if !errors.As(err2, &r2) || r2.TransactionHash != r.TransactionHash {
 		t.Fatalf("replayed rejection = %v", err2)
 	}
+	if r.Problem().Replayed || !r2.Problem().Replayed {
+		t.Fatalf("replayed: first %v, second %v; want false then true", r.Problem().Replayed, r2.Problem().Replayed)
+	}
 	if p, _ := h.ledger.counts(); p != 1 {
 		t.Fatalf("prepares = %d, want 1: a stored rejection does not re-run", p)
 	}
