@@ -98,10 +98,15 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	log := p.opts.Logger
 	p.alert = alert.New(alert.Config{Store: svc.Store, Gauge: p.emf, Logger: log})
 	getenv := p.opts.Getenv
-	p.reconcile = reconcile.New(reconcile.Config{
+	rcfg := reconcile.Config{
 		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: p.emf, Clock: svc.Orchestrator.Clock,
 		KeyTTL: func() time.Duration { return config.Settings(getenv).KeyTTL }, Logger: log,
-	})
+	}
+	if svc.Channels != nil {
+		// As in AWS with CHANNEL_COUNT > 0: the reconcile function reads the keys for "channels".
+		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
+	}
+	p.reconcile = reconcile.New(rcfg)
 	p.functions = map[string]lambda.Handler{
 		apiFunction:       lambda.NewHandler(api.NewLambdaHandler(svc.Handler)),
 		alertFunction:     lambda.NewHandler(p.alert.Handle),

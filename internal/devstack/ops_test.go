@@ -195,6 +195,12 @@ func TestInvokeAPI(t *testing.T) {
 	if fnErr != "Unhandled" || body["errorType"] != "UNKNOWN_ACTION" || body["errorMessage"] == "" {
 		t.Fatalf("unknown action = %q %v", fnErr, body)
 	}
+	// The local stack runs with channel accounts, created at start: "channels" lists them.
+	status, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"channels"}`)
+	if chans, _ := body["channels"].([]any); status != 200 || fnErr != "" || len(chans) != len(s.Info.Channels) || len(chans) == 0 ||
+		chans[0].(map[string]any)["created"] != false {
+		t.Fatalf("channels = %d %q %v (stack channels %v)", status, fnErr, body, s.Info.Channels)
+	}
 	status, _, body = invoke(t, s, "NoSuchFunction", `{}`)
 	if status != 404 || !strings.Contains(body["message"].(string), "Function not found") {
 		t.Fatalf("unknown function = %d %v", status, body)
