@@ -50,7 +50,11 @@ func run(logger *slog.Logger) error {
 	printBanner(s.Info)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
-	return s.Close()
+	// Stopping is what was asked for: a request cut short on the way out is reported, not a failure.
+	if err := s.Close(); err != nil {
+		logger.Warn("stopped with requests still in flight", "err", err)
+	}
+	return nil
 }
 
 func printBanner(i Info) {
