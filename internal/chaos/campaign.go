@@ -66,7 +66,8 @@ type Report struct {
 	Faults      map[string]int // faults injected, by kind
 	Crashes     map[string]int // calls abandoned, by step
 	Events      map[string]int // in_doubt_opened, in_doubt_closed, resends, rebuilds
-	Applied     int            // transactions applied on the ledger
+	Applied     int            // transfer transactions applied on the ledger
+	Restores    int            // RestoreFootprint transactions applied (contract mode)
 	HealRetries int
 	// SweptAfterProvable is how long after the last open envelope became provable (its maxTime,
 	// or its dead invocation's lease) the sweep had settled every item; negative when sooner.
@@ -85,7 +86,7 @@ func (r Report) String() string {
 		mode = "vault contract"
 	}
 	fmt.Fprintf(&b, "fault campaign seed=%d (%s, %d channels, %s): %d calls on %d keys in %v virtual (%v real)\n", r.Seed, r.Backend, r.Channels, mode, r.Calls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
-	fmt.Fprintf(&b, "  applied transactions: %d; heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.HealRetries, r.SweptAfterProvable)
+	fmt.Fprintf(&b, "  applied transactions: %d (and %d restores of archived entries); heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.Restores, r.HealRetries, r.SweptAfterProvable)
 	for _, part := range []struct {
 		name string
 		m    map[string]int
@@ -510,6 +511,8 @@ func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
 	var balance int64 = openingBalance
 	for _, tx := range applied {
 		if len(tx.Ops) == 1 && tx.Ops[0].Type == "restore_footprint" {
+			rep.Applied--
+			rep.Restores++
 			continue
 		}
 		id, ok := r.ledger.ownerOf(tx.Hash)
