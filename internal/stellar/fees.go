@@ -18,13 +18,49 @@ func validPercentile(p int) bool {
 	return slices.Contains([]int{10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99}, p)
 }
 
-// feeCache keeps the last inclusion fee read per percentile.
+// FeeBoostTTL is how long a raised fee holds after the network last refused one as too low.
+const FeeBoostTTL = time.Minute
+
+// maxFeeBoost bounds how far refusals raise the fee; MAX_FEE_STROOPS still caps it.
+const maxFeeBoost = 16
+
+// feeCache keeps the last inclusion fee read per percentile, and the boost that first-send
+// txINSUFFICIENT_FEE refusals put on it.
 type feeCache struct {
 	mu      sync.Mutex
 	fee     int64
 	p       int
 	readAt  time.Time
 	hasRead bool
+
+	boost     int64 // multiplier of the fee rate, 1 when the network took our fees
+	boostedAt time.Time
+}
+
+// refusedAsTooLow doubles the fee rate the next envelopes offer (up to maxFeeBoost times), for
+// FeeBoostTTL: the network refused an envelope with txINSUFFICIENT_FEE, so the rebuild the domain
+// makes after that proven refusal must offer more (issue 5: "rebuilds with a higher fee").
+func (c *common) refusedAsTooLow() {
+	fc := c.fees
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	now := c.clock.Now()
+	if fc.boost < 1 || now.Sub(fc.boostedAt) > FeeBoostTTL {
+		fc.boost = 1
+	}
+	fc.boost = min(fc.boost*2, maxFeeBoost)
+	fc.boostedAt = now
+}
+
+// feeBoost is the current multiplier (1 when none holds).
+func (c *common) feeBoost() int64 {
+	fc := c.fees
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.boost < 1 || c.clock.Now().Sub(fc.boostedAt) > FeeBoostTTL {
+		return 1
+	}
+	return fc.boost
 }
 
 // feeRate is the fee per operation slot an envelope offers, in stroops: the base fee, raised to
@@ -45,6 +81,7 @@ func (c *common) feeRate(ctx context.Context, ch chain, ops int, feeBumped bool)
 		}
 		rate = max(rate, f)
 	}
+	rate *= c.feeBoost()
 	if c.maxFeeStroops > 0 && rate*slots > c.maxFeeStroops {
 		rate = c.maxFeeStroops / slots
 		if rate < c.baseFeeStroops {

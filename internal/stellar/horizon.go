@@ -219,6 +219,9 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 			if resp.ErrorResultXDR != "" && xdr.SafeUnmarshalBase64(resp.ErrorResultXDR, &tr) == nil {
 				res.Code = TxCode(tr)
 			}
+			if res.Code == "txINSUFFICIENT_FEE" {
+				l.refusedAsTooLow()
+			}
 		default:
 			return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s: %w: unknown status %q", env.InnerHash, transfer.ErrUnexpectedAnswer, resp.TxStatus)
 		}

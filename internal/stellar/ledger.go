@@ -236,6 +236,9 @@ func (l *RPCLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.S
 		if resp.ErrorResultXDR != "" && xdr.SafeUnmarshalBase64(resp.ErrorResultXDR, &tr) == nil {
 			res.Code = TxCode(tr)
 		}
+		if res.Code == "txINSUFFICIENT_FEE" {
+			l.refusedAsTooLow()
+		}
 	default:
 		return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w: unknown status %q", env.InnerHash, transfer.ErrUnexpectedAnswer, resp.Status)
 	}

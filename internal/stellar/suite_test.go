@@ -457,6 +457,29 @@ func TestSuiteFees(t *testing.T) {
 	})
 }
 
+// TestSuiteInsufficientFeeRaisesTheFee: after the network refuses an envelope as paying too
+// little, the rebuild offers twice the fee (MAX_FEE_STROOPS still caps it), and the boost wears
+// off after FeeBoostTTL.
+func TestSuiteInsufficientFeeRaisesTheFee(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
+		e := newEnv(suiteOpts{})
+		ctx := context.Background()
+		first := e.prepare(t, e.wallet, unit)
+		e.ledger.Done(ctx, first)
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "ERROR", Code: "txINSUFFICIENT_FEE"})
+		e.send(t, first, transfer.SendError)
+		rebuilt := e.prepare(t, e.wallet, unit)
+		if rebuilt.FeeStroops != 2*first.FeeStroops {
+			t.Errorf("rebuilt fee %d stroops, want twice %d", rebuilt.FeeStroops, first.FeeStroops)
+		}
+		e.ledger.Done(ctx, rebuilt)
+		e.clock.advance(FeeBoostTTL + time.Second)
+		if later := e.prepare(t, e.wallet, unit); later.FeeStroops != first.FeeStroops {
+			t.Errorf("fee %d stroops a while later, want %d again", later.FeeStroops, first.FeeStroops)
+		}
+	})
+}
+
 func TestEnsureChannelsCreatesSponsoredChannels(t *testing.T) {
 	for _, backend := range []string{"rpc", "horizon"} {
 		t.Run(backend, func(t *testing.T) {
