@@ -525,3 +525,22 @@ func TestHTTPAPI(t *testing.T) {
 		get(t, stage, "DefaultRouteSettings", k)
 	}
 }
+
+// The README's deploy section names every parameter the template asks for, with its default.
+func TestReadmeNamesEveryParameter(t *testing.T) {
+	tpl := load(t)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	deploy, _, _ := strings.Cut(text[strings.Index(text, "## Deploying to AWS"):], "\n## ")
+	if len(tpl.Parameters) < 10 {
+		t.Fatalf("only %d parameters parsed", len(tpl.Parameters))
+	}
+	for name := range tpl.Parameters {
+		if !strings.Contains(deploy, "`"+name+"`") {
+			t.Errorf("README's deploy section does not name the parameter %s", name)
+		}
+	}
+}
