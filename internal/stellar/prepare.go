@@ -140,6 +140,15 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, ma
 		return transfer.Envelope{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
 	}
 
+	return c.withSource(ctx, ch, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
+		return c.build(ctx, ch, lease, req, asset, maxTime)
+	})
+}
+
+// withSource runs build with a transaction source (the vault, or a leased channel account) and
+// returns its envelope with SubmittedLedger set and the lease bound to it; on any error the lease
+// is released, since nothing was sent. Both the payment and the contract-call paths use it.
+func (c *common) withSource(ctx context.Context, ch chain, maxTime time.Time, build func(sourceLease) (transfer.Envelope, error)) (transfer.Envelope, error) {
 	keys, err := c.keys.Keys(ctx)
 	if err != nil {
 		// The key source's errors never carry seeds (ParseKeys names fields only).
@@ -166,7 +175,7 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, ma
 		}
 		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "no transaction source is available", Err: err}
 	}
-	env, err := c.build(ctx, ch, lease, req, asset, maxTime)
+	env, err := build(lease)
 	if err == nil && latest == 0 {
 		latest, _, err = ch.latest(ctx)
 	}

@@ -145,40 +145,10 @@ func (l *ContractLedger) Prepare(ctx context.Context, req transfer.Request, maxT
 	if maxTime.Unix() <= 0 {
 		return transfer.Envelope{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
 	}
-	keys, err := l.keys.Keys(ctx)
-	if err != nil {
-		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "the signing keys could not be loaded", Err: err}
-	}
 	ch := rpcChain{l.RPCLedger}
-	terms := leaseTerms{maxTime: maxTime, until: maxTime}
-	if dl, ok := ctx.Deadline(); ok {
-		terms.until = l.clock.Now().Add(time.Until(dl))
-	}
-	var latest uint32
-	if l.source.needsLedgerFirst() {
-		if latest, terms.ledgerClose, err = ch.latest(ctx); err != nil {
-			return transfer.Envelope{}, err
-		}
-	}
-	lease, err := l.source.acquire(ctx, keys, terms)
-	if err != nil {
-		var ue *transfer.UnavailableError
-		if errors.As(err, &ue) || ctx.Err() != nil {
-			return transfer.Envelope{}, err
-		}
-		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "no transaction source is available", Err: err}
-	}
-	env, err := l.buildCall(ctx, ch, lease, fn, wallet, amount, maxTime)
-	if err == nil && latest == 0 {
-		latest, _, err = ch.latest(ctx)
-	}
-	if err != nil {
-		l.source.release(ctx, lease, transfer.Envelope{Channel: lease.account})
-		return transfer.Envelope{}, err
-	}
-	env.SubmittedLedger = latest
-	l.source.bind(lease, env)
-	return env, nil
+	return l.withSource(ctx, ch, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
+		return l.buildCall(ctx, ch, lease, fn, wallet, amount, maxTime)
+	})
 }
 
 // validate checks req for a contract call and returns the function, the wallet and the amount
