@@ -2,12 +2,9 @@ package dynamo
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -26,47 +23,10 @@ import (
 // start); it returns the next cursor, "" when there is no more. Like ListInDoubt it reads an
 // eventually consistent index: re-read an item with Get before acting on it.
 func (s *Store) ListExpiredClaims(ctx context.Context, now time.Time, limit int, cursor string) ([]transfer.Record, string, error) {
-	if limit <= 0 {
-		limit = DefaultListLimit
-	}
-	limit = min(limit, 1<<31-1)
-	start, err := decodeCursor(cursor)
-	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list expired claims: %w", err)
-	}
 	// Sort keys are "<lease expiry>#pk": every one below "<now>" expired before now.
-	expr, err := expression.NewBuilder().WithKeyCondition(
-		expression.Key(AttrGSI1PK).Equal(expression.Value(ClaimsPartition)).
-			And(expression.Key(AttrGSI1SK).LessThan(expression.Value(inDoubtSortKey(now, "")))),
-	).Build()
-	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list expired claims: build key condition: %w", err)
-	}
-	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(InDoubtIndex),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		Limit:                     aws.Int32(int32(limit)),
-		ExclusiveStartKey:         start,
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list expired claims: %w", err)
-	}
-	recs := make([]transfer.Record, 0, len(out.Items))
-	for _, av := range out.Items {
-		rec, err := unmarshalRecord(av)
-		if err != nil {
-			return nil, "", fmt.Errorf("dynamo: list expired claims: %w", err)
-		}
-		recs = append(recs, rec)
-	}
-	next, err := encodeCursor(out.LastEvaluatedKey)
-	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list expired claims: %w", err)
-	}
-	return recs, next, nil
+	key := expression.Key(AttrGSI1PK).Equal(expression.Value(ClaimsPartition)).
+		And(expression.Key(AttrGSI1SK).LessThan(expression.Value(inDoubtSortKey(now, ""))))
+	return s.queryIndex(ctx, "list expired claims", key, limit, cursor)
 }
 
 // DecodeItem maps a stored item (for example a DynamoDB stream record's image, converted to the

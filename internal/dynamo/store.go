@@ -170,19 +170,24 @@ func (s *Store) Delete(ctx context.Context, storeKey string, cond transfer.Condi
 // appear a little after it became in_doubt and linger a little after it left, so callers re-read
 // each item with Get before acting on it. A page may be non-empty cursor followed by an empty page.
 func (s *Store) ListInDoubt(ctx context.Context, limit int, cursor string) ([]transfer.Record, string, error) {
+	return s.queryIndex(ctx, "list in doubt", expression.Key(AttrGSI1PK).Equal(expression.Value(InDoubtPartition)), limit, cursor)
+}
+
+// queryIndex reads one page of gsi1 under key, at most limit items (DefaultListLimit when
+// limit <= 0) after cursor, and returns the records and the next cursor ("" when there is no
+// more). what names the listing in errors.
+func (s *Store) queryIndex(ctx context.Context, what string, key expression.KeyConditionBuilder, limit int, cursor string) ([]transfer.Record, string, error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, 1<<31-1)
 	start, err := decodeCursor(cursor)
 	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list in doubt: %w", err)
+		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
-	expr, err := expression.NewBuilder().WithKeyCondition(
-		expression.Key(AttrGSI1PK).Equal(expression.Value(InDoubtPartition)),
-	).Build()
+	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list in doubt: build key condition: %w", err)
+		return nil, "", fmt.Errorf("dynamo: %s: build key condition: %w", what, err)
 	}
 	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -194,19 +199,19 @@ func (s *Store) ListInDoubt(ctx context.Context, limit int, cursor string) ([]tr
 		ExclusiveStartKey:         start,
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list in doubt: %w", err)
+		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
 	recs := make([]transfer.Record, 0, len(out.Items))
 	for _, av := range out.Items {
 		rec, err := unmarshalRecord(av)
 		if err != nil {
-			return nil, "", fmt.Errorf("dynamo: list in doubt: %w", err)
+			return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 		}
 		recs = append(recs, rec)
 	}
 	next, err := encodeCursor(out.LastEvaluatedKey)
 	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: list in doubt: %w", err)
+		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
 	return recs, next, nil
 }
