@@ -21,7 +21,7 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: all build run test chaos check lint bench clean tools test-dynalite check-template sam-build \
+.PHONY: all build run test chaos scan-secrets check lint bench clean tools test-dynalite check-template sam-build \
 	test-lambda test-contract build-api build-alert build-reconcile \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction
 
@@ -92,7 +92,11 @@ test-lambda: $(RIE)
 test-contract: $(TOOLS)
 	CONTRACT_MAX_EXAMPLES=$(CONTRACT_MAX_EXAMPLES) .ci/contract.sh
 
-check: lint test test-dynalite check-template sam-build test-lambda test-contract
+check: lint test scan-secrets test-dynalite check-template sam-build test-lambda test-contract
+
+# Every test again, verbosely, with the output scanned for anything shaped like a secret seed.
+scan-secrets:
+	.ci/scan-secrets.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
