@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"log/slog"
 	"net/http"
 	"path"
@@ -316,7 +317,17 @@ func parseKeyHeader(rules transfer.Rules, hdr http.Header) (string, error) {
 		return "", &transfer.ValidationError{Code: transfer.CodeKeyInvalid, Status: http.StatusBadRequest,
 			Field: IdempotencyKeyHeader, Detail: "send exactly one Idempotency-Key header"}
 	}
-	return rules.ParseKey(hdr.Get(IdempotencyKeyHeader))
+	return parseKey(rules, hdr.Get(IdempotencyKeyHeader))
+}
+
+// parseKey is rules.ParseKey, refusing also a key that holds a secret seed: such a key would be
+// stored, logged and shown to operators, so it is refused before anything happens.
+func parseKey(rules transfer.Rules, key string) (string, error) {
+	if logging.ContainsSeed(key) {
+		return "", &transfer.ValidationError{Code: transfer.CodeKeyInvalid, Status: http.StatusBadRequest, Field: IdempotencyKeyHeader,
+			Detail: "the Idempotency-Key holds a Stellar secret seed; never send secrets, and rotate that key"}
+	}
+	return rules.ParseKey(key)
 }
 
 // getTransfer serves GET /wallets/{walletAddress}/transfers/{idempotencyKey}.
@@ -329,7 +340,7 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	key, err := rules.ParseKey(r.PathValue("idempotencyKey"))
+	key, err := parseKey(rules, r.PathValue("idempotencyKey"))
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -741,6 +741,9 @@ func TestSecretShapedInputIsNeverEchoed(t *testing.T) {
 		{"GET", "/" + seed, "", ""},
 		{"GET", "/" + strings.ToLower(seed), "", ""},
 		{"POST", "/transfers", seed, `{"operationType":"withdraw"}`},
+		{"POST", "/transfers", "x" + seed + "0", goodBody(wallet)},
+		{"GET", "/wallets/" + wallet + "/transfers/" + seed + "0", "", ""},
+		{"POST", "/transfers", "order-0001", `{"operationType":"withdraw","walletAddress":"` + seed + `x","amount":"1","asset":"USDC"}`},
 	} {
 		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -129,18 +129,9 @@ func newProblem(p transfer.Problem, r *http.Request) ProblemDetails {
 	return pd
 }
 
-// secretSeed matches what looks like an ed25519 secret seed (SEP-23 strkey "S...", any case). A
-// client may paste one by mistake into a field name, a path or a key; it must never come back in
-// an answer or go into a log, even though it is the client's own.
-var secretSeed = regexp.MustCompile(`(?i)\bS[A-Z2-7]{55}\b`)
-
-// redact replaces anything shaped like a secret seed with "[redacted]".
-func redact(s string) string {
-	if len(s) < 56 {
-		return s
-	}
-	return secretSeed.ReplaceAllString(s, "[redacted]")
-}
+// redact replaces secret seeds with "[redacted]" (logging.Redact): a client may paste one into a
+// field name, a path or a key by mistake; it must never come back in an answer.
+func redact(s string) string { return logging.Redact(s) }
 
 // maxInstance and maxDetail bound what a problem echoes of the request (its path, quoted input):
 // the problem identifies the request, it need not carry input of any length back.

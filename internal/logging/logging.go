@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -30,32 +29,6 @@ const traceHeaderKey = "x-amzn-trace-id"
 // of each record's context (see Handler).
 func New(w io.Writer, level slog.Leveler) *slog.Logger {
 	return slog.New(NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: RedactSeeds})))
-}
-
-// secretSeed matches an ed25519 secret seed's strkey (SEP-23, "S...", 56 characters, any case).
-var secretSeed = regexp.MustCompile(`(?i)\bS[A-Z2-7]{55}\b`)
-
-// RedactSeeds is a slog ReplaceAttr that replaces anything shaped like a secret seed in a string
-// value (or an error's text) with "[redacted]": the service's own seeds never reach a log call,
-// but a client may paste theirs into a key or a field, and a log must not keep it either.
-func RedactSeeds(_ []string, a slog.Attr) slog.Attr {
-	var s string
-	switch a.Value.Kind() {
-	case slog.KindString:
-		s = a.Value.String()
-	case slog.KindAny:
-		err, ok := a.Value.Any().(error)
-		if !ok {
-			return a
-		}
-		s = err.Error()
-	default:
-		return a
-	}
-	if len(s) < 56 || !secretSeed.MatchString(s) {
-		return a
-	}
-	return slog.String(a.Key, secretSeed.ReplaceAllString(s, "[redacted]"))
 }
 
 // Handler wraps another slog.Handler and adds AttrRequestID and AttrXRayTraceID, at the top level

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 )
@@ -62,10 +63,15 @@ func TestTraceID(t *testing.T) {
 func TestNewRedactsSeedShapedValues(t *testing.T) {
 	var b bytes.Buffer
 	l := logging.New(&b, slog.LevelInfo)
-	seed := "SBGWSG6BTNCKCOB3DIFBGCVMUPQFYPA2G4O34RMTB343OYPXU5DJDVMN"
-	l.Info("request", "idempotencyKey", seed, "err", errors.New("bad field "+strings.ToLower(seed)), "n", 3)
+	seed := keypair.MustRandom().Seed()
+	notSeed := "S" + strings.Repeat("A", 55) // seed-shaped, bad checksum: an ordinary word
+	l.Info("request", "idempotencyKey", "x"+seed+"0", "err", errors.New("bad field "+strings.ToLower(seed)), "n", 3, "word", notSeed)
 	out := b.String()
-	if strings.Contains(strings.ToUpper(out), seed) || strings.Count(out, "[redacted]") != 2 || !strings.Contains(out, `"n":3`) {
+	if strings.Contains(strings.ToUpper(out), seed) || strings.Count(out, "[redacted]") != 2 || !strings.Contains(out, `"n":3`) ||
+		!strings.Contains(out, `"x[redacted]0"`) || !strings.Contains(out, notSeed) {
 		t.Fatalf("log = %s", out)
+	}
+	if !logging.ContainsSeed("prefix"+seed) || logging.ContainsSeed(notSeed) || logging.Redact("short") != "short" {
+		t.Fatal("ContainsSeed / Redact")
 	}
 }

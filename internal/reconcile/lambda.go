@@ -7,6 +7,8 @@ import (
 	"errors"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
+
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 )
 
 // Invoke is the reconcile function's Lambda handler: the payload is a Request (unknown fields
@@ -36,6 +38,8 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 	return answer, nil
 }
 
+// lambdaError is e as the function error. Its message may quote the payload, where an operator
+// may have pasted a secret seed by mistake: seeds are redacted.
 func lambdaError(e *Error) error {
-	return messages.InvokeResponse_Error{Type: e.Code, Message: e.Message}
+	return messages.InvokeResponse_Error{Type: e.Code, Message: logging.Redact(e.Message)}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/stellar/go-stellar-sdk/keypair"
 	"strings"
 	"sync"
 	"testing"
@@ -428,6 +429,14 @@ func TestOtherActions(t *testing.T) {
 	refused(t, f, `{}`, reconcile.CodeBadRequest)
 	refused(t, f, `not json`, reconcile.CodeBadRequest)
 	refused(t, f, `{"action":"list","colour":"red"}`, reconcile.CodeBadRequest)
+	seed := keypair.MustRandom().Seed()
+	for _, p := range []string{`{"` + seed + `":1}`, `{"action":"get","storeKey":"transfer:x:` + seed + `"}`} {
+		_, err := f.svc.Invoke(context.Background(), json.RawMessage(p))
+		var ie messages.InvokeResponse_Error
+		if !errors.As(err, &ie) || strings.Contains(strings.ToUpper(ie.Message), seed) {
+			t.Errorf("%s: the error echoes the seed: %v", p, err)
+		}
+	}
 }
 
 func TestStoreFailuresAreTyped(t *testing.T) {
