@@ -47,8 +47,10 @@ build-AlertFunction:
 build-ReconcileFunction:
 	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
 
+# Built, then exec'd rather than `go run`: go run exits 1 on Ctrl-C even when the stack stops cleanly.
 run:
-	$(GO) run ./internal/devstack
+	$(GO) build -o .ci/bin/devstack ./internal/devstack
+	exec .ci/bin/devstack
 
 test:
 	$(GO) test -race -count=1 ./...

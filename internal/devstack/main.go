@@ -45,6 +45,9 @@ func run(logger *slog.Logger) error {
 	}
 	s, err := Start(ctx, opts)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: what was asked for
+		}
 		return err
 	}
 	printBanner(s.Info)
