@@ -342,7 +342,7 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 			rec.Envelope.MaxTime)
 	}
 	if !req.Force {
-		return nil, refuse(CodeNotProvenDead, "the envelope's maxTime has passed but the ledger's history (from %d) does not reach the submission (ledger %d): it cannot prove nothing landed; force with a reason if you verified it elsewhere",
+		return nil, refuse(CodeNotProvenDead, "the envelope's maxTime has passed but the ledger's history (from %d) does not reach the submission (ledger %d): it cannot prove nothing landed. Look the inner hash up in full history (an explorer or a full-history Horizon) first: if it landed, a forced discard lets the next retry pay again",
 			lk.OldestLedger, rec.Envelope.SubmittedLedger)
 	}
 	return s.forceDiscard(ctx, req, rec)
