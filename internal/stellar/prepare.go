@@ -222,7 +222,16 @@ func (c *common) build(ctx context.Context, ch chain, lease sourceLease, req tra
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the transaction: %w", err)
 	}
-	if tx, err = tx.Sign(c.passphrase, lease.signers...); err != nil {
+	return c.seal(tx, lease, rate, maxTime, feeBumped)
+}
+
+// seal signs tx with the lease's signers and, when feeBumped, wraps it in a fee bump paid and
+// signed by the lease's fee source at rate stroops per operation slot (CAP-15). It returns the
+// envelope: XDR, inner (and outer) hash, maxTime (epoch seconds), channel and the most it can
+// charge, in stroops.
+func (c *common) seal(tx *txnbuild.Transaction, lease sourceLease, rate int64, maxTime time.Time, feeBumped bool) (transfer.Envelope, error) {
+	tx, err := tx.Sign(c.passphrase, lease.signers...)
+	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: signing the transaction: %w", err)
 	}
 	inner, err := tx.HashHex(c.passphrase)

@@ -363,35 +363,7 @@ func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLeas
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	if tx, err = tx.Sign(l.passphrase, lease.signers...); err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: signing the transaction: %w", err)
-	}
-	inner, err := tx.HashHex(l.passphrase)
-	if err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the transaction: %w", err)
-	}
-	env := transfer.Envelope{InnerHash: inner, MaxTime: maxTime.Unix(), Channel: lease.account, FeeStroops: tx.MaxFee()}
-	if !feeBumped {
-		if env.XDR, err = tx.Base64(); err != nil {
-			return transfer.Envelope{}, fmt.Errorf("stellar: encoding the envelope: %w", err)
-		}
-		return env, nil
-	}
-	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: tx, FeeAccount: lease.feeSource.Address(), BaseFee: rate})
-	if err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: building the fee bump: %w", err)
-	}
-	if fb, err = fb.Sign(l.passphrase, lease.feeSource); err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: signing the fee bump: %w", err)
-	}
-	if env.OuterHash, err = fb.HashHex(l.passphrase); err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the fee bump: %w", err)
-	}
-	if env.XDR, err = fb.Base64(); err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: encoding the envelope: %w", err)
-	}
-	env.FeeStroops = fb.MaxFee()
-	return env, nil
+	return l.seal(tx, lease, rate, maxTime, feeBumped)
 }
 
 // restore submits a RestoreFootprint transaction with the preamble's data from lease's account
