@@ -380,6 +380,7 @@ func Run(cfg Config) (Report, error) {
 			}
 		}
 		var wg sync.WaitGroup
+		release := r.clock.Hold() // the wave starts at one instant, however its goroutines are scheduled
 		for k := w; k < w+cfg.Wave && k < cfg.Keys; k++ {
 			for i := 0; i < cfg.Callers; i++ {
 				r.clock.Go(&wg, func() {
@@ -405,6 +406,7 @@ func Run(cfg Config) (Report, error) {
 		} else {
 			r.minidyn.EmulateFailureForTable(r.table, server.FailureConditionNone)
 		}
+		release()
 		wg.Wait()
 		r.minidyn.EmulateFailureForTable(r.table, server.FailureConditionNone)
 		if (w/cfg.Wave)%20 == 0 {
@@ -452,6 +454,7 @@ func Run(cfg Config) (Report, error) {
 	retries := make([]int, cfg.Keys)
 	for w := 0; w < cfg.Keys; w += cfg.Wave {
 		var wg sync.WaitGroup
+		release := r.clock.Hold()
 		for k := w; k < w+cfg.Wave && k < cfg.Keys; k++ {
 			r.clock.Go(&wg, func() {
 				ctx := withCaller(context.Background(), r.newCaller(k, 255, false))
@@ -474,6 +477,7 @@ func Run(cfg Config) (Report, error) {
 				}
 			})
 		}
+		release()
 		wg.Wait()
 	}
 

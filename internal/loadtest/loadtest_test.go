@@ -142,6 +142,7 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 		completed atomic.Int64
 		wg        sync.WaitGroup
 	)
+	release := r.clock.Hold() // every caller starts at the same instant
 	for c := range callers {
 		r.clock.Go(&wg, func() {
 			for i := 0; ; i++ {
@@ -172,6 +173,7 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 			}
 		})
 	}
+	release()
 	wg.Wait()
 	res := result{transfers: len(latencies), failures: int(failures.Load()), elapsed: end.Sub(measureFrom), wall: time.Since(wallStart),
 		latencies: latencies, ddbRequests: r.db.Total(), completed: int(completed.Load())}

@@ -264,11 +264,13 @@ func TestConcurrentCallersCoalesce(t *testing.T) {
 	var wg sync.WaitGroup
 	outs := make([]transfer.Outcome, 8)
 	errs := make([]error, 8)
+	release := h.clock.Hold() // the 8 callers arrive at the same instant
 	for i := range 8 {
 		h.clock.Go(&wg, func() {
 			outs[i], errs[i] = h.orch.Transfer(context.Background(), input("order-0009", "7"))
 		})
 	}
+	release()
 	wg.Wait()
 	fresh := 0
 	for i := range 8 {

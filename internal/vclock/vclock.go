@@ -47,6 +47,25 @@ func (c *Clock) OnAdvance(fn func(now time.Time)) {
 	c.onAdvance = append(c.onAdvance, fn)
 }
 
+// Hold keeps time still until release is called, so that participants started one after the
+// other with Go all start at the same instant (otherwise the first may sleep, and time move,
+// before the next is started). release must be called exactly once.
+func (c *Clock) Hold() (release func()) {
+	c.mu.Lock()
+	c.active++
+	c.managed++
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.active--
+			c.managed--
+			c.advanceLocked()
+		})
+	}
+}
+
 // Go runs fn as a participant; wg.Done is called when it returns.
 func (c *Clock) Go(wg *sync.WaitGroup, fn func()) {
 	c.mu.Lock()

@@ -26,6 +26,7 @@ func TestParticipantsShareOneTimeline(t *testing.T) {
 	var mu sync.Mutex
 	order := []int{}
 	var wg sync.WaitGroup
+	release := c.Hold() // all three start at the same instant
 	for i, d := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
 		c.Go(&wg, func() {
 			_ = c.Sleep(context.Background(), d)
@@ -37,6 +38,7 @@ func TestParticipantsShareOneTimeline(t *testing.T) {
 			}
 		})
 	}
+	release()
 	wg.Wait()
 	if len(order) != 3 || order[0] != 1 || order[1] != 2 || order[2] != 0 {
 		t.Fatalf("wake order = %v, want [1 2 0]", order)
