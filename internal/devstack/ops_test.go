@@ -92,7 +92,7 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 		"TRANSFER_ORCHESTRATION_TIMEOUT_MS": "3000", "TRANSFER_PROOF_WINDOW_MS": "1000", "CHANNEL_COUNT": "0",
 	}
 	s, err := Start(context.Background(), Options{
-		LedgerInterval: 100 * time.Millisecond, Getenv: func(k string) string { return env[k] },
+		LedgerInterval: time.Second, Getenv: func(k string) string { return env[k] },
 		Logger: logging.New(logs, slog.LevelInfo),
 		Ops:    OpsOptions{SweepInterval: 200 * time.Millisecond, Metrics: emf},
 	})

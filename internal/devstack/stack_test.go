@@ -20,11 +20,12 @@ import (
 )
 
 // The local stack end to end, over HTTP, as a client and `make run` see it (issue 3, "Done when").
-// Ledgers close every 100 ms of real time so that the suite stays short; nothing sleeps.
+// Ledgers close every second of real time (the local network stamps each ledger at least one
+// second after the last, so a shorter interval would run its clock ahead); nothing sleeps.
 
 func startStack(t *testing.T) *Stack {
 	t.Helper()
-	s, err := Start(context.Background(), Options{LedgerInterval: 100 * time.Millisecond})
+	s, err := Start(context.Background(), Options{LedgerInterval: time.Second})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
