@@ -166,6 +166,11 @@ func Load(getenv Getenv) (Config, error) {
 		}
 	}
 	c.Breaker.ResetTimeout = millis(getenv, "CIRCUIT_BREAKER_RESET_TIMEOUT_MS", c.Breaker.ResetTimeout)
+	if v := getenv("IDEMPOTENCY_KEY_TTL_MS"); v != "" {
+		if err := Settings(getenv).Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if v := getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH"); v != "" {
 		if n, err := positiveInt(v); err != nil || n < transfer.MinKeyLength {
 			errs = append(errs, fmt.Errorf("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH must be a whole number >= %d, not %q", transfer.MinKeyLength, v))

@@ -44,12 +44,12 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("defaults = %+v", c)
 	}
 	bad := map[string]string{"STELLAR_BACKEND": "carrier-pigeon", "ASSETS": "USDC", "MAX_FEE_STROOPS": "ten",
-		"CIRCUIT_BREAKER_RESET_TIMEOUT_MS": "soon"}
+		"CIRCUIT_BREAKER_RESET_TIMEOUT_MS": "soon", "IDEMPOTENCY_KEY_TTL_MS": "3599999"}
 	_, err = config.Load(env(bad))
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{"TABLE_NAME", "STELLAR_BACKEND", "NETWORK_PASSPHRASE", "VAULT_ACCOUNT", "ASSETS", "MAX_FEE_STROOPS", "CIRCUIT_BREAKER_RESET_TIMEOUT_MS"} {
+	for _, want := range []string{"TABLE_NAME", "STELLAR_BACKEND", "NETWORK_PASSPHRASE", "VAULT_ACCOUNT", "ASSETS", "MAX_FEE_STROOPS", "CIRCUIT_BREAKER_RESET_TIMEOUT_MS", "IDEMPOTENCY_KEY_TTL_MS"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}

@@ -302,8 +302,12 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		forced = true
 		lk = transfer.Lookup{Status: transfer.LookupSuccess, Hash: hash}
 	}
+	ttl := s.cfg.KeyTTL()
+	if err := (transfer.Settings{KeyTTL: ttl}).Validate(); err != nil {
+		return nil, &Error{Code: CodeConfigurationInvalid, Message: err.Error(), Err: err}
+	}
 	now := s.cfg.Clock.Now()
-	next := transfer.SettledRecord(rec, lk, now, s.cfg.KeyTTL())
+	next := transfer.SettledRecord(rec, lk, now, ttl)
 	next.Audit = s.audit(ctx, "resolve", req, forced, now)
 	if err := transfer.ReplaceItem(ctx, s.cfg.Store, rec, next); err != nil {
 		return nil, writeErr(err)

@@ -105,6 +105,10 @@ func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) 
 
 func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) {
 	a := o.begin(ctx, in)
+	if err := a.settings.Validate(); err != nil {
+		o.log().ErrorContext(ctx, "refusing the transfer: invalid configuration", "err", err)
+		return Outcome{}, misconfigured(err)
+	}
 	var cancel context.CancelFunc
 	a.net, cancel = ctx, func() {}
 	if dl, ok := ctx.Deadline(); ok {

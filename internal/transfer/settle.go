@@ -43,6 +43,9 @@ type Settlement struct {
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
 // (wrapped) when another caller changed the item first; the ledger's or the store's errors.
 func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, error) {
+	if err := o.settings().Validate(); err != nil {
+		return Settlement{}, err
+	}
 	now := o.Clock.Now()
 	switch {
 	case rec.Status == StatusInFlight && !rec.LeaseExpired(now):
