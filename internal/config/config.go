@@ -48,8 +48,11 @@ type Config struct {
 	Table          string
 	DynamoEndpoint string
 	// Backend is "rpc" or "horizon" (STELLAR_BACKEND, default "rpc").
-	Backend           string
-	RPCURL            string // STELLAR_RPC_URL
+	Backend string
+	RPCURL  string // STELLAR_RPC_URL
+	// RPCLoadBalanced: STELLAR_RPC_URL is served by several instances that may lag each other
+	// (STELLAR_RPC_LOAD_BALANCED=true); see stellar.RPCConfig.LoadBalanced.
+	RPCLoadBalanced   bool
 	HorizonURL        string // HORIZON_URL
 	NetworkPassphrase string // NETWORK_PASSPHRASE
 	// VaultAccount is the classic vault (VAULT_ACCOUNT, G...).
@@ -90,6 +93,7 @@ func Load(getenv Getenv) (Config, error) {
 		DynamoEndpoint:    getenv("DYNAMODB_ENDPOINT"),
 		Backend:           strings.ToLower(or(getenv("STELLAR_BACKEND"), "rpc")),
 		RPCURL:            getenv("STELLAR_RPC_URL"),
+		RPCLoadBalanced:   strings.EqualFold(strings.TrimSpace(getenv("STELLAR_RPC_LOAD_BALANCED")), "true"),
 		HorizonURL:        getenv("HORIZON_URL"),
 		NetworkPassphrase: getenv("NETWORK_PASSPHRASE"),
 		VaultAccount:      strings.ToUpper(getenv("VAULT_ACCOUNT")),
@@ -175,6 +179,9 @@ func Load(getenv Getenv) (Config, error) {
 		if n, err := positiveInt(v); err != nil || n < transfer.MinKeyLength {
 			errs = append(errs, fmt.Errorf("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH must be a whole number >= %d, not %q", transfer.MinKeyLength, v))
 		}
+	}
+	if v := strings.TrimSpace(getenv("STELLAR_RPC_LOAD_BALANCED")); v != "" && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+		errs = append(errs, fmt.Errorf("STELLAR_RPC_LOAD_BALANCED must be true or false, not %q", v))
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("config: %w", errors.Join(errs...))

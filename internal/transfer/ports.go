@@ -134,11 +134,20 @@ type Lookup struct {
 	ResultCodes []string
 	// FeeChargedStroops is the fee the ledger charged, in stroops.
 	FeeChargedStroops int64
-	// LatestLedger and its close time; OldestLedger is the first ledger the lookup's history
-	// covers (RPC getTransaction oldestLedger).
+	// LatestLedger and its close time: for a NOT_FOUND, a ledger known to have closed BEFORE the
+	// search began, so the search covered it (stellar-rpc reads the transaction before the ledger
+	// range, so a NOT_FOUND answer's own latestLedger may include a ledger it did not search).
+	// OldestLedger is the first ledger the search's history covers (RPC getTransaction
+	// oldestLedger); 0 when the adapter cannot vouch that the search covered LatestLedger (an
+	// instance lagging behind the one that told the ledger, a load-balanced deployment).
 	LatestLedger          uint32
 	LatestLedgerCloseTime time.Time
 	OldestLedger          uint32
+	// SourceNotAdvanced: the envelope's source account's sequence number, read in one snapshot at
+	// a ledger at or after LatestLedger, is below the envelope's sequence number, so the envelope
+	// had not applied by then. With LatestLedger closed after maxTime it proves the envelope dead
+	// whatever the history's reach (ProvenDead).
+	SourceNotAdvanced bool
 }
 
 // Ledger builds, signs, sends and looks up transactions on a Stellar network. Errors from Prepare
