@@ -165,7 +165,7 @@ func (r Rules) CanonicalWallet(raw string) (string, error) {
 		return "", errors.New("transfer: Rules has no AddressParser")
 	}
 	if !addressShape.MatchString(w) {
-		return "", unprocessable(CodeInvalidAddress, "walletAddress", "walletAddress is not a Stellar account (G...) or contract (C...) address: 56 characters of A-Z and 2-7")
+		return "", unprocessable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid Stellar account (G...) or contract (C...) address: 56 characters of A-Z and 2-7")
 	}
 	kind, err := r.Addresses.ParseAddress(w)
 	if err != nil {
