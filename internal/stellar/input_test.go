@@ -23,8 +23,10 @@ import (
 // Issue 16, items 1 and 2: an address is read one way only, guards compare decoded accounts, an
 // asset is the configured asset exactly, and contract mode calls the asset's own contract.
 
-// withBreaks puts "\r\n" inside s, where encoding/base32 (under go-stellar-sdk's strkey) skips it.
-func withBreaks(s string) string { return s[:20] + "\r\n\r\n" + s[20:] }
+// withBreaks puts line breaks inside s, where encoding/base32 (under go-stellar-sdk's strkey)
+// skips them. Eight characters keep the length a whole number of bytes, so strkey's own
+// canonical-form check (leftover bits) does not catch them: strkey decodes the result.
+func withBreaks(s string) string { return s[:20] + "\r\n\r\n\r\n\r\n" + s[20:] }
 
 // parseNoPanic calls ParseAddress, turning a panic into an error that says so.
 func parseNoPanic(s string) (kind transfer.AddressKind, err error) {

@@ -32,7 +32,7 @@ func (d lenientDecoder) ParseAddress(s string) (transfer.AddressKind, error) {
 // (another store key: a second transfer under one Idempotency-Key), and "AAA\nA" panicked.
 func TestCanonicalWalletChecksTheShapeBeforeDecoding(t *testing.T) {
 	rules := transfer.Rules{Assets: []string{"USDC"}, Addresses: lenientDecoder{t}}
-	broken := wallet[:20] + "\r\n\r\n" + wallet[20:]
+	broken := wallet[:20] + "\r\n\r\n\r\n\r\n" + wallet[20:]
 	for _, w := range []string{
 		broken, wallet[:20] + "\n" + wallet[20:], "AAA\nA", "AAA\r\nA", wallet + "\n" + wallet[:5],
 		wallet[:20] + " " + wallet[21:], wallet[:20] + "\t" + wallet[21:], wallet + "A", wallet[:55],
