@@ -314,6 +314,13 @@ func contractUnits(stroops int64, decimals int) *big.Int {
 	return v.Quo(v, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(7-decimals)), nil))
 }
 
+// fromInt128 is the value of an XDR i128.
+func fromInt128(p xdr.Int128Parts) *big.Int {
+	v := big.NewInt(int64(p.Hi))
+	v.Lsh(v, 64)
+	return v.Add(v, new(big.Int).SetUint64(uint64(p.Lo)))
+}
+
 // checkCall checks a contract call against its request.
 func checkCall(t *testing.T, op xdr.Operation, contract, fn, wallet string, amount *big.Int) {
 	t.Helper()

@@ -282,13 +282,6 @@ func toInt128(v *big.Int) (xdr.Int128Parts, error) {
 	return xdr.Int128Parts{Hi: xdr.Int64(hi.Int64()), Lo: xdr.Uint64(lo.Uint64())}, nil
 }
 
-// fromInt128 is the value of an XDR i128.
-func fromInt128(p xdr.Int128Parts) *big.Int {
-	v := big.NewInt(int64(p.Hi))
-	v.Lsh(v, 64)
-	return v.Add(v, new(big.Int).SetUint64(uint64(p.Lo)))
-}
-
 // buildCall simulates, restores if asked, assembles and signs the contract call.
 func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourceLease, call contractCall, maxTime time.Time) (transfer.Envelope, error) {
 	fn := call.fn
