@@ -37,7 +37,7 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Backend != "rpc" || c.VaultAccount != "GABC" || len(c.Assets) != 2 || c.Assets[0].Code != "USDC" || c.Assets[0].Issuer != "GISSUER" {
+	if c.Backend != "rpc" || c.VaultAccount != "GABC" || len(c.Assets) != 2 || c.Assets[0].Code != "usdc" || c.Assets[0].Issuer != "GISSUER" {
 		t.Fatalf("config = %+v", c)
 	}
 	if c.Breaker.FailureThreshold != 5 || c.Breaker.ResetTimeout != 30*time.Second || c.MaxFeeStroops != 100_000 {

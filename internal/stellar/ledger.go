@@ -126,8 +126,14 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // bump can charge (within MaxFeeStroops). SubmittedLedger is the latest ledger seen before the
 // envelope was built (with channels) or just after (without). Nothing is sent.
 //
+// The asset is the configured one whose code equals req.Asset ignoring case, paid under its code
+// exactly as configured; the destination is the wallet's canonical strkey.
+//
 // Errors: *transfer.ValidationError (422) for what this ledger cannot do (deposits need the
-// Soroban vault contract; withdrawals to C... contracts too); *transfer.UnavailableError when the
+// Soroban vault contract; withdrawals to C... contracts too), for a wallet that is not a
+// well-formed G... account (the text is checked before it is decoded) or is the vault, the
+// asset's issuer, the fee account or a channel account (compared decoded, whatever the spelling),
+// and for an unknown asset or a zero amount; *transfer.UnavailableError when the
 // keys cannot be loaded, no channel is free (CodeChannelsBusy) or the source account does not
 // exist; a wrapped error when the RPC could not be reached or answered wrongly.
 func (l *RPCLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {

@@ -99,6 +99,8 @@ type suiteOpts struct {
 	channels      int
 	maxFee        int64
 	feePercentile int
+	// assets replaces the one USDC asset the ledger is configured with.
+	assets []txnbuild.CreditAsset
 }
 
 func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
@@ -143,6 +145,9 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 		o.maxFee = 10_000
 	}
 	assets := []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer.Address()}}
+	if o.assets != nil {
+		assets = o.assets
+	}
 	switch backend {
 	case "rpc":
 		e.ledger, err = NewRPCLedger(RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
