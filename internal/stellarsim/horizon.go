@@ -430,6 +430,8 @@ func (n *Network) ledgerResource(lb links, seq uint32) hProtocol.Ledger {
 	l.BaseFee, l.BaseReserve = int32(n.opts.BaseFee), int32(n.opts.BaseReserve)
 	l.MaxTxSetSize = 1000
 	l.ProtocolVersion = protocolVersion
+	// Horizon's header_xdr is the bare LedgerHeader (resourceadapter/ledger.go, PopulateLedger).
+	l.HeaderXDR, _ = xdr.MarshalBase64(n.ledgerHeaderLocked(seq).Header)
 	l.Links.Self = lb.link("/ledgers/" + strconv.FormatUint(uint64(seq), 10))
 	return l
 }
