@@ -245,7 +245,7 @@ func (n *Network) rpcGetLatestLedger(_ *http.Request, _ json.RawMessage) (any, e
 	n.mu.Lock()
 	latest := n.latestLocked()
 	hdr := n.ledgerHeaderLocked(latest.Sequence)
-	lcm, err := n.ledgerCloseMetaLocked(latest.Sequence)
+	metaXDR, err := n.closeMetaXDRLocked(latest.Sequence)
 	n.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -253,10 +253,6 @@ func (n *Network) rpcGetLatestLedger(_ *http.Request, _ json.RawMessage) (any, e
 	hdrXDR, err := xdr.MarshalBase64(hdr.Header)
 	if err != nil {
 		return nil, fmt.Errorf("encoding ledger header: %w", err)
-	}
-	metaXDR, err := xdr.MarshalBase64(lcm)
-	if err != nil {
-		return nil, fmt.Errorf("encoding ledger close meta: %w", err)
 	}
 	return protocol.GetLatestLedgerResponse{
 		Hash:            hex.EncodeToString(hdr.Hash[:]),

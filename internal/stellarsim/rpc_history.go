@@ -85,15 +85,20 @@ func (n *Network) rpcGetLedgers(_ *http.Request, params json.RawMessage) (any, e
 	}
 	for seq := start; seq <= rng.LastLedger && uint(len(resp.Ledgers)) < limit; seq++ {
 		hdr := n.ledgerHeaderLocked(seq)
-		lcm, err := n.ledgerCloseMetaLocked(seq)
-		if err != nil {
-			return nil, err
-		}
 		info := protocol.LedgerInfo{Hash: hex.EncodeToString(hdr.Hash[:]), Sequence: seq, LedgerCloseTime: n.closeTimeOf(seq)}
+		var err error
 		if info.LedgerHeader, err = xdr.MarshalBase64(hdr); err != nil {
 			return nil, err
 		}
-		if info.LedgerMetadata, err = xdr.MarshalBase64(lcm); err != nil {
+		if seq == rng.LastLedger {
+			info.LedgerMetadata, err = n.closeMetaXDRLocked(seq)
+		} else {
+			var lcm xdr.LedgerCloseMeta
+			if lcm, err = n.ledgerCloseMetaLocked(seq); err == nil {
+				info.LedgerMetadata, err = xdr.MarshalBase64(lcm)
+			}
+		}
+		if err != nil {
 			return nil, err
 		}
 		resp.Ledgers = append(resp.Ledgers, info)
