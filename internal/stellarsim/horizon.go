@@ -89,8 +89,8 @@ func (n *Network) horizonRoutes(mux *http.ServeMux) {
 }
 
 // links builds Horizon's links from the base a client reached the network at (requestBase), as
-// Horizon's hal.LinkBuilder does from BaseURL (stellar/go services/horizon/internal/resourceadapter,
-// e.g. ledger.go PopulateLedger). It joins strings rather than parsing them, so templated hrefs
+// Horizon's hal.LinkBuilder does from BaseURL (stellar/go at 096f654e,
+// services/horizon/internal/resourceadapter, e.g. ledger.go PopulateLedger). It joins strings rather than parsing them, so templated hrefs
 // such as /friendbot{?addr} stay as written.
 type links string
 
@@ -438,9 +438,9 @@ func (n *Network) ledgerResource(lb links, seq uint32) hProtocol.Ledger {
 
 // hLedgers serves GET /ledgers with order (asc|desc, default asc), limit (1..200, default 10)
 // and cursor (a paging token or sequence), within the history window, as Horizon's ledger index
-// (services/horizon/internal/actions/ledger.go, GetLedgersHandler) renders it: a hal.Page, records
-// under _embedded.records and self, next and prev links carrying cursor, limit and order
-// (support/render/hal/page.go, Page.PopulateLinks).
+// renders it (stellar/go at 096f654e, services/horizon/internal/actions/ledger.go,
+// GetLedgersHandler): a hal.Page, records under _embedded.records, and self, next and prev links
+// carrying cursor, limit and order (support/render/hal/page.go, Page.PopulateLinks).
 func (n *Network) hLedgers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := 10
