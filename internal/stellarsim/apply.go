@@ -192,15 +192,10 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32) *
 		}
 	}
 	rec.ResultXDR, _ = xdr.MarshalBase64(result)
-	meta := xdr.TransactionMeta{V: 3, V3: &xdr.TransactionMetaV3{
-		TxChangesBefore: xdr.LedgerEntryChanges{},
-		Operations:      make([]xdr.OperationMeta, len(t.ops)),
-		TxChangesAfter:  xdr.LedgerEntryChanges{},
-	}}
-	for i := range meta.V3.Operations {
-		meta.V3.Operations[i].Changes = xdr.LedgerEntryChanges{}
+	if code != xdr.TransactionResultCodeTxSuccess {
+		ac.ret = nil // a failed transaction returns nothing
 	}
-	rec.ResultMetaXDR, _ = xdr.MarshalBase64(meta)
+	rec.ResultMetaXDR, _ = xdr.MarshalBase64(txMeta(len(t.ops), t.soroban != nil, ac.ret))
 
 	n.applied = append(n.applied, rec)
 	n.byHash[t.innerHash] = rec
@@ -218,6 +213,7 @@ type applyCtx struct {
 	ledger    uint32
 	closeTime int64
 	sponsors  map[string]string // sponsored account -> sponsor, between Begin and End
+	ret       *xdr.ScVal        // a Soroban invocation's return value, for the meta
 }
 
 func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
@@ -269,6 +265,7 @@ func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
 			Passphrase: ac.n.passphrase,
 			Balances:   viewBalances{ac.v},
 			Soroban:    ac.t.soroban,
+			Return:     func(v xdr.ScVal) { ac.ret = &v },
 		}, op)
 	}
 	return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}, false

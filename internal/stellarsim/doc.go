@@ -59,8 +59,11 @@
 // minSeqLedgerGap, extraSigners are refused with txMALFORMED), more than one
 // transaction per source account in the queue. Unsupported classic
 // operations are refused at submission as txFAILED with opNOT_SUPPORTED.
-// Ledger headers and meta are stand-ins: valid XDR, not real hashes or
-// ledger-entry changes (no Soroban return value in the meta either).
+// Ledger headers and meta have stellar-core 23's shapes (LedgerCloseMeta v2,
+// TransactionMeta v4 with a Soroban invocation's return value, see
+// ledger_meta.go) but stand-in contents: ledger hashes are not hashes of the
+// headers, and the meta lists no ledger-entry changes or events (friendbot's
+// answer lists the account it created, which the JS SDK's requestAirdrop reads).
 //
 // # Soroban
 //
@@ -76,11 +79,12 @@
 //
 // # Endpoints
 //
-//	/rpc                        JSON-RPC 2.0: getHealth, getNetwork, getLatestLedger,
-//	                            getLedgerEntries (account, trustline; contract data,
-//	                            code and TTL with a VaultHost), getFeeStats,
-//	                            sendTransaction, getTransaction, simulateTransaction
-//	                            (with a VaultHost); HandleRPC adds more
+//	/rpc                        JSON-RPC 2.0: getHealth, getNetwork, getVersionInfo,
+//	                            getLatestLedger, getLedgers, getLedgerEntries (account,
+//	                            trustline; contract data, code and TTL with a VaultHost),
+//	                            getFeeStats, sendTransaction, getTransaction,
+//	                            getTransactions, simulateTransaction (with a VaultHost);
+//	                            HandleRPC adds more. xdrFormat json is refused.
 //	GET  /                      Horizon root
 //	GET  /accounts/{id}         account with balances (credit first, native last)
 //	POST /transactions          synchronous submit: waits for inclusion up to
@@ -90,11 +94,17 @@
 //	GET  /transactions/{hash}   inner or outer hash; 404 outside the history window
 //	GET  /ledgers, /ledgers/{n} order, limit, cursor
 //	GET  /fee_stats
-//	GET  /friendbot?addr=G...   funds FriendbotAmount directly (no transaction)
+//	GET  /friendbot?addr=G...   funds FriendbotAmount directly (no transaction); also
+//	                            POST, and /friendbot/ (getNetwork's friendbotUrl)
 //	/_sim/...                   admin API, see Network.Handler and admin.go
 //
 // Unknown Horizon resources get a 404 not_found problem (this is also the
-// answer to SEP-29's memo_required data lookup).
+// answer to SEP-29's memo_required data lookup). Horizon's links and
+// getNetwork's friendbotUrl name the scheme and Host the client used, as
+// Horizon derives them, so they hold behind another listener (the devstack).
+// getTransactions differs from stellar-rpc in one cursor: a page that starts
+// past the latest ledger's last transaction keeps the request's cursor where
+// stellar-rpc answers (latest, 0), which repeats that ledger on the next page.
 //
 // # Faults
 //

@@ -77,6 +77,7 @@ type Network struct {
 	faults       []*armedFault
 	retention    uint32
 	rpcMethods   map[string]RPCHandler
+	closeMeta    closeMetaCache // the latest encoded LedgerCloseMeta (ledger_meta.go)
 
 	ln      net.Listener
 	srv     *http.Server

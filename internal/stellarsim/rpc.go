@@ -60,6 +60,9 @@ func (n *Network) defaultRPCMethods() map[string]RPCHandler {
 		protocol.GetLedgerEntriesMethodName: n.rpcGetLedgerEntries,
 		protocol.GetFeeStatsMethodName:      n.rpcGetFeeStats,
 		protocol.GetTransactionMethodName:   n.rpcGetTransaction,
+		protocol.GetTransactionsMethodName:  n.rpcGetTransactions,
+		protocol.GetLedgersMethodName:       n.rpcGetLedgers,
+		protocol.GetVersionInfoMethodName:   n.rpcGetVersionInfo,
 		// sendTransaction is served by serveRPC itself: its faults act on the connection.
 	}
 }
@@ -224,41 +227,40 @@ func (n *Network) rpcGetHealth(_ *http.Request, _ json.RawMessage) (any, error) 
 	}, nil
 }
 
-func (n *Network) rpcGetNetwork(_ *http.Request, _ json.RawMessage) (any, error) {
+// rpcGetNetwork follows stellar-rpc (cmd/stellar-rpc/internal/methods/get_network.go,
+// NewGetNetworkHandler); its friendbotUrl is the configured one there, here the friendbot of the
+// address the client reached (requestBase).
+func (n *Network) rpcGetNetwork(r *http.Request, _ json.RawMessage) (any, error) {
 	return protocol.GetNetworkResponse{
-		FriendbotURL:    n.FriendbotURL() + "/",
+		FriendbotURL:    n.requestBase(r) + "/friendbot/",
 		Passphrase:      n.passphrase,
 		ProtocolVersion: protocolVersion,
 	}, nil
 }
 
+// rpcGetLatestLedger follows stellar-rpc (cmd/stellar-rpc/internal/methods/get_latest_ledger.go,
+// NewGetLatestLedgerHandler): headerXdr is the bare LedgerHeader (not the history entry that
+// getLedgers sends) and metadataXdr the ledger's LedgerCloseMeta.
 func (n *Network) rpcGetLatestLedger(_ *http.Request, _ json.RawMessage) (any, error) {
 	n.mu.Lock()
 	latest := n.latestLocked()
+	hdr := n.ledgerHeaderLocked(latest.Sequence)
+	metaXDR, err := n.closeMetaXDRLocked(latest.Sequence)
 	n.mu.Unlock()
-	ct := latest.CloseTime.Unix()
-	hdr := xdr.LedgerHeaderHistoryEntry{
-		Header: xdr.LedgerHeader{
-			LedgerVersion: protocolVersion,
-			LedgerSeq:     xdr.Uint32(latest.Sequence),
-			ScpValue:      xdr.StellarValue{CloseTime: xdr.TimePoint(ct)},
-			BaseFee:       xdr.Uint32(n.opts.BaseFee),
-			BaseReserve:   xdr.Uint32(n.opts.BaseReserve),
-			MaxTxSetSize:  1000,
-		},
+	if err != nil {
+		return nil, err
 	}
-	h, _ := hex.DecodeString(ledgerHash(latest.Sequence, ct))
-	copy(hdr.Hash[:], h)
-	hdrXDR, err := xdr.MarshalBase64(hdr)
+	hdrXDR, err := xdr.MarshalBase64(hdr.Header)
 	if err != nil {
 		return nil, fmt.Errorf("encoding ledger header: %w", err)
 	}
 	return protocol.GetLatestLedgerResponse{
-		Hash:            ledgerHash(latest.Sequence, ct),
+		Hash:            hex.EncodeToString(hdr.Hash[:]),
 		ProtocolVersion: protocolVersion,
 		Sequence:        latest.Sequence,
-		LedgerCloseTime: ct,
+		LedgerCloseTime: latest.CloseTime.Unix(),
 		LedgerHeader:    hdrXDR,
+		LedgerMetadata:  metaXDR,
 	}, nil
 }
 

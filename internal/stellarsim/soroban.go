@@ -32,6 +32,9 @@ type ContractContext struct {
 	// Soroban is the transaction's SorobanTransactionData (footprint,
 	// declared resources, resource fee); never nil for a Soroban operation.
 	Soroban *xdr.SorobanTransactionData
+	// Return records a successful invocation's return value, which the transaction's meta then
+	// carries (TransactionMetaV4 sorobanMeta.returnValue, see txMeta); nil where nothing records it.
+	Return func(xdr.ScVal)
 }
 
 // Balances lets a contract read and move classic balances inside the

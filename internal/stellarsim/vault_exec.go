@@ -376,6 +376,9 @@ func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp
 	if x.write != nil {
 		h.putLocked(x.write.key, x.write.data, x.write.lastModified, x.write.liveUntil)
 	}
+	if ctx.Return != nil {
+		ctx.Return(x.ret)
+	}
 	return invokeResult(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionSuccess, &x.ret), true
 }
 
