@@ -5,8 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
-	"sort"
-	"time"
+		"time"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
@@ -41,95 +40,12 @@ type OpSummary struct {
 	Amount      int64  `json:"amount,omitempty"` // stroops; the limit for change_trust
 }
 
-// pendingTx is an accepted transaction waiting in the queue.
-type pendingTx struct {
-	tx        *txInfo
-	order     uint64
-	includeAt uint32 // first ledger it may be included in
-	envelope  *ReceivedEnvelope
-}
-
-// LatestLedger returns the last closed ledger.
-func (n *Network) LatestLedger() LedgerInfo {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.latestLocked()
-}
-
-func (n *Network) latestLocked() LedgerInfo {
-	seq := uint32(len(n.closeTimes))
-	return LedgerInfo{Sequence: seq, CloseTime: time.Unix(n.closeTimes[seq-1], 0).UTC()}
-}
-
-func (n *Network) closeTimeOf(seq uint32) int64 {
-	if seq == 0 || int(seq) > len(n.closeTimes) {
-		return 0
-	}
-	return n.closeTimes[seq-1]
-}
-
-// oldestLocked is the first ledger still inside the history window.
-func (n *Network) oldestLocked() uint32 {
-	latest := uint32(len(n.closeTimes))
-	if n.retention == 0 || latest < n.retention {
-		return 1
-	}
-	return latest - n.retention + 1
-}
-
-// nextCloseTime is the close time the next ledger will get if closed now:
-// wall (or injected) clock, at least one second after the previous ledger.
-func (n *Network) nextCloseTime() int64 {
-	prev := n.closeTimes[len(n.closeTimes)-1]
-	return max(n.clock.Now().Unix(), prev+1)
-}
-
-// CloseLedger closes one ledger now and returns it. Queued transactions due
-// in this ledger are re-validated against its close time and sequence (those
-// no longer valid, e.g. past maxTime, are dropped from the queue and never
-// applied) and the rest are applied in submission order. While a stall fault
-// is armed nothing is closed and the latest ledger is returned.
-func (n *Network) CloseLedger() LedgerInfo {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.takeStall() {
-		return n.latestLocked()
-	}
-	seq := uint32(len(n.closeTimes)) + 1
-	closeTime := n.nextCloseTime()
-	c := checkCtx{closeTime: closeTime, ledgerSeq: seq}
-
-	due := make([]*pendingTx, 0, len(n.queue))
-	for _, p := range n.queue {
-		if p.includeAt <= seq {
-			due = append(due, p)
-		}
-	}
-	sort.Slice(due, func(i, j int) bool { return due[i].order < due[j].order })
-
-	var order int32
-	for _, p := range due {
-		delete(n.queue, p.tx.source)
-		if terr := n.checkTx(p.tx, c); terr != nil {
-			// Core trims invalid transactions from the set and bans them.
-			n.banned[p.tx.fullHash] = seq
-			p.envelope.Outcome = "dropped at ledger close: " + terr.name()
-			continue
-		}
-		order++
-		rec := n.applyTx(p.tx, seq, closeTime, order)
-		p.envelope.Outcome = "included in ledger " + itoa(int64(seq)) + ": " + rec.Status
-	}
-	n.closeTimes = append(n.closeTimes, closeTime)
-	close(n.ledgerClosed)
-	n.ledgerClosed = make(chan struct{})
-	return LedgerInfo{Sequence: seq, CloseTime: time.Unix(closeTime, 0).UTC()}
-}
-
 // applyTx charges the fee, consumes the sequence number and applies the
 // operations all-or-nothing. Callers hold n.mu and have validated t.
 func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32) *AppliedTx {
 	fee := n.chargedFee(t)
+	n.saveAccount(seq, t.feeSource)
+	n.saveAccount(seq, t.source)
 	feeAcct := n.state.accounts[t.feeSource]
 	feeAcct.balance -= min(fee, feeAcct.balance)
 	feeAcct.lastModified = seq
@@ -154,7 +70,13 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32) *
 		code = xdr.TransactionResultCodeTxBadSponsorship
 		opResults = nil
 	default:
-		v.commit(seq)
+		v.commit(seq, n)
+	}
+	// Protocol 23: the unused refundable resource fee goes back to the fee
+	// source (TransactionFrame::refundSorobanFee).
+	if refund := n.sorobanRefund(t, ac.refundable, code == xdr.TransactionResultCodeTxSuccess); refund > 0 {
+		feeAcct.balance += refund
+		fee -= refund
 	}
 
 	var result xdr.TransactionResult
@@ -205,8 +127,7 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32) *
 	n.applied = append(n.applied, rec)
 	n.byHash[t.innerHash] = rec
 	n.byHash[t.fullHash] = rec
-	// Core bans what it applied: re-sends get TRY_AGAIN_LATER for a while.
-	n.banned[t.fullHash] = seq
+	n.banApplied(t.fullHash, seq)
 	return rec
 }
 
@@ -218,6 +139,8 @@ type applyCtx struct {
 	ledger    uint32
 	closeTime int64
 	sponsors  map[string]string // sponsored account -> sponsor, between Begin and End
+	// refundable is the refundable resource fee the Soroban operation consumed.
+	refundable int64
 }
 
 func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
@@ -269,6 +192,8 @@ func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
 			Passphrase: ac.n.passphrase,
 			Balances:   viewBalances{ac.v},
 			Soroban:    ac.t.soroban,
+			Protocol23: !ac.n.opts.Legacy.RestorePreamble,
+			Refundable: &ac.refundable,
 		}, op)
 	}
 	return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}, false

@@ -88,10 +88,12 @@ func (n *Network) horizonRoutes(mux *http.ServeMux) {
 
 func (n *Network) link(path string) hal.Link { return hal.Link{Href: n.baseURL + path} }
 
-func (n *Network) hRoot(w http.ResponseWriter, _ *http.Request) {
+func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
-	latest := n.latestLocked()
-	oldest := n.oldestLocked()
+	core := n.latestLocked()
+	view := n.viewOf(r, "horizon")
+	latest := n.ledgerInfo(view.latest)
+	oldest := n.oldestAt(view.latest)
 	n.mu.Unlock()
 	var root hProtocol.Root
 	root.Links.Self = n.link("/")
@@ -107,7 +109,7 @@ func (n *Network) hRoot(w http.ResponseWriter, _ *http.Request) {
 	root.HorizonSequence = int32(latest.Sequence)
 	root.HorizonLatestClosedAt = latest.CloseTime
 	root.HistoryElderSequence = int32(oldest)
-	root.CoreSequence = int32(latest.Sequence)
+	root.CoreSequence = int32(core.Sequence)
 	root.NetworkPassphrase = n.passphrase
 	root.CurrentProtocolVersion = protocolVersion
 	root.SupportedProtocolVersion = protocolVersion
@@ -124,7 +126,8 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a := n.state.accounts[id]
+	at := n.viewOf(r, "horizon").latest // Horizon shows the entries of the ledger it has ingested
+	a := n.accountAt(id, at)
 	if a == nil {
 		writeProblem(w, problemNotFound)
 		return
@@ -142,10 +145,7 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	out.Data = map[string]string{}
 	yes := true
 	var lines []hProtocol.Balance
-	for k, t := range n.state.trustlines {
-		if k.account != id {
-			continue
-		}
+	for k, t := range n.trustlinesAt(id, at) {
 		typ := "credit_alphanum4"
 		if len(k.asset.Code) > 4 {
 			typ = "credit_alphanum12"
@@ -168,9 +168,10 @@ func (n *Network) hTransaction(w http.ResponseWriter, r *http.Request) {
 	hash := strings.ToLower(r.PathValue("hash"))
 	n.mu.Lock()
 	a, ok := n.byHash[hash]
-	oldest := n.oldestLocked()
+	latest := n.viewOf(r, "horizon").latest
+	oldest := n.oldestAt(latest)
 	n.mu.Unlock()
-	if !ok || a.Ledger < oldest {
+	if !ok || a.Ledger < oldest || a.Ledger > latest {
 		writeProblem(w, problemNotFound)
 		return
 	}
@@ -453,7 +454,8 @@ func (n *Network) hLedgers(w http.ResponseWriter, r *http.Request) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	latest, oldest := int64(len(n.closeTimes)), int64(n.oldestLocked())
+	view := n.viewOf(r, "horizon").latest
+	latest, oldest := int64(view), int64(n.oldestAt(view))
 	var page hProtocol.LedgersPage
 	page.Links.Self = n.link(r.URL.RequestURI())
 	page.Embedded.Records = []hProtocol.Ledger{}
@@ -478,16 +480,17 @@ func (n *Network) hLedger(w http.ResponseWriter, r *http.Request) {
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 32)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err != nil || seq < uint64(n.oldestLocked()) || seq > uint64(len(n.closeTimes)) {
+	latest := n.viewOf(r, "horizon").latest
+	if err != nil || seq < uint64(n.oldestAt(latest)) || seq > uint64(latest) {
 		writeProblem(w, problemNotFound)
 		return
 	}
 	writeHAL(w, http.StatusOK, n.ledgerResource(uint32(seq)))
 }
 
-func (n *Network) hFeeStats(w http.ResponseWriter, _ *http.Request) {
+func (n *Network) hFeeStats(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
-	latest := n.latestLocked().Sequence
+	latest := n.viewOf(r, "horizon").latest
 	n.mu.Unlock()
 	f := n.opts.BaseFee
 	d := hProtocol.FeeDistribution{Max: f, Min: f, Mode: f, P10: f, P20: f, P30: f, P40: f, P50: f,

@@ -144,13 +144,16 @@ func (v *view) trustline(id string, asset Asset) *trustline {
 
 func (v *view) setTrustline(id string, asset Asset, t *trustline) { v.trustlines[tlKey{id, asset}] = t }
 
-// commit writes the overlay into the base state, stamping lastModified.
-func (v *view) commit(ledger uint32) {
+// commit writes the overlay into the base state, stamping lastModified and
+// saving the entries' previous states in n's undo log of the ledger.
+func (v *view) commit(ledger uint32, n *Network) {
 	for id, a := range v.accounts {
+		n.saveAccount(ledger, id)
 		a.lastModified = ledger
 		v.base.accounts[id] = a
 	}
 	for k, t := range v.trustlines {
+		n.saveTrustline(ledger, k)
 		if t == nil {
 			delete(v.base.trustlines, k)
 			continue

@@ -41,20 +41,28 @@ import (
 // has a TTL (liveUntilLedgerSeq): created or restored entries live
 // MinPersistentTTL ledgers, and the contract extends a balance entry to that
 // many ledgers whenever it writes it. An entry whose liveUntil is below the
-// ledger being applied (or simulated) is archived: an invocation whose
-// footprint holds it fails with ENTRY_ARCHIVED, simulation answers with a
-// restorePreamble, and a RestoreFootprint operation brings it back.
-// Automatic restoration (protocol 23's archivedSorobanEntries) is not
-// modelled.
+// ledger being applied (or simulated) is archived: simulation answers with a
+// transaction data that restores it, and the invocation restores it
+// (protocol 23: the entry moves to the read-write footprint and its index is
+// listed in archivedSorobanEntries). A RestoreFootprint operation still
+// brings an entry back explicitly. With Options.Legacy.RestorePreamble the
+// protocol 22 flow runs instead: simulation answers a restorePreamble and an
+// invocation whose footprint holds an archived entry fails with
+// ENTRY_ARCHIVED.
 //
 // # Resources and fees
 //
 // Simulation reports the footprint, the instructions, the bytes read and
-// written, and a resource fee from a fixed stand-in schedule (resourceFee);
-// apply recomputes them and fails with RESOURCE_LIMIT_EXCEEDED when the
-// declared resources are short, INSUFFICIENT_REFUNDABLE_FEE when the
-// declared resource fee is, and TRAPPED when the contract touches an entry
+// written, and a resource fee from a fixed stand-in schedule (resourceFee,
+// fees.go): a non-refundable part from the declared resources and a
+// refundable rent for each entry created or restored, so an invocation that
+// restores costs more. At submission the declared resource fee must cover
+// the non-refundable part (else txSOROBAN_INVALID); apply recomputes the
+// resources and fails with RESOURCE_LIMIT_EXCEEDED when the declared ones
+// are short, INSUFFICIENT_REFUNDABLE_FEE when the rent does not fit in the
+// rest of the declared fee, and TRAPPED when the contract touches an entry
 // outside the footprint, the auth entry is missing, or the contract errs.
+// The unused refundable fee goes back to the fee source.
 //
 // Lock order: the network's lock, then the host's.
 type VaultHost struct {
@@ -66,6 +74,8 @@ type VaultHost struct {
 	entries  map[string]*contractEntry // by base64 LedgerKey
 	byTTLKey map[xdr.Hash]string       // TTL key hash -> base64 LedgerKey
 	codeHash xdr.Hash
+	undo     map[uint32]map[string]*contractEntry // by ledger: entries as they were before it changed them
+	undoSeqs []uint32                             // ledgers with an undo log, ascending
 }
 
 // VaultOptions configures NewVaultHost.
@@ -132,6 +142,7 @@ func NewVaultHost(opts VaultOptions) *VaultHost {
 		entries:  map[string]*contractEntry{},
 		byTTLKey: map[xdr.Hash]string{},
 		codeHash: sha256.Sum256(vaultWasm),
+		undo:     map[uint32]map[string]*contractEntry{},
 	}
 }
 

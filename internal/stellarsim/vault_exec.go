@@ -7,36 +7,6 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
-// Stand-in resource schedule. The shape follows the network's (instructions,
-// entries read and written, bytes read and written, rent for entries that
-// start or restart living); the numbers are round values of the order of
-// pubnet's settings, not the real formula.
-const (
-	feePer10kInstructions = 25
-	feePerEntryRead       = 6_250 // every footprint entry
-	feePerEntryWrite      = 10_000
-	feePerKBRead          = 1_786
-	feePerKBWrite         = 11_800
-	feeRentPerEntry       = 25_000 // per entry created or restored
-
-	instructionsWrite = 1_800_000 // deposit, withdraw
-	instructionsRead  = 900_000   // balance
-)
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-// resourceFee is the resource fee (stroops) of resources r where rent entries
-// are created or restored.
-func resourceFee(r xdr.SorobanResources, rent int) int64 {
-	fee := ceilDiv(int64(r.Instructions)*feePer10kInstructions, 10_000)
-	fee += int64(len(r.Footprint.ReadOnly)+len(r.Footprint.ReadWrite)) * feePerEntryRead
-	fee += int64(len(r.Footprint.ReadWrite)) * feePerEntryWrite
-	fee += ceilDiv(int64(r.DiskReadBytes)*feePerKBRead, 1024)
-	fee += ceilDiv(int64(r.WriteBytes)*feePerKBWrite, 1024)
-	fee += int64(rent) * feeRentPerEntry
-	return fee
-}
-
 // hostError is a failed invocation: what the host reports as Error(type, code).
 type hostError struct {
 	err xdr.ScError
@@ -328,6 +298,14 @@ func invokeResult(code xdr.InvokeHostFunctionResultCode, ret *xdr.ScVal) xdr.Ope
 	return opInner(xdr.OperationTypeInvokeHostFunction, r)
 }
 
+// applyInvoke runs an invocation at ledger close. Footprint entries are
+// loaded before the contract runs. Since protocol 23 (ctx.Protocol23) an
+// archived entry is restored by the invocation itself when it is in the
+// read-write footprint and marked in archivedSorobanEntries; any other
+// archived entry fails the operation with ENTRY_ARCHIVED
+// (InvokeHostFunctionParallelApplyHelper::handleArchivedEntry,
+// src/transactions/InvokeHostFunctionOpFrame.cpp). Before protocol 23 every
+// archived entry fails it (InvokeHostFunctionPreV23ApplyHelper).
 func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp, ledger uint32) (xdr.OperationResult, bool) {
 	fail := func(code xdr.InvokeHostFunctionResultCode) (xdr.OperationResult, bool) {
 		return invokeResult(code, nil), false
@@ -337,10 +315,30 @@ func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp
 		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionMalformed)
 	}
 	fp := sd.Resources.Footprint
-	// Footprint entries are loaded before the contract runs: an archived one stops it.
-	for _, k := range append(append([]xdr.LedgerKey{}, fp.ReadOnly...), fp.ReadWrite...) {
+	marked := map[int]bool{}
+	if ctx.Protocol23 && sd.Ext.V == 1 && sd.Ext.ResourceExt != nil {
+		for _, i := range sd.Ext.ResourceExt.ArchivedSorobanEntries {
+			marked[int(i)] = true
+		}
+	}
+	archived := func(k xdr.LedgerKey) *contractEntry {
 		if e := h.entries[keyString(k)]; e != nil && persistentKey(k) && e.liveUntil < ledger {
+			return e
+		}
+		return nil
+	}
+	for _, k := range fp.ReadOnly {
+		if archived(k) != nil {
 			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionEntryArchived)
+		}
+	}
+	var restore []*contractEntry
+	for i, k := range fp.ReadWrite {
+		if e := archived(k); e != nil {
+			if !marked[i] {
+				return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionEntryArchived)
+			}
+			restore = append(restore, e)
 		}
 	}
 	c, herr := h.parseLocked(op.HostFunction)
@@ -365,15 +363,37 @@ func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp
 	if herr != nil {
 		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionTrapped)
 	}
+	// A restored entry is written back (its TTL at least); the call's own
+	// write of it is counted once.
+	for _, e := range restore {
+		if x.write == nil || keyString(x.write.key) != keyString(e.key) {
+			x.writeBytes += entrySize(e)
+		}
+	}
 	r := sd.Resources
 	if x.instructions > uint32(r.Instructions) || x.readBytes > uint32(r.DiskReadBytes) || x.writeBytes > uint32(r.WriteBytes) {
 		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionResourceLimitExceeded)
 	}
-	used := xdr.SorobanResources{Footprint: fp, Instructions: xdr.Uint32(x.instructions), DiskReadBytes: xdr.Uint32(x.readBytes), WriteBytes: xdr.Uint32(x.writeBytes)}
-	if int64(sd.ResourceFee) < resourceFee(used, x.rent) {
-		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee)
+	if ctx.Protocol23 {
+		// The refundable part (rent of created and restored entries) must
+		// fit in what the declared fee leaves above its non-refundable part.
+		consumed := rentFee(x.rent + len(restore))
+		if int64(sd.ResourceFee)-nonRefundableFee(r) < consumed {
+			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee)
+		}
+		*ctx.Refundable = consumed
+	} else {
+		used := xdr.SorobanResources{Footprint: fp, Instructions: xdr.Uint32(x.instructions), DiskReadBytes: xdr.Uint32(x.readBytes), WriteBytes: xdr.Uint32(x.writeBytes)}
+		if int64(sd.ResourceFee) < resourceFee(used, x.rent) {
+			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee)
+		}
+	}
+	for _, e := range restore {
+		h.saveLocked(ledger, e.key)
+		e.liveUntil = ledger + h.opts.MinPersistentTTL - 1
 	}
 	if x.write != nil {
+		h.saveLocked(ledger, x.write.key)
 		h.putLocked(x.write.key, x.write.data, x.write.lastModified, x.write.liveUntil)
 	}
 	return invokeResult(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionSuccess, &x.ret), true
@@ -397,10 +417,11 @@ func (h *VaultHost) applyRestore(ctx ContractContext, ledger uint32) (xdr.Operat
 		return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintResourceLimitExceeded), false
 	}
 	used := xdr.SorobanResources{Footprint: sd.Resources.Footprint, DiskReadBytes: xdr.Uint32(size), WriteBytes: xdr.Uint32(size)}
-	if int64(sd.ResourceFee) < resourceFee(used, len(archived)) {
+	if !h.refundableFits(ctx, used, len(archived)) {
 		return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintInsufficientRefundableFee), false
 	}
 	for _, e := range archived {
+		h.saveLocked(ledger, e.key)
 		e.liveUntil = ledger + h.opts.MinPersistentTTL - 1
 	}
 	return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintSuccess), true
@@ -432,11 +453,29 @@ func (h *VaultHost) applyExtend(ctx ContractContext, extendTo, ledger uint32) (x
 		return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlResourceLimitExceeded), false
 	}
 	used := xdr.SorobanResources{Footprint: sd.Resources.Footprint, DiskReadBytes: xdr.Uint32(size)}
-	if int64(sd.ResourceFee) < resourceFee(used, len(live)) {
+	if !h.refundableFits(ctx, used, len(live)) {
 		return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlInsufficientRefundableFee), false
 	}
 	for _, e := range live {
+		h.saveLocked(ledger, e.key)
 		e.liveUntil = max(e.liveUntil, ledger+extendTo)
 	}
 	return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlSuccess), true
+}
+
+// refundableFits checks the declared resource fee against an operation that
+// pays rent for rent entries, and reports the rent as consumed. Since
+// protocol 23 the non-refundable part comes from the declared resources and
+// the rent from what is left (RefundableFeeTracker); before, the whole fee of
+// the used resources was compared with the declared fee.
+func (h *VaultHost) refundableFits(ctx ContractContext, used xdr.SorobanResources, rent int) bool {
+	if !ctx.Protocol23 {
+		return int64(ctx.Soroban.ResourceFee) >= resourceFee(used, rent)
+	}
+	consumed := rentFee(rent)
+	if int64(ctx.Soroban.ResourceFee)-nonRefundableFee(ctx.Soroban.Resources) < consumed {
+		return false
+	}
+	*ctx.Refundable = consumed
+	return true
 }

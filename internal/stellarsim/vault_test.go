@@ -23,8 +23,14 @@ type vaultEnv struct {
 
 func newVaultEnv(t *testing.T, opts stellarsim.VaultOptions) *vaultEnv {
 	t.Helper()
+	return newVaultEnvOpts(t, opts, stellarsim.Options{})
+}
+
+func newVaultEnvOpts(t *testing.T, opts stellarsim.VaultOptions, nopts stellarsim.Options) *vaultEnv {
+	t.Helper()
 	host := stellarsim.NewVaultHost(opts)
-	e := newEnv(t, stellarsim.Options{Contracts: host})
+	nopts.Contracts = host
+	e := newEnv(t, nopts)
 	op := e.funded(100 * xlm)
 	id, err := host.DeployVault(stellarsim.VaultSpec{Operator: op.Address()})
 	if err != nil {
@@ -298,8 +304,10 @@ func authOf(t *testing.T, auth []xdr.SorobanAuthorizationEntry) *[]string {
 	return &out
 }
 
-func TestVaultArchivedBalanceIsRestored(t *testing.T) {
-	v := newVaultEnv(t, stellarsim.VaultOptions{MinPersistentTTL: 50})
+// The protocol 22 flow, kept with Legacy.RestorePreamble: simulation answers a
+// restorePreamble, the invocation fails until a RestoreFootprint lands.
+func TestLegacyVaultArchivedBalanceIsRestoredFirst(t *testing.T) {
+	v := newVaultEnvOpts(t, stellarsim.VaultOptions{MinPersistentTTL: 50}, stellarsim.Options{Legacy: stellarsim.Legacy{RestorePreamble: true}})
 	wallet := v.funded(10 * xlm).Address()
 	v.call("deposit", wallet, 900)
 	if err := v.host.ArchiveBalance(v.vault, wallet); err != nil {
@@ -359,8 +367,6 @@ func TestVaultApplyChecks(t *testing.T) {
 		m    mutate
 		want xdr.InvokeHostFunctionResultCode
 	}{
-		{"resource fee short", func(_ *txnbuild.InvokeHostFunction, d *xdr.SorobanTransactionData) { d.ResourceFee-- },
-			xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee},
 		{"instructions short", func(_ *txnbuild.InvokeHostFunction, d *xdr.SorobanTransactionData) { d.Resources.Instructions-- },
 			xdr.InvokeHostFunctionResultCodeInvokeHostFunctionResourceLimitExceeded},
 		{"write outside the footprint", func(_ *txnbuild.InvokeHostFunction, d *xdr.SorobanTransactionData) {
@@ -406,6 +412,16 @@ func TestVaultApplyChecks(t *testing.T) {
 	stx, _ = stx.Sign(v.n.Passphrase(), v.operator)
 	if code, _ := errorCode(t, v.send(b64(t, stx))); code != xdr.TransactionResultCodeTxInsufficientFee {
 		t.Fatalf("fee below resource fee + base fee: %v", code)
+	}
+	// The declared resource fee must cover the non-refundable fee of the
+	// declared resources (TransactionFrame::commonValidPreSeqNum).
+	op = v.invokeOp("withdraw", wallet, 10)
+	v.assemble(op, v.simulate(v.operator, op))
+	data := *op.Ext.SorobanData
+	data.ResourceFee--
+	op.Ext.SorobanData = &data
+	if code, _ := errorCode(t, v.send(b64(t, v.build(v.operator, []txnbuild.Operation{op}, 100, 0)))); code != xdr.TransactionResultCodeTxSorobanInvalid {
+		t.Fatalf("resource fee below the non-refundable fee: %v", code)
 	}
 	// A Soroban operation without the Soroban extension is malformed.
 	bare := v.build(v.operator, []txnbuild.Operation{v.invokeOp("withdraw", wallet, 10)}, 100, 0)
