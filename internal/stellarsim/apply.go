@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
-		"time"
+	"time"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
 )

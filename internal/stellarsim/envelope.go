@@ -116,4 +116,3 @@ func (t *txInfo) feeRate() float64 {
 func (t *txInfo) innerRate() float64 {
 	return float64(t.innerFee-t.resourceFee) / float64(max(len(t.ops), 1))
 }
-

@@ -16,7 +16,6 @@ func (n *Network) chargedFee(t *txInfo) int64 {
 	return min(t.innerFee-t.resourceFee, n.opts.BaseFee*int64(len(t.ops))) + t.resourceFee
 }
 
-
 // Stand-in resource schedule. The shape follows the network's (instructions,
 // entries read and written, bytes read and written, rent for entries that
 // start or restart living); the numbers are round values of the order of
@@ -98,4 +97,3 @@ func (n *Network) sorobanRefund(t *txInfo, consumed int64, success bool) int64 {
 	}
 	return max(t.resourceFee-nonRefundableFee(t.soroban.Resources)-consumed, 0)
 }
-

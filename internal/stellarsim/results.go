@@ -50,4 +50,3 @@ func feeBumpResult(outerFee int64, innerHash [32]byte, innerCode xdr.Transaction
 	r.Result.InnerResultPair = &xdr.InnerTransactionResultPair{TransactionHash: xdr.Hash(innerHash), Result: inner}
 	return r
 }
-

@@ -50,4 +50,3 @@ func (s *sigSet) allUsed() bool {
 	}
 	return true
 }
-
