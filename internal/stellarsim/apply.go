@@ -75,7 +75,7 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32) *
 	// Protocol 23: the unused refundable resource fee goes back to the fee
 	// source (TransactionFrame::refundSorobanFee).
 	if refund := n.sorobanRefund(t, ac.refundable, code == xdr.TransactionResultCodeTxSuccess); refund > 0 {
-		feeAcct.balance += refund
+		n.state.accounts[t.feeSource].balance += refund // commit may have replaced feeAcct
 		fee -= refund
 	}
 
