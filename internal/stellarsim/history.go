@@ -196,3 +196,9 @@ func (n *Network) trustlinesAt(id string, seq uint32) map[tlKey]*trustline {
 	}
 	return out
 }
+
+// LedgerInfo identifies one closed ledger.
+type LedgerInfo struct {
+	Sequence  uint32
+	CloseTime time.Time
+}

@@ -50,3 +50,49 @@ func feeBumpResult(outerFee int64, innerHash [32]byte, innerCode xdr.Transaction
 	r.Result.InnerResultPair = &xdr.InnerTransactionResultPair{TransactionHash: xdr.Hash(innerHash), Result: inner}
 	return r
 }
+
+func opInner(typ xdr.OperationType, inner any) xdr.OperationResult {
+	tr, err := xdr.NewOperationResultTr(typ, inner)
+	if err != nil {
+		return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}
+	}
+	return xdr.OperationResult{Code: xdr.OperationResultCodeOpInner, Tr: &tr}
+}
+
+func createAccountResult(c xdr.CreateAccountResultCode) xdr.OperationResult {
+	r, _ := xdr.NewCreateAccountResult(c, nil)
+	return opInner(xdr.OperationTypeCreateAccount, r)
+}
+
+func paymentResult(c xdr.PaymentResultCode) xdr.OperationResult {
+	r, _ := xdr.NewPaymentResult(c, nil)
+	return opInner(xdr.OperationTypePayment, r)
+}
+
+func changeTrustResult(c xdr.ChangeTrustResultCode) xdr.OperationResult {
+	r, _ := xdr.NewChangeTrustResult(c, nil)
+	return opInner(xdr.OperationTypeChangeTrust, r)
+}
+
+func beginSponsoringResult(c xdr.BeginSponsoringFutureReservesResultCode) xdr.OperationResult {
+	r, _ := xdr.NewBeginSponsoringFutureReservesResult(c, nil)
+	return opInner(xdr.OperationTypeBeginSponsoringFutureReserves, r)
+}
+
+// successResult is the success arm for the supported operation types.
+func successResult(t xdr.OperationType) xdr.OperationResult {
+	switch t {
+	case xdr.OperationTypeCreateAccount:
+		return createAccountResult(xdr.CreateAccountResultCodeCreateAccountSuccess)
+	case xdr.OperationTypePayment:
+		return paymentResult(xdr.PaymentResultCodePaymentSuccess)
+	case xdr.OperationTypeChangeTrust:
+		return changeTrustResult(xdr.ChangeTrustResultCodeChangeTrustSuccess)
+	case xdr.OperationTypeBeginSponsoringFutureReserves:
+		return beginSponsoringResult(xdr.BeginSponsoringFutureReservesResultCodeBeginSponsoringFutureReservesSuccess)
+	case xdr.OperationTypeEndSponsoringFutureReserves:
+		r, _ := xdr.NewEndSponsoringFutureReservesResult(xdr.EndSponsoringFutureReservesResultCodeEndSponsoringFutureReservesSuccess, nil)
+		return opInner(t, r)
+	}
+	return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}
+}
