@@ -8,7 +8,8 @@ import (
 
 // Fault kinds. The submission kinds act on the next Count submissions
 // (sendTransaction, POST /transactions, POST /transactions_async); stall and
-// retention act on the ledger.
+// retention act on the ledger; read_order, db_lag and instances on what RPC
+// and Horizon show (readview.go).
 const (
 	FaultRefuse         = "refuse"          // close the connection without an answer; nothing accepted
 	FaultDropResponse   = "drop_response"   // accept (it will land), then close the connection without an answer
