@@ -9,10 +9,11 @@ import (
 // ledger, so a lagging reader can be answered as of the ledger it has ingested.
 
 // Visibility lag defaults. stellar-rpc and Horizon ingest a ledger from their
-// captive core after core has closed it (stellar-rpc
-// cmd/stellar-rpc/internal/ingest/service.go, Service.ingest; Horizon
-// services/horizon/internal/ingest/processor_runner.go), typically 1 to 3 s
-// later on pubnet, minutes while catching up.
+// captive core after core has closed it, each ledger in one database
+// transaction (stellar-rpc cmd/stellar-rpc/internal/ingest/service.go,
+// Service.ingest; stellar-horizon internal/ingest/processor_runner.go,
+// ProcessorRunner.RunAllProcessorsOnLedger), typically 1 to 3 s later on
+// pubnet, minutes while catching up.
 const (
 	defaultLagMin        = 1 * time.Second
 	defaultLagMax        = 3 * time.Second
