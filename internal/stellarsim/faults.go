@@ -152,9 +152,11 @@ func (f Fault) validate() error {
 		if f.Ledgers <= 0 {
 			return fmt.Errorf("retention fault needs ledgers > 0")
 		}
-	case FaultReadOrder:
-	case FaultDBLag:
-		if f.Ledgers <= 0 {
+	case FaultReadOrder, FaultDBLag:
+		if f.API == "horizon" {
+			return fmt.Errorf("%s is a fault of stellar-rpc: api must be rpc or empty", f.Kind)
+		}
+		if f.Kind == FaultDBLag && f.Ledgers <= 0 {
 			return fmt.Errorf("db_lag fault needs ledgers > 0")
 		}
 	case FaultInstances:

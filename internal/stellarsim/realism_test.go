@@ -334,7 +334,7 @@ func TestReadFaultsThroughAdminAPI(t *testing.T) {
 	if f := out.Faults[2]; f.Kind != "instances" || f.Instances != 3 || f.Delay != 20*time.Second || f.Count != -1 {
 		t.Fatalf("instances fault %+v", f)
 	}
-	for _, bad := range []string{`{"kind":"db_lag"}`, `{"kind":"instances","instances":1,"delay":"1s"}`, `{"kind":"instances"}`} {
+	for _, bad := range []string{`{"kind":"db_lag"}`, `{"kind":"instances","instances":1,"delay":"1s"}`, `{"kind":"instances"}`, `{"kind":"read_order","api":"horizon"}`} {
 		if code := e.admin("POST", "/_sim/faults", bad, nil); code != 400 {
 			t.Fatalf("%s: %d", bad, code)
 		}
