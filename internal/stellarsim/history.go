@@ -54,10 +54,6 @@ func (n *Network) closeTimeOf(seq uint32) int64 {
 	return n.closeTimes[seq-1]
 }
 
-// oldestLocked is the first ledger inside the history window of core's
-// latest ledger. RPC and Horizon answers use oldestAt(viewOf(r, api).latest).
-func (n *Network) oldestLocked() uint32 { return n.oldestAt(uint32(len(n.closeTimes))) }
-
 // oldestAt is the first ledger still inside the history window of a reader
 // whose latest ledger is latest.
 func (n *Network) oldestAt(latest uint32) uint32 {
