@@ -340,3 +340,37 @@ func TestReadFaultsThroughAdminAPI(t *testing.T) {
 		}
 	}
 }
+
+func TestUpperBoundOffsetFollowsExpectedCloseInterval(t *testing.T) {
+	// A 1 s network (make run's devstack tests): maxTime >= last close + 2 s.
+	e := newEnv(t, stellarsim.Options{ExpectedCloseInterval: time.Second})
+	a, b := e.funded(10*xlm), e.funded(10*xlm)
+	lcl := e.n.LatestLedger().CloseTime.Unix()
+	tooLate, _ := e.payUntil(a, b.Address(), lcl+1)
+	if code, _ := errorCode(t, e.send(b64(t, tooLate))); code != xdr.TransactionResultCodeTxTooLate {
+		t.Fatalf("maxTime = last close + 1 s: %s", stellarsim.TxCodeName(code))
+	}
+	ok, _ := e.payUntil(a, b.Address(), lcl+2)
+	if r := e.send(b64(t, ok)); r.Status != "PENDING" {
+		t.Fatalf("maxTime = last close + 2 s: %+v", r)
+	}
+}
+
+func TestLegacyNoQueueAgeing(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{NoQueueAgeing: true}})
+	tx, hash := e.payTx()
+	if err := e.n.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDelayInclusion, Ledgers: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.send(b64(t, tx)); r.Status != "PENDING" {
+		t.Fatalf("%+v", r)
+	}
+	var l stellarsim.LedgerInfo
+	for i := 0; i < 7; i++ {
+		e.clock.Advance(5 * time.Second)
+		l = e.n.CloseLedger()
+	}
+	if got := e.getTx(hash); got.Status != "SUCCESS" || got.Ledger != l.Sequence {
+		t.Fatalf("without ageing it lands 7 ledgers later: %+v", got)
+	}
+}
