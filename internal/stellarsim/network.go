@@ -83,7 +83,9 @@ type Legacy struct {
 	RestorePreamble bool
 }
 
-// AllLegacy is every Legacy behaviour: the network as it was before issue 12.
+// AllLegacy is every Legacy behaviour: the network as it was before issue 12,
+// except that an applied transaction is banned while the last closed ledger
+// is N..N+8 (it was N..N+9), as core does.
 var AllLegacy = Legacy{SubmitTimeBounds: true, NoQueueAgeing: true, NoVisibilityLag: true, RestorePreamble: true}
 
 const defaultRetention = 120960
