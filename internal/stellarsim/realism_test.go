@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
@@ -174,6 +175,9 @@ func TestLedgerShownOneToThreeSecondsAfterClose(t *testing.T) {
 	if _, err := hc.TransactionDetail(hash); err == nil {
 		t.Fatal("Horizon shows the transaction at close")
 	}
+	if ha, err := hc.AccountDetail(horizonclient.AccountRequest{AccountID: a.Address()}); err != nil || ha.Sequence != tx.SequenceNumber()-1 {
+		t.Fatalf("Horizon account at close: %v %d", err, ha.Sequence)
+	}
 	// Within one to three seconds it is shown everywhere; one millisecond
 	// before the first second, nowhere.
 	e.clock.Advance(time.Second - time.Millisecond)
@@ -186,6 +190,9 @@ func TestLedgerShownOneToThreeSecondsAfterClose(t *testing.T) {
 	}
 	if htx, err := hc.TransactionDetail(hash); err != nil || htx.Ledger != int32(closed.Sequence) {
 		t.Fatalf("Horizon after 3 s: %v %+v", err, htx.Ledger)
+	}
+	if ha, err := hc.AccountDetail(horizonclient.AccountRequest{AccountID: a.Address()}); err != nil || ha.Sequence != tx.SequenceNumber() {
+		t.Fatalf("Horizon account after 3 s: %v %d", err, ha.Sequence)
 	}
 	root, err := hc.Root()
 	if err != nil || root.HorizonSequence != int32(closed.Sequence) {
