@@ -101,8 +101,10 @@ func (n *Network) links(r *http.Request) links { return links(n.requestBase(r)) 
 func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
 	lb := n.links(r)
 	n.mu.Lock()
-	latest := n.latestLocked()
-	oldest := n.oldestLocked()
+	core := n.latestLocked()
+	view := n.viewOf(r, "horizon")
+	latest := n.ledgerInfo(view.latest)
+	oldest := n.oldestAt(view.latest)
 	n.mu.Unlock()
 	var root hProtocol.Root
 	root.Links.Self = lb.link("/")
@@ -118,7 +120,7 @@ func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
 	root.HorizonSequence = int32(latest.Sequence)
 	root.HorizonLatestClosedAt = latest.CloseTime
 	root.HistoryElderSequence = int32(oldest)
-	root.CoreSequence = int32(latest.Sequence)
+	root.CoreSequence = int32(core.Sequence)
 	root.NetworkPassphrase = n.passphrase
 	root.CurrentProtocolVersion = protocolVersion
 	root.SupportedProtocolVersion = protocolVersion
@@ -135,7 +137,8 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a := n.state.accounts[id]
+	at := n.viewOf(r, "horizon").latest // Horizon shows the entries of the ledger it has ingested
+	a := n.accountAt(id, at)
 	if a == nil {
 		writeProblem(w, problemNotFound)
 		return
@@ -153,10 +156,7 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	out.Data = map[string]string{}
 	yes := true
 	var lines []hProtocol.Balance
-	for k, t := range n.state.trustlines {
-		if k.account != id {
-			continue
-		}
+	for k, t := range n.trustlinesAt(id, at) {
 		typ := "credit_alphanum4"
 		if len(k.asset.Code) > 4 {
 			typ = "credit_alphanum12"
@@ -179,9 +179,10 @@ func (n *Network) hTransaction(w http.ResponseWriter, r *http.Request) {
 	hash := strings.ToLower(r.PathValue("hash"))
 	n.mu.Lock()
 	a, ok := n.byHash[hash]
-	oldest := n.oldestLocked()
+	latest := n.viewOf(r, "horizon").latest
+	oldest := n.oldestAt(latest)
 	n.mu.Unlock()
-	if !ok || a.Ledger < oldest {
+	if !ok || a.Ledger < oldest || a.Ledger > latest {
 		writeProblem(w, problemNotFound)
 		return
 	}
@@ -478,7 +479,8 @@ func (n *Network) hLedgers(w http.ResponseWriter, r *http.Request) {
 	}
 	lb := n.links(r)
 	n.mu.Lock()
-	latest, oldest := int64(len(n.closeTimes)), int64(n.oldestLocked())
+	view := n.viewOf(r, "horizon").latest
+	latest, oldest := int64(view), int64(n.oldestAt(view))
 	var records []hal.Pageable
 	if order == "desc" {
 		start := latest
@@ -506,16 +508,17 @@ func (n *Network) hLedger(w http.ResponseWriter, r *http.Request) {
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 32)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err != nil || seq < uint64(n.oldestLocked()) || seq > uint64(len(n.closeTimes)) {
+	latest := n.viewOf(r, "horizon").latest
+	if err != nil || seq < uint64(n.oldestAt(latest)) || seq > uint64(latest) {
 		writeProblem(w, problemNotFound)
 		return
 	}
 	writeHAL(w, http.StatusOK, n.ledgerResource(n.links(r), uint32(seq)))
 }
 
-func (n *Network) hFeeStats(w http.ResponseWriter, _ *http.Request) {
+func (n *Network) hFeeStats(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
-	latest := n.latestLocked().Sequence
+	latest := n.viewOf(r, "horizon").latest
 	n.mu.Unlock()
 	f := n.opts.BaseFee
 	d := hProtocol.FeeDistribution{Max: f, Min: f, Mode: f, P10: f, P20: f, P30: f, P40: f, P50: f,

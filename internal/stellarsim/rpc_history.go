@@ -34,9 +34,11 @@ func (n *Network) rpcGetVersionInfo(_ *http.Request, _ json.RawMessage) (any, er
 	}, nil
 }
 
-// ledgerRangeLocked is the history window as stellar-rpc validates pagination against it.
-func (n *Network) ledgerRangeLocked() protocol.LedgerSeqRange {
-	return protocol.LedgerSeqRange{FirstLedger: n.oldestLocked(), LastLedger: n.latestLocked().Sequence}
+// ledgerRangeLocked is the history window as stellar-rpc validates pagination against it, as the
+// answering instance shows it (viewOf: visibility lag and read faults).
+func (n *Network) ledgerRangeLocked(r *http.Request) protocol.LedgerSeqRange {
+	latest := n.viewOf(r, "rpc").latest
+	return protocol.LedgerSeqRange{FirstLedger: n.oldestAt(latest), LastLedger: latest}
 }
 
 // rpcGetLedgers follows stellar-rpc (cmd/stellar-rpc/internal/methods/get_ledgers.go,
@@ -45,7 +47,7 @@ func (n *Network) ledgerRangeLocked() protocol.LedgerSeqRange {
 // each with its hash, close time, LedgerHeaderHistoryEntry (headerXdr; getLatestLedger sends the
 // bare header) and LedgerCloseMeta (metadataXdr). Errors: -32600 for a start outside the window,
 // both a start and a cursor, or a limit over 200; -32602 for a bad cursor or params.
-func (n *Network) rpcGetLedgers(_ *http.Request, params json.RawMessage) (any, error) {
+func (n *Network) rpcGetLedgers(r *http.Request, params json.RawMessage) (any, error) {
 	var req protocol.GetLedgersRequest
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
@@ -55,7 +57,7 @@ func (n *Network) rpcGetLedgers(_ *http.Request, params json.RawMessage) (any, e
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	rng := n.ledgerRangeLocked()
+	rng := n.ledgerRangeLocked(r)
 	if err := req.Validate(rpcMaxPageLimit, rng); err != nil {
 		return nil, &RPCError{Code: rpcInvalidRequest, Message: err.Error()}
 	}
@@ -124,7 +126,7 @@ func (n *Network) rpcGetLedgers(_ *http.Request, params json.RawMessage) (any, e
 // starts past the last transaction of the latest ledger, stellar-rpc answers the cursor
 // (latest, 0), which makes the next page repeat that ledger's transactions; here the cursor stays
 // where the request's was. Errors as getLedgers.
-func (n *Network) rpcGetTransactions(_ *http.Request, params json.RawMessage) (any, error) {
+func (n *Network) rpcGetTransactions(r *http.Request, params json.RawMessage) (any, error) {
 	var req protocol.GetTransactionsRequest
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
@@ -137,7 +139,7 @@ func (n *Network) rpcGetTransactions(_ *http.Request, params json.RawMessage) (a
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	rng := n.ledgerRangeLocked()
+	rng := n.ledgerRangeLocked(r)
 	if err := req.IsValid(rpcMaxPageLimit, rng); err != nil {
 		return nil, &RPCError{Code: rpcInvalidRequest, Message: err.Error()}
 	}
