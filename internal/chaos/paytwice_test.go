@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -202,4 +203,269 @@ func TestExpiredLeaseWithSentEnvelopeIsNotReRun(t *testing.T) {
 		t.Fatalf("take-over: %v", err)
 	}
 	r.assertOnce(t, 0, out)
+}
+
+// Issue 11: a stale writer (a sweep, an operator, a caller) that read one incarnation of a key
+// must never change a later one: every new claim starts again at version 1, so a condition on
+// status and version alone matches the next incarnation's item. And a claim whose answer was lost
+// must recognise itself. Each test fails on the code before the fix (1e477b3).
+
+// TestStaleSweepAfterReclaim: the sweep reads an expired claim (E1) and its ledger lookup is slow.
+// Meanwhile a retry takes the claim over, proves E1 dead, releases, claims again (v1), and
+// attaches and sends E2 (v2). The sweep's "E1 is dead: release" must not delete E2's item, or the
+// next retry builds E3 while E2 can still land.
+func TestStaleSweepAfterReclaim(t *testing.T) {
+	t.Run("sweep/sender-died", func(t *testing.T) {
+		// The real sweep (internal/reconcile): it lists the expired claim, reads it, and judges it
+		// with a slow lookup, while the retry runs and dies right after sending E2.
+		r := quietRig(t)
+		stale := r.deadClaim(t, 0)
+		var retry told
+		sweep := r.reconciler(r.slowSettler(func() {
+			r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+				if step == transfer.StepSent && rec.Envelope.InnerHash != stale.Envelope.InnerHash {
+					return errCrash // E2 is on the network; its invocation dies
+				}
+				return nil
+			}
+			retry.out, retry.err = r.callAs("retry", 0)
+			r.orch.Hooks = nil
+		}))
+		ans, err := sweep.Sweep(context.Background())
+		if err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+		if !errors.Is(retry.err, errCrash) {
+			t.Fatalf("the retry should have died after sending E2: %+v, %v", retry.out, retry.err)
+		}
+		if c := ans.ExpiredClaims; c.Released != 0 || c.Changed != 1 {
+			t.Errorf("sweep counts %+v: it must find the item changed (E2's claim), not release it", c)
+		}
+		e2, err := r.store.Get(context.Background(), r.storeKey(0))
+		if err != nil || e2.Envelope == nil || e2.Envelope.InnerHash == stale.Envelope.InnerHash {
+			t.Errorf("after the sweep the key holds %+v, %v; want E2's claim", e2, err)
+		}
+		// E2's invocation is dead: E2 lands at the next ledger, its lease expires, and the next
+		// retry settles it.
+		r.clock.Advance(ledgerInterval)
+		r.clock.Advance(2 * time.Minute)
+		next := told{who: "next retry"}
+		next.out, next.err = r.callAs("next", 0)
+		if next.err != nil {
+			t.Errorf("next retry: %v", next.err)
+		}
+		r.assertPaidOnce(t, 0, next)
+	})
+
+	t.Run("settle/sender-alive", func(t *testing.T) {
+		// The sweep's Settle, with the item it read, lands while the retry that sent E2 is still
+		// waiting for the ledger.
+		r := quietRig(t)
+		stale := r.deadClaim(t, 0)
+		var swept transfer.Settlement
+		var sweepErr error
+		done := false
+		r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+			if step == transfer.StepSent && !done && rec.Envelope.InnerHash != stale.Envelope.InnerHash {
+				done = true
+				swept, sweepErr = r.orch.Settle(actorCtx(r, "sweep"), stale)
+			}
+			return nil
+		}
+		retry := told{who: "retry"}
+		retry.out, retry.err = r.callAs("retry", 0)
+		r.orch.Hooks = nil
+		if !done {
+			t.Fatal("the retry never sent a second envelope")
+		}
+		if !errors.Is(sweepErr, transfer.ErrConditionFailed) {
+			t.Errorf("stale sweep = %s, %v; want ErrConditionFailed: the item it read is gone, E2's is not its to release", swept.Resolution, sweepErr)
+		}
+		if retry.err != nil {
+			t.Errorf("retry: %v", retry.err)
+		}
+		next := told{who: "next retry"}
+		next.out, next.err = r.callAs("next", 0)
+		if next.err != nil || !next.out.Replayed {
+			t.Errorf("next retry = %+v, %v; want E2 replayed", next.out, next.err)
+		}
+		r.assertPaidOnce(t, 0, retry, next)
+	})
+}
+
+// TestDelayedTakeOverWrite: caller A reads an expired claim (E1) at v2; before A's take-over write
+// lands, B takes the claim over, proves E1 dead, releases, reclaims (v1), attaches E2 (v2) and
+// sends it. A's write, conditioned on what A read, must not match B's new item.
+func TestDelayedTakeOverWrite(t *testing.T) {
+	r := quietRig(t)
+	stale := r.deadClaim(t, 0)
+	b := told{who: "B"}
+	var aWrite error
+	aWrote := false
+	r.orch.Store = &holdStore{Store: r.orch.Store, actor: "A", hold: func(write func() error) error {
+		// A's take-over write is stuck in the network while B runs; it lands once B has sent E2,
+		// and B then carries on.
+		r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+			if actorOf(ctx) == "B" && step == transfer.StepSent && !aWrote && rec.Envelope.InnerHash != stale.Envelope.InnerHash {
+				aWrote = true
+				aWrite = write()
+			}
+			return nil
+		}
+		b.out, b.err = r.callAs("B", 0)
+		return aWrite
+	}}
+	a := told{who: "A"}
+	a.out, a.err = r.callAs("A", 0)
+	if !aWrote {
+		t.Fatal("B never sent a second envelope while A's write was held")
+	}
+	if !errors.Is(aWrite, transfer.ErrConditionFailed) {
+		t.Errorf("A's delayed take-over write = %v; want ErrConditionFailed against B's new claim", aWrite)
+	}
+	if a.err != nil || b.err != nil {
+		t.Errorf("A: %+v, %v; B: %+v, %v; want both 200", a.out, a.err, b.out, b.err)
+	}
+	if a.err == nil && b.err == nil && a.out.TransactionHash != b.out.TransactionHash {
+		t.Errorf("A was told %s, B %s: two payments for one key", a.out.TransactionHash, b.out.TransactionHash)
+	}
+	r.assertPaidOnce(t, 0, a, b)
+}
+
+// TestStaleSettleOfInDoubtIncarnation: an in_doubt item (E1, v3) is read by a stale reader (the
+// sweep, an operator's discard, another caller's inline reconciliation) whose lookup is slow.
+// Meanwhile a retry proves E1 dead, reclaims, and E2 ends in_doubt at v3 too (it landed, but the
+// retry could not see it). The stale "E1 is dead: release" must not delete E2's in_doubt item, or
+// the next call builds E3.
+func TestStaleSettleOfInDoubtIncarnation(t *testing.T) {
+	// retryToInDoubt is the retry that reclaims the key and ends in_doubt with E2, although E2
+	// landed: its send's answer is lost and E2 lands, then falls out of the lookups' one-ledger
+	// history, so NOT_FOUND proves nothing until the retry's budget ends. Then full history is back.
+	retryToInDoubt := func(t *testing.T, r *rig, e1 transfer.Record) told {
+		armed, closed := false, false
+		isE2 := func(ctx context.Context, rec transfer.Record) bool {
+			return actorOf(ctx) == "retry" && rec.Envelope != nil && rec.Envelope.InnerHash != e1.Envelope.InnerHash
+		}
+		r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+			switch {
+			case step == transfer.StepAttached && !armed && isE2(ctx, rec):
+				armed = true
+				r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropResponse})
+				r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 1})
+			case step == transfer.StepSent && armed && !closed && isE2(ctx, rec):
+				closed = true
+				for range 3 {
+					r.net.CloseLedger() // E2 lands, then falls out of the one-ledger history
+				}
+			}
+			return nil
+		}
+		retry := told{who: "retry"}
+		retry.out, retry.err = r.callAs("retry", 0)
+		r.orch.Hooks = nil
+		r.net.ClearFaults()
+		var d *transfer.InDoubtError
+		if !errors.As(retry.err, &d) {
+			t.Fatalf("retry = %+v, %v; want TRANSFER_IN_DOUBT with E2", retry.out, retry.err)
+		}
+		rec, err := r.store.Get(context.Background(), r.storeKey(0))
+		if err != nil || rec.Status != transfer.StatusInDoubt || rec.Version != 3 || rec.Envelope.InnerHash == e1.Envelope.InnerHash {
+			t.Fatalf("after the retry the item is %+v, %v; want E2 in_doubt at v3", rec, err)
+		}
+		if len(r.net.Applied()) != 1 {
+			t.Fatalf("E2 should have landed: %d applied", len(r.net.Applied()))
+		}
+		return retry
+	}
+	// finish lets a last retry read the outcome.
+	finish := func(t *testing.T, r *rig, answers ...told) {
+		r.clock.Advance(ledgerInterval)
+		last := told{who: "last retry"}
+		last.out, last.err = r.callAs("last", 0)
+		if last.err != nil {
+			t.Errorf("last retry: %v", last.err)
+		}
+		r.assertPaidOnce(t, 0, append(answers, last)...)
+	}
+
+	t.Run("sweep", func(t *testing.T) {
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		var retry told
+		sweep := r.reconciler(r.slowSettler(func() { retry = retryToInDoubt(t, r, e1) }))
+		ans, err := sweep.Sweep(context.Background())
+		if err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+		if c := ans.InDoubt; c.Released != 0 || c.Changed != 1 {
+			t.Errorf("sweep counts %+v: it must find the item changed (E2's in_doubt), not release it", c)
+		}
+		finish(t, r, retry)
+	})
+
+	t.Run("operator-discard", func(t *testing.T) {
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		var retry told
+		op := r.reconciler(r.slowSettler(func() { retry = retryToInDoubt(t, r, e1) }))
+		ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+			Discard: true, Operator: "oncall@example.com"})
+		var rerr *reconcile.Error
+		if !errors.As(err, &rerr) || rerr.Code != reconcile.CodeConflict {
+			t.Errorf("discard = %+v, %v; want CONFLICT: the item changed while it was judged", ans, err)
+		}
+		finish(t, r, retry)
+	})
+
+	t.Run("caller", func(t *testing.T) {
+		// Another caller's inline reconciliation read E1's in_doubt item; its lookup is slow.
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		var retry told
+		r.orch.Ledger = &slowLookup{Ledger: r.orch.Ledger, actor: "stale", meanwhile: func() { retry = retryToInDoubt(t, r, e1) }}
+		stale := told{who: "stale caller"}
+		stale.out, stale.err = r.callAs("stale", 0)
+		// Its slow lookup spent its budget: it may answer 409 (retry later), or E2's success if it
+		// still had time to read E2's item again; never a payment of its own.
+		var inDoubt *transfer.InDoubtError
+		var inProgress *transfer.InProgressError
+		if stale.err != nil && !errors.As(stale.err, &inDoubt) && !errors.As(stale.err, &inProgress) {
+			t.Errorf("stale caller = %v; want E2's success or a 409 to retry", stale.err)
+		}
+		if n := r.events.snapshot()["rebuilds"]; n > 1 {
+			t.Errorf("the stale caller built another envelope (%d rebuilds) while E2 had landed", n)
+		}
+		finish(t, r, retry, stale)
+	})
+}
+
+// TestLostClaimAnswer: a claim's PutItem is applied but its answer is lost (the connection is
+// reset); the SDK sends it again, the retry fails its condition against the item the first one
+// wrote, and the store returns that item as the holder. The call must recognise its own claim and
+// carry on, not wait on itself for its whole budget and answer TRANSFER_IN_PROGRESS.
+func TestLostClaimAnswer(t *testing.T) {
+	r := quietRig(t)
+	lostOnce := false
+	store, tr := r.storeLosing(t, func(op string, req map[string]any) bool {
+		// A claim is the PutItem of an in_flight item at version 1.
+		if op != "DynamoDB_20120810.PutItem" || lostOnce || itemAttr(req, "status") != string(transfer.StatusInFlight) || itemAttr(req, "version") != "1" {
+			return false
+		}
+		lostOnce = true
+		return true
+	})
+	r.orch.Store = store
+	start := r.clock.Now()
+	out, err := r.call(0)
+	sent, lost := tr.counts()
+	if lost["DynamoDB_20120810.PutItem"] != 1 || sent["DynamoDB_20120810.PutItem"] < 2 {
+		t.Fatalf("PutItem sent %d times, %d answers lost: the test needs a lost claim answer and the SDK's retry", sent["DynamoDB_20120810.PutItem"], lost["DynamoDB_20120810.PutItem"])
+	}
+	if err != nil {
+		t.Fatalf("transfer = %v after %v; want 200: the claim was this call's own", err, r.clock.Now().Sub(start))
+	}
+	if out.Replayed {
+		t.Errorf("outcome %+v says replayed; this call made the transfer", out)
+	}
+	r.assertPaidOnce(t, 0, told{who: "caller", out: out})
 }
