@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -425,6 +426,7 @@ func TestStaleSettleOfInDoubtIncarnation(t *testing.T) {
 		r.orch.Ledger = &slowLookup{Ledger: r.orch.Ledger, actor: "stale", meanwhile: func() { retry = retryToInDoubt(t, r, e1) }}
 		stale := told{who: "stale caller"}
 		stale.out, stale.err = r.callAs("stale", 0)
+		t.Logf("the stale caller was told %+v, %v", stale.out, stale.err)
 		// Its slow lookup spent its budget: it may answer 409 (retry later), or E2's success if it
 		// still had time to read E2's item again; never a payment of its own.
 		var inDoubt *transfer.InDoubtError
@@ -468,4 +470,95 @@ func TestLostClaimAnswer(t *testing.T) {
 		t.Errorf("outcome %+v says replayed; this call made the transfer", out)
 	}
 	r.assertPaidOnce(t, 0, told{who: "caller", out: out})
+}
+
+// TestLostWriteAnswers: every kind of write the orchestrator and the sweep make, applied with its
+// answer lost and sent again by the SDK's retryer (whose retry then fails its condition against
+// the item the first attempt wrote). The writer must recognise its own write and carry on: one
+// transaction, the item right, the caller told the truth, and no call waiting on itself.
+func TestLostWriteAnswers(t *testing.T) {
+	const put, del = "DynamoDB_20120810.PutItem", "DynamoDB_20120810.DeleteItem"
+	// putOf picks the first PutItem of an item with this status and version (0: any version).
+	putOf := func(status transfer.Status, version int) func(op string, req map[string]any) bool {
+		return func(op string, req map[string]any) bool {
+			return op == put && itemAttr(req, "status") == string(status) &&
+				(version == 0 || itemAttr(req, "version") == strconv.Itoa(version))
+		}
+	}
+	deleteOf := func(op string, _ map[string]any) bool { return op == del }
+	for _, c := range []struct {
+		name  string
+		lose  func(op string, req map[string]any) bool
+		setup func(t *testing.T, r *rig)
+		// run makes the call(s) and returns what the last caller was told.
+		run func(t *testing.T, r *rig) told
+	}{
+		{name: "attach", lose: putOf(transfer.StatusInFlight, 2)},
+		{name: "settle", lose: putOf(transfer.StatusReplayable, 0)},
+		{name: "release", lose: deleteOf, setup: func(t *testing.T, r *rig) {
+			// The first send is refused before inclusion: the key is released and a new envelope built.
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+		}},
+		{name: "in_doubt", lose: putOf(transfer.StatusInDoubt, 3), run: func(t *testing.T, r *rig) told {
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall})
+			var d *transfer.InDoubtError
+			if _, err := r.callAs("first", 0); !errors.As(err, &d) {
+				t.Errorf("first call = %v, want TRANSFER_IN_DOUBT", err)
+			}
+			if rec, err := r.store.Get(context.Background(), r.storeKey(0)); err != nil || rec.Status != transfer.StatusInDoubt {
+				t.Errorf("item = %+v, %v; want in_doubt", rec, err)
+			}
+			r.net.ClearFaults()
+			r.clock.Advance(ledgerInterval)
+			retry := told{who: "retry"}
+			retry.out, retry.err = r.callAs("retry", 0)
+			return retry
+		}},
+		{name: "take-over", lose: putOf(transfer.StatusInFlight, 3), setup: func(t *testing.T, r *rig) { r.deadClaim(t, 0) }},
+		{name: "sweep-release", lose: deleteOf, run: func(t *testing.T, r *rig) told {
+			stale := r.deadClaim(t, 0)
+			s, err := r.orch.Settle(actorCtx(r, "sweep"), stale)
+			if err != nil || s.Resolution != transfer.ResolvedReleased {
+				t.Errorf("sweep = %s, %v; want released: its own delete applied", s.Resolution, err)
+			}
+			retry := told{who: "retry"}
+			retry.out, retry.err = r.callAs("retry", 0)
+			return retry
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := quietRig(t)
+			lost := false
+			store, tr := r.storeLosing(t, func(op string, req map[string]any) bool {
+				if lost || !c.lose(op, req) {
+					return false
+				}
+				lost = true
+				return true
+			})
+			if c.setup != nil {
+				c.setup(t, r)
+			}
+			r.orch.Store = store
+			start := r.clock.Now()
+			var last told
+			if c.run != nil {
+				last = c.run(t, r)
+			} else {
+				last = told{who: "caller"}
+				last.out, last.err = r.callAs("caller", 0)
+			}
+			if _, n := tr.counts(); n[put]+n[del] != 1 {
+				t.Fatalf("answers lost: %v; the test needs exactly one", n)
+			}
+			if last.err != nil {
+				t.Errorf("%s = %v after %v; want 200", last.who, last.err, r.clock.Now().Sub(start))
+			}
+			if c.run == nil && r.clock.Now().Sub(start) > transfer.DefaultSettings().Timeout/2 {
+				t.Errorf("the call took %v of its %v budget: it waited on its own write", r.clock.Now().Sub(start), transfer.DefaultSettings().Timeout)
+			}
+			r.assertPaidOnce(t, 0, last)
+		})
+	}
 }
