@@ -99,15 +99,19 @@ type told struct {
 	err error
 }
 
-// assertPaidOnce checks the ledger and the item after a scenario: exactly one transaction
-// applied, no third envelope built, the item replayable with that transaction, and every caller
+// assertPaidOnce checks the ledger and the item of key k after a scenario: exactly one
+// transaction applied for the key, no third envelope built, the item replayable with that transaction, and every caller
 // answered 200 told that transaction's hash (anything else it was told is checked by the test).
 func (r *rig) assertPaidOnce(t *testing.T, k int, answers ...told) {
 	t.Helper()
-	applied := r.net.Applied()[r.setupTxs:]
-	hashes := make([]string, len(applied))
-	for i, tx := range applied {
-		hashes[i] = tx.Hash
+	in := r.input(k)
+	var applied []stellarsim.AppliedTx
+	var hashes []string
+	for _, tx := range r.net.Applied()[r.setupTxs:] {
+		if id, ok := r.ledger.ownerOf(tx.Hash); ok && id == in.Request.WalletAddress+"/"+in.Request.Amount {
+			applied = append(applied, tx)
+			hashes = append(hashes, tx.Hash)
+		}
 	}
 	if len(applied) != 1 {
 		t.Errorf("%d transactions applied for one key, want exactly 1: %v", len(applied), hashes)
@@ -190,6 +194,17 @@ func (s *holdStore) Replace(ctx context.Context, next transfer.Record, cond tran
 		err = s.Store.Replace(ctx, next, cond)
 	}
 	return err
+}
+
+// settleThenWait is the orchestrator's Settle, after which the actor is slow to act on its
+// answer: meanwhile runs (once) before it returns.
+func (r *rig) settleThenWait(meanwhile func()) reconcile.Settler {
+	var once sync.Once
+	return settlerFunc(func(ctx context.Context, rec transfer.Record) (transfer.Settlement, error) {
+		s, err := r.orch.Settle(ctx, rec)
+		once.Do(meanwhile)
+		return s, err
+	})
 }
 
 // slowLookup makes one actor's first ledger lookup slow: meanwhile runs before it is asked.
