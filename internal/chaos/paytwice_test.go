@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -475,19 +476,11 @@ func TestStaleSettleOfInDoubtIncarnation(t *testing.T) {
 // carry on, not wait on itself for its whole budget and answer TRANSFER_IN_PROGRESS.
 func TestLostClaimAnswer(t *testing.T) {
 	r := quietRig(t)
-	lostOnce := false
-	store, tr := r.storeLosing(t, func(op string, req map[string]any) bool {
-		// A claim is the PutItem of an in_flight item at version 1.
-		if op != "DynamoDB_20120810.PutItem" || lostOnce || itemAttr(req, "status") != string(transfer.StatusInFlight) || itemAttr(req, "version") != "1" {
-			return false
-		}
-		lostOnce = true
-		return true
-	})
+	store, tr := r.storeLosing(t, loseFirst(isClaim))
 	r.orch.Store = store
 	start := r.clock.Now()
 	out, err := r.call(0)
-	sent, lost := tr.counts()
+	sent, lost, _ := tr.counts()
 	if lost["DynamoDB_20120810.PutItem"] != 1 || sent["DynamoDB_20120810.PutItem"] < 2 {
 		t.Fatalf("PutItem sent %d times, %d answers lost: the test needs a lost claim answer and the SDK's retry", sent["DynamoDB_20120810.PutItem"], lost["DynamoDB_20120810.PutItem"])
 	}
@@ -557,14 +550,7 @@ func TestLostWriteAnswers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := quietRig(t)
-			lost := false
-			store, tr := r.storeLosing(t, func(op string, req map[string]any) bool {
-				if lost || !c.lose(op, req) {
-					return false
-				}
-				lost = true
-				return true
-			})
+			store, tr := r.storeLosing(t, loseFirst(c.lose))
 			if c.setup != nil {
 				c.setup(t, r)
 			}
@@ -577,7 +563,7 @@ func TestLostWriteAnswers(t *testing.T) {
 				last = told{who: "caller"}
 				last.out, last.err = r.callAs("caller", 0)
 			}
-			if _, n := tr.counts(); n[put]+n[del] != 1 {
+			if _, n, _ := tr.counts(); n[put]+n[del] != 1 {
 				t.Fatalf("answers lost: %v; the test needs exactly one", n)
 			}
 			if last.err != nil {
@@ -587,6 +573,89 @@ func TestLostWriteAnswers(t *testing.T) {
 				t.Errorf("the call took %v of its %v budget: it waited on its own write", r.clock.Now().Sub(start), transfer.DefaultSettings().Timeout)
 			}
 			r.assertPaidOnce(t, 0, last)
+		})
+	}
+}
+
+// TestOwnLeftoverDoesNotBlockTheKey: a call whose own write failed must not leave the key held
+// by its own dead claim, so that it (or the client's next retry) waits a whole budget on an item
+// nobody is working on and answers TRANSFER_IN_PROGRESS, "another request with this key is still
+// running". FAILS with the fix of issue 11 in place (df67d8d): the lost-answer recognition covers
+// a write whose SDK retry fails its condition, not one whose retries all fail, nor a release that
+// never reached the table.
+func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, r *rig)
+		rule  func() func(op string, req map[string]any) fate
+	}{
+		{
+			// The claim is applied and its answer lost; the SDK's two retries are refused before they
+			// reach the table, so no retry fails its condition and the call never sees its own item.
+			name: "claim-applied-retries-refused",
+			rule: func() func(op string, req map[string]any) fate {
+				n := 0
+				return func(op string, req map[string]any) fate {
+					if !isClaim(op, req) || n >= 3 {
+						return pass
+					}
+					if n++; n == 1 {
+						return lose
+					}
+					return refuse
+				}
+			},
+		},
+		{
+			// The first send is refused before inclusion, so the call releases the key; the release
+			// (all three of the SDK's attempts) is refused before it reaches the table.
+			name: "release-refused",
+			setup: func(t *testing.T, r *rig) {
+				r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+			},
+			rule: func() func(op string, req map[string]any) fate {
+				n := 0
+				return func(op string, _ map[string]any) fate {
+					if op != "DynamoDB_20120810.DeleteItem" || n >= 3 {
+						return pass
+					}
+					n++
+					return refuse
+				}
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := quietRig(t)
+			if c.setup != nil {
+				c.setup(t, r)
+			}
+			store, tr := r.storeLosing(t, c.rule())
+			r.orch.Store = store
+			start := r.clock.Now()
+			var answers []told
+			for i := range 2 {
+				a := told{who: fmt.Sprintf("call %d", i+1)}
+				a.out, a.err = r.callAs(a.who, 0)
+				answers = append(answers, a)
+				t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
+				var p *transfer.InProgressError
+				if errors.As(a.err, &p) {
+					t.Errorf("%s was told TRANSFER_IN_PROGRESS after waiting until +%v: no other request was running, only its own leftover item", a.who, r.clock.Now().Sub(start))
+				}
+				if a.err == nil {
+					break
+				}
+			}
+			_, lost, refused := tr.counts()
+			t.Logf("answers lost %v, attempts refused %v", lost, refused)
+			if last := answers[len(answers)-1]; last.err != nil {
+				t.Errorf("the transfer did not land within two calls (+%v): %v", r.clock.Now().Sub(start), last.err)
+			}
+			if took := r.clock.Now().Sub(start); took > transfer.DefaultSettings().Timeout {
+				t.Errorf("the key was blocked for %v by the call's own leftover claim", took)
+			}
+			r.assertPaidOnce(t, 0, answers...)
 		})
 	}
 }

@@ -222,21 +222,31 @@ func (l *slowLookup) Lookup(ctx context.Context, env transfer.Envelope) (transfe
 	return l.Ledger.Lookup(ctx, env)
 }
 
-// lostAnswers is an HTTP transport to DynamoDB that loses the answer of chosen requests after
-// they were applied: the request reaches the table, then the connection is reset before the
-// answer is read. The SDK classes a reset connection as retryable (aws/retry
-// RetryableConnectionError), so its standard retryer sends the same request again, as it does in
-// production.
+// lostAnswers is an HTTP transport to DynamoDB that fails chosen requests: it loses the answer of
+// a request after it was applied (the request reaches the table, then the connection is reset
+// before the answer is read), or refuses one before it reaches the table. The SDK classes both as
+// retryable (aws/retry RetryableConnectionError), so its standard retryer sends the same request
+// again, as it does in production.
 type lostAnswers struct {
 	base http.RoundTripper
-	// lose decides from the operation (X-Amz-Target, e.g. "DynamoDB_20120810.PutItem") and the
-	// request's JSON whether this request's answer is lost.
-	lose func(op string, req map[string]any) bool
+	// rule decides from the operation (X-Amz-Target, e.g. "DynamoDB_20120810.PutItem") and the
+	// request's JSON what happens to this attempt.
+	rule func(op string, req map[string]any) fate
 
-	mu   sync.Mutex
-	sent map[string]int // requests by operation
-	lost map[string]int // answers lost by operation
+	mu      sync.Mutex
+	sent    map[string]int // attempts that reached the table, by operation
+	lost    map[string]int // answers lost, by operation
+	refused map[string]int // attempts refused before the table, by operation
 }
+
+// fate is what lostAnswers does with one attempt.
+type fate int
+
+const (
+	pass   fate = iota
+	lose        // applied, then the connection is reset before the answer
+	refuse      // the connection is refused: nothing reaches the table
+)
 
 func (l *lostAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	op := req.Header.Get("X-Amz-Target")
@@ -249,45 +259,50 @@ func (l *lostAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = req.Body.Close()
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	resp, err := l.base.RoundTrip(req)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sent[op]++
-	if err != nil {
-		return resp, err
-	}
 	var in map[string]any
 	_ = json.Unmarshal(body, &in)
-	if !l.lose(op, in) {
-		return resp, nil
+	l.mu.Lock()
+	f := l.rule(op, in)
+	if f == refuse {
+		l.refused[op]++
+		l.mu.Unlock()
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	}
+	l.sent[op]++
+	l.mu.Unlock()
+	resp, err := l.base.RoundTrip(req)
+	if err != nil || f != lose {
+		return resp, err
+	}
+	l.mu.Lock()
 	l.lost[op]++
+	l.mu.Unlock()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 }
 
-func (l *lostAnswers) counts() (sent, lost map[string]int) {
+func (l *lostAnswers) counts() (sent, lost, refused map[string]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sent, lost = map[string]int{}, map[string]int{}
-	for k, v := range l.sent {
-		sent[k] = v
+	cp := func(m map[string]int) map[string]int {
+		out := make(map[string]int, len(m))
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
 	}
-	for k, v := range l.lost {
-		lost[k] = v
-	}
-	return sent, lost
+	return cp(l.sent), cp(l.lost), cp(l.refused)
 }
 
 // storeLosing returns a Store on the rig's table through a second endpoint of its DynamoDB whose
-// transport loses the answers lose picks, with the SDK's standard retryer (3 attempts, as in
-// production, without the backoff's real-time sleep).
-func (r *rig) storeLosing(t *testing.T, lose func(op string, req map[string]any) bool) (*dynamo.Store, *lostAnswers) {
+// transport fails the attempts rule picks, with the SDK's standard retryer (3 attempts, as in
+// production, without the backoff's real-time sleep). rule runs under a lock.
+func (r *rig) storeLosing(t *testing.T, rule func(op string, req map[string]any) fate) (*dynamo.Store, *lostAnswers) {
 	t.Helper()
 	hs := httptest.NewServer(r.minidyn)
 	t.Cleanup(hs.Close)
-	tr := &lostAnswers{base: hs.Client().Transport, lose: lose, sent: map[string]int{}, lost: map[string]int{}}
+	tr := &lostAnswers{base: hs.Client().Transport, rule: rule, sent: map[string]int{}, lost: map[string]int{}, refused: map[string]int{}}
 	client := dynamotest.NewClient(hs.URL, func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: tr}
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
@@ -296,6 +311,18 @@ func (r *rig) storeLosing(t *testing.T, lose func(op string, req map[string]any)
 		})
 	})
 	return dynamo.New(client, r.table), tr
+}
+
+// loseFirst is a rule that loses the answer of the first request match picks, once.
+func loseFirst(match func(op string, req map[string]any) bool) func(op string, req map[string]any) fate {
+	done := false
+	return func(op string, req map[string]any) fate {
+		if done || !match(op, req) {
+			return pass
+		}
+		done = true
+		return lose
+	}
 }
 
 // itemAttr reads a string or number attribute of a request's Item ({"S": ...} or {"N": ...}).
@@ -308,4 +335,9 @@ func itemAttr(req map[string]any, name string) string {
 		}
 	}
 	return ""
+}
+
+// isClaim picks a claim: the PutItem of an in_flight item at version 1.
+func isClaim(op string, req map[string]any) bool {
+	return op == "DynamoDB_20120810.PutItem" && itemAttr(req, "status") == string(transfer.StatusInFlight) && itemAttr(req, "version") == "1"
 }
