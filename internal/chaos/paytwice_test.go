@@ -659,3 +659,35 @@ func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
 		})
 	}
 }
+
+// TestLostReleaseAnswerThenReclaim: an operator's discard proves E1 dead and deletes the in_doubt
+// item; the delete is applied but its answer lost, and before the SDK's retry a client's retry
+// claims the free key and lands E2. The retried delete fails its condition against E2's item
+// (rightly: it is not E1's), and DeleteItem then finds an item at the key, so it reports a
+// conflict although its own delete applied: the operator is told "the transfer changed while it
+// was being judged" instead of "released". FAILS with the fix of issue 11 in place (df67d8d):
+// DeleteItem recognises its own delete only when the key is empty, not when the key holds a later
+// incarnation (another ClaimID), which can only exist once E1's item was deleted. Nothing is paid
+// twice; the operator's answer and the sweep's counts are wrong, and the ledger's Done (the channel
+// release) is skipped.
+func TestLostReleaseAnswerThenReclaim(t *testing.T) {
+	r := quietRig(t)
+	e1 := r.inDoubt(t, 0)
+	store, tr := r.storeLosing(t, loseFirst(func(op string, _ map[string]any) bool { return op == "DynamoDB_20120810.DeleteItem" }))
+	retry := told{who: "retry"}
+	tr.onLost = func() { retry.out, retry.err = r.callAs("retry", 0) }
+	r.orch.Store = store
+	op := r.reconciler(r.orch)
+	ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+		Discard: true, Operator: "oncall@example.com"})
+	if _, lost, _ := tr.counts(); lost["DynamoDB_20120810.DeleteItem"] != 1 {
+		t.Fatalf("answers lost %v; the test needs the discard's delete to lose its answer", lost)
+	}
+	if retry.err != nil {
+		t.Fatalf("retry: %v", retry.err)
+	}
+	if a, ok := ans.(*reconcile.ResolveAnswer); err != nil || !ok || a.Resolution != string(transfer.ResolvedReleased) {
+		t.Errorf("discard = %+v, %v; want released: its delete of E1's item applied", ans, err)
+	}
+	r.assertPaidOnce(t, 0, retry)
+}

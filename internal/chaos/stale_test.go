@@ -232,6 +232,9 @@ type lostAnswers struct {
 	// rule decides from the operation (X-Amz-Target, e.g. "DynamoDB_20120810.PutItem") and the
 	// request's JSON what happens to this attempt.
 	rule func(op string, req map[string]any) fate
+	// onLost, when set, runs after an answer is lost and before the SDK's retry (the world moves
+	// on while the writer waits to retry).
+	onLost func()
 
 	mu      sync.Mutex
 	sent    map[string]int // attempts that reached the table, by operation
@@ -276,9 +279,13 @@ func (l *lostAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	l.mu.Lock()
 	l.lost[op]++
+	onLost := l.onLost
 	l.mu.Unlock()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
+	if onLost != nil {
+		onLost()
+	}
 	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 }
 
