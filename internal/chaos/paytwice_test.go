@@ -295,6 +295,64 @@ func TestStaleSweepAfterReclaim(t *testing.T) {
 	})
 }
 
+// TestStaleParkAfterReclaim: the sweep reads an expired claim (E1) while no ledger has closed
+// after E1's maxTime, so its lookup cannot judge E1 and it will park the item in_doubt. Its
+// answer is slow to come back: meanwhile a ledger closes, a retry takes the claim over, proves E1
+// dead, releases, claims again (v1) and attaches and sends E2 (v2), then dies. The sweep's park,
+// conditioned on what it read, must not replace E2's item with E1's in_doubt copy: E1 would be
+// proven dead again, released, and the next retry would build E3 while E2 lands.
+func TestStaleParkAfterReclaim(t *testing.T) {
+	r := quietRig(t)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash
+		}
+		return nil
+	}
+	if _, err := r.callAs("dead", 0); !errors.Is(err, errCrash) {
+		t.Fatalf("setting up a dead claim: %v", err)
+	}
+	r.orch.Hooks = nil
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall}) // no ledger closes after E1's maxTime yet
+	r.clock.Advance(2 * time.Minute)
+	stale, err := r.store.Get(context.Background(), r.storeKey(0))
+	if err != nil || !stale.LeaseExpired(r.clock.Now()) || stale.Envelope == nil {
+		t.Fatalf("dead claim = %+v, %v", stale, err)
+	}
+	retry := told{who: "retry"}
+	r.orch.Ledger = &slowLookup{Ledger: r.orch.Ledger, actor: "sweep", late: true, meanwhile: func() {
+		r.net.ClearFaults()
+		r.clock.Advance(ledgerInterval) // a ledger closes after E1's maxTime
+		r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+			if step == transfer.StepSent && rec.Envelope.InnerHash != stale.Envelope.InnerHash {
+				return errCrash // E2 is on the network; its invocation dies
+			}
+			return nil
+		}
+		retry.out, retry.err = r.callAs("retry", 0)
+		r.orch.Hooks = nil
+	}}
+	s, err := r.orch.Settle(actorCtx(r, "sweep"), stale)
+	if !errors.Is(retry.err, errCrash) {
+		t.Fatalf("the retry should have died after sending E2: %+v, %v", retry.out, retry.err)
+	}
+	if !errors.Is(err, transfer.ErrConditionFailed) {
+		t.Errorf("stale park = %s, %v; want ErrConditionFailed: the item it read is gone", s.Resolution, err)
+	}
+	if rec, err := r.store.Get(context.Background(), r.storeKey(0)); err != nil || rec.Status != transfer.StatusInFlight || rec.Envelope.InnerHash == stale.Envelope.InnerHash {
+		t.Errorf("after the sweep the key holds %+v, %v; want E2's claim", rec, err)
+	}
+	r.clock.Advance(ledgerInterval) // E2 lands
+	r.clock.Advance(2 * time.Minute)
+	next := told{who: "next retry"}
+	next.out, next.err = r.callAs("next", 0)
+	if next.err != nil {
+		t.Errorf("next retry: %v", next.err)
+	}
+	r.assertPaidOnce(t, 0, next)
+}
+
 // TestDelayedTakeOverWrite: caller A reads an expired claim (E1) at v2; before A's take-over write
 // lands, B takes the claim over, proves E1 dead, releases, reclaims (v1), attaches E2 (v2) and
 // sends it. A's write, conditioned on what A read, must not match B's new item.

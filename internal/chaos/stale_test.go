@@ -207,19 +207,27 @@ func (r *rig) settleThenWait(meanwhile func()) reconcile.Settler {
 	})
 }
 
-// slowLookup makes one actor's first ledger lookup slow: meanwhile runs before it is asked.
+// slowLookup makes one actor's first ledger lookup slow: meanwhile runs before it is asked, or,
+// with late, after it answered and before its answer reaches the actor.
 type slowLookup struct {
 	transfer.Ledger
 	actor     string
+	late      bool
 	once      sync.Once
 	meanwhile func()
 }
 
 func (l *slowLookup) Lookup(ctx context.Context, env transfer.Envelope) (transfer.Lookup, error) {
-	if actorOf(ctx) == l.actor {
-		l.once.Do(l.meanwhile)
+	if actorOf(ctx) != l.actor {
+		return l.Ledger.Lookup(ctx, env)
 	}
-	return l.Ledger.Lookup(ctx, env)
+	if !l.late {
+		l.once.Do(l.meanwhile)
+		return l.Ledger.Lookup(ctx, env)
+	}
+	lk, err := l.Ledger.Lookup(ctx, env)
+	l.once.Do(l.meanwhile)
+	return lk, err
 }
 
 // lostAnswers is an HTTP transport to DynamoDB that fails chosen requests: it loses the answer of
