@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -501,6 +502,39 @@ func TestStaleSettleOfInDoubtIncarnation(t *testing.T) {
 		var rerr *reconcile.Error
 		if !errors.As(err, &rerr) || rerr.Code != reconcile.CodeConflict {
 			t.Errorf("forced discard = %+v, %v; want CONFLICT: the item changed while it was judged", ans, err)
+		}
+		finish(t, r, retry)
+	})
+
+	t.Run("operator-forced-resolve", func(t *testing.T) {
+		// As above, but the operator forces "E1 landed" (its hash) while the ledger cannot judge
+		// it; between the operator's lookup and its write, a retry proves E1 dead and E2 ends
+		// in_doubt. The forced resolve must not turn E2's item into "replayable with E1", a
+		// transaction that never landed, while E2's landed payment goes unrecorded.
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		if _, err := r.callAs("other key", 1); err != nil {
+			t.Fatalf("key 1: %v", err)
+		}
+		r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 1})
+		for range 3 {
+			r.net.CloseLedger()
+		}
+		var retry told
+		op := reconcile.New(reconcile.Config{
+			Store: r.store, Settler: r.orch, Gauge: nopGauge{}, Clock: r.clock,
+			Ledger: &slowLookup{Ledger: r.ledger, actor: "operator", late: true, meanwhile: func() {
+				r.net.ClearFaults()
+				retry = retryToInDoubt(t, r, e1)
+			}},
+			KeyTTL: func() time.Duration { return transfer.DefaultSettings().KeyTTL },
+			Logger: slog.New(slog.DiscardHandler),
+		})
+		ans, err := op.Do(actorCtx(r, "operator"), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+			TransactionHash: e1.Envelope.InnerHash, Force: true, Reason: "seen on an explorer", Operator: "oncall@example.com"})
+		var rerr *reconcile.Error
+		if !errors.As(err, &rerr) || rerr.Code != reconcile.CodeConflict {
+			t.Errorf("forced resolve = %+v, %v; want CONFLICT: the item changed while it was resolved", ans, err)
 		}
 		finish(t, r, retry)
 	})
