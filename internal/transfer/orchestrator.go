@@ -86,6 +86,9 @@ type attempt struct {
 	owner    string
 	settings Settings
 	deadline time.Time // end of the submission budget
+	// freed is the ClaimID of this call's last claim whose envelope was proven dead and released;
+	// if the release failed, the next pass finds that item and releases it again.
+	freed string
 	lease    time.Time // when another invocation may take the claim over
 	// net carries the Stellar calls: it ends DeadlineMargin before the invocation's deadline, so
 	// a hung send or lookup cannot eat the time kept for the final writes.
@@ -141,7 +144,14 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		held, won, err := o.Store.Claim(cctx, rec, now)
 		end(err)
 		if err != nil {
-			return Outcome{}, storeUnavailable(err)
+			// The write may have applied with its answer lost (and the SDK's retries refused): read
+			// the key back. Our own claim carries on; otherwise it is removed (it holds no envelope,
+			// nothing can land), so it does not block the client's retry until its lease expires.
+			cur, gerr := o.Store.Get(ctx, a.key)
+			if gerr != nil || cur.ClaimID != rec.ClaimID {
+				return Outcome{}, storeUnavailable(err)
+			}
+			held, won = cur, true
 		}
 		if !won && held.ClaimID == rec.ClaimID && held.LeaseOwner == rec.LeaseOwner {
 			// Our own claim: the write applied, its answer was lost and the SDK's retry failed its
@@ -150,6 +160,9 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		}
 		if won {
 			out, freed, err := o.execute(ctx, a, rec)
+			if freed {
+				a.freed = rec.ClaimID
+			}
 			lastRefusal = err
 			if freed && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {
 				// The envelope is proven dead: a new one may be built, after a pause that grows
@@ -160,6 +173,14 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 				continue
 			}
 			return out, err
+		}
+		if held.ClaimID != "" && held.ClaimID == a.freed && held.LeaseOwner == a.owner {
+			// Our own earlier claim, whose envelope this call proved dead, still holds the key: its
+			// release failed. Release it again rather than wait on ourselves.
+			if err := DeleteItem(ctx, o.Store, held); err != nil {
+				return Outcome{}, storeUnavailable(err)
+			}
+			continue
 		}
 		if held.Fingerprint != fingerprint {
 			return Outcome{}, &ConflictError{}
