@@ -89,7 +89,7 @@ type attempt struct {
 	// freed is the ClaimID of this call's last claim whose envelope was proven dead and released;
 	// if the release failed, the next pass finds that item and releases it again.
 	freed string
-	lease    time.Time // when another invocation may take the claim over
+	lease time.Time // when another invocation may take the claim over
 	// net carries the Stellar calls: it ends DeadlineMargin before the invocation's deadline, so
 	// a hung send or lookup cannot eat the time kept for the final writes.
 	net context.Context
