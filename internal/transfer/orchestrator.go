@@ -245,21 +245,22 @@ func (o *Orchestrator) begin(ctx context.Context, in Input) *attempt {
 	}
 }
 
-// budgetLeft reports whether enough budget is left to build a new envelope that can both land
-// and, failing that, be proven dead before the budget ends.
+// budgetLeft reports whether enough budget is left to build a new envelope that the network
+// accepts (maxTime at least MinValidity away) and that, failing to land, is proven dead before the
+// budget ends (ProofWindow after maxTime).
 func (o *Orchestrator) budgetLeft(a *attempt) bool {
-	return a.deadline.Sub(o.Clock.Now()) >= 2*a.settings.ProofWindow
+	return a.deadline.Sub(o.Clock.Now()) >= a.settings.MinValidity+a.settings.ProofWindow
 }
 
-// maxTime is the envelope's timebounds maxTime, epoch seconds: ProofWindow before the end of
-// the budget, so that an envelope still pending then is proven dead by a ledger that closes
-// before the budget ends; never earlier than halfway through what is left.
+// maxTime is the envelope's timebounds maxTime: ProofWindow before the end of the budget, so that
+// an envelope still pending then is proven dead by a ledger that closes before the budget ends;
+// never less than MinValidity from now, so that stellar-core never refuses it as too late (the
+// first pass of a call with a short budget then ends in doubt rather than be refused).
 func (o *Orchestrator) maxTime(a *attempt) time.Time {
 	now := o.Clock.Now()
-	left := a.deadline.Sub(now)
 	t := a.deadline.Add(-a.settings.ProofWindow)
-	if half := now.Add(left / 2); t.Before(half) {
-		t = half
+	if least := now.Add(a.settings.MinValidity); t.Before(least) {
+		t = least
 	}
 	return t
 }
