@@ -628,7 +628,9 @@ func TestLostClaimAnswer(t *testing.T) {
 // TestLostWriteAnswers: every kind of write the orchestrator and the sweep make, applied with its
 // answer lost and sent again by the SDK's retryer (whose retry then fails its condition against
 // the item the first attempt wrote). The writer must recognise its own write and carry on: one
-// transaction, the item right, the caller told the truth, and no call waiting on itself.
+// transaction, the item right, the caller told the truth, and no call waiting on itself. attach,
+// take-over and sweep-release fail on 1e477b3; settle, release and in_doubt passed there too (the
+// lost answer cost only a log line) and guard against a regression.
 func TestLostWriteAnswers(t *testing.T) {
 	const put, del = "DynamoDB_20120810.PutItem", "DynamoDB_20120810.DeleteItem"
 	// putOf picks the first PutItem of an item with this status and version (0: any version).
@@ -713,9 +715,9 @@ func TestLostWriteAnswers(t *testing.T) {
 // TestOwnLeftoverDoesNotBlockTheKey: a call whose own write failed must not leave the key held
 // by its own dead claim, so that it (or the client's next retry) waits a whole budget on an item
 // nobody is working on and answers TRANSFER_IN_PROGRESS, "another request with this key is still
-// running". FAILS with the fix of issue 11 in place (df67d8d): the lost-answer recognition covers
-// a write whose SDK retry fails its condition, not one whose retries all fail, nor a release that
-// never reached the table.
+// running". Failed on 1e477b3 and with the first fix of issue 11 (df67d8d), whose lost-answer
+// recognition covered a write whose SDK retry fails its condition, not one whose retries all
+// fail, nor a release that never reached the table; passes since d300431.
 func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -798,11 +800,11 @@ func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
 // claims the free key and lands E2. The retried delete fails its condition against E2's item
 // (rightly: it is not E1's), and DeleteItem then finds an item at the key, so it reports a
 // conflict although its own delete applied: the operator is told "the transfer changed while it
-// was being judged" instead of "released". FAILS with the fix of issue 11 in place (df67d8d):
-// DeleteItem recognises its own delete only when the key is empty, not when the key holds a later
-// incarnation (another ClaimID), which can only exist once E1's item was deleted. Nothing is paid
-// twice; the operator's answer and the sweep's counts are wrong, and the ledger's Done (the channel
-// release) is skipped.
+// was being judged" instead of "released". Failed on 1e477b3 and with the first fix of issue 11
+// (df67d8d), whose DeleteItem recognised its own delete only when the key is empty, not when the
+// key holds a later incarnation (another ClaimID), which can only exist once E1's item was
+// deleted: nothing was paid twice, but the operator's answer and the sweep's counts were wrong,
+// and the ledger's Done (the channel release) was skipped. Passes since d300431.
 func TestLostReleaseAnswerThenReclaim(t *testing.T) {
 	r := quietRig(t)
 	e1 := r.inDoubt(t, 0)
