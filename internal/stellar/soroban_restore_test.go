@@ -90,10 +90,17 @@ func (r *contractRig) landed(hash string) (feeCharged int64, sorobanData string)
 		r.t.Fatal(err)
 	}
 	var env xdr.TransactionEnvelope
-	if err := xdr.SafeUnmarshalBase64(tx.EnvelopeXDR, &env); err != nil || env.V1 == nil || env.V1.Tx.Ext.SorobanData == nil {
+	if err := xdr.SafeUnmarshalBase64(tx.EnvelopeXDR, &env); err != nil {
 		r.t.Fatalf("envelope: %v", err)
 	}
-	data, err := xdr.MarshalBase64(*env.V1.Tx.Ext.SorobanData)
+	inner := env.V1
+	if env.FeeBump != nil {
+		inner = env.FeeBump.Tx.InnerTx.V1
+	}
+	if inner == nil || inner.Tx.Ext.SorobanData == nil {
+		r.t.Fatalf("envelope without Soroban data: %+v", env)
+	}
+	data, err := xdr.MarshalBase64(*inner.Tx.Ext.SorobanData)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -190,6 +197,39 @@ func TestContractArchivedBalanceOverFeeCapRefusedBeforeSending(t *testing.T) {
 	}
 	if len(r.net.Envelopes()) != sent+1 {
 		t.Fatal("the plain call over the cap was sent")
+	}
+}
+
+// With channel accounts the restoring call is fee-bumped by the fee account: MAX_FEE_STROOPS
+// covers the resource fee and two inclusion fees (the bump counts as an operation).
+func TestContractArchivedBalanceRestoredByTheCallWithChannels(t *testing.T) {
+	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{channels: 2})
+	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 9)
+	if err := r.host.ArchiveBalance(r.contract, r.wallet); err != nil {
+		t.Fatal(err)
+	}
+	sim := r.simulateCall("withdraw", r.wallet, 4)
+	need := sim.MinResourceFee + 2*inclusionFee
+	r.orch.Ledger = r.ledgerWithCap(need - 1)
+	sent := len(r.net.Envelopes())
+	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	if p := problemOf(t, err); p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable ||
+		!strings.Contains(p.Detail, "needs a fee of "+itoa(need)+" stroops (resource fee "+itoa(sim.MinResourceFee)+" + inclusion fee 200)") {
+		t.Fatalf("problem %+v", p)
+	}
+	if len(r.net.Envelopes()) != sent {
+		t.Fatal("something was sent")
+	}
+	r.orch.Ledger = r.ledgerWithCap(need)
+	before := len(r.net.Applied())
+	out := r.mustTransfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	applied := r.net.Applied()[before:]
+	if len(applied) != 1 || applied[0].FeeBumpHash == "" || applied[0].Status != "SUCCESS" || r.vaultBalance(r.wallet) != 5*unit {
+		t.Fatalf("applied %+v, balance %d", applied, r.vaultBalance(r.wallet))
+	}
+	fee, data := r.landed(out.TransactionHash)
+	if fee != need || data != sim.TransactionDataXDR {
+		t.Errorf("fee charged %d, want %d; Soroban data the simulation's: %v", fee, need, data == sim.TransactionDataXDR)
 	}
 }
 

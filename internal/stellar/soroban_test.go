@@ -16,6 +16,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
@@ -48,6 +49,8 @@ const contractLagMax = 3 * time.Second
 // that check the service still handles it.
 type contractRigOpts struct {
 	legacy stellarsim.Legacy
+	// channels > 0 builds the calls on that many channel accounts, fee-bumped by the fee account.
+	channels int
 }
 
 func newContractRig(t *testing.T, cc stellar.ContractConfig) *contractRig {
@@ -81,7 +84,9 @@ func newContractRigWith(t *testing.T, cc stellar.ContractConfig, o contractRigOp
 	issuer := keypair.MustRandom()
 	usdc := n.IssueAsset("USDC", issuer)
 	wallet := keypair.MustRandom().Address()
-	for _, step := range []error{n.CreateAccount(keys.Vault.Address(), 100*unit), n.CreateAccount(wallet, 10*unit)} {
+	keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
+	for _, step := range []error{n.CreateAccount(keys.Vault.Address(), 100*unit), n.CreateAccount(keys.Fee.Address(), 100*unit),
+		n.CreateAccount(wallet, 10*unit)} {
 		if step != nil {
 			t.Fatal(step)
 		}
@@ -90,17 +95,31 @@ func newContractRigWith(t *testing.T, cc stellar.ContractConfig, o contractRigOp
 	if err != nil {
 		t.Fatal(err)
 	}
+	db, _ := dynamotest.Minidyn(t)
+	store := dynamotest.NewStore(t, db)
 	r := &contractRig{t: t, clock: clock, net: n, host: host, contract: contract, vault: keys.Vault.Address(), wallet: wallet,
 		inner: stellar.RPCConfig{
 			URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
 			Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
 			MaxFeeStroops: 1_000_000, Clock: clock,
 		}}
+	if o.channels > 0 {
+		pool, err := stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()),
+			Count: o.channels, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.inner.Channels = pool
+	}
 	cc.Contract = contract
 	r.cc = cc
 	r.ledger = r.ledgerWithCap(r.inner.MaxFeeStroops)
-	db, _ := dynamotest.Minidyn(t)
-	r.orch = &transfer.Orchestrator{Store: dynamotest.NewStore(t, db), Ledger: r.ledger, Clock: clock,
+	if o.channels > 0 {
+		if _, err := r.ledger.EnsureChannels(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.orch = &transfer.Orchestrator{Store: store, Ledger: r.ledger, Clock: clock,
 		Logger: slog.New(slog.DiscardHandler), Breaker: transfer.NewBreaker(transfer.BreakerSettings{})}
 	return r
 }
