@@ -234,20 +234,33 @@ func TestContractArchivedBalanceRestoredByTheCallWithChannels(t *testing.T) {
 }
 
 // A node that still answers a restorePreamble (stellarsim's Legacy.RestorePreamble, the protocol
-// 22 flow) gets an explicit RestoreFootprint first. When the network refuses it, the transfer is
-// RESTORE_REQUIRED (retryable, nothing landed); retried, the same key restores and withdraws in
-// one request.
+// 22 flow) gets an explicit RestoreFootprint first. A restore over MAX_FEE_STROOPS is refused
+// before it is sent; when the network refuses it, the transfer is RESTORE_REQUIRED (retryable,
+// nothing landed); retried, the same key restores and withdraws in one request.
 func TestContractExplicitRestoreWhenTheNodeAsksForIt(t *testing.T) {
 	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{legacy: stellarsim.Legacy{RestorePreamble: true}})
 	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 9)
 	if err := r.host.ArchiveBalance(r.contract, r.wallet); err != nil {
 		t.Fatal(err)
 	}
+	pre := r.simulateCall("withdraw", r.wallet, 4).RestorePreamble
+	if pre == nil {
+		t.Fatal("no restorePreamble from the protocol 22 node")
+	}
+	need := pre.MinResourceFee + inclusionFee
+	r.orch.Ledger = r.ledgerWithCap(need - 1)
+	sent := len(r.net.Envelopes())
+	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	if p := problemOf(t, err); p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable ||
+		!strings.Contains(p.Detail, "needs a fee of "+itoa(need)+" stroops") || len(r.net.Envelopes()) != sent {
+		t.Fatalf("restore over the cap: %+v, %d envelopes sent", p, len(r.net.Envelopes())-sent)
+	}
+	r.orch.Ledger = r.ledger
 	if err := r.net.AddFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "TRY_AGAIN_LATER"}); err != nil {
 		t.Fatal(err)
 	}
 	before := len(r.net.Applied())
-	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
+	_, err = r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
 	if p := problemOf(t, err); p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable || p.Status != 503 {
 		t.Fatalf("problem %+v", p)
 	}
