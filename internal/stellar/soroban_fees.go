@@ -13,11 +13,13 @@ import (
 
 // A Soroban transaction's fee is its declared resource fee (SorobanTransactionData.resourceFee,
 // taken from simulateTransaction as is) plus the inclusion fee (per operation slot, a fee bump
-// counting as one more). stellar-core refuses at submission a fee below the declared resource
-// fee plus the minimum inclusion fee (txINSUFFICIENT_FEE, TransactionFrame::commonValidPreSeqNum)
-// and fails at apply a call whose declared resource fee does not cover what it consumed
-// (INSUFFICIENT_REFUNDABLE_FEE); since protocol 23 the unused refundable part is given back
-// (TransactionFrame::refundSorobanFee), so the fee charged can be below the envelope's fee.
+// counting as one more). stellar-core refuses at submission an envelope whose inclusion part
+// (fee minus declared resource fee) is below the minimum inclusion fee (txINSUFFICIENT_FEE) and
+// a declared resource fee below the fee of the declared resources (txSOROBAN_INVALID), both in
+// TransactionFrame::commonValidPreSeqNum, and fails at apply a call whose declared refundable
+// fee does not cover the rent and events it consumed (INSUFFICIENT_REFUNDABLE_FEE); the unused
+// refundable part is given back (TransactionFrame::refundSorobanFee), so the fee charged can be
+// below the envelope's fee.
 //
 // Since protocol 23 an invocation restores the archived persistent entries its transaction data
 // marks (SorobanResourcesExtV0.archivedSorobanEntries, CAP-66); their restore (rent, reads and

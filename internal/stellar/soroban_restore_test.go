@@ -142,6 +142,10 @@ func TestContractArchivedBalanceRestoredByTheCall(t *testing.T) {
 		t.Errorf("fee charged %d (network %d), want resource fee %d + inclusion fee %d",
 			restoreFee, applied[0].FeeCharged, sim.MinResourceFee, inclusionFee)
 	}
+	if lk, err := r.ledger.Lookup(context.Background(), transfer.Envelope{InnerHash: out.TransactionHash}); err != nil ||
+		lk.Status != transfer.LookupSuccess || lk.FeeChargedStroops != restoreFee {
+		t.Errorf("the ledger's lookup: %+v %v, want fee charged %d", lk, err, restoreFee)
+	}
 
 	plainSim := r.simulateCall("withdraw", r.wallet, 4)
 	if len(archivedIn(t, plainSim)) != 0 {
