@@ -260,15 +260,12 @@ func TestContractWithdrawAboveBalanceIsSimulationError(t *testing.T) {
 }
 
 // RPC_ERROR: the first send is refused (sendTransaction ERROR txBAD_SEQ): the envelope is proven
-// dead; retryable. The budget (13 s, under two proof windows) leaves no room to rebuild within
-// the call, so the refusal is what the caller sees.
-//
-// It keeps stellarsim's Legacy.SubmitTimeBounds: with a 13 s budget and the 7 s proof window,
-// the orchestrator's maxTime is now + 6.5 s, inside core's upper-bound offset (last close + 10 s
-// and the time since), so the retry's envelope is refused txTOO_LATE on the realistic network.
-// internal/transfer's maxTime rule (a minimum validity) is what removes that; drop the flag then.
+// dead; retryable. The budget (13 s, under the minimum validity plus the proof window) leaves no
+// room to rebuild within the call, so the refusal is what the caller sees. The retry's envelope
+// gets maxTime now + 12 s (MinValidity), outside core's upper-bound offset, so the realistic
+// network accepts it.
 func TestContractFirstSendRefusedIsRPCError(t *testing.T) {
-	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{legacy: stellarsim.Legacy{SubmitTimeBounds: true}})
+	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{})
 	r.orch.Settings = func() transfer.Settings {
 		s := transfer.DefaultSettings()
 		s.Timeout = 13 * time.Second
