@@ -81,11 +81,35 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 	for _, kind := range []string{"refuse", "drop_response", "delay", "answer_TRY_AGAIN_LATER", "answer_txBAD_SEQ",
 		"answer_txINSUFFICIENT_FEE", "answer_http_504", "answer_http_500", "drop_envelope", "delay_inclusion",
 		"stall", "retention", "connection_refused", "lookup_lost", "dynamo_outage",
-		"dynamo_put_error", "dynamo_put_throttled", "dynamo_put_answer_lost", "dynamo_delete_error",
-		"dynamo_delete_answer_lost", "dynamo_get_error"} {
+		"dynamo_claim_put_error", "dynamo_claim_put_throttled", "dynamo_replace_put_error", "dynamo_replace_put_throttled",
+		"dynamo_delete_error", "dynamo_get_error", "dynamo_get_throttled", "dynamo_query_error"} {
 		if rep.Faults[kind] == 0 {
 			t.Errorf("fault %s never happened", kind)
 		}
+	}
+	// Every kind of write applies and loses its answer, both ways (issue 11).
+	writes := []string{"claim_put", "replace_put", "delete"}
+	if cfg.Channels > 0 {
+		writes = append(writes, "lease_put", "lease_delete")
+	}
+	for _, kind := range writes {
+		for _, how := range []string{"_answer_lost", "_answer_lost_retried"} {
+			if rep.Faults["dynamo_"+kind+how] == 0 {
+				t.Errorf("fault dynamo_%s%s never happened", kind, how)
+			}
+		}
+	}
+	// The stale actors acted, and held writes met later incarnations of their keys.
+	for _, kind := range []string{"writes_held", "takeover_writes_held", "sweeps"} {
+		if rep.Stale[kind] == 0 {
+			t.Errorf("stale actors: %s never happened", kind)
+		}
+	}
+	if rep.Stale["stale_writes_applied_to_a_newer_incarnation"]+rep.Stale["stale_writes_refused_by_a_newer_incarnation"] == 0 {
+		t.Errorf("no held write ever met a newer incarnation of its key")
+	}
+	if rep.LateCalls == 0 {
+		t.Errorf("no caller called again late")
 	}
 	for _, step := range []string{"claimed", "prepared", "attached", "sent", "settling"} {
 		if rep.Crashes[step] == 0 {
