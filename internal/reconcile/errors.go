@@ -22,6 +22,8 @@ const (
 	// dependencies
 	CodeStoreUnavailable  = "STORE_UNAVAILABLE"
 	CodeLedgerUnavailable = "LEDGER_UNAVAILABLE"
+	// CodeConfigurationInvalid: a setting read per call is out of range (transfer.Settings.Validate).
+	CodeConfigurationInvalid = "CONFIGURATION_INVALID"
 	// channels (issue 5)
 	CodeChannelsNotAvailable = "CHANNELS_NOT_AVAILABLE"
 	// CodeChannelsFailed: the ledger could not list or create the channel accounts.

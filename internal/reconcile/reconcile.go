@@ -302,10 +302,14 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		forced = true
 		lk = transfer.Lookup{Status: transfer.LookupSuccess, Hash: hash}
 	}
+	ttl := s.cfg.KeyTTL()
+	if err := (transfer.Settings{KeyTTL: ttl}).Validate(); err != nil {
+		return nil, &Error{Code: CodeConfigurationInvalid, Message: err.Error(), Err: err}
+	}
 	now := s.cfg.Clock.Now()
-	next := transfer.SettledRecord(rec, lk, now, s.cfg.KeyTTL())
+	next := transfer.SettledRecord(rec, lk, now, ttl)
 	next.Audit = s.audit(ctx, "resolve", req, forced, now)
-	if err := s.cfg.Store.Replace(ctx, next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+	if err := transfer.ReplaceItem(ctx, s.cfg.Store, rec, next); err != nil {
 		return nil, writeErr(err)
 	}
 	s.cfg.Ledger.Done(ctx, env)
@@ -356,10 +360,12 @@ func (s *Service) forceDiscard(ctx context.Context, req Request, rec transfer.Re
 	next.Version++
 	next.UpdatedAt = now
 	next.Audit = s.audit(ctx, "discard", req, true, now)
-	if err := s.cfg.Store.Replace(ctx, next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+	// Both writes name the incarnation and envelope read (transfer.Expect): a discard can never
+	// release a later claim of the key.
+	if err := transfer.ReplaceItem(ctx, s.cfg.Store, rec, next); err != nil {
 		return nil, writeErr(err)
 	}
-	if err := s.cfg.Store.Delete(ctx, rec.StoreKey, transfer.Condition{Status: next.Status, Version: next.Version}); err != nil {
+	if err := transfer.DeleteItem(ctx, s.cfg.Store, next); err != nil {
 		return nil, writeErr(err)
 	}
 	if rec.Envelope != nil {

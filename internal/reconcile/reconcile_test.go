@@ -115,8 +115,8 @@ func (f *fixture) put(t *testing.T, key string, status transfer.Status, leaseUnt
 	t.Helper()
 	rec := transfer.Record{
 		StoreKey: transfer.StoreKey(wallet, key), Status: transfer.StatusInFlight, Fingerprint: "secret-fingerprint",
-		Request:   transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
-		ClientKey: key, TraceID: "1-abc", LeaseOwner: "owner", LeaseExpiresAt: leaseUntil, Version: 1, CreatedAt: t0, UpdatedAt: t0,
+		Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
+		ClaimID: "claim-" + key, ClientKey: key, TraceID: "1-abc", LeaseOwner: "owner", LeaseExpiresAt: leaseUntil, Version: 1, CreatedAt: t0, UpdatedAt: t0,
 	}
 	if _, won, err := f.store.Claim(context.Background(), rec, t0); err != nil || !won {
 		t.Fatalf("claim %s: %v %v", key, won, err)
@@ -126,14 +126,14 @@ func (f *fixture) put(t *testing.T, key string, status transfer.Status, leaseUnt
 		next.Envelope = &transfer.Envelope{XDR: "AAAA-signed", InnerHash: hashOf(key, false), OuterHash: hashOf(key, true),
 			MaxTime: t0.Unix() + 30, SubmittedLedger: 50}
 		next.Version++
-		if err := f.store.Replace(context.Background(), next, transfer.Condition{Status: rec.Status, Version: rec.Version, LeaseOwner: "owner"}); err != nil {
+		if err := f.store.Replace(context.Background(), next, transfer.Expect(rec)); err != nil {
 			t.Fatal(err)
 		}
 		rec = next
 	}
 	if status == transfer.StatusInDoubt {
 		next := transfer.InDoubtRecord(rec, "TRANSFER_TIMEOUT", t0.Add(time.Duration(len(key))*time.Second))
-		if err := f.store.Replace(context.Background(), next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+		if err := f.store.Replace(context.Background(), next, transfer.Expect(rec)); err != nil {
 			t.Fatal(err)
 		}
 		rec = next

@@ -12,6 +12,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
@@ -172,8 +173,8 @@ func TestContractDepositThenWithdraw(t *testing.T) {
 	if len(r.net.Envelopes()) != sent || r.vaultBalance(r.wallet) != 3*unit {
 		t.Fatal("the replay sent something")
 	}
-	// Contract wallets work the same way.
-	cw := r.contract
+	// Contract wallets work the same way (any contract but the vault's own).
+	cw := strkey.MustEncode(strkey.VersionByteContract, []byte("another contract's 32-byte ID..."))
 	r.mustTransfer("deposit-0002", transfer.Deposit, cw, 4)
 	if got := r.vaultBalance(cw); got != 4*unit {
 		t.Fatalf("contract wallet: %d", got)

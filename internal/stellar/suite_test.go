@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -98,6 +99,8 @@ type suiteOpts struct {
 	channels      int
 	maxFee        int64
 	feePercentile int
+	// assets replaces the one USDC asset the ledger is configured with.
+	assets []txnbuild.CreditAsset
 }
 
 func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
@@ -142,6 +145,9 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 		o.maxFee = 10_000
 	}
 	assets := []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer.Address()}}
+	if o.assets != nil {
+		assets = o.assets
+	}
 	switch backend {
 	case "rpc":
 		e.ledger, err = NewRPCLedger(RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
@@ -384,6 +390,10 @@ func TestSuiteTransport(t *testing.T) {
 		if err := e.net.Close(); err != nil {
 			t.Fatal(err)
 		}
+		// The server closed its side of the kept-alive connections; until the client's transport
+		// notices, a request on one ends in EOF after the write, rightly judged as possibly
+		// delivered. A refused connection is what this checks, so start from no idle connection.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		if _, err := e.ledger.Send(ctx, env); !errors.Is(err, transfer.ErrNotSent) {
 			t.Errorf("refused connection: %v, want ErrNotSent", err)
 		}

@@ -63,6 +63,9 @@ type Orchestrator struct {
 	Breaker *Breaker
 	// NewOwner returns a unique lease owner ID per call; nil uses 16 random bytes in hex.
 	NewOwner func() string
+	// NewClaimID returns a fresh incarnation ID per claim; nil uses NewClaimID. Tests may make it
+	// deterministic but must never let it repeat.
+	NewClaimID func() string
 	// Hooks, when set, is called at each Step; a non-nil error abandons the call on the spot, as a
 	// crash would (nothing released, nothing settled). Tests use it.
 	Hooks func(ctx context.Context, step Step, rec Record) error
@@ -102,6 +105,10 @@ func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) 
 
 func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) {
 	a := o.begin(ctx, in)
+	if err := a.settings.Validate(); err != nil {
+		o.log().ErrorContext(ctx, "refusing the transfer: invalid configuration", "err", err)
+		return Outcome{}, misconfigured(err)
+	}
 	var cancel context.CancelFunc
 	a.net, cancel = ctx, func() {}
 	if dl, ok := ctx.Deadline(); ok {
@@ -126,7 +133,7 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 			return Outcome{}, &InProgressError{RetryAfter: time.Second}
 		}
 		rec := Record{
-			StoreKey: a.key, Status: StatusInFlight, Fingerprint: fingerprint, Request: in.Request,
+			StoreKey: a.key, ClaimID: o.newClaimID(), Status: StatusInFlight, Fingerprint: fingerprint, Request: in.Request,
 			ClientKey: in.ClientKey, TraceID: in.TraceID, LeaseOwner: a.owner, LeaseExpiresAt: a.lease,
 			Version: 1, CreatedAt: now, UpdatedAt: now,
 		}
@@ -135,6 +142,11 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		end(err)
 		if err != nil {
 			return Outcome{}, storeUnavailable(err)
+		}
+		if !won && held.ClaimID == rec.ClaimID && held.LeaseOwner == rec.LeaseOwner {
+			// Our own claim: the write applied, its answer was lost and the SDK's retry failed its
+			// condition against our item. A ClaimID is never reused, so this is the claim we made.
+			rec, won = held, true
 		}
 		if won {
 			out, freed, err := o.execute(ctx, a, rec)
@@ -257,7 +269,7 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 	next.Envelope = &env
 	next.Version++
 	next.UpdatedAt = o.Clock.Now()
-	if err := o.Store.Replace(ctx, next, ownedBy(rec)); err != nil {
+	if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 		// The envelope was never sent, so nothing can land from it whether or not the write
 		// happened. If it did, a take-over will find the envelope and judge it from the ledger.
 		o.release(ctx, rec)
@@ -354,7 +366,7 @@ func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk 
 	env := *rec.Envelope
 	next := settled(rec, lk, o.Clock.Now(), a.settings.KeyTTL)
 	sctx, end := o.observer().StartStep(ctx, TraceSettle)
-	err := o.Store.Replace(sctx, next, ownedBy(rec))
+	err := ReplaceItem(sctx, o.Store, rec, next)
 	end(err)
 	if err != nil {
 		// The ledger has spoken; the caller gets the truth. The item stays in_flight with its
@@ -399,7 +411,7 @@ func (o *Orchestrator) settleInDoubt(ctx context.Context, a *attempt, rec Record
 		return err
 	}
 	next := InDoubtRecord(rec, failing, o.Clock.Now())
-	if err := o.Store.Replace(ctx, next, ownedBy(rec)); err != nil {
+	if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 		o.log().ErrorContext(ctx, "writing in_doubt failed; the expired lease will be taken over", "storeKey", rec.StoreKey, "err", err)
 	}
 	// The page comes from the alert function, which sees every in_doubt item on the table's stream;
@@ -458,7 +470,9 @@ func (o *Orchestrator) takeOver(ctx context.Context, a *attempt, held Record) (O
 	next.TraceID = a.in.TraceID
 	next.Version++
 	next.UpdatedAt = o.Clock.Now()
-	if err := o.Store.Replace(ctx, next, Condition{Status: StatusInFlight, Version: held.Version}); err != nil {
+	// The condition names the incarnation and state read (Expect(held)): a take-over delayed past
+	// another caller's release and reclaim can never land on the new claim.
+	if err := ReplaceItem(ctx, o.Store, held, next); err != nil {
 		if errors.Is(err, ErrConditionFailed) {
 			return Outcome{}, true, nil // another caller took it over first
 		}
@@ -490,7 +504,7 @@ func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (O
 			// A failed read changes nothing: keep waiting until the budget ends.
 			o.log().WarnContext(ctx, "reading the item while waiting failed", "storeKey", held.StoreKey, "err", err)
 			continue
-		case cur.Status != StatusInFlight || (cur.Version != held.Version && cur.LeaseOwner != held.LeaseOwner):
+		case cur.ClaimID != held.ClaimID || cur.Status != StatusInFlight || (cur.Version != held.Version && cur.LeaseOwner != held.LeaseOwner):
 			return Outcome{}, true, nil
 		case cur.LeaseExpired(o.Clock.Now()):
 			return Outcome{}, true, nil
@@ -546,9 +560,16 @@ func (o *Orchestrator) lookup(ctx context.Context, env Envelope) (Lookup, error)
 // release deletes an in_flight item this call owns, once nothing can land for it. A failure is
 // logged: the lease will expire and a take-over will judge the item from the ledger.
 func (o *Orchestrator) release(ctx context.Context, rec Record) {
-	if err := o.Store.Delete(ctx, rec.StoreKey, ownedBy(rec)); err != nil {
+	if err := DeleteItem(ctx, o.Store, rec); err != nil {
 		o.log().WarnContext(ctx, "releasing the key failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
 	}
+}
+
+func (o *Orchestrator) newClaimID() string {
+	if o.NewClaimID != nil {
+		return o.NewClaimID()
+	}
+	return NewClaimID()
 }
 
 func (o *Orchestrator) hook(ctx context.Context, step Step, rec Record) error {
@@ -591,10 +612,6 @@ func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View
 	default:
 		return View{Status: "pending", InDoubt: rec.Status == StatusInDoubt}, nil
 	}
-}
-
-func ownedBy(rec Record) Condition {
-	return Condition{Status: StatusInFlight, Version: rec.Version, LeaseOwner: rec.LeaseOwner}
 }
 
 func replay(rec Record) Outcome {

@@ -539,3 +539,31 @@ func TestHungSendLeavesTheMarginForTheInDoubtWrite(t *testing.T) {
 		t.Fatalf("item is %s: the in-doubt write needs the margin the hung send must leave", rec.Status)
 	}
 }
+
+func TestReplayWindowBelowAnHourIsRefusedPerCall(t *testing.T) {
+	h := newHarness(t)
+	ttl := 59 * time.Minute
+	h.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.KeyTTL = ttl
+		return s
+	}
+	_, err := h.orch.Transfer(context.Background(), input("order-ttl-1", "1"))
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) || u.Code != transfer.CodeConfigurationInvalid || u.Problem().Status != 503 {
+		t.Fatalf("err = %v, want 503 %s", err, transfer.CodeConfigurationInvalid)
+	}
+	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-ttl-1")); ok || func() bool { p, s := h.ledger.counts(); return p+s != 0 }() {
+		t.Fatal("a refused call claimed the key or sent an envelope")
+	}
+	if _, err := h.orch.Settle(context.Background(), transfer.Record{Status: transfer.StatusInDoubt}); err == nil {
+		t.Fatal("Settle ran with a replay window under an hour")
+	}
+	ttl = time.Hour // the next call reads the fixed value
+	if _, err := h.orch.Transfer(context.Background(), input("order-ttl-1", "1")); err != nil {
+		t.Fatalf("with a one-hour window: %v", err)
+	}
+	if rec := h.item(t, "order-ttl-1"); rec.ExpiresAt != h.clock.Now().Add(time.Hour).Unix() {
+		t.Fatalf("expiresAt = %d, want now + 1 h", rec.ExpiresAt)
+	}
+}

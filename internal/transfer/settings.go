@@ -1,6 +1,14 @@
 package transfer
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
+
+// MinKeyTTL is the shortest replay window allowed: a replayable or rejected item is kept at least
+// this long after it settles. After the window the key is a new transfer (README, "The guarantee"),
+// so a window shorter than a client's retry horizon would let a late retry pay again.
+const MinKeyTTL = time.Hour
 
 // Settings are the orchestrator's tunables. The orchestrator asks for them on every call (seed
 // 000, "Configuration": read per call, so an operator can change them without a redeploy).
@@ -10,7 +18,8 @@ type Settings struct {
 	// DeadlineMargin is kept free before the invocation's deadline for the final writes
 	// (TRANSFER_DEADLINE_MARGIN_MS, default 2 s).
 	DeadlineMargin time.Duration
-	// KeyTTL is how long replayable and rejected items are kept (IDEMPOTENCY_KEY_TTL_MS, default 24 h).
+	// KeyTTL is how long replayable and rejected items are kept (IDEMPOTENCY_KEY_TTL_MS, default
+	// 24 h, at least MinKeyTTL): the replay window, after which the key is a new transfer.
 	KeyTTL time.Duration
 	// ProofWindow is how long before the end of the budget the envelope's maxTime is set, so that
 	// a ledger closing after maxTime can prove it dead before the budget ends (about one ledger
@@ -29,4 +38,27 @@ func DefaultSettings() Settings {
 		ProofWindow:    7 * time.Second,
 		MaxKeyLength:   DefaultMaxKeyLength,
 	}
+}
+
+// ConfigError is a setting out of its allowed range. Transfer and Settle refuse to run with one:
+// nothing is claimed or written (a retryable 503 CONFIGURATION_INVALID to the client).
+type ConfigError struct {
+	// Setting is the environment variable's name; Detail says what is wrong.
+	Setting string
+	Detail  string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("configuration: %s %s", e.Setting, e.Detail) }
+
+// Validate checks the settings a call depends on. Errors: *ConfigError.
+func (s Settings) Validate() error {
+	if s.KeyTTL < MinKeyTTL {
+		return &ConfigError{Setting: "IDEMPOTENCY_KEY_TTL_MS", Detail: fmt.Sprintf("is %d ms; the replay window must be at least %d ms (one hour)", s.KeyTTL.Milliseconds(), MinKeyTTL.Milliseconds())}
+	}
+	return nil
+}
+
+// misconfigured is what a client sees when Validate fails: nothing was claimed or submitted.
+func misconfigured(err error) *UnavailableError {
+	return &UnavailableError{Code: CodeConfigurationInvalid, Detail: "the service is misconfigured; nothing was submitted", RetryAfter: time.Minute, Err: err}
 }
