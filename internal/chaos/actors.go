@@ -21,11 +21,12 @@ type noGauge struct{}
 
 func (noGauge) InDoubtGauge(context.Context, int) {}
 
-// sweeper runs the sweep every few seconds while active says the wave's callers are still at work.
+// sweeper runs the sweep about once a minute (30 to 90 s apart; the deployed schedule is
+// rate(1 minute)) while active says the wave's callers are still at work.
 func (r *rig) sweeper(ctx context.Context, active func() bool) {
 	c := callerOf(ctx)
 	for {
-		_ = r.clock.Sleep(ctx, time.Duration(3000+c.rng.IntN(12000))*time.Millisecond)
+		_ = r.clock.Sleep(ctx, time.Duration(30_000+c.rng.IntN(60_000))*time.Millisecond)
 		if !active() {
 			return
 		}
@@ -45,7 +46,7 @@ func (r *rig) sweeper(ctx context.Context, active func() bool) {
 	}
 }
 
-// operator works the in-doubt queue every few seconds while active: list a page, get some of its
+// operator works the in-doubt queue every 15 to 45 s while active: list a page, get most of its
 // items, and act as an operator would on what the chain shows. Resolve with the hash the ledger
 // shows SUCCESS; discard what it shows FAILED or proves dead (reconcile settles it from the
 // ledger); force only where the ledger can no longer judge (maxTime passed, history too short),
@@ -55,7 +56,7 @@ func (r *rig) sweeper(ctx context.Context, active func() bool) {
 func (r *rig) operator(ctx context.Context, active func() bool) {
 	c := callerOf(ctx)
 	for {
-		_ = r.clock.Sleep(ctx, time.Duration(5000+c.rng.IntN(20000))*time.Millisecond)
+		_ = r.clock.Sleep(ctx, time.Duration(15_000+c.rng.IntN(30_000))*time.Millisecond)
 		if !active() {
 			return
 		}
@@ -65,7 +66,7 @@ func (r *rig) operator(ctx context.Context, active func() bool) {
 			continue
 		}
 		for _, listed := range ans.(*reconcile.ListAnswer).Items {
-			if c.rng.IntN(2) == 0 {
+			if c.rng.IntN(4) == 0 {
 				continue // not every item on every pass
 			}
 			got, err := r.ops.Do(ctx, reconcile.Request{Action: reconcile.ActionGet, StoreKey: listed.StoreKey})

@@ -67,6 +67,9 @@ func TestCampaign(t *testing.T) {
 			if rep.Failed() {
 				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%v)", seed, seed, run.backend, run.channels, run.contract)
 			}
+			if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
+				t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read (issue 11)", n)
+			}
 			assertExercised(t, cfg, rep)
 		})
 	}

@@ -23,9 +23,8 @@ import (
 //   - a take-over (a Replace of an in_flight item that hands its lease to a new owner), with
 //     probability takeOverRate: until a new incarnation appears, at most maxTakeOverHold.
 //
-// An incarnation is told apart by its creation time: a claim writes CreatedAt and every later
-// write of the item keeps it, and a reclaim comes at least a lease (47 s) after the claim it
-// replaces. The hold counts what it did in stale: how many writes were held, how many went out
+// An incarnation is told apart by its ClaimID (internal/transfer, "Incarnations"), which every
+// condition names. The hold counts what it did in stale: how many writes were held, how many went out
 // while a newer incarnation held the key, and how many of those the store applied (a stale write
 // that changed an item its writer never read: the hole of issue 11).
 //
@@ -53,16 +52,16 @@ const (
 
 // Replace holds the write if the caller's dice say so, then writes.
 func (s *heldStore) Replace(ctx context.Context, next transfer.Record, cond transfer.Condition) error {
-	held := s.hold(ctx, next.StoreKey, next.CreatedAt, isTakeOver(next, cond))
-	newer := held && s.newIncarnation(next.StoreKey, next.CreatedAt)
+	held := s.hold(ctx, next.StoreKey, cond.ClaimID, isTakeOver(next, cond))
+	newer := held && s.newIncarnation(next.StoreKey, cond.ClaimID)
 	unapplied(ctx)
 	err := s.Store.Replace(ctx, next, cond)
 	applied := s.applied(ctx, err)
 	s.judge(held, newer, applied)
 	if applied {
 		s.count(next.Status, cond.Status)
-		s.record(ctx, next.StoreKey, held, newer, "replace %s v%d owner %s env %s -> %s v%d owner %s env %s (%s)",
-			cond.Status, cond.Version, short(cond.LeaseOwner), short(condHash(cond)), next.Status, next.Version,
+		s.record(ctx, next.StoreKey, held, newer, "replace claim %s %s v%d owner %s env %s -> claim %s %s v%d owner %s env %s (%s)",
+			short(cond.ClaimID), cond.Status, cond.Version, short(cond.LeaseOwner), short(condHash(cond)), short(next.ClaimID), next.Status, next.Version,
 			short(next.LeaseOwner), short(envHash(next)), answer(err))
 	}
 	return err
@@ -72,30 +71,23 @@ func (s *heldStore) Replace(ctx context.Context, next transfer.Record, cond tran
 func (s *heldStore) Claim(ctx context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
 	held, won, err := s.Store.Claim(ctx, rec, now)
 	if err == nil && (won || held.LeaseOwner == rec.LeaseOwner) {
-		s.record(ctx, rec.StoreKey, false, false, "claim v1 owner %s (won %v)", short(rec.LeaseOwner), won)
+		s.record(ctx, rec.StoreKey, false, false, "claim %s v1 owner %s (won %v)", short(rec.ClaimID), short(rec.LeaseOwner), won)
 	}
 	return held, won, err
 }
 
 // Delete holds the release if the caller's dice say so, then deletes.
 func (s *heldStore) Delete(ctx context.Context, storeKey string, cond transfer.Condition) error {
-	var read time.Time
-	if c := callerOf(ctx); c != nil && c.faulty {
-		// The item as the writer last saw it: Delete is given only its key and condition.
-		if cur, err := s.Store.Get(context.Background(), storeKey); err == nil {
-			read = cur.CreatedAt
-		}
-	}
-	held := s.hold(ctx, storeKey, read, false)
-	newer := held && s.newIncarnation(storeKey, read)
+	held := s.hold(ctx, storeKey, cond.ClaimID, false)
+	newer := held && s.newIncarnation(storeKey, cond.ClaimID)
 	unapplied(ctx)
 	err := s.Store.Delete(ctx, storeKey, cond)
 	applied := s.applied(ctx, err)
 	s.judge(held, newer, applied)
 	if applied {
 		s.count("", cond.Status)
-		s.record(ctx, storeKey, held, newer, "delete %s v%d owner %s env %s (%s)",
-			cond.Status, cond.Version, short(cond.LeaseOwner), short(condHash(cond)), answer(err))
+		s.record(ctx, storeKey, held, newer, "delete claim %s %s v%d owner %s env %s (%s)",
+			short(cond.ClaimID), cond.Status, cond.Version, short(cond.LeaseOwner), short(condHash(cond)), answer(err))
 	}
 	return err
 }
@@ -167,8 +159,8 @@ func isTakeOver(next transfer.Record, cond transfer.Condition) bool {
 }
 
 // hold delays a faulty caller's write on the virtual clock and reports whether it did. read is the
-// CreatedAt of the incarnation the writer read (zero: none).
-func (s *heldStore) hold(ctx context.Context, key string, read time.Time, takeOver bool) bool {
+// ClaimID of the incarnation the writer read.
+func (s *heldStore) hold(ctx context.Context, key, read string, takeOver bool) bool {
 	c := callerOf(ctx)
 	if c == nil || !c.faulty {
 		return false
@@ -197,11 +189,11 @@ func (s *heldStore) hold(ctx context.Context, key string, read time.Time, takeOv
 	return true
 }
 
-// newIncarnation reports whether the key holds an item created by a later claim than read. It
-// reads without a caller, so no fault meets it.
-func (s *heldStore) newIncarnation(key string, read time.Time) bool {
+// newIncarnation reports whether the key holds an item of another claim than read. It reads
+// without a caller, so no fault meets it (an outage may still fail it: then it says no).
+func (s *heldStore) newIncarnation(key, read string) bool {
 	cur, err := s.Store.Get(context.Background(), key)
-	return err == nil && !cur.CreatedAt.Equal(read)
+	return err == nil && cur.ClaimID != read
 }
 
 // applied reports whether the write changed the table, whatever the caller was told.
@@ -242,6 +234,5 @@ func (s *heldStore) count(to, from transfer.Status) {
 	}
 }
 
-// condHash is the inner hash a condition names: none on this base, whose conditions are only
-// status, version and lease owner.
-func condHash(transfer.Condition) string { return "" }
+// condHash is the inner hash of the envelope a condition names.
+func condHash(cond transfer.Condition) string { return cond.InnerHash }
