@@ -12,8 +12,11 @@ import (
 
 // TestCampaign runs the fault campaign four ways: Stellar RPC and Horizon with 8 channel accounts
 // and fee bumps, Stellar RPC with the vault as the only source, and Soroban vault-contract
-// deposits and withdrawals; 5,000 calls in all by default (make test). CHAOS_KEYS sets the keys of each run (8 calls each; `make chaos` uses 1,250: 10,000
-// calls a run), CHAOS_SEED reruns a seed, CHAOS_BACKEND, CHAOS_CHANNELS and CHAOS_CONTRACT=1 pick a single run.
+// deposits and withdrawals, with the stale actors of issue 11; about 5,500 calls in all by default
+// (make test: 550 keys of 8 first calls each, and a quarter of the callers call again late; the
+// first run is the 2,000 calls that assertExercised checks). CHAOS_KEYS sets the keys of each run
+// (`make chaos` uses 1,250: 10,000 first calls and about 2,500 late ones a run), CHAOS_SEED reruns
+// a seed, CHAOS_BACKEND, CHAOS_CHANNELS and CHAOS_CONTRACT=1 pick a single run.
 func TestCampaign(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
@@ -27,7 +30,7 @@ func TestCampaign(t *testing.T) {
 		backend        string
 		channels, keys int
 		contract       bool
-	}{{"rpc", 8, 250, false}, {"horizon", 8, 125, false}, {"rpc", 0, 125, false}, {"rpc", 8, 125, true}}
+	}{{"rpc", 8, 250, false}, {"horizon", 8, 100, false}, {"rpc", 0, 100, false}, {"rpc", 8, 100, true}}
 	if v := os.Getenv("CHAOS_KEYS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
