@@ -52,7 +52,8 @@ func (r *rig) sweeper(ctx context.Context, active func() bool) {
 // ledger); force only where the ledger can no longer judge (maxTime passed, history too short),
 // after checking the envelope's hashes in the network's full history: a forced resolve when it
 // landed, a forced discard when it did not. Now and then the operator is careless and asks for
-// what must be refused (a discard or a resolve of an envelope that can still land).
+// what must be refused: a resolve with the hash of an envelope proven dead or one that can still
+// land, a discard of one that can still land, or an unforced discard the ledger cannot prove.
 func (r *rig) operator(ctx context.Context, active func() bool) {
 	c := callerOf(ctx)
 	for {
@@ -100,6 +101,9 @@ func (r *rig) decide(c *caller, it reconcile.Item) (reconcile.Request, string, b
 	case ch.Status == string(transfer.LookupSuccess):
 		req.TransactionHash = ch.Hash
 		return req, "resolve", true
+	case ch.ProvenDead && c.rng.IntN(8) == 0:
+		req.TransactionHash = it.InnerHash
+		return req, "careless_resolve", true // must be refused: PROVEN_DEAD
 	case ch.Status == string(transfer.LookupFailed) || ch.ProvenDead:
 		req.Discard = true
 		return req, "discard", true
@@ -113,6 +117,9 @@ func (r *rig) decide(c *caller, it reconcile.Item) (reconcile.Request, string, b
 			return req, "careless_resolve", true
 		}
 		return req, "", false
+	case ch.MaxTimePassed && !ch.HistoryCovers && c.rng.IntN(8) == 0:
+		req.Discard = true
+		return req, "careless_discard", true // must be refused: NOT_PROVEN_DEAD
 	case ch.MaxTimePassed && !ch.HistoryCovers:
 		// The ledger can no longer judge: look the hashes up in full history first.
 		for _, h := range []string{it.InnerHash, it.OuterHash} {
