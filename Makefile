@@ -22,7 +22,7 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 CONTRACT_MAX_EXAMPLES ?= 300
 
 .PHONY: all build run test chaos scan-secrets check lint bench clean tools test-dynalite check-template sam-build \
-	test-lambda test-contract build-api build-alert build-reconcile \
+	test-lambda test-contract test-clients build-api build-alert build-reconcile \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction
 
 all: check
@@ -94,7 +94,16 @@ test-lambda: $(RIE)
 test-contract: $(TOOLS)
 	CONTRACT_MAX_EXAMPLES=$(CONTRACT_MAX_EXAMPLES) .ci/contract.sh
 
-check: lint test scan-secrets test-dynalite check-template sam-build test-lambda test-contract
+# The official JavaScript (@stellar/stellar-sdk, .ci/clients/package-lock.json) and Python
+# (stellar-sdk, .ci/requirements.txt) SDKs against the local network, as `make run` serves it.
+CLIENTS_NODE_MODULES := .ci/clients/node_modules/.package-lock.json
+$(CLIENTS_NODE_MODULES): .ci/clients/package-lock.json
+	npm ci --prefix .ci/clients --no-audit --no-fund
+
+test-clients: $(TOOLS) $(CLIENTS_NODE_MODULES)
+	.ci/clients/run.sh
+
+check: lint test scan-secrets test-dynalite check-template sam-build test-lambda test-contract test-clients
 
 # Every test again, verbosely, with the output scanned for anything shaped like a secret seed.
 scan-secrets:

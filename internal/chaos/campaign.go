@@ -57,6 +57,9 @@ type Config struct {
 	Contract bool
 	// Log receives the progress lines; nil means none.
 	Log io.Writer
+	// SimLegacy keeps behaviours of the local network from before issue 12 (kinder than the real
+	// network, see stellarsim.Legacy); the zero value is the realistic network.
+	SimLegacy stellarsim.Legacy
 }
 
 // DefaultConfig is the campaign `make test` runs first: 2,000 calls, and about 500 late ones.
@@ -180,7 +183,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 	fail := func(err error) (*rig, func(), error) { cleanup(); return nil, nil, err }
 
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	n, err := stellarsim.Start(stellarsim.Options{Clock: r.clock, Contracts: host})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: r.clock, Contracts: host, Legacy: cfg.SimLegacy})
 	if err != nil {
 		return fail(err)
 	}

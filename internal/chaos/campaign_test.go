@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/chaos"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
 // TestCampaign runs the fault campaign four ways: Stellar RPC and Horizon with 8 channel accounts
@@ -17,6 +18,8 @@ import (
 // first run is the 2,000 calls that assertExercised checks). CHAOS_KEYS sets the keys of each run
 // (`make chaos` uses 1,250: 10,000 first calls and about 2,500 late ones a run), CHAOS_SEED reruns
 // a seed, CHAOS_BACKEND, CHAOS_CHANNELS and CHAOS_CONTRACT=1 pick a single run.
+// CHAOS_SIM_LEGACY=1 runs on the local network as it was before issue 12 (stellarsim.AllLegacy), for
+// before/after figures.
 func TestCampaign(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
@@ -59,6 +62,9 @@ func TestCampaign(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := chaos.DefaultConfig(seed)
 			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract = run.backend, run.channels, run.keys, run.contract
+			if os.Getenv("CHAOS_SIM_LEGACY") == "1" {
+				cfg.SimLegacy = stellarsim.AllLegacy
+			}
 			if testing.Verbose() {
 				cfg.Log = os.Stdout
 			}

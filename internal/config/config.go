@@ -27,6 +27,7 @@ func Settings(getenv Getenv) transfer.Settings {
 	s.DeadlineMargin = millis(getenv, "TRANSFER_DEADLINE_MARGIN_MS", s.DeadlineMargin)
 	s.KeyTTL = millis(getenv, "IDEMPOTENCY_KEY_TTL_MS", s.KeyTTL)
 	s.ProofWindow = millis(getenv, "TRANSFER_PROOF_WINDOW_MS", s.ProofWindow)
+	s.MinValidity = millis(getenv, "TRANSFER_MIN_VALIDITY_MS", s.MinValidity)
 	if n, err := positiveInt(getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH")); err == nil && n >= transfer.MinKeyLength {
 		s.MaxKeyLength = n
 	}
@@ -165,7 +166,7 @@ func Load(getenv Getenv) (Config, error) {
 	}
 	c.Breaker.ResetTimeout = 30 * time.Second
 	for _, name := range []string{"CIRCUIT_BREAKER_RESET_TIMEOUT_MS", "TRANSFER_ORCHESTRATION_TIMEOUT_MS",
-		"TRANSFER_DEADLINE_MARGIN_MS", "IDEMPOTENCY_KEY_TTL_MS", "TRANSFER_PROOF_WINDOW_MS"} {
+		"TRANSFER_DEADLINE_MARGIN_MS", "IDEMPOTENCY_KEY_TTL_MS", "TRANSFER_PROOF_WINDOW_MS", "TRANSFER_MIN_VALIDITY_MS"} {
 		if v := getenv(name); v != "" {
 			if _, err := positiveInt(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", name, err))

@@ -78,7 +78,7 @@ func loadContract(getenv Getenv, c *Config) []error {
 			vc.Contracts = []AssetContract{{Code: c.Assets[0].Code, Contract: single}}
 		default:
 			errs = append(errs, fmt.Errorf("VAULT_CONTRACT names one contract for %d assets; a vault contract holds one asset: "+
-				"name each asset's contract with VAULT_CONTRACTS=CODE:C...,CODE:C...", len(c.Assets)))
+				"name each asset's contract with VAULT_CONTRACTS (CODE:C...,CODE:C...)", len(c.Assets)))
 		}
 	default:
 		pairs, perrs := parseContracts(multi, c.Assets)

@@ -29,7 +29,7 @@ type simEnv struct {
 func startSim(t *testing.T) *simEnv {
 	t.Helper()
 	clock := &fakeClock{now: time.Unix(1_750_000_000, 0)}
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: simLegacy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func newContractRig(t *testing.T, cc stellar.ContractConfig) *contractRig {
 	t.Helper()
 	clock := vclock.New(time.Unix(2_000_000_000, 0))
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{MinPersistentTTL: 1000})
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Contracts: host})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Contracts: host, Legacy: simLegacy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ type suiteOpts struct {
 func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	t.Helper()
 	clock := &simClock{fakeClock: fakeClock{now: time.Unix(1_750_000_000, 0)}}
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: simLegacy})
 	if err != nil {
 		t.Fatal(err)
 	}

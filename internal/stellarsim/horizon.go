@@ -83,22 +83,35 @@ func (n *Network) horizonRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /fee_stats", n.hFeeStats)
 	mux.HandleFunc("GET /friendbot", n.serveFriendbot)
 	mux.HandleFunc("GET /friendbot/", n.serveFriendbot)
+	// The JS SDK's rpc.Server.requestAirdrop POSTs to getNetwork's friendbotUrl (with its slash).
 	mux.HandleFunc("POST /friendbot", n.serveFriendbot)
+	mux.HandleFunc("POST /friendbot/", n.serveFriendbot)
 }
 
-func (n *Network) link(path string) hal.Link { return hal.Link{Href: n.baseURL + path} }
+// links builds Horizon's links from the base a client reached the network at (requestBase), as
+// Horizon's hal.LinkBuilder does from BaseURL (stellar/go at 096f654e,
+// services/horizon/internal/resourceadapter, e.g. ledger.go PopulateLedger). It joins strings rather than parsing them, so templated hrefs
+// such as /friendbot{?addr} stay as written.
+type links string
 
-func (n *Network) hRoot(w http.ResponseWriter, _ *http.Request) {
+func (b links) link(path string) hal.Link { return hal.Link{Href: string(b) + path} }
+
+func (n *Network) links(r *http.Request) links { return links(n.requestBase(r)) }
+
+func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
+	lb := n.links(r)
 	n.mu.Lock()
-	latest := n.latestLocked()
-	oldest := n.oldestLocked()
+	core := n.latestLocked()
+	view := n.viewOf(r, "horizon")
+	latest := n.ledgerInfo(view.latest)
+	oldest := n.oldestAt(view.latest)
 	n.mu.Unlock()
 	var root hProtocol.Root
-	root.Links.Self = n.link("/")
-	root.Links.FeeStats = n.link("/fee_stats")
-	root.Links.Ledgers = n.link("/ledgers")
-	root.Links.Transactions = n.link("/transactions")
-	fb := n.link("/friendbot{?addr}")
+	root.Links.Self = lb.link("/")
+	root.Links.FeeStats = lb.link("/fee_stats")
+	root.Links.Ledgers = lb.link("/ledgers")
+	root.Links.Transactions = lb.link("/transactions")
+	fb := lb.link("/friendbot{?addr}")
 	fb.Templated = true
 	root.Links.Friendbot = &fb
 	root.HorizonVersion = "stellarsim"
@@ -107,7 +120,7 @@ func (n *Network) hRoot(w http.ResponseWriter, _ *http.Request) {
 	root.HorizonSequence = int32(latest.Sequence)
 	root.HorizonLatestClosedAt = latest.CloseTime
 	root.HistoryElderSequence = int32(oldest)
-	root.CoreSequence = int32(latest.Sequence)
+	root.CoreSequence = int32(core.Sequence)
 	root.NetworkPassphrase = n.passphrase
 	root.CurrentProtocolVersion = protocolVersion
 	root.SupportedProtocolVersion = protocolVersion
@@ -124,13 +137,14 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a := n.state.accounts[id]
+	at := n.viewOf(r, "horizon").latest // Horizon shows the entries of the ledger it has ingested
+	a := n.accountAt(id, at)
 	if a == nil {
 		writeProblem(w, problemNotFound)
 		return
 	}
 	var out hProtocol.Account
-	out.Links.Self = n.link("/accounts/" + id)
+	out.Links.Self = n.links(r).link("/accounts/" + id)
 	out.ID, out.AccountID, out.PT = id, id, id
 	out.Sequence = a.seq
 	out.SubentryCount = int32(a.numSubEntries)
@@ -142,10 +156,7 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	out.Data = map[string]string{}
 	yes := true
 	var lines []hProtocol.Balance
-	for k, t := range n.state.trustlines {
-		if k.account != id {
-			continue
-		}
+	for k, t := range n.trustlinesAt(id, at) {
 		typ := "credit_alphanum4"
 		if len(k.asset.Code) > 4 {
 			typ = "credit_alphanum12"
@@ -168,18 +179,19 @@ func (n *Network) hTransaction(w http.ResponseWriter, r *http.Request) {
 	hash := strings.ToLower(r.PathValue("hash"))
 	n.mu.Lock()
 	a, ok := n.byHash[hash]
-	oldest := n.oldestLocked()
+	latest := n.viewOf(r, "horizon").latest
+	oldest := n.oldestAt(latest)
 	n.mu.Unlock()
-	if !ok || a.Ledger < oldest {
+	if !ok || a.Ledger < oldest || a.Ledger > latest {
 		writeProblem(w, problemNotFound)
 		return
 	}
-	writeHAL(w, http.StatusOK, n.horizonTx(a, hash))
+	writeHAL(w, http.StatusOK, n.horizonTx(n.links(r), a, hash))
 }
 
 // horizonTx renders an applied transaction as Horizon does. Asked by the
 // inner hash of a fee bump, Horizon answers with the inner hash as "hash".
-func (n *Network) horizonTx(a *AppliedTx, asked string) hProtocol.Transaction {
+func (n *Network) horizonTx(lb links, a *AppliedTx, asked string) hProtocol.Transaction {
 	var env xdr.TransactionEnvelope
 	_ = xdr.SafeUnmarshalBase64(a.EnvelopeXDR, &env)
 	tx := hProtocol.Transaction{
@@ -218,10 +230,10 @@ func (n *Network) horizonTx(a *AppliedTx, asked string) hProtocol.Transaction {
 			tx.Preconditions.TimeBounds.MaxTime = strconv.FormatUint(uint64(tb.MaxTime), 10)
 		}
 	}
-	tx.Links.Self = n.link("/transactions/" + tx.Hash)
+	tx.Links.Self = lb.link("/transactions/" + tx.Hash)
 	tx.Links.Transaction = tx.Links.Self
-	tx.Links.Account = n.link("/accounts/" + a.Source)
-	tx.Links.Ledger = n.link("/ledgers/" + strconv.FormatUint(uint64(a.Ledger), 10))
+	tx.Links.Account = lb.link("/accounts/" + a.Source)
+	tx.Links.Ledger = lb.link("/ledgers/" + strconv.FormatUint(uint64(a.Ledger), 10))
 	return tx
 }
 
@@ -318,7 +330,7 @@ func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
 	if s.status == StatusTryAgainLater || s.status == StatusError {
 		// A re-send of an envelope that already landed is answered from history.
 		if a, ok := n.Transaction(s.tx.fullHash); ok && s.faults.answer == nil {
-			n.respondApplied(w, s, &a)
+			n.respondApplied(w, r, s, &a)
 			return
 		}
 	}
@@ -341,7 +353,7 @@ func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
 		n.mu.Unlock()
 		if a != nil {
 			c := *a
-			n.respondApplied(w, s, &c)
+			n.respondApplied(w, r, s, &c)
 			return
 		}
 		select {
@@ -359,10 +371,10 @@ func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (n *Network) respondApplied(w http.ResponseWriter, s *submission, a *AppliedTx) {
+func (n *Network) respondApplied(w http.ResponseWriter, r *http.Request, s *submission, a *AppliedTx) {
 	if a.Status == "SUCCESS" {
 		n.noteHTTPStatus(s, http.StatusOK)
-		writeHAL(w, http.StatusOK, n.horizonTx(a, s.tx.fullHash))
+		writeHAL(w, http.StatusOK, n.horizonTx(n.links(r), a, s.tx.fullHash))
 		return
 	}
 	var res xdr.TransactionResult
@@ -391,7 +403,7 @@ func (n *Network) hSubmitAsync(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, resp)
 }
 
-func (n *Network) ledgerResource(seq uint32) hProtocol.Ledger {
+func (n *Network) ledgerResource(lb links, seq uint32) hProtocol.Ledger {
 	ct := n.closeTimeOf(seq)
 	var l hProtocol.Ledger
 	l.ID = ledgerHash(seq, ct)
@@ -419,12 +431,17 @@ func (n *Network) ledgerResource(seq uint32) hProtocol.Ledger {
 	l.BaseFee, l.BaseReserve = int32(n.opts.BaseFee), int32(n.opts.BaseReserve)
 	l.MaxTxSetSize = 1000
 	l.ProtocolVersion = protocolVersion
-	l.Links.Self = n.link("/ledgers/" + strconv.FormatUint(uint64(seq), 10))
+	// Horizon's header_xdr is the bare LedgerHeader (resourceadapter/ledger.go, PopulateLedger).
+	l.HeaderXDR, _ = xdr.MarshalBase64(n.ledgerHeaderLocked(seq).Header)
+	l.Links.Self = lb.link("/ledgers/" + strconv.FormatUint(uint64(seq), 10))
 	return l
 }
 
-// hLedgers serves GET /ledgers with order (asc|desc), limit (1..200, default
-// 10) and cursor (a paging token or sequence), within the history window.
+// hLedgers serves GET /ledgers with order (asc|desc, default asc), limit (1..200, default 10)
+// and cursor (a paging token or sequence), within the history window, as Horizon's ledger index
+// renders it (stellar/go at 096f654e, services/horizon/internal/actions/ledger.go,
+// GetLedgersHandler): a hal.Page, records under _embedded.records, and self, next and prev links
+// carrying cursor, limit and order (support/render/hal/page.go, Page.PopulateLinks).
 func (n *Network) hLedgers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := 10
@@ -437,7 +454,16 @@ func (n *Network) hLedgers(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = v
 	}
-	desc := q.Get("order") == "desc"
+	order := q.Get("order")
+	switch order {
+	case "":
+		order = "asc"
+	case "asc", "desc":
+	default:
+		writeProblem(w, problem{Type: "bad_request", Title: "Bad Request", Status: http.StatusBadRequest,
+			Detail: "The request you sent was invalid in some way.", Extras: map[string]any{"invalid_field": "order", "reason": "order must be asc or desc"}})
+		return
+	}
 	var cursor int64
 	if c := q.Get("cursor"); c != "" && c != "now" {
 		v, err := strconv.ParseInt(c, 10, 64)
@@ -451,26 +477,30 @@ func (n *Network) hLedgers(w http.ResponseWriter, r *http.Request) {
 		}
 		cursor = v
 	}
+	lb := n.links(r)
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	latest, oldest := int64(len(n.closeTimes)), int64(n.oldestLocked())
-	var page hProtocol.LedgersPage
-	page.Links.Self = n.link(r.URL.RequestURI())
-	page.Embedded.Records = []hProtocol.Ledger{}
-	if desc {
+	view := n.viewOf(r, "horizon").latest
+	latest, oldest := int64(view), int64(n.oldestAt(view))
+	var records []hal.Pageable
+	if order == "desc" {
 		start := latest
 		if cursor > 0 {
 			start = cursor - 1
 		}
-		for s := start; s >= oldest && len(page.Embedded.Records) < limit; s-- {
-			page.Embedded.Records = append(page.Embedded.Records, n.ledgerResource(uint32(s)))
+		for s := start; s >= oldest && len(records) < limit; s-- {
+			records = append(records, n.ledgerResource(lb, uint32(s)))
 		}
 	} else {
 		start := max(oldest, cursor+1)
-		for s := start; s <= latest && len(page.Embedded.Records) < limit; s++ {
-			page.Embedded.Records = append(page.Embedded.Records, n.ledgerResource(uint32(s)))
+		for s := start; s <= latest && len(records) < limit; s++ {
+			records = append(records, n.ledgerResource(lb, uint32(s)))
 		}
 	}
+	n.mu.Unlock()
+	page := hal.Page{Order: order, Limit: uint64(limit), Cursor: q.Get("cursor")}
+	page.FullURL, _ = url.Parse(string(lb) + r.URL.EscapedPath() + "?" + r.URL.RawQuery)
+	page.Embedded.Records = records
+	page.PopulateLinks()
 	writeHAL(w, http.StatusOK, page)
 }
 
@@ -478,16 +508,17 @@ func (n *Network) hLedger(w http.ResponseWriter, r *http.Request) {
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 32)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err != nil || seq < uint64(n.oldestLocked()) || seq > uint64(len(n.closeTimes)) {
+	latest := n.viewOf(r, "horizon").latest
+	if err != nil || seq < uint64(n.oldestAt(latest)) || seq > uint64(latest) {
 		writeProblem(w, problemNotFound)
 		return
 	}
-	writeHAL(w, http.StatusOK, n.ledgerResource(uint32(seq)))
+	writeHAL(w, http.StatusOK, n.ledgerResource(n.links(r), uint32(seq)))
 }
 
-func (n *Network) hFeeStats(w http.ResponseWriter, _ *http.Request) {
+func (n *Network) hFeeStats(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
-	latest := n.latestLocked().Sequence
+	latest := n.viewOf(r, "horizon").latest
 	n.mu.Unlock()
 	f := n.opts.BaseFee
 	d := hProtocol.FeeDistribution{Max: f, Min: f, Mode: f, P10: f, P20: f, P30: f, P40: f, P50: f,

@@ -60,6 +60,9 @@ func (n *Network) defaultRPCMethods() map[string]RPCHandler {
 		protocol.GetLedgerEntriesMethodName: n.rpcGetLedgerEntries,
 		protocol.GetFeeStatsMethodName:      n.rpcGetFeeStats,
 		protocol.GetTransactionMethodName:   n.rpcGetTransaction,
+		protocol.GetTransactionsMethodName:  n.rpcGetTransactions,
+		protocol.GetLedgersMethodName:       n.rpcGetLedgers,
+		protocol.GetVersionInfoMethodName:   n.rpcGetVersionInfo,
 		// sendTransaction is served by serveRPC itself: its faults act on the connection.
 	}
 }
@@ -171,7 +174,7 @@ func (n *Network) rpcCall(r *http.Request, raw json.RawMessage) (resp rpcRespons
 	var result any
 	var err error
 	if req.Method == protocol.SendTransactionMethodName {
-		result, tr, err = n.rpcSendTransaction(req.Params)
+		result, tr, err = n.rpcSendTransaction(r, req.Params)
 	} else {
 		n.mu.Lock()
 		h, ok := n.rpcMethods[req.Method]
@@ -209,11 +212,12 @@ func decodeParams(params json.RawMessage, v any) error {
 	return nil
 }
 
-func (n *Network) rpcGetHealth(_ *http.Request, _ json.RawMessage) (any, error) {
+func (n *Network) rpcGetHealth(r *http.Request, _ json.RawMessage) (any, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	latest := n.latestLocked()
-	oldest := n.oldestLocked()
+	view := n.viewOf(r, "rpc")
+	latest := n.ledgerInfo(view.latest)
+	oldest := n.oldestAt(view.latest)
 	return protocol.GetHealthResponse{
 		Status:                "healthy",
 		LatestLedger:          latest.Sequence,
@@ -224,45 +228,45 @@ func (n *Network) rpcGetHealth(_ *http.Request, _ json.RawMessage) (any, error) 
 	}, nil
 }
 
-func (n *Network) rpcGetNetwork(_ *http.Request, _ json.RawMessage) (any, error) {
+// rpcGetNetwork follows stellar-rpc (cmd/stellar-rpc/internal/methods/get_network.go,
+// NewGetNetworkHandler); its friendbotUrl is the configured one there, here the friendbot of the
+// address the client reached (requestBase).
+func (n *Network) rpcGetNetwork(r *http.Request, _ json.RawMessage) (any, error) {
 	return protocol.GetNetworkResponse{
-		FriendbotURL:    n.FriendbotURL() + "/",
+		FriendbotURL:    n.requestBase(r) + "/friendbot/",
 		Passphrase:      n.passphrase,
 		ProtocolVersion: protocolVersion,
 	}, nil
 }
 
-func (n *Network) rpcGetLatestLedger(_ *http.Request, _ json.RawMessage) (any, error) {
+// rpcGetLatestLedger follows stellar-rpc (cmd/stellar-rpc/internal/methods/get_latest_ledger.go,
+// NewGetLatestLedgerHandler): headerXdr is the bare LedgerHeader (not the history entry that
+// getLedgers sends) and metadataXdr the ledger's LedgerCloseMeta. The ledger is the one the
+// answering instance shows (viewOf: visibility lag and read faults).
+func (n *Network) rpcGetLatestLedger(r *http.Request, _ json.RawMessage) (any, error) {
 	n.mu.Lock()
-	latest := n.latestLocked()
+	latest := n.ledgerInfo(n.viewOf(r, "rpc").latest)
+	hdr := n.ledgerHeaderLocked(latest.Sequence)
+	metaXDR, err := n.closeMetaXDRLocked(latest.Sequence)
 	n.mu.Unlock()
-	ct := latest.CloseTime.Unix()
-	hdr := xdr.LedgerHeaderHistoryEntry{
-		Header: xdr.LedgerHeader{
-			LedgerVersion: protocolVersion,
-			LedgerSeq:     xdr.Uint32(latest.Sequence),
-			ScpValue:      xdr.StellarValue{CloseTime: xdr.TimePoint(ct)},
-			BaseFee:       xdr.Uint32(n.opts.BaseFee),
-			BaseReserve:   xdr.Uint32(n.opts.BaseReserve),
-			MaxTxSetSize:  1000,
-		},
+	if err != nil {
+		return nil, err
 	}
-	h, _ := hex.DecodeString(ledgerHash(latest.Sequence, ct))
-	copy(hdr.Hash[:], h)
-	hdrXDR, err := xdr.MarshalBase64(hdr)
+	hdrXDR, err := xdr.MarshalBase64(hdr.Header)
 	if err != nil {
 		return nil, fmt.Errorf("encoding ledger header: %w", err)
 	}
 	return protocol.GetLatestLedgerResponse{
-		Hash:            ledgerHash(latest.Sequence, ct),
+		Hash:            hex.EncodeToString(hdr.Hash[:]),
 		ProtocolVersion: protocolVersion,
 		Sequence:        latest.Sequence,
-		LedgerCloseTime: ct,
+		LedgerCloseTime: latest.CloseTime.Unix(),
 		LedgerHeader:    hdrXDR,
+		LedgerMetadata:  metaXDR,
 	}, nil
 }
 
-func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (any, error) {
+func (n *Network) rpcGetLedgerEntries(r *http.Request, params json.RawMessage) (any, error) {
 	var req protocol.GetLedgerEntriesRequest
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
@@ -281,7 +285,8 @@ func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	resp := protocol.GetLedgerEntriesResponse{Entries: []protocol.LedgerEntryResult{}, LatestLedger: n.latestLocked().Sequence}
+	at := n.viewOf(r, "rpc").entries // entries as of the ledger the instance reads at
+	resp := protocol.GetLedgerEntriesResponse{Entries: []protocol.LedgerEntryResult{}, LatestLedger: at}
 	for i, k := range keys {
 		var data xdr.LedgerEntryData
 		var modified uint32
@@ -289,7 +294,7 @@ func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (
 		var err error
 		switch k.Type {
 		case xdr.LedgerEntryTypeAccount:
-			a := n.state.accounts[k.Account.AccountId.Address()]
+			a := n.accountAt(k.Account.AccountId.Address(), at)
 			if a == nil {
 				continue
 			}
@@ -304,7 +309,7 @@ func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (
 			}
 			id := k.TrustLine.AccountId.Address()
 			asset := Asset{Code: code, Issuer: issuer}
-			t := n.state.trustlines[tlKey{id, asset}]
+			t := n.trustlineAt(tlKey{id, asset}, at)
 			if t == nil {
 				continue
 			}
@@ -316,7 +321,7 @@ func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (
 				continue
 			}
 			var found bool
-			if data, modified, liveUntil, found = src.ledgerEntry(k); !found {
+			if data, modified, liveUntil, found = src.ledgerEntry(k, at); !found {
 				continue
 			}
 		default:
@@ -335,9 +340,9 @@ func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (
 	return resp, nil
 }
 
-func (n *Network) rpcGetFeeStats(_ *http.Request, _ json.RawMessage) (any, error) {
+func (n *Network) rpcGetFeeStats(r *http.Request, _ json.RawMessage) (any, error) {
 	n.mu.Lock()
-	latest := n.latestLocked().Sequence
+	latest := n.viewOf(r, "rpc").latest
 	n.mu.Unlock()
 	f := uint64(n.opts.BaseFee)
 	d := protocol.FeeDistribution{Max: f, Min: f, Mode: f, P10: f, P20: f, P30: f, P40: f, P50: f,
@@ -345,7 +350,7 @@ func (n *Network) rpcGetFeeStats(_ *http.Request, _ json.RawMessage) (any, error
 	return protocol.GetFeeStatsResponse{SorobanInclusionFee: d, InclusionFee: d, LatestLedger: latest}, nil
 }
 
-func (n *Network) rpcSendTransaction(params json.RawMessage) (any, transport, error) {
+func (n *Network) rpcSendTransaction(r *http.Request, params json.RawMessage) (any, transport, error) {
 	var tr transport
 	var req protocol.SendTransactionRequest
 	if err := decodeParams(params, &req); err != nil {
@@ -365,16 +370,21 @@ func (n *Network) rpcSendTransaction(params json.RawMessage) (any, transport, er
 	if a := s.faults.answer; a != nil && a.Status == "" && a.HTTPStatus != 0 {
 		tr.httpStatus = a.HTTPStatus
 	}
+	// Core judged the envelope; latestLedger is the RPC database's
+	// (stellar-rpc send_transaction.go reads ledgerReader.GetLedgerRange).
+	n.mu.Lock()
+	latest := n.ledgerInfo(n.viewOf(r, "rpc").latest)
+	n.mu.Unlock()
 	return protocol.SendTransactionResponse{
 		Status:                s.status,
 		Hash:                  s.tx.fullHash,
 		ErrorResultXDR:        s.errorResultXDR(),
-		LatestLedger:          s.latest.Sequence,
-		LatestLedgerCloseTime: s.latest.CloseTime.Unix(),
+		LatestLedger:          latest.Sequence,
+		LatestLedgerCloseTime: latest.CloseTime.Unix(),
 	}, tr, nil
 }
 
-func (n *Network) rpcGetTransaction(_ *http.Request, params json.RawMessage) (any, error) {
+func (n *Network) rpcGetTransaction(r *http.Request, params json.RawMessage) (any, error) {
 	var req protocol.GetTransactionRequest
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
@@ -391,8 +401,9 @@ func (n *Network) rpcGetTransaction(_ *http.Request, params json.RawMessage) (an
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	latest := n.latestLocked()
-	oldest := n.oldestLocked()
+	view := n.viewOf(r, "rpc")
+	latest := n.ledgerInfo(view.latest)
+	oldest := n.oldestAt(view.latest)
 	resp := protocol.GetTransactionResponse{
 		LatestLedger:          latest.Sequence,
 		LatestLedgerCloseTime: latest.CloseTime.Unix(),
@@ -400,7 +411,13 @@ func (n *Network) rpcGetTransaction(_ *http.Request, params json.RawMessage) (an
 		OldestLedgerCloseTime: n.closeTimeOf(oldest),
 	}
 	a, ok := n.byHash[req.Hash]
-	if !ok || a.Ledger < oldest {
+	if !ok || a.Ledger < oldest || a.Ledger > view.latest {
+		resp.Status = protocol.TransactionStatusNotFound
+		return resp, nil
+	}
+	if a.Ledger == view.latest && n.takeReadOrder() {
+		// The transaction was read before its ledger's ingestion committed,
+		// the ledger range after (FaultReadOrder).
 		resp.Status = protocol.TransactionStatusNotFound
 		return resp, nil
 	}

@@ -86,7 +86,10 @@ type attempt struct {
 	owner    string
 	settings Settings
 	deadline time.Time // end of the submission budget
-	lease    time.Time // when another invocation may take the claim over
+	// freed is the ClaimID of this call's last claim whose envelope was proven dead and released;
+	// if the release failed, the next pass finds that item and releases it again.
+	freed string
+	lease time.Time // when another invocation may take the claim over
 	// net carries the Stellar calls: it ends DeadlineMargin before the invocation's deadline, so
 	// a hung send or lookup cannot eat the time kept for the final writes.
 	net context.Context
@@ -141,7 +144,14 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		held, won, err := o.Store.Claim(cctx, rec, now)
 		end(err)
 		if err != nil {
-			return Outcome{}, storeUnavailable(err)
+			// The write may have applied with its answer lost (and the SDK's retries refused): read
+			// the key back. Our own claim carries on; otherwise it is removed (it holds no envelope,
+			// nothing can land), so it does not block the client's retry until its lease expires.
+			cur, gerr := o.Store.Get(ctx, a.key)
+			if gerr != nil || cur.ClaimID != rec.ClaimID {
+				return Outcome{}, storeUnavailable(err)
+			}
+			held, won = cur, true
 		}
 		if !won && held.ClaimID == rec.ClaimID && held.LeaseOwner == rec.LeaseOwner {
 			// Our own claim: the write applied, its answer was lost and the SDK's retry failed its
@@ -150,6 +160,9 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		}
 		if won {
 			out, freed, err := o.execute(ctx, a, rec)
+			if freed {
+				a.freed = rec.ClaimID
+			}
 			lastRefusal = err
 			if freed && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {
 				// The envelope is proven dead: a new one may be built, after a pause that grows
@@ -160,6 +173,14 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 				continue
 			}
 			return out, err
+		}
+		if held.ClaimID != "" && held.ClaimID == a.freed && held.LeaseOwner == a.owner {
+			// Our own earlier claim, whose envelope this call proved dead, still holds the key: its
+			// release failed. Release it again rather than wait on ourselves.
+			if err := DeleteItem(ctx, o.Store, held); err != nil {
+				return Outcome{}, storeUnavailable(err)
+			}
+			continue
 		}
 		if held.Fingerprint != fingerprint {
 			return Outcome{}, &ConflictError{}
@@ -224,21 +245,22 @@ func (o *Orchestrator) begin(ctx context.Context, in Input) *attempt {
 	}
 }
 
-// budgetLeft reports whether enough budget is left to build a new envelope that can both land
-// and, failing that, be proven dead before the budget ends.
+// budgetLeft reports whether enough budget is left to build a new envelope that the network
+// accepts (maxTime at least MinValidity away) and that, failing to land, is proven dead before the
+// budget ends (ProofWindow after maxTime).
 func (o *Orchestrator) budgetLeft(a *attempt) bool {
-	return a.deadline.Sub(o.Clock.Now()) >= 2*a.settings.ProofWindow
+	return a.deadline.Sub(o.Clock.Now()) >= a.settings.MinValidity+a.settings.ProofWindow
 }
 
-// maxTime is the envelope's timebounds maxTime, epoch seconds: ProofWindow before the end of
-// the budget, so that an envelope still pending then is proven dead by a ledger that closes
-// before the budget ends; never earlier than halfway through what is left.
+// maxTime is the envelope's timebounds maxTime: ProofWindow before the end of the budget, so that
+// an envelope still pending then is proven dead by a ledger that closes before the budget ends;
+// never less than MinValidity from now, so that stellar-core never refuses it as too late (the
+// first pass of a call with a short budget then ends in doubt rather than be refused).
 func (o *Orchestrator) maxTime(a *attempt) time.Time {
 	now := o.Clock.Now()
-	left := a.deadline.Sub(now)
 	t := a.deadline.Add(-a.settings.ProofWindow)
-	if half := now.Add(left / 2); t.Before(half) {
-		t = half
+	if least := now.Add(a.settings.MinValidity); t.Before(least) {
+		t = least
 	}
 	return t
 }

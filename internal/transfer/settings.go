@@ -22,9 +22,18 @@ type Settings struct {
 	// 24 h, at least MinKeyTTL): the replay window, after which the key is a new transfer.
 	KeyTTL time.Duration
 	// ProofWindow is how long before the end of the budget the envelope's maxTime is set, so that
-	// a ledger closing after maxTime can prove it dead before the budget ends (about one ledger
-	// interval and a little more; TRANSFER_PROOF_WINDOW_MS, default 7 s).
+	// a ledger closing after maxTime can prove it dead before the budget ends: one ledger interval
+	// (5 s) for the next close, plus the 1-3 s before RPC and Horizon show it (visibility lag), plus
+	// a lookup (TRANSFER_PROOF_WINDOW_MS, default 9 s).
 	ProofWindow time.Duration
+	// MinValidity is the least time from now to maxTime an envelope is built with. stellar-core
+	// refuses an envelope whose maxTime is below the last close time plus its upper-bound
+	// close-time offset (twice the expected ledger interval plus the time since the last close:
+	// about now + 10 s on a 5 s network; LedgerManager / getUpperBoundCloseTimeOffset, checked in
+	// TransactionFrame::isTooLate at submission and again at every close), so a shorter one is
+	// refused txTOO_LATE, or dropped from the queue at the next close. Default 12 s: two 5 s
+	// intervals and 2 s for clock skew (TRANSFER_MIN_VALIDITY_MS).
+	MinValidity time.Duration
 	// MaxKeyLength bounds a client key (TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH, default 255).
 	MaxKeyLength int
 }
@@ -35,7 +44,8 @@ func DefaultSettings() Settings {
 		Timeout:        45 * time.Second,
 		DeadlineMargin: 2 * time.Second,
 		KeyTTL:         24 * time.Hour,
-		ProofWindow:    7 * time.Second,
+		ProofWindow:    9 * time.Second,
+		MinValidity:    12 * time.Second,
 		MaxKeyLength:   DefaultMaxKeyLength,
 	}
 }

@@ -41,17 +41,21 @@ func ReplaceItem(ctx context.Context, s ItemWriter, cur, next Record) error {
 }
 
 // DeleteItem removes cur, the item as the caller read it, on the condition Expect(cur): only done
-// when nothing can land for it. When the condition fails and the key then holds no item, the
-// incarnation the caller read is gone (its own delete applied and the answer was lost, or another
-// writer released the same incarnation for the same reason), which is what the caller wanted: it
-// succeeds. An item of a later incarnation is never touched. Errors: ErrConditionFailed (wrapped)
-// when the item changed, or the store's errors.
+// when nothing can land for it (cur is in_flight or in_doubt). When the condition fails and the key
+// then holds no item, or an item of another incarnation (another ClaimID), the incarnation the
+// caller read is gone: its own delete applied and the answer was lost, or another writer released
+// the same incarnation for the same reason. In_flight and in_doubt items never expire, so a later
+// claim exists only once cur's item was deleted. That is what the caller wanted: it succeeds. An
+// item of a later incarnation is never touched. Errors: ErrConditionFailed (wrapped) when the item
+// of cur's incarnation changed, or the store's errors.
 func DeleteItem(ctx context.Context, s ItemWriter, cur Record) error {
 	err := s.Delete(ctx, cur.StoreKey, Expect(cur))
 	if err == nil || !errors.Is(err, ErrConditionFailed) {
 		return err
 	}
-	if _, gerr := s.Get(ctx, cur.StoreKey); errors.Is(gerr, ErrNotFound) {
+	stored, gerr := s.Get(ctx, cur.StoreKey)
+	if errors.Is(gerr, ErrNotFound) || gerr == nil && stored.ClaimID != cur.ClaimID &&
+		(cur.Status == StatusInFlight || cur.Status == StatusInDoubt) {
 		return nil
 	}
 	return err
