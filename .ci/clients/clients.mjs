@@ -12,6 +12,19 @@ const [horizonUrl, rpcUrl, apiUrl] = [stack.horizonUrl, stack.rpcUrl, stack.apiU
 const passphrase = stack.networkPassphrase;
 const server = new rpc.Server(rpcUrl, { allowHttp: true });
 const horizon = new Horizon.Server(horizonUrl, { allowHttp: true });
+// horizonFind reads a transaction from Horizon, retrying while it is not yet shown (Horizon, like
+// RPC, shows a ledger 1-3 s after it closes).
+async function horizonFind(h, hash) {
+  for (let i = 0; ; i++) {
+    try {
+      return await h.transactions().transaction(hash).call();
+    } catch (e) {
+      if (i >= 30 || e?.response?.status !== 404) throw e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
 const step = (name) => console.log(`js: ${name}`);
 
 step("getNetwork, getVersionInfo, getHealth");
@@ -46,7 +59,7 @@ const sent = await server.sendTransaction(pay);
 assert.equal(sent.status, "PENDING", JSON.stringify(sent));
 const got = await server.pollTransaction(sent.hash, { attempts: 30, sleepStrategy: () => 500 });
 assert.equal(got.status, rpc.Api.GetTransactionStatus.SUCCESS);
-assert.equal((await horizon.transactions().transaction(sent.hash).call()).successful, true);
+assert.equal((await horizonFind(horizon, sent.hash)).successful, true);
 
 step("fee bump through Horizon, found by its inner and outer hashes");
 const inner = payment(await horizon.loadAccount(a.publicKey()), b.publicKey(), "1");
@@ -56,12 +69,14 @@ bump.sign(b);
 const [innerHash, outerHash] = [inner.hash().toString("hex"), bump.hash().toString("hex")];
 const submitted = await horizon.submitTransaction(bump);
 assert.equal(submitted.successful, true);
+// Horizon's synchronous submit answers at apply; RPC shows the ledger 1-3 s later (visibility lag),
+// so a client polls, as the SDK's pollTransaction does.
 for (const h of [innerHash, outerHash]) {
-  const t = await server.getTransaction(h);
+  const t = await server.pollTransaction(h, { attempts: 30, sleepStrategy: () => 500 });
   assert.equal(t.status, "SUCCESS", `rpc getTransaction ${h}`);
   assert.equal(t.feeBump, true);
   assert.equal(t.envelopeXdr.switch().name, "envelopeTypeTxFeeBump");
-  assert.equal((await horizon.transactions().transaction(h).call()).hash, h, `Horizon by ${h}`);
+  assert.equal((await horizonFind(horizon, h)).hash, h, `Horizon by ${h}`);
 }
 
 step("getLedgers, getTransactions");
@@ -93,12 +108,12 @@ async function transfer(stackUrl, operationType) {
   });
   const out = await res.json();
   assert.ok(res.ok, JSON.stringify(out));
-  const landed = await srv.getTransaction(out.transactionHash);
+  const landed = await srv.pollTransaction(out.transactionHash, { attempts: 30, sleepStrategy: () => 500 });
   assert.equal(landed.status, "SUCCESS");
   assert.equal(landed.ledger, out.ledger);
   assert.equal(landed.resultMetaXdr.switch(), 4); // TransactionMeta v4, as core 23 emits
   const h = new Horizon.Server(local(st.horizonUrl), { allowHttp: true });
-  assert.equal((await h.transactions().transaction(out.transactionHash).call()).successful, true);
+  assert.equal((await horizonFind(h, out.transactionHash)).successful, true);
   return landed;
 }
 await transfer(process.env.STACK_URL, "withdraw");

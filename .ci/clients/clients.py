@@ -10,6 +10,7 @@ import time
 
 import requests
 from stellar_sdk import Asset, Keypair, Server, SorobanServer, TransactionBuilder, xdr
+from stellar_sdk.exceptions import NotFoundError
 from stellar_sdk.soroban_rpc import GetTransactionStatus, SendTransactionStatus
 
 
@@ -58,13 +59,25 @@ def payment(source, to: str, amount: str):
     )
 
 
-def wait(h: str):
+def wait(h: str, server=None):
+    """Polls RPC for h: a ledger is shown 1-3 s after it closes (visibility lag)."""
     for _ in range(30):
-        got = rpc.get_transaction(h)
+        got = (server or rpc).get_transaction(h)
         if got.status != GetTransactionStatus.NOT_FOUND:
             return got
         time.sleep(0.5)
     raise AssertionError(f"{h} not found")
+
+
+def horizon_find(server, h: str):
+    """Reads h from Horizon, retrying while it is not shown yet (the same lag as RPC)."""
+    for i in range(31):
+        try:
+            return server.transactions().transaction(h).call()
+        except NotFoundError:
+            if i == 30:
+                raise
+            time.sleep(0.5)
 
 
 step("payment through rpc send_transaction, found by rpc and Horizon")
@@ -75,7 +88,7 @@ assert sent.status == SendTransactionStatus.PENDING, sent
 got = wait(sent.hash)
 assert got.status == GetTransactionStatus.SUCCESS
 assert xdr.TransactionMeta.from_xdr(got.result_meta_xdr).v == 4  # as core 23 emits
-assert horizon.transactions().transaction(sent.hash).call()["successful"] is True
+assert horizon_find(horizon, sent.hash)["successful"] is True
 
 step("fee bump through Horizon, found by its inner and outer hashes")
 inner = payment(horizon.load_account(a.public_key), b.public_key, "1")
@@ -85,10 +98,10 @@ bump.sign(b)
 inner_hash, outer_hash = inner.hash_hex(), bump.hash_hex()
 assert horizon.submit_transaction(bump)["successful"] is True
 for h in (inner_hash, outer_hash):
-    t = rpc.get_transaction(h)
+    t = wait(h)
     assert t.status == GetTransactionStatus.SUCCESS and t.fee_bump, f"rpc get_transaction {h}"
     assert t.transaction_hash == outer_hash  # stellar-rpc names the envelope's own (outer) hash
-    assert horizon.transactions().transaction(h).call()["hash"] == h, f"Horizon by {h}"
+    assert horizon_find(horizon, h)["hash"] == h, f"Horizon by {h}"
 
 step("get_ledgers, get_transactions")
 ledgers = rpc.get_ledgers(start_ledger=got.ledger, limit=2)
@@ -121,9 +134,9 @@ def transfer(stack_url: str, operation_type: str):
     )
     assert r.ok, r.text
     out = r.json()
-    landed = SorobanServer(local(st["rpcUrl"])).get_transaction(out["transactionHash"])
+    landed = wait(out["transactionHash"], SorobanServer(local(st["rpcUrl"])))
     assert landed.status == GetTransactionStatus.SUCCESS and landed.ledger == out["ledger"]
-    found = Server(local(st["horizonUrl"])).transactions().transaction(out["transactionHash"]).call()
+    found = horizon_find(Server(local(st["horizonUrl"])), out["transactionHash"])
     assert found["successful"] is True
     return xdr.TransactionMeta.from_xdr(landed.result_meta_xdr)
 

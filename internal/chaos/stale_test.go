@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync"
 	"syscall"
 	"testing"
@@ -65,6 +67,7 @@ func (r *rig) deadClaim(t *testing.T, k int) transfer.Record {
 	}
 	r.orch.Hooks = nil
 	r.clock.Advance(2 * time.Minute) // the lease expires; a ledger closes after E1's maxTime
+	r.shown(t)                       // and RPC shows it
 	rec, err := r.store.Get(context.Background(), r.storeKey(k))
 	if err != nil || rec.Status != transfer.StatusInFlight || rec.Version != 2 || rec.Envelope == nil || !rec.LeaseExpired(r.clock.Now()) {
 		t.Fatalf("dead claim = %+v, %v", rec, err)
@@ -85,11 +88,59 @@ func (r *rig) inDoubt(t *testing.T, k int) transfer.Record {
 	}
 	r.net.ClearFaults()
 	r.clock.Advance(ledgerInterval)
+	r.shown(t)
 	rec, err := r.store.Get(context.Background(), r.storeKey(k))
 	if err != nil || rec.Status != transfer.StatusInDoubt || rec.Version != 3 || rec.Envelope == nil {
 		t.Fatalf("in-doubt item = %+v, %v", rec, err)
 	}
 	return rec
+}
+
+// shown moves the virtual clock on until RPC and Horizon show the last closed ledger: on the
+// realistic network they take it in 1-3 s after it closes (stellarsim's visibility lag), and a
+// lookup before then cannot see a ledger that proves anything. The steps are short, so no further
+// ledger closes meanwhile (the rig closes one every ledgerInterval of virtual time).
+func (r *rig) shown(t *testing.T) {
+	t.Helper()
+	latest := r.net.LatestLedger().Sequence
+	for waited := time.Duration(0); r.net.VisibleLedger().Sequence < latest; waited += 100 * time.Millisecond {
+		if waited >= ledgerInterval {
+			t.Fatalf("ledger %d still not shown %v after it closed", latest, waited)
+		}
+		r.clock.Advance(100 * time.Millisecond)
+	}
+}
+
+// item reads key k's item (the zero Record when there is none).
+func (r *rig) item(t *testing.T, k int) transfer.Record {
+	t.Helper()
+	rec, err := r.store.Get(context.Background(), r.storeKey(k))
+	if err != nil && !errors.Is(err, transfer.ErrNotFound) {
+		t.Fatalf("reading key %d: %v", k, err)
+	}
+	return rec
+}
+
+// assertUntouched checks that key k still holds want exactly as it was read (every field): a
+// stale writer, whatever it was answered, changed nothing of a later incarnation's item.
+func (r *rig) assertUntouched(t *testing.T, k int, want transfer.Record, after string) {
+	t.Helper()
+	if got := r.item(t, k); !reflect.DeepEqual(got, want) {
+		t.Errorf("after %s the key holds %s; want E2's item untouched: %s", after, describe(got), describe(want))
+	}
+}
+
+// describe names an item by the fields its writers' conditions compare.
+func describe(rec transfer.Record) string {
+	if rec.StoreKey == "" {
+		return "no item"
+	}
+	inner := "none"
+	if rec.Envelope != nil {
+		inner = rec.Envelope.InnerHash
+	}
+	return fmt.Sprintf("{claim %s, %s v%d, owner %q, envelope %s, updated %s}", rec.ClaimID, rec.Status, rec.Version,
+		rec.LeaseOwner, inner, rec.UpdatedAt.Format(time.RFC3339Nano))
 }
 
 // told is what one actor was answered.

@@ -35,7 +35,9 @@ type ContractConfig struct {
 	// 0 means 7 (the stroop). A request amount with more decimals than this is INVALID_AMOUNT.
 	Decimals int
 	// RestoreAttempts bounds the RestoreFootprint transactions one Prepare submits when
-	// simulation asks for a restore; 0 means 1, negative means never restore (RESTORE_REQUIRED).
+	// simulation asks for a restore (a restorePreamble: nodes before protocol 23; since protocol
+	// 23 the call restores archived entries itself and no RestoreFootprint is sent); 0 means 1,
+	// negative means never restore (RESTORE_REQUIRED).
 	RestoreAttempts int
 	// RestoreTimeout bounds how long one restore may take to land (its maxTime is at most this
 	// far ahead, and never past the transfer's maxTime); 0 means 30 s.
@@ -178,22 +180,27 @@ func ContractErrorCode(simError string) (uint32, bool) {
 
 // Prepare builds and signs a call of the asset's vault contract for req: deposit or withdraw
 // (wallet: Address, amount: i128 in the asset's smallest unit), timebounds {0, maxTime}. It
-// simulates the call (simulateTransaction), restores archived entries when simulation asks for it
-// (a RestoreFootprint transaction from the same source, awaited, then simulated again; at most
-// RestoreAttempts times), assembles the simulation's footprint, resources, resource fee and
-// auth, offers the inclusion fee as RPCLedger does (raised after a txINSUFFICIENT_FEE refusal),
-// and signs (and fee-bumps, with channels). The total (resource fee plus inclusion fee) stays
-// within MAX_FEE_STROOPS. Nothing of the transfer is sent; a restore is the only transaction
-// Prepare may submit, and it moves no money.
+// simulates the call (simulateTransaction) and assembles the simulation's transaction data as is
+// (footprint, resources, resource fee and, since protocol 23, archivedSorobanEntries: the call
+// then restores an archived vault balance itself, at a higher resource fee) and its auth, offers
+// the inclusion fee as RPCLedger does (raised after a txINSUFFICIENT_FEE refusal), and signs (and
+// fee-bumps, with channels). The total (resource fee plus inclusion fee) stays within
+// MAX_FEE_STROOPS, or Prepare refuses before signing anything. When a node still answers a
+// restorePreamble (before protocol 23), it restores first: a RestoreFootprint transaction from
+// the same source, awaited, then simulated again, at most RestoreAttempts times. Nothing of the
+// transfer is sent; such a restore is the only transaction Prepare may submit, and it moves no
+// money.
 //
 // Errors (nothing of the transfer was sent in any case): *transfer.ValidationError (422) for an
 // unsupported operation, an address that is neither G... nor C..., a wallet that is the vault,
 // the asset's issuer, a vault contract, the fee account or a channel account, an unknown asset,
 // a bad amount; *transfer.UnavailableError SIMULATION_ERROR (retryable) when simulation fails,
 // with the contract's error code in the detail, or when the fees exceed MAX_FEE_STROOPS;
-// RESTORE_REQUIRED (retryable) when an archived entry could not be restored within the budget;
-// the RPCLedger's errors for keys, channels and the source account; a wrapped error when the RPC
-// could not be reached or answered wrongly.
+// RESTORE_REQUIRED (retryable) when archived entries must be restored and the restore's fee
+// would exceed MAX_FEE_STROOPS (the detail gives the fee needed and the cap, in stroops), or an
+// explicit restore could not complete within the budget; the RPCLedger's errors for keys,
+// channels and the source account; a wrapped error when the RPC could not be reached or answered
+// wrongly.
 func (l *ContractLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
 	call, err := l.validate(req)
 	if err != nil {
@@ -321,6 +328,10 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 					Detail: "the contract's ledger entries are archived and could not be restored within the budget; nothing was submitted"}
 			}
 			if err := l.restore(ctx, ch, lease, seq, *sim.RestorePreamble, maxTime); err != nil {
+				var capped *transfer.UnavailableError
+				if errors.As(err, &capped) && capped.Code == transfer.CodeRestoreRequired {
+					return transfer.Envelope{}, err // over MAX_FEE_STROOPS: refused before sending it
+				}
 				return transfer.Envelope{}, &transfer.UnavailableError{Code: transfer.CodeRestoreRequired, RetryAfter: 5 * time.Second,
 					Detail: "the contract's ledger entries are archived and the restore did not complete; nothing was submitted", Err: err}
 			}
@@ -394,50 +405,6 @@ func (l *ContractLedger) transaction(lease sourceLease, seq int64, op txnbuild.O
 		return nil, fmt.Errorf("stellar: building the transaction: %w", err)
 	}
 	return tx, nil
-}
-
-// sign sets the fees (resource fee from the operation's Soroban data plus the inclusion fee,
-// within MAX_FEE_STROOPS), signs, and fee-bumps when the lease has a fee source.
-func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, op txnbuild.Operation, maxTime time.Time) (transfer.Envelope, error) {
-	var resourceFee int64
-	switch o := op.(type) {
-	case *txnbuild.InvokeHostFunction:
-		resourceFee = int64(o.Ext.SorobanData.ResourceFee)
-	case *txnbuild.RestoreFootprint:
-		resourceFee = int64(o.Ext.SorobanData.ResourceFee)
-	}
-	feeBumped := lease.feeSource != nil
-	slots := int64(1)
-	if feeBumped {
-		slots = 2
-	}
-	if l.maxFeeStroops > 0 && resourceFee+l.baseFeeStroops*slots > l.maxFeeStroops {
-		return transfer.Envelope{}, &transfer.UnavailableError{Code: transfer.CodeSimulationError,
-			Detail: fmt.Sprintf("the resource fee %d plus the inclusion fee exceeds MAX_FEE_STROOPS %d; nothing was submitted", resourceFee, l.maxFeeStroops)}
-	}
-	rate := l.baseFeeStroops
-	if l.feePercentile > 0 {
-		f, err := l.inclusionFee(ctx, ch)
-		if err != nil {
-			return transfer.Envelope{}, err
-		}
-		rate = max(rate, f)
-	}
-	// After a first-send txINSUFFICIENT_FEE refusal the rebuild offers more, as payments do
-	// (feeRate); MAX_FEE_STROOPS still caps it.
-	rate *= l.feeBoost()
-	if l.maxFeeStroops > 0 {
-		rate = min(rate, (l.maxFeeStroops-resourceFee)/slots)
-	}
-	innerRate := rate
-	if feeBumped {
-		innerRate = l.baseFeeStroops
-	}
-	tx, err := l.transaction(lease, seq, op, innerRate, maxTime)
-	if err != nil {
-		return transfer.Envelope{}, err
-	}
-	return l.seal(tx, lease, rate, maxTime, feeBumped)
 }
 
 // restore submits a RestoreFootprint transaction with the preamble's data from lease's account

@@ -106,7 +106,7 @@ type suiteOpts struct {
 func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	t.Helper()
 	clock := &simClock{fakeClock: fakeClock{now: time.Unix(1_750_000_000, 0)}}
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: simLegacy})
+	n, err := stellarsim.Start(simOptions(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 			t.Fatal(err)
 		}
 	}
-	n.CloseLedger()
+	closeShown(n, clock.advance)
 	e := &suiteEnv{backend: backend, channels: o.channels, net: n, clock: clock, keys: keys, usdc: usdc,
 		vault: keys.Vault.Address(), wallet: wallet, leases: &memLeases{}}
 	var pool *ChannelPool
@@ -171,6 +171,9 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	}
 	return e
 }
+
+// closeLedger closes a ledger and waits (on the clock) until RPC and Horizon show it.
+func (e *suiteEnv) closeLedger() stellarsim.LedgerInfo { return closeShown(e.net, e.clock.advance) }
 
 func (e *suiteEnv) prepare(t *testing.T, wallet string, stroops int64) transfer.Envelope {
 	t.Helper()
@@ -255,7 +258,7 @@ func TestSuiteWithdrawLands(t *testing.T) {
 			t.Errorf("before close: %+v", lk)
 		}
 		e.clock.advance(5 * time.Second)
-		closed := e.net.CloseLedger()
+		closed := e.closeLedger()
 		lk = e.lookup(t, env)
 		wantFee := int64(100)
 		if e.channels > 0 {
@@ -292,7 +295,7 @@ func TestSuiteFailedPayment(t *testing.T) {
 		e := newEnv(suiteOpts{})
 		env := e.prepare(t, e.wallet, 5_000*unit)
 		e.send(t, env, transfer.SendPending)
-		e.net.CloseLedger()
+		e.closeLedger()
 		lk := e.lookup(t, env)
 		if lk.Status != transfer.LookupFailed || !slices.Equal(lk.ResultCodes, []string{"tx_failed", "op_underfunded"}) ||
 			lk.FeeChargedStroops <= 0 || lk.Hash != env.InnerHash {
@@ -312,7 +315,7 @@ func TestSuiteStaleSequence(t *testing.T) {
 			t.Fatalf("channels %s and %s", stale.Channel, fresh.Channel)
 		}
 		e.send(t, fresh, transfer.SendPending)
-		e.net.CloseLedger()
+		e.closeLedger()
 		res := e.send(t, stale, transfer.SendError)
 		if res.Code != "txBAD_SEQ" || !transfer.RefusedBeforeInclusion(res, false) {
 			t.Errorf("stale sequence: %+v", res)
@@ -321,7 +324,7 @@ func TestSuiteStaleSequence(t *testing.T) {
 		// Built again, the sequence number is read from the network and it lands.
 		again := e.prepare(t, e.wallet, unit)
 		e.send(t, again, transfer.SendPending)
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, again); lk.Status != transfer.LookupSuccess {
 			t.Errorf("rebuilt: %+v", lk)
 		}
@@ -360,7 +363,7 @@ func TestSuiteAnswers(t *testing.T) {
 		// Refused every time: sent once more, it is accepted and lands.
 		e.send(t, env, transfer.SendPending)
 		e.send(t, env, transfer.SendDuplicate)
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
 			t.Errorf("after refusals: %+v", lk)
 		}
@@ -376,7 +379,7 @@ func TestSuiteTransport(t *testing.T) {
 		if _, err := e.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
 			t.Errorf("dropped response: %v, want a plain error", err)
 		}
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
 			t.Errorf("the dropped-response envelope did not land: %+v", lk)
 		}
@@ -406,12 +409,12 @@ func TestSuiteProvenDead(t *testing.T) {
 		env := e.prepare(t, e.wallet, unit)
 		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
 		e.send(t, env, transfer.SendPending)
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, env); lk.Status != transfer.LookupNotFound || transfer.ProvenDead(env, lk) {
 			t.Errorf("before maxTime: %+v", lk)
 		}
 		e.clock.advance(2 * time.Minute)
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, env); lk.Status != transfer.LookupNotFound || !transfer.ProvenDead(env, lk) {
 			t.Errorf("after maxTime: %+v (maxTime %d)", lk, env.MaxTime)
 		}
@@ -436,13 +439,13 @@ func TestSuiteQuarantine(t *testing.T) {
 			// The in-doubt envelope landed meanwhile, but nobody said Done: still quarantined until a
 			// ledger closes after its maxTime.
 			e.clock.advance(time.Unix(inDoubt.MaxTime, 0).Sub(e.clock.Now()) + time.Second)
-			e.net.CloseLedger()
+			e.closeLedger()
 			next := e.prepare(t, e.wallet, unit)
 			if next.Channel != inDoubt.Channel {
 				t.Fatalf("channel %s, want %s", next.Channel, inDoubt.Channel)
 			}
 			e.send(t, next, transfer.SendPending)
-			e.net.CloseLedger()
+			e.closeLedger()
 			if lk := e.lookup(t, next); lk.Status != transfer.LookupSuccess {
 				t.Errorf("after the quarantine: %+v", lk)
 			}

@@ -28,7 +28,9 @@ const (
 	// is looked up before the ledger range, so a lookup racing the
 	// ingestion of ledger L answers NOT_FOUND with latestLedger L although
 	// the transaction is in L. The next Count getTransaction calls for a
-	// transaction in the latest ledger the answering instance shows do so.
+	// transaction in the latest ledger the answering instance shows do so;
+	// with Ledgers n, for a transaction in any of the latest n+1 ledgers, as
+	// when RPC catches up and ingests several ledgers between the two reads.
 	FaultReadOrder = "read_order"
 	// FaultDBLag is RPC's database trailing its core until cleared:
 	// getLatestLedger, getHealth, getTransaction and sendTransaction's
@@ -330,11 +332,12 @@ func (n *Network) armedFor(kind, api string) *armedFault {
 	return nil
 }
 
-// takeReadOrder consumes one use of an armed read_order fault, reporting
-// whether there was one. Callers hold n.mu.
-func (n *Network) takeReadOrder() bool {
+// takeReadOrder consumes one use of an armed read_order fault that covers a
+// transaction in ledger txLedger while the answering instance shows latest,
+// reporting whether there was one. Callers hold n.mu.
+func (n *Network) takeReadOrder(txLedger, latest uint32) bool {
 	for i, f := range n.faults {
-		if f.Kind != FaultReadOrder {
+		if f.Kind != FaultReadOrder || latest-txLedger > uint32(max(f.Ledgers, 0)) {
 			continue
 		}
 		if f.remaining > 0 {

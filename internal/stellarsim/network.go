@@ -121,6 +121,7 @@ type Network struct {
 	envelopes    []*ReceivedEnvelope
 	faults       []*armedFault
 	instanceTurn map[string]uint64 // per API, the request count that picks the answering instance
+	served       map[string]uint32 // per API and instance, the latest ledger it has shown (readView.served)
 	retention    uint32
 	rpcMethods   map[string]RPCHandler
 	closeMeta    closeMetaCache // the latest encoded LedgerCloseMeta (ledger_meta.go)

@@ -2,6 +2,7 @@ package stellarsim
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -26,6 +27,10 @@ type readView struct {
 	entries uint32
 	// instance is which instance answered (0 without the instances fault).
 	instance int
+	// served is the latest ledger this instance had shown in an earlier
+	// answer: a read_order fault can hide only transactions of ledgers
+	// ingested since (an instance never un-ingests what it has shown).
+	served uint32
 }
 
 type readViewKey struct{}
@@ -65,6 +70,12 @@ func (n *Network) readViewLocked(api string) readView {
 	}
 	v := readView{latest: n.visibleLocked(extra), instance: inst}
 	v.entries = v.latest
+	if n.served == nil {
+		n.served = map[string]uint32{}
+	}
+	id := fmt.Sprintf("%s#%d", api, inst)
+	v.served = n.served[id]
+	n.served[id] = max(n.served[id], v.latest)
 	if f := n.armedFor(FaultDBLag, api); f != nil && api == "rpc" {
 		// RPC's database trails its core: entries come from core's latest
 		// ledger, everything else from a database Ledgers behind.

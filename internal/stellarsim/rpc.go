@@ -415,7 +415,7 @@ func (n *Network) rpcGetTransaction(r *http.Request, params json.RawMessage) (an
 		resp.Status = protocol.TransactionStatusNotFound
 		return resp, nil
 	}
-	if a.Ledger == view.latest && n.takeReadOrder() {
+	if a.Ledger > view.served && n.takeReadOrder(a.Ledger, view.latest) {
 		// The transaction was read before its ledger's ingestion committed,
 		// the ledger range after (FaultReadOrder).
 		resp.Status = protocol.TransactionStatusNotFound
