@@ -33,9 +33,9 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 			e = &Error{Code: CodeStoreUnavailable, Message: "internal failure", Err: err}
 		}
 		if e.Err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "reconcile action failed", "action", clip(req.Action, 32), "code", e.Code, "err", e.Err)
+			s.cfg.Logger.ErrorContext(ctx, "reconcile action failed", "action", logging.Clip(req.Action, 32), "code", e.Code, "err", e.Err)
 		} else {
-			s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", clip(req.Action, 32), "code", e.Code, "message", e.Message)
+			s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", logging.Clip(req.Action, 32), "code", e.Code, "message", e.Message)
 		}
 		return nil, lambdaError(e)
 	}

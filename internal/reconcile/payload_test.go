@@ -2,8 +2,14 @@ package reconcile_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -42,5 +48,55 @@ func TestPayloadsReadOneWay(t *testing.T) {
 	// The same actions, spelled one way, act.
 	if got := mustDo(t, f, `{"action":"resolve","storeKey":"`+a.StoreKey+`"`+force); got["resolution"] != "released" || got["forced"] != true {
 		t.Errorf("forced discard = %v", got)
+	}
+}
+
+// leaksSeed reports whether s holds 16 or more consecutive characters of seed, in any case.
+func leaksSeed(s, seed string) bool {
+	s, seed = strings.ToUpper(s), strings.ToUpper(seed)
+	for i := 0; i+16 <= len(seed); i++ {
+		if strings.Contains(s, seed[i:i+16]) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSeedsNeverReachTheAuditOrTheAnswer: operator and reason are written into the item's audit,
+// logged and sent with the stream's record: a seed in either is refused with a typed error and
+// nothing is written. An error quoting the payload is redacted before it is clipped (issue 16,
+// item 6: clip(action, 32) kept 32 characters of a seed).
+func TestSeedsNeverReachTheAuditOrTheAnswer(t *testing.T) {
+	f := newFixture(t)
+	rec := f.put(t, "order-seed1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.land(rec, transfer.LookupSuccess, 60)
+	seed := keypair.MustRandom().Seed()
+	resolve := `{"action":"resolve","storeKey":"` + rec.StoreKey + `","transactionHash":"` + rec.Envelope.InnerHash + `"`
+	for _, p := range []string{
+		resolve + `,"operator":"` + seed + `"}`,
+		resolve + `,"operator":"alice ` + strings.ToLower(seed) + `"}`,
+		resolve + `,"operator":"alice","reason":"key was ` + seed + `"}`,
+		resolve + `,"operator":"alice","force":true,"reason":"` + seed + `"}`,
+	} {
+		refused(t, f, p, reconcile.CodeSecretInPayload)
+	}
+	if got, err := f.store.Get(context.Background(), rec.StoreKey); err != nil || got.Status != transfer.StatusInDoubt || got.Audit != nil {
+		t.Fatalf("the item changed: %+v, %v", got, err)
+	}
+	for _, p := range []string{
+		`{"action":"` + seed + `"}`,
+		`{"action":"` + strings.Repeat("x", 20) + seed + `"}`,
+		`{"` + strings.Repeat("x", 170) + seed + `":1}`,
+		`{"` + strings.Repeat("x", 40) + seed + `":1}`,
+		`{"action":"get","storeKey":"transfer:0000000000000000:` + strings.Repeat("k", 230) + seed + `"}`,
+	} {
+		_, err := f.svc.Invoke(context.Background(), json.RawMessage(p))
+		var ie messages.InvokeResponse_Error
+		if !errors.As(err, &ie) || leaksSeed(ie.Message, seed) {
+			t.Errorf("%.50s...: the error holds part of the seed: %v", p, err)
+		}
+	}
+	if got := mustDo(t, f, resolve+`,"operator":"alice","reason":"seen on chain"}`); got["resolution"] != "replayable" {
+		t.Fatalf("resolve = %v", got)
 	}
 }

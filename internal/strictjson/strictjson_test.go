@@ -14,7 +14,7 @@ type payload struct {
 	Limit    int    `json:"limit,omitempty"`
 	//lint:ignore U1000 unexported: not a field of the document, which is what the test checks.
 	ignored string
-	Skipped  string `json:"-"`
+	Skipped string `json:"-"`
 }
 
 func TestDecodeReadsOneWay(t *testing.T) {
@@ -62,12 +62,12 @@ func TestDecodeReadsOneWay(t *testing.T) {
 func TestMessages(t *testing.T) {
 	var p payload
 	for doc, want := range map[string]string{
-		`{"ACTION":"x"}`:             `unknown field "ACTION" (field names are case-sensitive: did you mean "action"?); the fields are action, storeKey, discard, force, limit`,
-		`{"discard":1,"discard":2}`:  `field "discard" appears more than once`,
-		`{"discard":1}`:              `discard must be a boolean (true or false), not a JSON number`,
-		`[1]`:                        `the payload must be a JSON object, not a JSON array`,
-		`{}x`:                        `unexpected data after the JSON object (at byte 2)`,
-		`{"a`:                        `the payload ends in the middle of a JSON value`,
+		`{"ACTION":"x"}`:            `unknown field "ACTION" (field names are case-sensitive: did you mean "action"?); the fields are action, storeKey, discard, force, limit`,
+		`{"discard":1,"discard":2}`: `field "discard" appears more than once`,
+		`{"discard":1}`:             `discard must be a boolean (true or false), not a JSON number`,
+		`[1]`:                       `the payload must be a JSON object, not a JSON array`,
+		`{}x`:                       `unexpected data after the JSON object (at byte 2)`,
+		`{"a`:                       `the payload ends in the middle of a JSON value`,
 		`{"` + strings.Repeat("x", MaxQuotedName+1) + `":1}`: `unknown field (a name of 65 bytes)`,
 	} {
 		err := Decode([]byte(doc), &p)
