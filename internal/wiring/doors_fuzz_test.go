@@ -49,9 +49,8 @@ var doorWallet = func() string {
 // itemRecorder is a dynamo.Client that keeps every item written through it.
 type itemRecorder struct {
 	dynamo.Client
-	mu    sync.Mutex
-	items []map[string]any
-	raw   []*dynamodb.PutItemInput
+	mu  sync.Mutex
+	raw []*dynamodb.PutItemInput
 }
 
 func (r *itemRecorder) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
