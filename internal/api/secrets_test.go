@@ -127,3 +127,20 @@ func TestLambdaAdapterProblemIsRedactedAndClipped(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestIDWithASeedIsNotATraceID: the API Gateway request ID stands in for a missing X-Ray
+// header only when it holds no seed.
+func TestRequestIDWithASeedIsNotATraceID(t *testing.T) {
+	seed := randomAddress(versionSeed)
+	f := newFixture(t)
+	ev := loadEvent(t, "apigw-v2-request-no-authorizer.json")
+	delete(ev.Headers, "x-amzn-trace-id")
+	ev.RequestContext.RequestID = seed
+	resp, err := NewLambdaHandler(f.h)(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Headers[TraceHeader]; !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(got) || leaksSeed(resp.Body, seed) {
+		t.Errorf("trace ID %q, body %s", got, resp.Body)
+	}
+}
