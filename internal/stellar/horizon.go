@@ -37,9 +37,11 @@ type HorizonConfig struct {
 }
 
 // HorizonLedger is a transfer.Ledger over Horizon (STELLAR_BACKEND=horizon): the same envelopes
-// as RPCLedger, sent with POST /transactions_async and looked up with GET /transactions/{hash}.
-// horizonclient's methods take no context, so every call runs under the caller's deadline here
-// (the abandoned request runs on until the HTTP client's Timeout). Safe for concurrent use.
+// as RPCLedger, sent with POST /transactions_async (posted and read here, bound to the caller's
+// context: see horizon_async.go) and looked up with GET /transactions/{hash}. The other calls go
+// through horizonclient, whose methods take no context, so each runs under the caller's deadline
+// here (the abandoned request runs on until the HTTP client's Timeout). The Horizon URL may have a
+// path (a gateway's prefix). Safe for concurrent use.
 type HorizonLedger struct {
 	cfg HorizonConfig
 	*common
