@@ -100,3 +100,26 @@ func TestSeedsNeverReachTheAuditOrTheAnswer(t *testing.T) {
 		t.Fatalf("resolve = %v", got)
 	}
 }
+
+// TestGetRedactsItemsStoredEarlier: an item written before the API replaced trace IDs that are not
+// in X-Ray's format may hold a seed; get and list show it redacted.
+func TestGetRedactsItemsStoredEarlier(t *testing.T) {
+	f := newFixture(t)
+	rec := f.put(t, "order-old1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	seed := keypair.MustRandom().Seed()
+	next := rec
+	next.TraceID, next.Version = "Root="+seed, rec.Version+1
+	next.Audit = &transfer.Audit{Action: "resolve", Operator: "op " + seed, Reason: seed}
+	if err := f.store.Replace(context.Background(), next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{`{"action":"get","storeKey":"` + rec.StoreKey + `"}`, `{"action":"list"}`} {
+		b, err := json.Marshal(mustDo(t, f, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leaksSeed(string(b), seed) || !strings.Contains(string(b), `"traceId":"Root=[redacted]"`) {
+			t.Errorf("%s: %s", p, b)
+		}
+	}
+}
