@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -165,7 +166,7 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 	case "":
 		return nil, badRequest("action is required (list, get, resolve, sweep, channels)")
 	default:
-		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels)", clip(req.Action, 32))
+		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels)", logging.Clip(req.Action, 32))
 	}
 }
 
@@ -239,6 +240,9 @@ func (s *Service) resolve(ctx context.Context, req Request) (*ResolveAnswer, err
 		return nil, badRequest("force requires a reason")
 	case len(req.Reason) > maxReasonLen:
 		return nil, badRequest("reason is limited to %d characters", maxReasonLen)
+	case logging.ContainsSeed(req.Operator) || logging.ContainsSeed(req.Reason):
+		// Both are written into the item's audit, logged and sent with the stream's record.
+		return nil, refuse(CodeSecretInPayload, "operator or reason holds a Stellar secret seed; never paste secrets, and rotate that key")
 	}
 	rec, err := s.read(ctx, req.StoreKey)
 	if err != nil {
@@ -409,11 +413,4 @@ func isHexHash(s string) bool {
 		}
 	}
 	return true
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

@@ -80,6 +80,7 @@ type fixture struct {
 	clock  *clock
 	gauge  *gauge
 	svc    *reconcile.Service
+	logs   *logtest.Buffer
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -88,12 +89,12 @@ func newFixture(t *testing.T) *fixture {
 	store := dynamotest.NewStore(t, client)
 	l := &ledger{landed: map[string]transfer.Lookup{}, latest: 100, closedAt: t0, oldest: 1}
 	c := &clock{now: t0}
-	log, _ := logtest.New(t)
+	log, logs := logtest.New(t)
 	orch := &transfer.Orchestrator{Store: store, Ledger: l, Clock: c, Logger: log}
 	g := &gauge{}
 	svc := reconcile.New(reconcile.Config{Store: store, Settler: orch, Ledger: l, Gauge: g, Clock: c,
 		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
-	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc}
+	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc, logs: logs}
 }
 
 func hashOf(name string, outer bool) string {

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +87,7 @@ func (s *memLeases) leased() int {
 }
 
 type suiteEnv struct {
-	backend  string // "rpc" or "horizon"
+	backend  string // "rpc", "horizon" or "horizon-prefix" (Horizon under /horizon behind a reverse proxy)
 	channels int
 	net      *stellarsim.Network
 	clock    *simClock
@@ -153,7 +157,11 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 		e.ledger, err = NewRPCLedger(RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
 			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: StaticKeys{K: keys}, Channels: pool, Clock: clock})
 	default:
-		e.ledger, err = NewHorizonLedger(HorizonConfig{URL: n.URL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
+		horizonURL := n.URL()
+		if backend == "horizon-prefix" {
+			horizonURL = prefixProxy(t, horizonURL, "/horizon")
+		}
+		e.ledger, err = NewHorizonLedger(HorizonConfig{URL: horizonURL, Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
 			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: StaticKeys{K: keys}, Channels: pool, Clock: clock})
 	}
 	if err != nil {
@@ -334,40 +342,75 @@ func TestSuiteStaleSequence(t *testing.T) {
 // TestSuiteAnswers: the network's refusals and the seed's recoverable and unrecoverable HTTP
 // answers, mapped per DESIGN.md section 5.
 func TestSuiteAnswers(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
-		e := newEnv(suiteOpts{})
-		ctx := context.Background()
-		env := e.prepare(t, e.wallet, unit)
-		for _, code := range []string{"txINSUFFICIENT_FEE", "txTOO_LATE", "txBAD_SEQ", "txINSUFFICIENT_BALANCE"} {
-			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "ERROR", Code: code})
-			if res := e.send(t, env, transfer.SendError); res.Code != code || !transfer.RefusedBeforeInclusion(res, false) {
-				t.Errorf("%s: %+v", code, res)
-			}
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) { suiteAnswers(t, newEnv(suiteOpts{})) })
+}
+
+// TestHorizonAnswersBehindPathPrefix: with HORIZON_URL=http://127.0.0.1:port/horizon (a reverse
+// proxy in front of the local network's Horizon), every answer to POST /transactions_async is
+// read as at the root: horizonclient recognised 503 TRY_AGAIN_LATER and 400 ERROR only when the
+// path was exactly /transactions_async (issue 16, item 4).
+func TestHorizonAnswersBehindPathPrefix(t *testing.T) {
+	for _, channels := range []int{0, 2} {
+		t.Run(fmt.Sprintf("channels=%d", channels), func(t *testing.T) {
+			suiteAnswers(t, newSuiteEnv(t, "horizon-prefix", suiteOpts{channels: channels}))
+		})
+	}
+}
+
+func suiteAnswers(t *testing.T, e *suiteEnv) {
+	ctx := context.Background()
+	env := e.prepare(t, e.wallet, unit)
+	for _, code := range []string{"txINSUFFICIENT_FEE", "txTOO_LATE", "txBAD_SEQ", "txINSUFFICIENT_BALANCE"} {
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "ERROR", Code: code})
+		if res := e.send(t, env, transfer.SendError); res.Code != code || !transfer.RefusedBeforeInclusion(res, false) {
+			t.Errorf("%s: %+v", code, res)
 		}
-		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "TRY_AGAIN_LATER"})
-		e.send(t, env, transfer.SendTryAgainLater)
-		if e.backend == "horizon" {
-			// 429: Horizon refused before the network saw it.
-			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: 429, API: "horizon"})
-			if res := e.send(t, env, transfer.SendTryAgainLater); !transfer.RefusedBeforeInclusion(res, false) {
-				t.Errorf("429: %+v", res)
-			}
+	}
+	e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "TRY_AGAIN_LATER"})
+	if res := e.send(t, env, transfer.SendTryAgainLater); !transfer.RefusedBeforeInclusion(res, false) || res.LatestLedger == 0 {
+		t.Errorf("TRY_AGAIN_LATER: %+v", res)
+	}
+	unexpected := []int{504, 500}
+	if strings.HasPrefix(e.backend, "horizon") {
+		// 429: Horizon refused before the network saw it.
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: 429, API: "horizon"})
+		if res := e.send(t, env, transfer.SendTryAgainLater); !transfer.RefusedBeforeInclusion(res, false) {
+			t.Errorf("429: %+v", res)
 		}
-		// 504 and 500: the envelope may have reached the network: a plain error (re-send it).
-		for _, status := range []int{504, 500} {
-			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: status})
-			if _, err := e.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
-				t.Errorf("HTTP %d: %v, want a plain error", status, err)
-			}
+		// A 503 problem (not the endpoint's TRY_AGAIN_LATER body) says nothing about the envelope.
+		unexpected = append(unexpected, 503)
+	}
+	// 504 and 500: the envelope may have reached the network: a plain error (re-send it).
+	for _, status := range unexpected {
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: status})
+		if _, err := e.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
+			t.Errorf("HTTP %d: %v, want a plain error", status, err)
 		}
-		// Refused every time: sent once more, it is accepted and lands.
-		e.send(t, env, transfer.SendPending)
-		e.send(t, env, transfer.SendDuplicate)
-		e.closeLedger()
-		if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
-			t.Errorf("after refusals: %+v", lk)
-		}
-	})
+	}
+	// Refused every time: sent once more, it is accepted and lands.
+	e.send(t, env, transfer.SendPending)
+	e.send(t, env, transfer.SendDuplicate)
+	e.closeLedger()
+	if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
+		t.Errorf("after refusals: %+v", lk)
+	}
+}
+
+// prefixProxy serves target's API under prefix on 127.0.0.1 (as a gateway mounting Horizon at
+// https://gw.example/horizon does) and returns the prefixed URL.
+func prefixProxy(t *testing.T, target, prefix string) string {
+	t.Helper()
+	to, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(to)
+		r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, prefix)
+		r.Out.URL.RawPath = ""
+	}})
+	t.Cleanup(srv.Close)
+	return srv.URL + prefix
 }
 
 func TestSuiteTransport(t *testing.T) {
