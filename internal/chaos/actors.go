@@ -132,6 +132,7 @@ func (r *rig) decide(c *caller, it reconcile.Item) (reconcile.Request, string, b
 			}
 		}
 		req.Discard, req.Force, req.Reason = true, true, "not in full history and maxTime has passed"
+		req.InnerHash = it.InnerHash // the envelope checked: a later one of the key is never discarded
 		return req, "forced_discard", true
 	}
 	return req, "", false

@@ -537,7 +537,7 @@ func TestStaleSettleOfInDoubtIncarnation(t *testing.T) {
 			retry, e2 = retryToInDoubt(t, r, e1)
 		}))
 		ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
-			Discard: true, Force: true, Reason: "checked the inner hash on an explorer", Operator: "oncall@example.com"})
+			Discard: true, Force: true, InnerHash: e1.Envelope.InnerHash, Reason: "checked the inner hash on an explorer", Operator: "oncall@example.com"})
 		var rerr *reconcile.Error
 		if !errors.As(err, &rerr) || rerr.Code != reconcile.CodeConflict {
 			t.Errorf("forced discard = %+v, %v; want CONFLICT: the item changed while it was judged", ans, err)

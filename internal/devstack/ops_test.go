@@ -148,7 +148,7 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 			t.Fatalf("resolve with an unlanded hash%s = %q %v", extra, fnErr, body)
 		}
 	}
-	for _, extra := range []string{``, `,"force":true,"reason":"test"`} {
+	for _, extra := range []string{``, `,"force":true,"reason":"test","innerHash":"` + item["innerHash"].(string) + `"`} {
 		_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","discard":true,"operator":"test"`+extra+`}`)
 		if fnErr != "Unhandled" || body["errorType"] != "STILL_CAN_LAND" {
 			t.Fatalf("discard%s while it can still land = %q %v", extra, fnErr, body)

@@ -26,7 +26,7 @@ func TestPayloadsReadOneWay(t *testing.T) {
 	f.afterMaxTime()
 	f.ledger.oldest = 90 // the ledger cannot prove anything: only force would release
 	f.land(b, transfer.LookupSuccess, 60)
-	force := `,"discard":true,"force":true,"operator":"dave","reason":"customer asked"}`
+	force := `,"discard":true,"force":true,"operator":"dave","reason":"customer asked","innerHash":"` + a.Envelope.InnerHash + `"}`
 	for _, p := range []string{
 		`{"action":"resolve","storeKey":"` + a.StoreKey + `","storeKey":"` + b.StoreKey + `"` + force,
 		`{"ACTION":"resolve","storeKey":"` + a.StoreKey + `","Discard":true,"FORCE":true,"operator":"dave","reason":"customer asked"}`,

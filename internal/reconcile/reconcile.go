@@ -100,6 +100,10 @@ type Request struct {
 	// prove it; operator says who asks (recorded with the Lambda request ID).
 	TransactionHash string `json:"transactionHash,omitempty"`
 	Discard         bool   `json:"discard,omitempty"`
+	// InnerHash names the envelope the operator checked (get's innerHash): required for a forced
+	// discard of an item holding an envelope, and compared whenever given, so a discard can never
+	// apply to a later envelope or incarnation of the key that nobody checked.
+	InnerHash string `json:"innerHash,omitempty"`
 	Force           bool   `json:"force,omitempty"`
 	Reason          string `json:"reason,omitempty"`
 	Operator        string `json:"operator,omitempty"`
@@ -250,6 +254,15 @@ func (s *Service) resolve(ctx context.Context, req Request) (*ResolveAnswer, err
 	}
 	if rec.Status != transfer.StatusInDoubt {
 		return nil, refuse(CodeNotInDoubt, "the transfer is %s, not in_doubt: nothing to resolve", rec.Status)
+	}
+	if h := strings.ToLower(strings.TrimSpace(req.InnerHash)); rec.Envelope != nil && (h != "" || req.Discard && req.Force) {
+		switch {
+		case h == "":
+			return nil, badRequest("a forced discard names the envelope it checked: innerHash (from get)")
+		case h != rec.Envelope.InnerHash:
+			return nil, refuse(CodeHashMismatch, "innerHash %s is not this transfer's current envelope (%s): the item changed since it was checked; get it again",
+				logging.Clip(h, 64), rec.Envelope.InnerHash)
+		}
 	}
 	if rec.Envelope == nil {
 		// Every in_doubt item the orchestrator writes holds its envelope; one without cannot be

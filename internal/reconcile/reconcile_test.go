@@ -327,7 +327,7 @@ func TestDiscard(t *testing.T) {
 	}
 	// No ledger has closed after maxTime: the envelope can still land, forced or not.
 	refused(t, f, discard(live, ""), reconcile.CodeStillCanLand)
-	refused(t, f, discard(live, `,"force":true,"reason":"customer asked"`), reconcile.CodeStillCanLand)
+	refused(t, f, discard(live, `,"force":true,"reason":"customer asked","innerHash":"`+live.Envelope.InnerHash+`"`), reconcile.CodeStillCanLand)
 
 	f.land(landed, transfer.LookupSuccess, 90)
 	refused(t, f, discard(landed, ""), reconcile.CodeLanded)
@@ -348,7 +348,10 @@ func TestDiscard(t *testing.T) {
 	f.ledger.oldest = 90
 	refused(t, f, discard(gap, ""), reconcile.CodeNotProvenDead)
 	refused(t, f, discard(gap, `,"force":true`), reconcile.CodeBadRequest)
-	got = mustDo(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon"`))
+	// A forced discard names the envelope it checked: none, or another, is refused.
+	refused(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon"`), reconcile.CodeBadRequest)
+	refused(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon","innerHash":"`+live.Envelope.InnerHash+`"`), reconcile.CodeHashMismatch)
+	got = mustDo(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon","innerHash":"`+gap.Envelope.InnerHash+`"`))
 	if got["resolution"] != "released" || got["forced"] != true {
 		t.Fatalf("forced discard = %v", got)
 	}
