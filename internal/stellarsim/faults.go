@@ -3,6 +3,7 @@ package stellarsim
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -349,4 +350,27 @@ func (n *Network) takeReadOrder(txLedger, latest uint32) bool {
 		return true
 	}
 	return false
+}
+
+// DisarmFaults disarms every armed fault of the given kinds (not retention,
+// which is a window: set it again, or ClearFaults) and returns them as they
+// were, Count being their remaining uses (-1: until cleared). The fault
+// campaign uses it to end a wave's read faults without touching the others.
+func (n *Network) DisarmFaults(kinds ...string) []Fault {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var removed []Fault
+	kept := n.faults[:0]
+	for _, f := range n.faults {
+		if slices.Contains(kinds, f.Kind) {
+			c := f.Fault
+			c.Count = f.remaining
+			removed = append(removed, c)
+			continue
+		}
+		kept = append(kept, f)
+	}
+	clear(n.faults[len(kept):])
+	n.faults = kept
+	return removed
 }

@@ -302,3 +302,40 @@ func TestConcurrentSubmissions(t *testing.T) {
 type realClockForTest struct{}
 
 func (realClockForTest) Now() time.Time { return time.Now() }
+
+func TestDisarmFaults(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	for _, f := range []stellarsim.Fault{
+		{Kind: stellarsim.FaultStall, Count: 3},
+		{Kind: stellarsim.FaultReadOrder, Count: 4, Ledgers: 2},
+		{Kind: stellarsim.FaultDBLag, Ledgers: 1},
+		{Kind: stellarsim.FaultInstances, Delay: time.Second, API: "rpc"},
+		{Kind: stellarsim.FaultRetention, Ledgers: 2},
+	} {
+		if err := e.n.InjectFault(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := e.n.DisarmFaults(stellarsim.FaultReadOrder, stellarsim.FaultDBLag, stellarsim.FaultInstances)
+	if len(got) != 3 || got[0].Kind != stellarsim.FaultReadOrder || got[0].Count != 4 || got[1].Count != -1 || got[2].Instances != 3 {
+		t.Fatalf("disarmed %+v", got)
+	}
+	if left := e.n.Faults(); len(left) != 1 || left[0].Kind != stellarsim.FaultStall || left[0].Count != 3 {
+		t.Fatalf("left armed %+v", left)
+	}
+	// The retention window is not a fault to disarm: it stays shrunk.
+	tx, hash := e.payTx()
+	e.send(b64(t, tx))
+	e.n.ClearFaults()
+	for range 4 {
+		e.n.CloseLedger()
+	}
+	if got := e.getTx(hash); got.Status != "SUCCESS" {
+		t.Fatalf("%+v", got)
+	}
+	e.n.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 2})
+	e.n.DisarmFaults(stellarsim.FaultRetention)
+	if got := e.getTx(hash); got.Status != "NOT_FOUND" {
+		t.Fatalf("retention window undone by DisarmFaults: %+v", got)
+	}
+}
