@@ -60,12 +60,24 @@ type Config struct {
 	// SimLegacy keeps behaviours of the local network from before issue 12 (kinder than the real
 	// network, see stellarsim.Legacy); the zero value is the realistic network.
 	SimLegacy stellarsim.Legacy
+	// ReadFaults arms the local network's read faults (issue 12) among each wave's random faults,
+	// for that wave: read_order (a lookup racing ingestion; Ledgers 0 to 3, as while an instance
+	// catches up), db_lag (RPC's database trailing its core) and, with LoadBalanced, instances.
+	// They are faults of stellar-rpc: the Horizon run arms none of them.
+	ReadFaults bool
+	// LoadBalanced says the Stellar RPC URL is served by several instances: a deployment fact, so
+	// it holds for the whole run. The service is assembled with STELLAR_RPC_LOAD_BALANCED=true
+	// (its proof of death then rests on the source account's sequence number alone) and the
+	// instances fault is among the read faults. Only for the "rpc" backend: Horizon behind a load
+	// balancer is not supported for proofs (README, "Which RPC and Horizon deployments the proof
+	// supports"), so a Horizon run never arms instances.
+	LoadBalanced bool
 }
 
 // DefaultConfig is the campaign `make test` runs first: 2,000 calls, and about 500 late ones.
 func DefaultConfig(seed uint64) Config {
 	return Config{Seed: seed, Keys: 250, Callers: 8, Wave: 5, FaultRate: 0.15, SendFaultRate: 0.3, CrashRate: 0.03, Backend: "rpc",
-		LateRate: 0.25, HoldRate: 0.1, TakeOverHoldRate: 0.5, Actors: true}
+		LateRate: 0.25, HoldRate: 0.1, TakeOverHoldRate: 0.5, Actors: true, ReadFaults: true}
 }
 
 // Report is what a campaign did and found.
@@ -83,13 +95,44 @@ type Report struct {
 	Stale       map[string]int // held writes and what they met, sweeps beside the traffic (heldStore, sweeper)
 	Operators   map[string]int // operator actions beside the traffic, by action and answer
 	Applied     int            // transfer transactions applied on the ledger
-	Restores    int            // RestoreFootprint transactions applied (contract mode)
-	HealRetries int
+	Restores    int            // RestoreFootprint transactions applied (contract mode; the protocol 22 flow)
+	// RestoringInvocations is how many applied vault-contract invocations restored archived
+	// entries themselves (their Soroban data marks archivedSorobanEntries: the protocol 23 flow).
+	RestoringInvocations int
+	// LoadBalanced is Config.LoadBalanced as the run used it (false for Horizon).
+	LoadBalanced bool
+	// InDoubtSettle is, for every in_doubt episode of an item that was settled (replayable,
+	// rejected or released), the virtual time from the write that made it in_doubt to the write
+	// that settled it, sorted.
+	InDoubtSettle []time.Duration
+	HealRetries   int
 	// SweptAfterProvable is how long after the last open envelope became provable (its maxTime,
 	// or its dead invocation's lease) the sweep had settled every item; negative when sooner.
 	SweptAfterProvable    time.Duration
 	VirtualTime, RealTime time.Duration
 	Violations            []string
+}
+
+// InDoubtRate is the in_doubt items opened per 1,000 calls.
+func (r Report) InDoubtRate() float64 { return per1000(r.Events["in_doubt_opened"], r.Calls) }
+
+// RebuildRate is the envelopes built again for a key per 1,000 calls (each after a proof that the
+// previous one cannot land).
+func (r Report) RebuildRate() float64 { return per1000(r.Events["rebuilds"], r.Calls) }
+
+// SettleTimes is the median and the longest of InDoubtSettle (0 when no item went in doubt).
+func (r Report) SettleTimes() (median, longest time.Duration) {
+	if len(r.InDoubtSettle) == 0 {
+		return 0, 0
+	}
+	return r.InDoubtSettle[len(r.InDoubtSettle)/2], r.InDoubtSettle[len(r.InDoubtSettle)-1]
+}
+
+func per1000(n, calls int) float64 {
+	if calls == 0 {
+		return 0
+	}
+	return float64(n) * 1000 / float64(calls)
 }
 
 // Failed reports whether an invariant was broken.
@@ -102,7 +145,12 @@ func (r Report) String() string {
 		mode = "vault contract"
 	}
 	fmt.Fprintf(&b, "fault campaign seed=%d (%s, %d channels, %s): %d calls (%d of them late retries) on %d keys in %v virtual (%v real)\n", r.Seed, r.Backend, r.Channels, mode, r.Calls, r.LateCalls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
-	fmt.Fprintf(&b, "  applied transactions: %d (and %d restores of archived entries); heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.Restores, r.HealRetries, r.SweptAfterProvable)
+	if r.LoadBalanced {
+		b.WriteString("  RPC load balanced (several instances behind one URL): death proven by the sequence number only\n")
+	}
+	fmt.Fprintf(&b, "  applied transactions: %d (%d of them restoring archived entries in the invocation, and %d RestoreFootprint transactions); heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.RestoringInvocations, r.Restores, r.HealRetries, r.SweptAfterProvable)
+	med, max := r.SettleTimes()
+	fmt.Fprintf(&b, "  per 1,000 calls: %.1f in doubt, %.1f rebuilds; in doubt to settled (%d): median %v, max %v\n", r.InDoubtRate(), r.RebuildRate(), len(r.InDoubtSettle), med, max)
 	for _, part := range []struct {
 		name string
 		m    map[string]int
@@ -249,7 +297,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 			"TABLE_NAME": r.table, "STELLAR_BACKEND": backend, "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
 			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(),
 			"ASSETS": usdc.Code + ":" + usdc.Issuer, "CHANNEL_COUNT": strconv.Itoa(cfg.Channels),
-			"VAULT_CONTRACT": r.contract,
+			"VAULT_CONTRACT": r.contract, "STELLAR_RPC_LOAD_BALANCED": strconv.FormatBool(r.loadBalanced()),
 		}[k]
 	})
 	if err != nil {
@@ -301,6 +349,12 @@ func newRig(cfg Config) (*rig, func(), error) {
 	r.ops = reconcile.New(reconcile.Config{Store: r.held, Settler: r.orch, Ledger: r.ledger, Gauge: noGauge{}, Clock: r.clock,
 		KeyTTL: func() time.Duration { return keyTTL }, Logger: slog.New(slog.DiscardHandler)})
 	return r, cleanup, nil
+}
+
+// loadBalanced reports whether the run's RPC is several instances behind one URL (Config.LoadBalanced);
+// never for Horizon, whose proofs behind a load balancer are not supported.
+func (r *rig) loadBalanced() bool {
+	return r.cfg.LoadBalanced && (r.cfg.Backend == "" || r.cfg.Backend == "rpc")
 }
 
 func (r *rig) input(k int) transfer.Input {
@@ -394,6 +448,7 @@ func Run(cfg Config) (Report, error) {
 	seen := make([][]string, cfg.Keys) // hashes each key's callers saw succeed
 	var seenMu sync.Mutex
 	driver := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
+	readDice := rand.New(rand.NewPCG(cfg.Seed, 1<<41)) // the read faults' own (armReadFaults)
 	var lateCalls atomic.Int64
 
 	// The storm: keys in waves, each key hit by its callers at once.
@@ -427,6 +482,10 @@ func Run(cfg Config) (Report, error) {
 					r.faults.add("archived_balance")
 				}
 			}
+		}
+		readOrder, err := r.armReadFaults(readDice)
+		if err != nil {
+			return Report{}, err
 		}
 		var wg sync.WaitGroup
 		release := r.clock.Hold() // the wave starts at one instant, however its goroutines are scheduled
@@ -484,6 +543,7 @@ func Run(cfg Config) (Report, error) {
 		}
 		release()
 		wg.Wait()
+		r.disarmReadFaults(readOrder)
 		r.minidyn.EmulateFailureForTable(r.table, server.FailureConditionNone)
 		if (w/cfg.Wave)%20 == 0 {
 			logf("  wave %d/%d at +%v", w/cfg.Wave+1, (cfg.Keys+cfg.Wave-1)/cfg.Wave, r.clock.Now().Sub(t0).Round(time.Second))
@@ -559,7 +619,9 @@ func Run(cfg Config) (Report, error) {
 
 	rep := Report{Seed: cfg.Seed, Backend: cfg.Backend, Channels: cfg.Channels, Contract: cfg.Contract, Calls: cfg.Keys*cfg.Callers + int(lateCalls.Load()), LateCalls: int(lateCalls.Load()), Keys: cfg.Keys, Answers: r.answers.snapshot(),
 		Faults: r.faults.snapshot(), Crashes: r.crashes.snapshot(), Events: r.events.snapshot(), Stale: r.stale.snapshot(), Operators: r.operators.snapshot(),
-		VirtualTime: r.clock.Now().Sub(t0)}
+		VirtualTime: r.clock.Now().Sub(t0), LoadBalanced: r.loadBalanced()}
+	var stillInDoubt int
+	rep.InDoubtSettle, stillInDoubt = r.held.settleTimes()
 	for _, n := range retries {
 		rep.HealRetries += n
 	}
@@ -571,6 +633,8 @@ func Run(cfg Config) (Report, error) {
 	if sweepErr != nil {
 		rep.Violations = append(rep.Violations, "sweep: "+sweepErr.Error())
 	}
+	// Episodes the timing never saw end (judge checks the items themselves).
+	rep.Events["in_doubt_untimed"] += stillInDoubt
 	if bound := 2 * ledgerInterval; rep.SweptAfterProvable > bound {
 		rep.Violations = append(rep.Violations, fmt.Sprintf("items stayed open %v after the last envelope was provable (bound %v)", rep.SweptAfterProvable, bound))
 	}
@@ -597,6 +661,9 @@ func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
 			rep.Applied--
 			rep.Restores++
 			continue
+		}
+		if restoresArchived(tx.EnvelopeXDR) {
+			rep.RestoringInvocations++
 		}
 		id, ok := r.ledger.ownerOf(tx.Hash)
 		k, known := keyOf[id]

@@ -29,11 +29,13 @@ func TestCampaign(t *testing.T) {
 		}
 		seed = s
 	}
+	// loadBalanced: the run's RPC is several instances behind one URL (chaos.Config.LoadBalanced).
 	runs := []struct {
 		backend        string
 		channels, keys int
 		contract       bool
-	}{{"rpc", 8, 250, false}, {"horizon", 8, 100, false}, {"rpc", 0, 100, false}, {"rpc", 8, 100, true}}
+		loadBalanced   bool
+	}{{"rpc", 8, 250, false, true}, {"horizon", 8, 100, false, false}, {"rpc", 0, 100, false, false}, {"rpc", 8, 100, true, true}}
 	if v := os.Getenv("CHAOS_KEYS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -53,6 +55,7 @@ func TestCampaign(t *testing.T) {
 		}
 		runs = runs[:1]
 		runs[0].backend, runs[0].channels, runs[0].contract = b, n, k == "1"
+		runs[0].loadBalanced = b == "rpc" && os.Getenv("CHAOS_LOAD_BALANCED") != "0"
 	}
 	for _, run := range runs {
 		name := fmt.Sprintf("%s/%d-channels", run.backend, run.channels)
@@ -61,9 +64,10 @@ func TestCampaign(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg := chaos.DefaultConfig(seed)
-			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract = run.backend, run.channels, run.keys, run.contract
+			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract, cfg.LoadBalanced = run.backend, run.channels, run.keys, run.contract, run.loadBalanced
 			if os.Getenv("CHAOS_SIM_LEGACY") == "1" {
-				cfg.SimLegacy = stellarsim.AllLegacy
+				// Before issue 12: the kinder network, none of its read faults, one RPC instance.
+				cfg.SimLegacy, cfg.ReadFaults, cfg.LoadBalanced = stellarsim.AllLegacy, false, false
 			}
 			if testing.Verbose() {
 				cfg.Log = os.Stdout
@@ -74,7 +78,7 @@ func TestCampaign(t *testing.T) {
 			}
 			t.Log("\n" + rep.String())
 			if rep.Failed() {
-				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%v)", seed, seed, run.backend, run.channels, run.contract)
+				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%d CHAOS_LOAD_BALANCED=%d)", seed, seed, run.backend, run.channels, b2i(run.contract), b2i(run.loadBalanced))
 			}
 			if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
 				t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read (issue 11)", n)
@@ -97,6 +101,19 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 		"dynamo_delete_error", "dynamo_get_error", "dynamo_get_throttled", "dynamo_query_error"} {
 		if rep.Faults[kind] == 0 {
 			t.Errorf("fault %s never happened", kind)
+		}
+	}
+	// The read faults of stellar-rpc (issue 12) were armed and hid landed transactions; the
+	// instances fault only where the run's RPC is load balanced. The Horizon run arms none.
+	if cfg.ReadFaults && cfg.Backend != "horizon" {
+		kinds := []string{"read_order", "read_order_hid_a_transaction", "db_lag"}
+		if cfg.LoadBalanced {
+			kinds = append(kinds, "instances")
+		}
+		for _, kind := range kinds {
+			if rep.Faults[kind] == 0 {
+				t.Errorf("read fault %s never happened", kind)
+			}
 		}
 	}
 	// Every kind of write applies and loses its answer, both ways (issue 11).
@@ -128,4 +145,11 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 			t.Errorf("no call crashed at %s", step)
 		}
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 // while a newer incarnation held the key, and how many of those the store applied (a stale write
 // that changed an item its writer never read: the hole of issue 11).
 //
-// It also counts the in-doubt transitions that were written, whatever their caller was told.
+// It also counts the in-doubt transitions that were written, whatever their caller was told, and
+// times each in_doubt episode from the write that opened it to the one that settled the item.
 type heldStore struct {
 	*dynamo.Store
 	clock        *vclock.Clock
@@ -40,6 +42,10 @@ type heldStore struct {
 
 	traceMu sync.Mutex
 	trace   map[string][]string // every write that changed an item, by store key
+
+	doubtMu sync.Mutex
+	inDoubt map[string]time.Time // when each item's current in_doubt episode opened, by store key
+	settled []time.Duration      // each settled episode's length
 }
 
 // Holds are bounded so a wave ends: a take-over waits at most maxTakeOverHold for a new
@@ -59,7 +65,7 @@ func (s *heldStore) Replace(ctx context.Context, next transfer.Record, cond tran
 	applied := s.applied(ctx, err)
 	s.judge(held, newer, applied)
 	if applied {
-		s.count(next.Status, cond.Status)
+		s.count(next.StoreKey, next.Status, cond.Status)
 		s.record(ctx, next.StoreKey, held, newer, "replace claim %s %s v%d owner %s env %s -> claim %s %s v%d owner %s env %s (%s)",
 			short(cond.ClaimID), cond.Status, cond.Version, short(cond.LeaseOwner), short(condHash(cond)), short(next.ClaimID), next.Status, next.Version,
 			short(next.LeaseOwner), short(envHash(next)), answer(err))
@@ -85,7 +91,7 @@ func (s *heldStore) Delete(ctx context.Context, storeKey string, cond transfer.C
 	applied := s.applied(ctx, err)
 	s.judge(held, newer, applied)
 	if applied {
-		s.count("", cond.Status)
+		s.count(storeKey, "", cond.Status)
 		s.record(ctx, storeKey, held, newer, "delete claim %s %s v%d owner %s env %s (%s)",
 			short(cond.ClaimID), cond.Status, cond.Version, short(cond.LeaseOwner), short(condHash(cond)), answer(err))
 	}
@@ -224,14 +230,40 @@ func (s *heldStore) judge(held, newer, applied bool) {
 	}
 }
 
-// count files an in-doubt transition that was written.
-func (s *heldStore) count(to, from transfer.Status) {
+// count files an in-doubt transition that was written ("" for a release) and times the episode:
+// it opens at the item's first in_doubt write and ends when the item is settled (replayable) or
+// released, not when a re-judging caller takes it back in_flight.
+func (s *heldStore) count(key string, to, from transfer.Status) {
 	switch {
 	case to == transfer.StatusInDoubt && from != transfer.StatusInDoubt:
 		s.events.add("in_doubt_opened")
 	case from == transfer.StatusInDoubt && to != transfer.StatusInDoubt:
 		s.events.add("in_doubt_closed")
 	}
+	now := s.clock.Now()
+	s.doubtMu.Lock()
+	defer s.doubtMu.Unlock()
+	opened, open := s.inDoubt[key]
+	switch {
+	case to == transfer.StatusInDoubt && !open:
+		if s.inDoubt == nil {
+			s.inDoubt = map[string]time.Time{}
+		}
+		s.inDoubt[key] = now
+	case open && to != transfer.StatusInDoubt && to != transfer.StatusInFlight:
+		s.settled = append(s.settled, now.Sub(opened))
+		delete(s.inDoubt, key)
+	}
+}
+
+// settleTimes returns the lengths of the settled in_doubt episodes, sorted, and how many are
+// still open.
+func (s *heldStore) settleTimes() ([]time.Duration, int) {
+	s.doubtMu.Lock()
+	defer s.doubtMu.Unlock()
+	out := slices.Clone(s.settled)
+	slices.Sort(out)
+	return out, len(s.inDoubt)
 }
 
 // condHash is the inner hash of the envelope a condition names.
