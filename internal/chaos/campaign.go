@@ -150,7 +150,7 @@ func (r Report) String() string {
 	}
 	fmt.Fprintf(&b, "  applied transactions: %d (%d of them restoring archived entries in the invocation, and %d RestoreFootprint transactions); heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.RestoringInvocations, r.Restores, r.HealRetries, r.SweptAfterProvable)
 	med, max := r.SettleTimes()
-	fmt.Fprintf(&b, "  per 1,000 calls: %.1f in doubt, %.1f rebuilds; in doubt to settled (%d): median %v, max %v\n", r.InDoubtRate(), r.RebuildRate(), len(r.InDoubtSettle), med, max)
+	fmt.Fprintf(&b, "  per 1,000 calls: %.1f in doubt, %.1f rebuilds; in doubt to settled (%d): median %v, max %v\n", r.InDoubtRate(), r.RebuildRate(), len(r.InDoubtSettle), med.Round(time.Second), max.Round(time.Second))
 	for _, part := range []struct {
 		name string
 		m    map[string]int

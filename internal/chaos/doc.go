@@ -5,6 +5,14 @@
 // errors and throttling on every kind of request, a DynamoDB outage, a crash of the invocation
 // between every pair of steps, ledger stalls and history that is forgotten for two waves.
 //
+// The local network is the realistic one by default (issue 12: visibility lag, the TOO_LATE
+// offset, queue ageing, protocol 23; Config.SimLegacy brings back the kinder one), and each wave
+// may arm stellar-rpc's read faults for its duration (readfaults.go): read_order (a lookup racing
+// ingestion or catch-up answers NOT_FOUND for a transaction in one of the latest ledgers), db_lag
+// (RPC's database behind its core) and, in runs whose RPC is load balanced (Config.LoadBalanced,
+// which also sets the service's STELLAR_RPC_LOAD_BALANCED for the whole run), several instances
+// behind the RPC URL, each lagging differently. The Horizon run arms none of them.
+//
 // Stale actors (issue 11) run with the faults armed: every kind of DynamoDB write (claim, replace,
 // delete, channel lease and release) may apply and lose its answer, either as an error or as the
 // answer to the SDK's retry of the same request (which fails its condition against the write it
@@ -16,6 +24,10 @@
 // appears, so that writes built from a stale read meet later claims of the same key. The report
 // counts each of these (faults, "stale actors", "operators"); a broken invariant prints the
 // key's applied transactions and the trace of every write to its item.
+//
+// The report also gives the in-doubt rate and the rebuild rate (per 1,000 calls) and how long
+// items stayed in doubt (from the write that made an item in_doubt to the one that settled or
+// released it: median and longest).
 //
 // Then the faults heal and every key is retried until it settles, and the ledger judges:
 //
