@@ -707,7 +707,12 @@ func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
 		case err != nil:
 			bad = append(bad, fmt.Sprintf("key %s: no item after healing: %v", key, err))
 		case rec.Status != transfer.StatusReplayable:
-			bad = append(bad, fmt.Sprintf("key %s: item is %s after healing", key, rec.Status))
+			var b strings.Builder
+			fmt.Fprintf(&b, "key %s: item is %s after healing (envelope %s, maxTime %d); the item's writes:", key, rec.Status, short(envHash(rec)), envMaxTime(rec))
+			for _, line := range r.held.traceOf(r.storeKey(k)) {
+				b.WriteString("\n      " + line)
+			}
+			bad = append(bad, b.String())
 		case len(txs) == 1 && rec.Result.TransactionHash != txs[0].Hash:
 			bad = append(bad, fmt.Sprintf("key %s: item says %s, the ledger applied %s", key, rec.Result.TransactionHash, txs[0].Hash))
 		case len(txs) == 0:
@@ -724,4 +729,12 @@ func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
 		}
 	}
 	return bad
+}
+
+// envMaxTime is the maxTime of the envelope a record holds (0 for none), for traces.
+func envMaxTime(rec transfer.Record) int64 {
+	if rec.Envelope == nil {
+		return 0
+	}
+	return rec.Envelope.MaxTime
 }

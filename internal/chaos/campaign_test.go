@@ -113,12 +113,15 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 			t.Errorf("fault %s never happened", kind)
 		}
 	}
-	// The read faults of stellar-rpc (issue 12) were armed and hid landed transactions; the
-	// instances fault only where the run's RPC is load balanced. The Horizon run arms none.
+	// The read faults of stellar-rpc (issue 12) were armed; the instances fault only where the
+	// run's RPC is load balanced. The Horizon run arms none. read_order hides a transaction only
+	// in a ledger its instance has not shown yet, and the service reads getLatestLedger just
+	// before getTransaction, so on one instance it hides nothing: it does behind a load balancer,
+	// when the two reads reach different instances.
 	if cfg.ReadFaults && cfg.Backend != "horizon" {
-		kinds := []string{"read_order", "read_order_hid_a_transaction", "db_lag"}
+		kinds := []string{"read_order", "db_lag"}
 		if cfg.LoadBalanced {
-			kinds = append(kinds, "instances")
+			kinds = append(kinds, "instances", "read_order_hid_a_transaction")
 		}
 		for _, kind := range kinds {
 			if rep.Faults[kind] == 0 {
