@@ -96,14 +96,16 @@ type Report struct {
 	Operators   map[string]int // operator actions beside the traffic, by action and answer
 	Applied     int            // transfer transactions applied on the ledger
 	Restores    int            // RestoreFootprint transactions applied (contract mode; the protocol 22 flow)
-	// RestoringInvocations is how many applied vault-contract invocations restored archived
-	// entries themselves (their Soroban data marks archivedSorobanEntries: the protocol 23 flow).
+	// RestoringInvocations is how many applied vault-contract invocations carry Soroban data that
+	// marks archived entries to restore (archivedSorobanEntries: the protocol 23 flow, where the
+	// invocation restores them itself). Every envelope simulated while the entry was archived is
+	// marked, so an archiving may count several.
 	RestoringInvocations int
 	// LoadBalanced is Config.LoadBalanced as the run used it (false for Horizon).
 	LoadBalanced bool
-	// InDoubtSettle is, for every in_doubt episode of an item that was settled (replayable,
-	// rejected or released), the virtual time from the write that made it in_doubt to the write
-	// that settled it, sorted.
+	// InDoubtSettle is, for every in_doubt episode of an item that was settled (replayable) or
+	// released, the virtual time from the write that made it in_doubt to the write that settled
+	// or released it, sorted.
 	InDoubtSettle []time.Duration
 	HealRetries   int
 	// SweptAfterProvable is how long after the last open envelope became provable (its maxTime,
@@ -149,8 +151,8 @@ func (r Report) String() string {
 		b.WriteString("  RPC load balanced (several instances behind one URL): death proven by the sequence number only\n")
 	}
 	fmt.Fprintf(&b, "  applied transactions: %d (%d of them restoring archived entries in the invocation, and %d RestoreFootprint transactions); heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.RestoringInvocations, r.Restores, r.HealRetries, r.SweptAfterProvable)
-	med, max := r.SettleTimes()
-	fmt.Fprintf(&b, "  per 1,000 calls: %.1f in doubt, %.1f rebuilds; in doubt to settled (%d): median %v, max %v\n", r.InDoubtRate(), r.RebuildRate(), len(r.InDoubtSettle), med.Round(time.Second), max.Round(time.Second))
+	median, longest := r.SettleTimes()
+	fmt.Fprintf(&b, "  per 1,000 calls: %.1f in doubt, %.1f rebuilds; in doubt to settled (%d): median %v, max %v\n", r.InDoubtRate(), r.RebuildRate(), len(r.InDoubtSettle), median.Round(time.Second), longest.Round(time.Second))
 	for _, part := range []struct {
 		name string
 		m    map[string]int
