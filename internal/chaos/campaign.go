@@ -103,6 +103,11 @@ type Report struct {
 	RestoringInvocations int
 	// LoadBalanced is Config.LoadBalanced as the run used it (false for Horizon).
 	LoadBalanced bool
+	// LeftToOperator is how many in_doubt items, after healing, no proof of the service could
+	// ever settle under the load balancer, so the operator forced their discard after checking
+	// full history (settleUnprovable; README, "Which RPC and Horizon deployments the proof
+	// supports"). Always 0 when not LoadBalanced.
+	LeftToOperator int
 	// InDoubtSettle is, for every in_doubt episode of an item that was settled (replayable) or
 	// released, the virtual time from the write that made it in_doubt to the write that settled
 	// or released it, sorted.
@@ -148,7 +153,7 @@ func (r Report) String() string {
 	}
 	fmt.Fprintf(&b, "fault campaign seed=%d (%s, %d channels, %s): %d calls (%d of them late retries) on %d keys in %v virtual (%v real)\n", r.Seed, r.Backend, r.Channels, mode, r.Calls, r.LateCalls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
 	if r.LoadBalanced {
-		b.WriteString("  RPC load balanced (several instances behind one URL): death proven by the sequence number only\n")
+		fmt.Fprintf(&b, "  RPC load balanced (several instances behind one URL): death proven by the sequence number only; %d in-doubt items left to an operator after healing (their source's sequence number was used before the proof)\n", r.LeftToOperator)
 	}
 	fmt.Fprintf(&b, "  applied transactions: %d (%d of them restoring archived entries in the invocation, and %d RestoreFootprint transactions); heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.RestoringInvocations, r.Restores, r.HealRetries, r.SweptAfterProvable)
 	median, longest := r.SettleTimes()
@@ -574,6 +579,7 @@ func Run(cfg Config) (Report, error) {
 	}
 	sweepCtx := withCaller(context.Background(), r.newCaller(0, 254, false))
 	var sweepErr error
+	unprovable := 0
 	for round := 0; ; round++ {
 		open, err := r.sweep(sweepCtx)
 		if err != nil || open == 0 {
@@ -583,6 +589,10 @@ func Run(cfg Config) (Report, error) {
 		if round > 1000 {
 			sweepErr = fmt.Errorf("%d items still open after %d sweeps", open, round)
 			break
+		}
+		if r.loadBalanced() {
+			// What only an operator can settle under a load balancer (settleUnprovable).
+			unprovable += r.settleUnprovable(sweepCtx)
 		}
 		_ = r.clock.Sleep(sweepCtx, time.Second)
 	}
@@ -631,6 +641,7 @@ func Run(cfg Config) (Report, error) {
 		rep.Stale[k] += 0 // printed even when none happened: the first must stay 0
 	}
 	rep.SweptAfterProvable = sweptBy.Sub(provableBy)
+	rep.LeftToOperator = unprovable
 	rep.Violations = r.judge(seen, settled, &rep)
 	if sweepErr != nil {
 		rep.Violations = append(rep.Violations, "sweep: "+sweepErr.Error())

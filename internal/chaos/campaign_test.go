@@ -114,14 +114,15 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 		}
 	}
 	// The read faults of stellar-rpc (issue 12) were armed; the instances fault only where the
-	// run's RPC is load balanced. The Horizon run arms none. read_order hides a transaction only
-	// in a ledger its instance has not shown yet, and the service reads getLatestLedger just
-	// before getTransaction, so on one instance it hides nothing: it does behind a load balancer,
-	// when the two reads reach different instances.
+	// run's RPC is load balanced. The Horizon run arms none. Whether read_order hid a transaction
+	// is not asserted: it hides one only in a ledger its instance has not shown yet, and the
+	// service reads getLatestLedger just before getTransaction, so on one instance it never does,
+	// and behind a load balancer only when the two reads reach different instances as a ledger
+	// becomes visible (in 2,000 calls, zero to a dozen times, by the interleaving).
 	if cfg.ReadFaults && cfg.Backend != "horizon" {
 		kinds := []string{"read_order", "db_lag"}
 		if cfg.LoadBalanced {
-			kinds = append(kinds, "instances", "read_order_hid_a_transaction")
+			kinds = append(kinds, "instances")
 		}
 		for _, kind := range kinds {
 			if rep.Faults[kind] == 0 {
