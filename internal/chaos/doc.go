@@ -36,7 +36,10 @@
 //   - every success a client saw is on the ledger;
 //   - after healing every key settles (nothing in_flight or in_doubt) within the time its last
 //     envelope needs to be provable (maxTime, or the dead invocation's lease) plus two ledgers,
-//     and one clean transfer after that.
+//     and one clean transfer after that. Under a load balancer an item whose envelope no proof
+//     can ever settle (never applied, its source's sequence number used before the proof) is
+//     settled by an operator's forced discard after a full-history check, as the README
+//     prescribes, and counted (Report.LeftToOperator).
 //
 // Time is virtual (internal/vclock): ledgers close every 5 s of it, and nothing waits for real
 // time. Every random choice comes from the seed and the (key, caller) it concerns, so a failing
