@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
 	"github.com/stellar/go-stellar-sdk/amount"
+	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
 	"github.com/stellar/go-stellar-sdk/support/render/hal"
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
