@@ -888,3 +888,46 @@ func TestReadOrderDoesNotProveDeath(t *testing.T) {
 	}
 	r.assertOnce(t, 0, out)
 }
+
+// TestTwinRequestsUnderTwoKeysPayTwice (adversary): two transfers of the same amount to the same
+// wallet under two idempotency keys are two payments. With the vault as the transaction source
+// (no channel accounts), an envelope holds nothing of its key: the vault's sequence number, the
+// payment, maxTime (end of the budget minus the proof window, whole seconds) and the fee. Two
+// calls that start within the same second and read the vault's sequence number before either
+// lands build byte-identical envelopes (ed25519 signatures are deterministic), so one inner hash.
+// The second send is answered DUPLICATE, the one transaction lands, and both keys settle
+// replayable on it: one payment, two clients told success. Severity: loses a payment and tells a
+// client something false.
+func TestTwinRequestsUnderTwoKeysPayTwice(t *testing.T) {
+	r := quietRig(t) // vault only, as CHANNEL_COUNT=0 deploys it
+	inA := r.input(0)
+	inB := inA
+	inB.ClientKey = "chaos-key-twin"
+	b := told{who: "B"}
+	ran := false
+	r.orch.Hooks = func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent && actorOf(ctx) == "A" && !ran {
+			ran = true
+			// B starts while A's envelope waits in the queue for the next ledger.
+			b.out, b.err = r.orch.Transfer(actorCtx(r, "B"), inB)
+		}
+		return nil
+	}
+	a := told{who: "A"}
+	a.out, a.err = r.orch.Transfer(actorCtx(r, "A"), inA)
+	r.orch.Hooks = nil
+	if !ran {
+		t.Fatal("A never sent")
+	}
+	if a.err != nil || b.err != nil {
+		t.Fatalf("A: %+v, %v; B: %+v, %v; want both paid", a.out, a.err, b.out, b.err)
+	}
+	var hashes []string
+	for _, tx := range r.net.Applied()[r.setupTxs:] {
+		hashes = append(hashes, tx.Hash)
+	}
+	if len(hashes) != 2 || a.out.TransactionHash == b.out.TransactionHash {
+		t.Errorf("two keys, %d transaction(s) applied %v; A was told %s, B %s: one payment answered twice", len(hashes),
+			hashes, a.out.TransactionHash, b.out.TransactionHash)
+	}
+}
