@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"log/slog"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -929,5 +931,79 @@ func TestTwinRequestsUnderTwoKeysPayTwice(t *testing.T) {
 	if len(hashes) != 2 || a.out.TransactionHash == b.out.TransactionHash {
 		t.Errorf("two keys, %d transaction(s) applied %v; A was told %s, B %s: one payment answered twice", len(hashes),
 			hashes, a.out.TransactionHash, b.out.TransactionHash)
+	}
+}
+
+// lbLedger is an RPC ledger on the rig's network configured as for several RPC instances behind
+// one URL (STELLAR_RPC_LOAD_BALANCED=true): its lookups never claim history coverage
+// (OldestLedger 0). It only looks up; its keys sign nothing.
+func (r *rig) lbLedger(t *testing.T) *stellar.RPCLedger {
+	t.Helper()
+	keys, err := stellar.GenerateKeys(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.net.RPCURL(), Passphrase: r.net.Passphrase(),
+		VaultAccount: keys.Vault.Address(), Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keys.Fee.Address()}},
+		Keys: stellar.StaticKeys{K: keys}, Clock: r.clock, LoadBalanced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestForcedResolveRefusedWhenHistoryUnknown (adversary): E1 landed but its call ended in doubt,
+// and the lookups' history no longer reaches E1's submission (an item older than the RPC's
+// retention). The operator looks E1 up on an explorer and forces "landed" with its hash, which
+// resolveHash allows exactly when the history does not reach the submission. With
+// STELLAR_RPC_LOAD_BALANCED=true the lookup reports OldestLedger 0 ("cannot vouch for any
+// coverage"; get shows historyCovers false), and resolveHash reads 0 <= submittedLedger as
+// coverage: it refuses with "the ledger's history covers the submission and does not show" it,
+// which is false. The landed payment can then never be recorded: the key stays in_doubt (409) for
+// good, and the only way out the operator is offered, a forced discard, lets the next retry pay
+// again. Severity: stuck key, and a false answer to an operator that invites paying twice.
+func TestForcedResolveRefusedWhenHistoryUnknown(t *testing.T) {
+	r := quietRig(t)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropResponse})
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 1})
+	once := false
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent && !once {
+			once = true
+			for range 3 {
+				r.net.CloseLedger() // E1 lands, then falls out of the one-ledger history
+			}
+		}
+		return nil
+	}
+	var d *transfer.InDoubtError
+	if _, err := r.call(0); !errors.As(err, &d) {
+		t.Fatalf("err = %v, want TRANSFER_IN_DOUBT", err)
+	}
+	r.orch.Hooks = nil
+	e1 := r.item(t, 0)
+	if tx, ok := r.net.Transaction(e1.Envelope.InnerHash); !ok || tx.Status != "SUCCESS" || e1.Status != transfer.StatusInDoubt {
+		t.Fatalf("want E1 landed and its item in_doubt: %v/%s, %s", ok, tx.Status, describe(e1))
+	}
+	op := reconcile.New(reconcile.Config{Store: r.store, Settler: r.orch, Ledger: r.lbLedger(t), Gauge: nopGauge{}, Clock: r.clock,
+		KeyTTL: func() time.Duration { return transfer.DefaultSettings().KeyTTL }, Logger: slog.New(slog.DiscardHandler)})
+	got, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionGet, StoreKey: e1.StoreKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.(*reconcile.GetAnswer).Item.Chain; c == nil || c.HistoryCovers || c.ProvenDead || !c.MaxTimePassed {
+		t.Fatalf("get shows %+v; want history not covering, max time passed, not proven dead", c)
+	}
+	ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+		TransactionHash: e1.Envelope.InnerHash, Force: true, Reason: "seen on an explorer", Operator: "oncall@example.com"})
+	if err != nil {
+		t.Fatalf("forced resolve = %v; want replayable: get said the history does not cover the submission, and E1 landed", err)
+	}
+	if a := ans.(*reconcile.ResolveAnswer); a.Resolution != string(transfer.StatusReplayable) || !a.Forced {
+		t.Errorf("forced resolve = %+v", a)
+	}
+	out, err := r.call(0)
+	if err != nil || !out.Replayed || out.TransactionHash != e1.Envelope.InnerHash {
+		t.Errorf("retry = %+v, %v; want E1 replayed", out, err)
 	}
 }
