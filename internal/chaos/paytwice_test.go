@@ -1007,3 +1007,60 @@ func TestForcedResolveRefusedWhenHistoryUnknown(t *testing.T) {
 		t.Errorf("retry = %+v, %v; want E1 replayed", out, err)
 	}
 }
+
+// TestOwnLeftoverAfterTakeOverDoesNotBlockTheKey (adversary): TestOwnLeftoverDoesNotBlockTheKey's
+// release-refused case, reached through a take-over. A claim's invocation died before it built
+// anything; the client's retry takes the expired claim over (same incarnation, its own lease),
+// builds E1, and E1's first send is refused before inclusion, so the retry releases the key to
+// build again; the release (all three of the SDK's attempts) is refused before it reaches the
+// table. The claim loop re-releases only its own claims (attempt.freed is set for a won claim,
+// never for a take-over), so the retry finds the item it holds itself, waits on it for its whole
+// budget and answers TRANSFER_IN_PROGRESS ("another request with this key is still running"); the
+// client's next retry waits on it too, until the retry's lease ends. Severity: stuck key (for a
+// lease) and a false answer.
+func TestOwnLeftoverAfterTakeOverDoesNotBlockTheKey(t *testing.T) {
+	r := quietRig(t)
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepClaimed {
+			return errCrash // the first invocation dies right after its claim
+		}
+		return nil
+	}
+	if _, err := r.callAs("dead", 0); !errors.Is(err, errCrash) {
+		t.Fatalf("setting up a dead claim without an envelope: %v", err)
+	}
+	r.orch.Hooks = nil
+	r.clock.Advance(2 * time.Minute) // its lease expires
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+	n := 0
+	store, tr := r.storeLosing(t, func(op string, _ map[string]any) fate {
+		if op != "DynamoDB_20120810.DeleteItem" || n >= 3 {
+			return pass
+		}
+		n++
+		return refuse
+	})
+	r.orch.Store = store
+	start := r.clock.Now()
+	var answers []told
+	for i := range 2 {
+		a := told{who: fmt.Sprintf("retry %d", i+1)}
+		a.out, a.err = r.callAs(a.who, 0)
+		answers = append(answers, a)
+		t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
+		var p *transfer.InProgressError
+		if errors.As(a.err, &p) {
+			t.Errorf("%s was told TRANSFER_IN_PROGRESS at +%v: no other request was running, only the take-over's own leftover item", a.who, r.clock.Now().Sub(start))
+		}
+		if a.err == nil {
+			break
+		}
+	}
+	if _, _, refused := tr.counts(); refused["DynamoDB_20120810.DeleteItem"] != 3 {
+		t.Fatalf("refused %v; the test needs the release refused three times", refused)
+	}
+	if last := answers[len(answers)-1]; last.err != nil {
+		t.Errorf("the transfer did not land within two calls (+%v): %v", r.clock.Now().Sub(start), last.err)
+	}
+	r.assertPaidOnce(t, 0, answers...)
+}
