@@ -1064,3 +1064,50 @@ func TestOwnLeftoverAfterTakeOverDoesNotBlockTheKey(t *testing.T) {
 	}
 	r.assertPaidOnce(t, 0, answers...)
 }
+
+// TestOwnAttachLeftoverDoesNotBlockTheKey (adversary): TestOwnLeftoverDoesNotBlockTheKey for the
+// attach. The attach (E1 on the claim, v2) is applied and its answer lost, and the SDK's two
+// retries are refused before they reach the table, so ReplaceItem never sees a condition fail and
+// never reads back. The call answers 503 (nothing was submitted) and tries to release its claim
+// at v1, which fails against its own v2. The key is left in_flight under the call's own lease,
+// with an envelope that was never sent: the client's retry waits on it for its whole budget and
+// is told TRANSFER_IN_PROGRESS ("another request with this key is still running") while nothing
+// runs. The claim's lost answer is read back (d300431); the attach's is not. Severity: stuck key
+// (until the dead call's lease ends) and a false answer.
+func TestOwnAttachLeftoverDoesNotBlockTheKey(t *testing.T) {
+	r := quietRig(t)
+	n := 0
+	store, tr := r.storeLosing(t, func(op string, req map[string]any) fate {
+		if op != "DynamoDB_20120810.PutItem" || itemAttr(req, "status") != string(transfer.StatusInFlight) ||
+			itemAttr(req, "version") != "2" || n >= 3 {
+			return pass
+		}
+		if n++; n == 1 {
+			return lose
+		}
+		return refuse
+	})
+	r.orch.Store = store
+	start := r.clock.Now()
+	var answers []told
+	for i := range 2 {
+		a := told{who: fmt.Sprintf("call %d", i+1)}
+		a.out, a.err = r.callAs(a.who, 0)
+		answers = append(answers, a)
+		t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
+		var p *transfer.InProgressError
+		if errors.As(a.err, &p) {
+			t.Errorf("%s was told TRANSFER_IN_PROGRESS at +%v: no other request was running, only the first call's own attached claim", a.who, r.clock.Now().Sub(start))
+		}
+		if a.err == nil {
+			break
+		}
+	}
+	if _, lost, refused := tr.counts(); lost["DynamoDB_20120810.PutItem"] != 1 || refused["DynamoDB_20120810.PutItem"] != 2 {
+		t.Fatalf("lost %v, refused %v; the test needs the attach applied with its answer lost and both retries refused", lost, refused)
+	}
+	if last := answers[len(answers)-1]; last.err != nil {
+		t.Errorf("the transfer did not land within two calls (+%v): %v", r.clock.Now().Sub(start), last.err)
+	}
+	r.assertPaidOnce(t, 0, answers...)
+}
