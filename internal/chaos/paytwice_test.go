@@ -1111,3 +1111,42 @@ func TestOwnAttachLeftoverDoesNotBlockTheKey(t *testing.T) {
 	}
 	r.assertPaidOnce(t, 0, answers...)
 }
+
+// TestShortBudgetEndsInDoubtNotReleased (adversary; passes): a call whose invocation has less time
+// left than MinValidity + ProofWindow builds its one envelope with maxTime MinValidity away, past
+// the end of its budget (so stellar-core does not refuse it as too late). No ledger closes before
+// the budget ends: the envelope can still land after the call returns, so the call must end in
+// doubt, never release the key or say nothing was submitted, and a retry before a ledger closes
+// after maxTime must not build another envelope.
+func TestShortBudgetEndsInDoubtNotReleased(t *testing.T) {
+	r := quietRig(t)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall}) // accepted, no ledger closes yet
+	s := transfer.DefaultSettings()
+	ctx, cancel := context.WithTimeout(actorCtx(r, "short"), s.DeadlineMargin+s.MinValidity/2)
+	defer cancel()
+	start := r.clock.Now()
+	_, err := r.orch.Transfer(ctx, r.input(0))
+	var d *transfer.InDoubtError
+	if !errors.As(err, &d) {
+		t.Fatalf("short call = %v; want TRANSFER_IN_DOUBT: its envelope was sent and can land after the call", err)
+	}
+	rec := r.item(t, 0)
+	if rec.Status != transfer.StatusInDoubt || rec.Envelope == nil || time.Unix(rec.Envelope.MaxTime, 0).Before(start.Add(s.MinValidity)) {
+		t.Fatalf("item = %s, maxTime %v after the start; want in_doubt with maxTime at least MinValidity away", describe(rec),
+			time.Unix(rec.Envelope.MaxTime, 0).Sub(start))
+	}
+	retry := told{who: "retry"}
+	retry.out, retry.err = r.callAs("retry", 0)
+	if !errors.As(retry.err, &d) {
+		t.Errorf("retry before any ledger closed = %+v, %v; want TRANSFER_IN_DOUBT", retry.out, retry.err)
+	}
+	r.net.ClearFaults()
+	r.clock.Advance(ledgerInterval) // the envelope lands
+	r.shown(t)
+	last := told{who: "last"}
+	last.out, last.err = r.callAs("last", 0)
+	if last.err != nil || !last.out.Replayed {
+		t.Errorf("last = %+v, %v; want the landed envelope replayed", last.out, last.err)
+	}
+	r.assertPaidOnce(t, 0, last)
+}
