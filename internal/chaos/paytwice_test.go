@@ -1150,3 +1150,35 @@ func TestShortBudgetEndsInDoubtNotReleased(t *testing.T) {
 	}
 	r.assertPaidOnce(t, 0, last)
 }
+
+// TestReleasedKeyIsNotReportedInProgress (adversary): a retry meets its key in_doubt, and its
+// inline reconciliation proves the envelope dead and releases the key, but the lookup was slow
+// (5 s, with the deployed 25 s budget): too little budget is left to build a new envelope
+// (MinValidity + ProofWindow, 21 s), so the call ends. It answers TRANSFER_IN_PROGRESS, "another
+// request with this key is still running", although the key is free and nothing runs: the client
+// is told to wait for a request that does not exist. Severity: false answer (cosmetic: the next
+// retry claims the key).
+func TestReleasedKeyIsNotReportedInProgress(t *testing.T) {
+	r := quietRig(t)
+	r.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.Timeout = 25 * time.Second // TransferTimeoutMs's default in template.yaml
+		return s
+	}
+	e1 := r.inDoubt(t, 0)
+	r.orch.Ledger = &slowLookup{Ledger: r.orch.Ledger, actor: "retry", meanwhile: func() {
+		r.clock.Advance(5 * time.Second) // the RPC answers slowly
+		r.shown(t)
+	}}
+	retry := told{who: "retry"}
+	retry.out, retry.err = r.callAs("retry", 0)
+	if rec := r.item(t, 0); rec.StoreKey != "" && rec.ClaimID == e1.ClaimID {
+		t.Fatalf("the retry should have released E1's incarnation: the key holds %s", describe(rec))
+	}
+	var p *transfer.InProgressError
+	if errors.As(retry.err, &p) {
+		if rec := r.item(t, 0); rec.StoreKey == "" {
+			t.Errorf("retry = %v; the key is free and no request runs", retry.err)
+		}
+	}
+}
