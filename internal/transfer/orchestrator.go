@@ -73,8 +73,9 @@ type attempt struct {
 	owner    string
 	settings Settings
 	deadline time.Time // end of the submission budget
-	// freed is the ClaimID of this call's last claim whose envelope was proven dead and released;
-	// if the release failed, the next pass finds that item and releases it again.
+	// freed is the ClaimID of this call's last claim (or taken-over claim) whose envelope was
+	// proven dead and released; if the release failed, the next pass finds that item, still under
+	// this call's lease owner, and releases it again.
 	freed string
 	lease time.Time // when another invocation may take the claim over
 	// net carries the Stellar calls: it ends DeadlineMargin before the invocation's deadline, so
