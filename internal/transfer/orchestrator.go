@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -180,8 +181,8 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 
 // outOfBudget is the answer of a call with too little budget left to build an envelope: the
 // stored outcome if the key now holds a settled or in-doubt item of this request, else the last
-// refusal this call met, else TRANSFER_IN_PROGRESS (another call holds the key, or it is free and a
-// retry will claim it).
+// refusal this call met, else a retryable TRANSACTION_EXPIRED if the key is free (nothing runs under
+// it), else TRANSFER_IN_PROGRESS (another call holds the key).
 func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint string, lastRefusal error) (Outcome, error) {
 	cur, err := o.Store.Get(ctx, a.key)
 	if err == nil && cur.Fingerprint == fingerprint && !cur.Expired(o.Clock.Now()) {
@@ -202,6 +203,12 @@ func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint 
 	}
 	if lastRefusal != nil {
 		return Outcome{}, lastRefusal
+	}
+	if errors.Is(err, ErrNotFound) {
+		// The key is free: the attempt this call met ended without landing (proven dead and
+		// released) and no request runs under it.
+		return Outcome{}, &UnavailableError{Code: CodeTransactionExpired, RetryAfter: time.Second,
+			Detail: "the earlier attempt under this key ended without landing and too little of this call's time is left to build another; nothing moved: retry with the same key"}
 	}
 	return Outcome{}, &InProgressError{RetryAfter: time.Second}
 }
