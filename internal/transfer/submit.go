@@ -19,7 +19,7 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 	pctx, end := o.observer().StartStep(a.net, TracePrepare)
 	err := o.Breaker.Do(func() error {
 		var err error
-		env, err = o.Ledger.Prepare(pctx, rec.Request, o.maxTime(a))
+		env, err = o.Ledger.Prepare(pctx, rec.Request, Terms{MaxTime: o.maxTime(a), MinTime: ClaimMinTime(rec.ClaimID)})
 		return err
 	})
 	end(err)
