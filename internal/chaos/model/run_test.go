@@ -62,13 +62,13 @@ type actor struct {
 
 // limits bound the model.
 type limits struct {
-	ticks    int // clock ticks in a run
+	ticks int // clock ticks in a run
 	// preemptions: how many times a run may switch away from an actor that could go on (not
 	// returned, not asleep); switching from one that returned or sleeps is free (CHESS's
 	// preemption bound). Negative: no bound.
 	preemptions int
-	wakes    int // sleeps per actor that return with budget left; the next one ends the budget
-	maxSteps int // points per actor; more is a bug in the model
+	wakes       int // sleeps per actor that return with budget left; the next one ends the budget
+	maxSteps    int // points per actor; more is a bug in the model
 }
 
 const abort = "\x00abort"
