@@ -21,8 +21,8 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: all build run test chaos scan-secrets check lint bench clean tools test-dynalite check-template sam-build \
-	test-lambda test-contract build-api build-alert build-reconcile \
+.PHONY: all build run test fuzz chaos scan-secrets check lint bench clean tools test-dynalite check-template sam-build \
+	test-lambda test-contract test-clients build-api build-alert build-reconcile \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction
 
 all: check
@@ -52,8 +52,27 @@ run:
 	$(GO) build -o .ci/bin/devstack ./internal/devstack
 	exec .ci/bin/devstack
 
+# Every test with the race detector (the fuzz targets' checked-in corpora included), then each fuzz
+# target fuzzed for a few seconds.
 test:
 	$(GO) test -race -count=1 ./...
+	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# The fuzz targets at the doors (issue 16), as package:target. `go test -fuzz` takes one target per
+# run, so they run one after another, FUZZTIME each (60s: `make fuzz`; TEST_FUZZTIME in make test).
+# A failing input is written to the package's testdata/fuzz/<target>/: check it in with the fix.
+# New inputs are minimised by count (100 runs), not time: a 10s budget stalled both workers on
+# each new input of the slower targets (a fresh table per reconcile input).
+FUZZ_TARGETS := ./internal/transfer:FuzzCanonicalize ./internal/wiring:FuzzHandler \
+	./internal/wiring:FuzzLambdaAdapter ./internal/reconcile:FuzzReconcilePayload ./internal/alert:FuzzStreamRecord
+FUZZTIME ?= 60s
+TEST_FUZZTIME ?= 3s
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -count=1 -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x $$pkg; \
+	done
 
 # The DynamoDB store's contract suite again, against dynalite (validates requests as DynamoDB does).
 test-dynalite:
@@ -94,7 +113,16 @@ test-lambda: $(RIE)
 test-contract: $(TOOLS)
 	CONTRACT_MAX_EXAMPLES=$(CONTRACT_MAX_EXAMPLES) .ci/contract.sh
 
-check: lint test scan-secrets test-dynalite check-template sam-build test-lambda test-contract
+# The official JavaScript (@stellar/stellar-sdk, .ci/clients/package-lock.json) and Python
+# (stellar-sdk, .ci/requirements.txt) SDKs against the local network, as `make run` serves it.
+CLIENTS_NODE_MODULES := .ci/clients/node_modules/.package-lock.json
+$(CLIENTS_NODE_MODULES): .ci/clients/package-lock.json
+	npm ci --prefix .ci/clients --no-audit --no-fund
+
+test-clients: $(TOOLS) $(CLIENTS_NODE_MODULES)
+	.ci/clients/run.sh
+
+check: lint test scan-secrets test-dynalite check-template sam-build test-lambda test-contract test-clients
 
 # Every test again, verbosely, with the output scanned for anything shaped like a secret seed.
 scan-secrets:

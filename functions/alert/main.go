@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -13,31 +12,18 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
-	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
-	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
 func main() {
-	logger := logging.New(os.Stdout, slog.LevelInfo)
-	fail := func(msg string, err error) {
-		logger.Error(msg, "err", err)
-		os.Exit(1)
-	}
-	if err := tracing.Configure(); err != nil {
-		fail("X-Ray configuration", err)
-	}
+	in := wiring.Begin()
 	cfg, err := config.LoadAlert(os.Getenv)
-	if err != nil {
-		fail("invalid configuration", err)
-	}
+	in.Check("invalid configuration", err)
 	clients, err := wiring.NewAWSClients(context.Background(), cfg.DynamoEndpoint)
-	if err != nil {
-		fail("AWS clients", err)
-	}
+	in.Check("AWS clients", err)
 	ac := alert.Config{
-		Store: dynamo.New(clients.Dynamo, cfg.Table), Gauge: metrics.New(os.Stdout, nil), Logger: logger,
+		Store: dynamo.New(clients.Dynamo, cfg.Table), Gauge: metrics.New(os.Stdout, nil), Logger: in.Logger,
 	}
 	if cfg.TopicARN != "" {
 		ac.Publisher, ac.TopicARN = clients.SNS, cfg.TopicARN

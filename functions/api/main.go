@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"os"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/api"
 	"github.com/stellar-transfer/orchestrator/internal/config"
-	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
@@ -20,42 +18,26 @@ import (
 )
 
 func main() {
-	logger := logging.New(os.Stdout, slog.LevelInfo)
-	fail := func(msg string, err error) {
-		logger.Error(msg, "err", err)
-		os.Exit(1)
-	}
-	if err := tracing.Configure(); err != nil {
-		fail("X-Ray configuration", err)
-	}
+	in := wiring.Begin()
 	cfg, err := config.Load(os.Getenv)
-	if err != nil {
-		fail("invalid configuration", err)
-	}
+	in.Check("invalid configuration", err)
 	if cfg.SigningSecretARN == "" {
-		fail("invalid configuration", errSigningSecret)
+		in.Fatal("invalid configuration", errSigningSecret)
 	}
 	ctx := context.Background()
 	clients, err := wiring.NewAWSClients(ctx, cfg.DynamoEndpoint)
-	if err != nil {
-		fail("AWS clients", err)
-	}
+	in.Check("AWS clients", err)
 	keys, err := stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: clients.Secrets, SecretID: cfg.SigningSecretARN})
-	if err != nil {
-		fail("signing keys", err)
-	}
+	in.Check("signing keys", err)
 	// Read the secret at init: a missing or malformed secret fails here, not on the first transfer.
-	if _, err := keys.Keys(ctx); err != nil {
-		fail("signing keys", err)
-	}
+	_, err = keys.Keys(ctx)
+	in.Check("signing keys", err)
 	svc, err := wiring.Build(wiring.Deps{
-		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: logger,
+		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: in.Logger,
 		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
 		Observer:   wiring.Observers{metrics.New(os.Stdout, nil), tracing.Observer{}},
 	})
-	if err != nil {
-		fail("assembling the service", err)
-	}
+	in.Check("assembling the service", err)
 	lambda.Start(api.NewLambdaHandler(svc.Handler))
 }
 

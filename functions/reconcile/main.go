@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"os"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
-	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
@@ -27,40 +25,26 @@ import (
 )
 
 func main() {
-	logger := logging.New(os.Stdout, slog.LevelInfo)
-	fail := func(msg string, err error) {
-		logger.Error(msg, "err", err)
-		os.Exit(1)
-	}
-	if err := tracing.Configure(); err != nil {
-		fail("X-Ray configuration", err)
-	}
+	in := wiring.Begin()
 	cfg, err := config.Load(os.Getenv)
-	if err != nil {
-		fail("invalid configuration", err)
-	}
+	in.Check("invalid configuration", err)
 	clients, err := wiring.NewAWSClients(context.Background(), cfg.DynamoEndpoint)
-	if err != nil {
-		fail("AWS clients", err)
-	}
+	in.Check("AWS clients", err)
 	emf := metrics.New(os.Stdout, nil)
 	var keys stellar.KeySource = noSigning{}
 	if cfg.SigningSecretARN != "" {
-		if keys, err = stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: clients.Secrets, SecretID: cfg.SigningSecretARN}); err != nil {
-			fail("signing keys", err)
-		}
+		keys, err = stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: clients.Secrets, SecretID: cfg.SigningSecretARN})
+		in.Check("signing keys", err)
 	}
 	svc, err := wiring.Build(wiring.Deps{
-		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: logger,
+		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: in.Logger,
 		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
 		Observer:   tracing.Observer{},
 	})
-	if err != nil {
-		fail("assembling the service", err)
-	}
+	in.Check("assembling the service", err)
 	rcfg := reconcile.Config{
 		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: emf, Clock: transfer.SystemClock{},
-		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: logger,
+		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: in.Logger,
 	}
 	if cfg.SigningSecretARN != "" && svc.Channels != nil {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }

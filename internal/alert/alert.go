@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -228,7 +229,10 @@ func decode(image map[string]events.DynamoDBAttributeValue) (transfer.Record, er
 	return dynamo.DecodeItem(av)
 }
 
-// inDoubt alerts: the error line first (it must not depend on SNS), then the SNS message.
+// inDoubt alerts: the error line first (it must not depend on SNS), then the SNS message. The
+// log line is redacted by the logger (logging.RedactSeeds); the SNS message and subject, which no
+// logger sees, are redacted here (logging.Redact): the API replaces a trace ID that is not in
+// X-Ray's format and refuses a key holding a seed, but an item written before it did may hold one.
 func (h *Handler) inDoubt(ctx context.Context, rec transfer.Record) error {
 	d := DetailsOf(rec)
 	h.cfg.Logger.ErrorContext(ctx, "transfer in doubt: it may or may not have landed; reconcile it", d.attrs()...)
@@ -241,8 +245,8 @@ func (h *Handler) inDoubt(ctx context.Context, rec transfer.Record) error {
 	}
 	_, err = h.cfg.Publisher.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(h.cfg.TopicARN),
-		Subject:  aws.String("Transfer in doubt: " + d.OperationType + " " + d.Amount + " " + d.Asset),
-		Message:  aws.String(string(body)),
+		Subject:  aws.String(logging.Redact("Transfer in doubt: " + d.OperationType + " " + d.Amount + " " + d.Asset)),
+		Message:  aws.String(logging.Redact(string(body))),
 	})
 	if err != nil {
 		return fmt.Errorf("alert: publishing to SNS: %w", err)

@@ -41,7 +41,7 @@ func inDoubt(key string) transfer.Record {
 	return r
 }
 
-func image(t *testing.T, rec *transfer.Record) map[string]events.DynamoDBAttributeValue {
+func image(t testing.TB, rec *transfer.Record) map[string]events.DynamoDBAttributeValue {
 	t.Helper()
 	if rec == nil {
 		return nil
@@ -57,7 +57,7 @@ func image(t *testing.T, rec *transfer.Record) map[string]events.DynamoDBAttribu
 	return img
 }
 
-func streamRecord(t *testing.T, seq, name string, old, new *transfer.Record) events.DynamoDBEventRecord {
+func streamRecord(t testing.TB, seq, name string, old, new *transfer.Record) events.DynamoDBEventRecord {
 	key := ""
 	if old != nil {
 		key = old.StoreKey

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"log/slog"
 	"net/http"
 	"path"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -224,7 +224,7 @@ func (h *handler) logRequest(r *http.Request, st *requestState, status int, d ti
 		attrs = append(attrs, slog.String("code", st.code))
 	}
 	if st.key != "" {
-		attrs = append(attrs, slog.String("idempotencyKey", redact(st.key)))
+		attrs = append(attrs, slog.String("idempotencyKey", logging.Redact(st.key)))
 	}
 	h.log.LogAttrs(r.Context(), level, "request", attrs...)
 }
@@ -377,5 +377,5 @@ func (h *handler) methodNotAllowed(allow string) http.HandlerFunc {
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, r, httpProblem(r, http.StatusNotFound, CodeRouteNotFound,
-		"no route for "+r.Method+" "+r.URL.EscapedPath()+"; the routes are POST /transfers and GET /wallets/{walletAddress}/transfers/{idempotencyKey}"))
+		"no route for "+r.Method+" "+instanceOf(r.URL.Path)+"; the routes are POST /transfers and GET /wallets/{walletAddress}/transfers/{idempotencyKey}"))
 }

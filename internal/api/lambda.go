@@ -38,9 +38,10 @@ func NewLambdaHandler(h http.Handler) LambdaHandler {
 		rw := &bufferedResponse{header: make(http.Header)}
 		req, err := eventRequest(ctx, ev)
 		if err != nil {
-			// The event itself is unusable (bad base64 or URL): answer as the handler would.
+			// The event itself is unusable (bad base64 or URL): answer as the handler would, the
+			// path redacted and clipped as every problem's instance is.
 			pd := httpProblem(nil, http.StatusBadRequest, transfer.CodeRequestInvalid, err.Error())
-			pd.Instance = ev.RawPath
+			pd.Instance = instanceOf(lenientUnescape(eventPath(ev)))
 			pd.TraceID = traceID(ctx, headerValue(ev.Headers, AmznTraceHeader))
 			setCommonHeaders(rw.header, pd.TraceID)
 			writeProblem(rw, &http.Request{}, pd)
@@ -61,13 +62,7 @@ func eventRequest(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (*http
 	if method == "" {
 		method = http.MethodGet
 	}
-	path := ev.RawPath
-	if path == "" {
-		path = ev.RequestContext.HTTP.Path
-	}
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
+	path := eventPath(ev)
 	target := path
 	if ev.RawQueryString != "" {
 		target += "?" + ev.RawQueryString
@@ -111,6 +106,49 @@ func eventRequest(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (*http
 	}
 	req.RemoteAddr = ev.RequestContext.HTTP.SourceIP
 	return req, nil
+}
+
+// eventPath is the event's path as sent (rawPath, else requestContext.http.path), rooted.
+func eventPath(ev events.APIGatewayV2HTTPRequest) string {
+	path := ev.RawPath
+	if path == "" {
+		path = ev.RequestContext.HTTP.Path
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return path
+}
+
+// lenientUnescape decodes every well-formed %XX escape of p and keeps the rest as it is, so that a
+// path url.PathUnescape refuses (a stray "%") is still read as a person would read it, for
+// redaction: "/%53ABC...%zz" holds the seed "SABC...".
+func lenientUnescape(p string) string {
+	if !strings.Contains(p, "%") {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+			b.WriteByte(unhex(p[i+1])<<4 | unhex(p[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 // headerValue looks a header up in an event's map, whose names API Gateway lower-cases.

@@ -221,7 +221,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		{name: "view store down", route: view, r: req{"GET", viewPath, "", nil}, status: 503, code: transfer.CodeStoreUnavailable, view: viewing(transfer.View{}, unavailable(transfer.CodeStoreUnavailable))},
 	}
 	for _, code := range []string{transfer.CodeCircuitOpen, transfer.CodeRPCError, transfer.CodeSimulationError, transfer.CodeRestoreRequired,
-		transfer.CodeTransactionExpired, transfer.CodeNetworkUnavailable, transfer.CodeStoreUnavailable} {
+		transfer.CodeTransactionExpired, transfer.CodeNetworkUnavailable, transfer.CodeStoreUnavailable, transfer.CodeConfigurationInvalid} {
 		cases = append(cases, struct {
 			name     string
 			route    string

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -115,7 +115,7 @@ func newProblem(p transfer.Problem, r *http.Request) ProblemDetails {
 		Type:            problemType(code),
 		Title:           problemTitle(code, status),
 		Status:          status,
-		Detail:          redact(clipText(detail, maxDetail)),
+		Detail:          logging.Clip(detail, maxDetail),
 		Code:            code,
 		Classification:  class,
 		RetryAfterMs:    ceilMillis(p.RetryAfter),
@@ -124,14 +124,19 @@ func newProblem(p transfer.Problem, r *http.Request) ProblemDetails {
 		FailingCode:     p.FailingCode,
 	}
 	if r != nil {
-		pd.Instance = redact(clipText(r.URL.EscapedPath(), maxInstance))
+		pd.Instance = instanceOf(r.URL.Path)
 	}
 	return pd
 }
 
-// redact replaces secret seeds with "[redacted]" (logging.Redact): a client may paste one into a
-// field name, a path or a key by mistake; it must never come back in an answer.
-func redact(s string) string { return logging.Redact(s) }
+// instanceOf is a problem's instance for a request path as decoded (URL.Path; for an event
+// whose path does not decode, lenientUnescape's reading of it): secret seeds redacted in the
+// decoded text, where "/wallets/%53ABC..." is "/wallets/SABC...", then clipped to maxInstance,
+// then escaped again so that the instance stays a URI reference. A client may paste a seed into
+// a path by mistake; it must never come back in an answer, escaped or not.
+func instanceOf(decodedPath string) string {
+	return (&url.URL{Path: logging.Clip(decodedPath, maxInstance)}).EscapedPath()
+}
 
 // maxInstance and maxDetail bound what a problem echoes of the request (its path, quoted input):
 // the problem identifies the request, it need not carry input of any length back.
@@ -139,17 +144,6 @@ const (
 	maxInstance = 256
 	maxDetail   = 512
 )
-
-// clipText cuts s to at most n bytes (and "..."), on a UTF-8 boundary.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
-}
 
 // internalProblem is what any error that is not a transfer.ProblemError becomes. Its detail is
 // fixed: the error's own text may name internals and is only logged. Classification is

@@ -2,9 +2,22 @@
 // repeated keys and concurrent callers, through the real orchestrator, DynamoDB store (minidyn over
 // HTTP) and Stellar RPC ledger (the local network over HTTP), with faults chosen at random at every
 // step: each network fault of internal/stellarsim, a refused connection, lost lookups, DynamoDB
-// errors before and after a write and throttling on every kind of request, a DynamoDB outage,
-// a crash of the invocation between every pair of steps, and ledger stalls. Then the faults heal
-// and every key is retried until it settles, and the ledger judges:
+// errors and throttling on every kind of request, a DynamoDB outage, a crash of the invocation
+// between every pair of steps, ledger stalls and history that is forgotten for two waves.
+//
+// Stale actors (issue 11) run with the faults armed: every kind of DynamoDB write (claim, replace,
+// delete, channel lease and release) may apply and lose its answer, either as an error or as the
+// answer to the SDK's retry of the same request (which fails its condition against the write it
+// made itself); a quarter of the callers call again 20 to 90 s later, after a dead invocation's
+// lease ran out; the scheduled sweep and an operator (list, get, resolve with a hash, discard, a
+// forced discard or resolve only where the ledger can no longer judge, after checking the
+// network's full history) run beside every wave through internal/reconcile; and heldStore holds
+// conditional writes back on the virtual clock, take-overs until a new incarnation of the key
+// appears, so that writes built from a stale read meet later claims of the same key. The report
+// counts each of these (faults, "stale actors", "operators"); a broken invariant prints the
+// key's applied transactions and the trace of every write to its item.
+//
+// Then the faults heal and every key is retried until it settles, and the ledger judges:
 //
 //   - no key has more than one transaction applied;
 //   - every applied transaction belongs to a key whose item is replayable with that hash;

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -21,9 +22,14 @@ import (
 // caller is one client call's fault dice, carried in its context so that the decorators below
 // attribute every fault to the call that met it.
 type caller struct {
+	name    string // who it is, in traces: "key 12 caller 3", "sweep 4" (the wave), "operator 4"
 	rng     *rand.Rand
 	faulty  bool // faults are on (off once healed)
 	crashed bool
+	// applied says whether the caller's last DynamoDB write changed the table, whatever answer
+	// the caller got (an answer lost after the write, or a retry that failed its condition
+	// against the item the first attempt wrote).
+	applied bool
 }
 
 type callerKey struct{}
@@ -55,6 +61,18 @@ func (c *counter) add(name string) {
 	c.m[name]++
 }
 
+func (c *counter) addN(name string, n int) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]int{}
+	}
+	c.m[name] += n
+}
+
 func (c *counter) snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,45 +86,12 @@ func (c *counter) snapshot() map[string]int {
 var errInjected = errors.New("chaos: injected fault")
 
 // faultyDynamo fails DynamoDB requests on purpose: before the request (nothing written), after it
-// (written, answer lost), or throttled.
+// (written, answer lost; every kind of write: claim, replace, delete, channel lease and release),
+// or throttled.
 type faultyDynamo struct {
 	dynamotest.API
 	rate   float64
 	faults *counter
-}
-
-// countingStore counts the in-doubt transitions that were written (whatever their caller was told).
-type countingStore struct {
-	transfer.Store
-	events *counter
-}
-
-func (s countingStore) Replace(ctx context.Context, next transfer.Record, cond transfer.Condition) error {
-	err := s.Store.Replace(ctx, next, cond)
-	if err == nil || errors.Is(err, errInjected) { // an injected error after the write still wrote
-		s.count(next.Status, cond.Status, err)
-	}
-	return err
-}
-
-func (s countingStore) Delete(ctx context.Context, key string, cond transfer.Condition) error {
-	err := s.Store.Delete(ctx, key, cond)
-	if err == nil || errors.Is(err, errInjected) {
-		s.count("", cond.Status, err)
-	}
-	return err
-}
-
-func (s countingStore) count(to, from transfer.Status, err error) {
-	if err != nil && !strings.Contains(err.Error(), "answer lost") {
-		return // refused before the write: nothing changed
-	}
-	switch {
-	case to == transfer.StatusInDoubt && from != transfer.StatusInDoubt:
-		s.events.add("in_doubt_opened")
-	case from == transfer.StatusInDoubt && to != transfer.StatusInDoubt:
-		s.events.add("in_doubt_closed")
-	}
 }
 
 func (d *faultyDynamo) before(ctx context.Context, op string) error {
@@ -125,35 +110,83 @@ func (d *faultyDynamo) before(ctx context.Context, op string) error {
 	return nil
 }
 
-// after decides whether a request that succeeded loses its answer.
-func (d *faultyDynamo) after(ctx context.Context, op string) error {
-	if c := callerOf(ctx); c.roll(d.rate / 2) {
-		d.faults.add("dynamo_" + op + "_answer_lost")
-		return fmt.Errorf("%w: %s answer lost after the write", errInjected, op)
+// write runs one DynamoDB write of the given kind through the faults: refused before it is sent
+// (nothing written), or applied and its answer lost. A lost answer comes back one of two ways: as an
+// error (the SDK gave up), or as the answer to the same request sent again, which is what the SDK's
+// retry of a timed-out or reset request does; a conditional write retried after it applied fails its
+// condition against the item it wrote itself.
+func (d *faultyDynamo) write(ctx context.Context, kind string, do func() error) error {
+	c := callerOf(ctx)
+	if c != nil {
+		c.applied = false
 	}
-	return nil
+	if err := d.before(ctx, kind); err != nil {
+		return err
+	}
+	if err := do(); err != nil {
+		return err
+	}
+	if c != nil {
+		c.applied = true
+	}
+	if !c.roll(d.rate / 2) {
+		return nil
+	}
+	if c.rng.IntN(2) == 0 {
+		d.faults.add("dynamo_" + kind + "_answer_lost")
+		return fmt.Errorf("%w: %s answer lost after the write", errInjected, kind)
+	}
+	d.faults.add("dynamo_" + kind + "_answer_lost_retried")
+	return do()
+}
+
+// putKind names a PutItem by what it writes: claim_put (a new claim: attribute_not_exists or
+// expired), replace_put (a conditional replace of a transfer item: its condition names the version)
+// or lease_put (a channel account lease).
+func putKind(in *dynamodb.PutItemInput) string {
+	if pk, ok := in.Item[dynamo.AttrPK].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, dynamo.ChannelPrefix) {
+		return "lease_put"
+	}
+	for _, name := range in.ExpressionAttributeNames {
+		if name == "version" {
+			return "replace_put"
+		}
+	}
+	return "claim_put"
+}
+
+// deleteKind names a DeleteItem: delete (a transfer item's release) or lease_delete (a channel
+// account's release).
+func deleteKind(in *dynamodb.DeleteItemInput) string {
+	if pk, ok := in.Key[dynamo.AttrPK].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, dynamo.ChannelPrefix) {
+		return "lease_delete"
+	}
+	return "delete"
 }
 
 func (d *faultyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if err := d.before(ctx, "put"); err != nil {
-		return nil, err
-	}
-	out, err := d.API.PutItem(ctx, in, opt...)
-	if err == nil {
-		err = d.after(ctx, "put")
-	}
+	var out *dynamodb.PutItemOutput
+	err := d.write(ctx, putKind(in), func() (err error) {
+		out, err = d.API.PutItem(ctx, in, opt...)
+		return err
+	})
 	return out, err
 }
 
 func (d *faultyDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := d.before(ctx, "delete"); err != nil {
+	var out *dynamodb.DeleteItemOutput
+	err := d.write(ctx, deleteKind(in), func() (err error) {
+		out, err = d.API.DeleteItem(ctx, in, opt...)
+		return err
+	})
+	return out, err
+}
+
+func (d *faultyDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opt ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if err := d.before(ctx, "query"); err != nil {
 		return nil, err
 	}
-	out, err := d.API.DeleteItem(ctx, in, opt...)
-	if err == nil {
-		err = d.after(ctx, "delete")
-	}
-	return out, err
+	return d.API.Query(ctx, in, opt...)
 }
 
 func (d *faultyDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {

@@ -3,9 +3,15 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
+	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -13,9 +19,12 @@ import (
 // Each earlier-known way to pay twice, played against the real store, the real RPC ledger and
 // the local network: the ledger must show exactly one transaction and the key one outcome.
 
-func quietRig(t *testing.T) *rig {
+func quietRig(t *testing.T) *rig { return quietRigWith(t, stellarsim.Legacy{}) }
+
+// quietRigWith is quietRig on a network that keeps some earlier behaviours (stellarsim.Legacy).
+func quietRigWith(t *testing.T, legacy stellarsim.Legacy) *rig {
 	t.Helper()
-	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1})
+	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, SimLegacy: legacy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +147,11 @@ func TestLocalClockDoesNotProveExpiry(t *testing.T) {
 	}
 	r.net.ClearFaults()
 	r.clock.Advance(ledgerInterval) // the first ledger closes: the envelope is already too late
+	// Until RPC shows that ledger (1-3 s after it closed), nothing proves the envelope dead.
+	if _, err := r.call(0); !errors.As(err, &d) {
+		t.Fatalf("retry before RPC shows the ledger: %v, want TRANSFER_IN_DOUBT", err)
+	}
+	r.shown(t)
 	out, err := r.call(0)
 	if err != nil {
 		t.Fatalf("after the ledger proved it dead: %v", err)
@@ -200,6 +214,677 @@ func TestExpiredLeaseWithSentEnvelopeIsNotReRun(t *testing.T) {
 	out, err := r.call(0)
 	if err != nil {
 		t.Fatalf("take-over: %v", err)
+	}
+	r.assertOnce(t, 0, out)
+}
+
+// Issue 11: a stale writer (a sweep, an operator, a caller) that read one incarnation of a key
+// must never change a later one: every new claim starts again at version 1, so a condition on
+// status and version alone matches the next incarnation's item. And a claim whose answer was lost
+// must recognise itself. Each test fails on the code before the fix (1e477b3).
+
+// TestStaleSweepAfterReclaim: the sweep reads an expired claim (E1) and its ledger lookup is slow.
+// Meanwhile a retry takes the claim over, proves E1 dead, releases, claims again (v1), and
+// attaches and sends E2 (v2). The sweep's "E1 is dead: release" must not delete E2's item, or the
+// next retry builds E3 while E2 can still land.
+func TestStaleSweepAfterReclaim(t *testing.T) {
+	t.Run("sweep/sender-died", func(t *testing.T) {
+		// The real sweep (internal/reconcile): it lists the expired claim, reads it, and judges it
+		// with a slow lookup, while the retry runs and dies right after sending E2.
+		r := quietRig(t)
+		stale := r.deadClaim(t, 0)
+		var retry told
+		var e2 transfer.Record // E2's item as the retry left it
+		sweep := r.reconciler(r.slowSettler(func() {
+			r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+				if step == transfer.StepSent && rec.Envelope.InnerHash != stale.Envelope.InnerHash {
+					return errCrash // E2 is on the network; its invocation dies
+				}
+				return nil
+			}
+			retry.out, retry.err = r.callAs("retry", 0)
+			r.orch.Hooks = nil
+			e2 = r.item(t, 0)
+		}))
+		ans, err := sweep.Sweep(context.Background())
+		if err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+		if !errors.Is(retry.err, errCrash) {
+			t.Fatalf("the retry should have died after sending E2: %+v, %v", retry.out, retry.err)
+		}
+		if e2.Status != transfer.StatusInFlight || e2.Envelope == nil || e2.Envelope.InnerHash == stale.Envelope.InnerHash || e2.ClaimID == stale.ClaimID {
+			t.Fatalf("after the retry the key holds %s; want E2's claim (another incarnation, in_flight with E2)", describe(e2))
+		}
+		// The incarnation the sweep read is gone (the retry released it, for the reason the sweep
+		// would): DeleteItem counts that as released, as it cannot tell it from its own delete
+		// whose answer was lost (issue 11, decided by the lead), or the sweep finds the item
+		// changed. Either way it must not touch E2's item.
+		if c := ans.ExpiredClaims; c.Checked != 1 || c.Released+c.Changed != 1 || c.Landed+c.Failed+c.ParkedInDoubt+c.Unresolved+c.Errors != 0 {
+			t.Errorf("sweep counts %+v: want E1's claim counted released or changed, and nothing else", c)
+		}
+		r.assertUntouched(t, 0, e2, "the stale sweep")
+		// E2's invocation is dead: E2 lands at the next ledger, its lease expires, and the next
+		// retry settles it.
+		r.clock.Advance(ledgerInterval)
+		r.clock.Advance(2 * time.Minute)
+		next := told{who: "next retry"}
+		next.out, next.err = r.callAs("next", 0)
+		if next.err != nil {
+			t.Errorf("next retry: %v", next.err)
+		}
+		r.assertPaidOnce(t, 0, next)
+	})
+
+	t.Run("settle/sender-alive", func(t *testing.T) {
+		// The sweep's Settle, with the item it read, lands while the retry that sent E2 is still
+		// waiting for the ledger.
+		r := quietRig(t)
+		stale := r.deadClaim(t, 0)
+		var swept transfer.Settlement
+		var sweepErr error
+		done := false
+		r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+			if step == transfer.StepSent && !done && rec.Envelope.InnerHash != stale.Envelope.InnerHash {
+				done = true
+				e2 := r.item(t, 0)
+				if e2.ClaimID == stale.ClaimID || e2.Envelope == nil || e2.Envelope.InnerHash != rec.Envelope.InnerHash {
+					t.Errorf("when E2 is sent the key holds %s; want E2's claim", describe(e2))
+				}
+				swept, sweepErr = r.orch.Settle(actorCtx(r, "sweep"), stale)
+				r.assertUntouched(t, 0, e2, "the stale sweep")
+			}
+			return nil
+		}
+		retry := told{who: "retry"}
+		retry.out, retry.err = r.callAs("retry", 0)
+		r.orch.Hooks = nil
+		if !done {
+			t.Fatal("the retry never sent a second envelope")
+		}
+		// The incarnation the sweep read is gone, released by the retry for the reason the sweep
+		// would release it: DeleteItem answers released (it cannot tell that from its own delete
+		// whose answer was lost; issue 11, decided by the lead) or the condition failure. Never a
+		// write: E2's item is untouched (checked in the hook).
+		released := sweepErr == nil && swept.Resolution == transfer.ResolvedReleased
+		if !released && !errors.Is(sweepErr, transfer.ErrConditionFailed) {
+			t.Errorf("stale sweep = %s, %v; want released or ErrConditionFailed: the item it read is gone, E2's is not its to settle", swept.Resolution, sweepErr)
+		}
+		if retry.err != nil {
+			t.Errorf("retry: %v", retry.err)
+		}
+		next := told{who: "next retry"}
+		next.out, next.err = r.callAs("next", 0)
+		if next.err != nil || !next.out.Replayed {
+			t.Errorf("next retry = %+v, %v; want E2 replayed", next.out, next.err)
+		}
+		r.assertPaidOnce(t, 0, retry, next)
+	})
+}
+
+// TestStaleParkAfterReclaim: the sweep reads an expired claim (E1) while no ledger has closed
+// after E1's maxTime, so its lookup cannot judge E1 and it will park the item in_doubt. Its
+// answer is slow to come back: meanwhile a ledger closes, a retry takes the claim over, proves E1
+// dead, releases, claims again (v1) and attaches and sends E2 (v2), then dies. The sweep's park,
+// conditioned on what it read, must not replace E2's item with E1's in_doubt copy: E1 would be
+// proven dead again, released, and the next retry would build E3 while E2 lands.
+func TestStaleParkAfterReclaim(t *testing.T) {
+	r := quietRig(t)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash
+		}
+		return nil
+	}
+	if _, err := r.callAs("dead", 0); !errors.Is(err, errCrash) {
+		t.Fatalf("setting up a dead claim: %v", err)
+	}
+	r.orch.Hooks = nil
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall}) // no ledger closes after E1's maxTime yet
+	r.clock.Advance(2 * time.Minute)
+	stale, err := r.store.Get(context.Background(), r.storeKey(0))
+	if err != nil || !stale.LeaseExpired(r.clock.Now()) || stale.Envelope == nil {
+		t.Fatalf("dead claim = %+v, %v", stale, err)
+	}
+	retry := told{who: "retry"}
+	r.orch.Ledger = &slowLookup{Ledger: r.orch.Ledger, actor: "sweep", late: true, meanwhile: func() {
+		r.net.ClearFaults()
+		r.clock.Advance(ledgerInterval) // a ledger closes after E1's maxTime
+		r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+			if step == transfer.StepSent && rec.Envelope.InnerHash != stale.Envelope.InnerHash {
+				return errCrash // E2 is on the network; its invocation dies
+			}
+			return nil
+		}
+		retry.out, retry.err = r.callAs("retry", 0)
+		r.orch.Hooks = nil
+	}}
+	s, err := r.orch.Settle(actorCtx(r, "sweep"), stale)
+	if !errors.Is(retry.err, errCrash) {
+		t.Fatalf("the retry should have died after sending E2: %+v, %v", retry.out, retry.err)
+	}
+	if !errors.Is(err, transfer.ErrConditionFailed) {
+		t.Errorf("stale park = %s, %v; want ErrConditionFailed: the item it read is gone", s.Resolution, err)
+	}
+	if rec, err := r.store.Get(context.Background(), r.storeKey(0)); err != nil || rec.Status != transfer.StatusInFlight || rec.Envelope.InnerHash == stale.Envelope.InnerHash {
+		t.Errorf("after the sweep the key holds %+v, %v; want E2's claim", rec, err)
+	}
+	r.clock.Advance(ledgerInterval) // E2 lands
+	r.clock.Advance(2 * time.Minute)
+	next := told{who: "next retry"}
+	next.out, next.err = r.callAs("next", 0)
+	if next.err != nil {
+		t.Errorf("next retry: %v", next.err)
+	}
+	r.assertPaidOnce(t, 0, next)
+}
+
+// TestDelayedTakeOverWrite: caller A reads an expired claim (E1) at v2; before A's take-over write
+// lands, B takes the claim over, proves E1 dead, releases, reclaims (v1), attaches E2 (v2) and
+// sends it. A's write, conditioned on what A read, must not match B's new item.
+func TestDelayedTakeOverWrite(t *testing.T) {
+	r := quietRig(t)
+	stale := r.deadClaim(t, 0)
+	b := told{who: "B"}
+	var aWrite error
+	aWrote := false
+	r.orch.Store = &holdStore{Store: r.orch.Store, actor: "A", hold: func(write func() error) error {
+		// A's take-over write is stuck in the network while B runs; it lands once B has sent E2,
+		// and B then carries on.
+		r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+			if actorOf(ctx) == "B" && step == transfer.StepSent && !aWrote && rec.Envelope.InnerHash != stale.Envelope.InnerHash {
+				aWrote = true
+				aWrite = write()
+			}
+			return nil
+		}
+		b.out, b.err = r.callAs("B", 0)
+		return aWrite
+	}}
+	a := told{who: "A"}
+	a.out, a.err = r.callAs("A", 0)
+	if !aWrote {
+		t.Fatal("B never sent a second envelope while A's write was held")
+	}
+	if !errors.Is(aWrite, transfer.ErrConditionFailed) {
+		t.Errorf("A's delayed take-over write = %v; want ErrConditionFailed against B's new claim", aWrite)
+	}
+	if a.err != nil || b.err != nil {
+		t.Errorf("A: %+v, %v; B: %+v, %v; want both 200", a.out, a.err, b.out, b.err)
+	}
+	if a.err == nil && b.err == nil && a.out.TransactionHash != b.out.TransactionHash {
+		t.Errorf("A was told %s, B %s: two payments for one key", a.out.TransactionHash, b.out.TransactionHash)
+	}
+	r.assertPaidOnce(t, 0, a, b)
+}
+
+// TestStaleSettleOfInDoubtIncarnation: an in_doubt item (E1, v3) is read by a stale reader (the
+// sweep, an operator's discard, another caller's inline reconciliation) whose lookup is slow.
+// Meanwhile a retry proves E1 dead, reclaims, and E2 ends in_doubt at v3 too (it landed, but the
+// retry could not see it). The stale "E1 is dead: release" must not delete E2's in_doubt item, or
+// the next call builds E3.
+func TestStaleSettleOfInDoubtIncarnation(t *testing.T) {
+	// retryToInDoubt is the retry that reclaims the key and ends in_doubt with E2, although E2
+	// landed: its send's answer is lost and E2 lands, then falls out of the lookups' one-ledger
+	// history, so NOT_FOUND proves nothing until the retry's budget ends. Then full history is back.
+	retryToInDoubt := func(t *testing.T, r *rig, e1 transfer.Record) (told, transfer.Record) {
+		armed, closed := false, false
+		isE2 := func(ctx context.Context, rec transfer.Record) bool {
+			return actorOf(ctx) == "retry" && rec.Envelope != nil && rec.Envelope.InnerHash != e1.Envelope.InnerHash
+		}
+		r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+			switch {
+			case step == transfer.StepAttached && !armed && isE2(ctx, rec):
+				armed = true
+				r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropResponse})
+				r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 1})
+			case step == transfer.StepSent && armed && !closed && isE2(ctx, rec):
+				closed = true
+				for range 3 {
+					r.net.CloseLedger() // E2 lands, then falls out of the one-ledger history
+				}
+			}
+			return nil
+		}
+		retry := told{who: "retry"}
+		retry.out, retry.err = r.callAs("retry", 0)
+		r.orch.Hooks = nil
+		r.net.ClearFaults()
+		var d *transfer.InDoubtError
+		if !errors.As(retry.err, &d) {
+			t.Fatalf("retry = %+v, %v; want TRANSFER_IN_DOUBT with E2", retry.out, retry.err)
+		}
+		rec, err := r.store.Get(context.Background(), r.storeKey(0))
+		if err != nil || rec.Status != transfer.StatusInDoubt || rec.Version != 3 || rec.Envelope.InnerHash == e1.Envelope.InnerHash {
+			t.Fatalf("after the retry the item is %+v, %v; want E2 in_doubt at v3", rec, err)
+		}
+		if tx, ok := r.net.Transaction(rec.Envelope.InnerHash); !ok || tx.Status != "SUCCESS" {
+			t.Fatalf("E2 should have landed: %v/%s", ok, tx.Status)
+		}
+		return retry, rec
+	}
+	// finish lets a last retry read the outcome.
+	finish := func(t *testing.T, r *rig, answers ...told) {
+		r.clock.Advance(ledgerInterval)
+		last := told{who: "last retry"}
+		last.out, last.err = r.callAs("last", 0)
+		if last.err != nil {
+			t.Errorf("last retry: %v", last.err)
+		}
+		r.assertPaidOnce(t, 0, append(answers, last)...)
+	}
+
+	t.Run("sweep", func(t *testing.T) {
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		var retry told
+		var e2 transfer.Record
+		sweep := r.reconciler(r.slowSettler(func() { retry, e2 = retryToInDoubt(t, r, e1) }))
+		ans, err := sweep.Sweep(context.Background())
+		if err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+		// E1's incarnation is gone (the retry proved it dead and released it): released, which
+		// DeleteItem cannot tell from its own delete whose answer was lost (issue 11, decided by
+		// the lead), or changed. Never a write to E2's in_doubt item.
+		if c := ans.InDoubt; c.Checked != 1 || c.Released+c.Changed != 1 || c.Landed+c.Failed+c.ParkedInDoubt+c.Unresolved+c.Errors != 0 {
+			t.Errorf("sweep counts %+v: want E1's item counted released or changed, and nothing else", c)
+		}
+		r.assertUntouched(t, 0, e2, "the stale sweep")
+		finish(t, r, retry)
+	})
+
+	t.Run("operator-discard", func(t *testing.T) {
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		var retry told
+		var e2 transfer.Record
+		op := r.reconciler(r.slowSettler(func() { retry, e2 = retryToInDoubt(t, r, e1) }))
+		ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+			Discard: true, Operator: "oncall@example.com"})
+		// E1 is proven dead and its incarnation is gone: the operator is told released (DeleteItem
+		// cannot tell the retry's release from its own delete whose answer was lost; issue 11,
+		// decided by the lead) or CONFLICT. Either way E2's in_doubt item is untouched.
+		var rerr *reconcile.Error
+		a, ok := ans.(*reconcile.ResolveAnswer)
+		released := err == nil && ok && a.Resolution == string(transfer.ResolvedReleased)
+		if !released && (!errors.As(err, &rerr) || rerr.Code != reconcile.CodeConflict) {
+			t.Errorf("discard = %+v, %v; want released or CONFLICT: E1's incarnation is gone", ans, err)
+		}
+		r.assertUntouched(t, 0, e2, "the stale discard")
+		finish(t, r, retry)
+	})
+
+	t.Run("operator-forced-discard", func(t *testing.T) {
+		// The ledger cannot judge E1 (another transfer used its sequence number, and the history
+		// no longer reaches its submission), so the operator forces the discard. Between the
+		// operator's lookup and its writes, full history is back, a retry proves E1 dead and E2
+		// ends in_doubt. The forced discard (audit write, then delete) must not touch E2's item.
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		if _, err := r.callAs("other key", 1); err != nil {
+			t.Fatalf("key 1: %v", err) // it takes the vault's next sequence number: E1's
+		}
+		r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 1})
+		for range 3 {
+			r.net.CloseLedger()
+		}
+		var retry told
+		var e2 transfer.Record
+		op := r.reconciler(r.settleThenWait(func() {
+			r.net.ClearFaults()
+			retry, e2 = retryToInDoubt(t, r, e1)
+		}))
+		ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+			Discard: true, Force: true, InnerHash: e1.Envelope.InnerHash, Reason: "checked the inner hash on an explorer", Operator: "oncall@example.com"})
+		var rerr *reconcile.Error
+		if !errors.As(err, &rerr) || rerr.Code != reconcile.CodeConflict {
+			t.Errorf("forced discard = %+v, %v; want CONFLICT: the item changed while it was judged", ans, err)
+		}
+		r.assertUntouched(t, 0, e2, "the stale forced discard")
+		finish(t, r, retry)
+	})
+
+	t.Run("operator-forced-resolve", func(t *testing.T) {
+		// As above, but the operator forces "E1 landed" (its hash) while the ledger cannot judge
+		// it; between the operator's lookup and its write, a retry proves E1 dead and E2 ends
+		// in_doubt. The forced resolve must not turn E2's item into "replayable with E1", a
+		// transaction that never landed, while E2's landed payment goes unrecorded.
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		if _, err := r.callAs("other key", 1); err != nil {
+			t.Fatalf("key 1: %v", err)
+		}
+		r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 1})
+		for range 3 {
+			r.net.CloseLedger()
+		}
+		var retry told
+		var e2 transfer.Record
+		op := reconcile.New(reconcile.Config{
+			Store: r.store, Settler: r.orch, Gauge: nopGauge{}, Clock: r.clock,
+			Ledger: &slowLookup{Ledger: r.ledger, actor: "operator", late: true, meanwhile: func() {
+				r.net.ClearFaults()
+				retry, e2 = retryToInDoubt(t, r, e1)
+			}},
+			KeyTTL: func() time.Duration { return transfer.DefaultSettings().KeyTTL },
+			Logger: slog.New(slog.DiscardHandler),
+		})
+		ans, err := op.Do(actorCtx(r, "operator"), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+			TransactionHash: e1.Envelope.InnerHash, Force: true, Reason: "seen on an explorer", Operator: "oncall@example.com"})
+		var rerr *reconcile.Error
+		if !errors.As(err, &rerr) || rerr.Code != reconcile.CodeConflict {
+			t.Errorf("forced resolve = %+v, %v; want CONFLICT: the item changed while it was resolved", ans, err)
+		}
+		r.assertUntouched(t, 0, e2, "the stale forced resolve")
+		finish(t, r, retry)
+	})
+
+	t.Run("caller", func(t *testing.T) {
+		// Another caller's inline reconciliation read E1's in_doubt item; its lookup is slow.
+		r := quietRig(t)
+		e1 := r.inDoubt(t, 0)
+		var retry told
+		r.orch.Ledger = &slowLookup{Ledger: r.orch.Ledger, actor: "stale", meanwhile: func() { retry, _ = retryToInDoubt(t, r, e1) }}
+		stale := told{who: "stale caller"}
+		stale.out, stale.err = r.callAs("stale", 0)
+		t.Logf("the stale caller was told %+v, %v", stale.out, stale.err)
+		// Its slow lookup spent its budget: it may answer 409 (retry later), or E2's success if it
+		// still had time to read E2's item again; never a payment of its own.
+		var inDoubt *transfer.InDoubtError
+		var inProgress *transfer.InProgressError
+		if stale.err != nil && !errors.As(stale.err, &inDoubt) && !errors.As(stale.err, &inProgress) {
+			t.Errorf("stale caller = %v; want E2's success or a 409 to retry", stale.err)
+		}
+		if n := r.events.snapshot()["rebuilds"]; n > 1 {
+			t.Errorf("the stale caller built another envelope (%d rebuilds) while E2 had landed", n)
+		}
+		finish(t, r, retry, stale)
+	})
+}
+
+// TestLostClaimAnswer: a claim's PutItem is applied but its answer is lost (the connection is
+// reset); the SDK sends it again, the retry fails its condition against the item the first one
+// wrote, and the store returns that item as the holder. The call must recognise its own claim and
+// carry on, not wait on itself for its whole budget and answer TRANSFER_IN_PROGRESS.
+func TestLostClaimAnswer(t *testing.T) {
+	r := quietRig(t)
+	store, tr := r.storeLosing(t, loseFirst(isClaim))
+	r.orch.Store = store
+	start := r.clock.Now()
+	out, err := r.call(0)
+	sent, lost, _ := tr.counts()
+	if lost["DynamoDB_20120810.PutItem"] != 1 || sent["DynamoDB_20120810.PutItem"] < 2 {
+		t.Fatalf("PutItem sent %d times, %d answers lost: the test needs a lost claim answer and the SDK's retry", sent["DynamoDB_20120810.PutItem"], lost["DynamoDB_20120810.PutItem"])
+	}
+	if err != nil {
+		t.Fatalf("transfer = %v after %v; want 200: the claim was this call's own", err, r.clock.Now().Sub(start))
+	}
+	if out.Replayed {
+		t.Errorf("outcome %+v says replayed; this call made the transfer", out)
+	}
+	r.assertPaidOnce(t, 0, told{who: "caller", out: out})
+}
+
+// TestLostWriteAnswers: every kind of write the orchestrator and the sweep make, applied with its
+// answer lost and sent again by the SDK's retryer (whose retry then fails its condition against
+// the item the first attempt wrote). The writer must recognise its own write and carry on: one
+// transaction, the item right, the caller told the truth, and no call waiting on itself. attach,
+// take-over and sweep-release fail on 1e477b3; settle, release and in_doubt passed there too (the
+// lost answer cost only a log line) and guard against a regression.
+func TestLostWriteAnswers(t *testing.T) {
+	const put, del = "DynamoDB_20120810.PutItem", "DynamoDB_20120810.DeleteItem"
+	// putOf picks the first PutItem of an item with this status and version (0: any version).
+	putOf := func(status transfer.Status, version int) func(op string, req map[string]any) bool {
+		return func(op string, req map[string]any) bool {
+			return op == put && itemAttr(req, "status") == string(status) &&
+				(version == 0 || itemAttr(req, "version") == strconv.Itoa(version))
+		}
+	}
+	deleteOf := func(op string, _ map[string]any) bool { return op == del }
+	for _, c := range []struct {
+		name  string
+		lose  func(op string, req map[string]any) bool
+		setup func(t *testing.T, r *rig)
+		// run makes the call(s) and returns what the last caller was told.
+		run func(t *testing.T, r *rig) told
+	}{
+		{name: "attach", lose: putOf(transfer.StatusInFlight, 2)},
+		{name: "settle", lose: putOf(transfer.StatusReplayable, 0)},
+		{name: "release", lose: deleteOf, setup: func(t *testing.T, r *rig) {
+			// The first send is refused before inclusion: the key is released and a new envelope built.
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+		}},
+		{name: "in_doubt", lose: putOf(transfer.StatusInDoubt, 3), run: func(t *testing.T, r *rig) told {
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall})
+			var d *transfer.InDoubtError
+			if _, err := r.callAs("first", 0); !errors.As(err, &d) {
+				t.Errorf("first call = %v, want TRANSFER_IN_DOUBT", err)
+			}
+			if rec, err := r.store.Get(context.Background(), r.storeKey(0)); err != nil || rec.Status != transfer.StatusInDoubt {
+				t.Errorf("item = %+v, %v; want in_doubt", rec, err)
+			}
+			r.net.ClearFaults()
+			r.clock.Advance(ledgerInterval)
+			r.shown(t)
+			retry := told{who: "retry"}
+			retry.out, retry.err = r.callAs("retry", 0)
+			return retry
+		}},
+		{name: "take-over", lose: putOf(transfer.StatusInFlight, 3), setup: func(t *testing.T, r *rig) { r.deadClaim(t, 0) }},
+		{name: "sweep-release", lose: deleteOf, run: func(t *testing.T, r *rig) told {
+			stale := r.deadClaim(t, 0)
+			s, err := r.orch.Settle(actorCtx(r, "sweep"), stale)
+			if err != nil || s.Resolution != transfer.ResolvedReleased {
+				t.Errorf("sweep = %s, %v; want released: its own delete applied", s.Resolution, err)
+			}
+			retry := told{who: "retry"}
+			retry.out, retry.err = r.callAs("retry", 0)
+			return retry
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := quietRig(t)
+			store, tr := r.storeLosing(t, loseFirst(c.lose))
+			if c.setup != nil {
+				c.setup(t, r)
+			}
+			r.orch.Store = store
+			start := r.clock.Now()
+			var last told
+			if c.run != nil {
+				last = c.run(t, r)
+			} else {
+				last = told{who: "caller"}
+				last.out, last.err = r.callAs("caller", 0)
+			}
+			if _, n, _ := tr.counts(); n[put]+n[del] != 1 {
+				t.Fatalf("answers lost: %v; the test needs exactly one", n)
+			}
+			if last.err != nil {
+				t.Errorf("%s = %v after %v; want 200", last.who, last.err, r.clock.Now().Sub(start))
+			}
+			if c.run == nil && r.clock.Now().Sub(start) > transfer.DefaultSettings().Timeout/2 {
+				t.Errorf("the call took %v of its %v budget: it waited on its own write", r.clock.Now().Sub(start), transfer.DefaultSettings().Timeout)
+			}
+			r.assertPaidOnce(t, 0, last)
+		})
+	}
+}
+
+// TestOwnLeftoverDoesNotBlockTheKey: a call whose own write failed must not leave the key held
+// by its own dead claim, so that it (or the client's next retry) waits a whole budget on an item
+// nobody is working on and answers TRANSFER_IN_PROGRESS, "another request with this key is still
+// running". Failed on 1e477b3 and with the first fix of issue 11 (df67d8d), whose lost-answer
+// recognition covered a write whose SDK retry fails its condition, not one whose retries all
+// fail, nor a release that never reached the table; passes since d300431.
+func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, r *rig)
+		rule  func() func(op string, req map[string]any) fate
+	}{
+		{
+			// The claim is applied and its answer lost; the SDK's two retries are refused before they
+			// reach the table, so no retry fails its condition and the call never sees its own item.
+			name: "claim-applied-retries-refused",
+			rule: func() func(op string, req map[string]any) fate {
+				n := 0
+				return func(op string, req map[string]any) fate {
+					if !isClaim(op, req) || n >= 3 {
+						return pass
+					}
+					if n++; n == 1 {
+						return lose
+					}
+					return refuse
+				}
+			},
+		},
+		{
+			// The first send is refused before inclusion, so the call releases the key; the release
+			// (all three of the SDK's attempts) is refused before it reaches the table.
+			name: "release-refused",
+			setup: func(t *testing.T, r *rig) {
+				r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+			},
+			rule: func() func(op string, req map[string]any) fate {
+				n := 0
+				return func(op string, _ map[string]any) fate {
+					if op != "DynamoDB_20120810.DeleteItem" || n >= 3 {
+						return pass
+					}
+					n++
+					return refuse
+				}
+			},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := quietRig(t)
+			if c.setup != nil {
+				c.setup(t, r)
+			}
+			store, tr := r.storeLosing(t, c.rule())
+			r.orch.Store = store
+			start := r.clock.Now()
+			var answers []told
+			for i := range 2 {
+				a := told{who: fmt.Sprintf("call %d", i+1)}
+				a.out, a.err = r.callAs(a.who, 0)
+				answers = append(answers, a)
+				t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
+				var p *transfer.InProgressError
+				if errors.As(a.err, &p) {
+					t.Errorf("%s was told TRANSFER_IN_PROGRESS after waiting until +%v: no other request was running, only its own leftover item", a.who, r.clock.Now().Sub(start))
+				}
+				if a.err == nil {
+					break
+				}
+			}
+			_, lost, refused := tr.counts()
+			t.Logf("answers lost %v, attempts refused %v", lost, refused)
+			if last := answers[len(answers)-1]; last.err != nil {
+				t.Errorf("the transfer did not land within two calls (+%v): %v", r.clock.Now().Sub(start), last.err)
+			}
+			if took := r.clock.Now().Sub(start); took > transfer.DefaultSettings().Timeout {
+				t.Errorf("the key was blocked for %v by the call's own leftover claim", took)
+			}
+			r.assertPaidOnce(t, 0, answers...)
+		})
+	}
+}
+
+// TestLostReleaseAnswerThenReclaim: an operator's discard proves E1 dead and deletes the in_doubt
+// item; the delete is applied but its answer lost, and before the SDK's retry a client's retry
+// claims the free key and lands E2. The retried delete fails its condition against E2's item
+// (rightly: it is not E1's), and DeleteItem then finds an item at the key, so it reports a
+// conflict although its own delete applied: the operator is told "the transfer changed while it
+// was being judged" instead of "released". Failed on 1e477b3 and with the first fix of issue 11
+// (df67d8d), whose DeleteItem recognised its own delete only when the key is empty, not when the
+// key holds a later incarnation (another ClaimID), which can only exist once E1's item was
+// deleted: nothing was paid twice, but the operator's answer and the sweep's counts were wrong,
+// and the ledger's Done (the channel release) was skipped. Passes since d300431.
+func TestLostReleaseAnswerThenReclaim(t *testing.T) {
+	r := quietRig(t)
+	e1 := r.inDoubt(t, 0)
+	store, tr := r.storeLosing(t, loseFirst(func(op string, _ map[string]any) bool { return op == "DynamoDB_20120810.DeleteItem" }))
+	retry := told{who: "retry"}
+	tr.onLost = func() { retry.out, retry.err = r.callAs("retry", 0) }
+	r.orch.Store = store
+	op := r.reconciler(r.orch)
+	ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+		Discard: true, Operator: "oncall@example.com"})
+	if _, lost, _ := tr.counts(); lost["DynamoDB_20120810.DeleteItem"] != 1 {
+		t.Fatalf("answers lost %v; the test needs the discard's delete to lose its answer", lost)
+	}
+	if retry.err != nil {
+		t.Fatalf("retry: %v", retry.err)
+	}
+	if a, ok := ans.(*reconcile.ResolveAnswer); err != nil || !ok || a.Resolution != string(transfer.ResolvedReleased) {
+		t.Errorf("discard = %+v, %v; want released: its delete of E1's item applied", ans, err)
+	}
+	r.assertPaidOnce(t, 0, retry)
+}
+
+// TestReadOrderDoesNotProveDeath (issue 12): stellar-rpc's getTransaction reads the transaction
+// before the ledger range (get_transaction.go), so while it catches up a NOT_FOUND can carry a
+// latestLedger, closed after the envelope's maxTime, that includes the ledger holding the
+// envelope. With the vault as the only source (no fee bump, one lookup) the old proof (the
+// NOT_FOUND answer's own latest ledger) takes that for death and releases a key whose envelope
+// landed: the retry pays again. The proof now judges only a ledger read before the search, which
+// the search then covers, and finds the envelope.
+func TestReadOrderDoesNotProveDeath(t *testing.T) {
+	r := quietRig(t) // vault only: one hash, one lookup
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash // the invocation dies right after its send
+		}
+		return nil
+	}
+	if _, err := r.call(0); !errors.Is(err, errCrash) {
+		t.Fatalf("err = %v", err)
+	}
+	r.orch.Hooks = nil
+	// The envelope lands in the next ledger; ledgers close far past its maxTime; the lease expires.
+	for range 24 {
+		r.clock.Advance(ledgerInterval)
+	}
+	if len(r.net.Applied()) != 1 {
+		t.Fatalf("the envelope should have landed: applied %+v, envelopes %+v", r.net.Applied(), r.net.Envelopes())
+	}
+	rec, err := r.store.Get(context.Background(), r.storeKey(0))
+	if err != nil || rec.Envelope == nil {
+		t.Fatalf("item = %+v, %v", rec, err)
+	}
+	env := *rec.Envelope
+	readOrder := stellarsim.Fault{Kind: stellarsim.FaultReadOrder, Ledgers: 60, Count: 1} // RPC catching up
+
+	// The old proof: getTransaction alone, judged by its own answer's latest ledger.
+	r.arm(t, readOrder)
+	c := rpcclient.NewClient(r.net.RPCURL(), nil)
+	defer c.Close()
+	resp, err := c.GetTransaction(context.Background(), protocol.GetTransactionRequest{Hash: env.InnerHash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := transfer.Lookup{Status: transfer.LookupNotFound, LatestLedger: resp.LatestLedger,
+		LatestLedgerCloseTime: time.Unix(resp.LatestLedgerCloseTime, 0), OldestLedger: resp.OldestLedger}
+	if resp.Status != protocol.TransactionStatusNotFound || !transfer.ProvenDead(env, old) {
+		t.Fatalf("the read-order fault should make the old proof release a landed envelope: %+v", resp)
+	}
+
+	// The proof as it is: the sweep's Settle, with the same fault armed again.
+	r.arm(t, readOrder)
+	st, err := r.orch.Settle(context.Background(), rec)
+	if err != nil || st.Resolution != transfer.ResolvedLanded {
+		t.Fatalf("Settle = %s (%+v), %v; want the landed envelope found", st.Resolution, st.Lookup, err)
+	}
+	out, err := r.call(0)
+	if err != nil || !out.Replayed {
+		t.Fatalf("retry = %+v, %v", out, err)
 	}
 	r.assertOnce(t, 0, out)
 }

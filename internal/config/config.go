@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ func Settings(getenv Getenv) transfer.Settings {
 	s.DeadlineMargin = millis(getenv, "TRANSFER_DEADLINE_MARGIN_MS", s.DeadlineMargin)
 	s.KeyTTL = millis(getenv, "IDEMPOTENCY_KEY_TTL_MS", s.KeyTTL)
 	s.ProofWindow = millis(getenv, "TRANSFER_PROOF_WINDOW_MS", s.ProofWindow)
+	s.MinValidity = millis(getenv, "TRANSFER_MIN_VALIDITY_MS", s.MinValidity)
 	if n, err := positiveInt(getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH")); err == nil && n >= transfer.MinKeyLength {
 		s.MaxKeyLength = n
 	}
@@ -48,13 +50,17 @@ type Config struct {
 	Table          string
 	DynamoEndpoint string
 	// Backend is "rpc" or "horizon" (STELLAR_BACKEND, default "rpc").
-	Backend           string
-	RPCURL            string // STELLAR_RPC_URL
+	Backend string
+	RPCURL  string // STELLAR_RPC_URL
+	// RPCLoadBalanced: STELLAR_RPC_URL is served by several instances that may lag each other
+	// (STELLAR_RPC_LOAD_BALANCED=true); see stellar.RPCConfig.LoadBalanced.
+	RPCLoadBalanced   bool
 	HorizonURL        string // HORIZON_URL
 	NetworkPassphrase string // NETWORK_PASSPHRASE
 	// VaultAccount is the classic vault (VAULT_ACCOUNT, G...).
 	VaultAccount string
-	// Assets are the accepted assets (ASSETS, "CODE:ISSUER,CODE:ISSUER").
+	// Assets are the accepted assets (ASSETS, "CODE:ISSUER,CODE:ISSUER"), codes spelled as
+	// configured.
 	Assets []Asset
 	// MaxFeeStroops caps what one transfer may pay (MAX_FEE_STROOPS, default 100000 stroops).
 	MaxFeeStroops int64
@@ -66,7 +72,8 @@ type Config struct {
 	ChannelCount int
 	// SigningSecretARN names the Secrets Manager secret holding the signing keys (SIGNING_SECRET_ARN).
 	SigningSecretARN string
-	// VaultContract is the vault-contract mode (VAULT_CONTRACT...; see Contract); zero when unset.
+	// VaultContract is the vault-contract mode (VAULT_CONTRACTS or VAULT_CONTRACT...; see
+	// Contract); zero when unset.
 	VaultContract Contract
 	// Breaker configures the circuit breaker (CIRCUIT_BREAKER_FAILURE_THRESHOLD, default 5;
 	// CIRCUIT_BREAKER_RESET_TIMEOUT_MS, default 30000).
@@ -90,6 +97,7 @@ func Load(getenv Getenv) (Config, error) {
 		DynamoEndpoint:    getenv("DYNAMODB_ENDPOINT"),
 		Backend:           strings.ToLower(or(getenv("STELLAR_BACKEND"), "rpc")),
 		RPCURL:            getenv("STELLAR_RPC_URL"),
+		RPCLoadBalanced:   strings.EqualFold(strings.TrimSpace(getenv("STELLAR_RPC_LOAD_BALANCED")), "true"),
 		HorizonURL:        getenv("HORIZON_URL"),
 		NetworkPassphrase: getenv("NETWORK_PASSPHRASE"),
 		VaultAccount:      strings.ToUpper(getenv("VAULT_ACCOUNT")),
@@ -158,7 +166,7 @@ func Load(getenv Getenv) (Config, error) {
 	}
 	c.Breaker.ResetTimeout = 30 * time.Second
 	for _, name := range []string{"CIRCUIT_BREAKER_RESET_TIMEOUT_MS", "TRANSFER_ORCHESTRATION_TIMEOUT_MS",
-		"TRANSFER_DEADLINE_MARGIN_MS", "IDEMPOTENCY_KEY_TTL_MS", "TRANSFER_PROOF_WINDOW_MS"} {
+		"TRANSFER_DEADLINE_MARGIN_MS", "IDEMPOTENCY_KEY_TTL_MS", "TRANSFER_PROOF_WINDOW_MS", "TRANSFER_MIN_VALIDITY_MS"} {
 		if v := getenv(name); v != "" {
 			if _, err := positiveInt(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -166,10 +174,18 @@ func Load(getenv Getenv) (Config, error) {
 		}
 	}
 	c.Breaker.ResetTimeout = millis(getenv, "CIRCUIT_BREAKER_RESET_TIMEOUT_MS", c.Breaker.ResetTimeout)
+	if v := getenv("IDEMPOTENCY_KEY_TTL_MS"); v != "" {
+		if err := Settings(getenv).Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if v := getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH"); v != "" {
 		if n, err := positiveInt(v); err != nil || n < transfer.MinKeyLength {
 			errs = append(errs, fmt.Errorf("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH must be a whole number >= %d, not %q", transfer.MinKeyLength, v))
 		}
+	}
+	if v := strings.TrimSpace(getenv("STELLAR_RPC_LOAD_BALANCED")); v != "" && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+		errs = append(errs, fmt.Errorf("STELLAR_RPC_LOAD_BALANCED must be true or false, not %q", v))
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("config: %w", errors.Join(errs...))
@@ -177,32 +193,35 @@ func Load(getenv Getenv) (Config, error) {
 	return c, nil
 }
 
-// parseAssets reads "CODE:ISSUER,CODE:ISSUER". Codes are 1 to 12 letters or digits (a Stellar
-// asset code); issuers are checked by the Stellar adapter.
+// parseAssets reads "CODE:ISSUER,CODE:ISSUER". Codes are kept as spelled (Stellar asset codes are
+// case-sensitive: "yUSDC" and "YUSDC" are two assets) and must be 1 to 12 ASCII letters or digits
+// (stellar-core, src/util/types.cpp isAssetValid); two codes that differ only by case are refused,
+// since requests name an asset ignoring case. Issuers are upper-cased; the Stellar adapter checks
+// them.
 func parseAssets(v string) ([]Asset, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, errors.New("ASSETS is required (CODE:ISSUER,...)")
 	}
 	var out []Asset
-	for _, part := range strings.Split(v, ",") {
+	seen := map[string]string{}
+	for i, part := range strings.Split(v, ",") {
 		code, issuer, ok := strings.Cut(strings.TrimSpace(part), ":")
-		code = strings.ToUpper(strings.TrimSpace(code))
-		if !ok || code == "" || len(code) > 12 || strings.TrimSpace(issuer) == "" || !alnum(code) {
-			return nil, fmt.Errorf("ASSETS: %q is not CODE:ISSUER", part)
+		code = strings.TrimSpace(code)
+		if !ok || !assetCodeRE.MatchString(code) || strings.TrimSpace(issuer) == "" {
+			// Not echoed: a misplaced secret seed would end up in the log.
+			return nil, fmt.Errorf("ASSETS: entry %d is not CODE:ISSUER with a code of 1 to 12 letters or digits", i+1)
 		}
+		if prev, dup := seen[strings.ToUpper(code)]; dup {
+			return nil, fmt.Errorf("ASSETS: %s and %s are the same code but for case; requests name assets ignoring case, so configure one", prev, code)
+		}
+		seen[strings.ToUpper(code)] = code
 		out = append(out, Asset{Code: code, Issuer: strings.ToUpper(strings.TrimSpace(issuer))})
 	}
 	return out, nil
 }
 
-func alnum(s string) bool {
-	for _, r := range s {
-		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
-}
+// assetCodeRE is a Stellar asset code: 1 to 12 ASCII letters and digits.
+var assetCodeRE = regexp.MustCompile(`^[A-Za-z0-9]{1,12}$`)
 
 func millis(getenv Getenv, name string, def time.Duration) time.Duration {
 	n, err := positiveInt(getenv(name))

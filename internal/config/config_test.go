@@ -37,19 +37,19 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Backend != "rpc" || c.VaultAccount != "GABC" || len(c.Assets) != 2 || c.Assets[0].Code != "USDC" || c.Assets[0].Issuer != "GISSUER" {
+	if c.Backend != "rpc" || c.VaultAccount != "GABC" || len(c.Assets) != 2 || c.Assets[0].Code != "usdc" || c.Assets[0].Issuer != "GISSUER" {
 		t.Fatalf("config = %+v", c)
 	}
 	if c.Breaker.FailureThreshold != 5 || c.Breaker.ResetTimeout != 30*time.Second || c.MaxFeeStroops != 100_000 {
 		t.Fatalf("defaults = %+v", c)
 	}
 	bad := map[string]string{"STELLAR_BACKEND": "carrier-pigeon", "ASSETS": "USDC", "MAX_FEE_STROOPS": "ten",
-		"CIRCUIT_BREAKER_RESET_TIMEOUT_MS": "soon"}
+		"CIRCUIT_BREAKER_RESET_TIMEOUT_MS": "soon", "IDEMPOTENCY_KEY_TTL_MS": "3599999"}
 	_, err = config.Load(env(bad))
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{"TABLE_NAME", "STELLAR_BACKEND", "NETWORK_PASSPHRASE", "VAULT_ACCOUNT", "ASSETS", "MAX_FEE_STROOPS", "CIRCUIT_BREAKER_RESET_TIMEOUT_MS"} {
+	for _, want := range []string{"TABLE_NAME", "STELLAR_BACKEND", "NETWORK_PASSPHRASE", "VAULT_ACCOUNT", "ASSETS", "MAX_FEE_STROOPS", "CIRCUIT_BREAKER_RESET_TIMEOUT_MS", "IDEMPOTENCY_KEY_TTL_MS"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}

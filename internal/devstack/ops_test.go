@@ -89,7 +89,7 @@ func invoke(t *testing.T, s *Stack, function, payload string) (int, string, map[
 func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T) {
 	logs, emf := newWatched(), newWatched()
 	env := map[string]string{
-		"TRANSFER_ORCHESTRATION_TIMEOUT_MS": "3000", "TRANSFER_PROOF_WINDOW_MS": "1000", "CHANNEL_COUNT": "0",
+		"TRANSFER_ORCHESTRATION_TIMEOUT_MS": "3000", "TRANSFER_PROOF_WINDOW_MS": "1000", "TRANSFER_MIN_VALIDITY_MS": "2500", "CHANNEL_COUNT": "0",
 	}
 	s, err := Start(context.Background(), Options{
 		LedgerInterval: time.Second, Getenv: func(k string) string { return env[k] },
@@ -148,7 +148,7 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 			t.Fatalf("resolve with an unlanded hash%s = %q %v", extra, fnErr, body)
 		}
 	}
-	for _, extra := range []string{``, `,"force":true,"reason":"test"`} {
+	for _, extra := range []string{``, `,"force":true,"reason":"test","innerHash":"` + item["innerHash"].(string) + `"`} {
 		_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","discard":true,"operator":"test"`+extra+`}`)
 		if fnErr != "Unhandled" || body["errorType"] != "STILL_CAN_LAND" {
 			t.Fatalf("discard%s while it can still land = %q %v", extra, fnErr, body)

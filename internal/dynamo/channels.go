@@ -64,7 +64,9 @@ func num(v int64) *types.AttributeValueMemberN {
 // `attribute_not_exists(pk) OR (leaseExpiresAt < :now AND quarantinedUntil < :ledgerClose)`. The
 // quarantine is judged by the ledger's close time, never the local clock: an envelope built on
 // the previous lease could land until a ledger closes after its maxTime (a release by Done ends
-// it sooner by deleting the item). transfer.ErrConditionFailed when the channel is taken.
+// it sooner by deleting the item). transfer.ErrConditionFailed when the channel is taken. owner must
+// be unique per lease (never reused): a failed condition against an item naming owner is this
+// lease's own write whose answer was lost, and counts as success.
 func (c *ChannelLeases) LeaseChannel(ctx context.Context, channel, owner string, now, until, maxTime, ledgerClose time.Time) error {
 	if channel == "" || owner == "" {
 		return errors.New("dynamo: a channel lease needs a channel and an owner")
@@ -88,6 +90,11 @@ func (c *ChannelLeases) LeaseChannel(ctx context.Context, channel, owner string,
 	})
 	if err != nil {
 		if conditionFailed(err) {
+			// A lease whose write applied but whose answer was lost fails the SDK's retry against
+			// itself: owner IDs are unique per lease, so an item naming this owner is this lease.
+			if l, gerr := c.Channel(ctx, channel); gerr == nil && l.Owner == owner {
+				return nil
+			}
 			return fmt.Errorf("dynamo: channel %s is leased: %w", channel, transfer.ErrConditionFailed)
 		}
 		return fmt.Errorf("dynamo: lease channel %s: %w", channel, err)

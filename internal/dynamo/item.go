@@ -14,6 +14,7 @@ import (
 // item never holds an empty string, a zero number or an empty map.
 type item struct {
 	PK          string       `dynamodbav:"pk"`
+	ClaimID     string       `dynamodbav:"claimId,omitempty"` // the incarnation (transfer.Record.ClaimID)
 	Status      string       `dynamodbav:"status"`
 	Fingerprint string       `dynamodbav:"fingerprint,omitempty"` // hex sha256 of the canonical request
 	Request     *requestItem `dynamodbav:"request,omitempty"`
@@ -109,6 +110,7 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 	}
 	it := item{
 		PK:          rec.StoreKey,
+		ClaimID:     rec.ClaimID,
 		Status:      string(rec.Status),
 		Fingerprint: rec.Fingerprint,
 		ClientKey:   rec.ClientKey,
@@ -192,6 +194,7 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 	}
 	rec := transfer.Record{
 		StoreKey:       it.PK,
+		ClaimID:        it.ClaimID,
 		Status:         transfer.Status(it.Status),
 		Fingerprint:    it.Fingerprint,
 		ClientKey:      it.ClientKey,

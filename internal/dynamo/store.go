@@ -120,13 +120,16 @@ func (s *Store) Get(ctx context.Context, storeKey string) (transfer.Record, erro
 	return unmarshalRecord(out.Item)
 }
 
-// Replace puts next (the whole item) in place of the stored one if it matches cond:
-// `status = :status AND version = :version`, and `leaseOwner = :owner` when cond.LeaseOwner is
-// set. A mismatch, or no item, is transfer.ErrConditionFailed (wrapped, with the service's
-// ConditionalCheckFailedException). next.Version must be cond.Version+1 (checked before writing).
+// Replace puts next (the whole item) in place of the stored one if it matches cond exactly
+// (conditionExpr: incarnation, status, version, lease owner, inner hash). A mismatch, or no item,
+// is transfer.ErrConditionFailed (wrapped, with the service's ConditionalCheckFailedException).
+// next.Version must be cond.Version+1 and next.ClaimID cond.ClaimID (checked before writing).
 func (s *Store) Replace(ctx context.Context, next transfer.Record, cond transfer.Condition) error {
 	if next.Version != cond.Version+1 {
 		return fmt.Errorf("dynamo: replace %q: next version %d is not the expected %d+1", next.StoreKey, next.Version, cond.Version)
+	}
+	if next.ClaimID != cond.ClaimID {
+		return fmt.Errorf("dynamo: replace %q: claim %q would replace claim %q; only a claim starts an incarnation", next.StoreKey, next.ClaimID, cond.ClaimID)
 	}
 	av, err := marshalRecord(next)
 	if err != nil {
@@ -220,13 +223,25 @@ func keyOf(storeKey string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: storeKey}}
 }
 
-// conditionExpr is `status = :status AND version = :version [AND leaseOwner = :owner]`.
+// conditionExpr is transfer.Condition.Matches as a ConditionExpression: every field compared
+// exactly, an empty one as absent. `claimId = :c AND status = :s AND version = :v AND
+// leaseOwner = :o AND innerHash = :h`, with `attribute_not_exists(claimId)`, `(leaseOwner)` or
+// `(innerHash)` for an empty ClaimID, LeaseOwner or InnerHash. An empty ClaimID therefore matches
+// only an item written before claim IDs existed, never a later claim.
 func conditionExpr(cond transfer.Condition) (expression.Expression, error) {
-	c := expression.Name("status").Equal(expression.Value(string(cond.Status))).
-		And(expression.Name("version").Equal(expression.Value(cond.Version)))
-	if cond.LeaseOwner != "" {
-		c = c.And(expression.Name("leaseOwner").Equal(expression.Value(cond.LeaseOwner)))
+	exact := func(name, v string) expression.ConditionBuilder {
+		if v == "" {
+			return expression.AttributeNotExists(expression.Name(name))
+		}
+		return expression.Name(name).Equal(expression.Value(v))
 	}
+	c := expression.And(
+		exact(AttrClaimID, cond.ClaimID),
+		expression.Name("status").Equal(expression.Value(string(cond.Status))),
+		expression.Name("version").Equal(expression.Value(cond.Version)),
+		exact("leaseOwner", cond.LeaseOwner),
+		exact("innerHash", cond.InnerHash),
+	)
 	return expression.NewBuilder().WithCondition(c).Build()
 }
 
@@ -237,8 +252,8 @@ func writeErr(op, key string, cond transfer.Condition, err error) error {
 		return nil
 	}
 	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
-		return fmt.Errorf("dynamo: %s %q (expected status %s, version %d, owner %q): %w: %w",
-			op, key, cond.Status, cond.Version, cond.LeaseOwner, transfer.ErrConditionFailed, err)
+		return fmt.Errorf("dynamo: %s %q (expected claim %q, status %s, version %d, owner %q, inner hash %q): %w: %w",
+			op, key, cond.ClaimID, cond.Status, cond.Version, cond.LeaseOwner, cond.InnerHash, transfer.ErrConditionFailed, err)
 	}
 	return fmt.Errorf("dynamo: %s %q: %w", op, key, err)
 }

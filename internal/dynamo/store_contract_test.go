@@ -72,6 +72,7 @@ func claimRecord(key, owner, fingerprint string) transfer.Record {
 			Asset:         "USDC",
 			Stroops:       10_005_000_000,
 		},
+		ClaimID:        "claim-" + owner + "-" + strings.TrimPrefix(key, "transfer:0123456789abcdef:"),
 		ClientKey:      strings.TrimPrefix(key, "transfer:0123456789abcdef:"),
 		TraceID:        "1-67890abc-def012345678901234567890",
 		LeaseOwner:     owner,
@@ -103,7 +104,7 @@ func settle(rec transfer.Record, status transfer.Status, expiresAt int64) transf
 }
 
 func condOf(rec transfer.Record) transfer.Condition {
-	return transfer.Condition{Status: rec.Status, Version: rec.Version, LeaseOwner: rec.LeaseOwner}
+	return transfer.Expect(rec)
 }
 
 // mustClaim claims rec and fails the test unless it wins.
@@ -320,11 +321,18 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		next := cur
 		next.Version = 2
 		next.Envelope = &transfer.Envelope{XDR: "AAAAAgAAAAA=", InnerHash: strings.Repeat("ef", 32), MaxTime: t0.Unix() + 40}
+		other := func(edit func(*transfer.Condition)) transfer.Condition { c := condOf(cur); edit(&c); return c }
 		for _, bad := range []transfer.Condition{
-			{Status: transfer.StatusInDoubt, Version: 1, LeaseOwner: "owner-a"},
-			{Status: transfer.StatusInFlight, Version: 1, LeaseOwner: "owner-b"},
+			other(func(c *transfer.Condition) { c.Status = transfer.StatusInDoubt }),
+			other(func(c *transfer.Condition) { c.LeaseOwner = "owner-b" }),
+			other(func(c *transfer.Condition) { c.LeaseOwner = "" }),
+			other(func(c *transfer.Condition) { c.ClaimID = "claim-of-a-later-incarnation" }),
+			other(func(c *transfer.Condition) { c.ClaimID = "" }),
+			other(func(c *transfer.Condition) { c.InnerHash = strings.Repeat("ef", 32) }),
 		} {
-			if err := f.store.Replace(ctx, next, bad); !errors.Is(err, transfer.ErrConditionFailed) {
+			n := next
+			n.ClaimID = bad.ClaimID // a write keeps the incarnation its condition names
+			if err := f.store.Replace(ctx, n, bad); !errors.Is(err, transfer.ErrConditionFailed) {
 				t.Errorf("Replace with %+v: err=%v, want ErrConditionFailed", bad, err)
 			} else if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); !ok {
 				t.Errorf("Replace with %+v: %v does not wrap the ConditionalCheckFailedException", bad, err)
@@ -332,7 +340,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		}
 		wrongVersion := next
 		wrongVersion.Version = 3
-		if err := f.store.Replace(ctx, wrongVersion, transfer.Condition{Status: transfer.StatusInFlight, Version: 2, LeaseOwner: "owner-a"}); !errors.Is(err, transfer.ErrConditionFailed) {
+		if err := f.store.Replace(ctx, wrongVersion, transfer.Condition{ClaimID: cur.ClaimID, Status: transfer.StatusInFlight, Version: 2, LeaseOwner: "owner-a"}); !errors.Is(err, transfer.ErrConditionFailed) {
 			t.Errorf("Replace with a wrong version: err=%v, want ErrConditionFailed", err)
 		}
 		missing := next
@@ -355,10 +363,16 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 			t.Fatal(err)
 		}
 		assertRecord(t, "after replace", got, next)
-		// Without an owner in the condition (resolve: status and version only).
+		// The condition names the envelope: in_doubt with the envelope's inner hash.
 		doubt := settle(next, transfer.StatusInDoubt, 0)
-		if err := f.store.Replace(ctx, doubt, transfer.Condition{Status: transfer.StatusInFlight, Version: 2}); err != nil {
-			t.Fatalf("Replace without owner: %v", err)
+		if err := f.store.Replace(ctx, doubt, condOf(next)); err != nil {
+			t.Fatalf("Replace to in_doubt: %v", err)
+		}
+		if err := f.store.Replace(ctx, settle(doubt, transfer.StatusReplayable, t0.Unix()+60), transfer.Condition{ClaimID: doubt.ClaimID, Status: transfer.StatusInDoubt, Version: 3}); !errors.Is(err, transfer.ErrConditionFailed) {
+			t.Errorf("Replace of an in_doubt item naming no envelope: err=%v, want ErrConditionFailed", err)
+		}
+		if err := f.store.Replace(ctx, next, transfer.Condition{ClaimID: next.ClaimID, Status: transfer.StatusInFlight, Version: 1}); err == nil {
+			t.Error("Replace naming another claim's incarnation succeeded")
 		}
 		// A stale writer that still believes version 2 loses.
 		if err := f.store.Replace(ctx, next, transfer.Condition{Status: transfer.StatusInFlight, Version: 1, LeaseOwner: "owner-a"}); err == nil {
@@ -373,9 +387,11 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		cur := claimRecord(k, "owner-a", "fp-a")
 		mustClaim(t, f.store, cur, t0)
 		for _, bad := range []transfer.Condition{
-			{Status: transfer.StatusReplayable, Version: 1, LeaseOwner: "owner-a"},
-			{Status: transfer.StatusInFlight, Version: 2, LeaseOwner: "owner-a"},
-			{Status: transfer.StatusInFlight, Version: 1, LeaseOwner: "owner-b"},
+			{ClaimID: cur.ClaimID, Status: transfer.StatusReplayable, Version: 1, LeaseOwner: "owner-a"},
+			{ClaimID: cur.ClaimID, Status: transfer.StatusInFlight, Version: 2, LeaseOwner: "owner-a"},
+			{ClaimID: cur.ClaimID, Status: transfer.StatusInFlight, Version: 1, LeaseOwner: "owner-b"},
+			{ClaimID: "claim-of-a-later-incarnation", Status: transfer.StatusInFlight, Version: 1, LeaseOwner: "owner-a"},
+			{Status: transfer.StatusInFlight, Version: 1, LeaseOwner: "owner-a"},
 		} {
 			if err := f.store.Delete(ctx, k, bad); !errors.Is(err, transfer.ErrConditionFailed) {
 				t.Errorf("Delete with %+v: err=%v, want ErrConditionFailed", bad, err)
@@ -476,7 +492,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		want := []string{"channel", "clientKey", "createdAt", "expiresAt", "feeStroops", "fingerprint",
+		want := []string{"channel", "claimId", "clientKey", "createdAt", "expiresAt", "feeStroops", "fingerprint",
 			"innerHash", "maxTime", "outerHash", "pk", "request", "result", "status", "submittedLedger", "traceId",
 			"updatedAt", "version"}
 		if !slices.Equal(names, want) {
@@ -558,7 +574,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.store.Replace(ctx, settle(gone, transfer.StatusReplayable, t0.Unix()+60), transfer.Condition{Status: transfer.StatusInDoubt, Version: gone.Version}); err != nil {
+		if err := f.store.Replace(ctx, settle(gone, transfer.StatusReplayable, t0.Unix()+60), condOf(gone)); err != nil {
 			t.Fatal(err)
 		}
 		want = slices.Delete(want, 2, 3)

@@ -16,6 +16,9 @@ import (
 const (
 	// AttrPK is the partition key (S): "transfer:<16 hex>:<clientKey>" or "channel:<G...>".
 	AttrPK = "pk"
+	// AttrClaimID is a transfer item's incarnation (S), written by its claim and kept by every
+	// later write; part of every conditional write's condition (transfer.Condition).
+	AttrClaimID = "claimId"
 	// AttrGSI1PK is the sparse index's partition key (S): InDoubtPartition while an item's status
 	// is in_doubt, ClaimsPartition while it is in_flight, absent otherwise.
 	AttrGSI1PK = "gsi1pk"

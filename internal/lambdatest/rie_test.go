@@ -246,7 +246,7 @@ func (s *stack) env(drop []string, extra ...string) []string {
 		"VAULT_ACCOUNT=" + s.vault.Address(), "ASSETS=USDC:" + s.usdc.Issuer, "SIGNING_SECRET_ARN=" + secretARN,
 		"ALERT_TOPIC_ARN=" + topicARN,
 		// The template's values (template.yaml): the API function's timeout is 29 s.
-		"TRANSFER_ORCHESTRATION_TIMEOUT_MS=25000", "TRANSFER_DEADLINE_MARGIN_MS=2000", "TRANSFER_PROOF_WINDOW_MS=7000",
+		"TRANSFER_ORCHESTRATION_TIMEOUT_MS=25000", "TRANSFER_DEADLINE_MARGIN_MS=2000", "TRANSFER_PROOF_WINDOW_MS=9000", "TRANSFER_MIN_VALIDITY_MS=12000",
 	}
 	var out []string
 	for _, kv := range all {

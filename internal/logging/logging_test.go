@@ -75,3 +75,24 @@ func TestNewRedactsSeedShapedValues(t *testing.T) {
 		t.Fatal("ContainsSeed / Redact")
 	}
 }
+
+// TestClipRedactsFirst: a seed that a clip would cut in two is redacted whole first; the cut
+// falls on a UTF-8 boundary.
+func TestClipRedactsFirst(t *testing.T) {
+	seed := keypair.MustRandom().Seed()
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{strings.Repeat("x", 20) + seed + "tail", 40, strings.Repeat("x", 20) + "[redacted]tail"},
+		{seed, 32, "[redacted]"},
+		{strings.Repeat("x", 30) + strings.ToLower(seed), 35, strings.Repeat("x", 30) + "[reda…"},
+		{"ééé", 3, "é…"},
+		{"short", 10, "short"},
+	} {
+		if got := logging.Clip(c.in, c.n); got != c.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package logging
 import (
 	"log/slog"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stellar/go-stellar-sdk/strkey"
 )
@@ -71,4 +72,19 @@ func RedactSeeds(_ []string, a slog.Attr) slog.Attr {
 		return slog.String(a.Key, r)
 	}
 	return a
+}
+
+// Clip redacts s (Redact), then cuts it to at most n bytes on a UTF-8 boundary, marking a cut
+// with "…". Redacting first is the point: a seed cut in two by a clip is no longer recognised,
+// and 35 to 55 of its characters would survive. Every text that quotes input and is bounded
+// goes through Clip (or redacts the whole text before clipping it).
+func Clip(s string, n int) string {
+	s = Redact(s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -7,9 +7,12 @@ import "fmt"
 const (
 	CodeBadRequest    = "BAD_REQUEST"    // the payload is not valid JSON, or a field is missing or invalid
 	CodeUnknownAction = "UNKNOWN_ACTION" // action is not list, get, resolve, sweep or channels
-	CodeNotFound      = "NOT_FOUND"      // no item under storeKey
-	CodeNotInDoubt    = "NOT_IN_DOUBT"   // resolve: the item is not in_doubt (already settled, or in flight)
-	CodeConflict      = "CONFLICT"       // the item changed while the action ran; read it again
+	// CodeSecretInPayload: resolve's operator or reason holds a Stellar secret seed (they are
+	// written into the item's audit and logged); nothing was done.
+	CodeSecretInPayload = "SECRET_IN_PAYLOAD"
+	CodeNotFound        = "NOT_FOUND"    // no item under storeKey
+	CodeNotInDoubt      = "NOT_IN_DOUBT" // resolve: the item is not in_doubt (already settled, or in flight)
+	CodeConflict        = "CONFLICT"     // the item changed while the action ran; read it again
 	// resolve {transactionHash}
 	CodeHashMismatch      = "HASH_MISMATCH"      // the hash is neither the item's inner nor outer hash (never forceable)
 	CodeNotLanded         = "NOT_LANDED"         // the ledger does not show the hash SUCCESS (forceable)
@@ -22,6 +25,8 @@ const (
 	// dependencies
 	CodeStoreUnavailable  = "STORE_UNAVAILABLE"
 	CodeLedgerUnavailable = "LEDGER_UNAVAILABLE"
+	// CodeConfigurationInvalid: a setting read per call is out of range (transfer.Settings.Validate).
+	CodeConfigurationInvalid = "CONFIGURATION_INVALID"
 	// channels (issue 5)
 	CodeChannelsNotAvailable = "CHANNELS_NOT_AVAILABLE"
 	// CodeChannelsFailed: the ledger could not list or create the channel accounts.

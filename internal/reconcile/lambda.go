@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,18 +8,23 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	"github.com/stellar-transfer/orchestrator/internal/logging"
+	"github.com/stellar-transfer/orchestrator/internal/strictjson"
 )
 
-// Invoke is the reconcile function's Lambda handler: the payload is a Request (unknown fields
-// refused), the answer the action's JSON. An error is reported as the function error
+// Invoke is the reconcile function's Lambda handler: the payload is a Request, read one way
+// only as POST /transfers' body is (strictjson.Decode: one JSON object, exact field names, each
+// at most once, nothing after it), the answer the action's JSON. An error is reported as the function error
 // {"errorType": <code>, "errorMessage": <message>}, so `aws lambda invoke` shows the code and a
 // caller (or a Step Functions Catch) can match on it.
 func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
 	var req Request
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, lambdaError(badRequest("the payload must be a JSON object such as {\"action\":\"list\"}: %s", clip(err.Error(), 200)))
+	if err := strictjson.Decode(payload, &req); err != nil {
+		msg := "the payload could not be read"
+		var e *strictjson.Error
+		if errors.As(err, &e) {
+			msg = e.Message("the payload")
+		}
+		return nil, lambdaError(badRequest("%s; send one JSON object such as {\"action\":\"list\"}", msg))
 	}
 	answer, err := s.Do(ctx, req)
 	if err != nil {
@@ -29,9 +33,9 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 			e = &Error{Code: CodeStoreUnavailable, Message: "internal failure", Err: err}
 		}
 		if e.Err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "reconcile action failed", "action", clip(req.Action, 32), "code", e.Code, "err", e.Err)
+			s.cfg.Logger.ErrorContext(ctx, "reconcile action failed", "action", logging.Clip(req.Action, 32), "code", e.Code, "err", e.Err)
 		} else {
-			s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", clip(req.Action, 32), "code", e.Code, "message", e.Message)
+			s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", logging.Clip(req.Action, 32), "code", e.Code, "message", e.Message)
 		}
 		return nil, lambdaError(e)
 	}

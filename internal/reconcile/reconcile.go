@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -99,6 +100,10 @@ type Request struct {
 	// prove it; operator says who asks (recorded with the Lambda request ID).
 	TransactionHash string `json:"transactionHash,omitempty"`
 	Discard         bool   `json:"discard,omitempty"`
+	// InnerHash names the envelope the operator checked (get's innerHash): required for a forced
+	// discard of an item holding an envelope, and compared whenever given, so a discard can never
+	// apply to a later envelope or incarnation of the key that nobody checked.
+	InnerHash string `json:"innerHash,omitempty"`
 	Force           bool   `json:"force,omitempty"`
 	Reason          string `json:"reason,omitempty"`
 	Operator        string `json:"operator,omitempty"`
@@ -165,7 +170,7 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 	case "":
 		return nil, badRequest("action is required (list, get, resolve, sweep, channels)")
 	default:
-		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels)", clip(req.Action, 32))
+		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels)", logging.Clip(req.Action, 32))
 	}
 }
 
@@ -239,6 +244,9 @@ func (s *Service) resolve(ctx context.Context, req Request) (*ResolveAnswer, err
 		return nil, badRequest("force requires a reason")
 	case len(req.Reason) > maxReasonLen:
 		return nil, badRequest("reason is limited to %d characters", maxReasonLen)
+	case logging.ContainsSeed(req.Operator) || logging.ContainsSeed(req.Reason):
+		// Both are written into the item's audit, logged and sent with the stream's record.
+		return nil, refuse(CodeSecretInPayload, "operator or reason holds a Stellar secret seed; never paste secrets, and rotate that key")
 	}
 	rec, err := s.read(ctx, req.StoreKey)
 	if err != nil {
@@ -246,6 +254,15 @@ func (s *Service) resolve(ctx context.Context, req Request) (*ResolveAnswer, err
 	}
 	if rec.Status != transfer.StatusInDoubt {
 		return nil, refuse(CodeNotInDoubt, "the transfer is %s, not in_doubt: nothing to resolve", rec.Status)
+	}
+	if h := strings.ToLower(strings.TrimSpace(req.InnerHash)); rec.Envelope != nil && (h != "" || req.Discard && req.Force) {
+		switch {
+		case h == "":
+			return nil, badRequest("a forced discard names the envelope it checked: innerHash (from get)")
+		case h != rec.Envelope.InnerHash:
+			return nil, refuse(CodeHashMismatch, "innerHash %s is not this transfer's current envelope (%s): the item changed since it was checked; get it again",
+				logging.Clip(h, 64), rec.Envelope.InnerHash)
+		}
 	}
 	if rec.Envelope == nil {
 		// Every in_doubt item the orchestrator writes holds its envelope; one without cannot be
@@ -302,10 +319,14 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		forced = true
 		lk = transfer.Lookup{Status: transfer.LookupSuccess, Hash: hash}
 	}
+	ttl := s.cfg.KeyTTL()
+	if err := (transfer.Settings{KeyTTL: ttl}).Validate(); err != nil {
+		return nil, &Error{Code: CodeConfigurationInvalid, Message: err.Error(), Err: err}
+	}
 	now := s.cfg.Clock.Now()
-	next := transfer.SettledRecord(rec, lk, now, s.cfg.KeyTTL())
+	next := transfer.SettledRecord(rec, lk, now, ttl)
 	next.Audit = s.audit(ctx, "resolve", req, forced, now)
-	if err := s.cfg.Store.Replace(ctx, next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+	if err := transfer.ReplaceItem(ctx, s.cfg.Store, rec, next); err != nil {
 		return nil, writeErr(err)
 	}
 	s.cfg.Ledger.Done(ctx, env)
@@ -356,10 +377,12 @@ func (s *Service) forceDiscard(ctx context.Context, req Request, rec transfer.Re
 	next.Version++
 	next.UpdatedAt = now
 	next.Audit = s.audit(ctx, "discard", req, true, now)
-	if err := s.cfg.Store.Replace(ctx, next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+	// Both writes name the incarnation and envelope read (transfer.Expect): a discard can never
+	// release a later claim of the key.
+	if err := transfer.ReplaceItem(ctx, s.cfg.Store, rec, next); err != nil {
 		return nil, writeErr(err)
 	}
-	if err := s.cfg.Store.Delete(ctx, rec.StoreKey, transfer.Condition{Status: next.Status, Version: next.Version}); err != nil {
+	if err := transfer.DeleteItem(ctx, s.cfg.Store, next); err != nil {
 		return nil, writeErr(err)
 	}
 	if rec.Envelope != nil {
@@ -403,11 +426,4 @@ func isHexHash(s string) bool {
 		}
 	}
 	return true
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

@@ -80,6 +80,7 @@ type fixture struct {
 	clock  *clock
 	gauge  *gauge
 	svc    *reconcile.Service
+	logs   *logtest.Buffer
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -88,12 +89,12 @@ func newFixture(t *testing.T) *fixture {
 	store := dynamotest.NewStore(t, client)
 	l := &ledger{landed: map[string]transfer.Lookup{}, latest: 100, closedAt: t0, oldest: 1}
 	c := &clock{now: t0}
-	log, _ := logtest.New(t)
+	log, logs := logtest.New(t)
 	orch := &transfer.Orchestrator{Store: store, Ledger: l, Clock: c, Logger: log}
 	g := &gauge{}
 	svc := reconcile.New(reconcile.Config{Store: store, Settler: orch, Ledger: l, Gauge: g, Clock: c,
 		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
-	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc}
+	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc, logs: logs}
 }
 
 func hashOf(name string, outer bool) string {
@@ -115,8 +116,8 @@ func (f *fixture) put(t *testing.T, key string, status transfer.Status, leaseUnt
 	t.Helper()
 	rec := transfer.Record{
 		StoreKey: transfer.StoreKey(wallet, key), Status: transfer.StatusInFlight, Fingerprint: "secret-fingerprint",
-		Request:   transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
-		ClientKey: key, TraceID: "1-abc", LeaseOwner: "owner", LeaseExpiresAt: leaseUntil, Version: 1, CreatedAt: t0, UpdatedAt: t0,
+		Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
+		ClaimID: "claim-" + key, ClientKey: key, TraceID: "1-abc", LeaseOwner: "owner", LeaseExpiresAt: leaseUntil, Version: 1, CreatedAt: t0, UpdatedAt: t0,
 	}
 	if _, won, err := f.store.Claim(context.Background(), rec, t0); err != nil || !won {
 		t.Fatalf("claim %s: %v %v", key, won, err)
@@ -126,14 +127,14 @@ func (f *fixture) put(t *testing.T, key string, status transfer.Status, leaseUnt
 		next.Envelope = &transfer.Envelope{XDR: "AAAA-signed", InnerHash: hashOf(key, false), OuterHash: hashOf(key, true),
 			MaxTime: t0.Unix() + 30, SubmittedLedger: 50}
 		next.Version++
-		if err := f.store.Replace(context.Background(), next, transfer.Condition{Status: rec.Status, Version: rec.Version, LeaseOwner: "owner"}); err != nil {
+		if err := f.store.Replace(context.Background(), next, transfer.Expect(rec)); err != nil {
 			t.Fatal(err)
 		}
 		rec = next
 	}
 	if status == transfer.StatusInDoubt {
 		next := transfer.InDoubtRecord(rec, "TRANSFER_TIMEOUT", t0.Add(time.Duration(len(key))*time.Second))
-		if err := f.store.Replace(context.Background(), next, transfer.Condition{Status: rec.Status, Version: rec.Version}); err != nil {
+		if err := f.store.Replace(context.Background(), next, transfer.Expect(rec)); err != nil {
 			t.Fatal(err)
 		}
 		rec = next
@@ -326,7 +327,7 @@ func TestDiscard(t *testing.T) {
 	}
 	// No ledger has closed after maxTime: the envelope can still land, forced or not.
 	refused(t, f, discard(live, ""), reconcile.CodeStillCanLand)
-	refused(t, f, discard(live, `,"force":true,"reason":"customer asked"`), reconcile.CodeStillCanLand)
+	refused(t, f, discard(live, `,"force":true,"reason":"customer asked","innerHash":"`+live.Envelope.InnerHash+`"`), reconcile.CodeStillCanLand)
 
 	f.land(landed, transfer.LookupSuccess, 90)
 	refused(t, f, discard(landed, ""), reconcile.CodeLanded)
@@ -347,7 +348,10 @@ func TestDiscard(t *testing.T) {
 	f.ledger.oldest = 90
 	refused(t, f, discard(gap, ""), reconcile.CodeNotProvenDead)
 	refused(t, f, discard(gap, `,"force":true`), reconcile.CodeBadRequest)
-	got = mustDo(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon"`))
+	// A forced discard names the envelope it checked: none, or another, is refused.
+	refused(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon"`), reconcile.CodeBadRequest)
+	refused(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon","innerHash":"`+live.Envelope.InnerHash+`"`), reconcile.CodeHashMismatch)
+	got = mustDo(t, f, discard(gap, `,"force":true,"reason":"RPC history expired; checked Horizon","innerHash":"`+gap.Envelope.InnerHash+`"`))
 	if got["resolution"] != "released" || got["forced"] != true {
 		t.Fatalf("forced discard = %v", got)
 	}

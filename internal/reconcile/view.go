@@ -3,6 +3,7 @@ package reconcile
 import (
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -67,7 +68,11 @@ type Chain struct {
 	Error string `json:"error,omitempty"`
 }
 
+// itemOf is rec as shown. The texts a client or an operator wrote (idempotency key, trace ID, the
+// audit's operator and reason) are redacted (logging.Redact): the doors refuse or replace a seed
+// in them today, but an item stored before they did may still hold one.
 func itemOf(rec transfer.Record) Item {
+	rec.ClientKey, rec.TraceID = logging.Redact(rec.ClientKey), logging.Redact(rec.TraceID)
 	it := Item{
 		StoreKey: rec.StoreKey, Status: string(rec.Status), WalletAddress: rec.Request.WalletAddress,
 		OperationType: string(rec.Request.OperationType), Amount: rec.Request.Amount, Asset: rec.Request.Asset,
@@ -87,7 +92,8 @@ func itemOf(rec transfer.Record) Item {
 		it.LeaseExpiresAt = &t
 	}
 	if a := rec.Audit; a != nil {
-		it.Audit = &Audit{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason, Forced: a.Forced, At: a.At}
+		it.Audit = &Audit{Action: a.Action, Operator: logging.Redact(a.Operator), RequestID: a.RequestID, Reason: logging.Redact(a.Reason),
+			Forced: a.Forced, At: a.At}
 	}
 	return it
 }

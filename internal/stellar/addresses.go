@@ -2,8 +2,10 @@ package stellar
 
 import (
 	"errors"
+	"regexp"
 
 	"github.com/stellar/go-stellar-sdk/strkey"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -12,16 +14,31 @@ import (
 // account, contract or muxed strkey (SEP-23).
 var ErrInvalidAddress = errors.New("stellar: not a valid account (G...), contract (C...) or muxed (M...) address")
 
-// Addresses implements transfer.AddressParser with strkey (SEP-23): version byte, length and
-// CRC16 checksum are verified.
+// addressShape is the text of every strkey this service reads (SEP-23): a G... account or a C...
+// contract (32-byte payload: 35 bytes with version and checksum, 56 base32 characters) or an M...
+// muxed account (40-byte payload: 43 bytes, 69 characters), upper-case RFC 4648 base32 without
+// padding. It is checked before any decoder sees the text: go-stellar-sdk's strkey decodes with
+// encoding/base32, which skips '\r' and '\n' (so "G...\r\n..." decodes to the account it spells
+// around the line break), and strkey.DecodeAny panics when fewer than three bytes remain
+// ("AAA\nA"; go-stellar-sdk v0.7.3 strkey/main.go DecodeAny has no length check, unlike Decode).
+var addressShape = regexp.MustCompile(`^(?:[GC][A-Z2-7]{55}|M[A-Z2-7]{68})$`)
+
+// wellFormed reports whether s has the shape of a G..., C... or M... strkey (addressShape).
+func wellFormed(s string) bool { return addressShape.MatchString(s) }
+
+// Addresses implements transfer.AddressParser with strkey (SEP-23): shape, version byte, length
+// and CRC16 checksum are verified.
 type Addresses struct{}
 
 var _ transfer.AddressParser = Addresses{}
 
 // ParseAddress returns the kind of an upper-case strkey: G... AccountAddress, C... ContractAddress,
-// M... MuxedAddress. Anything else, or a bad checksum, is ErrInvalidAddress. The input is not
-// echoed in the error.
+// M... MuxedAddress. Anything else (any character outside A-Z 2-7, a wrong length, a bad
+// checksum) is ErrInvalidAddress. The input is not echoed in the error.
 func (Addresses) ParseAddress(upper string) (transfer.AddressKind, error) {
+	if !wellFormed(upper) {
+		return 0, ErrInvalidAddress
+	}
 	version, _, err := strkey.DecodeAny(upper)
 	if err != nil {
 		return 0, ErrInvalidAddress
@@ -36,4 +53,69 @@ func (Addresses) ParseAddress(upper string) (transfer.AddressKind, error) {
 	default:
 		return 0, ErrInvalidAddress
 	}
+}
+
+// rawAddress is a decoded G... account or C... contract: its version byte and its 32-byte payload
+// (the ed25519 public key, or the contract ID). Guards compare addresses, never their text, so
+// no spelling of one account passes for another.
+type rawAddress struct {
+	version strkey.VersionByte
+	key     [32]byte
+}
+
+// decodeAddress checks s's shape (addressShape), then decodes it as a G... account or C...
+// contract strkey. Anything else is ErrInvalidAddress; s is not echoed.
+func decodeAddress(s string) (rawAddress, error) {
+	if !wellFormed(s) {
+		return rawAddress{}, ErrInvalidAddress
+	}
+	for _, v := range []strkey.VersionByte{strkey.VersionByteAccountID, strkey.VersionByteContract} {
+		if raw, err := strkey.Decode(v, s); err == nil && len(raw) == 32 {
+			a := rawAddress{version: v}
+			copy(a.key[:], raw)
+			return a, nil
+		}
+	}
+	return rawAddress{}, ErrInvalidAddress
+}
+
+// decodeAccount is decodeAddress for a G... account only.
+func decodeAccount(s string) (rawAddress, error) {
+	a, err := decodeAddress(s)
+	if err != nil || !a.isAccount() {
+		return rawAddress{}, ErrInvalidAddress
+	}
+	return a, nil
+}
+
+// decodeContract is decodeAddress for a C... contract only.
+func decodeContract(s string) (rawAddress, error) {
+	a, err := decodeAddress(s)
+	if err != nil || a.isAccount() {
+		return rawAddress{}, ErrInvalidAddress
+	}
+	return a, nil
+}
+
+func (a rawAddress) isAccount() bool { return a.version == strkey.VersionByteAccountID }
+
+// String is the canonical strkey of a.
+func (a rawAddress) String() string {
+	s, err := strkey.Encode(a.version, a.key[:])
+	if err != nil {
+		// Unreachable: both version bytes are valid and the payload is 32 bytes.
+		panic("stellar: encoding a decoded address: " + err.Error())
+	}
+	return s
+}
+
+// scAddress is a as a Soroban Address (ScAddress).
+func (a rawAddress) scAddress() xdr.ScAddress {
+	if a.isAccount() {
+		key := xdr.Uint256(a.key)
+		id := xdr.AccountId{Type: xdr.PublicKeyTypePublicKeyTypeEd25519, Ed25519: &key}
+		return xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeAccount, AccountId: &id}
+	}
+	id := xdr.ContractId(a.key)
+	return xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeContract, ContractId: &id}
 }

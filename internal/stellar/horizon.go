@@ -37,9 +37,11 @@ type HorizonConfig struct {
 }
 
 // HorizonLedger is a transfer.Ledger over Horizon (STELLAR_BACKEND=horizon): the same envelopes
-// as RPCLedger, sent with POST /transactions_async and looked up with GET /transactions/{hash}.
-// horizonclient's methods take no context, so every call runs under the caller's deadline here
-// (the abandoned request runs on until the HTTP client's Timeout). Safe for concurrent use.
+// as RPCLedger, sent with POST /transactions_async (posted and read here, bound to the caller's
+// context: see horizon_async.go) and looked up with GET /transactions/{hash}. The other calls go
+// through horizonclient, whose methods take no context, so each runs under the caller's deadline
+// here (the abandoned request runs on until the HTTP client's Timeout). The Horizon URL may have a
+// path (a gateway's prefix). Safe for concurrent use.
 type HorizonLedger struct {
 	cfg HorizonConfig
 	*common
@@ -97,18 +99,6 @@ func hcall[T any](ctx context.Context, l *HorizonLedger, fn func(*horizonclient.
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
-}
-
-// httpStatus is the HTTP status of a Horizon problem answer, 0 if err is not one.
-func httpStatus(err error) int {
-	if he := horizonclient.GetError(err); he != nil && he.Response != nil {
-		return he.Response.StatusCode
-	}
-	var he *horizonclient.Error
-	if errors.As(err, &he) && he.Response != nil {
-		return he.Response.StatusCode
-	}
-	return 0
 }
 
 // CheckNetwork reads Horizon's root and fails if it serves another network.
@@ -185,27 +175,29 @@ func (h horizonChain) inclusionFee(ctx context.Context, p int) (int64, error) {
 // section 5): 201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER and 400 ERROR (with the
 // transaction-level code from error_result_xdr, e.g. "txBAD_SEQ") as the RPC backend reports
 // them; 429 (rate limited, never forwarded to the network) as TRY_AGAIN_LATER, which the domain
-// treats as a refusal only on a first send. A 504, 500 or any other answer is an error: the
-// envelope may have reached the network, so the same envelope is sent again. A connection that
-// was never made wraps transfer.ErrNotSent. LatestLedger is read after the answer (GET /ledgers).
+// treats as a refusal only on a first send. A 504, 500 or any other answer (a problem, even with
+// status 400 or 503, such as stale_history or a gateway's own error) is an error wrapping
+// transfer.ErrUnexpectedAnswer: the envelope may have reached the network, so the same envelope
+// is sent again. A connection that was never made wraps transfer.ErrNotSent. LatestLedger is read
+// after the answer (GET /ledgers). The request is bound to ctx.
 func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.SendResult, error) {
 	if env.XDR == "" {
 		return transfer.SendResult{}, fmt.Errorf("stellar: envelope has no XDR: %w", transfer.ErrNotSent)
 	}
-	resp, err := hcall(ctx, l, func(c *horizonclient.Client) (hProtocol.AsyncTransactionSubmissionResponse, error) {
-		return c.AsyncSubmitTransactionXDR(env.XDR)
-	})
+	status, body, err := l.postAsync(ctx, env.XDR)
 	var res transfer.SendResult
 	switch {
 	case err != nil && nothingWritten(err):
 		return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s: %w (%w)", env.InnerHash, transfer.ErrNotSent, err)
-	case err != nil && httpStatus(err) == http.StatusTooManyRequests:
-		res.Status = transfer.SendTryAgainLater
-	case err != nil && httpStatus(err) != 0:
-		return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s (HTTP %d): %w: %w", env.InnerHash, httpStatus(err), transfer.ErrUnexpectedAnswer, err)
 	case err != nil:
 		return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s: %w", env.InnerHash, err)
+	case status == http.StatusTooManyRequests:
+		res.Status = transfer.SendTryAgainLater
 	default:
+		resp, err := asyncAnswer(status, body)
+		if err != nil {
+			return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s (HTTP %d): %w: %w", env.InnerHash, status, transfer.ErrUnexpectedAnswer, err)
+		}
 		switch resp.TxStatus {
 		case stellarcore.TXStatusPending:
 			res.Status = transfer.SendPending
@@ -222,10 +214,8 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 			if res.Code == "txINSUFFICIENT_FEE" {
 				l.refusedAsTooLow()
 			}
-		default:
-			return transfer.SendResult{}, fmt.Errorf("stellar: POST /transactions_async %s: %w: unknown status %q", env.InnerHash, transfer.ErrUnexpectedAnswer, resp.TxStatus)
 		}
-		if resp.Hash != "" && !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {
+		if !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {
 			return transfer.SendResult{}, fmt.Errorf("stellar: %w: POST /transactions_async answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.TxStatus, resp.Hash, env.Hashes())
 		}
 	}

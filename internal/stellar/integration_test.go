@@ -29,7 +29,7 @@ type simEnv struct {
 func startSim(t *testing.T) *simEnv {
 	t.Helper()
 	clock := &fakeClock{now: time.Unix(1_750_000_000, 0)}
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	n, err := stellarsim.Start(simOptions(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func startSim(t *testing.T) *simEnv {
 			t.Fatal(step)
 		}
 	}
-	n.CloseLedger()
+	closeShown(n, clock.advance)
 
 	// The keys travel the same path as in AWS: a secret document read by SecretKeys.
 	doc, err := keys.MarshalSecret()
@@ -80,6 +80,9 @@ func startSim(t *testing.T) *simEnv {
 	}
 	return &simEnv{net: n, clock: clock, usdc: usdc, vault: vault, wallet: wallet, ledger: l}
 }
+
+// closeLedger closes a ledger and waits (on the clock) until RPC shows it.
+func (s *simEnv) closeLedger() stellarsim.LedgerInfo { return closeShown(s.net, s.clock.advance) }
 
 func (s *simEnv) balance(t *testing.T, account string) int64 {
 	t.Helper()
@@ -140,7 +143,7 @@ func TestSimWithdrawLands(t *testing.T) {
 	}
 
 	s.clock.advance(5 * time.Second)
-	closed := s.net.CloseLedger()
+	closed := s.closeLedger()
 	lk = s.lookup(t, env)
 	if lk.Status != transfer.LookupSuccess || lk.Hash != env.InnerHash || lk.Ledger != closed.Sequence ||
 		lk.FeeChargedStroops != 100 || lk.ResultCodes != nil || lk.LatestLedger != closed.Sequence {
@@ -158,7 +161,7 @@ func TestSimWithdrawLands(t *testing.T) {
 	if transfer.RefusedBeforeInclusion(res, true) {
 		t.Error("a refused re-send counted as proof")
 	}
-	s.net.CloseLedger()
+	s.closeLedger()
 	if applied := s.net.Applied(); len(applied) != 1 {
 		t.Errorf("the re-send landed again: %d applied", len(applied))
 	}
@@ -170,7 +173,7 @@ func TestSimFailedPayments(t *testing.T) {
 	// More than the vault holds: included, fee charged, op_underfunded.
 	env := s.prepare(t, s.wallet, 5_000*unit)
 	s.send(t, env, transfer.SendPending)
-	s.net.CloseLedger()
+	s.closeLedger()
 	lk := s.lookup(t, env)
 	if lk.Status != transfer.LookupFailed || !slices.Equal(lk.ResultCodes, []string{"tx_failed", "op_underfunded"}) ||
 		lk.FeeChargedStroops <= 0 || lk.Hash != env.InnerHash || lk.Ledger == 0 {
@@ -184,7 +187,7 @@ func TestSimFailedPayments(t *testing.T) {
 	}
 	env = s.prepare(t, bare, unit)
 	s.send(t, env, transfer.SendPending)
-	s.net.CloseLedger()
+	s.closeLedger()
 	lk = s.lookup(t, env)
 	if lk.Status != transfer.LookupFailed || !slices.Equal(lk.ResultCodes, []string{"tx_failed", "op_no_trust"}) || lk.FeeChargedStroops <= 0 {
 		t.Errorf("no trust: %+v", lk)
@@ -196,7 +199,7 @@ func TestSimStaleSequence(t *testing.T) {
 	first := s.prepare(t, s.wallet, unit)
 	second := s.prepare(t, s.wallet, 2*unit) // same sequence number: the first has not landed
 	s.send(t, first, transfer.SendPending)
-	s.net.CloseLedger()
+	s.closeLedger()
 	res := s.send(t, second, transfer.SendError)
 	if res.Code != "txBAD_SEQ" || !transfer.RefusedBeforeInclusion(res, false) {
 		t.Errorf("stale sequence: %+v", res)
@@ -204,7 +207,7 @@ func TestSimStaleSequence(t *testing.T) {
 	// Prepared again, it takes the next sequence number and lands.
 	third := s.prepare(t, s.wallet, 2*unit)
 	s.send(t, third, transfer.SendPending)
-	s.net.CloseLedger()
+	s.closeLedger()
 	if lk := s.lookup(t, third); lk.Status != transfer.LookupSuccess {
 		t.Errorf("rebuilt: %+v", lk)
 	}
@@ -221,7 +224,7 @@ func TestSimRefusedAnswers(t *testing.T) {
 	s.send(t, env, transfer.SendTryAgainLater)
 	// The envelope was refused both times; sent once more it is accepted and lands.
 	s.send(t, env, transfer.SendPending)
-	s.net.CloseLedger()
+	s.closeLedger()
 	if lk := s.lookup(t, env); lk.Status != transfer.LookupSuccess {
 		t.Errorf("after refusals: %+v", lk)
 	}
@@ -237,7 +240,7 @@ func TestSimTransport(t *testing.T) {
 	if _, err := s.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
 		t.Errorf("dropped response: %v, want a plain error", err)
 	}
-	s.net.CloseLedger()
+	s.closeLedger()
 	if lk := s.lookup(t, env); lk.Status != transfer.LookupSuccess {
 		t.Errorf("the dropped-response envelope did not land: %+v", lk)
 	}
@@ -269,13 +272,13 @@ func TestSimProvenDead(t *testing.T) {
 	// Accepted, then evicted from the queue: it never lands.
 	s.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope, API: "rpc"})
 	s.send(t, env, transfer.SendPending)
-	s.net.CloseLedger()
+	s.closeLedger()
 	if lk := s.lookup(t, env); lk.Status != transfer.LookupNotFound || transfer.ProvenDead(env, lk) {
 		t.Errorf("before maxTime: %+v", lk)
 	}
 	// A ledger closing after maxTime, with history back to the submission: proven dead.
 	s.clock.advance(2 * time.Minute)
-	s.net.CloseLedger()
+	s.closeLedger()
 	lk := s.lookup(t, env)
 	if lk.Status != transfer.LookupNotFound || !transfer.ProvenDead(env, lk) {
 		t.Errorf("after maxTime: %+v (maxTime %d)", lk, env.MaxTime)

@@ -64,6 +64,12 @@ type RPCConfig struct {
 	Channels *ChannelPool
 	// Clock is the time leases and fee stats are judged by; nil means the system clock.
 	Clock transfer.Clock
+	// LoadBalanced says URL is served by several RPC instances that may lag each other
+	// (STELLAR_RPC_LOAD_BALANCED). A NOT_FOUND answer and a ledger read from another instance prove
+	// nothing together, so death is then proven only by the source account's sequence number
+	// (transfer.Lookup.SourceNotAdvanced), never by history coverage (README, "Which RPC and
+	// Horizon deployments the proof supports").
+	LoadBalanced bool
 }
 
 // RPCLedger is a transfer.Ledger over Stellar RPC. It is safe for concurrent use.
@@ -120,8 +126,14 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // bump can charge (within MaxFeeStroops). SubmittedLedger is the latest ledger seen before the
 // envelope was built (with channels) or just after (without). Nothing is sent.
 //
+// The asset is the configured one whose code equals req.Asset ignoring case, paid under its code
+// exactly as configured; the destination is the wallet's canonical strkey.
+//
 // Errors: *transfer.ValidationError (422) for what this ledger cannot do (deposits need the
-// Soroban vault contract; withdrawals to C... contracts too); *transfer.UnavailableError when the
+// Soroban vault contract; withdrawals to C... contracts too), for a wallet that is not a
+// well-formed G... account (the text is checked before it is decoded) or is the vault, the
+// asset's issuer, the fee account or a channel account (compared decoded, whatever the spelling),
+// and for an unknown asset or a zero amount; *transfer.UnavailableError when the
 // keys cannot be loaded, no channel is free (CodeChannelsBusy) or the source account does not
 // exist; a wrapped error when the RPC could not be reached or answered wrongly.
 func (l *RPCLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
@@ -162,37 +174,44 @@ func (r rpcChain) inclusionFee(ctx context.Context, p int) (int64, error) {
 
 // sequence reads account's current sequence number (getLedgerEntries).
 func (l *RPCLedger) sequence(ctx context.Context, account string) (int64, error) {
+	seq, _, err := l.sequenceAt(ctx, account)
+	return seq, err
+}
+
+// sequenceAt reads account's sequence number and the ledger of the snapshot it was read from
+// (getLedgerEntries' latestLedger: one answer, one consistent state).
+func (l *RPCLedger) sequenceAt(ctx context.Context, account string) (int64, uint32, error) {
 	id, err := xdr.AddressToAccountId(account)
 	if err != nil {
-		return 0, fmt.Errorf("stellar: account %s: %w", account, err)
+		return 0, 0, fmt.Errorf("stellar: account %s: %w", account, err)
 	}
 	key, err := id.LedgerKey()
 	if err != nil {
-		return 0, fmt.Errorf("stellar: account %s: %w", account, err)
+		return 0, 0, fmt.Errorf("stellar: account %s: %w", account, err)
 	}
 	keyB64, err := xdr.MarshalBase64(key)
 	if err != nil {
-		return 0, fmt.Errorf("stellar: account %s: %w", account, err)
+		return 0, 0, fmt.Errorf("stellar: account %s: %w", account, err)
 	}
 	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLedgerEntriesResponse, error) {
 		return c.GetLedgerEntries(ctx, protocol.GetLedgerEntriesRequest{Keys: []string{keyB64}})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("stellar: getLedgerEntries for %s: %w", account, err)
+		return 0, 0, fmt.Errorf("stellar: getLedgerEntries for %s: %w", account, err)
 	}
 	if len(resp.Entries) == 0 {
-		return 0, &transfer.UnavailableError{Code: transfer.CodeNetworkUnavailable,
+		return 0, 0, &transfer.UnavailableError{Code: transfer.CodeNetworkUnavailable,
 			Detail: "the transaction source account (vault or channel) does not exist on the network",
 			Err:    fmt.Errorf("%w: %s", ErrAccountMissing, account)}
 	}
 	var entry xdr.LedgerEntryData
 	if err := xdr.SafeUnmarshalBase64(resp.Entries[0].DataXDR, &entry); err != nil {
-		return 0, fmt.Errorf("stellar: decoding account %s: %w", account, err)
+		return 0, 0, fmt.Errorf("stellar: decoding account %s: %w", account, err)
 	}
 	if entry.Account == nil {
-		return 0, fmt.Errorf("stellar: getLedgerEntries for %s returned a %s entry", account, entry.Type)
+		return 0, 0, fmt.Errorf("stellar: getLedgerEntries for %s returned a %s entry", account, entry.Type)
 	}
-	return int64(entry.Account.SeqNum), nil
+	return int64(entry.Account.SeqNum), resp.LatestLedger, nil
 }
 
 func closeTime(epoch int64) time.Time {
@@ -259,19 +278,84 @@ func (l *RPCLedger) Lookup(ctx context.Context, env transfer.Envelope) (transfer
 	if env.InnerHash == "" {
 		return transfer.Lookup{}, errors.New("stellar: envelope has no hash")
 	}
+	// The ledger fact first. stellar-rpc's getTransaction reads the transaction and only then the
+	// ledger range (internal/methods/get_transaction.go, GetTransaction: GetTransaction on the
+	// transaction reader, then GetLedgerRange), so the latestLedger of a NOT_FOUND answer can
+	// include a ledger the search did not see. A ledger read before the search began is covered
+	// by it, on one instance.
+	before, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
+		return c.GetLatestLedger(ctx)
+	})
+	if err != nil {
+		return transfer.Lookup{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
+	}
 	lk, err := l.getTransaction(ctx, env.InnerHash)
-	if err != nil || lk.Status != transfer.LookupNotFound || env.OuterHash == "" {
+	if err != nil || lk.Status != transfer.LookupNotFound {
 		return lk, err
 	}
-	outer, err := l.getTransaction(ctx, env.OuterHash)
+	if env.OuterHash != "" {
+		outer, err := l.getTransaction(ctx, env.OuterHash)
+		if err != nil {
+			return transfer.Lookup{}, err
+		}
+		if outer.Status != transfer.LookupNotFound {
+			return outer, nil
+		}
+		lk.OldestLedger = max(lk.OldestLedger, outer.OldestLedger)
+		lk.LatestLedger = min(lk.LatestLedger, outer.LatestLedger)
+	}
+	return l.notFound(ctx, env, lk, before), nil
+}
+
+// notFound is the Lookup of an envelope neither of whose hashes was found, stated so that
+// transfer.ProvenDead judges only facts the search covered: LatestLedger and its close time are the
+// ledger read before the search (before), never the NOT_FOUND answers' own. When the answers' range
+// does not reach before (another instance behind the same URL, lagging), or the deployment is load
+// balanced (RPCConfig.LoadBalanced), the history is not claimed to cover anything (OldestLedger 0).
+// Once a ledger closed after maxTime is known, the envelope's source account's sequence number
+// corroborates on its own: read in one snapshot at or after that ledger, below the envelope's
+// sequence number, it proves the envelope had not applied then and never can
+// (Lookup.SourceNotAdvanced).
+func (l *RPCLedger) notFound(ctx context.Context, env transfer.Envelope, lk transfer.Lookup, before protocol.GetLatestLedgerResponse) transfer.Lookup {
+	searched := lk.LatestLedger
+	lk.LatestLedger, lk.LatestLedgerCloseTime = before.Sequence, closeTime(before.LedgerCloseTime)
+	if searched < before.Sequence || l.cfg.LoadBalanced {
+		lk.OldestLedger = 0
+	}
+	if env.MaxTime <= 0 || lk.LatestLedgerCloseTime.IsZero() || lk.LatestLedgerCloseTime.Unix() <= env.MaxTime {
+		return lk
+	}
+	source, seq, err := innerSourceAndSequence(env.XDR)
 	if err != nil {
-		return transfer.Lookup{}, err
+		return lk
 	}
-	if outer.Status != transfer.LookupNotFound {
-		return outer, nil
+	current, at, err := l.sequenceAt(ctx, source)
+	if err == nil && at >= before.Sequence && current < seq {
+		lk.SourceNotAdvanced = true
 	}
-	lk.OldestLedger = max(lk.OldestLedger, outer.OldestLedger)
-	return lk, nil
+	return lk
+}
+
+// innerSourceAndSequence decodes a signed envelope (plain or fee bump) and returns the inner
+// transaction's source account (G...) and sequence number.
+func innerSourceAndSequence(envXDR string) (string, int64, error) {
+	if envXDR == "" {
+		return "", 0, errors.New("stellar: no envelope XDR")
+	}
+	gen, err := txnbuild.TransactionFromXDR(envXDR)
+	if err != nil {
+		return "", 0, fmt.Errorf("stellar: decoding envelope: %w", err)
+	}
+	tx, ok := gen.Transaction()
+	if !ok {
+		fb, ok := gen.FeeBump()
+		if !ok {
+			return "", 0, errors.New("stellar: envelope is neither a transaction nor a fee bump")
+		}
+		tx = fb.InnerTransaction()
+	}
+	src := tx.SourceAccount()
+	return src.AccountID, src.Sequence, nil
 }
 
 func (l *RPCLedger) getTransaction(ctx context.Context, hash string) (transfer.Lookup, error) {

@@ -428,13 +428,24 @@ func TestLookup(t *testing.T) {
 			TransactionDetails: protocol.TransactionDetails{Status: "NOT_FOUND"}}, nil
 	})
 	ctx := context.Background()
+	e.fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 85, LedgerCloseTime: 1_700_000_400})
 
-	// NOT_FOUND, with the history's bounds.
+	// NOT_FOUND, with the history's bounds and the ledger read BEFORE the search (stellar-rpc reads
+	// the transaction before the ledger range, so the answer's own latest ledger proves nothing).
 	lk, err := e.ledger.Lookup(ctx, transfer.Envelope{InnerHash: inner})
-	if err != nil || lk.Status != transfer.LookupNotFound || lk.LatestLedger != 90 || lk.OldestLedger != 10 ||
-		!lk.LatestLedgerCloseTime.Equal(time.Unix(1_700_000_500, 0)) || lk.Hash != "" {
+	if err != nil || lk.Status != transfer.LookupNotFound || lk.LatestLedger != 85 || lk.OldestLedger != 10 ||
+		!lk.LatestLedgerCloseTime.Equal(time.Unix(1_700_000_400, 0)) || lk.Hash != "" {
 		t.Errorf("not found: %+v, %v", lk, err)
 	}
+
+	// An answer whose range ends before the ledger read first came from a lagging instance: its
+	// history is not claimed to cover anything.
+	e.fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 95, LedgerCloseTime: 1_700_000_600})
+	lk, err = e.ledger.Lookup(ctx, transfer.Envelope{InnerHash: inner})
+	if err != nil || lk.Status != transfer.LookupNotFound || lk.LatestLedger != 95 || lk.OldestLedger != 0 {
+		t.Errorf("lagging instance: %+v, %v", lk, err)
+	}
+	e.fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 85, LedgerCloseTime: 1_700_000_400})
 
 	// FAILED: codes and fee.
 	byHash[inner] = protocol.GetTransactionResponse{LatestLedger: 91, LatestLedgerCloseTime: 1_700_000_505, OldestLedger: 11,
@@ -454,7 +465,7 @@ func TestLookup(t *testing.T) {
 		t.Errorf("outer: %+v, %v", lk, err)
 	}
 
-	// Neither found: the earlier latest ledger and the later oldest one (the conservative pair).
+	// Neither found: the ledger read before, and the later oldest one (the conservative pair).
 	delete(byHash, outer)
 	n := 0
 	e.fake.handle("getTransaction", func(json.RawMessage) (any, *rpcError) {
@@ -463,8 +474,8 @@ func TestLookup(t *testing.T) {
 			TransactionDetails: protocol.TransactionDetails{Status: "NOT_FOUND"}}, nil
 	})
 	lk, err = e.ledger.Lookup(ctx, transfer.Envelope{InnerHash: inner, OuterHash: outer})
-	if err != nil || lk.Status != transfer.LookupNotFound || lk.LatestLedger != 91 || lk.OldestLedger != 12 ||
-		!lk.LatestLedgerCloseTime.Equal(time.Unix(1_700_000_501, 0)) {
+	if err != nil || lk.Status != transfer.LookupNotFound || lk.LatestLedger != 85 || lk.OldestLedger != 12 ||
+		!lk.LatestLedgerCloseTime.Equal(time.Unix(1_700_000_400, 0)) {
 		t.Errorf("neither: %+v, %v", lk, err)
 	}
 

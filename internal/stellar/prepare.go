@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/amount"
-	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -30,24 +28,27 @@ type chain interface {
 // common is the configuration both backends share.
 type common struct {
 	passphrase     string
-	vaultAccount   string
-	assets         map[string]txnbuild.CreditAsset
+	vault          rawAddress
+	vaultAccount   string // vault's canonical strkey
+	assets         assetSet
 	baseFeeStroops int64
 	maxFeeStroops  int64
 	feePercentile  int
 	keys           KeySource
 	source         source
+	pool           *ChannelPool // nil without channels
 	clock          transfer.Clock
 	fees           *feeCache
 }
 
 // newCommon checks the shared configuration.
-func newCommon(passphrase, vault string, assets []txnbuild.CreditAsset, baseFee, maxFee int64, percentile int,
+func newCommon(passphrase, vaultAccount string, assets []txnbuild.CreditAsset, baseFee, maxFee int64, percentile int,
 	keys KeySource, pool *ChannelPool, clock transfer.Clock) (*common, error) {
 	if passphrase == "" {
 		return nil, errors.New("stellar: a network passphrase is required")
 	}
-	if !strkey.IsValidEd25519PublicKey(vault) {
+	vault, err := decodeAccount(vaultAccount)
+	if err != nil {
 		// Not echoed: a misplaced secret seed would end up in the log.
 		return nil, errors.New("stellar: the vault account is not a G... account")
 	}
@@ -66,30 +67,18 @@ func newCommon(passphrase, vault string, assets []txnbuild.CreditAsset, baseFee,
 	if percentile != 0 && !validPercentile(percentile) {
 		return nil, fmt.Errorf("stellar: fee percentile %d is not one of 10, 20, ..., 90, 95, 99", percentile)
 	}
-	m := map[string]txnbuild.CreditAsset{}
-	for _, a := range assets {
-		code := strings.ToUpper(a.Code)
-		if len(code) == 0 || len(code) > 12 {
-			return nil, fmt.Errorf("stellar: asset code %q must be 1 to 12 characters", a.Code)
-		}
-		if !strkey.IsValidEd25519PublicKey(a.Issuer) {
-			return nil, fmt.Errorf("stellar: asset %s: the issuer is not a G... account", code)
-		}
-		if _, dup := m[code]; dup {
-			return nil, fmt.Errorf("stellar: asset %s is configured twice", code)
-		}
-		m[code] = txnbuild.CreditAsset{Code: a.Code, Issuer: a.Issuer}
-	}
-	if len(m) == 0 {
-		return nil, errors.New("stellar: at least one asset is required")
+	set, err := newAssetSet(assets)
+	if err != nil {
+		return nil, err
 	}
 	if clock == nil {
 		clock = transfer.SystemClock{}
 	}
-	c := &common{passphrase: passphrase, vaultAccount: vault, assets: m, baseFeeStroops: baseFee, maxFeeStroops: maxFee,
-		feePercentile: percentile, keys: keys, source: vaultSource{account: vault}, clock: clock, fees: &feeCache{}}
+	c := &common{passphrase: passphrase, vault: vault, vaultAccount: vault.String(), assets: set, baseFeeStroops: baseFee,
+		maxFeeStroops: maxFee, feePercentile: percentile, keys: keys, source: vaultSource{account: vault.String()}, clock: clock,
+		fees: &feeCache{}}
 	if pool != nil {
-		c.source = pool
+		c.source, c.pool = pool, pool
 	}
 	return c, nil
 }
@@ -108,52 +97,52 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, ma
 	default:
 		return transfer.Envelope{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
 	}
-	switch {
-	case strkey.IsValidEd25519PublicKey(req.WalletAddress):
-	case strkey.IsValidContractAddress(req.WalletAddress):
+	wallet, err := decodeAddress(req.WalletAddress)
+	if err != nil {
+		return transfer.Envelope{}, invalidWallet("walletAddress must be a G... account")
+	}
+	if !wallet.isAccount() {
 		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
 			Detail: "withdrawals to contract addresses (C...) need a vault contract (Soroban), which this deployment does not have yet; use a G... account"}
-	default:
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
-			Detail: "walletAddress must be a G... account"}
 	}
-	asset, ok := c.assets[strings.ToUpper(req.Asset)]
+	asset, ok := c.assets.find(req.Asset)
 	if !ok {
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAsset, Status: http.StatusUnprocessableEntity, Field: "asset",
-			Detail: fmt.Sprintf("asset %q is not configured on this ledger", req.Asset)}
+		return transfer.Envelope{}, unknownAsset(req.Asset)
 	}
 	if req.Stroops <= 0 {
 		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Status: http.StatusUnprocessableEntity, Field: "amount",
 			Detail: "amount must be greater than zero"}
 	}
-	// A payment from the vault to itself only burns a fee, and one to the asset's issuer burns the
-	// asset: neither is a withdrawal to a wallet.
-	switch req.WalletAddress {
-	case c.vaultAccount:
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
-			Detail: "walletAddress is the vault itself"}
-	case asset.Issuer:
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
-			Detail: fmt.Sprintf("walletAddress is the issuer of %s; a payment to it would burn the asset", asset.Code)}
-	}
 	if maxTime.Unix() <= 0 {
 		return transfer.Envelope{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
 	}
-
-	return c.withSource(ctx, ch, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
-		return c.build(ctx, ch, lease, req, asset, maxTime)
+	keys, err := c.loadKeys(ctx)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if err := c.guardWallet(wallet, asset, keys); err != nil {
+		return transfer.Envelope{}, err
+	}
+	return c.withSource(ctx, ch, keys, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
+		return c.build(ctx, ch, lease, wallet, req.Stroops, asset, maxTime)
 	})
+}
+
+// loadKeys reads the signing keys; a failure is SIGNING_KEYS_UNAVAILABLE (503, nothing built).
+func (c *common) loadKeys(ctx context.Context) (Keys, error) {
+	keys, err := c.keys.Keys(ctx)
+	if err != nil {
+		// The key source's errors never carry seeds (ParseKeys names fields only).
+		return Keys{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "the signing keys could not be loaded", Err: err}
+	}
+	return keys, nil
 }
 
 // withSource runs build with a transaction source (the vault, or a leased channel account) and
 // returns its envelope with SubmittedLedger set and the lease bound to it; on any error the lease
 // is released, since nothing was sent. Both the payment and the contract-call paths use it.
-func (c *common) withSource(ctx context.Context, ch chain, maxTime time.Time, build func(sourceLease) (transfer.Envelope, error)) (transfer.Envelope, error) {
-	keys, err := c.keys.Keys(ctx)
-	if err != nil {
-		// The key source's errors never carry seeds (ParseKeys names fields only).
-		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "the signing keys could not be loaded", Err: err}
-	}
+func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime time.Time, build func(sourceLease) (transfer.Envelope, error)) (transfer.Envelope, error) {
+	var err error
 	terms := leaseTerms{maxTime: maxTime, until: maxTime}
 	if dl, ok := ctx.Deadline(); ok {
 		// The invocation's deadline, on the ledger's clock (virtual in tests).
@@ -189,17 +178,18 @@ func (c *common) withSource(ctx context.Context, ch chain, maxTime time.Time, bu
 }
 
 // build reads the source's sequence number from the network (never from a cache: a stale one
-// would be refused with txBAD_SEQ), builds the payment, signs it, and wraps it in a fee bump when
-// the lease has a fee source.
-func (c *common) build(ctx context.Context, ch chain, lease sourceLease, req transfer.Request, asset txnbuild.CreditAsset, maxTime time.Time) (transfer.Envelope, error) {
+// would be refused with txBAD_SEQ), builds the payment of stroops of asset (its code as
+// configured) to wallet (its canonical strkey), signs it, and wraps it in a fee bump when the
+// lease has a fee source.
+func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet rawAddress, stroops int64, asset vaultAsset, maxTime time.Time) (transfer.Envelope, error) {
 	seq, err := ch.sequence(ctx, lease.account)
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
 	ops := []txnbuild.Operation{&txnbuild.Payment{
-		Destination:   req.WalletAddress,
-		Amount:        amount.StringFromInt64(req.Stroops),
-		Asset:         asset,
+		Destination:   wallet.String(),
+		Amount:        amount.StringFromInt64(stroops),
+		Asset:         asset.credit,
 		SourceAccount: lease.opSource,
 	}}
 	feeBumped := lease.feeSource != nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -12,25 +13,31 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
-	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// ContractConfig is the vault-contract mode (VAULT_CONTRACT): deposits and withdrawals call the
-// vault contract's functions with (wallet: Address, amount: i128).
+// ContractConfig is the vault-contract mode (VAULT_CONTRACTS, or VAULT_CONTRACT for one asset):
+// deposits and withdrawals call the asset's vault contract's functions with (wallet: Address,
+// amount: i128). A vault contract holds one asset: the request's asset picks the contract.
 type ContractConfig struct {
-	// Contract is the vault contract's C... address.
+	// Contract is the vault contract's C... address when the ledger has exactly one asset
+	// (VAULT_CONTRACT). Set Contract or Contracts, not both.
 	Contract string
+	// Contracts maps each configured asset code (matched ignoring case) to its vault contract's
+	// C... address (VAULT_CONTRACTS). Every asset needs one, and no two assets share one.
+	Contracts map[string]string
 	// DepositFn and WithdrawFn are the contract functions called; "" means deposit and withdraw.
 	DepositFn, WithdrawFn string
-	// Decimals is the asset's number of decimal places as the contract counts amounts; 0 means 7
-	// (the stroop). A request amount with more decimals than this is INVALID_AMOUNT.
+	// Decimals is the asset's number of decimal places as the contract counts amounts, 1 to 18;
+	// 0 means 7 (the stroop). A request amount with more decimals than this is INVALID_AMOUNT.
 	Decimals int
 	// RestoreAttempts bounds the RestoreFootprint transactions one Prepare submits when
-	// simulation asks for a restore; 0 means 1, negative means never restore (RESTORE_REQUIRED).
+	// simulation asks for a restore (a restorePreamble: nodes before protocol 23; since protocol
+	// 23 the call restores archived entries itself and no RestoreFootprint is sent); 0 means 1,
+	// negative means never restore (RESTORE_REQUIRED).
 	RestoreAttempts int
 	// RestoreTimeout bounds how long one restore may take to land (its maxTime is at most this
 	// far ahead, and never past the transfer's maxTime); 0 means 30 s.
@@ -44,30 +51,31 @@ type ContractConfig struct {
 // by the source-account credential and no auth entry is signed.
 type ContractLedger struct {
 	*RPCLedger
-	contract   xdr.ScAddress
+	contracts  map[string]rawAddress // by upper(asset code), as the assets are
 	depositFn  string
 	withdrawFn string
-	scale      int64 // multiply stroops by it (decimals > 7) ...
-	unscale    int64 // ... or divide by it (decimals < 7)
+	scale      *big.Int // multiply stroops by it (decimals > 7) ...
+	unscale    int64    // ... or divide by it (decimals < 7)
 	restores   int
 	restoreFor time.Duration
 }
 
 var _ transfer.Ledger = (*ContractLedger)(nil)
 
-// NewContractLedger checks cfg and returns the contract-mode ledger over l.
+// NewContractLedger checks cfg and returns the contract-mode ledger over l. It refuses a single
+// Contract when l has several assets (every asset would be paid from that one contract), an
+// asset without a contract, a contract for an asset l does not have, and two assets sharing a
+// contract.
 func NewContractLedger(l *RPCLedger, cfg ContractConfig) (*ContractLedger, error) {
 	if l == nil {
 		return nil, errors.New("stellar: a contract ledger needs an RPC ledger")
 	}
-	raw, err := strkey.Decode(strkey.VersionByteContract, cfg.Contract)
-	if err != nil || len(raw) != 32 {
-		return nil, errors.New("stellar: the vault contract is not a C... address")
+	contracts, err := assetContracts(l.assets, cfg)
+	if err != nil {
+		return nil, err
 	}
-	var id xdr.ContractId
-	copy(id[:], raw)
-	c := &ContractLedger{RPCLedger: l, contract: xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeContract, ContractId: &id},
-		depositFn: cfg.DepositFn, withdrawFn: cfg.WithdrawFn, scale: 1, unscale: 1, restores: cfg.RestoreAttempts, restoreFor: cfg.RestoreTimeout}
+	c := &ContractLedger{RPCLedger: l, contracts: contracts, depositFn: cfg.DepositFn, withdrawFn: cfg.WithdrawFn,
+		scale: big.NewInt(1), unscale: 1, restores: cfg.RestoreAttempts, restoreFor: cfg.RestoreTimeout}
 	if c.depositFn == "" {
 		c.depositFn = "deposit"
 	}
@@ -83,11 +91,11 @@ func NewContractLedger(l *RPCLedger, cfg ContractConfig) (*ContractLedger, error
 	if d == 0 {
 		d = 7
 	}
-	if d < 0 || d > 18 {
-		return nil, fmt.Errorf("stellar: asset decimals %d out of range 1..18", cfg.Decimals)
+	if d < 1 || d > maxContractDecimals {
+		return nil, fmt.Errorf("stellar: asset decimals %d out of range 1..%d", cfg.Decimals, maxContractDecimals)
 	}
-	for ; d > 7; d-- {
-		c.scale *= 10
+	if d > 7 {
+		c.scale.Exp(big.NewInt(10), big.NewInt(int64(d-7)), nil)
 	}
 	for ; d < 7; d++ {
 		c.unscale *= 10
@@ -99,6 +107,55 @@ func NewContractLedger(l *RPCLedger, cfg ContractConfig) (*ContractLedger, error
 		c.restoreFor = 30 * time.Second
 	}
 	return c, nil
+}
+
+// maxContractDecimals bounds ContractConfig.Decimals: math.MaxInt64 stroops at 18 decimals is
+// about 9.2e29, well inside i128 (about 1.7e38).
+const maxContractDecimals = 18
+
+// assetContracts pairs every configured asset with its vault contract (see NewContractLedger).
+func assetContracts(assets assetSet, cfg ContractConfig) (map[string]rawAddress, error) {
+	named := cfg.Contracts
+	switch {
+	case cfg.Contract != "" && len(cfg.Contracts) > 0:
+		return nil, errors.New("stellar: set one vault contract (Contract) or one per asset (Contracts), not both")
+	case cfg.Contract != "":
+		if len(assets) != 1 {
+			return nil, fmt.Errorf("stellar: one vault contract for %d assets: name each asset's contract (VAULT_CONTRACTS=CODE:C...,CODE:C...)", len(assets))
+		}
+		for _, a := range assets {
+			named = map[string]string{a.credit.Code: cfg.Contract}
+		}
+	case len(cfg.Contracts) == 0:
+		return nil, errors.New("stellar: a contract ledger needs a vault contract")
+	}
+	out := map[string]rawAddress{}
+	seen := map[rawAddress]string{}
+	for code, contract := range named {
+		a, ok := assets.find(code)
+		if !ok {
+			return nil, fmt.Errorf("stellar: vault contract for asset %q, which is not configured", clipCode(code))
+		}
+		k, err := decodeContract(contract)
+		if err != nil {
+			return nil, fmt.Errorf("stellar: the vault contract of %s is not a C... address", a.credit.Code)
+		}
+		if other, dup := seen[k]; dup {
+			return nil, fmt.Errorf("stellar: assets %s and %s name the same vault contract; a contract holds one asset", other, a.credit.Code)
+		}
+		key := strings.ToUpper(a.credit.Code)
+		if _, dup := out[key]; dup {
+			return nil, fmt.Errorf("stellar: asset %s has two vault contracts", a.credit.Code)
+		}
+		seen[k] = a.credit.Code
+		out[key] = k
+	}
+	for key, a := range assets {
+		if _, ok := out[key]; !ok {
+			return nil, fmt.Errorf("stellar: asset %s has no vault contract", a.credit.Code)
+		}
+	}
+	return out, nil
 }
 
 var symbolRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
@@ -121,101 +178,122 @@ func ContractErrorCode(simError string) (uint32, bool) {
 	return uint32(n), err == nil
 }
 
-// Prepare builds and signs a call of the vault contract for req: deposit or withdraw
+// Prepare builds and signs a call of the asset's vault contract for req: deposit or withdraw
 // (wallet: Address, amount: i128 in the asset's smallest unit), timebounds {0, maxTime}. It
-// simulates the call (simulateTransaction), restores archived entries when simulation asks for it
-// (a RestoreFootprint transaction from the same source, awaited, then simulated again; at most
-// RestoreAttempts times), assembles the simulation's footprint, resources, resource fee and
-// auth, offers the inclusion fee as RPCLedger does, and signs (and fee-bumps, with channels).
-// The total (resource fee plus inclusion fee) stays within MAX_FEE_STROOPS. Nothing of the
-// transfer is sent; a restore is the only transaction Prepare may submit, and it moves no money.
+// simulates the call (simulateTransaction) and assembles the simulation's transaction data as is
+// (footprint, resources, resource fee and, since protocol 23, archivedSorobanEntries: the call
+// then restores an archived vault balance itself, at a higher resource fee) and its auth, offers
+// the inclusion fee as RPCLedger does (raised after a txINSUFFICIENT_FEE refusal), and signs (and
+// fee-bumps, with channels). The total (resource fee plus inclusion fee) stays within
+// MAX_FEE_STROOPS, or Prepare refuses before signing anything. When a node still answers a
+// restorePreamble (before protocol 23), it restores first: a RestoreFootprint transaction from
+// the same source, awaited, then simulated again, at most RestoreAttempts times. Nothing of the
+// transfer is sent; such a restore is the only transaction Prepare may submit, and it moves no
+// money.
 //
 // Errors (nothing of the transfer was sent in any case): *transfer.ValidationError (422) for an
-// unsupported operation, an address that is neither G... nor C..., an unknown asset, a bad
-// amount; *transfer.UnavailableError SIMULATION_ERROR (retryable) when simulation fails, with
-// the contract's error code in the detail, or when the fees exceed MAX_FEE_STROOPS;
-// RESTORE_REQUIRED (retryable) when an archived entry could not be restored within the budget;
-// the RPCLedger's errors for keys, channels and the source account; a wrapped error when the RPC
-// could not be reached or answered wrongly.
+// unsupported operation, an address that is neither G... nor C..., a wallet that is the vault,
+// the asset's issuer, a vault contract, the fee account or a channel account, an unknown asset,
+// a bad amount; *transfer.UnavailableError SIMULATION_ERROR (retryable) when simulation fails,
+// with the contract's error code in the detail, or when the fees exceed MAX_FEE_STROOPS;
+// RESTORE_REQUIRED (retryable) when archived entries must be restored and the restore's fee
+// would exceed MAX_FEE_STROOPS (the detail gives the fee needed and the cap, in stroops), or an
+// explicit restore could not complete within the budget; the RPCLedger's errors for keys,
+// channels and the source account; a wrapped error when the RPC could not be reached or answered
+// wrongly.
 func (l *ContractLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
-	fn, wallet, amount, err := l.validate(req)
+	call, err := l.validate(req)
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
 	if maxTime.Unix() <= 0 {
 		return transfer.Envelope{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
 	}
+	keys, err := l.loadKeys(ctx)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if err := l.guardWallet(call.wallet, call.asset, keys, l.contractList()...); err != nil {
+		return transfer.Envelope{}, err
+	}
 	ch := rpcChain{l.RPCLedger}
-	return l.withSource(ctx, ch, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
-		return l.buildCall(ctx, ch, lease, fn, wallet, amount, maxTime)
+	return l.withSource(ctx, ch, keys, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
+		return l.buildCall(ctx, ch, lease, call, maxTime)
 	})
 }
 
-// validate checks req for a contract call and returns the function, the wallet and the amount
-// in the contract's unit.
-func (l *ContractLedger) validate(req transfer.Request) (string, xdr.ScAddress, int64, error) {
-	var fn string
+// contractCall is one call of a vault contract: contract.fn(wallet, amount).
+type contractCall struct {
+	contract rawAddress
+	fn       string
+	wallet   rawAddress
+	asset    vaultAsset
+	amount   xdr.Int128Parts // in the contract's unit
+}
+
+// contractList is every vault contract of this ledger.
+func (l *ContractLedger) contractList() []rawAddress {
+	out := make([]rawAddress, 0, len(l.contracts))
+	for _, k := range l.contracts {
+		out = append(out, k)
+	}
+	return out
+}
+
+// validate checks req for a contract call and returns the call: the asset's contract, the
+// function, the wallet and the amount in the contract's unit.
+func (l *ContractLedger) validate(req transfer.Request) (contractCall, error) {
+	var call contractCall
 	switch req.OperationType {
 	case transfer.Deposit:
-		fn = l.depositFn
+		call.fn = l.depositFn
 	case transfer.Withdraw:
-		fn = l.withdrawFn
+		call.fn = l.withdrawFn
 	default:
-		return "", xdr.ScAddress{}, 0, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
+		return contractCall{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
 	}
-	wallet, err := scAddress(req.WalletAddress)
-	if err != nil {
-		return "", xdr.ScAddress{}, 0, &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity,
-			Field: "walletAddress", Detail: "walletAddress must be a G... account or a C... contract"}
+	var err error
+	if call.wallet, err = decodeAddress(req.WalletAddress); err != nil {
+		return contractCall{}, invalidWallet("walletAddress must be a G... account or a C... contract")
 	}
-	if _, ok := l.assets[strings.ToUpper(req.Asset)]; !ok {
-		return "", xdr.ScAddress{}, 0, &transfer.ValidationError{Code: transfer.CodeInvalidAsset, Status: http.StatusUnprocessableEntity, Field: "asset",
-			Detail: fmt.Sprintf("asset %q is not configured on this ledger", req.Asset)}
+	var ok bool
+	if call.asset, ok = l.assets.find(req.Asset); !ok {
+		return contractCall{}, unknownAsset(req.Asset)
 	}
+	call.contract = l.contracts[strings.ToUpper(call.asset.credit.Code)]
 	badAmount := func(detail string) error {
 		return &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Status: http.StatusUnprocessableEntity, Field: "amount", Detail: detail}
 	}
 	if req.Stroops <= 0 {
-		return "", xdr.ScAddress{}, 0, badAmount("amount must be greater than zero")
+		return contractCall{}, badAmount("amount must be greater than zero")
 	}
 	if req.Stroops%l.unscale != 0 {
-		return "", xdr.ScAddress{}, 0, badAmount("amount has more decimal places than the asset")
+		return contractCall{}, badAmount("amount has more decimal places than the asset")
 	}
-	amount := req.Stroops / l.unscale
-	if amount > (1<<63-1)/l.scale {
-		return "", xdr.ScAddress{}, 0, badAmount("amount is too large")
+	units := new(big.Int).Mul(big.NewInt(req.Stroops/l.unscale), l.scale)
+	if call.amount, err = toInt128(units); err != nil {
+		// Unreachable with at most 18 decimals (see maxContractDecimals); kept as a guard.
+		return contractCall{}, badAmount("amount is too large")
 	}
-	return fn, wallet, amount * l.scale, nil
+	return call, nil
 }
 
-// scAddress converts a G... account or C... contract address.
-func scAddress(address string) (xdr.ScAddress, error) {
-	if raw, err := strkey.Decode(strkey.VersionByteContract, address); err == nil && len(raw) == 32 {
-		var id xdr.ContractId
-		copy(id[:], raw)
-		return xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeContract, ContractId: &id}, nil
+// toInt128 is v as an XDR i128 (two's complement: hi is the upper 64 bits, signed, lo the lower
+// 64, unsigned); an error when v does not fit in 127 bits and a sign.
+func toInt128(v *big.Int) (xdr.Int128Parts, error) {
+	if v.Sign() < 0 || v.BitLen() > 127 {
+		return xdr.Int128Parts{}, fmt.Errorf("stellar: %s does not fit a non-negative i128", v)
 	}
-	if !strkey.IsValidEd25519PublicKey(address) {
-		return xdr.ScAddress{}, ErrInvalidAddress
-	}
-	id, err := xdr.AddressToAccountId(address)
-	if err != nil {
-		return xdr.ScAddress{}, ErrInvalidAddress
-	}
-	return xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeAccount, AccountId: &id}, nil
-}
-
-func i128(v int64) xdr.ScVal {
-	hi := xdr.Int64(0)
-	if v < 0 {
-		hi = -1
-	}
-	return xdr.ScVal{Type: xdr.ScValTypeScvI128, I128: &xdr.Int128Parts{Hi: hi, Lo: xdr.Uint64(uint64(v))}}
+	lo := new(big.Int).And(v, new(big.Int).SetUint64(^uint64(0)))
+	hi := new(big.Int).Rsh(v, 64)
+	return xdr.Int128Parts{Hi: xdr.Int64(hi.Int64()), Lo: xdr.Uint64(lo.Uint64())}, nil
 }
 
 // buildCall simulates, restores if asked, assembles and signs the contract call.
-func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourceLease, fn string, wallet xdr.ScAddress,
-	amount int64, maxTime time.Time) (transfer.Envelope, error) {
+func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourceLease, call contractCall, maxTime time.Time) (transfer.Envelope, error) {
+	fn := call.fn
+	contract, wallet := call.contract.scAddress(), call.wallet.scAddress()
+	amount := call.amount
 	operator := l.vaultAccount
 	for restored := 0; ; restored++ {
 		seq, err := ch.sequence(ctx, lease.account)
@@ -224,8 +302,8 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 		}
 		op := &txnbuild.InvokeHostFunction{
 			HostFunction: xdr.HostFunction{Type: xdr.HostFunctionTypeHostFunctionTypeInvokeContract, InvokeContract: &xdr.InvokeContractArgs{
-				ContractAddress: l.contract, FunctionName: xdr.ScSymbol(fn),
-				Args: xdr.ScVec{{Type: xdr.ScValTypeScvAddress, Address: &wallet}, i128(amount)},
+				ContractAddress: contract, FunctionName: xdr.ScSymbol(fn),
+				Args: xdr.ScVec{{Type: xdr.ScValTypeScvAddress, Address: &wallet}, {Type: xdr.ScValTypeScvI128, I128: &amount}},
 			}},
 			SourceAccount: operator,
 		}
@@ -250,6 +328,10 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 					Detail: "the contract's ledger entries are archived and could not be restored within the budget; nothing was submitted"}
 			}
 			if err := l.restore(ctx, ch, lease, seq, *sim.RestorePreamble, maxTime); err != nil {
+				var capped *transfer.UnavailableError
+				if errors.As(err, &capped) && capped.Code == transfer.CodeRestoreRequired {
+					return transfer.Envelope{}, err // over MAX_FEE_STROOPS: refused before sending it
+				}
 				return transfer.Envelope{}, &transfer.UnavailableError{Code: transfer.CodeRestoreRequired, RetryAfter: 5 * time.Second,
 					Detail: "the contract's ledger entries are archived and the restore did not complete; nothing was submitted", Err: err}
 			}
@@ -323,47 +405,6 @@ func (l *ContractLedger) transaction(lease sourceLease, seq int64, op txnbuild.O
 		return nil, fmt.Errorf("stellar: building the transaction: %w", err)
 	}
 	return tx, nil
-}
-
-// sign sets the fees (resource fee from the operation's Soroban data plus the inclusion fee,
-// within MAX_FEE_STROOPS), signs, and fee-bumps when the lease has a fee source.
-func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, op txnbuild.Operation, maxTime time.Time) (transfer.Envelope, error) {
-	var resourceFee int64
-	switch o := op.(type) {
-	case *txnbuild.InvokeHostFunction:
-		resourceFee = int64(o.Ext.SorobanData.ResourceFee)
-	case *txnbuild.RestoreFootprint:
-		resourceFee = int64(o.Ext.SorobanData.ResourceFee)
-	}
-	feeBumped := lease.feeSource != nil
-	slots := int64(1)
-	if feeBumped {
-		slots = 2
-	}
-	if l.maxFeeStroops > 0 && resourceFee+l.baseFeeStroops*slots > l.maxFeeStroops {
-		return transfer.Envelope{}, &transfer.UnavailableError{Code: transfer.CodeSimulationError,
-			Detail: fmt.Sprintf("the resource fee %d plus the inclusion fee exceeds MAX_FEE_STROOPS %d; nothing was submitted", resourceFee, l.maxFeeStroops)}
-	}
-	rate := l.baseFeeStroops
-	if l.feePercentile > 0 {
-		f, err := l.inclusionFee(ctx, ch)
-		if err != nil {
-			return transfer.Envelope{}, err
-		}
-		rate = max(rate, f)
-	}
-	if l.maxFeeStroops > 0 {
-		rate = min(rate, (l.maxFeeStroops-resourceFee)/slots)
-	}
-	innerRate := rate
-	if feeBumped {
-		innerRate = l.baseFeeStroops
-	}
-	tx, err := l.transaction(lease, seq, op, innerRate, maxTime)
-	if err != nil {
-		return transfer.Envelope{}, err
-	}
-	return l.seal(tx, lease, rate, maxTime, feeBumped)
 }
 
 // restore submits a RestoreFootprint transaction with the preamble's data from lease's account

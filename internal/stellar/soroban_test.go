@@ -12,9 +12,11 @@ import (
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
@@ -23,23 +25,44 @@ import (
 )
 
 // contractRig is the orchestrator with the real contract ledger, minidyn and the local network
-// with a vault contract, all on one virtual clock (a ledger closes every 5 s of it).
+// with a vault contract, all on one virtual clock (a ledger closes every 5 s of it). The network
+// is the realistic one (protocol 23 restores, core's TOO_LATE offset, queue ageing) with a
+// visibility lag of 1 s to contractLagMax.
 type contractRig struct {
 	t        *testing.T
 	clock    *vclock.Clock
 	net      *stellarsim.Network
 	host     *stellarsim.VaultHost
 	contract string
+	vault    string
 	wallet   string
+	inner    stellar.RPCConfig
+	cc       stellar.ContractConfig
 	ledger   *stellar.ContractLedger
 	orch     *transfer.Orchestrator
 }
 
+// contractLagMax is the longest the rig's RPC takes to show a closed ledger.
+const contractLagMax = 3 * time.Second
+
+// contractRigOpts changes the rig's network: legacy brings back an older behaviour for the tests
+// that check the service still handles it.
+type contractRigOpts struct {
+	legacy stellarsim.Legacy
+	// channels > 0 builds the calls on that many channel accounts, fee-bumped by the fee account.
+	channels int
+}
+
 func newContractRig(t *testing.T, cc stellar.ContractConfig) *contractRig {
+	return newContractRigWith(t, cc, contractRigOpts{})
+}
+
+func newContractRigWith(t *testing.T, cc stellar.ContractConfig, o contractRigOpts) *contractRig {
 	t.Helper()
 	clock := vclock.New(time.Unix(2_000_000_000, 0))
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{MinPersistentTTL: 1000})
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Contracts: host})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Contracts: host,
+		VisibilityLagMin: time.Second, VisibilityLagMax: contractLagMax, Legacy: o.legacy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +84,9 @@ func newContractRig(t *testing.T, cc stellar.ContractConfig) *contractRig {
 	issuer := keypair.MustRandom()
 	usdc := n.IssueAsset("USDC", issuer)
 	wallet := keypair.MustRandom().Address()
-	for _, step := range []error{n.CreateAccount(keys.Vault.Address(), 100*unit), n.CreateAccount(wallet, 10*unit)} {
+	keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
+	for _, step := range []error{n.CreateAccount(keys.Vault.Address(), 100*unit), n.CreateAccount(keys.Fee.Address(), 100*unit),
+		n.CreateAccount(wallet, 10*unit)} {
 		if step != nil {
 			t.Fatal(step)
 		}
@@ -70,23 +95,50 @@ func newContractRig(t *testing.T, cc stellar.ContractConfig) *contractRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, err := stellar.NewRPCLedger(stellar.RPCConfig{
-		URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
-		Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
-		MaxFeeStroops: 1_000_000, Clock: clock,
-	})
-	if err != nil {
-		t.Fatal(err)
+	db, _ := dynamotest.Minidyn(t)
+	store := dynamotest.NewStore(t, db)
+	r := &contractRig{t: t, clock: clock, net: n, host: host, contract: contract, vault: keys.Vault.Address(), wallet: wallet,
+		inner: stellar.RPCConfig{
+			URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
+			Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+			MaxFeeStroops: 1_000_000, Clock: clock,
+		}}
+	if o.channels > 0 {
+		pool, err := stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()),
+			Count: o.channels, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.inner.Channels = pool
 	}
 	cc.Contract = contract
-	l, err := stellar.NewContractLedger(inner, cc)
-	if err != nil {
-		t.Fatal(err)
+	r.cc = cc
+	r.ledger = r.ledgerWithCap(r.inner.MaxFeeStroops)
+	if o.channels > 0 {
+		if _, err := r.ledger.EnsureChannels(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
-	db, _ := dynamotest.Minidyn(t)
-	orch := &transfer.Orchestrator{Store: dynamotest.NewStore(t, db), Ledger: l, Clock: clock,
+	r.orch = &transfer.Orchestrator{Store: store, Ledger: r.ledger, Clock: clock,
 		Logger: slog.New(slog.DiscardHandler), Breaker: transfer.NewBreaker(transfer.BreakerSettings{})}
-	return &contractRig{t: t, clock: clock, net: n, host: host, contract: contract, wallet: wallet, ledger: l, orch: orch}
+	return r
+}
+
+// ledgerWithCap is another contract ledger on the rig's network and keys, with MAX_FEE_STROOPS
+// maxFee.
+func (r *contractRig) ledgerWithCap(maxFee int64) *stellar.ContractLedger {
+	r.t.Helper()
+	cfg := r.inner
+	cfg.MaxFeeStroops = maxFee
+	inner, err := stellar.NewRPCLedger(cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	l, err := stellar.NewContractLedger(inner, r.cc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return l
 }
 
 const unit = transfer.StroopsPerUnit
@@ -172,8 +224,8 @@ func TestContractDepositThenWithdraw(t *testing.T) {
 	if len(r.net.Envelopes()) != sent || r.vaultBalance(r.wallet) != 3*unit {
 		t.Fatal("the replay sent something")
 	}
-	// Contract wallets work the same way.
-	cw := r.contract
+	// Contract wallets work the same way (any contract but the vault's own).
+	cw := strkey.MustEncode(strkey.VersionByteContract, []byte("another contract's 32-byte ID..."))
 	r.mustTransfer("deposit-0002", transfer.Deposit, cw, 4)
 	if got := r.vaultBalance(cw); got != 4*unit {
 		t.Fatalf("contract wallet: %d", got)
@@ -207,57 +259,13 @@ func TestContractWithdrawAboveBalanceIsSimulationError(t *testing.T) {
 	}
 }
 
-func TestContractArchivedBalanceRestoredInOneRequest(t *testing.T) {
-	r := newContractRig(t, stellar.ContractConfig{})
-	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 9)
-	if err := r.host.ArchiveBalance(r.contract, r.wallet); err != nil {
-		t.Fatal(err)
-	}
-	before := len(r.net.Applied())
-	r.mustTransfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
-	if got := r.vaultBalance(r.wallet); got != 5*unit {
-		t.Fatalf("balance %d", got)
-	}
-	applied := r.net.Applied()[before:]
-	if len(applied) != 2 || applied[0].Ops[0].Type != "restore_footprint" || applied[0].Status != "SUCCESS" ||
-		applied[1].Ops[0].Type != "invoke_host_function" || applied[1].Status != "SUCCESS" {
-		t.Fatalf("applied %+v", applied)
-	}
-	if b, _ := r.host.Balance(r.contract, r.wallet); b.Archived {
-		t.Fatal("still archived")
-	}
-}
-
-// RESTORE_REQUIRED: the network refuses the restore, so it cannot complete within the budget.
-func TestContractRestoreRefusedIsRestoreRequired(t *testing.T) {
-	r := newContractRig(t, stellar.ContractConfig{})
-	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 9)
-	if err := r.host.ArchiveBalance(r.contract, r.wallet); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.net.AddFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "TRY_AGAIN_LATER"}); err != nil {
-		t.Fatal(err)
-	}
-	before := len(r.net.Applied())
-	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
-	if p := problemOf(t, err); p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable || p.Status != 503 {
-		t.Fatalf("problem %+v", p)
-	}
-	if len(r.net.Applied()) != before || r.vaultBalance(r.wallet) != 9*unit {
-		t.Fatal("something landed")
-	}
-	// Retryable: the same key restores and withdraws once the network takes the restore.
-	r.mustTransfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
-	if got := r.vaultBalance(r.wallet); got != 5*unit {
-		t.Fatalf("balance %d", got)
-	}
-}
-
 // RPC_ERROR: the first send is refused (sendTransaction ERROR txBAD_SEQ): the envelope is proven
-// dead; retryable. The budget (13 s, under two proof windows) leaves no room to rebuild within
-// the call, so the refusal is what the caller sees.
+// dead; retryable. The budget (13 s, under the minimum validity plus the proof window) leaves no
+// room to rebuild within the call, so the refusal is what the caller sees. The retry's envelope
+// gets maxTime now + 12 s (MinValidity), outside core's upper-bound offset, so the realistic
+// network accepts it.
 func TestContractFirstSendRefusedIsRPCError(t *testing.T) {
-	r := newContractRig(t, stellar.ContractConfig{})
+	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{})
 	r.orch.Settings = func() transfer.Settings {
 		s := transfer.DefaultSettings()
 		s.Timeout = 13 * time.Second
@@ -297,7 +305,8 @@ func (r *contractRig) inDoubt(key string, faults ...stellarsim.Fault) *transfer.
 	}
 	// Nothing is re-sent while in doubt; once ledgers close again, the retry settles it from the chain.
 	r.net.ClearFaults()
-	r.clock.Advance(10 * time.Second)
+	r.clock.Advance(10 * time.Second) // a ledger closes and includes the queued envelope ...
+	r.clock.Advance(contractLagMax)   // ... and RPC shows it
 	out, err := r.transfer(key, transfer.Deposit, r.wallet, 2)
 	if err != nil || out.TransactionHash == "" {
 		r.t.Fatalf("after the stall: %+v %v", out, err)

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +87,7 @@ func (s *memLeases) leased() int {
 }
 
 type suiteEnv struct {
-	backend  string // "rpc" or "horizon"
+	backend  string // "rpc", "horizon" or "horizon-prefix" (Horizon under /horizon behind a reverse proxy)
 	channels int
 	net      *stellarsim.Network
 	clock    *simClock
@@ -98,12 +103,14 @@ type suiteOpts struct {
 	channels      int
 	maxFee        int64
 	feePercentile int
+	// assets replaces the one USDC asset the ledger is configured with.
+	assets []txnbuild.CreditAsset
 }
 
 func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	t.Helper()
 	clock := &simClock{fakeClock: fakeClock{now: time.Unix(1_750_000_000, 0)}}
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	n, err := stellarsim.Start(simOptions(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +136,7 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 			t.Fatal(err)
 		}
 	}
-	n.CloseLedger()
+	closeShown(n, clock.advance)
 	e := &suiteEnv{backend: backend, channels: o.channels, net: n, clock: clock, keys: keys, usdc: usdc,
 		vault: keys.Vault.Address(), wallet: wallet, leases: &memLeases{}}
 	var pool *ChannelPool
@@ -142,12 +149,19 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 		o.maxFee = 10_000
 	}
 	assets := []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer.Address()}}
+	if o.assets != nil {
+		assets = o.assets
+	}
 	switch backend {
 	case "rpc":
 		e.ledger, err = NewRPCLedger(RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
 			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: StaticKeys{K: keys}, Channels: pool, Clock: clock})
 	default:
-		e.ledger, err = NewHorizonLedger(HorizonConfig{URL: n.URL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
+		horizonURL := n.URL()
+		if backend == "horizon-prefix" {
+			horizonURL = prefixProxy(t, horizonURL, "/horizon")
+		}
+		e.ledger, err = NewHorizonLedger(HorizonConfig{URL: horizonURL, Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
 			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: StaticKeys{K: keys}, Channels: pool, Clock: clock})
 	}
 	if err != nil {
@@ -165,6 +179,9 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	}
 	return e
 }
+
+// closeLedger closes a ledger and waits (on the clock) until RPC and Horizon show it.
+func (e *suiteEnv) closeLedger() stellarsim.LedgerInfo { return closeShown(e.net, e.clock.advance) }
 
 func (e *suiteEnv) prepare(t *testing.T, wallet string, stroops int64) transfer.Envelope {
 	t.Helper()
@@ -249,7 +266,7 @@ func TestSuiteWithdrawLands(t *testing.T) {
 			t.Errorf("before close: %+v", lk)
 		}
 		e.clock.advance(5 * time.Second)
-		closed := e.net.CloseLedger()
+		closed := e.closeLedger()
 		lk = e.lookup(t, env)
 		wantFee := int64(100)
 		if e.channels > 0 {
@@ -286,7 +303,7 @@ func TestSuiteFailedPayment(t *testing.T) {
 		e := newEnv(suiteOpts{})
 		env := e.prepare(t, e.wallet, 5_000*unit)
 		e.send(t, env, transfer.SendPending)
-		e.net.CloseLedger()
+		e.closeLedger()
 		lk := e.lookup(t, env)
 		if lk.Status != transfer.LookupFailed || !slices.Equal(lk.ResultCodes, []string{"tx_failed", "op_underfunded"}) ||
 			lk.FeeChargedStroops <= 0 || lk.Hash != env.InnerHash {
@@ -306,7 +323,7 @@ func TestSuiteStaleSequence(t *testing.T) {
 			t.Fatalf("channels %s and %s", stale.Channel, fresh.Channel)
 		}
 		e.send(t, fresh, transfer.SendPending)
-		e.net.CloseLedger()
+		e.closeLedger()
 		res := e.send(t, stale, transfer.SendError)
 		if res.Code != "txBAD_SEQ" || !transfer.RefusedBeforeInclusion(res, false) {
 			t.Errorf("stale sequence: %+v", res)
@@ -315,7 +332,7 @@ func TestSuiteStaleSequence(t *testing.T) {
 		// Built again, the sequence number is read from the network and it lands.
 		again := e.prepare(t, e.wallet, unit)
 		e.send(t, again, transfer.SendPending)
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, again); lk.Status != transfer.LookupSuccess {
 			t.Errorf("rebuilt: %+v", lk)
 		}
@@ -325,40 +342,75 @@ func TestSuiteStaleSequence(t *testing.T) {
 // TestSuiteAnswers: the network's refusals and the seed's recoverable and unrecoverable HTTP
 // answers, mapped per DESIGN.md section 5.
 func TestSuiteAnswers(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
-		e := newEnv(suiteOpts{})
-		ctx := context.Background()
-		env := e.prepare(t, e.wallet, unit)
-		for _, code := range []string{"txINSUFFICIENT_FEE", "txTOO_LATE", "txBAD_SEQ", "txINSUFFICIENT_BALANCE"} {
-			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "ERROR", Code: code})
-			if res := e.send(t, env, transfer.SendError); res.Code != code || !transfer.RefusedBeforeInclusion(res, false) {
-				t.Errorf("%s: %+v", code, res)
-			}
+	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) { suiteAnswers(t, newEnv(suiteOpts{})) })
+}
+
+// TestHorizonAnswersBehindPathPrefix: with HORIZON_URL=http://127.0.0.1:port/horizon (a reverse
+// proxy in front of the local network's Horizon), every answer to POST /transactions_async is
+// read as at the root: horizonclient recognised 503 TRY_AGAIN_LATER and 400 ERROR only when the
+// path was exactly /transactions_async (issue 16, item 4).
+func TestHorizonAnswersBehindPathPrefix(t *testing.T) {
+	for _, channels := range []int{0, 2} {
+		t.Run(fmt.Sprintf("channels=%d", channels), func(t *testing.T) {
+			suiteAnswers(t, newSuiteEnv(t, "horizon-prefix", suiteOpts{channels: channels}))
+		})
+	}
+}
+
+func suiteAnswers(t *testing.T, e *suiteEnv) {
+	ctx := context.Background()
+	env := e.prepare(t, e.wallet, unit)
+	for _, code := range []string{"txINSUFFICIENT_FEE", "txTOO_LATE", "txBAD_SEQ", "txINSUFFICIENT_BALANCE"} {
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "ERROR", Code: code})
+		if res := e.send(t, env, transfer.SendError); res.Code != code || !transfer.RefusedBeforeInclusion(res, false) {
+			t.Errorf("%s: %+v", code, res)
 		}
-		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "TRY_AGAIN_LATER"})
-		e.send(t, env, transfer.SendTryAgainLater)
-		if e.backend == "horizon" {
-			// 429: Horizon refused before the network saw it.
-			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: 429, API: "horizon"})
-			if res := e.send(t, env, transfer.SendTryAgainLater); !transfer.RefusedBeforeInclusion(res, false) {
-				t.Errorf("429: %+v", res)
-			}
+	}
+	e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: "TRY_AGAIN_LATER"})
+	if res := e.send(t, env, transfer.SendTryAgainLater); !transfer.RefusedBeforeInclusion(res, false) || res.LatestLedger == 0 {
+		t.Errorf("TRY_AGAIN_LATER: %+v", res)
+	}
+	unexpected := []int{504, 500}
+	if strings.HasPrefix(e.backend, "horizon") {
+		// 429: Horizon refused before the network saw it.
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: 429, API: "horizon"})
+		if res := e.send(t, env, transfer.SendTryAgainLater); !transfer.RefusedBeforeInclusion(res, false) {
+			t.Errorf("429: %+v", res)
 		}
-		// 504 and 500: the envelope may have reached the network: a plain error (re-send it).
-		for _, status := range []int{504, 500} {
-			e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: status})
-			if _, err := e.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
-				t.Errorf("HTTP %d: %v, want a plain error", status, err)
-			}
+		// A 503 problem (not the endpoint's TRY_AGAIN_LATER body) says nothing about the envelope.
+		unexpected = append(unexpected, 503)
+	}
+	// 504 and 500: the envelope may have reached the network: a plain error (re-send it).
+	for _, status := range unexpected {
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, HTTPStatus: status})
+		if _, err := e.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
+			t.Errorf("HTTP %d: %v, want a plain error", status, err)
 		}
-		// Refused every time: sent once more, it is accepted and lands.
-		e.send(t, env, transfer.SendPending)
-		e.send(t, env, transfer.SendDuplicate)
-		e.net.CloseLedger()
-		if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
-			t.Errorf("after refusals: %+v", lk)
-		}
-	})
+	}
+	// Refused every time: sent once more, it is accepted and lands.
+	e.send(t, env, transfer.SendPending)
+	e.send(t, env, transfer.SendDuplicate)
+	e.closeLedger()
+	if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
+		t.Errorf("after refusals: %+v", lk)
+	}
+}
+
+// prefixProxy serves target's API under prefix on 127.0.0.1 (as a gateway mounting Horizon at
+// https://gw.example/horizon does) and returns the prefixed URL.
+func prefixProxy(t *testing.T, target, prefix string) string {
+	t.Helper()
+	to, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(to)
+		r.Out.URL.Path = strings.TrimPrefix(r.In.URL.Path, prefix)
+		r.Out.URL.RawPath = ""
+	}})
+	t.Cleanup(srv.Close)
+	return srv.URL + prefix
 }
 
 func TestSuiteTransport(t *testing.T) {
@@ -370,7 +422,7 @@ func TestSuiteTransport(t *testing.T) {
 		if _, err := e.ledger.Send(ctx, env); err == nil || errors.Is(err, transfer.ErrNotSent) {
 			t.Errorf("dropped response: %v, want a plain error", err)
 		}
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, env); lk.Status != transfer.LookupSuccess {
 			t.Errorf("the dropped-response envelope did not land: %+v", lk)
 		}
@@ -384,6 +436,10 @@ func TestSuiteTransport(t *testing.T) {
 		if err := e.net.Close(); err != nil {
 			t.Fatal(err)
 		}
+		// The server closed its side of the kept-alive connections; until the client's transport
+		// notices, a request on one ends in EOF after the write, rightly judged as possibly
+		// delivered. A refused connection is what this checks, so start from no idle connection.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		if _, err := e.ledger.Send(ctx, env); !errors.Is(err, transfer.ErrNotSent) {
 			t.Errorf("refused connection: %v, want ErrNotSent", err)
 		}
@@ -396,12 +452,12 @@ func TestSuiteProvenDead(t *testing.T) {
 		env := e.prepare(t, e.wallet, unit)
 		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
 		e.send(t, env, transfer.SendPending)
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, env); lk.Status != transfer.LookupNotFound || transfer.ProvenDead(env, lk) {
 			t.Errorf("before maxTime: %+v", lk)
 		}
 		e.clock.advance(2 * time.Minute)
-		e.net.CloseLedger()
+		e.closeLedger()
 		if lk := e.lookup(t, env); lk.Status != transfer.LookupNotFound || !transfer.ProvenDead(env, lk) {
 			t.Errorf("after maxTime: %+v (maxTime %d)", lk, env.MaxTime)
 		}
@@ -426,13 +482,13 @@ func TestSuiteQuarantine(t *testing.T) {
 			// The in-doubt envelope landed meanwhile, but nobody said Done: still quarantined until a
 			// ledger closes after its maxTime.
 			e.clock.advance(time.Unix(inDoubt.MaxTime, 0).Sub(e.clock.Now()) + time.Second)
-			e.net.CloseLedger()
+			e.closeLedger()
 			next := e.prepare(t, e.wallet, unit)
 			if next.Channel != inDoubt.Channel {
 				t.Fatalf("channel %s, want %s", next.Channel, inDoubt.Channel)
 			}
 			e.send(t, next, transfer.SendPending)
-			e.net.CloseLedger()
+			e.closeLedger()
 			if lk := e.lookup(t, next); lk.Status != transfer.LookupSuccess {
 				t.Errorf("after the quarantine: %+v", lk)
 			}

@@ -26,20 +26,45 @@
 //     (opBAD_AUTH for a missing operation-source signature, malformed
 //     amounts) reported as txFAILED, txBAD_AUTH_EXTRA. Fee-bump inner
 //     failures are txFEE_BUMP_INNER_FAILED with the inner result pair.
-//   - The queue: one transaction per source account (another gets
+//   - The queue (queue.go; stellar-core src/herder/TransactionQueue.cpp and
+//     HerderImpl.cpp): one transaction per source account (another gets
 //     TRY_AGAIN_LATER, except a fee bump of the same sequence number at 10x
 //     the fee rate, which replaces it); the identical envelope while queued
-//     gets DUPLICATE; an applied envelope is banned for 10 ledgers
-//     (TRY_AGAIN_LATER) and then fails the sequence check (txBAD_SEQ). A
-//     transaction is applied at most once, ever.
+//     gets DUPLICATE. A queued transaction not included within 4 ledger
+//     closes (TRANSACTION_QUEUE_TIMEOUT_LEDGERS, TransactionQueue::shift) is
+//     evicted and banned. Banned hashes are answered TRY_AGAIN_LATER: an
+//     applied one while the last closed ledger is N..N+8
+//     (TransactionQueue::removeApplied, TRANSACTION_QUEUE_BAN_LEDGERS = 10),
+//     then it fails the sequence check (txBAD_SEQ); one evicted or found
+//     invalid at the close of ledger L while it is L..L+9. A transaction is
+//     applied at most once, ever.
+//   - Time bounds at submission (TransactionQueue::canAdd ->
+//     TransactionFrame::checkValidForOverlay, isTooEarly / isTooLate):
+//     against the last closed ledger's close time, minTime with no offset and
+//     maxTime with getUpperBoundCloseTimeOffset = 2 x the expected close
+//     interval (Options.ExpectedCloseInterval, whole seconds) + the time
+//     since the last close. On a 5 s network an envelope needs maxTime >= last
+//     close + 10 s + drift, or it is refused txTOO_LATE. Ledger bounds are
+//     judged against last closed + 1.
+//   - After every close (HerderImpl::updateTransactionQueue): applied
+//     transactions leave the queue, the queue ages (above), and what is left
+//     is re-validated against the new last closed ledger with the same
+//     upper-bound offset (TxSetUtils::getInvalidTxListWithErrors); the
+//     invalid ones are dropped and banned (TransactionQueue::ban).
 //   - Time: ledger close time is max(Clock.Now(), previous close + 1s), in
-//     whole seconds. At submission, time bounds are judged against that
-//     same expected close time of the next ledger (so a maxTime equal to the
-//     latest close time is already txTOO_LATE), ledger bounds against
-//     latest+1. At close, every due queued transaction is re-validated
-//     against the closing ledger: one no longer valid (typically maxTime
-//     before the close time) is dropped from the queue and banned, never
-//     applied, no fee charged - as core trims it from the transaction set.
+//     whole seconds. At close, every due queued transaction is re-validated
+//     against the closing ledger (no offset): one no longer valid is dropped
+//     from the queue and banned, never applied, no fee charged, as the
+//     nominating node trims it from the transaction set
+//     (HerderImpl::triggerNextLedger).
+//   - Visibility lag (history.go, readview.go): core has a ledger when it
+//     closes; RPC and Horizon show it VisibilityLagMin..VisibilityLagMax
+//     later (default 1-3 s, picked per ledger from VisibilitySeed, so the
+//     same under a virtual clock on every run), as their ingestion does.
+//     Until then getLatestLedger, getHealth, getTransaction, getLedgerEntries
+//     (entries as of the shown ledger), sendTransaction's latestLedger, and
+//     Horizon's root, /accounts, /transactions and /ledgers answer as of the
+//     previous ledger. Submission is judged by core at once.
 //   - Apply at close, in submission order: the fee (BaseFee x ops, capped by
 //     the bid) is charged and the sequence number consumed even if an
 //     operation fails; operations apply all-or-nothing; a failed
@@ -50,7 +75,10 @@
 //
 // # Not modelled
 //
-// Consensus, surge pricing (fee charged is always BaseFee per op), offers and
+// Consensus (a ledger's close time is the clock at CloseLedger, not the
+// proposer's clock at nomination), surge pricing (fee charged is always BaseFee
+// per op; no higher-fee transaction evicts a lower one from a full queue,
+// since the queue has no size limit), offers and
 // the DEX, path payments, liquidity pools, claimable balances, account merge,
 // set options, manage data, multisig and thresholds (extra signers, weights),
 // authorization flags (trustlines are always authorized, no clawback),
@@ -59,8 +87,30 @@
 // minSeqLedgerGap, extraSigners are refused with txMALFORMED), more than one
 // transaction per source account in the queue. Unsupported classic
 // operations are refused at submission as txFAILED with opNOT_SUPPORTED.
-// Ledger headers and meta are stand-ins: valid XDR, not real hashes or
-// ledger-entry changes (no Soroban return value in the meta either).
+// Ledger headers and meta have stellar-core 23's shapes (LedgerCloseMeta v2,
+// TransactionMeta v4 with a Soroban invocation's return value, see
+// ledger_meta.go) but stand-in contents: ledger hashes are not hashes of the
+// headers, and the meta lists no ledger-entry changes or events (friendbot's
+// answer lists the account it created, which the JS SDK's requestAirdrop reads).
+//
+// # Where it deliberately differs
+//
+//   - The synchronous POST /transactions answers when the transaction is
+//     applied, without waiting for Horizon's visibility lag (a waiting
+//     handler would stop a virtual clock). The service uses
+//     /transactions_async.
+//   - getLedgerEntries serves an archived contract entry with its past
+//     liveUntilLedgerSeq; stellar-rpc (ledgerentries/main.go) reports 0 for
+//     an entry core already moved to the hot archive.
+//   - simulateTransaction evaluates against the current entries; only its
+//     latestLedger is core's.
+//   - The test helpers (CreateAccount, Mint, friendbot, ...) change the
+//     ledger outside any ledger close, so RPC and Horizon show them at once.
+//   - Reads further back than 4,096 ledgers see the current entries.
+//
+// Options.Legacy brings back, one by one, the kinder behaviours of earlier
+// versions (next-close time bounds at submission, no queue ageing, no
+// visibility lag, the protocol 22 restore flow), for callers still adapting.
 //
 // # Soroban
 //
@@ -71,16 +121,26 @@
 // its doc). With a host, acceptance adds core's Soroban rules: the one
 // Soroban operation needs the transaction's SorobanTransactionData (else
 // txMALFORMED), the fee must cover the declared resource fee plus the
-// inclusion fee (txINSUFFICIENT_FEE), and the charged fee is the inclusion
-// fee plus the whole declared resource fee (no refund).
+// inclusion fee (txINSUFFICIENT_FEE), the declared resource fee must cover
+// the non-refundable fee of the declared resources and archivedSorobanEntries
+// must be ascending indices of persistent read-write entries (else
+// txSOROBAN_INVALID; TransactionFrame::commonValidPreSeqNum,
+// checkSorobanResources). Protocol 23 (fees.go, vault_exec.go): an
+// invocation restores the archived entries its transaction data marks
+// (InvokeHostFunctionParallelApplyHelper::handleArchivedEntry) and
+// simulateTransaction never answers a restorePreamble for it (stellar-rpc
+// lib/preflight/src/shared.rs); the fee charged is the inclusion fee plus the
+// declared resource fee minus the refund of the unused refundable part
+// (TransactionFrame::refundSorobanFee). Explicit RestoreFootprint still works.
 //
 // # Endpoints
 //
-//	/rpc                        JSON-RPC 2.0: getHealth, getNetwork, getLatestLedger,
-//	                            getLedgerEntries (account, trustline; contract data,
-//	                            code and TTL with a VaultHost), getFeeStats,
-//	                            sendTransaction, getTransaction, simulateTransaction
-//	                            (with a VaultHost); HandleRPC adds more
+//	/rpc                        JSON-RPC 2.0: getHealth, getNetwork, getVersionInfo,
+//	                            getLatestLedger, getLedgers, getLedgerEntries (account,
+//	                            trustline; contract data, code and TTL with a VaultHost),
+//	                            getFeeStats, sendTransaction, getTransaction,
+//	                            getTransactions, simulateTransaction (with a VaultHost);
+//	                            HandleRPC adds more. xdrFormat json is refused.
 //	GET  /                      Horizon root
 //	GET  /accounts/{id}         account with balances (credit first, native last)
 //	POST /transactions          synchronous submit: waits for inclusion up to
@@ -90,18 +150,30 @@
 //	GET  /transactions/{hash}   inner or outer hash; 404 outside the history window
 //	GET  /ledgers, /ledgers/{n} order, limit, cursor
 //	GET  /fee_stats
-//	GET  /friendbot?addr=G...   funds FriendbotAmount directly (no transaction)
+//	GET  /friendbot?addr=G...   funds FriendbotAmount directly (no transaction); also
+//	                            POST, and /friendbot/ (getNetwork's friendbotUrl)
 //	/_sim/...                   admin API, see Network.Handler and admin.go
 //
 // Unknown Horizon resources get a 404 not_found problem (this is also the
-// answer to SEP-29's memo_required data lookup).
+// answer to SEP-29's memo_required data lookup). Horizon's links and
+// getNetwork's friendbotUrl name the scheme and Host the client used, as
+// Horizon derives them, so they hold behind another listener (the devstack).
+// getTransactions differs from stellar-rpc in one cursor: a page that starts
+// past the latest ledger's last transaction keeps the request's cursor where
+// stellar-rpc answers (latest, 0), which repeats that ledger on the next page.
 //
 // # Faults
 //
 // See Fault. Submission faults (refuse, drop_response, delay, answer,
 // drop_envelope, delay_inclusion) act on the next Count submissions through
 // sendTransaction, POST /transactions or POST /transactions_async; stall
-// and retention act on the ledger. Every envelope received and every
+// and retention act on the ledger. Read faults act on what RPC and Horizon
+// show: read_order (stellar-rpc get_transaction.go reads the transaction
+// before the ledger range, so during ingestion it answers NOT_FOUND with a
+// latestLedger that holds the transaction), db_lag (RPC's database trails
+// its core: getLedgerEntries ahead of getTransaction), and instances (several
+// RPC or Horizon instances with different lags behind one URL, answering in
+// turn). Every envelope received and every
 // transaction applied is recorded (Envelopes, Applied; GET /_sim/envelopes,
 // GET /_sim/transactions).
 //

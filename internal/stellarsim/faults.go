@@ -8,7 +8,8 @@ import (
 
 // Fault kinds. The submission kinds act on the next Count submissions
 // (sendTransaction, POST /transactions, POST /transactions_async); stall and
-// retention act on the ledger.
+// retention act on the ledger; read_order, db_lag and instances on what RPC
+// and Horizon show (readview.go).
 const (
 	FaultRefuse         = "refuse"          // close the connection without an answer; nothing accepted
 	FaultDropResponse   = "drop_response"   // accept (it will land), then close the connection without an answer
@@ -18,6 +19,30 @@ const (
 	FaultDelayInclusion = "delay_inclusion" // accepted tx is included Ledgers ledgers later than it would be
 	FaultStall          = "stall"           // the next Count close attempts close nothing (Count 0: until cleared)
 	FaultRetention      = "retention"       // shrink the getTransaction history window to Ledgers
+
+	// Read faults: how RPC and Horizon read what they have ingested.
+
+	// FaultReadOrder is stellar-rpc's read order during ingestion
+	// (cmd/stellar-rpc/internal/methods/get_transaction.go, GetTransaction:
+	// "Read txn first before checking latest ledger cache"): the transaction
+	// is looked up before the ledger range, so a lookup racing the
+	// ingestion of ledger L answers NOT_FOUND with latestLedger L although
+	// the transaction is in L. The next Count getTransaction calls for a
+	// transaction in the latest ledger the answering instance shows do so;
+	// with Ledgers n, for a transaction in any of the latest n+1 ledgers, as
+	// when RPC catches up and ingests several ledgers between the two reads.
+	FaultReadOrder = "read_order"
+	// FaultDBLag is RPC's database trailing its core until cleared:
+	// getLatestLedger, getHealth, getTransaction and sendTransaction's
+	// latestLedger come from a database Ledgers behind, while
+	// getLedgerEntries reads core's latest ledger (so it is ahead of
+	// getTransaction).
+	FaultDBLag = "db_lag"
+	// FaultInstances puts Instances instances (default 3) behind one URL
+	// until cleared, for API "rpc", "horizon" or both: each request is
+	// answered by the next one round-robin, instance i lagging
+	// i/(Instances-1) x Delay behind the network's own visibility lag.
+	FaultInstances = "instances"
 )
 
 // Fault is one injected failure. JSON field names are the admin API's
@@ -43,8 +68,11 @@ type Fault struct {
 	HTTPStatus int `json:"http_status,omitempty"`
 	// Ledgers: K for delay_inclusion, the window for retention.
 	Ledgers int `json:"ledgers,omitempty"`
-	// API restricts a submission fault to "rpc" or "horizon"; empty means both.
+	// API restricts a submission fault (or instances) to "rpc" or
+	// "horizon"; empty means both.
 	API string `json:"api,omitempty"`
+	// Instances for FaultInstances: how many instances answer (2 or more).
+	Instances int `json:"instances,omitempty"`
 }
 
 type faultJSON struct {
@@ -56,12 +84,13 @@ type faultJSON struct {
 	HTTPStatus int             `json:"http_status,omitempty"`
 	Ledgers    int             `json:"ledgers,omitempty"`
 	API        string          `json:"api,omitempty"`
+	Instances  int             `json:"instances,omitempty"`
 }
 
 // MarshalJSON writes Delay as a Go duration string.
 func (f Fault) MarshalJSON() ([]byte, error) {
 	j := faultJSON{Kind: f.Kind, Count: f.Count, Status: f.Status, Code: f.Code,
-		HTTPStatus: f.HTTPStatus, Ledgers: f.Ledgers, API: f.API}
+		HTTPStatus: f.HTTPStatus, Ledgers: f.Ledgers, API: f.API, Instances: f.Instances}
 	if f.Delay != 0 {
 		j.Delay, _ = json.Marshal(f.Delay.String())
 	}
@@ -75,7 +104,7 @@ func (f *Fault) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*f = Fault{Kind: j.Kind, Count: j.Count, Status: j.Status, Code: j.Code,
-		HTTPStatus: j.HTTPStatus, Ledgers: j.Ledgers, API: j.API}
+		HTTPStatus: j.HTTPStatus, Ledgers: j.Ledgers, API: j.API, Instances: j.Instances}
 	if len(j.Delay) > 0 && string(j.Delay) != "null" {
 		var s string
 		if err := json.Unmarshal(j.Delay, &s); err == nil {
@@ -125,6 +154,20 @@ func (f Fault) validate() error {
 		if f.Ledgers <= 0 {
 			return fmt.Errorf("retention fault needs ledgers > 0")
 		}
+	case FaultReadOrder, FaultDBLag:
+		if f.API == "horizon" {
+			return fmt.Errorf("%s is a fault of stellar-rpc: api must be rpc or empty", f.Kind)
+		}
+		if f.Kind == FaultDBLag && f.Ledgers <= 0 {
+			return fmt.Errorf("db_lag fault needs ledgers > 0")
+		}
+	case FaultInstances:
+		if f.Instances == 1 || f.Instances < 0 {
+			return fmt.Errorf("instances fault needs 2 or more instances (0: 3)")
+		}
+		if f.Delay <= 0 {
+			return fmt.Errorf("instances fault needs a positive delay (the slowest instance's extra lag)")
+		}
 	default:
 		return fmt.Errorf("unknown fault kind %q", f.Kind)
 	}
@@ -165,8 +208,7 @@ func (n *Network) takeSubmissionFaults(api string) submissionFaults {
 	used := map[string]bool{} // one fault of each kind per submission, in arming order
 	kept := n.faults[:0]
 	for _, f := range n.faults {
-		switch f.Kind {
-		case FaultStall, FaultRetention:
+		if !isSubmissionFault(f.Kind) {
 			kept = append(kept, f)
 			continue
 		}
@@ -216,8 +258,14 @@ func (n *Network) AddFault(f Fault) error {
 		n.retention = uint32(f.Ledgers)
 		return nil
 	}
+	if f.Kind == FaultInstances && f.Instances == 0 {
+		f.Instances = 3
+	}
 	rem := f.Count
-	if rem == 0 {
+	switch {
+	case f.Kind == FaultDBLag || f.Kind == FaultInstances:
+		rem = -1 // until cleared
+	case rem == 0:
 		rem = 1
 		if f.Kind == FaultStall {
 			rem = -1
@@ -252,6 +300,44 @@ func (n *Network) Faults() []Fault {
 func (n *Network) takeStall() bool {
 	for i, f := range n.faults {
 		if f.Kind != FaultStall {
+			continue
+		}
+		if f.remaining > 0 {
+			f.remaining--
+			if f.remaining == 0 {
+				n.faults = append(n.faults[:i], n.faults[i+1:]...)
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func isSubmissionFault(kind string) bool {
+	switch kind {
+	case FaultStall, FaultRetention, FaultReadOrder, FaultDBLag, FaultInstances:
+		return false
+	}
+	return true
+}
+
+// armedFor is the first armed fault of kind that applies to api ("rpc" or
+// "horizon"), or nil. Callers hold n.mu.
+func (n *Network) armedFor(kind, api string) *armedFault {
+	for _, f := range n.faults {
+		if f.Kind == kind && (f.API == "" || f.API == api) {
+			return f
+		}
+	}
+	return nil
+}
+
+// takeReadOrder consumes one use of an armed read_order fault that covers a
+// transaction in ledger txLedger while the answering instance shows latest,
+// reporting whether there was one. Callers hold n.mu.
+func (n *Network) takeReadOrder(txLedger, latest uint32) bool {
+	for i, f := range n.faults {
+		if f.Kind != FaultReadOrder || latest-txLedger > uint32(max(f.Ledgers, 0)) {
 			continue
 		}
 		if f.remaining > 0 {

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+
+	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
 // serveFriendbot funds ?addr= with Options.FriendbotAmount from the root
@@ -23,6 +25,10 @@ func (n *Network) serveFriendbot(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	err := n.createAccountLocked(addr, n.opts.FriendbotAmount)
 	latest := n.latestLocked()
+	var meta string
+	if err == nil {
+		meta, err = n.createdAccountMetaLocked(addr)
+	}
 	n.mu.Unlock()
 	if err != nil {
 		if errors.Is(err, ErrExists) {
@@ -40,6 +46,28 @@ func (n *Network) serveFriendbot(w http.ResponseWriter, r *http.Request) {
 		"id": hash, "hash": hash, "successful": true, "ledger": latest.Sequence,
 		"created_at": latest.CloseTime, "source_account": n.root.Address(), "fee_account": n.root.Address(),
 		"source_account_sequence": "0", "fee_charged": "0", "max_fee": "0", "operation_count": 1,
-		"envelope_xdr": "", "result_xdr": "", "memo_type": "none", "signatures": []string{},
+		"envelope_xdr": "", "result_xdr": "", "result_meta_xdr": meta, "memo_type": "none", "signatures": []string{},
 	})
+}
+
+// createdAccountMetaLocked is a TransactionMeta whose one operation created account addr, as the
+// create-account transaction of the real friendbot records it. The JS SDK's
+// rpc.Server.requestAirdrop reads the new account's sequence number from result_meta_xdr
+// (findCreatedAccountSequenceInTransactionMeta) and would otherwise look the hash up with
+// getTransaction, which finds nothing here: no transaction is applied. Callers hold n.mu.
+func (n *Network) createdAccountMetaLocked(addr string) (string, error) {
+	a := n.state.accounts[addr]
+	if a == nil {
+		return "", ErrNotFound
+	}
+	data, err := a.entryXDR()
+	if err != nil {
+		return "", err
+	}
+	meta := txMeta(1, false, nil)
+	meta.V4.Operations[0].Changes = xdr.LedgerEntryChanges{{
+		Type:    xdr.LedgerEntryChangeTypeLedgerEntryCreated,
+		Created: &xdr.LedgerEntry{LastModifiedLedgerSeq: xdr.Uint32(a.lastModified), Data: data},
+	}}
+	return xdr.MarshalBase64(meta)
 }

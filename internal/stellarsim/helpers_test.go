@@ -49,6 +49,11 @@ func newEnv(t *testing.T, opts stellarsim.Options) *env {
 	if opts.Clock == nil {
 		opts.Clock = clock
 	}
+	if opts.VisibilityLagMin == 0 && opts.VisibilityLagMax == 0 {
+		// Most tests read a ledger as soon as they close it; the lag has its
+		// own tests (realism_test.go), which set it explicitly.
+		opts.Legacy.NoVisibilityLag = true
+	}
 	n, err := stellarsim.Start(opts)
 	if err != nil {
 		t.Fatalf("Start: %v", err)

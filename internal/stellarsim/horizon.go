@@ -1,21 +1,14 @@
 package stellarsim
 
 import (
-	"encoding/base64"
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/url"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/amount"
 	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
 	"github.com/stellar/go-stellar-sdk/protocols/horizon/base"
 	"github.com/stellar/go-stellar-sdk/support/render/hal"
-	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
 // problem is Horizon's problem+json error body.
@@ -83,22 +76,35 @@ func (n *Network) horizonRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /fee_stats", n.hFeeStats)
 	mux.HandleFunc("GET /friendbot", n.serveFriendbot)
 	mux.HandleFunc("GET /friendbot/", n.serveFriendbot)
+	// The JS SDK's rpc.Server.requestAirdrop POSTs to getNetwork's friendbotUrl (with its slash).
 	mux.HandleFunc("POST /friendbot", n.serveFriendbot)
+	mux.HandleFunc("POST /friendbot/", n.serveFriendbot)
 }
 
-func (n *Network) link(path string) hal.Link { return hal.Link{Href: n.baseURL + path} }
+// links builds Horizon's links from the base a client reached the network at (requestBase), as
+// Horizon's hal.LinkBuilder does from BaseURL (stellar/go at 096f654e,
+// services/horizon/internal/resourceadapter, e.g. ledger.go PopulateLedger). It joins strings rather than parsing them, so templated hrefs
+// such as /friendbot{?addr} stay as written.
+type links string
 
-func (n *Network) hRoot(w http.ResponseWriter, _ *http.Request) {
+func (b links) link(path string) hal.Link { return hal.Link{Href: string(b) + path} }
+
+func (n *Network) links(r *http.Request) links { return links(n.requestBase(r)) }
+
+func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
+	lb := n.links(r)
 	n.mu.Lock()
-	latest := n.latestLocked()
-	oldest := n.oldestLocked()
+	core := n.latestLocked()
+	view := n.viewOf(r, "horizon")
+	latest := n.ledgerInfo(view.latest)
+	oldest := n.oldestAt(view.latest)
 	n.mu.Unlock()
 	var root hProtocol.Root
-	root.Links.Self = n.link("/")
-	root.Links.FeeStats = n.link("/fee_stats")
-	root.Links.Ledgers = n.link("/ledgers")
-	root.Links.Transactions = n.link("/transactions")
-	fb := n.link("/friendbot{?addr}")
+	root.Links.Self = lb.link("/")
+	root.Links.FeeStats = lb.link("/fee_stats")
+	root.Links.Ledgers = lb.link("/ledgers")
+	root.Links.Transactions = lb.link("/transactions")
+	fb := lb.link("/friendbot{?addr}")
 	fb.Templated = true
 	root.Links.Friendbot = &fb
 	root.HorizonVersion = "stellarsim"
@@ -107,7 +113,7 @@ func (n *Network) hRoot(w http.ResponseWriter, _ *http.Request) {
 	root.HorizonSequence = int32(latest.Sequence)
 	root.HorizonLatestClosedAt = latest.CloseTime
 	root.HistoryElderSequence = int32(oldest)
-	root.CoreSequence = int32(latest.Sequence)
+	root.CoreSequence = int32(core.Sequence)
 	root.NetworkPassphrase = n.passphrase
 	root.CurrentProtocolVersion = protocolVersion
 	root.SupportedProtocolVersion = protocolVersion
@@ -124,13 +130,14 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a := n.state.accounts[id]
+	at := n.viewOf(r, "horizon").latest // Horizon shows the entries of the ledger it has ingested
+	a := n.accountAt(id, at)
 	if a == nil {
 		writeProblem(w, problemNotFound)
 		return
 	}
 	var out hProtocol.Account
-	out.Links.Self = n.link("/accounts/" + id)
+	out.Links.Self = n.links(r).link("/accounts/" + id)
 	out.ID, out.AccountID, out.PT = id, id, id
 	out.Sequence = a.seq
 	out.SubentryCount = int32(a.numSubEntries)
@@ -142,10 +149,7 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	out.Data = map[string]string{}
 	yes := true
 	var lines []hProtocol.Balance
-	for k, t := range n.state.trustlines {
-		if k.account != id {
-			continue
-		}
+	for k, t := range n.trustlinesAt(id, at) {
 		typ := "credit_alphanum4"
 		if len(k.asset.Code) > 4 {
 			typ = "credit_alphanum12"
@@ -162,335 +166,4 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	out.Balances = append(lines, hProtocol.Balance{Balance: amount.StringFromInt64(a.balance),
 		BuyingLiabilities: "0.0000000", SellingLiabilities: "0.0000000", Asset: base.Asset{Type: "native"}})
 	writeHAL(w, http.StatusOK, out)
-}
-
-func (n *Network) hTransaction(w http.ResponseWriter, r *http.Request) {
-	hash := strings.ToLower(r.PathValue("hash"))
-	n.mu.Lock()
-	a, ok := n.byHash[hash]
-	oldest := n.oldestLocked()
-	n.mu.Unlock()
-	if !ok || a.Ledger < oldest {
-		writeProblem(w, problemNotFound)
-		return
-	}
-	writeHAL(w, http.StatusOK, n.horizonTx(a, hash))
-}
-
-// horizonTx renders an applied transaction as Horizon does. Asked by the
-// inner hash of a fee bump, Horizon answers with the inner hash as "hash".
-func (n *Network) horizonTx(a *AppliedTx, asked string) hProtocol.Transaction {
-	var env xdr.TransactionEnvelope
-	_ = xdr.SafeUnmarshalBase64(a.EnvelopeXDR, &env)
-	tx := hProtocol.Transaction{
-		ID: a.Hash, PT: strconv.FormatInt(int64(a.Ledger)<<32|int64(a.ApplicationOrder)<<12, 10),
-		Successful: a.Status == "SUCCESS", Hash: a.Hash, Ledger: int32(a.Ledger), LedgerCloseTime: a.CloseTime,
-		Account: a.Source, AccountSequence: a.Sequence, FeeAccount: a.FeeSource, FeeCharged: a.FeeCharged,
-		MaxFee: int64(env.Fee()), OperationCount: int32(len(a.Ops)),
-		EnvelopeXdr: a.EnvelopeXDR, ResultXdr: a.ResultXDR, ResultMetaXdr: a.ResultMetaXDR,
-		MemoType: "none", Signatures: sigStrings(env.Signatures()),
-	}
-	if a.FeeBumpHash != "" {
-		tx.FeeBumpTransaction = &hProtocol.FeeBumpTransaction{Hash: a.FeeBumpHash, Signatures: sigStrings(env.FeeBumpSignatures())}
-		tx.InnerTransaction = &hProtocol.InnerTransaction{Hash: a.Hash, Signatures: sigStrings(env.Signatures()), MaxFee: int64(env.Fee())}
-		if asked != a.Hash {
-			tx.ID, tx.Hash = a.FeeBumpHash, a.FeeBumpHash
-			tx.MaxFee = env.FeeBumpFee()
-			tx.Signatures = tx.FeeBumpTransaction.Signatures
-		}
-	}
-	switch m := env.Memo(); m.Type {
-	case xdr.MemoTypeMemoText:
-		tx.MemoType, tx.Memo = "text", m.MustText()
-	case xdr.MemoTypeMemoId:
-		tx.MemoType, tx.Memo = "id", strconv.FormatUint(uint64(m.MustId()), 10)
-	case xdr.MemoTypeMemoHash:
-		h := m.MustHash()
-		tx.MemoType, tx.Memo = "hash", base64.StdEncoding.EncodeToString(h[:])
-	case xdr.MemoTypeMemoReturn:
-		h := m.MustRetHash()
-		tx.MemoType, tx.Memo = "return", base64.StdEncoding.EncodeToString(h[:])
-	}
-	if tb := env.TimeBounds(); tb != nil {
-		tx.Preconditions = &hProtocol.TransactionPreconditions{TimeBounds: &hProtocol.TransactionPreconditionsTimebounds{
-			MinTime: strconv.FormatUint(uint64(tb.MinTime), 10)}}
-		if tb.MaxTime != 0 {
-			tx.Preconditions.TimeBounds.MaxTime = strconv.FormatUint(uint64(tb.MaxTime), 10)
-		}
-	}
-	tx.Links.Self = n.link("/transactions/" + tx.Hash)
-	tx.Links.Transaction = tx.Links.Self
-	tx.Links.Account = n.link("/accounts/" + a.Source)
-	tx.Links.Ledger = n.link("/ledgers/" + strconv.FormatUint(uint64(a.Ledger), 10))
-	return tx
-}
-
-func sigStrings(sigs []xdr.DecoratedSignature) []string {
-	out := make([]string, len(sigs))
-	for i, s := range sigs {
-		out[i] = base64.StdEncoding.EncodeToString(s.Signature)
-	}
-	return out
-}
-
-// resultCodes is Horizon's extras.result_codes for a TransactionResult.
-func resultCodes(res xdr.TransactionResult) hProtocol.TransactionResultCodes {
-	rc := hProtocol.TransactionResultCodes{TransactionCode: horizonTxCode(res.Result.Code)}
-	ops := res.Result.Results
-	if p := res.Result.InnerResultPair; p != nil {
-		rc.InnerTransactionCode = horizonTxCode(p.Result.Result.Code)
-		ops = p.Result.Result.Results
-	}
-	if ops != nil {
-		for _, o := range *ops {
-			rc.OperationCodes = append(rc.OperationCodes, opCodeName(o))
-		}
-	}
-	return rc
-}
-
-func txFailedProblem(envXDR string, res xdr.TransactionResult) problem {
-	resXDR, _ := xdr.MarshalBase64(res)
-	return problem{Type: "transaction_failed", Title: "Transaction Failed", Status: http.StatusBadRequest,
-		Detail: "The transaction failed when submitted to the stellar network. The `extras.result_codes` field on this response contains further details.  Descriptions of each code can be found at: https://developers.stellar.org/docs/data/apis/horizon/api-reference/errors/http-status-codes/horizon-specific/transaction-failed",
-		Extras: map[string]any{"envelope_xdr": envXDR, "result_codes": resultCodes(res), "result_xdr": resXDR}}
-}
-
-// readTx reads the "tx" form field (or a JSON {"tx": ...} body).
-func readTx(r *http.Request) string {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-	if err != nil {
-		return ""
-	}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		var j struct {
-			Tx string `json:"tx"`
-		}
-		_ = json.Unmarshal(body, &j)
-		return j.Tx
-	}
-	v, err := url.ParseQuery(string(body))
-	if err != nil {
-		return ""
-	}
-	return v.Get("tx")
-}
-
-// horizonTransport applies connection faults and answer-by-HTTP-status.
-// It reports whether the response has been dealt with.
-func (n *Network) horizonTransport(w http.ResponseWriter, r *http.Request, s *submission) bool {
-	if s.faults.refuse {
-		dropConnection(w)
-		return true
-	}
-	n.waitDelay(r, s.faults.delay)
-	if s.faults.dropResponse {
-		dropConnection(w)
-		return true
-	}
-	if a := s.faults.answer; a != nil && a.HTTPStatus != 0 {
-		n.noteHTTPStatus(s, a.HTTPStatus)
-		writeProblem(w, problemForStatus(a.HTTPStatus))
-		return true
-	}
-	return false
-}
-
-func (n *Network) noteHTTPStatus(s *submission, status int) {
-	n.mu.Lock()
-	s.rec.HTTPStatus = status
-	n.mu.Unlock()
-}
-
-// hSubmit is the synchronous POST /transactions: it waits for the
-// transaction to be included (up to HorizonSubmitTimeout, then 504), and
-// answers an envelope already in history with its stored result at once.
-func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
-	b64 := readTx(r)
-	s, err := n.submit("horizon", b64)
-	if err != nil {
-		writeProblem(w, problemMalformed)
-		return
-	}
-	if n.horizonTransport(w, r, s) {
-		return
-	}
-	if s.status == StatusTryAgainLater || s.status == StatusError {
-		// A re-send of an envelope that already landed is answered from history.
-		if a, ok := n.Transaction(s.tx.fullHash); ok && s.faults.answer == nil {
-			n.respondApplied(w, s, &a)
-			return
-		}
-	}
-	switch s.status {
-	case StatusError:
-		n.noteHTTPStatus(s, http.StatusBadRequest)
-		writeProblem(w, txFailedProblem(b64, *s.errResult))
-		return
-	case StatusTryAgainLater:
-		n.noteHTTPStatus(s, http.StatusServiceUnavailable)
-		writeProblem(w, problemTryAgainLater)
-		return
-	}
-	timeout := time.NewTimer(n.opts.HorizonSubmitTimeout)
-	defer timeout.Stop()
-	for {
-		n.mu.Lock()
-		a := n.byHash[s.tx.fullHash]
-		closed := n.ledgerClosed
-		n.mu.Unlock()
-		if a != nil {
-			c := *a
-			n.respondApplied(w, s, &c)
-			return
-		}
-		select {
-		case <-closed:
-		case <-timeout.C:
-			n.noteHTTPStatus(s, http.StatusGatewayTimeout)
-			writeProblem(w, problemTimeout)
-			return
-		case <-r.Context().Done():
-			return
-		case <-n.stop:
-			writeProblem(w, problemForStatus(http.StatusServiceUnavailable))
-			return
-		}
-	}
-}
-
-func (n *Network) respondApplied(w http.ResponseWriter, s *submission, a *AppliedTx) {
-	if a.Status == "SUCCESS" {
-		n.noteHTTPStatus(s, http.StatusOK)
-		writeHAL(w, http.StatusOK, n.horizonTx(a, s.tx.fullHash))
-		return
-	}
-	var res xdr.TransactionResult
-	_ = xdr.SafeUnmarshalBase64(a.ResultXDR, &res)
-	n.noteHTTPStatus(s, http.StatusBadRequest)
-	writeProblem(w, txFailedProblem(s.tx.envXDR, res))
-}
-
-// hSubmitAsync is POST /transactions_async: core's answer, mapped to
-// 201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER, 400 ERROR.
-func (n *Network) hSubmitAsync(w http.ResponseWriter, r *http.Request) {
-	s, err := n.submit("horizon_async", readTx(r))
-	if err != nil {
-		writeProblem(w, problemMalformed)
-		return
-	}
-	if n.horizonTransport(w, r, s) {
-		return
-	}
-	resp := hProtocol.AsyncTransactionSubmissionResponse{TxStatus: s.status, Hash: s.tx.fullHash, ErrorResultXDR: s.errorResultXDR()}
-	status := resp.GetStatus()
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
-	n.noteHTTPStatus(s, status)
-	writeJSON(w, status, resp)
-}
-
-func (n *Network) ledgerResource(seq uint32) hProtocol.Ledger {
-	ct := n.closeTimeOf(seq)
-	var l hProtocol.Ledger
-	l.ID = ledgerHash(seq, ct)
-	l.Hash = l.ID
-	if seq > 1 {
-		l.PrevHash = ledgerHash(seq-1, n.closeTimeOf(seq-1))
-	}
-	l.PT = strconv.FormatInt(int64(seq)<<32, 10)
-	l.Sequence = int32(seq)
-	var ok, failed, ops int32
-	i := sort.Search(len(n.applied), func(i int) bool { return n.applied[i].Ledger >= seq })
-	for ; i < len(n.applied) && n.applied[i].Ledger == seq; i++ {
-		if n.applied[i].Status == "SUCCESS" {
-			ok++
-			ops += int32(len(n.applied[i].Ops))
-		} else {
-			failed++
-		}
-	}
-	l.SuccessfulTransactionCount, l.FailedTransactionCount, l.OperationCount = ok, &failed, ops
-	l.TxSetOperationCount = &ops
-	l.ClosedAt = time.Unix(ct, 0).UTC()
-	l.TotalCoins = amount.StringFromInt64(rootBalance)
-	l.FeePool = "0.0000000"
-	l.BaseFee, l.BaseReserve = int32(n.opts.BaseFee), int32(n.opts.BaseReserve)
-	l.MaxTxSetSize = 1000
-	l.ProtocolVersion = protocolVersion
-	l.Links.Self = n.link("/ledgers/" + strconv.FormatUint(uint64(seq), 10))
-	return l
-}
-
-// hLedgers serves GET /ledgers with order (asc|desc), limit (1..200, default
-// 10) and cursor (a paging token or sequence), within the history window.
-func (n *Network) hLedgers(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := 10
-	if s := q.Get("limit"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 || v > 200 {
-			writeProblem(w, problem{Type: "bad_request", Title: "Bad Request", Status: http.StatusBadRequest,
-				Detail: "The request you sent was invalid in some way.", Extras: map[string]any{"invalid_field": "limit", "reason": "limit must be 1 to 200"}})
-			return
-		}
-		limit = v
-	}
-	desc := q.Get("order") == "desc"
-	var cursor int64
-	if c := q.Get("cursor"); c != "" && c != "now" {
-		v, err := strconv.ParseInt(c, 10, 64)
-		if err != nil || v < 0 {
-			writeProblem(w, problem{Type: "bad_request", Title: "Bad Request", Status: http.StatusBadRequest,
-				Detail: "The request you sent was invalid in some way.", Extras: map[string]any{"invalid_field": "cursor"}})
-			return
-		}
-		if v > 1<<32 {
-			v >>= 32 // a paging token
-		}
-		cursor = v
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	latest, oldest := int64(len(n.closeTimes)), int64(n.oldestLocked())
-	var page hProtocol.LedgersPage
-	page.Links.Self = n.link(r.URL.RequestURI())
-	page.Embedded.Records = []hProtocol.Ledger{}
-	if desc {
-		start := latest
-		if cursor > 0 {
-			start = cursor - 1
-		}
-		for s := start; s >= oldest && len(page.Embedded.Records) < limit; s-- {
-			page.Embedded.Records = append(page.Embedded.Records, n.ledgerResource(uint32(s)))
-		}
-	} else {
-		start := max(oldest, cursor+1)
-		for s := start; s <= latest && len(page.Embedded.Records) < limit; s++ {
-			page.Embedded.Records = append(page.Embedded.Records, n.ledgerResource(uint32(s)))
-		}
-	}
-	writeHAL(w, http.StatusOK, page)
-}
-
-func (n *Network) hLedger(w http.ResponseWriter, r *http.Request) {
-	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 32)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err != nil || seq < uint64(n.oldestLocked()) || seq > uint64(len(n.closeTimes)) {
-		writeProblem(w, problemNotFound)
-		return
-	}
-	writeHAL(w, http.StatusOK, n.ledgerResource(uint32(seq)))
-}
-
-func (n *Network) hFeeStats(w http.ResponseWriter, _ *http.Request) {
-	n.mu.Lock()
-	latest := n.latestLocked().Sequence
-	n.mu.Unlock()
-	f := n.opts.BaseFee
-	d := hProtocol.FeeDistribution{Max: f, Min: f, Mode: f, P10: f, P20: f, P30: f, P40: f, P50: f,
-		P60: f, P70: f, P80: f, P90: f, P95: f, P99: f}
-	writeJSON(w, http.StatusOK, hProtocol.FeeStats{LastLedger: latest, LastLedgerBaseFee: f, FeeCharged: d, MaxFee: d})
 }

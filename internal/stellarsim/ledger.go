@@ -1,59 +1,8 @@
 package stellarsim
 
 import (
-	"time"
-
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
-
-// LedgerInfo identifies one closed ledger.
-type LedgerInfo struct {
-	Sequence  uint32
-	CloseTime time.Time
-}
-
-// Asset is a credit asset (Code + Issuer) or the native asset (both empty).
-type Asset struct {
-	Code   string `json:"code,omitempty"`
-	Issuer string `json:"issuer,omitempty"`
-}
-
-// Native is the lumen.
-var Native = Asset{}
-
-// IsNative reports whether a is XLM.
-func (a Asset) IsNative() bool { return a.Code == "" && a.Issuer == "" }
-
-func (a Asset) String() string {
-	if a.IsNative() {
-		return "native"
-	}
-	return a.Code + ":" + a.Issuer
-}
-
-// XDR returns the asset as xdr.Asset.
-func (a Asset) XDR() (xdr.Asset, error) {
-	var x xdr.Asset
-	if a.IsNative() {
-		err := x.SetNative()
-		return x, err
-	}
-	issuer, err := xdr.AddressToAccountId(a.Issuer)
-	if err != nil {
-		return x, err
-	}
-	err = x.SetCredit(a.Code, issuer)
-	return x, err
-}
-
-func assetFromXDR(x xdr.Asset) Asset {
-	var typ xdr.AssetType
-	var code, issuer string
-	if err := x.Extract(&typ, &code, &issuer); err != nil || typ == xdr.AssetTypeAssetTypeNative {
-		return Native
-	}
-	return Asset{Code: code, Issuer: issuer}
-}
 
 // account is one account entry. Accounts have only their master key as
 // signer (weight 1, all thresholds 0), so one valid signature authorizes.
@@ -144,13 +93,16 @@ func (v *view) trustline(id string, asset Asset) *trustline {
 
 func (v *view) setTrustline(id string, asset Asset, t *trustline) { v.trustlines[tlKey{id, asset}] = t }
 
-// commit writes the overlay into the base state, stamping lastModified.
-func (v *view) commit(ledger uint32) {
+// commit writes the overlay into the base state, stamping lastModified and
+// saving the entries' previous states in n's undo log of the ledger.
+func (v *view) commit(ledger uint32, n *Network) {
 	for id, a := range v.accounts {
+		n.saveAccount(ledger, id)
 		a.lastModified = ledger
 		v.base.accounts[id] = a
 	}
 	for k, t := range v.trustlines {
+		n.saveTrustline(ledger, k)
 		if t == nil {
 			delete(v.base.trustlines, k)
 			continue

@@ -44,7 +44,49 @@ type Options struct {
 	FriendbotAmount int64
 	// Contracts runs Soroban operations; nil refuses them (see ContractHost).
 	Contracts ContractHost
+
+	// ExpectedCloseInterval is the network's target ledger close time, which
+	// core's submission-time TOO_LATE check scales (see upperBoundCloseTimeOffset).
+	// Default: CloseInterval when set, else 5s (protocol 23's
+	// ledgerTargetCloseTimeMilliseconds on pubnet).
+	ExpectedCloseInterval time.Duration
+	// VisibilityLagMin and VisibilityLagMax bound how long after it closes a
+	// ledger is shown by RPC and Horizon (their ingestion), default 1s and 3s.
+	// Each ledger's lag is picked in the range from VisibilitySeed and its
+	// sequence, so a run under a virtual clock is repeatable.
+	VisibilityLagMin, VisibilityLagMax time.Duration
+	VisibilitySeed                     uint64
+	// Legacy switches realistic behaviours off, for tests written against the
+	// earlier, kinder network. The zero value is the realistic network.
+	Legacy Legacy
 }
+
+// Legacy lists the behaviours of earlier versions of this package that a
+// caller may keep while it adapts. Each field, when true, brings back the old
+// behaviour; every one of them is kinder than the real network.
+type Legacy struct {
+	// SubmitTimeBounds judges time bounds at submission against the expected
+	// close time of the next ledger, max(now, last close + 1s), instead of
+	// core's last close time + upperBoundCloseTimeOffset; queued envelopes are
+	// then not re-checked with that offset after each close.
+	SubmitTimeBounds bool
+	// NoQueueAgeing keeps a queued transaction until it is included or
+	// invalid, instead of evicting and banning it after 4 ledgers.
+	NoQueueAgeing bool
+	// NoVisibilityLag shows a ledger through RPC and Horizon the instant it
+	// closes.
+	NoVisibilityLag bool
+	// RestorePreamble runs the protocol 22 Soroban flow: simulation answers a
+	// restorePreamble for archived entries, an invocation touching one fails
+	// with ENTRY_ARCHIVED, the whole declared resource fee is charged (no
+	// refund) and the declared fee is checked only at apply.
+	RestorePreamble bool
+}
+
+// AllLegacy is every Legacy behaviour: the network as it was before issue 12,
+// except that an applied transaction is banned while the last closed ledger
+// is N..N+8 (it was N..N+9), as core does.
+var AllLegacy = Legacy{SubmitTimeBounds: true, NoQueueAgeing: true, NoVisibilityLag: true, RestorePreamble: true}
 
 const defaultRetention = 120960
 
@@ -66,17 +108,23 @@ type Network struct {
 
 	mu           sync.Mutex
 	state        *ledgerState
-	closeTimes   []int64 // unix seconds, index = sequence-1
+	closeTimes   []int64     // unix seconds, index = sequence-1
+	closedAt     []time.Time // clock time each ledger closed at, index = sequence-1
+	visibleAt    []time.Time // clock time RPC and Horizon show it from, index = sequence-1
+	undo         undoLogs    // entry states before each recent ledger, for lagging reads
 	ledgerClosed chan struct{}
 	queue        map[string]*pendingTx // by inner source account
 	nextOrder    uint64
 	byHash       map[string]*AppliedTx // inner and outer hashes
 	applied      []*AppliedTx
-	banned       map[string]uint32 // full hash -> ledger it was banned at
+	banned       map[string]uint32 // full hash -> last closed ledger at which it is still banned
 	envelopes    []*ReceivedEnvelope
 	faults       []*armedFault
+	instanceTurn map[string]uint64 // per API, the request count that picks the answering instance
+	served       map[string]uint32 // per API and instance, the latest ledger it has shown (readView.served)
 	retention    uint32
 	rpcMethods   map[string]RPCHandler
+	closeMeta    closeMetaCache // the latest encoded LedgerCloseMeta (ledger_meta.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -135,6 +183,18 @@ func newNetwork(opts Options) (*Network, error) {
 	if opts.FriendbotAmount <= 0 {
 		opts.FriendbotAmount = 10_000 * 10_000_000
 	}
+	if opts.ExpectedCloseInterval <= 0 {
+		opts.ExpectedCloseInterval = defaultExpectedClose
+		if opts.CloseInterval > 0 {
+			opts.ExpectedCloseInterval = opts.CloseInterval
+		}
+	}
+	if opts.VisibilityLagMin <= 0 && opts.VisibilityLagMax <= 0 {
+		opts.VisibilityLagMin, opts.VisibilityLagMax = defaultLagMin, defaultLagMax
+	}
+	if opts.VisibilityLagMin < 0 || opts.VisibilityLagMax < opts.VisibilityLagMin {
+		return nil, fmt.Errorf("stellarsim: visibility lag: want 0 <= min <= max, got %v and %v", opts.VisibilityLagMin, opts.VisibilityLagMax)
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{}
@@ -147,6 +207,10 @@ func newNetwork(opts Options) (*Network, error) {
 		root:         keypair.Root(opts.NetworkPassphrase),
 		state:        newLedgerState(),
 		closeTimes:   []int64{clock.Now().Unix()},
+		closedAt:     []time.Time{clock.Now()},
+		visibleAt:    []time.Time{clock.Now()},
+		instanceTurn: map[string]uint64{},
+		undo:         undoLogs{},
 		ledgerClosed: make(chan struct{}),
 		queue:        map[string]*pendingTx{},
 		byHash:       map[string]*AppliedTx{},
@@ -218,7 +282,7 @@ func (n *Network) Handler() http.Handler {
 	if a, ok := n.contracts.(adminRouter); ok {
 		a.adminRoutes(mux)
 	}
-	return mux
+	return n.readViews(mux)
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

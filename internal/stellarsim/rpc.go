@@ -2,17 +2,14 @@ package stellarsim
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
-	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
 // protocolVersion is the ledger protocol the network claims.
@@ -60,6 +57,9 @@ func (n *Network) defaultRPCMethods() map[string]RPCHandler {
 		protocol.GetLedgerEntriesMethodName: n.rpcGetLedgerEntries,
 		protocol.GetFeeStatsMethodName:      n.rpcGetFeeStats,
 		protocol.GetTransactionMethodName:   n.rpcGetTransaction,
+		protocol.GetTransactionsMethodName:  n.rpcGetTransactions,
+		protocol.GetLedgersMethodName:       n.rpcGetLedgers,
+		protocol.GetVersionInfoMethodName:   n.rpcGetVersionInfo,
 		// sendTransaction is served by serveRPC itself: its faults act on the connection.
 	}
 }
@@ -171,7 +171,7 @@ func (n *Network) rpcCall(r *http.Request, raw json.RawMessage) (resp rpcRespons
 	var result any
 	var err error
 	if req.Method == protocol.SendTransactionMethodName {
-		result, tr, err = n.rpcSendTransaction(req.Params)
+		result, tr, err = n.rpcSendTransaction(r, req.Params)
 	} else {
 		n.mu.Lock()
 		h, ok := n.rpcMethods[req.Method]
@@ -207,217 +207,6 @@ func decodeParams(params json.RawMessage, v any) error {
 		return invalidParams("invalid params: %v", err)
 	}
 	return nil
-}
-
-func (n *Network) rpcGetHealth(_ *http.Request, _ json.RawMessage) (any, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	latest := n.latestLocked()
-	oldest := n.oldestLocked()
-	return protocol.GetHealthResponse{
-		Status:                "healthy",
-		LatestLedger:          latest.Sequence,
-		LatestLedgerCloseTime: latest.CloseTime.Unix(),
-		OldestLedger:          oldest,
-		OldestLedgerCloseTime: n.closeTimeOf(oldest),
-		LedgerRetentionWindow: n.retention,
-	}, nil
-}
-
-func (n *Network) rpcGetNetwork(_ *http.Request, _ json.RawMessage) (any, error) {
-	return protocol.GetNetworkResponse{
-		FriendbotURL:    n.FriendbotURL() + "/",
-		Passphrase:      n.passphrase,
-		ProtocolVersion: protocolVersion,
-	}, nil
-}
-
-func (n *Network) rpcGetLatestLedger(_ *http.Request, _ json.RawMessage) (any, error) {
-	n.mu.Lock()
-	latest := n.latestLocked()
-	n.mu.Unlock()
-	ct := latest.CloseTime.Unix()
-	hdr := xdr.LedgerHeaderHistoryEntry{
-		Header: xdr.LedgerHeader{
-			LedgerVersion: protocolVersion,
-			LedgerSeq:     xdr.Uint32(latest.Sequence),
-			ScpValue:      xdr.StellarValue{CloseTime: xdr.TimePoint(ct)},
-			BaseFee:       xdr.Uint32(n.opts.BaseFee),
-			BaseReserve:   xdr.Uint32(n.opts.BaseReserve),
-			MaxTxSetSize:  1000,
-		},
-	}
-	h, _ := hex.DecodeString(ledgerHash(latest.Sequence, ct))
-	copy(hdr.Hash[:], h)
-	hdrXDR, err := xdr.MarshalBase64(hdr)
-	if err != nil {
-		return nil, fmt.Errorf("encoding ledger header: %w", err)
-	}
-	return protocol.GetLatestLedgerResponse{
-		Hash:            ledgerHash(latest.Sequence, ct),
-		ProtocolVersion: protocolVersion,
-		Sequence:        latest.Sequence,
-		LedgerCloseTime: ct,
-		LedgerHeader:    hdrXDR,
-	}, nil
-}
-
-func (n *Network) rpcGetLedgerEntries(_ *http.Request, params json.RawMessage) (any, error) {
-	var req protocol.GetLedgerEntriesRequest
-	if err := decodeParams(params, &req); err != nil {
-		return nil, err
-	}
-	if len(req.Keys) == 0 || len(req.Keys) > 200 {
-		return nil, invalidParams("keys: want 1 to 200 keys, got %d", len(req.Keys))
-	}
-	if req.Format == protocol.FormatJSON {
-		return nil, invalidParams("xdrFormat json is not supported here; use base64")
-	}
-	keys := make([]xdr.LedgerKey, len(req.Keys))
-	for i, k := range req.Keys {
-		if err := xdr.SafeUnmarshalBase64(k, &keys[i]); err != nil {
-			return nil, invalidParams("cannot unmarshal key value %s at index %d", k, i)
-		}
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	resp := protocol.GetLedgerEntriesResponse{Entries: []protocol.LedgerEntryResult{}, LatestLedger: n.latestLocked().Sequence}
-	for i, k := range keys {
-		var data xdr.LedgerEntryData
-		var modified uint32
-		var liveUntil *uint32 // contract entries only
-		var err error
-		switch k.Type {
-		case xdr.LedgerEntryTypeAccount:
-			a := n.state.accounts[k.Account.AccountId.Address()]
-			if a == nil {
-				continue
-			}
-			data, err = a.entryXDR()
-			modified = a.lastModified
-		case xdr.LedgerEntryTypeTrustline:
-			var typ xdr.AssetType
-			var code, issuer string
-			if k.TrustLine.Asset.Extract(&typ, &code, &issuer) != nil || typ == xdr.AssetTypeAssetTypeNative ||
-				typ == xdr.AssetTypeAssetTypePoolShare {
-				continue
-			}
-			id := k.TrustLine.AccountId.Address()
-			asset := Asset{Code: code, Issuer: issuer}
-			t := n.state.trustlines[tlKey{id, asset}]
-			if t == nil {
-				continue
-			}
-			data, err = t.entryXDR(id, asset)
-			modified = t.lastModified
-		case xdr.LedgerEntryTypeContractData, xdr.LedgerEntryTypeContractCode, xdr.LedgerEntryTypeTtl:
-			src, ok := n.contracts.(ledgerEntrySource)
-			if !ok {
-				continue
-			}
-			var found bool
-			if data, modified, liveUntil, found = src.ledgerEntry(k); !found {
-				continue
-			}
-		default:
-			continue // other entry types do not exist here
-		}
-		if err != nil {
-			return nil, fmt.Errorf("encoding entry: %w", err)
-		}
-		b, err := xdr.MarshalBase64(data)
-		if err != nil {
-			return nil, fmt.Errorf("encoding entry: %w", err)
-		}
-		resp.Entries = append(resp.Entries, protocol.LedgerEntryResult{KeyXDR: req.Keys[i], DataXDR: b, LastModifiedLedger: modified,
-			LiveUntilLedgerSeq: liveUntil})
-	}
-	return resp, nil
-}
-
-func (n *Network) rpcGetFeeStats(_ *http.Request, _ json.RawMessage) (any, error) {
-	n.mu.Lock()
-	latest := n.latestLocked().Sequence
-	n.mu.Unlock()
-	f := uint64(n.opts.BaseFee)
-	d := protocol.FeeDistribution{Max: f, Min: f, Mode: f, P10: f, P20: f, P30: f, P40: f, P50: f,
-		P60: f, P70: f, P80: f, P90: f, P95: f, P99: f, LedgerCount: 1}
-	return protocol.GetFeeStatsResponse{SorobanInclusionFee: d, InclusionFee: d, LatestLedger: latest}, nil
-}
-
-func (n *Network) rpcSendTransaction(params json.RawMessage) (any, transport, error) {
-	var tr transport
-	var req protocol.SendTransactionRequest
-	if err := decodeParams(params, &req); err != nil {
-		return nil, tr, err
-	}
-	if req.Transaction == "" {
-		return nil, tr, invalidParams("transaction: required")
-	}
-	if req.Format == protocol.FormatJSON {
-		return nil, tr, invalidParams("xdrFormat json is not supported here; use base64")
-	}
-	s, err := n.submit("rpc", req.Transaction)
-	if err != nil {
-		return nil, tr, invalidParams("invalid_xdr")
-	}
-	tr = transport{refuse: s.faults.refuse, dropResponse: s.faults.dropResponse, delay: s.faults.delay}
-	if a := s.faults.answer; a != nil && a.Status == "" && a.HTTPStatus != 0 {
-		tr.httpStatus = a.HTTPStatus
-	}
-	return protocol.SendTransactionResponse{
-		Status:                s.status,
-		Hash:                  s.tx.fullHash,
-		ErrorResultXDR:        s.errorResultXDR(),
-		LatestLedger:          s.latest.Sequence,
-		LatestLedgerCloseTime: s.latest.CloseTime.Unix(),
-	}, tr, nil
-}
-
-func (n *Network) rpcGetTransaction(_ *http.Request, params json.RawMessage) (any, error) {
-	var req protocol.GetTransactionRequest
-	if err := decodeParams(params, &req); err != nil {
-		return nil, err
-	}
-	req.Hash = strings.ToLower(req.Hash)
-	if len(req.Hash) != 64 {
-		return nil, invalidParams("unexpected hash length (%d)", len(req.Hash))
-	}
-	if _, err := hex.DecodeString(req.Hash); err != nil {
-		return nil, invalidParams("incorrect hash: %v", err)
-	}
-	if req.Format == protocol.FormatJSON {
-		return nil, invalidParams("xdrFormat json is not supported here; use base64")
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	latest := n.latestLocked()
-	oldest := n.oldestLocked()
-	resp := protocol.GetTransactionResponse{
-		LatestLedger:          latest.Sequence,
-		LatestLedgerCloseTime: latest.CloseTime.Unix(),
-		OldestLedger:          oldest,
-		OldestLedgerCloseTime: n.closeTimeOf(oldest),
-	}
-	a, ok := n.byHash[req.Hash]
-	if !ok || a.Ledger < oldest {
-		resp.Status = protocol.TransactionStatusNotFound
-		return resp, nil
-	}
-	resp.Status = a.Status
-	// stellar-rpc reports the envelope's own hash: the outer one for a fee bump.
-	resp.TransactionHash = a.Hash
-	if a.FeeBumpHash != "" {
-		resp.TransactionHash = a.FeeBumpHash
-		resp.FeeBump = true
-	}
-	resp.ApplicationOrder = a.ApplicationOrder
-	resp.EnvelopeXDR = a.EnvelopeXDR
-	resp.ResultXDR = a.ResultXDR
-	resp.ResultMetaXDR = a.ResultMetaXDR
-	resp.Ledger = a.Ledger
-	resp.LedgerCloseTime = a.CloseTime.Unix()
-	return resp, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

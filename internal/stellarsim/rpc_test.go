@@ -222,14 +222,17 @@ func TestResendOfLandedEnvelope(t *testing.T) {
 	if r := e.send(b64(t, other)); r.Status != "TRY_AGAIN_LATER" {
 		t.Fatalf("second tx from the same source: %+v", r)
 	}
+	// Core bans an applied transaction while the last closed ledger is
+	// N..N+8 (TransactionQueue::removeApplied, then shift), then its
+	// sequence number is used.
 	landed := e.n.CloseLedger().Sequence
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 9; i++ {
 		if r := e.send(env); r.Status != "TRY_AGAIN_LATER" {
 			t.Fatalf("resend %d ledgers after inclusion: %+v", i, r)
 		}
 		e.n.CloseLedger()
 	}
-	if latest := e.n.LatestLedger().Sequence; latest != landed+10 {
+	if latest := e.n.LatestLedger().Sequence; latest != landed+9 {
 		t.Fatalf("latest %d", latest)
 	}
 	r := e.send(env)
@@ -378,8 +381,8 @@ func TestExpiredWhileQueuedIsDroppedNotApplied(t *testing.T) {
 	}
 }
 
-func TestTimeboundsAtSubmissionUseNextCloseTime(t *testing.T) {
-	e := newEnv(t, stellarsim.Options{})
+func TestLegacyTimeboundsAtSubmissionUseNextCloseTime(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmitTimeBounds: true}})
 	a, b := e.funded(10*xlm), e.funded(10*xlm)
 	// The next ledger closes at least one second after the latest one, so a
 	// maxTime equal to the latest close time is already too late.

@@ -32,6 +32,18 @@ type ContractContext struct {
 	// Soroban is the transaction's SorobanTransactionData (footprint,
 	// declared resources, resource fee); never nil for a Soroban operation.
 	Soroban *xdr.SorobanTransactionData
+	// Return records a successful invocation's return value, which the transaction's meta then
+	// carries (TransactionMetaV4 sorobanMeta.returnValue, see txMeta); nil where nothing records it.
+	Return func(xdr.ScVal)
+	// Protocol23 is true unless Options.Legacy.RestorePreamble: an invocation
+	// restores the archived entries its transaction data marks
+	// (archivedSorobanEntries) and the unused refundable fee is refunded.
+	Protocol23 bool
+	// Refundable is where the host reports the refundable resource fee
+	// (rent, stroops) a successful operation consumed; the network refunds
+	// the rest of the declared refundable fee to the fee source (core's
+	// RefundableFeeTracker). Never nil.
+	Refundable *int64
 }
 
 // Balances lets a contract read and move classic balances inside the

@@ -1,7 +1,6 @@
 package stellarsim
 
 import (
-	"math"
 	"net/http"
 	"time"
 
@@ -19,10 +18,6 @@ const (
 	// StatusInvalid is recorded for envelopes whose XDR could not be decoded.
 	StatusInvalid = "INVALID"
 )
-
-// banDepth is how many ledgers core keeps an applied (or trimmed)
-// transaction banned: re-sends are answered TRY_AGAIN_LATER meanwhile.
-const banDepth = 10
 
 // ReceivedEnvelope is one envelope submitted over RPC or Horizon and what it
 // was answered.
@@ -121,63 +116,6 @@ func (n *Network) fakeAnswer(s *submission, f Fault) {
 		}
 		r := simpleResult(n.chargedFee(s.tx), code, nil)
 		s.errResult, s.errCode = &r, code
-	}
-}
-
-// acceptLocked applies the queue rules in stellar-core's order: duplicate,
-// banned (recently applied), one transaction per source (another one gets
-// TRY_AGAIN_LATER; a fee bump of the same sequence number replaces the
-// queued one at 10x its fee rate, below that it gets ERROR
-// txINSUFFICIENT_FEE), then validity against the next ledger.
-func (n *Network) acceptLocked(s *submission) {
-	t := s.tx
-	queued := n.queue[t.source]
-	if queued != nil && queued.tx.fullHash == t.fullHash {
-		s.status = StatusDuplicate
-		return
-	}
-	if at, ok := n.banned[t.fullHash]; ok && s.latest.Sequence-at < banDepth {
-		s.status = StatusTryAgainLater
-		return
-	}
-	replace := false
-	if queued != nil {
-		if !t.feeBump || t.seq != queued.tx.seq {
-			s.status = StatusTryAgainLater
-			return
-		}
-		// Replace-by-fee: core wants 10x the queued fee rate and otherwise
-		// answers ERROR txINSUFFICIENT_FEE with the fee it would need.
-		need := int64(math.Ceil(10*queued.tx.feeRate()*float64(len(t.ops)+1))) + t.resourceFee
-		if t.outerFee < need {
-			r := simpleResult(need, xdr.TransactionResultCodeTxInsufficientFee, nil)
-			s.status, s.errResult, s.errCode = StatusError, &r, xdr.TransactionResultCodeTxInsufficientFee
-			return
-		}
-		replace = true
-	}
-	c := checkCtx{closeTime: n.nextCloseTime(), ledgerSeq: s.latest.Sequence + 1}
-	if terr := n.checkTx(t, c); terr != nil {
-		s.status = StatusError
-		s.errResult, s.errCode = &terr.result, terr.code
-		return
-	}
-	s.status = StatusPending
-	s.rec.Accepted = true
-	if replace {
-		queued.envelope.Outcome = "replaced in queue by fee bump " + t.fullHash
-		delete(n.queue, t.source)
-	}
-	if s.faults.dropEnvelope {
-		s.rec.Outcome = "evicted from queue (drop_envelope fault): never applied"
-		return
-	}
-	n.nextOrder++
-	n.queue[t.source] = &pendingTx{
-		tx:        t,
-		order:     n.nextOrder,
-		includeAt: s.latest.Sequence + 1 + uint32(s.faults.delayInclusion),
-		envelope:  s.rec,
 	}
 }
 

@@ -41,20 +41,28 @@ import (
 // has a TTL (liveUntilLedgerSeq): created or restored entries live
 // MinPersistentTTL ledgers, and the contract extends a balance entry to that
 // many ledgers whenever it writes it. An entry whose liveUntil is below the
-// ledger being applied (or simulated) is archived: an invocation whose
-// footprint holds it fails with ENTRY_ARCHIVED, simulation answers with a
-// restorePreamble, and a RestoreFootprint operation brings it back.
-// Automatic restoration (protocol 23's archivedSorobanEntries) is not
-// modelled.
+// ledger being applied (or simulated) is archived: simulation answers with a
+// transaction data that restores it, and the invocation restores it
+// (protocol 23: the entry moves to the read-write footprint and its index is
+// listed in archivedSorobanEntries). A RestoreFootprint operation still
+// brings an entry back explicitly. With Options.Legacy.RestorePreamble the
+// protocol 22 flow runs instead: simulation answers a restorePreamble and an
+// invocation whose footprint holds an archived entry fails with
+// ENTRY_ARCHIVED.
 //
 // # Resources and fees
 //
 // Simulation reports the footprint, the instructions, the bytes read and
-// written, and a resource fee from a fixed stand-in schedule (resourceFee);
-// apply recomputes them and fails with RESOURCE_LIMIT_EXCEEDED when the
-// declared resources are short, INSUFFICIENT_REFUNDABLE_FEE when the
-// declared resource fee is, and TRAPPED when the contract touches an entry
+// written, and a resource fee from a fixed stand-in schedule (resourceFee,
+// fees.go): a non-refundable part from the declared resources and a
+// refundable rent for each entry created or restored, so an invocation that
+// restores costs more. At submission the declared resource fee must cover
+// the non-refundable part (else txSOROBAN_INVALID); apply recomputes the
+// resources and fails with RESOURCE_LIMIT_EXCEEDED when the declared ones
+// are short, INSUFFICIENT_REFUNDABLE_FEE when the rent does not fit in the
+// rest of the declared fee, and TRAPPED when the contract touches an entry
 // outside the footprint, the auth entry is missing, or the contract errs.
+// The unused refundable fee goes back to the fee source.
 //
 // Lock order: the network's lock, then the host's.
 type VaultHost struct {
@@ -66,6 +74,8 @@ type VaultHost struct {
 	entries  map[string]*contractEntry // by base64 LedgerKey
 	byTTLKey map[xdr.Hash]string       // TTL key hash -> base64 LedgerKey
 	codeHash xdr.Hash
+	undo     map[uint32]map[string]*contractEntry // by ledger: entries as they were before it changed them
+	undoSeqs []uint32                             // ledgers with an undo log, ascending
 }
 
 // VaultOptions configures NewVaultHost.
@@ -132,6 +142,7 @@ func NewVaultHost(opts VaultOptions) *VaultHost {
 		entries:  map[string]*contractEntry{},
 		byTTLKey: map[xdr.Hash]string{},
 		codeHash: sha256.Sum256(vaultWasm),
+		undo:     map[uint32]map[string]*contractEntry{},
 	}
 }
 
@@ -259,106 +270,6 @@ func (h *VaultHost) latest() uint32 {
 	return n.LatestLedger().Sequence
 }
 
-// VaultBalanceKey is the LedgerKey of wallet's (G... or C...) balance entry
-// in the vault contractID (C...).
-func VaultBalanceKey(contractID, wallet string) (xdr.LedgerKey, error) {
-	c, err := contractScAddress(contractID)
-	if err != nil {
-		return xdr.LedgerKey{}, err
-	}
-	w, err := ScAddress(wallet)
-	if err != nil {
-		return xdr.LedgerKey{}, err
-	}
-	return balanceLedgerKey(c, w), nil
-}
-
-// ScAddress converts a G... or C... address.
-func ScAddress(address string) (xdr.ScAddress, error) {
-	if strkey.IsValidContractAddress(address) {
-		return contractScAddress(address)
-	}
-	return accountScAddress(address)
-}
-
-func accountScAddress(address string) (xdr.ScAddress, error) {
-	id, err := xdr.AddressToAccountId(address)
-	if err != nil {
-		return xdr.ScAddress{}, fmt.Errorf("stellarsim: invalid account address %q", address)
-	}
-	return xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeAccount, AccountId: &id}, nil
-}
-
-func contractScAddress(address string) (xdr.ScAddress, error) {
-	raw, err := strkey.Decode(strkey.VersionByteContract, address)
-	if err != nil || len(raw) != 32 {
-		return xdr.ScAddress{}, fmt.Errorf("stellarsim: invalid contract address %q", address)
-	}
-	var id xdr.ContractId
-	copy(id[:], raw)
-	return xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeContract, ContractId: &id}, nil
-}
-
-func symbol(s string) xdr.ScVal {
-	sym := xdr.ScSymbol(s)
-	return xdr.ScVal{Type: xdr.ScValTypeScvSymbol, Sym: &sym}
-}
-
-func addressVal(a xdr.ScAddress) xdr.ScVal {
-	return xdr.ScVal{Type: xdr.ScValTypeScvAddress, Address: &a}
-}
-
-func i128Val(v int64) xdr.ScVal {
-	hi := xdr.Int64(0)
-	if v < 0 {
-		hi = -1
-	}
-	return xdr.ScVal{Type: xdr.ScValTypeScvI128, I128: &xdr.Int128Parts{Hi: hi, Lo: xdr.Uint64(uint64(v))}}
-}
-
-// i128ToInt64 reads an i128 that fits in an int64.
-func i128ToInt64(v xdr.ScVal) (int64, bool) {
-	if v.Type != xdr.ScValTypeScvI128 || v.I128 == nil {
-		return 0, false
-	}
-	lo := int64(v.I128.Lo)
-	switch {
-	case v.I128.Hi == 0 && lo >= 0, v.I128.Hi == -1 && lo < 0:
-		return lo, true
-	}
-	return 0, false
-}
-
-func balanceLedgerKey(contract, wallet xdr.ScAddress) xdr.LedgerKey {
-	vec := xdr.ScVec{symbol("Balance"), addressVal(wallet)}
-	pv := &vec
-	var k xdr.LedgerKey
-	_ = k.SetContractData(contract, xdr.ScVal{Type: xdr.ScValTypeScvVec, Vec: &pv}, xdr.ContractDataDurabilityPersistent)
-	return k
-}
-
-func instanceLedgerKey(contract xdr.ScAddress) xdr.LedgerKey {
-	var k xdr.LedgerKey
-	_ = k.SetContractData(contract, xdr.ScVal{Type: xdr.ScValTypeScvLedgerKeyContractInstance}, xdr.ContractDataDurabilityPersistent)
-	return k
-}
-
-func codeLedgerKey(hash xdr.Hash) xdr.LedgerKey {
-	var k xdr.LedgerKey
-	_ = k.SetContractCode(hash)
-	return k
-}
-
-func keyString(k xdr.LedgerKey) string {
-	s, _ := xdr.MarshalBase64(k)
-	return s
-}
-
-func ttlKeyHash(k xdr.LedgerKey) xdr.Hash {
-	b, _ := k.MarshalBinary()
-	return sha256.Sum256(b)
-}
-
 func (v *vault) instanceData(codeHash xdr.Hash) xdr.LedgerEntryData {
 	op, _ := accountScAddress(v.operator)
 	storage := xdr.ScMap{
@@ -381,10 +292,4 @@ func (h *VaultHost) putLocked(key xdr.LedgerKey, data xdr.LedgerEntryData, modif
 	ks := keyString(key)
 	h.entries[ks] = &contractEntry{key: key, data: data, lastModified: modified, liveUntil: liveUntil}
 	h.byTTLKey[ttlKeyHash(key)] = ks
-}
-
-// entrySize is the XDR size of the ledger entry, the unit of read and write bytes.
-func entrySize(e *contractEntry) uint32 {
-	b, _ := xdr.LedgerEntry{LastModifiedLedgerSeq: xdr.Uint32(e.lastModified), Data: e.data}.MarshalBinary()
-	return uint32(len(b))
 }

@@ -1,198 +1,10 @@
 package stellarsim
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
-
-// Stand-in resource schedule. The shape follows the network's (instructions,
-// entries read and written, bytes read and written, rent for entries that
-// start or restart living); the numbers are round values of the order of
-// pubnet's settings, not the real formula.
-const (
-	feePer10kInstructions = 25
-	feePerEntryRead       = 6_250 // every footprint entry
-	feePerEntryWrite      = 10_000
-	feePerKBRead          = 1_786
-	feePerKBWrite         = 11_800
-	feeRentPerEntry       = 25_000 // per entry created or restored
-
-	instructionsWrite = 1_800_000 // deposit, withdraw
-	instructionsRead  = 900_000   // balance
-)
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-// resourceFee is the resource fee (stroops) of resources r where rent entries
-// are created or restored.
-func resourceFee(r xdr.SorobanResources, rent int) int64 {
-	fee := ceilDiv(int64(r.Instructions)*feePer10kInstructions, 10_000)
-	fee += int64(len(r.Footprint.ReadOnly)+len(r.Footprint.ReadWrite)) * feePerEntryRead
-	fee += int64(len(r.Footprint.ReadWrite)) * feePerEntryWrite
-	fee += ceilDiv(int64(r.DiskReadBytes)*feePerKBRead, 1024)
-	fee += ceilDiv(int64(r.WriteBytes)*feePerKBWrite, 1024)
-	fee += int64(rent) * feeRentPerEntry
-	return fee
-}
-
-// hostError is a failed invocation: what the host reports as Error(type, code).
-type hostError struct {
-	err xdr.ScError
-	msg string
-}
-
-func contractError(code uint32, msg string) *hostError {
-	c := xdr.Uint32(code)
-	return &hostError{err: xdr.ScError{Type: xdr.ScErrorTypeSceContract, ContractCode: &c}, msg: msg}
-}
-
-func systemError(t xdr.ScErrorType, code xdr.ScErrorCode, msg string) *hostError {
-	return &hostError{err: xdr.ScError{Type: t, Code: &code}, msg: msg}
-}
-
-var scErrorTypeNames = map[xdr.ScErrorType]string{
-	xdr.ScErrorTypeSceContract: "Contract", xdr.ScErrorTypeSceWasmVm: "WasmVm", xdr.ScErrorTypeSceContext: "Context",
-	xdr.ScErrorTypeSceStorage: "Storage", xdr.ScErrorTypeSceObject: "Object", xdr.ScErrorTypeSceCrypto: "Crypto",
-	xdr.ScErrorTypeSceEvents: "Events", xdr.ScErrorTypeSceBudget: "Budget", xdr.ScErrorTypeSceValue: "Value",
-	xdr.ScErrorTypeSceAuth: "Auth",
-}
-
-var scErrorCodeNames = map[xdr.ScErrorCode]string{
-	xdr.ScErrorCodeScecArithDomain: "ArithDomain", xdr.ScErrorCodeScecIndexBounds: "IndexBounds",
-	xdr.ScErrorCodeScecInvalidInput: "InvalidInput", xdr.ScErrorCodeScecMissingValue: "MissingValue",
-	xdr.ScErrorCodeScecExistingValue: "ExistingValue", xdr.ScErrorCodeScecExceededLimit: "ExceededLimit",
-	xdr.ScErrorCodeScecInvalidAction: "InvalidAction", xdr.ScErrorCodeScecInternalError: "InternalError",
-	xdr.ScErrorCodeScecUnexpectedType: "UnexpectedType", xdr.ScErrorCodeScecUnexpectedSize: "UnexpectedSize",
-}
-
-// String is the host's rendering: Error(Contract, #1), Error(Auth, InvalidAction).
-func (e *hostError) String() string {
-	if e.err.Type == xdr.ScErrorTypeSceContract && e.err.ContractCode != nil {
-		return fmt.Sprintf("Error(Contract, #%d)", *e.err.ContractCode)
-	}
-	code := "?"
-	if e.err.Code != nil {
-		code = scErrorCodeNames[*e.err.Code]
-	}
-	return fmt.Sprintf("Error(%s, %s)", scErrorTypeNames[e.err.Type], code)
-}
-
-// simulationError is the text stellar-rpc puts in a failed simulation's error field.
-func (e *hostError) simulationError(contract string) string {
-	return fmt.Sprintf("HostError: %s\n\nEvent log (newest first):\n   0: [Diagnostic Event] contract:%s, topics:[error, %s], data:%q\n",
-		e, contract, e, e.msg)
-}
-
-// Canonical vault functions.
-const (
-	fnDeposit  = "deposit"
-	fnWithdraw = "withdraw"
-	fnBalance  = "balance"
-)
-
-// call is a parsed vault invocation.
-type call struct {
-	v      *vault
-	fn     string // fnDeposit, fnWithdraw or fnBalance
-	wallet xdr.ScAddress
-	amount int64
-	args   xdr.InvokeContractArgs
-}
-
-// parseLocked reads an InvokeContract host function addressed to a vault.
-func (h *VaultHost) parseLocked(hf xdr.HostFunction) (*call, *hostError) {
-	if hf.Type != xdr.HostFunctionTypeHostFunctionTypeInvokeContract || hf.InvokeContract == nil {
-		return nil, systemError(xdr.ScErrorTypeSceContext, xdr.ScErrorCodeScecInvalidAction, "only contract invocations are supported here")
-	}
-	args := *hf.InvokeContract
-	if args.ContractAddress.Type != xdr.ScAddressTypeScAddressTypeContract || args.ContractAddress.ContractId == nil {
-		return nil, systemError(xdr.ScErrorTypeSceStorage, xdr.ScErrorCodeScecMissingValue, "not a contract address")
-	}
-	v := h.vaults[*args.ContractAddress.ContractId]
-	if v == nil {
-		return nil, systemError(xdr.ScErrorTypeSceStorage, xdr.ScErrorCodeScecMissingValue, "contract not found")
-	}
-	c := &call{v: v, args: args}
-	switch string(args.FunctionName) {
-	case v.depositFn:
-		c.fn = fnDeposit
-	case v.withdrawFn:
-		c.fn = fnWithdraw
-	case fnBalance:
-		c.fn = fnBalance
-	default:
-		return nil, systemError(xdr.ScErrorTypeSceWasmVm, xdr.ScErrorCodeScecMissingValue, "function not found: "+string(args.FunctionName))
-	}
-	want := 2
-	if c.fn == fnBalance {
-		want = 1
-	}
-	if len(args.Args) != want {
-		return nil, systemError(xdr.ScErrorTypeSceWasmVm, xdr.ScErrorCodeScecUnexpectedSize, fmt.Sprintf("want %d arguments, got %d", want, len(args.Args)))
-	}
-	if args.Args[0].Type != xdr.ScValTypeScvAddress || args.Args[0].Address == nil {
-		return nil, systemError(xdr.ScErrorTypeSceValue, xdr.ScErrorCodeScecUnexpectedType, "wallet: want an Address")
-	}
-	c.wallet = *args.Args[0].Address
-	switch c.wallet.Type {
-	case xdr.ScAddressTypeScAddressTypeAccount, xdr.ScAddressTypeScAddressTypeContract:
-	default:
-		return nil, systemError(xdr.ScErrorTypeSceValue, xdr.ScErrorCodeScecUnexpectedType, "wallet: want an account or contract address")
-	}
-	if want == 2 {
-		amt, ok := i128ToInt64(args.Args[1])
-		if args.Args[1].Type != xdr.ScValTypeScvI128 {
-			return nil, systemError(xdr.ScErrorTypeSceValue, xdr.ScErrorCodeScecUnexpectedType, "amount: want an i128")
-		}
-		if !ok || amt <= 0 {
-			return nil, contractError(VaultErrInvalidAmount, "amount must be positive")
-		}
-		c.amount = amt
-	}
-	return c, nil
-}
-
-// footprint is what the call reads only and what it writes.
-func (h *VaultHost) footprint(c *call) (ro, rw []xdr.LedgerKey) {
-	ro = []xdr.LedgerKey{instanceLedgerKey(c.v.addr), codeLedgerKey(h.codeHash)}
-	bal := balanceLedgerKey(c.v.addr, c.wallet)
-	if c.fn == fnBalance {
-		return append(ro, bal), nil
-	}
-	return ro, []xdr.LedgerKey{bal}
-}
-
-// authEntry is what recording-mode simulation returns for the operator's
-// require_auth when the operator is the operation source.
-func (c *call) authEntry() xdr.SorobanAuthorizationEntry {
-	args := c.args
-	return xdr.SorobanAuthorizationEntry{
-		Credentials: xdr.SorobanCredentials{Type: xdr.SorobanCredentialsTypeSorobanCredentialsSourceAccount},
-		RootInvocation: xdr.SorobanAuthorizedInvocation{
-			Function:       xdr.SorobanAuthorizedFunction{Type: xdr.SorobanAuthorizedFunctionTypeSorobanAuthorizedFunctionTypeContractFn, ContractFn: &args},
-			SubInvocations: []xdr.SorobanAuthorizedInvocation{},
-		},
-	}
-}
-
-// authorized reports whether auth holds the source-account entry for c.
-func (c *call) authorized(source string, auth []xdr.SorobanAuthorizationEntry) bool {
-	if source != c.v.operator {
-		return false
-	}
-	want, err := c.authEntry().MarshalBinary()
-	if err != nil {
-		return false
-	}
-	for _, a := range auth {
-		if b, err := a.MarshalBinary(); err == nil && bytes.Equal(b, want) {
-			return true
-		}
-	}
-	return false
-}
 
 // execution is a call's effect and what it consumed.
 type execution struct {
@@ -328,6 +140,14 @@ func invokeResult(code xdr.InvokeHostFunctionResultCode, ret *xdr.ScVal) xdr.Ope
 	return opInner(xdr.OperationTypeInvokeHostFunction, r)
 }
 
+// applyInvoke runs an invocation at ledger close. Footprint entries are
+// loaded before the contract runs. Since protocol 23 (ctx.Protocol23) an
+// archived entry is restored by the invocation itself when it is in the
+// read-write footprint and marked in archivedSorobanEntries; any other
+// archived entry fails the operation with ENTRY_ARCHIVED
+// (InvokeHostFunctionParallelApplyHelper::handleArchivedEntry,
+// src/transactions/InvokeHostFunctionOpFrame.cpp). Before protocol 23 every
+// archived entry fails it (InvokeHostFunctionPreV23ApplyHelper).
 func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp, ledger uint32) (xdr.OperationResult, bool) {
 	fail := func(code xdr.InvokeHostFunctionResultCode) (xdr.OperationResult, bool) {
 		return invokeResult(code, nil), false
@@ -337,10 +157,30 @@ func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp
 		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionMalformed)
 	}
 	fp := sd.Resources.Footprint
-	// Footprint entries are loaded before the contract runs: an archived one stops it.
-	for _, k := range append(append([]xdr.LedgerKey{}, fp.ReadOnly...), fp.ReadWrite...) {
+	marked := map[int]bool{}
+	if ctx.Protocol23 && sd.Ext.V == 1 && sd.Ext.ResourceExt != nil {
+		for _, i := range sd.Ext.ResourceExt.ArchivedSorobanEntries {
+			marked[int(i)] = true
+		}
+	}
+	archived := func(k xdr.LedgerKey) *contractEntry {
 		if e := h.entries[keyString(k)]; e != nil && persistentKey(k) && e.liveUntil < ledger {
+			return e
+		}
+		return nil
+	}
+	for _, k := range fp.ReadOnly {
+		if archived(k) != nil {
 			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionEntryArchived)
+		}
+	}
+	var restore []*contractEntry
+	for i, k := range fp.ReadWrite {
+		if e := archived(k); e != nil {
+			if !marked[i] {
+				return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionEntryArchived)
+			}
+			restore = append(restore, e)
 		}
 	}
 	c, herr := h.parseLocked(op.HostFunction)
@@ -365,16 +205,41 @@ func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp
 	if herr != nil {
 		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionTrapped)
 	}
+	// A restored entry is written back (its TTL at least); the call's own
+	// write of it is counted once.
+	for _, e := range restore {
+		if x.write == nil || keyString(x.write.key) != keyString(e.key) {
+			x.writeBytes += entrySize(e)
+		}
+	}
 	r := sd.Resources
 	if x.instructions > uint32(r.Instructions) || x.readBytes > uint32(r.DiskReadBytes) || x.writeBytes > uint32(r.WriteBytes) {
 		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionResourceLimitExceeded)
 	}
-	used := xdr.SorobanResources{Footprint: fp, Instructions: xdr.Uint32(x.instructions), DiskReadBytes: xdr.Uint32(x.readBytes), WriteBytes: xdr.Uint32(x.writeBytes)}
-	if int64(sd.ResourceFee) < resourceFee(used, x.rent) {
-		return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee)
+	if ctx.Protocol23 {
+		// The refundable part (rent of created and restored entries) must
+		// fit in what the declared fee leaves above its non-refundable part.
+		consumed := rentFee(x.rent + len(restore))
+		if int64(sd.ResourceFee)-nonRefundableFee(r) < consumed {
+			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee)
+		}
+		*ctx.Refundable = consumed
+	} else {
+		used := xdr.SorobanResources{Footprint: fp, Instructions: xdr.Uint32(x.instructions), DiskReadBytes: xdr.Uint32(x.readBytes), WriteBytes: xdr.Uint32(x.writeBytes)}
+		if int64(sd.ResourceFee) < resourceFee(used, x.rent) {
+			return fail(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee)
+		}
+	}
+	for _, e := range restore {
+		h.saveLocked(ledger, e.key)
+		e.liveUntil = ledger + h.opts.MinPersistentTTL - 1
 	}
 	if x.write != nil {
+		h.saveLocked(ledger, x.write.key)
 		h.putLocked(x.write.key, x.write.data, x.write.lastModified, x.write.liveUntil)
+	}
+	if ctx.Return != nil {
+		ctx.Return(x.ret)
 	}
 	return invokeResult(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionSuccess, &x.ret), true
 }
@@ -397,10 +262,11 @@ func (h *VaultHost) applyRestore(ctx ContractContext, ledger uint32) (xdr.Operat
 		return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintResourceLimitExceeded), false
 	}
 	used := xdr.SorobanResources{Footprint: sd.Resources.Footprint, DiskReadBytes: xdr.Uint32(size), WriteBytes: xdr.Uint32(size)}
-	if int64(sd.ResourceFee) < resourceFee(used, len(archived)) {
+	if !h.refundableFits(ctx, used, len(archived)) {
 		return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintInsufficientRefundableFee), false
 	}
 	for _, e := range archived {
+		h.saveLocked(ledger, e.key)
 		e.liveUntil = ledger + h.opts.MinPersistentTTL - 1
 	}
 	return restoreResult(xdr.RestoreFootprintResultCodeRestoreFootprintSuccess), true
@@ -432,11 +298,29 @@ func (h *VaultHost) applyExtend(ctx ContractContext, extendTo, ledger uint32) (x
 		return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlResourceLimitExceeded), false
 	}
 	used := xdr.SorobanResources{Footprint: sd.Resources.Footprint, DiskReadBytes: xdr.Uint32(size)}
-	if int64(sd.ResourceFee) < resourceFee(used, len(live)) {
+	if !h.refundableFits(ctx, used, len(live)) {
 		return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlInsufficientRefundableFee), false
 	}
 	for _, e := range live {
+		h.saveLocked(ledger, e.key)
 		e.liveUntil = max(e.liveUntil, ledger+extendTo)
 	}
 	return extendResult(xdr.ExtendFootprintTtlResultCodeExtendFootprintTtlSuccess), true
+}
+
+// refundableFits checks the declared resource fee against an operation that
+// pays rent for rent entries, and reports the rent as consumed. Since
+// protocol 23 the non-refundable part comes from the declared resources and
+// the rent from what is left (RefundableFeeTracker); before, the whole fee of
+// the used resources was compared with the declared fee.
+func (h *VaultHost) refundableFits(ctx ContractContext, used xdr.SorobanResources, rent int) bool {
+	if !ctx.Protocol23 {
+		return int64(ctx.Soroban.ResourceFee) >= resourceFee(used, rent)
+	}
+	consumed := rentFee(rent)
+	if int64(ctx.Soroban.ResourceFee)-nonRefundableFee(ctx.Soroban.Resources) < consumed {
+		return false
+	}
+	*ctx.Refundable = consumed
+	return true
 }

@@ -18,8 +18,9 @@ type (
 		simulate(latest LedgerInfo, req protocol.SimulateTransactionRequest) (protocol.SimulateTransactionResponse, error)
 	}
 	ledgerEntrySource interface {
-		// ledgerEntry returns a contract data, contract code or TTL entry.
-		ledgerEntry(key xdr.LedgerKey) (data xdr.LedgerEntryData, lastModified uint32, liveUntil *uint32, ok bool)
+		// ledgerEntry returns a contract data, contract code or TTL entry as
+		// of ledger at.
+		ledgerEntry(key xdr.LedgerKey, at uint32) (data xdr.LedgerEntryData, lastModified uint32, liveUntil *uint32, ok bool)
 	}
 	adminRouter interface{ adminRoutes(mux *http.ServeMux) }
 )
@@ -91,7 +92,7 @@ func (h *VaultHost) simulate(latest LedgerInfo, req protocol.SimulateTransaction
 			n = len(keys) - len(archived)
 			res.WriteBytes = 0
 		}
-		return resp, fillTransactionData(&resp, res, resourceFee(res, n))
+		return resp, fillTransactionData(&resp, res, xdr.SorobanTransactionDataExt{}, resourceFee(res, n))
 	}
 
 	c, herr := h.parseLocked(op.Body.InvokeHostFunctionOp.HostFunction)
@@ -121,7 +122,19 @@ func (h *VaultHost) simulate(latest LedgerInfo, req protocol.SimulateTransaction
 		DiskReadBytes: xdr.Uint32(x.readBytes),
 		WriteBytes:    xdr.Uint32(x.writeBytes),
 	}
-	if err := fillTransactionData(&resp, res, resourceFee(res, x.rent)); err != nil {
+	rent := x.rent
+	var ext xdr.SorobanTransactionDataExt
+	if len(x.archived) > 0 && !h.legacyRestoreLocked() {
+		// Protocol 23: no restorePreamble for an invocation
+		// (stellar-rpc cmd/stellar-rpc/lib/preflight/src/shared.rs,
+		// preflight_invoke_hf_op_post_autorestore_or_maybe_panic passes
+		// none); the archived entries move to the read-write footprint,
+		// are marked in archivedSorobanEntries, and the invocation
+		// restores them, paying their rent and write.
+		ext = h.autorestoreLocked(&res, x)
+		rent += len(x.archived)
+	}
+	if err := fillTransactionData(&resp, res, ext, resourceFee(res, rent)); err != nil {
 		return resp, err
 	}
 	auth := []string{}
@@ -137,7 +150,7 @@ func (h *VaultHost) simulate(latest LedgerInfo, req protocol.SimulateTransaction
 		return resp, err
 	}
 	resp.Results = []protocol.SimulateHostFunctionResult{{AuthXDR: &auth, ReturnValueXDR: &ret}}
-	if len(x.archived) > 0 {
+	if len(x.archived) > 0 && h.legacyRestoreLocked() {
 		var size uint32
 		for _, k := range x.archived {
 			size += entrySize(h.entries[keyString(k)])
@@ -154,20 +167,54 @@ func (h *VaultHost) simulate(latest LedgerInfo, req protocol.SimulateTransaction
 	return resp, nil
 }
 
-func fillTransactionData(resp *protocol.SimulateTransactionResponse, res xdr.SorobanResources, fee int64) error {
+func fillTransactionData(resp *protocol.SimulateTransactionResponse, res xdr.SorobanResources, ext xdr.SorobanTransactionDataExt, fee int64) error {
 	if res.Footprint.ReadOnly == nil {
 		res.Footprint.ReadOnly = []xdr.LedgerKey{}
 	}
 	if res.Footprint.ReadWrite == nil {
 		res.Footprint.ReadWrite = []xdr.LedgerKey{}
 	}
-	data, err := xdr.MarshalBase64(xdr.SorobanTransactionData{Resources: res, ResourceFee: xdr.Int64(fee)})
+	data, err := xdr.MarshalBase64(xdr.SorobanTransactionData{Ext: ext, Resources: res, ResourceFee: xdr.Int64(fee)})
 	if err != nil {
 		return err
 	}
 	resp.TransactionDataXDR = data
 	resp.MinResourceFee = fee
 	return nil
+}
+
+// legacyRestoreLocked reports whether the network runs the protocol 22
+// restore flow. Callers hold h.mu (n.opts never changes after Start).
+func (h *VaultHost) legacyRestoreLocked() bool {
+	return h.net != nil && h.net.opts.Legacy.RestorePreamble
+}
+
+// autorestoreLocked moves x's archived entries to the read-write footprint of
+// res (keeping the order of the rest), counts their write, and returns the
+// extension that marks them (SorobanResourcesExtV0.archivedSorobanEntries,
+// indices into readWrite, ascending).
+func (h *VaultHost) autorestoreLocked(res *xdr.SorobanResources, x execution) xdr.SorobanTransactionDataExt {
+	fp := &res.Footprint
+	var ro []xdr.LedgerKey
+	for _, k := range fp.ReadOnly {
+		if containsKey(x.archived, k) {
+			fp.ReadWrite = append(fp.ReadWrite, k)
+			continue
+		}
+		ro = append(ro, k)
+	}
+	fp.ReadOnly = ro
+	var idx []xdr.Uint32
+	for i, k := range fp.ReadWrite {
+		if !containsKey(x.archived, k) {
+			continue
+		}
+		idx = append(idx, xdr.Uint32(i))
+		if x.write == nil || keyString(x.write.key) != keyString(k) {
+			res.WriteBytes += xdr.Uint32(entrySize(h.entries[keyString(k)]))
+		}
+	}
+	return xdr.SorobanTransactionDataExt{V: 1, ResourceExt: &xdr.SorobanResourcesExtV0{ArchivedSorobanEntries: idx}}
 }
 
 func contractStrkey(hf xdr.HostFunction) string {
@@ -179,14 +226,14 @@ func contractStrkey(hf xdr.HostFunction) string {
 }
 
 // ledgerEntry serves contract data, contract code and TTL entries to
-// getLedgerEntries. Archived entries are still served, with their (past)
-// liveUntilLedgerSeq.
-func (h *VaultHost) ledgerEntry(key xdr.LedgerKey) (xdr.LedgerEntryData, uint32, *uint32, bool) {
+// getLedgerEntries, as of ledger at. Archived entries are still served, with
+// their (past) liveUntilLedgerSeq.
+func (h *VaultHost) ledgerEntry(key xdr.LedgerKey, at uint32) (xdr.LedgerEntryData, uint32, *uint32, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch key.Type {
 	case xdr.LedgerEntryTypeContractData, xdr.LedgerEntryTypeContractCode:
-		e := h.entries[keyString(key)]
+		e := h.entryAtLocked(keyString(key), at)
 		if e == nil {
 			return xdr.LedgerEntryData{}, 0, nil, false
 		}
@@ -197,7 +244,10 @@ func (h *VaultHost) ledgerEntry(key xdr.LedgerKey) (xdr.LedgerEntryData, uint32,
 		if !ok {
 			return xdr.LedgerEntryData{}, 0, nil, false
 		}
-		e := h.entries[ks]
+		e := h.entryAtLocked(ks, at)
+		if e == nil {
+			return xdr.LedgerEntryData{}, 0, nil, false
+		}
 		return xdr.LedgerEntryData{Type: xdr.LedgerEntryTypeTtl, Ttl: &xdr.TtlEntry{KeyHash: key.Ttl.KeyHash,
 			LiveUntilLedgerSeq: xdr.Uint32(e.liveUntil)}}, e.lastModified, nil, true
 	}

@@ -23,8 +23,14 @@ type vaultEnv struct {
 
 func newVaultEnv(t *testing.T, opts stellarsim.VaultOptions) *vaultEnv {
 	t.Helper()
+	return newVaultEnvOpts(t, opts, stellarsim.Options{})
+}
+
+func newVaultEnvOpts(t *testing.T, opts stellarsim.VaultOptions, nopts stellarsim.Options) *vaultEnv {
+	t.Helper()
 	host := stellarsim.NewVaultHost(opts)
-	e := newEnv(t, stellarsim.Options{Contracts: host})
+	nopts.Contracts = host
+	e := newEnv(t, nopts)
 	op := e.funded(100 * xlm)
 	id, err := host.DeployVault(stellarsim.VaultSpec{Operator: op.Address()})
 	if err != nil {
@@ -298,8 +304,10 @@ func authOf(t *testing.T, auth []xdr.SorobanAuthorizationEntry) *[]string {
 	return &out
 }
 
-func TestVaultArchivedBalanceIsRestored(t *testing.T) {
-	v := newVaultEnv(t, stellarsim.VaultOptions{MinPersistentTTL: 50})
+// The protocol 22 flow, kept with Legacy.RestorePreamble: simulation answers a
+// restorePreamble, the invocation fails until a RestoreFootprint lands.
+func TestLegacyVaultArchivedBalanceIsRestoredFirst(t *testing.T) {
+	v := newVaultEnvOpts(t, stellarsim.VaultOptions{MinPersistentTTL: 50}, stellarsim.Options{Legacy: stellarsim.Legacy{RestorePreamble: true}})
 	wallet := v.funded(10 * xlm).Address()
 	v.call("deposit", wallet, 900)
 	if err := v.host.ArchiveBalance(v.vault, wallet); err != nil {
@@ -359,8 +367,6 @@ func TestVaultApplyChecks(t *testing.T) {
 		m    mutate
 		want xdr.InvokeHostFunctionResultCode
 	}{
-		{"resource fee short", func(_ *txnbuild.InvokeHostFunction, d *xdr.SorobanTransactionData) { d.ResourceFee-- },
-			xdr.InvokeHostFunctionResultCodeInvokeHostFunctionInsufficientRefundableFee},
 		{"instructions short", func(_ *txnbuild.InvokeHostFunction, d *xdr.SorobanTransactionData) { d.Resources.Instructions-- },
 			xdr.InvokeHostFunctionResultCodeInvokeHostFunctionResourceLimitExceeded},
 		{"write outside the footprint", func(_ *txnbuild.InvokeHostFunction, d *xdr.SorobanTransactionData) {
@@ -407,6 +413,16 @@ func TestVaultApplyChecks(t *testing.T) {
 	if code, _ := errorCode(t, v.send(b64(t, stx))); code != xdr.TransactionResultCodeTxInsufficientFee {
 		t.Fatalf("fee below resource fee + base fee: %v", code)
 	}
+	// The declared resource fee must cover the non-refundable fee of the
+	// declared resources (TransactionFrame::commonValidPreSeqNum).
+	op = v.invokeOp("withdraw", wallet, 10)
+	v.assemble(op, v.simulate(v.operator, op))
+	data := *op.Ext.SorobanData
+	data.ResourceFee--
+	op.Ext.SorobanData = &data
+	if code, _ := errorCode(t, v.send(b64(t, v.build(v.operator, []txnbuild.Operation{op}, 100, 0)))); code != xdr.TransactionResultCodeTxSorobanInvalid {
+		t.Fatalf("resource fee below the non-refundable fee: %v", code)
+	}
 	// A Soroban operation without the Soroban extension is malformed.
 	bare := v.build(v.operator, []txnbuild.Operation{v.invokeOp("withdraw", wallet, 10)}, 100, 0)
 	if code, _ := errorCode(t, v.send(b64(t, bare))); code != xdr.TransactionResultCodeTxMalformed {
@@ -443,4 +459,122 @@ func mustB64(t *testing.T, env xdr.TransactionEnvelope) string {
 
 func sha(b []byte) xdr.Hash {
 	return xdr.Hash(sha256.Sum256(b))
+}
+
+// Protocol 23: simulation answers no restorePreamble; the invocation
+// restores the archived balance itself, at a larger resource fee, and the
+// unused refundable fee comes back.
+func TestVaultArchivedBalanceRestoredByInvocation(t *testing.T) {
+	v := newVaultEnv(t, stellarsim.VaultOptions{MinPersistentTTL: 50})
+	wallet := v.funded(10 * xlm).Address()
+	v.call("deposit", wallet, 900)
+	live := v.simulate(v.operator, v.invokeOp("withdraw", wallet, 400))
+	if err := v.host.ArchiveBalance(v.vault, wallet); err != nil {
+		t.Fatal(err)
+	}
+	op := v.invokeOp("withdraw", wallet, 400)
+	sim := v.simulate(v.operator, op)
+	if sim.Error != "" || sim.RestorePreamble != nil {
+		t.Fatalf("simulate: %+v", sim)
+	}
+	if sim.MinResourceFee <= live.MinResourceFee {
+		t.Fatalf("resource fee with a restore %d, without %d", sim.MinResourceFee, live.MinResourceFee)
+	}
+	var data xdr.SorobanTransactionData
+	if err := xdr.SafeUnmarshalBase64(sim.TransactionDataXDR, &data); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := stellarsim.VaultBalanceKey(v.vault, wallet)
+	rw := data.Resources.Footprint.ReadWrite
+	if data.Ext.V != 1 || data.Ext.ResourceExt == nil || len(data.Ext.ResourceExt.ArchivedSorobanEntries) != 1 ||
+		int(data.Ext.ResourceExt.ArchivedSorobanEntries[0]) >= len(rw) {
+		t.Fatalf("archivedSorobanEntries %+v", data.Ext)
+	}
+	if got, _ := xdr.MarshalBase64(rw[data.Ext.ResourceExt.ArchivedSorobanEntries[0]]); got != mustKey(t, key) {
+		t.Fatal("the marked entry is not the balance")
+	}
+
+	// Without the mark, the invocation meets an archived entry and fails.
+	unmarked := v.invokeOp("withdraw", wallet, 400)
+	v.assemble(unmarked, sim)
+	bare := *unmarked.Ext.SorobanData
+	bare.Ext = xdr.SorobanTransactionDataExt{}
+	unmarked.Ext.SorobanData = &bare
+	tx := v.build(v.operator, []txnbuild.Operation{unmarked}, 100, 0)
+	got := v.land(tx, hashOf(t, tx, v.n.Passphrase()))
+	if got.Status != "FAILED" || invokeCode(t, got) != xdr.InvokeHostFunctionResultCodeInvokeHostFunctionEntryArchived {
+		t.Fatalf("unmarked archived entry: %+v", got)
+	}
+
+	// With it, and 5,000 stroops more declared than needed: the invocation
+	// restores the entry and the extra comes back.
+	v.assemble(op, sim)
+	padded := *op.Ext.SorobanData
+	padded.ResourceFee += 5_000
+	op.Ext.SorobanData = &padded
+	tx = v.build(v.operator, []txnbuild.Operation{op}, 100, 0)
+	before, _ := v.n.Account(v.operator.Address())
+	got = v.land(tx, hashOf(t, tx, v.n.Passphrase()))
+	if got.Status != "SUCCESS" {
+		t.Fatalf("withdraw restoring the balance: %+v", got)
+	}
+	var res xdr.TransactionResult
+	if err := xdr.SafeUnmarshalBase64(got.ResultXDR, &res); err != nil {
+		t.Fatal(err)
+	}
+	if int64(res.FeeCharged) != 100+sim.MinResourceFee {
+		t.Fatalf("charged %d, want %d (inclusion + the computed resource fee)", res.FeeCharged, 100+sim.MinResourceFee)
+	}
+	after, _ := v.n.Account(v.operator.Address())
+	if before.Balance-after.Balance != int64(res.FeeCharged) {
+		t.Fatalf("balance moved by %d, charged %d", before.Balance-after.Balance, res.FeeCharged)
+	}
+	if b, _ := v.host.Balance(v.vault, wallet); b.Archived || b.Amount != 500 || b.LiveUntil != got.Ledger+49 {
+		t.Fatalf("balance after the restoring withdraw %+v (ledger %d)", b, got.Ledger)
+	}
+	if amt, _, _ := v.ledgerBalance(wallet); amt != 500 {
+		t.Fatalf("getLedgerEntries balance %d", amt)
+	}
+}
+
+// An explicit RestoreFootprint still works under protocol 23 (a node may be
+// asked for it).
+func TestVaultExplicitRestoreStillWorks(t *testing.T) {
+	v := newVaultEnv(t, stellarsim.VaultOptions{MinPersistentTTL: 50})
+	wallet := v.funded(10 * xlm).Address()
+	v.call("deposit", wallet, 900)
+	if err := v.host.ArchiveBalance(v.vault, wallet); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := stellarsim.VaultBalanceKey(v.vault, wallet)
+	data := xdr.SorobanTransactionData{Resources: xdr.SorobanResources{Footprint: xdr.LedgerFootprint{
+		ReadOnly: []xdr.LedgerKey{}, ReadWrite: []xdr.LedgerKey{key}}}}
+	rop := &txnbuild.RestoreFootprint{SourceAccount: v.operator.Address(), Ext: xdr.TransactionExt{V: 1, SorobanData: &data}}
+	sim := v.simulate(v.operator, rop)
+	if sim.Error != "" || sim.MinResourceFee <= 0 {
+		t.Fatalf("simulate restore: %+v", sim)
+	}
+	if err := xdr.SafeUnmarshalBase64(sim.TransactionDataXDR, &data); err != nil {
+		t.Fatal(err)
+	}
+	restore := v.build(v.operator, []txnbuild.Operation{&txnbuild.RestoreFootprint{
+		SourceAccount: v.operator.Address(), Ext: xdr.TransactionExt{V: 1, SorobanData: &data}}}, 100, 0)
+	if got := v.land(restore, hashOf(t, restore, v.n.Passphrase())); got.Status != "SUCCESS" {
+		t.Fatalf("restore: %+v", got)
+	}
+	if b, _ := v.host.Balance(v.vault, wallet); b.Archived || b.Amount != 900 {
+		t.Fatalf("restored balance %+v", b)
+	}
+	if got := v.call("withdraw", wallet, 400); got.Status != "SUCCESS" {
+		t.Fatalf("withdraw after restore: %+v", got)
+	}
+}
+
+func mustKey(t *testing.T, k xdr.LedgerKey) string {
+	t.Helper()
+	s, err := xdr.MarshalBase64(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -41,6 +41,9 @@ const (
 	CodeTransactionExpired = "TRANSACTION_EXPIRED"
 	CodeNetworkUnavailable = "NETWORK_UNAVAILABLE"
 	CodeStoreUnavailable   = "STORE_UNAVAILABLE"
+	// CodeConfigurationInvalid: a setting read per call is out of range (Settings.Validate); nothing
+	// was claimed or submitted.
+	CodeConfigurationInvalid = "CONFIGURATION_INVALID"
 	// CodeChannelsBusy: no channel account could be leased in time; nothing was sent.
 	CodeChannelsBusy = "CHANNELS_BUSY"
 	// CodeSigningKeysUnavailable: the signing keys could not be loaded; nothing was signed.

@@ -59,7 +59,7 @@ func (s *memStore) Get(_ context.Context, key string) (transfer.Record, error) {
 
 func (s *memStore) matches(key string, cond transfer.Condition) error {
 	cur, ok := s.items[key]
-	if !ok || cur.Status != cond.Status || cur.Version != cond.Version || (cond.LeaseOwner != "" && cur.LeaseOwner != cond.LeaseOwner) {
+	if !ok || !cond.Matches(cur) {
 		return fmt.Errorf("mem: %w", transfer.ErrConditionFailed)
 	}
 	return nil

@@ -443,7 +443,7 @@ func TestSettingsAreReadPerCall(t *testing.T) {
 	h.orch.Settings = func() transfer.Settings {
 		calls++
 		s := transfer.DefaultSettings()
-		s.Timeout = 20 * time.Second
+		s.Timeout = 30 * time.Second
 		return s
 	}
 	h.ledger.noClose = true
@@ -452,11 +452,29 @@ func TestSettingsAreReadPerCall(t *testing.T) {
 	if problemCode(err) != transfer.CodeInDoubt || calls != 1 {
 		t.Fatalf("err=%v calls=%d", err, calls)
 	}
-	if spent := h.clock.Now().Sub(start); spent > 20*time.Second {
-		t.Fatalf("spent %v of a 20 s budget", spent)
+	if spent := h.clock.Now().Sub(start); spent > 30*time.Second {
+		t.Fatalf("spent %v of a 30 s budget", spent)
 	}
-	if rec := h.item(t, "order-0015"); rec.Envelope.MaxTime != start.Add(13*time.Second).Unix() {
-		t.Fatalf("maxTime = %d, want start+20s-7s", rec.Envelope.MaxTime)
+	if rec := h.item(t, "order-0015"); rec.Envelope.MaxTime != start.Add(21*time.Second).Unix() {
+		t.Fatalf("maxTime = %d, want start+30s-9s (the proof window)", rec.Envelope.MaxTime)
+	}
+}
+
+// TestMaxTimeNeverInsideTheTooLateOffset: stellar-core refuses an envelope whose maxTime is closer
+// than its upper-bound close-time offset (about two ledger intervals), so maxTime is never less than
+// MinValidity away, even when the budget is shorter than MinValidity plus the proof window.
+func TestMaxTimeNeverInsideTheTooLateOffset(t *testing.T) {
+	h := newHarness(t)
+	h.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.Timeout = 15 * time.Second // deadline - proof window = now + 6 s: too close
+		return s
+	}
+	h.ledger.noClose = true
+	start := h.clock.Now()
+	_, _ = h.orch.Transfer(context.Background(), input("order-0016", "1"))
+	if rec := h.item(t, "order-0016"); rec.Envelope.MaxTime != start.Add(12*time.Second).Unix() {
+		t.Fatalf("maxTime = start+%ds, want start+12s (MinValidity)", rec.Envelope.MaxTime-start.Unix())
 	}
 }
 
@@ -537,5 +555,33 @@ func TestHungSendLeavesTheMarginForTheInDoubtWrite(t *testing.T) {
 	}
 	if rec := h.item(t, "order-0019"); rec.Status != transfer.StatusInDoubt {
 		t.Fatalf("item is %s: the in-doubt write needs the margin the hung send must leave", rec.Status)
+	}
+}
+
+func TestReplayWindowBelowAnHourIsRefusedPerCall(t *testing.T) {
+	h := newHarness(t)
+	ttl := 59 * time.Minute
+	h.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.KeyTTL = ttl
+		return s
+	}
+	_, err := h.orch.Transfer(context.Background(), input("order-ttl-1", "1"))
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) || u.Code != transfer.CodeConfigurationInvalid || u.Problem().Status != 503 {
+		t.Fatalf("err = %v, want 503 %s", err, transfer.CodeConfigurationInvalid)
+	}
+	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-ttl-1")); ok || func() bool { p, s := h.ledger.counts(); return p+s != 0 }() {
+		t.Fatal("a refused call claimed the key or sent an envelope")
+	}
+	if _, err := h.orch.Settle(context.Background(), transfer.Record{Status: transfer.StatusInDoubt}); err == nil {
+		t.Fatal("Settle ran with a replay window under an hour")
+	}
+	ttl = time.Hour // the next call reads the fixed value
+	if _, err := h.orch.Transfer(context.Background(), input("order-ttl-1", "1")); err != nil {
+		t.Fatalf("with a one-hour window: %v", err)
+	}
+	if rec := h.item(t, "order-ttl-1"); rec.ExpiresAt != h.clock.Now().Add(time.Hour).Unix() {
+		t.Fatalf("expiresAt = %d, want now + 1 h", rec.ExpiresAt)
 	}
 }

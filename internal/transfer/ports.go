@@ -16,28 +16,58 @@ var ErrConditionFailed = errors.New("transfer: conditional write failed")
 // ErrBadCursor is returned (wrapped) by Store.ListInDoubt for a cursor the store did not issue.
 var ErrBadCursor = errors.New("transfer: malformed list cursor")
 
-// Condition is what a conditional write expects of the stored item: its Status and Version, and
-// its LeaseOwner when LeaseOwner is not empty.
+// Condition is what a conditional write expects of the stored item: the exact state its writer
+// read. Every field is compared exactly, an empty string meaning "absent": the incarnation
+// (ClaimID), Status and Version, the lease owner, and the inner hash of the envelope the item holds
+// (empty: it holds none). Build it with Expect from the item as read; a condition so built can
+// match no later incarnation of the key, because a new claim never repeats a ClaimID (doc.go,
+// "Incarnations"; DESIGN.md section 3).
 type Condition struct {
+	ClaimID    string
 	Status     Status
 	Version    int64
 	LeaseOwner string
+	InnerHash  string
+}
+
+// Expect is the condition that matches rec exactly as it was read, and nothing else.
+func Expect(rec Record) Condition {
+	c := Condition{ClaimID: rec.ClaimID, Status: rec.Status, Version: rec.Version, LeaseOwner: rec.LeaseOwner}
+	if rec.Envelope != nil {
+		c.InnerHash = rec.Envelope.InnerHash
+	}
+	return c
+}
+
+// Matches reports whether the stored item cur satisfies c. It is the reference semantics every
+// Store implements (internal/dynamo translates it to a ConditionExpression; its contract suite
+// checks both agree).
+func (c Condition) Matches(cur Record) bool {
+	inner := ""
+	if cur.Envelope != nil {
+		inner = cur.Envelope.InnerHash
+	}
+	return cur.ClaimID == c.ClaimID && cur.Status == c.Status && cur.Version == c.Version &&
+		cur.LeaseOwner == c.LeaseOwner && inner == c.InnerHash
 }
 
 // Store persists transfer items with conditional writes (DESIGN.md section 3). Implementations
 // return ErrNotFound and ErrConditionFailed (wrapped or not) for those cases, and wrap every other
 // failure.
 type Store interface {
-	// Claim writes rec (an in_flight item, Version 1) if no item holds rec.StoreKey or the item
-	// there expired before now. It returns (rec, true) when the claim is won, or the item that holds
-	// the key and false when it is lost (read back consistently if the write did not return it).
+	// Claim writes rec (an in_flight item, Version 1, a fresh ClaimID) if no item holds
+	// rec.StoreKey or the item there expired before now. It returns (rec, true) when the claim is
+	// won, or the item that holds the key and false when it is lost (read back consistently if the
+	// write did not return it). A claim whose write applied but whose answer was lost comes back
+	// lost with rec itself as the holder: the caller recognises its own ClaimID.
 	Claim(ctx context.Context, rec Record, now time.Time) (Record, bool, error)
 	// Get reads the item consistently.
 	Get(ctx context.Context, storeKey string) (Record, error)
-	// Replace writes next in place of the item if the stored item matches cond. The caller sets
-	// next.Version to cond.Version+1.
+	// Replace writes next in place of the item if the stored item matches cond (Condition.Matches).
+	// The caller sets next.Version to cond.Version+1 and keeps next.ClaimID = cond.ClaimID.
 	Replace(ctx context.Context, next Record, cond Condition) error
-	// Delete removes the item if it matches cond: only done when nothing can land for it.
+	// Delete removes the item if it matches cond (Condition.Matches): only done when nothing can
+	// land for it.
 	Delete(ctx context.Context, storeKey string, cond Condition) error
 	// ListInDoubt reads the in-doubt index, at most limit items from cursor ("" for the start); it
 	// returns the next cursor, "" when there is no more.
@@ -104,11 +134,20 @@ type Lookup struct {
 	ResultCodes []string
 	// FeeChargedStroops is the fee the ledger charged, in stroops.
 	FeeChargedStroops int64
-	// LatestLedger and its close time; OldestLedger is the first ledger the lookup's history
-	// covers (RPC getTransaction oldestLedger).
+	// LatestLedger and its close time: for a NOT_FOUND, a ledger known to have closed BEFORE the
+	// search began, so the search covered it (stellar-rpc reads the transaction before the ledger
+	// range, so a NOT_FOUND answer's own latestLedger may include a ledger it did not search).
+	// OldestLedger is the first ledger the search's history covers (RPC getTransaction
+	// oldestLedger); 0 when the adapter cannot vouch that the search covered LatestLedger (an
+	// instance lagging behind the one that told the ledger, a load-balanced deployment).
 	LatestLedger          uint32
 	LatestLedgerCloseTime time.Time
 	OldestLedger          uint32
+	// SourceNotAdvanced: the envelope's source account's sequence number, read in one snapshot at
+	// a ledger at or after LatestLedger, is below the envelope's sequence number, so the envelope
+	// had not applied by then. With LatestLedger closed after maxTime it proves the envelope dead
+	// whatever the history's reach (ProvenDead).
+	SourceNotAdvanced bool
 }
 
 // Ledger builds, signs, sends and looks up transactions on a Stellar network. Errors from Prepare

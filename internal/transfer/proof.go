@@ -24,15 +24,21 @@ func RefusedBeforeInclusion(res SendResult, maybeDelivered bool) bool {
 }
 
 // ProvenDead reports whether the ledger proves env can never land: the hash is NOT_FOUND, a
-// ledger whose close time is after the envelope's maxTime has closed (so the network will refuse
-// it as too late), and the lookup's history reaches back to the ledger seen before the first
-// send, so an inclusion since then would have been found. The local clock plays no part.
+// ledger whose close time is after the envelope's maxTime had closed before the search began (so
+// the network refuses the envelope as too late from then on; Lookup.LatestLedger's contract), and
+// either the search's history reaches back to the ledger seen before the first send and forward to
+// that ledger, so an inclusion since then would have been found, or the source account's sequence
+// number, read at or after that ledger, is still below the envelope's (SourceNotAdvanced). The
+// local clock plays no part.
 func ProvenDead(env Envelope, lk Lookup) bool {
-	return lk.Status == LookupNotFound &&
-		env.MaxTime > 0 &&
-		env.SubmittedLedger > 0 &&
-		!lk.LatestLedgerCloseTime.IsZero() &&
-		lk.LatestLedgerCloseTime.Unix() > env.MaxTime &&
+	if lk.Status != LookupNotFound || env.MaxTime <= 0 || lk.LatestLedgerCloseTime.IsZero() ||
+		lk.LatestLedgerCloseTime.Unix() <= env.MaxTime {
+		return false
+	}
+	if lk.SourceNotAdvanced {
+		return true
+	}
+	return env.SubmittedLedger > 0 &&
 		lk.OldestLedger > 0 && lk.OldestLedger <= env.SubmittedLedger &&
 		lk.LatestLedger >= env.SubmittedLedger
 }

@@ -58,6 +58,12 @@ func TestProvenDead(t *testing.T) {
 		{"latest ledger behind the submission (another node)", env, func(l *transfer.Lookup) { l.LatestLedger = 499 }, false},
 		{"no maxTime on the envelope", transfer.Envelope{SubmittedLedger: 500}, func(*transfer.Lookup) {}, false},
 		{"no submitted ledger recorded", transfer.Envelope{MaxTime: maxTime.Unix()}, func(*transfer.Lookup) {}, false},
+		// The source account's sequence number, read at or after the ledger, corroborates alone.
+		{"source not advanced, no history", env, func(l *transfer.Lookup) { l.OldestLedger = 0; l.SourceNotAdvanced = true }, true},
+		{"source not advanced, history after the submission", env, func(l *transfer.Lookup) { l.OldestLedger = 501; l.SourceNotAdvanced = true }, true},
+		{"source not advanced but no ledger after maxTime", env, func(l *transfer.Lookup) { l.LatestLedgerCloseTime = maxTime; l.SourceNotAdvanced = true }, false},
+		{"source not advanced but found", env, func(l *transfer.Lookup) { l.Status = transfer.LookupSuccess; l.SourceNotAdvanced = true }, false},
+		{"source not advanced, no maxTime", transfer.Envelope{SubmittedLedger: 500}, func(l *transfer.Lookup) { l.SourceNotAdvanced = true }, false},
 	} {
 		lk := dead
 		tc.mutate(&lk)

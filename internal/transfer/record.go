@@ -61,7 +61,13 @@ type Result struct {
 // Record is one transfer item (DESIGN.md section 3). The store persists every field; Fingerprint is
 // never returned by any API.
 type Record struct {
-	StoreKey    string
+	StoreKey string
+	// ClaimID names the item's incarnation: a random ID written by the claim that created the item
+	// and kept by every later write of it (attach, take-over, settle, in_doubt, resolve). Releasing
+	// the key deletes the item; the next claim writes a new ClaimID, so a writer that read an
+	// earlier incarnation can never match the new one (doc.go, "Incarnations"). Empty only on items
+	// written before claim IDs existed.
+	ClaimID     string
 	Status      Status
 	Fingerprint string
 	Request     Request
@@ -80,7 +86,8 @@ type Record struct {
 	// ExpiresAt is the TTL, epoch seconds; 0 means never (in_flight, in_doubt, or holding an
 	// envelope that could still land).
 	ExpiresAt int64
-	// Version increases by one on every conditional write.
+	// Version increases by one on every conditional write within an incarnation (it restarts at 1
+	// with each claim, so only ClaimID and Version together name one state of the item).
 	Version int64
 
 	CreatedAt time.Time

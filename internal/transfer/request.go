@@ -37,15 +37,17 @@ type RawRequest struct {
 	Asset         string `json:"asset"`
 }
 
-// Request is a validated transfer request in canonical form: wallet and asset upper case, amount
-// without leading or trailing zeros. Two spellings of one transfer canonicalise to the same Request.
+// Request is a validated transfer request in canonical form: wallet upper case, asset spelled as
+// configured, amount without leading or trailing zeros. Two spellings of one transfer
+// canonicalise to the same Request.
 type Request struct {
 	OperationType Operation `json:"operationType"`
 	// WalletAddress is a G... account or C... contract strkey, upper case.
 	WalletAddress string `json:"walletAddress"`
 	// Amount is the canonical decimal string, e.g. "1000.5".
 	Amount string `json:"amount"`
-	// Asset is the configured asset code, upper case.
+	// Asset is the configured asset code, spelled exactly as configured (Stellar asset codes are
+	// case-sensitive: "yUSDC" and "YUSDC" are two assets).
 	Asset string `json:"asset"`
 	// Stroops is Amount in the asset's smallest unit (10^-7).
 	Stroops int64 `json:"-"`
@@ -64,14 +66,27 @@ const (
 )
 
 // AddressParser verifies a strkey's version byte and checksum. The domain declares it so that it
-// imports no Stellar package; internal/stellar provides it.
+// imports no Stellar package; internal/stellar provides it. Rules hands it only text of an
+// address's shape (addressShape).
 type AddressParser interface {
 	ParseAddress(upper string) (AddressKind, error)
 }
 
+// addressShape is the text of a strkey (SEP-23) a wallet may be: a G... account or C... contract
+// (56 characters) or an M... muxed account (69), in RFC 4648 base32's upper-case alphabet. It is
+// checked before any decoder sees the text: Go's encoding/base32 (under go-stellar-sdk's strkey)
+// skips '\r' and '\n', so "G...\r\n..." would decode to an account under a second spelling (a
+// second store key, a second transfer), and strkey.DecodeAny panics on some short inputs.
+var addressShape = regexp.MustCompile(`^(?:[GC][A-Z2-7]{55}|M[A-Z2-7]{68})$`)
+
+// assetCodePattern is a Stellar asset code: 1 to 12 ASCII letters and digits (stellar-core,
+// src/util/types.cpp isAssetValid).
+var assetCodePattern = regexp.MustCompile(`^[A-Za-z0-9]{1,12}$`)
+
 // Rules validates idempotency keys and canonicalises requests.
 type Rules struct {
-	// Assets are the accepted asset codes, upper case.
+	// Assets are the accepted asset codes, spelled as configured. A request's asset matches one
+	// of them ignoring case; no two of them may differ only by case (the configuration refuses it).
 	Assets []string
 	// MaxKeyLength bounds an idempotency key (TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH); 0 means 255.
 	MaxKeyLength int
@@ -139,13 +154,18 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 }
 
 // CanonicalWallet checks a wallet address (a G... account or C... contract strkey with a valid
-// checksum, any case; muxed M... refused) and returns it upper case. Errors: *ValidationError
-// INVALID_ADDRESS (422). Rules without an AddressParser is a programming error, reported as an
-// untyped error (500), not as the client's fault.
+// checksum, any case, surrounding white space trimmed; muxed M... refused) and returns it upper
+// case. Anything but the 56 characters of A-Z and 2-7 (any case) after trimming, line breaks
+// inside included, is refused before it is decoded. Errors: *ValidationError INVALID_ADDRESS
+// (422). Rules without an AddressParser is a programming error, reported as an untyped error
+// (500), not as the client's fault.
 func (r Rules) CanonicalWallet(raw string) (string, error) {
 	w := strings.ToUpper(strings.TrimSpace(raw))
 	if r.Addresses == nil {
 		return "", errors.New("transfer: Rules has no AddressParser")
+	}
+	if !addressShape.MatchString(w) {
+		return "", unprocessable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid Stellar account (G...) or contract (C...) address: 56 characters of A-Z and 2-7")
 	}
 	kind, err := r.Addresses.ParseAddress(w)
 	if err != nil {
@@ -161,11 +181,14 @@ func (r Rules) CanonicalWallet(raw string) (string, error) {
 	}
 }
 
+// canonicalAsset finds the configured asset whose code equals raw ignoring case (and
+// surrounding white space) and returns its code as configured.
 func (r Rules) canonicalAsset(raw string) (string, error) {
-	a := strings.ToUpper(strings.TrimSpace(raw))
+	a := strings.TrimSpace(raw)
+	// ASCII only: strings.EqualFold alone would also match Unicode folds such as the Kelvin sign.
 	for _, known := range r.Assets {
-		if a == strings.ToUpper(known) {
-			return a, nil
+		if assetCodePattern.MatchString(a) && strings.EqualFold(a, known) {
+			return known, nil
 		}
 	}
 	return "", unprocessable(CodeInvalidAsset, "asset", "asset %q is not supported (supported: %s)", clip(raw, 12), strings.Join(r.Assets, ", "))

@@ -36,12 +36,16 @@ type Settlement struct {
 }
 
 // Settle judges rec, an in_doubt item or an in_flight item whose lease expired, from the ledger
-// and writes only what the ledger proves (DESIGN.md section 1), conditional on rec's status and
-// version: SUCCESS -> replayable; FAILED -> rejected; proven dead or never sent -> released; an
+// and writes only what the ledger proves (DESIGN.md section 1), conditional on rec exactly as read
+// (Expect: its incarnation, status, version, lease owner and envelope), so a stale reader can never
+// touch a later claim of the key: SUCCESS -> replayable; FAILED -> rejected; proven dead or never sent -> released; an
 // expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. It is
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
 // (wrapped) when another caller changed the item first; the ledger's or the store's errors.
 func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, error) {
+	if err := o.settings().Validate(); err != nil {
+		return Settlement{}, err
+	}
 	now := o.Clock.Now()
 	switch {
 	case rec.Status == StatusInFlight && !rec.LeaseExpired(now):
@@ -49,13 +53,12 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 	case rec.Status != StatusInFlight && rec.Status != StatusInDoubt:
 		return Settlement{Resolution: Unresolved}, nil
 	}
-	cond := Condition{Status: rec.Status, Version: rec.Version}
 	if rec.Envelope == nil {
 		if rec.Status == StatusInDoubt {
 			return Settlement{Resolution: Unresolved}, nil
 		}
 		// The claim's invocation died before writing an envelope: nothing was ever sent.
-		if err := o.Store.Delete(ctx, rec.StoreKey, cond); err != nil {
+		if err := DeleteItem(ctx, o.Store, rec); err != nil {
 			return Settlement{}, err
 		}
 		return Settlement{Resolution: ResolvedReleased}, nil
@@ -68,7 +71,7 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 	switch {
 	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
 		next := SettledRecord(rec, lk, now, o.settings().KeyTTL)
-		if err := o.Store.Replace(ctx, next, cond); err != nil {
+		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 			return Settlement{Lookup: &lk}, err
 		}
 		o.Ledger.Done(ctx, env)
@@ -78,14 +81,14 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 		}
 		return Settlement{Resolution: res, Record: next, Lookup: &lk}, nil
 	case ProvenDead(env, lk):
-		if err := o.Store.Delete(ctx, rec.StoreKey, cond); err != nil {
+		if err := DeleteItem(ctx, o.Store, rec); err != nil {
 			return Settlement{Lookup: &lk}, err
 		}
 		o.Ledger.Done(ctx, env)
 		return Settlement{Resolution: ResolvedReleased, Lookup: &lk}, nil
 	case rec.Status == StatusInFlight:
 		next := InDoubtRecord(rec, CodeLeaseExpired, now)
-		if err := o.Store.Replace(ctx, next, cond); err != nil {
+		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 			return Settlement{Lookup: &lk}, err
 		}
 		return Settlement{Resolution: ResolvedInDoubt, Record: next, Lookup: &lk}, nil

@@ -49,6 +49,7 @@ func (c *ledgerClock) Sleep(ctx context.Context, d time.Duration) error {
 type rig struct {
 	svc    *wiring.Service
 	db     *dynamotest.CountingClient
+	net    *stellarsim.Network
 	wallet string
 }
 
@@ -93,7 +94,7 @@ func newRig(tb testing.TB) *rig {
 		tb.Fatal(err)
 	}
 	counting.Reset()
-	return &rig{svc: svc, db: counting, wallet: wallet.Address()}
+	return &rig{svc: svc, db: counting, net: n, wallet: wallet.Address()}
 }
 
 func must(tb testing.TB, err error) {

@@ -45,6 +45,7 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset) (StellarLedger, *stellar
 			URL: d.Config.RPCURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
 			VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops,
 			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
+			LoadBalanced: d.Config.RPCLoadBalanced,
 		})
 		if err != nil {
 			return nil, nil, err

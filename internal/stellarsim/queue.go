@@ -1,0 +1,194 @@
+package stellarsim
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/xdr"
+)
+
+// This file is stellar-core's transaction queue (src/herder/TransactionQueue.cpp,
+// src/herder/HerderImpl.cpp): what it accepts, how long it keeps a
+// transaction, and what it bans.
+
+// Queue constants, from src/herder/HerderImpl.cpp.
+const (
+	// queueTimeoutLedgers is TRANSACTION_QUEUE_TIMEOUT_LEDGERS: a queued
+	// transaction not included within this many ledger closes is evicted
+	// and banned (TransactionQueue::shift).
+	queueTimeoutLedgers = 4
+	// banLedgers is TRANSACTION_QUEUE_BAN_LEDGERS, the length of the ring of
+	// banned-hash sets TransactionQueue::shift rotates at every close.
+	banLedgers = 10
+	// expectedCloseTimeMult is EXPECTED_CLOSE_TIME_MULT
+	// (src/transactions/TransactionUtils.h).
+	expectedCloseTimeMult = 2
+)
+
+// pendingTx is an accepted transaction waiting in the queue.
+type pendingTx struct {
+	tx        *txInfo
+	order     uint64
+	includeAt uint32 // first ledger it may be included in
+	age       int    // ledger closes it has waited through (core's AccountState.mAge)
+	envelope  *ReceivedEnvelope
+}
+
+// upperBoundCloseTimeOffset is core's getUpperBoundCloseTimeOffset
+// (src/transactions/TransactionUtils.cpp): EXPECTED_CLOSE_TIME_MULT times the
+// expected ledger close time in whole seconds
+// (LedgerManagerImpl::getExpectedLedgerCloseTime), plus the time since the
+// last close. TransactionQueue::canAdd passes it to
+// TransactionFrame::checkValidForOverlay, whose isTooLate refuses maxTime
+// below last close time + this offset: an envelope must stay valid for the
+// ledger after next.
+func (n *Network) upperBoundCloseTimeOffset(lastClose int64) int64 {
+	drift := max(n.clock.Now().Unix()-lastClose, 0)
+	return int64(n.opts.ExpectedCloseInterval/time.Second)*expectedCloseTimeMult + drift
+}
+
+// submitCtx is the ledger a new envelope is judged against: core's
+// TransactionQueue::canAdd uses the last closed ledger's close time with
+// lower offset 0 and the upper-bound offset, and its sequence + 1 for ledger
+// bounds.
+func (n *Network) submitCtx() checkCtx {
+	latest := n.latestLocked()
+	if n.opts.Legacy.SubmitTimeBounds {
+		return checkCtx{closeTime: n.nextCloseTime(), ledgerSeq: latest.Sequence + 1}
+	}
+	ct := latest.CloseTime.Unix()
+	return checkCtx{closeTime: ct, upperOffset: n.upperBoundCloseTimeOffset(ct), ledgerSeq: latest.Sequence + 1}
+}
+
+// isBanned is TransactionQueue::isBanned, judged at the current last closed ledger.
+func (n *Network) isBanned(fullHash string) bool {
+	until, ok := n.banned[fullHash]
+	return ok && uint32(len(n.closeTimes)) <= until
+}
+
+// banApplied bans a transaction applied in ledger seq. TransactionQueue::removeApplied
+// puts it in the newest banned set and shift() then rotates once, so it is
+// banned while the last closed ledger is seq .. seq+banLedgers-2 (N..N+8)
+// and then fails the sequence check (txBAD_SEQ).
+func (n *Network) banApplied(fullHash string, seq uint32) {
+	n.banned[fullHash] = seq + banLedgers - 2
+}
+
+// banAtClose bans a transaction evicted or found invalid at the close of
+// ledger seq: TransactionQueue::shift and TransactionQueue::ban put it in the
+// newest set after the rotation, so it is banned for seq .. seq+banLedgers-1.
+func (n *Network) banAtClose(fullHash string, seq uint32) {
+	n.banned[fullHash] = max(n.banned[fullHash], seq+banLedgers-1)
+}
+
+// acceptLocked applies the queue rules in stellar-core's order
+// (TransactionQueue::canAdd): duplicate, banned (TRY_AGAIN_LATER), one
+// transaction per source (another one gets TRY_AGAIN_LATER; a fee bump of the
+// same sequence number replaces the queued one at 10x its fee rate, below
+// that it gets ERROR txINSUFFICIENT_FEE), then validity for the next ledger
+// with the upper-bound close time offset.
+func (n *Network) acceptLocked(s *submission) {
+	t := s.tx
+	queued := n.queue[t.source]
+	if queued != nil && queued.tx.fullHash == t.fullHash {
+		s.status = StatusDuplicate
+		return
+	}
+	if n.isBanned(t.fullHash) {
+		s.status = StatusTryAgainLater
+		return
+	}
+	replace := false
+	if queued != nil {
+		if !t.feeBump || t.seq != queued.tx.seq {
+			s.status = StatusTryAgainLater
+			return
+		}
+		// Replace-by-fee: core wants FEE_MULTIPLIER (10) x the queued fee rate
+		// and otherwise answers ERROR txINSUFFICIENT_FEE with the fee it would need.
+		need := int64(math.Ceil(10*queued.tx.feeRate()*float64(len(t.ops)+1))) + t.resourceFee
+		if t.outerFee < need {
+			r := simpleResult(need, xdr.TransactionResultCodeTxInsufficientFee, nil)
+			s.status, s.errResult, s.errCode = StatusError, &r, xdr.TransactionResultCodeTxInsufficientFee
+			return
+		}
+		replace = true
+	}
+	if terr := n.checkTx(t, n.submitCtx()); terr != nil {
+		s.status = StatusError
+		s.errResult, s.errCode = &terr.result, terr.code
+		return
+	}
+	s.status = StatusPending
+	s.rec.Accepted = true
+	if replace {
+		queued.envelope.Outcome = "replaced in queue by fee bump " + t.fullHash
+		delete(n.queue, t.source)
+	}
+	if s.faults.dropEnvelope {
+		s.rec.Outcome = "evicted from queue (drop_envelope fault): never applied"
+		return
+	}
+	n.nextOrder++
+	n.queue[t.source] = &pendingTx{
+		tx:        t,
+		order:     n.nextOrder,
+		includeAt: s.latest.Sequence + 1 + uint32(s.faults.delayInclusion),
+		envelope:  s.rec,
+	}
+}
+
+// dueLocked lists the queued transactions that may be included in ledger
+// seq, in submission order.
+func (n *Network) dueLocked(seq uint32) []*pendingTx {
+	due := make([]*pendingTx, 0, len(n.queue))
+	for _, p := range n.queue {
+		if p.includeAt <= seq {
+			due = append(due, p)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].order < due[j].order })
+	return due
+}
+
+// updateQueueLocked is HerderImpl::updateTransactionQueue after ledger seq
+// closed with closeTime: TransactionQueue::shift ages every queued
+// transaction and evicts and bans one that has waited
+// TRANSACTION_QUEUE_TIMEOUT_LEDGERS closes; then the rest are re-validated
+// against the new last closed ledger with the upper-bound close time offset
+// (TxSetUtils::getInvalidTxListWithErrors) and the invalid ones banned
+// (TransactionQueue::ban). Callers hold n.mu.
+func (n *Network) updateQueueLocked(seq uint32, closeTime int64) {
+	for _, p := range n.sortedQueue() {
+		if n.opts.Legacy.NoQueueAgeing {
+			break
+		}
+		p.age++
+		if p.age >= queueTimeoutLedgers {
+			delete(n.queue, p.tx.source)
+			n.banAtClose(p.tx.fullHash, seq)
+			p.envelope.Outcome = "evicted from queue after " + itoa(queueTimeoutLedgers) + " ledgers (at ledger " + itoa(int64(seq)) + "): never applied"
+		}
+	}
+	if n.opts.Legacy.SubmitTimeBounds {
+		return
+	}
+	c := checkCtx{closeTime: closeTime, upperOffset: n.upperBoundCloseTimeOffset(closeTime), ledgerSeq: seq + 1}
+	for _, p := range n.sortedQueue() {
+		if terr := n.checkTx(p.tx, c); terr != nil {
+			delete(n.queue, p.tx.source)
+			n.banAtClose(p.tx.fullHash, seq)
+			p.envelope.Outcome = "dropped from queue after ledger " + itoa(int64(seq)) + ": " + terr.name() + ": never applied"
+		}
+	}
+}
+
+func (n *Network) sortedQueue() []*pendingTx {
+	out := make([]*pendingTx, 0, len(n.queue))
+	for _, p := range n.queue {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
+}

@@ -1,0 +1,232 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// One envelope's life in a call: build and attach it, send it, await the ledger, and settle what
+// the ledger says (DESIGN.md section 4).
+
+// execute builds, records and submits a new envelope for a claimed item. freed reports that
+// the key was released because nothing can land, so the caller may claim it again.
+func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Outcome, bool, error) {
+	if err := o.hook(ctx, StepClaimed, rec); err != nil {
+		return Outcome{}, false, err
+	}
+	var env Envelope
+	pctx, end := o.observer().StartStep(a.net, TracePrepare)
+	err := o.Breaker.Do(func() error {
+		var err error
+		env, err = o.Ledger.Prepare(pctx, rec.Request, o.maxTime(a))
+		return err
+	})
+	end(err)
+	if err != nil {
+		// Nothing was sent: the key is free again.
+		o.release(ctx, rec)
+		return Outcome{}, false, prepareFailure(err)
+	}
+	if err := o.hook(ctx, StepPrepared, rec); err != nil {
+		return Outcome{}, false, err
+	}
+	next := rec
+	next.Envelope = &env
+	next.Version++
+	next.UpdatedAt = o.Clock.Now()
+	if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
+		// The envelope was never sent, so nothing can land from it whether or not the write
+		// happened. If it did, a take-over will find the envelope and judge it from the ledger.
+		o.release(ctx, rec)
+		o.Ledger.Done(ctx, env)
+		return Outcome{}, false, storeUnavailable(err)
+	}
+	if err := o.hook(ctx, StepAttached, next); err != nil {
+		return Outcome{}, false, err
+	}
+	return o.submit(ctx, a, next, false)
+}
+
+// submit sends rec's envelope and awaits the ledger until the envelope lands, is proven dead, or
+// the budget ends. maybeDelivered says an earlier send may have reached the network (a take-over
+// or reconciliation), so no refusal can prove anything.
+func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybeDelivered bool) (Outcome, bool, error) {
+	env := *rec.Envelope
+	failing := CodeTimeout
+	needSend := true
+	wait := firstPoll
+	var sentAt uint32 // latest ledger when the envelope was last sent
+	for {
+		if !o.Clock.Now().Before(a.deadline) {
+			break
+		}
+		if needSend {
+			res, err := o.send(a.net, env)
+			if herr := o.hook(ctx, StepSent, rec); herr != nil {
+				return Outcome{}, false, herr
+			}
+			needSend = false
+			if err == nil {
+				sentAt = res.LatestLedger
+			}
+			switch {
+			case err == nil && res.Status == SendIncluded && res.Included != nil:
+				return o.onLookup(ctx, a, rec, *res.Included)
+			case err == nil && RefusedBeforeInclusion(res, maybeDelivered):
+				o.release(ctx, rec)
+				o.Ledger.Done(ctx, env)
+				return Outcome{}, true, refused(res)
+			case err == nil:
+				// PENDING or DUPLICATE, or a refusal of a re-send, which proves nothing.
+				maybeDelivered = true
+			case notSent(err):
+				needSend = true
+			default:
+				// The request may have been written: from here on the envelope may be on the network.
+				maybeDelivered = true
+				needSend = true
+				failing = sendFailure(err)
+				o.log().WarnContext(ctx, "send failed; will re-send the same envelope", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "err", err)
+			}
+		}
+		if maybeDelivered {
+			lk, err := o.lookup(a.net, env)
+			if err == nil {
+				switch {
+				case lk.Status == LookupSuccess || lk.Status == LookupFailed:
+					return o.onLookup(ctx, a, rec, lk)
+				case ProvenDead(env, lk):
+					o.release(ctx, rec)
+					o.Ledger.Done(ctx, env)
+					return Outcome{}, true, expired()
+				}
+				// Still pending two ledgers after the send: re-send the same envelope, in case a
+				// node dropped it. Same hash, same sequence number: it can land at most once.
+				if lk.LatestLedger >= sentAt+2 {
+					needSend = true
+				}
+			}
+		}
+		if err := o.sleep(ctx, a, wait); err != nil {
+			break
+		}
+		if wait = wait * 3 / 2; wait > maxPoll {
+			wait = maxPoll
+		}
+	}
+	if !maybeDelivered {
+		// Every send failed before reaching the network: nothing can land.
+		o.release(ctx, rec)
+		o.Ledger.Done(ctx, env)
+		return Outcome{}, false, &UnavailableError{Code: CodeNetworkUnavailable, Detail: "the Stellar network could not be reached; nothing was submitted"}
+	}
+	return Outcome{}, false, o.settleInDoubt(ctx, a, rec, failing)
+}
+
+// onLookup settles an envelope the ledger has included.
+func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk Lookup) (Outcome, bool, error) {
+	if err := o.hook(ctx, StepSettling, rec); err != nil {
+		return Outcome{}, false, err
+	}
+	env := *rec.Envelope
+	next := settled(rec, lk, o.Clock.Now(), a.settings.KeyTTL)
+	sctx, end := o.observer().StartStep(ctx, TraceSettle)
+	err := ReplaceItem(sctx, o.Store, rec, next)
+	end(err)
+	if err != nil {
+		// The ledger has spoken; the caller gets the truth. The item stays in_flight with its
+		// envelope until a take-over or the sweep settles it from the same ledger facts.
+		o.log().ErrorContext(ctx, "settle failed after the ledger decided", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "status", string(lk.Status), "err", err)
+	}
+	o.Ledger.Done(ctx, env)
+	if lk.Status == LookupSuccess {
+		return Outcome{TransactionHash: env.InnerHash, Ledger: lk.Ledger}, false, nil
+	}
+	return Outcome{}, false, storedRejection(next)
+}
+
+// settled is rec after the ledger included its envelope: replayable on SUCCESS, rejected on
+// FAILED. The signed XDR is dropped (it can never land again) and the TTL starts.
+func settled(rec Record, lk Lookup, now time.Time, ttl time.Duration) Record {
+	next := rec
+	env := *rec.Envelope
+	env.XDR = ""
+	next.Envelope = &env
+	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	next.Version++
+	next.UpdatedAt = now
+	next.ExpiresAt = now.Add(ttl).Unix()
+	if lk.Status == LookupSuccess {
+		next.Status = StatusReplayable
+		next.Result = &Result{TransactionHash: env.InnerHash, Ledger: lk.Ledger, FeeChargedStroops: lk.FeeChargedStroops}
+		return next
+	}
+	next.Status = StatusRejected
+	next.Result = &Result{
+		TransactionHash: env.InnerHash, Ledger: lk.Ledger, Code: CodeTransactionFailed, HTTPStatus: 422,
+		Detail:      fmt.Sprintf("the transaction was included in ledger %d and failed", lk.Ledger),
+		ResultCodes: lk.ResultCodes, FeeChargedStroops: lk.FeeChargedStroops,
+	}
+	return next
+}
+
+// settleInDoubt parks rec as in_doubt and returns the error every caller will see.
+func (o *Orchestrator) settleInDoubt(ctx context.Context, a *attempt, rec Record, failing string) error {
+	if err := o.hook(ctx, StepSettling, rec); err != nil {
+		return err
+	}
+	next := InDoubtRecord(rec, failing, o.Clock.Now())
+	if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
+		o.log().ErrorContext(ctx, "writing in_doubt failed; the expired lease will be taken over", "storeKey", rec.StoreKey, "err", err)
+	}
+	// The page comes from the alert function, which sees every in_doubt item on the table's stream;
+	// this line carries no "alert" field so that one transfer pages once.
+	o.log().WarnContext(ctx, "transfer in doubt", "storeKey", rec.StoreKey,
+		"walletAddress", rec.Request.WalletAddress, "operationType", string(rec.Request.OperationType),
+		"amount", rec.Request.Amount, "asset", rec.Request.Asset, "failingCode", failing,
+		"idempotencyKey", rec.ClientKey, "traceId", rec.TraceID, "innerHash", rec.Envelope.InnerHash)
+	return &InDoubtError{FailingCode: failing, RetryAfter: o.inDoubtRetryAfter(a, *rec.Envelope)}
+}
+
+// inDoubtRetryAfter is when a retry may find the envelope provable: after maxTime and the next
+// ledger close.
+func (o *Orchestrator) inDoubtRetryAfter(a *attempt, env Envelope) time.Duration {
+	d := time.Unix(env.MaxTime, 0).Sub(o.Clock.Now()) + a.settings.ProofWindow
+	if d < time.Second {
+		d = a.settings.ProofWindow
+	}
+	return d.Round(time.Second)
+}
+
+func (o *Orchestrator) send(ctx context.Context, env Envelope) (SendResult, error) {
+	var res SendResult
+	ctx, end := o.observer().StartStep(ctx, TraceSend)
+	defer func() { end(nil) }()
+	err := o.Breaker.Do(func() error {
+		var err error
+		res, err = o.Ledger.Send(ctx, env)
+		return err
+	})
+	return res, err
+}
+
+func (o *Orchestrator) lookup(ctx context.Context, env Envelope) (Lookup, error) {
+	var lk Lookup
+	ctx, end := o.observer().StartStep(ctx, TraceAwait)
+	defer func() { end(nil) }()
+	err := o.Breaker.Do(func() error {
+		var err error
+		lk, err = o.Ledger.Lookup(ctx, env)
+		return err
+	})
+	return lk, err
+}
+
+// release deletes an in_flight item this call owns, once nothing can land for it. A failure is
+// logged: the lease will expire and a take-over will judge the item from the ledger.
+func (o *Orchestrator) release(ctx context.Context, rec Record) {
+	if err := DeleteItem(ctx, o.Store, rec); err != nil {
+		o.log().WarnContext(ctx, "releasing the key failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
+	}
+}

@@ -1,0 +1,34 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+)
+
+// Taking over a claim whose invocation died (DESIGN.md section 3, take over).
+
+// takeOver claims an in_flight item whose lease ran out (its invocation died): with no envelope
+// it is executed afresh; with one, the same envelope is re-sent and judged, never rebuilt.
+func (o *Orchestrator) takeOver(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
+	next := held
+	next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
+	next.TraceID = a.in.TraceID
+	next.Version++
+	next.UpdatedAt = o.Clock.Now()
+	// The condition names the incarnation and state read (Expect(held)): a take-over delayed past
+	// another caller's release and reclaim can never land on the new claim.
+	if err := ReplaceItem(ctx, o.Store, held, next); err != nil {
+		if errors.Is(err, ErrConditionFailed) {
+			return Outcome{}, true, nil // another caller took it over first
+		}
+		return Outcome{}, false, storeUnavailable(err)
+	}
+	o.log().WarnContext(ctx, "took over an expired lease", "storeKey", held.StoreKey, "hasEnvelope", held.Envelope != nil)
+	if next.Envelope == nil {
+		return o.execute(ctx, a, next)
+	}
+	if err := o.hook(ctx, StepClaimed, next); err != nil {
+		return Outcome{}, false, err
+	}
+	return o.submit(ctx, a, next, true)
+}

@@ -1,0 +1,57 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+)
+
+// What a stored item shows to a client: replays, stored rejections and the GET view (seed 003's
+// three statuses).
+
+// View is what GET /wallets/{wallet}/transfers/{key} shows: seed 003's three statuses.
+type View struct {
+	// Status is "pending" (in flight or in doubt), "success" or "error".
+	Status          string
+	TransactionHash string
+	Ledger          uint32
+	// InDoubt is true while the outcome is unknown and awaits reconciliation.
+	InDoubt bool
+	// Problem describes a stored rejection (Status "error").
+	Problem *Problem
+}
+
+// View returns what is stored for (wallet, clientKey). Errors: *NotFoundError, or a wrapped store
+// failure.
+func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View, error) {
+	rec, err := o.Store.Get(ctx, StoreKey(wallet, clientKey))
+	if errors.Is(err, ErrNotFound) || err == nil && rec.Expired(o.Clock.Now()) {
+		return View{}, &NotFoundError{}
+	}
+	if err != nil {
+		return View{}, storeUnavailable(err)
+	}
+	switch rec.Status {
+	case StatusReplayable:
+		return View{Status: "success", TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger}, nil
+	case StatusRejected:
+		p := storedRejection(rec).Problem()
+		return View{Status: "error", TransactionHash: p.TransactionHash, Problem: &p}, nil
+	default:
+		return View{Status: "pending", InDoubt: rec.Status == StatusInDoubt}, nil
+	}
+}
+
+func replay(rec Record) Outcome {
+	if rec.Result == nil {
+		return Outcome{Replayed: true}
+	}
+	return Outcome{TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger, Replayed: true}
+}
+
+func storedRejection(rec Record) *RejectedError {
+	if rec.Result == nil {
+		return &RejectedError{Code: CodeTransactionFailed, Detail: "the transfer was rejected"}
+	}
+	r := rec.Result
+	return &RejectedError{Code: r.Code, Status: r.HTTPStatus, Detail: r.Detail, TransactionHash: r.TransactionHash, ResultCodes: r.ResultCodes}
+}

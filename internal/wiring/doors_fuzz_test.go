@@ -1,0 +1,333 @@
+package wiring_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stellar/go-stellar-sdk/keypair"
+
+	"github.com/stellar-transfer/orchestrator/internal/alert"
+	"github.com/stellar-transfer/orchestrator/internal/api"
+	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/wiring"
+)
+
+// The doors' fuzz targets (issue 16, item 7): the HTTP handler and the API Gateway adapter, as
+// deployed (wiring.Build: the real address rules, orchestrator, DynamoDB store and Stellar
+// ledger), on minidyn and the local network. Whatever a client sends: never a 5xx (nothing here
+// is down) and never a panic; every 4xx is application/problem+json with a code; and no part of
+// a secret seed in the input comes back in the answer, the log, a stored item or the alert that
+// item would raise.
+
+// doorWallet is the funded wallet the corpus pays: the account of the raw seed 0x07 * 32.
+var doorWallet = func() string {
+	kp, err := keypair.FromRawSeed([32]byte{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7})
+	if err != nil {
+		panic(err)
+	}
+	return kp.Address()
+}()
+
+// itemRecorder is a dynamo.Client that keeps every item written through it.
+type itemRecorder struct {
+	dynamo.Client
+	mu  sync.Mutex
+	raw []*dynamodb.PutItemInput
+}
+
+func (r *itemRecorder) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	r.mu.Lock()
+	r.raw = append(r.raw, in)
+	r.mu.Unlock()
+	return r.Client.PutItem(ctx, in, optFns...)
+}
+
+// written returns what was written since the last call: each item decoded, and the alert it
+// would raise, as text.
+func (r *itemRecorder) written(t *testing.T) string {
+	r.mu.Lock()
+	raw := r.raw
+	r.raw = nil
+	r.mu.Unlock()
+	var b strings.Builder
+	for _, in := range raw {
+		if !strings.HasPrefix(pkOf(in), "transfer:") {
+			continue
+		}
+		rec, err := dynamo.DecodeItem(in.Item)
+		if err != nil {
+			t.Fatalf("an item written does not decode: %v", err)
+		}
+		j, _ := json.Marshal(rec)
+		d, _ := json.Marshal(alert.DetailsOf(rec))
+		b.Write(j)
+		b.Write(d)
+	}
+	return b.String()
+}
+
+func pkOf(in *dynamodb.PutItemInput) string {
+	if v, ok := in.Item[dynamo.AttrPK].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// syncBuffer is a log sink safe for concurrent use that hands out what was written since the
+// last call.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	b.buf.Reset()
+	return s
+}
+
+// doorRig is the deployed service over minidyn and the local network. handler builds the service
+// anew (wiring.Build makes no network call) on the same table and network: a fresh circuit
+// breaker per input, so one input's failures cannot open it for the next.
+type doorRig struct {
+	cfg   config.Config
+	db    *itemRecorder
+	keys  stellar.Keys
+	clock *ledgerClock
+	logs  *syncBuffer
+}
+
+func newDoorRig(tb testing.TB) *doorRig {
+	tb.Helper()
+	clock := &ledgerClock{now: time.Unix(1_900_000_000, 0)}
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = n.Close() })
+	clock.net = n
+	keys, err := stellar.GenerateKeys(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	issuer, _ := n.CreateKeypair(1e11)
+	usdc := n.IssueAsset("USDC", issuer)
+	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
+	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
+	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e15))
+	must(tb, n.CreateAccount(doorWallet, 1e11))
+	must(tb, n.AddTrustline(doorWallet, usdc, 0))
+	client, _ := dynamotest.Minidyn(tb)
+	store := dynamotest.NewStore(tb, client)
+	cfg, err := config.Load(func(k string) string {
+		return map[string]string{
+			"TABLE_NAME": store.Table(), "STELLAR_RPC_URL": n.RPCURL(), "NETWORK_PASSPHRASE": n.Passphrase(),
+			"VAULT_ACCOUNT": keys.Vault.Address(), "ASSETS": "USDC:" + usdc.Issuer,
+		}[k]
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &doorRig{cfg: cfg, db: &itemRecorder{Client: client}, keys: keys, clock: clock, logs: &syncBuffer{}}
+}
+
+func (r *doorRig) handler(tb testing.TB) http.Handler {
+	svc, err := wiring.Build(wiring.Deps{Config: r.cfg, Getenv: func(string) string { return "" }, Dynamo: r.db,
+		Keys: stellar.StaticKeys{K: r.keys}, Clock: r.clock, Logger: logging.New(r.logs, slog.LevelDebug)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return svc.Handler
+}
+
+// seedsIn returns every secret seed inside s, upper case.
+func seedsIn(s string) []string {
+	var out []string
+	for i := 0; i+56 <= len(s); i++ {
+		if (s[i] == 'S' || s[i] == 's') && logging.ContainsSeed(s[i:i+56]) {
+			out = append(out, strings.ToUpper(s[i:i+56]))
+		}
+	}
+	return out
+}
+
+// leaks reports whether out holds 16 or more consecutive characters of seed, in any case, as
+// written or %-decoded (leniently: what a person reading it would see).
+func leaks(out, seed string) bool {
+	texts := []string{strings.ToUpper(out)}
+	if u, err := url.QueryUnescape(strings.ReplaceAll(out, "+", "%2B")); err == nil {
+		texts = append(texts, strings.ToUpper(u))
+	}
+	for i := 0; i+16 <= len(seed); i++ {
+		for _, t := range texts {
+			if strings.Contains(t, seed[i:i+16]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inputSeeds are the seeds a request carries anywhere: method, path (as sent and decoded),
+// headers, body.
+func inputSeeds(parts ...string) []string {
+	var all []string
+	for _, p := range parts {
+		all = append(all, seedsIn(p)...)
+		if u, err := url.PathUnescape(p); err == nil && u != p {
+			all = append(all, seedsIn(u)...)
+		}
+	}
+	return all
+}
+
+// checkAnswer holds the properties every answer must have.
+func checkAnswer(t *testing.T, r *doorRig, status int, header http.Header, body []byte, seeds []string) {
+	t.Helper()
+	if status >= 500 {
+		t.Fatalf("status %d for a client's input: %s", status, body)
+	}
+	if status >= 400 {
+		if ct := header.Get("Content-Type"); ct != "application/problem+json" {
+			t.Fatalf("a %d with Content-Type %q", status, ct)
+		}
+		var pd api.ProblemDetails
+		if err := json.Unmarshal(body, &pd); err != nil || pd.Code == "" || pd.Status != status || pd.Type == "" {
+			t.Fatalf("a %d that is not a problem with a code: %s", status, body)
+		}
+	}
+	var out strings.Builder
+	out.Write(body)
+	for k, vs := range header {
+		out.WriteString(k + ": " + strings.Join(vs, ", ") + "\n")
+	}
+	out.WriteString(r.logs.take())
+	out.WriteString(r.db.written(t))
+	for _, seed := range seeds {
+		if leaks(out.String(), seed) {
+			t.Fatalf("part of a seed sent came back (answer, log, item or alert):\n%s", out.String())
+		}
+	}
+}
+
+// FuzzHandler fuzzes one HTTP request: method, path, Idempotency-Key, Content-Type,
+// X-Amzn-Trace-Id and body.
+func FuzzHandler(f *testing.F) {
+	good := `{"operationType":"withdraw","walletAddress":"` + doorWallet + `","amount":"1.5","asset":"USDC"}`
+	f.Add("POST", "/transfers", "order-0001", "application/json", "Root=1-5e9f0c65-1de4d666d4dd26aced652b6c", []byte(good))
+	f.Add("GET", "/wallets/"+doorWallet+"/transfers/order-0001", "", "", "", []byte(nil))
+	r := newDoorRig(f)
+	f.Fuzz(func(t *testing.T, method, path, key, contentType, trace string, body []byte) {
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		u, err := url.ParseRequestURI(path)
+		if err != nil || method == "" || strings.ContainsAny(method, " \t\r\n()<>@,;:\\\"/[]?={}") {
+			return // not an HTTP request a server would pass on
+		}
+		req := httptest.NewRequest(http.MethodGet, "/", bytes.NewReader(body))
+		req.Method, req.URL, req.RequestURI = method, u, path
+		for k, v := range map[string]string{"Idempotency-Key": key, "Content-Type": contentType, "X-Amzn-Trace-Id": trace} {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		r.logs.take()
+		r.db.written(t)
+		rec := httptest.NewRecorder()
+		r.handler(t).ServeHTTP(rec, req)
+		checkAnswer(t, r, rec.Code, rec.Header(), rec.Body.Bytes(), inputSeeds(method, path, key, contentType, trace, string(body)))
+	})
+}
+
+// FuzzLambdaAdapter fuzzes a whole API Gateway HTTP API event (payload format 2.0), as the
+// Lambda runtime decodes it, through api.NewLambdaHandler.
+func FuzzLambdaAdapter(f *testing.F) {
+	good := `{"version":"2.0","routeKey":"$default","rawPath":"/transfers","rawQueryString":"",` +
+		`"headers":{"content-type":"application/json","idempotency-key":"order-0002","x-amzn-trace-id":"Root=1-5e9f0c65-1de4d666d4dd26aced652b6c"},` +
+		`"requestContext":{"http":{"method":"POST","path":"/transfers","protocol":"HTTP/1.1","sourceIp":"203.0.113.7"},"requestId":"JKJaXmPLvHcESHA="},` +
+		`"body":"` + strings.ReplaceAll(`{"operationType":"withdraw","walletAddress":"`+doorWallet+`","amount":"2","asset":"USDC"}`, `"`, `\"`) + `","isBase64Encoded":false}`
+	f.Add([]byte(good))
+	r := newDoorRig(f)
+	f.Fuzz(func(t *testing.T, event []byte) {
+		var ev events.APIGatewayV2HTTPRequest
+		if json.Unmarshal(event, &ev) != nil {
+			return
+		}
+		// API Gateway writes requestContext.requestId itself (a client cannot choose it); the
+		// handler uses it as the trace ID when there is no X-Ray header.
+		ev.RequestContext.RequestID = "JKJaXmPLvHcESHA="
+		r.logs.take()
+		r.db.written(t)
+		resp, err := api.NewLambdaHandler(r.handler(t))(context.Background(), ev)
+		if err != nil {
+			t.Fatalf("the adapter returned an error: %v", err)
+		}
+		header := http.Header{}
+		for k, v := range resp.Headers {
+			header.Set(k, v)
+		}
+		body := []byte(resp.Body)
+		if resp.IsBase64Encoded {
+			t.Fatalf("a base64 answer: %+v", resp)
+		}
+		path := ev.RawPath
+		if path == "" {
+			path = ev.RequestContext.HTTP.Path
+		}
+		sent := []byte(ev.Body)
+		if ev.IsBase64Encoded {
+			if b, err := base64.StdEncoding.DecodeString(ev.Body); err == nil {
+				sent = b
+			}
+		}
+		checkAnswer(t, r, resp.StatusCode, header, body, inputSeeds(string(event), ev.RawPath, string(sent)))
+	})
+}
+
+// TestDoorRigPays: the fuzz targets' rig moves money for a good request and records the items it
+// writes, so the properties above are checked against real answers and items.
+func TestDoorRigPays(t *testing.T) {
+	r := newDoorRig(t)
+	req := httptest.NewRequest(http.MethodPost, "/transfers", strings.NewReader(
+		`{"operationType":"withdraw","walletAddress":"`+doorWallet+`","amount":"1.5","asset":"USDC"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "order-rig-0001")
+	rec := httptest.NewRecorder()
+	r.handler(t).ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"transactionHash"`) {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if items := r.db.written(t); !strings.Contains(items, `"replayable"`) || !strings.Contains(items, "order-rig-0001") {
+		t.Fatalf("items written: %s", items)
+	}
+	if logs := r.logs.take(); !strings.Contains(logs, `"status":200`) {
+		t.Fatalf("logs: %s", logs)
+	}
+}
