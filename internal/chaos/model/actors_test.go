@@ -70,13 +70,16 @@ var actors = []spec{
 }
 
 func retry(name, role string, late bool) spec {
-	return spec{name: name, role: role, late: late, body: func(ctx context.Context, k *kit) result {
-		out, err := k.orch.Transfer(ctx, input)
-		if err != nil {
-			return result{text: problem(err)}
-		}
-		return result{text: "200 " + k.r.w.envName(out.TransactionHash), landed: []string{out.TransactionHash}}
-	}}
+	return spec{name: name, role: role, late: late, body: transferBody}
+}
+
+// transferBody makes the call every retry makes.
+func transferBody(ctx context.Context, k *kit) result {
+	out, err := k.orch.Transfer(ctx, input)
+	if err != nil {
+		return result{text: problem(err)}
+	}
+	return result{text: "200 " + k.r.w.envName(out.TransactionHash), landed: []string{out.TransactionHash}}
 }
 
 // sweep is the sweep's work on one item (reconcile's sweepOne): it reads the item again, then
@@ -100,7 +103,7 @@ func sweep(ctx context.Context, k *kit) result {
 func operator(ctx context.Context, k *kit) result {
 	p := point{kind: "decide", desc: "decides", options: []string{"resolve C1", "discard"}}
 	v := k.r.point(k.a, p)
-	k.r.observe(k.a, p, v, "", v)
+	k.r.observe(k.a, v, "", func() string { return v })
 	req := reconcile.Request{Action: reconcile.ActionResolve, StoreKey: storeKey, Operator: "op"}
 	if v == "discard" {
 		req.Discard = true
@@ -136,42 +139,48 @@ func problem(err error) string {
 type store struct{ k *kit }
 
 func (s store) Claim(_ context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
-	p := point{kind: "Claim", desc: "Claim"}
-	s.k.r.point(s.k.a, p)
+	s.k.r.point(s.k.a, point{kind: "Claim", desc: "Claim"})
 	got, won := s.k.r.w.claim(rec, now)
-	what := "lost to " + summary(got, s.k.r.w)
-	if won {
-		what = "won: " + summary(got, s.k.r.w)
-	}
-	s.k.r.observe(s.k.a, p, "", fmt.Sprint(won, jsonOf(got)), what)
+	s.k.r.observe(s.k.a, "", fmt.Sprint(won, jsonOf(got)), func() string {
+		if won {
+			return "won: " + summary(got, s.k.r.w)
+		}
+		return "lost to " + summary(got, s.k.r.w)
+	})
 	return got, won, nil
 }
 
 func (s store) Get(_ context.Context, key string) (transfer.Record, error) {
-	p := point{kind: "Get", desc: "Get"}
-	s.k.r.point(s.k.a, p)
+	s.k.r.point(s.k.a, point{kind: "Get", desc: "Get"})
 	got, err := s.k.r.w.get(key)
-	what := "not found"
-	if err == nil {
-		what = summary(got, s.k.r.w)
-	}
-	s.k.r.observe(s.k.a, p, "", jsonOf(got)+errText(err), what)
+	s.k.r.observe(s.k.a, "", jsonOf(got)+errText(err), func() string {
+		if err != nil {
+			return "not found"
+		}
+		return summary(got, s.k.r.w)
+	})
 	return got, err
 }
 
 func (s store) Replace(_ context.Context, next transfer.Record, cond transfer.Condition) error {
-	p := point{kind: "Replace", desc: "Replace if " + condSummary(cond, s.k.r.w) + " with " + summary(next, s.k.r.w)}
+	p := point{kind: "Replace"}
+	if s.k.r.tracing {
+		p.desc = "Replace if " + condSummary(cond, s.k.r.w) + " with " + summary(next, s.k.r.w)
+	}
 	s.k.r.point(s.k.a, p)
 	err := s.k.r.w.replace(next, cond)
-	s.k.r.observe(s.k.a, p, "", errText(err), okOr(err))
+	s.k.r.observe(s.k.a, "", errText(err), func() string { return okOr(err) })
 	return err
 }
 
 func (s store) Delete(_ context.Context, key string, cond transfer.Condition) error {
-	p := point{kind: "Delete", desc: "Delete if " + condSummary(cond, s.k.r.w)}
+	p := point{kind: "Delete"}
+	if s.k.r.tracing {
+		p.desc = "Delete if " + condSummary(cond, s.k.r.w)
+	}
 	s.k.r.point(s.k.a, p)
 	err := s.k.r.w.delete(key, cond)
-	s.k.r.observe(s.k.a, p, "", errText(err), okOr(err))
+	s.k.r.observe(s.k.a, "", errText(err), func() string { return okOr(err) })
 	return err
 }
 
@@ -186,14 +195,14 @@ func (s store) ListExpiredClaims(_ context.Context, now time.Time, _ int, _ stri
 }
 
 func (s store) listing(what string, match func(transfer.Record) bool) []transfer.Record {
-	p := point{kind: "List", desc: what}
-	s.k.r.point(s.k.a, p)
+	s.k.r.point(s.k.a, point{kind: "List", desc: what})
 	recs := s.k.r.w.list(match)
-	readable := fmt.Sprintf("%d items", len(recs))
-	if len(recs) == 1 {
-		readable = summary(recs[0], s.k.r.w)
-	}
-	s.k.r.observe(s.k.a, p, "", jsonOf(recs), readable)
+	s.k.r.observe(s.k.a, "", jsonOf(recs), func() string {
+		if len(recs) == 1 {
+			return summary(recs[0], s.k.r.w)
+		}
+		return fmt.Sprintf("%d items", len(recs))
+	})
 	return recs
 }
 
@@ -206,18 +215,24 @@ func (l ledger) Prepare(_ context.Context, _ transfer.Request, maxTime time.Time
 }
 
 func (l ledger) Send(_ context.Context, env transfer.Envelope) (transfer.SendResult, error) {
-	p := point{kind: "Send", desc: "Send " + l.k.r.w.envName(env.InnerHash), envHash: env.InnerHash}
+	p := point{kind: "Send", envHash: env.InnerHash}
+	if l.k.r.tracing {
+		p.desc = "Send " + l.k.r.w.envName(env.InnerHash)
+	}
 	v := l.k.r.point(l.k.a, p)
 	res := l.k.r.w.send(env, v)
-	l.k.r.observe(l.k.a, p, v, jsonOf(res), string(res.Status)+" "+res.Code)
+	l.k.r.observe(l.k.a, v, jsonOf(res), func() string { return string(res.Status) + " " + res.Code })
 	return res, nil
 }
 
 func (l ledger) Lookup(_ context.Context, env transfer.Envelope) (transfer.Lookup, error) {
-	p := point{kind: "Lookup", desc: "Lookup " + l.k.r.w.envName(env.InnerHash), envHash: env.InnerHash}
+	p := point{kind: "Lookup", envHash: env.InnerHash}
+	if l.k.r.tracing {
+		p.desc = "Lookup " + l.k.r.w.envName(env.InnerHash)
+	}
 	v := l.k.r.point(l.k.a, p)
 	lk := l.k.r.w.lookup(env, v)
-	l.k.r.observe(l.k.a, p, v, jsonOf(lk), string(lk.Status))
+	l.k.r.observe(l.k.a, v, jsonOf(lk), func() string { return string(lk.Status) })
 	return lk, nil
 }
 
@@ -230,9 +245,8 @@ func (c clock) Now() time.Time { return c.k.r.w.now() }
 // Sleep is a point: "wake" returns with the budget left (time stands still until the tick),
 // "budget over" ends the caller's budget as its deadline would.
 func (c clock) Sleep(_ context.Context, d time.Duration) error {
-	p := point{kind: "Sleep", desc: "Sleep " + d.String()}
-	v := c.k.r.point(c.k.a, p)
-	c.k.r.observe(c.k.a, p, v, "", v)
+	v := c.k.r.point(c.k.a, point{kind: "Sleep", desc: "Sleep " + d.String()})
+	c.k.r.observe(c.k.a, v, "", func() string { return v })
 	if v == "wake" {
 		c.k.a.wakes++
 		return nil

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // One run of the model: the actors' goroutines, their scheduling points, and the steps the
@@ -17,7 +20,7 @@ import (
 // look-up, a Clock sleep, its start, or a decision of its own.
 type point struct {
 	kind    string // Claim, Get, Replace, Delete, List, Send, Lookup, Sleep, start, decide
-	desc    string // what it asks, for the trace
+	desc    string // what it asks, for the trace (set only when tracing, where it costs)
 	envHash string // Send and Lookup: the envelope's inner hash
 	options []string
 }
@@ -69,6 +72,8 @@ type limits struct {
 	preemptions int
 	wakes       int // sleeps per actor that return with budget left; the next one ends the budget
 	maxSteps    int // points per actor; more is a bug in the model
+	// holds is the store's condition semantics; nil means conditionHolds (transfer.Condition.Matches).
+	holds func(transfer.Condition, transfer.Record) bool
 }
 
 const abort = "\x00abort"
@@ -87,7 +92,11 @@ type run struct {
 }
 
 func newRun(specs []spec, lim limits, tracing bool) *run {
-	r := &run{w: newWorld(), lim: lim, parked: make(chan int), tracing: tracing, current: -1}
+	w := newWorld()
+	if lim.holds != nil {
+		w.holds = lim.holds
+	}
+	r := &run{w: w, lim: lim, parked: make(chan int), tracing: tracing, current: -1}
 	for i, s := range specs {
 		a := &actor{spec: s, idx: i, grant: make(chan string), counts: map[string]int{}, hist: fnv1a(0, s.name)}
 		r.actors = append(r.actors, a)
@@ -117,7 +126,7 @@ func (r *run) point(a *actor, p point) string {
 		runtime.Goexit()
 	}
 	a.pending = nil
-	a.hist = fnv1a(a.hist, fmt.Sprintf("%s|%s|%d", p.desc, v, r.w.ticks))
+	a.hist = fnv1a(a.hist, p.kind+"|"+p.envHash+"|"+v+"|"+strconv.Itoa(r.w.ticks))
 	if r.tracing {
 		a.last = p.desc // observe adds the answer
 	}
@@ -128,15 +137,15 @@ func (r *run) point(a *actor, p point) string {
 }
 
 // observe records what the actor received at a point (point itself recorded the grant): its
-// future depends only on these.
-func (r *run) observe(a *actor, p point, variant, answer, readable string) {
+// future depends only on these. readable is called only when tracing.
+func (r *run) observe(a *actor, variant, answer string, readable func() string) {
 	a.hist = fnv1a(a.hist, answer)
 	if r.tracing {
 		v := ""
 		if variant != "" {
 			v = " [" + variant + "]"
 		}
-		a.last = p.desc + v + " -> " + readable
+		a.last += v + " -> " + readable()
 	}
 }
 

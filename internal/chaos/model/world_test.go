@@ -59,6 +59,8 @@ type world struct {
 	envs  map[string]*envelope // by inner hash
 	order []string             // inner hashes in the order built
 	ticks int
+	// holds decides whether a conditional write's condition holds for the stored item.
+	holds func(transfer.Condition, transfer.Record) bool
 	// violations found by the writes themselves (a delete of an item that can still land); the
 	// state invariants are checked by check.
 	violations []violation
@@ -70,7 +72,7 @@ type violation struct {
 }
 
 func newWorld() *world {
-	return &world{items: map[string]transfer.Record{}, envs: map[string]*envelope{}}
+	return &world{items: map[string]transfer.Record{}, envs: map[string]*envelope{}, holds: conditionHolds}
 }
 
 func (w *world) now() time.Time { return t0.Add(time.Duration(w.ticks) * tickStep) }
@@ -113,7 +115,7 @@ func (w *world) get(key string) (transfer.Record, error) {
 
 func (w *world) replace(next transfer.Record, cond transfer.Condition) error {
 	cur, ok := w.items[next.StoreKey]
-	if !ok || !conditionHolds(cond, cur) {
+	if !ok || !w.holds(cond, cur) {
 		return fmt.Errorf("model: replace: %w", transfer.ErrConditionFailed)
 	}
 	w.items[next.StoreKey] = clone(next)
@@ -122,7 +124,7 @@ func (w *world) replace(next transfer.Record, cond transfer.Condition) error {
 
 func (w *world) delete(key string, cond transfer.Condition) error {
 	cur, ok := w.items[key]
-	if !ok || !conditionHolds(cond, cur) {
+	if !ok || !w.holds(cond, cur) {
 		return fmt.Errorf("model: delete: %w", transfer.ErrConditionFailed)
 	}
 	delete(w.items, key)
