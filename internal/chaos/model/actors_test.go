@@ -67,6 +67,7 @@ var actors = []spec{
 	retry("R", "inline reconciler", true),
 	{name: "S", role: "sweep", late: true, body: sweep},
 	{name: "O", role: "operator", late: true, body: operator},
+	{name: "F", role: "operator forcing a discard", late: true, body: forceDiscard},
 }
 
 func retry(name, role string, late bool) spec {
@@ -120,6 +121,18 @@ func operator(ctx context.Context, k *kit) result {
 		res.landed = []string{a.TransactionHash}
 	}
 	return res
+}
+
+// forceDiscard is an operator who checked the claimant's first envelope (C1) elsewhere and forces
+// its discard: reconcile refuses unless the item still holds C1, in_doubt, and the ledger shows
+// maxTime passed without being able to prove anything.
+func forceDiscard(ctx context.Context, k *kit) result {
+	out, err := k.svc.Do(ctx, reconcile.Request{Action: reconcile.ActionResolve, StoreKey: storeKey, Operator: "op",
+		Discard: true, Force: true, Reason: "checked in full history", InnerHash: hashOf("C1")})
+	if err != nil {
+		return result{text: "resolve: " + problem(err)}
+	}
+	return result{text: "resolve: " + out.(*reconcile.ResolveAnswer).Resolution}
 }
 
 func problem(err error) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"sort"
+	"strings"
 )
 
 // The explorer: a depth-first search over the choices of a run, replaying the prefix from a fresh
@@ -34,12 +35,15 @@ type stats struct {
 	joins  int      // times a run reached a state already explored and stopped
 	paths  *big.Int // complete interleavings covered: paths from the start to an end state
 	found  map[string]*found
+	// answers are the answers each actor gave at the end states, so a reader can see that the
+	// model reaches what it claims to (a forced discard that releases, a 200 after a take-over).
+	answers map[string]map[string]bool
 }
 
 // explore visits every state reachable from the start of specs within lim. A state that violates
 // an invariant is recorded and not extended.
 func explore(specs []spec, lim limits) stats {
-	st := stats{found: map[string]*found{}}
+	st := stats{found: map[string]*found{}, answers: map[string]map[string]bool{}}
 	done := map[uint64]*big.Int{} // paths from a finished state to an end; nil while on the path
 	var path []*node
 	for {
@@ -78,6 +82,12 @@ func explore(specs []spec, lim limits) stats {
 			st.states++
 			if len(cs) == 0 {
 				st.ends++
+				for _, a := range r.actors {
+					if st.answers[a.name] == nil {
+						st.answers[a.name] = map[string]bool{}
+					}
+					st.answers[a.name][a.res.text] = true
+				}
 				done[key] = big.NewInt(1)
 				leaf = big.NewInt(1)
 				break
@@ -143,4 +153,19 @@ func (st stats) kinds() []string {
 func (st stats) String() string {
 	return fmt.Sprintf("%s complete interleavings covered: %d distinct states, %d end states, %d runs (%d joined an explored state), %d steps executed",
 		st.paths, st.states, st.ends, st.runs, st.joins, st.steps)
+}
+
+// answerList is each actor's distinct answers at the end states, one line per actor.
+func (st stats) answerList() string {
+	var lines []string
+	for name, set := range st.answers {
+		var as []string
+		for a := range set {
+			as = append(as, a)
+		}
+		sort.Strings(as)
+		lines = append(lines, name+": "+strings.Join(as, "; "))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }

@@ -27,6 +27,7 @@ type model struct {
 var models = []model{
 	{"sweep", "CTS", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100}},
 	{"operator", "CTO", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100}},
+	{"forced discard", "CTF", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, pruned: true}},
 }
 
 // fullModels are explored as well when MODEL_FULL is set (minutes under -race): a second retry
@@ -72,7 +73,7 @@ func TestInterleavings(t *testing.T) {
 				total.Add(total, st.paths)
 				states += st.states
 				mu.Unlock()
-				t.Logf("%s: %s", m.actors, st)
+				t.Logf("%s: %s; answers given:\n%s", m.actors, st, st.answerList())
 				for _, kind := range st.kinds() {
 					f := st.found[kind]
 					t.Errorf("%s (%d states): %s; the first interleaving:\n%s", kind, f.states, f.detail,

@@ -72,6 +72,9 @@ type limits struct {
 	preemptions int
 	wakes       int // sleeps per actor that return with budget left; the next one ends the budget
 	maxSteps    int // points per actor; more is a bug in the model
+	// pruned: a look-up may also find a ledger past maxTime whose history does not reach the
+	// submission (what a forced discard needs).
+	pruned bool
 	// holds is the store's condition semantics; nil means conditionHolds (transfer.Condition.Matches).
 	holds func(transfer.Condition, transfer.Record) bool
 }
@@ -156,7 +159,11 @@ func (r *run) variants(a *actor) []string {
 	case "Send":
 		return sendVariants[r.w.envs[p.envHash].fate]
 	case "Lookup":
-		return lookupVariants[r.w.envs[p.envHash].fate]
+		f := r.w.envs[p.envHash].fate
+		if r.lim.pruned && (f == built || f == queued) {
+			return pruned(lookupVariants[f])
+		}
+		return lookupVariants[f]
 	case "Sleep":
 		if a.wakes < r.lim.wakes {
 			return []string{"wake", "budget over"}
@@ -168,11 +175,13 @@ func (r *run) variants(a *actor) []string {
 	return []string{""}
 }
 
-// choices lists every step possible now: each waiting actor with each variant of its point, then
-// the tick. None when every actor has returned.
+// choices lists every step possible now: each waiting actor with each variant of its point (a
+// late actor only once the clock has ticked), then the tick. None when every actor has returned.
 func (r *run) choices() []choice {
 	var cs []choice
+	waiting := false
 	for _, a := range r.actors {
+		waiting = waiting || !a.done
 		if a.done || r.preempts(a.idx) && r.lim.preemptions >= 0 && r.preempt >= r.lim.preemptions {
 			continue
 		}
@@ -183,7 +192,7 @@ func (r *run) choices() []choice {
 			cs = append(cs, choice{a.idx, v})
 		}
 	}
-	if len(cs) > 0 && r.w.ticks < r.lim.ticks {
+	if waiting && r.w.ticks < r.lim.ticks {
 		cs = append(cs, choice{-1, "tick"})
 	}
 	return cs

@@ -199,6 +199,12 @@ func (w *world) send(env transfer.Envelope, variant string) transfer.SendResult 
 	return res
 }
 
+// pruned adds, for built and queued envelopes, the answer of a ledger past maxTime whose history
+// no longer reaches the submission.
+func pruned(vs []string) []string {
+	return append(vs[:len(vs):len(vs)], "expired, history pruned")
+}
+
 // Lookup answers, by the envelope's fate: built or queued -> not found yet (no ledger past
 // maxTime), or proven dead (a ledger past maxTime, history back to the submission); queued may
 // also land; landed -> SUCCESS; dead -> proven dead. A fate decided here is kept.
@@ -218,6 +224,12 @@ func (w *world) lookup(env transfer.Envelope, variant string) transfer.Lookup {
 	case "proven dead":
 		e.fate = dead
 		lk.LatestLedger, lk.LatestLedgerCloseTime = landedLedger+10, time.Unix(env.MaxTime+1, 0).UTC()
+	case "expired, history pruned":
+		// A ledger closed after maxTime, but the history no longer reaches the submission: the
+		// envelope can no longer land, and the ledger cannot prove it never did (only a forced
+		// discard releases it; the model has it not landed).
+		e.fate = dead
+		lk.LatestLedger, lk.LatestLedgerCloseTime, lk.OldestLedger = landedLedger+10, time.Unix(env.MaxTime+1, 0).UTC(), submittedLedger+5
 	case "landed":
 		e.fate = landed
 		lk.Status, lk.Hash, lk.Ledger, lk.FeeChargedStroops = transfer.LookupSuccess, env.InnerHash, landedLedger, 100
