@@ -152,8 +152,21 @@ func problem(err error) string {
 type store struct{ k *kit }
 
 func (s store) Claim(_ context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
-	s.k.r.point(s.k.a, point{kind: "Claim", desc: "Claim"})
-	got, won := s.k.r.w.claim(rec, now)
+	w := s.k.r.w
+	v := s.k.r.point(s.k.a, point{kind: "Claim", desc: "Claim", applies: func() bool {
+		cur, ok := w.items[rec.StoreKey]
+		return !ok || cur.Expired(now)
+	}})
+	got, won := w.claim(rec, now)
+	switch v {
+	case lostAnswer:
+		// The SDK's retry failed its condition against our own item and returned it.
+		s.k.r.observe(s.k.a, v, "lost to own", func() string { return "lost to its own claim " + summary(got, w) })
+		return got, false, nil
+	case lostError:
+		s.k.r.observe(s.k.a, v, "error", func() string { return "error after the write applied" })
+		return transfer.Record{}, false, errors.New("model: claim: the write applied, then the call failed")
+	}
 	s.k.r.observe(s.k.a, "", fmt.Sprint(won, jsonOf(got)), func() string {
 		if won {
 			return "won: " + summary(got, s.k.r.w)
@@ -180,9 +193,14 @@ func (s store) Replace(_ context.Context, next transfer.Record, cond transfer.Co
 	if s.k.r.tracing {
 		p.desc = "Replace if " + condSummary(cond, s.k.r.w) + " with " + summary(next, s.k.r.w)
 	}
-	s.k.r.point(s.k.a, p)
-	err := s.k.r.w.replace(next, cond)
-	s.k.r.observe(s.k.a, "", errText(err), func() string { return okOr(err) })
+	w := s.k.r.w
+	p.applies = func() bool { cur, ok := w.items[next.StoreKey]; return ok && w.holds(cond, cur) }
+	v := s.k.r.point(s.k.a, p)
+	err := w.replace(next, cond)
+	if v == lostAnswer {
+		err = fmt.Errorf("model: replace applied, its answer lost, the retry: %w", transfer.ErrConditionFailed)
+	}
+	s.k.r.observe(s.k.a, v, errText(err), func() string { return okOr(err) })
 	return err
 }
 
@@ -191,9 +209,14 @@ func (s store) Delete(_ context.Context, key string, cond transfer.Condition) er
 	if s.k.r.tracing {
 		p.desc = "Delete if " + condSummary(cond, s.k.r.w)
 	}
-	s.k.r.point(s.k.a, p)
-	err := s.k.r.w.delete(key, cond)
-	s.k.r.observe(s.k.a, "", errText(err), func() string { return okOr(err) })
+	w := s.k.r.w
+	p.applies = func() bool { cur, ok := w.items[key]; return ok && w.holds(cond, cur) }
+	v := s.k.r.point(s.k.a, p)
+	err := w.delete(key, cond)
+	if v == lostAnswer {
+		err = fmt.Errorf("model: delete applied, its answer lost, the retry: %w", transfer.ErrConditionFailed)
+	}
+	s.k.r.observe(s.k.a, v, errText(err), func() string { return okOr(err) })
 	return err
 }
 

@@ -17,8 +17,10 @@
 // the operator; the take-over is also the inline reconciler whenever it finds the item in_doubt),
 // explored completely within its bounds: one clock tick, at most one preemption (a switch away
 // from an actor that could go on; a switch at a sleep or a return is free, as in CHESS), and every
-// sleep may end its caller's budget. MODEL_FULL=1 adds a second retry (a stale inline reconciler,
-// a delayed take-over), a take-over that reclaims after its backoff, and two preemptions.
+// sleep may end its caller's budget. One model lets a conditional write apply and lose its answer
+// (the SDK's retry then fails against the item it wrote). MODEL_FULL=1 adds an operator forcing a
+// discard, a second retry (a stale inline reconciler, a delayed take-over), a take-over that
+// reclaims after its backoff, and two preemptions.
 //
 // Two prefixes that reach the same state (the store's item, every envelope's fate, the clock, and
 // each actor's history of answers, which determines all it will do) have the same futures, so the

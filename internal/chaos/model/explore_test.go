@@ -74,6 +74,11 @@ func explore(specs []spec, lim limits) stats {
 					}
 					f.states++
 				}
+				if lim.stopAtFirst {
+					r.finish()
+					st.paths = new(big.Int)
+					return st
+				}
 				done[key] = big.NewInt(1)
 				leaf = big.NewInt(1)
 				break

@@ -18,24 +18,28 @@ type model struct {
 	lim    limits
 }
 
-// The five actors together reach more than a million states; each stale writer is explored with
-// the claimant and a take-over, which between them make every release and reclaim. Each model is
-// explored completely within its bounds: one clock tick, at most one preemption (a switch away
-// from an actor that could go on; switching at a sleep or a return is free, as in CHESS), and
-// the sleeps that return with budget left (none: every sleep may end the budget, which is when a
-// retry parks its envelope in_doubt).
+// The five actors together reach more than a million states, too many for make test; each stale
+// writer is explored with the claimant and a take-over, which between them make every release and
+// reclaim (the take-over is also the inline reconciler whenever it finds the item in_doubt). Each
+// model is explored completely within its bounds: one clock tick, at most one preemption (a switch
+// away from an actor that could go on; switching at a sleep or a return is free, as in CHESS), no
+// sleep that returns with budget left (every sleep may end its caller's budget, which is when a
+// retry parks its envelope in_doubt), and, in "lost answer", one conditional write that applies
+// and loses its answer (transfer.ReplaceItem and DeleteItem must recognise it).
 var models = []model{
 	{"sweep", "CTS", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100}},
 	{"operator", "CTO", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100}},
-	{"forced discard", "CTF", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, pruned: true}},
+	{"lost answer", "CT", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, lost: 1}},
 }
 
-// fullModels are explored as well when MODEL_FULL is set (minutes under -race): a second retry
-// beside the take-over (a stale inline reconciler, a delayed take-over), the take-over that
-// reclaims in the same call after its backoff, and the sweep and the operator with two
-// preemptions. In the models above the take-over is the inline reconciler too, whenever it finds
-// the item in_doubt.
+// fullModels are explored as well when MODEL_FULL is set (half a minute without -race, several
+// with it): an operator forcing a discard (look-ups may find the history pruned), a lost answer
+// beside the sweep, a second retry beside the take-over (a stale inline reconciler, a delayed
+// take-over), the take-over that reclaims in the same call after its backoff, and the sweep and
+// the operator with two preemptions.
 var fullModels = []model{
+	{"forced discard", "CTF", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, pruned: true}},
+	{"lost answer beside the sweep", "CTS", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, lost: 1}},
 	{"inline reconciler", "CTR", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100}},
 	{"take-over and reclaim", "CT", limits{ticks: 1, wakes: 1, preemptions: 1, maxSteps: 100}},
 	{"sweep, two preemptions", "CTS", limits{ticks: 1, wakes: 0, preemptions: 2, maxSteps: 100}},
@@ -92,7 +96,7 @@ func TestInterleavings(t *testing.T) {
 // envelope), the sweep model finds a stale Settle deleting a later claim's item whose envelope can
 // still land.
 func TestInterleavingsFindStaleWriters(t *testing.T) {
-	lim := limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, holds: statusAndVersion}
+	lim := limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, holds: statusAndVersion, stopAtFirst: true}
 	st := explore(model{actors: "CTS"}.specs(), lim)
 	t.Logf("with status and version only: %s", st)
 	f := st.found["delete-live"]

@@ -23,6 +23,9 @@ type point struct {
 	desc    string // what it asks, for the trace (set only when tracing, where it costs)
 	envHash string // Send and Lookup: the envelope's inner hash
 	options []string
+	// applies, for a conditional write, reports whether it would apply now: only then can its
+	// answer be lost (limits.lost).
+	applies func() bool
 }
 
 // choice is one step: an actor granted its point with one of the point's variants (how the
@@ -75,11 +78,23 @@ type limits struct {
 	// pruned: a look-up may also find a ledger past maxTime whose history does not reach the
 	// submission (what a forced discard needs).
 	pruned bool
+	// lost: how many conditional writes in a run may apply and lose their answer: the SDK's
+	// retry then fails its condition against the item the write made (a claim comes back lost to
+	// its own item), or the call fails after the write applied.
+	lost int
+	// stopAtFirst ends the exploration at the first violation.
+	stopAtFirst bool
 	// holds is the store's condition semantics; nil means conditionHolds (transfer.Condition.Matches).
 	holds func(transfer.Condition, transfer.Record) bool
 }
 
 const abort = "\x00abort"
+
+// The variants of a conditional write whose answer was lost (limits.lost).
+const (
+	lostAnswer = "applied, answer lost"
+	lostError  = "applied, then failed"
+)
 
 type run struct {
 	w       *world
@@ -92,6 +107,7 @@ type run struct {
 	answers []violation // false answers found when actors returned
 	current int         // the actor that took the last step, -1 before the first
 	preempt int         // preemptions taken
+	lost    int         // answers lost
 }
 
 func newRun(specs []spec, lim limits, tracing bool) *run {
@@ -171,6 +187,14 @@ func (r *run) variants(a *actor) []string {
 		return []string{"budget over"}
 	case "decide":
 		return p.options
+	case "Claim":
+		if r.lost < r.lim.lost && p.applies() {
+			return []string{"", lostAnswer, lostError}
+		}
+	case "Replace", "Delete":
+		if r.lost < r.lim.lost && p.applies() {
+			return []string{"", lostAnswer}
+		}
 	}
 	return []string{""}
 }
@@ -223,6 +247,9 @@ func (r *run) step(c choice) {
 		r.preempt++
 	}
 	r.current = a.idx
+	if c.variant == lostAnswer || c.variant == lostError {
+		r.lost++
+	}
 	a.grant <- c.variant
 	if got := <-r.parked; got != a.idx {
 		panic("model: another actor ran")
