@@ -104,9 +104,9 @@ type Request struct {
 	// discard of an item holding an envelope, and compared whenever given, so a discard can never
 	// apply to a later envelope or incarnation of the key that nobody checked.
 	InnerHash string `json:"innerHash,omitempty"`
-	Force           bool   `json:"force,omitempty"`
-	Reason          string `json:"reason,omitempty"`
-	Operator        string `json:"operator,omitempty"`
+	Force     bool   `json:"force,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Operator  string `json:"operator,omitempty"`
 }
 
 // Page sizes of list.

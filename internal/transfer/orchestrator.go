@@ -116,11 +116,9 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 	for pass := 0; ; pass++ {
 		now := o.Clock.Now()
 		if pass > 0 && !o.budgetLeft(a) {
-			// Too little budget is left for a new envelope to land or be proven dead in time.
-			if lastRefusal != nil {
-				return Outcome{}, lastRefusal
-			}
-			return Outcome{}, &InProgressError{RetryAfter: time.Second}
+			// Too little budget is left for a new envelope to land or be proven dead in time; what
+			// another call settled meanwhile is still answered as it stands.
+			return o.outOfBudget(ctx, a, fingerprint, lastRefusal)
 		}
 		rec := Record{
 			StoreKey: a.key, ClaimID: o.newClaimID(), Status: StatusInFlight, Fingerprint: fingerprint, Request: in.Request,
@@ -177,6 +175,34 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 			return out, err
 		}
 	}
+}
+
+// outOfBudget is the answer of a call with too little budget left to build an envelope: the
+// stored outcome if the key now holds a settled or in-doubt item of this request, else the last
+// refusal this call met, else TRANSFER_IN_PROGRESS (another call holds the key, or it is free and a
+// retry will claim it).
+func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint string, lastRefusal error) (Outcome, error) {
+	cur, err := o.Store.Get(ctx, a.key)
+	if err == nil && cur.Fingerprint == fingerprint && !cur.Expired(o.Clock.Now()) {
+		switch cur.Status {
+		case StatusReplayable:
+			return replay(cur), nil
+		case StatusRejected:
+			rej := storedRejection(cur)
+			rej.replayed = true
+			return Outcome{}, rej
+		case StatusInDoubt:
+			d := &InDoubtError{FailingCode: failingCode(cur), RetryAfter: a.settings.ProofWindow}
+			if cur.Envelope != nil {
+				d.RetryAfter = o.inDoubtRetryAfter(a, *cur.Envelope)
+			}
+			return Outcome{}, d
+		}
+	}
+	if lastRefusal != nil {
+		return Outcome{}, lastRefusal
+	}
+	return Outcome{}, &InProgressError{RetryAfter: time.Second}
 }
 
 // onHeld acts on an item that another call holds. again means the key may have been freed or
