@@ -246,8 +246,8 @@ type ledger struct{ k *kit }
 
 // Prepare builds and signs (no scheduling point: nothing outside the actor sees it until it is
 // written to the item or sent).
-func (l ledger) Prepare(_ context.Context, _ transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
-	return l.k.r.w.build(l.k.name("envelope"), maxTime), nil
+func (l ledger) Prepare(_ context.Context, _ transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	return l.k.r.w.build(l.k.name("envelope"), terms.MaxTime), nil
 }
 
 func (l ledger) Send(_ context.Context, env transfer.Envelope) (transfer.SendResult, error) {
