@@ -240,8 +240,8 @@ func faultName(f stellarsim.Fault) string {
 	return f.Kind
 }
 
-func (l *faultyLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
-	env, err := l.Ledger.Prepare(ctx, req, maxTime)
+func (l *faultyLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	env, err := l.Ledger.Prepare(ctx, req, terms)
 	if err == nil {
 		l.mu.Lock()
 		id := req.WalletAddress + "/" + req.Amount

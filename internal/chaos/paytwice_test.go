@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"log/slog"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -887,4 +889,296 @@ func TestReadOrderDoesNotProveDeath(t *testing.T) {
 		t.Fatalf("retry = %+v, %v", out, err)
 	}
 	r.assertOnce(t, 0, out)
+}
+
+// TestTwinRequestsUnderTwoKeysPayTwice (adversary): two transfers of the same amount to the same
+// wallet under two idempotency keys are two payments. With the vault as the transaction source
+// (no channel accounts), an envelope holds nothing of its key: the vault's sequence number, the
+// payment, maxTime (end of the budget minus the proof window, whole seconds) and the fee. Two
+// calls that start within the same second and read the vault's sequence number before either
+// lands build byte-identical envelopes (ed25519 signatures are deterministic), so one inner hash.
+// The second send is answered DUPLICATE, the one transaction lands, and both keys settle
+// replayable on it: one payment, two clients told success. Severity: loses a payment and tells a
+// client something false.
+func TestTwinRequestsUnderTwoKeysPayTwice(t *testing.T) {
+	r := quietRig(t) // vault only, as CHANNEL_COUNT=0 deploys it
+	inA := r.input(0)
+	inB := inA
+	inB.ClientKey = "chaos-key-twin"
+	b := told{who: "B"}
+	ran := false
+	r.orch.Hooks = func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent && actorOf(ctx) == "A" && !ran {
+			ran = true
+			// B starts while A's envelope waits in the queue for the next ledger.
+			b.out, b.err = r.orch.Transfer(actorCtx(r, "B"), inB)
+		}
+		return nil
+	}
+	a := told{who: "A"}
+	a.out, a.err = r.orch.Transfer(actorCtx(r, "A"), inA)
+	r.orch.Hooks = nil
+	if !ran {
+		t.Fatal("A never sent")
+	}
+	if a.err != nil || b.err != nil {
+		t.Fatalf("A: %+v, %v; B: %+v, %v; want both paid", a.out, a.err, b.out, b.err)
+	}
+	var hashes []string
+	for _, tx := range r.net.Applied()[r.setupTxs:] {
+		hashes = append(hashes, tx.Hash)
+	}
+	if len(hashes) != 2 || a.out.TransactionHash == b.out.TransactionHash {
+		t.Errorf("two keys, %d transaction(s) applied %v; A was told %s, B %s: one payment answered twice", len(hashes),
+			hashes, a.out.TransactionHash, b.out.TransactionHash)
+	}
+}
+
+// lbLedger is an RPC ledger on the rig's network configured as for several RPC instances behind
+// one URL (STELLAR_RPC_LOAD_BALANCED=true): its lookups never claim history coverage
+// (OldestLedger 0). It only looks up; its keys sign nothing.
+func (r *rig) lbLedger(t *testing.T) *stellar.RPCLedger {
+	t.Helper()
+	keys, err := stellar.GenerateKeys(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.net.RPCURL(), Passphrase: r.net.Passphrase(),
+		VaultAccount: keys.Vault.Address(), Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keys.Fee.Address()}},
+		Keys: stellar.StaticKeys{K: keys}, Clock: r.clock, LoadBalanced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestForcedResolveRefusedWhenHistoryUnknown (adversary): E1 landed but its call ended in doubt,
+// and the lookups' history no longer reaches E1's submission (an item older than the RPC's
+// retention). The operator looks E1 up on an explorer and forces "landed" with its hash, which
+// resolveHash allows exactly when the history does not reach the submission. With
+// STELLAR_RPC_LOAD_BALANCED=true the lookup reports OldestLedger 0 ("cannot vouch for any
+// coverage"; get shows historyCovers false), and resolveHash reads 0 <= submittedLedger as
+// coverage: it refuses with "the ledger's history covers the submission and does not show" it,
+// which is false. The landed payment can then never be recorded: the key stays in_doubt (409) for
+// good, and the only way out the operator is offered, a forced discard, lets the next retry pay
+// again. Severity: stuck key, and a false answer to an operator that invites paying twice.
+func TestForcedResolveRefusedWhenHistoryUnknown(t *testing.T) {
+	r := quietRig(t)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropResponse})
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 1})
+	once := false
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent && !once {
+			once = true
+			for range 3 {
+				r.net.CloseLedger() // E1 lands, then falls out of the one-ledger history
+			}
+		}
+		return nil
+	}
+	var d *transfer.InDoubtError
+	if _, err := r.call(0); !errors.As(err, &d) {
+		t.Fatalf("err = %v, want TRANSFER_IN_DOUBT", err)
+	}
+	r.orch.Hooks = nil
+	e1 := r.item(t, 0)
+	if tx, ok := r.net.Transaction(e1.Envelope.InnerHash); !ok || tx.Status != "SUCCESS" || e1.Status != transfer.StatusInDoubt {
+		t.Fatalf("want E1 landed and its item in_doubt: %v/%s, %s", ok, tx.Status, describe(e1))
+	}
+	op := reconcile.New(reconcile.Config{Store: r.store, Settler: r.orch, Ledger: r.lbLedger(t), Gauge: nopGauge{}, Clock: r.clock,
+		KeyTTL: func() time.Duration { return transfer.DefaultSettings().KeyTTL }, Logger: slog.New(slog.DiscardHandler)})
+	got, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionGet, StoreKey: e1.StoreKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.(*reconcile.GetAnswer).Item.Chain; c == nil || c.HistoryCovers || c.ProvenDead || !c.MaxTimePassed {
+		t.Fatalf("get shows %+v; want history not covering, max time passed, not proven dead", c)
+	}
+	ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
+		TransactionHash: e1.Envelope.InnerHash, Force: true, Reason: "seen on an explorer", Operator: "oncall@example.com"})
+	if err != nil {
+		t.Fatalf("forced resolve = %v; want replayable: get said the history does not cover the submission, and E1 landed", err)
+	}
+	if a := ans.(*reconcile.ResolveAnswer); a.Resolution != string(transfer.StatusReplayable) || !a.Forced {
+		t.Errorf("forced resolve = %+v", a)
+	}
+	out, err := r.call(0)
+	if err != nil || !out.Replayed || out.TransactionHash != e1.Envelope.InnerHash {
+		t.Errorf("retry = %+v, %v; want E1 replayed", out, err)
+	}
+}
+
+// TestOwnLeftoverAfterTakeOverDoesNotBlockTheKey (adversary): TestOwnLeftoverDoesNotBlockTheKey's
+// release-refused case, reached through a take-over. A claim's invocation died before it built
+// anything; the client's retry takes the expired claim over (same incarnation, its own lease),
+// builds E1, and E1's first send is refused before inclusion, so the retry releases the key to
+// build again; the release (all three of the SDK's attempts) is refused before it reaches the
+// table. The claim loop re-releases only its own claims (attempt.freed is set for a won claim,
+// never for a take-over), so the retry finds the item it holds itself, waits on it for its whole
+// budget and answers TRANSFER_IN_PROGRESS ("another request with this key is still running"); the
+// client's next retry waits on it too, until the retry's lease ends. Severity: stuck key (for a
+// lease) and a false answer.
+func TestOwnLeftoverAfterTakeOverDoesNotBlockTheKey(t *testing.T) {
+	r := quietRig(t)
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepClaimed {
+			return errCrash // the first invocation dies right after its claim
+		}
+		return nil
+	}
+	if _, err := r.callAs("dead", 0); !errors.Is(err, errCrash) {
+		t.Fatalf("setting up a dead claim without an envelope: %v", err)
+	}
+	r.orch.Hooks = nil
+	r.clock.Advance(2 * time.Minute) // its lease expires
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+	n := 0
+	store, tr := r.storeLosing(t, func(op string, _ map[string]any) fate {
+		if op != "DynamoDB_20120810.DeleteItem" || n >= 3 {
+			return pass
+		}
+		n++
+		return refuse
+	})
+	r.orch.Store = store
+	start := r.clock.Now()
+	var answers []told
+	for i := range 2 {
+		a := told{who: fmt.Sprintf("retry %d", i+1)}
+		a.out, a.err = r.callAs(a.who, 0)
+		answers = append(answers, a)
+		t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
+		var p *transfer.InProgressError
+		if errors.As(a.err, &p) {
+			t.Errorf("%s was told TRANSFER_IN_PROGRESS at +%v: no other request was running, only the take-over's own leftover item", a.who, r.clock.Now().Sub(start))
+		}
+		if a.err == nil {
+			break
+		}
+	}
+	if _, _, refused := tr.counts(); refused["DynamoDB_20120810.DeleteItem"] != 3 {
+		t.Fatalf("refused %v; the test needs the release refused three times", refused)
+	}
+	if last := answers[len(answers)-1]; last.err != nil {
+		t.Errorf("the transfer did not land within two calls (+%v): %v", r.clock.Now().Sub(start), last.err)
+	}
+	r.assertPaidOnce(t, 0, answers...)
+}
+
+// TestOwnAttachLeftoverDoesNotBlockTheKey (adversary): TestOwnLeftoverDoesNotBlockTheKey for the
+// attach. The attach (E1 on the claim, v2) is applied and its answer lost, and the SDK's two
+// retries are refused before they reach the table, so ReplaceItem never sees a condition fail and
+// never reads back. The call answers 503 (nothing was submitted) and tries to release its claim
+// at v1, which fails against its own v2. The key is left in_flight under the call's own lease,
+// with an envelope that was never sent: the client's retry waits on it for its whole budget and
+// is told TRANSFER_IN_PROGRESS ("another request with this key is still running") while nothing
+// runs. The claim's lost answer is read back (d300431); the attach's is not. Severity: stuck key
+// (until the dead call's lease ends) and a false answer.
+func TestOwnAttachLeftoverDoesNotBlockTheKey(t *testing.T) {
+	r := quietRig(t)
+	n := 0
+	store, tr := r.storeLosing(t, func(op string, req map[string]any) fate {
+		if op != "DynamoDB_20120810.PutItem" || itemAttr(req, "status") != string(transfer.StatusInFlight) ||
+			itemAttr(req, "version") != "2" || n >= 3 {
+			return pass
+		}
+		if n++; n == 1 {
+			return lose
+		}
+		return refuse
+	})
+	r.orch.Store = store
+	start := r.clock.Now()
+	var answers []told
+	for i := range 2 {
+		a := told{who: fmt.Sprintf("call %d", i+1)}
+		a.out, a.err = r.callAs(a.who, 0)
+		answers = append(answers, a)
+		t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
+		var p *transfer.InProgressError
+		if errors.As(a.err, &p) {
+			t.Errorf("%s was told TRANSFER_IN_PROGRESS at +%v: no other request was running, only the first call's own attached claim", a.who, r.clock.Now().Sub(start))
+		}
+		if a.err == nil {
+			break
+		}
+	}
+	if _, lost, refused := tr.counts(); lost["DynamoDB_20120810.PutItem"] != 1 || refused["DynamoDB_20120810.PutItem"] != 2 {
+		t.Fatalf("lost %v, refused %v; the test needs the attach applied with its answer lost and both retries refused", lost, refused)
+	}
+	if last := answers[len(answers)-1]; last.err != nil {
+		t.Errorf("the transfer did not land within two calls (+%v): %v", r.clock.Now().Sub(start), last.err)
+	}
+	r.assertPaidOnce(t, 0, answers...)
+}
+
+// TestShortBudgetEndsInDoubtNotReleased (adversary; passes): a call whose invocation has less time
+// left than MinValidity + ProofWindow builds its one envelope with maxTime MinValidity away, past
+// the end of its budget (so stellar-core does not refuse it as too late). No ledger closes before
+// the budget ends: the envelope can still land after the call returns, so the call must end in
+// doubt, never release the key or say nothing was submitted, and a retry before a ledger closes
+// after maxTime must not build another envelope.
+func TestShortBudgetEndsInDoubtNotReleased(t *testing.T) {
+	r := quietRig(t)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall}) // accepted, no ledger closes yet
+	s := transfer.DefaultSettings()
+	ctx, cancel := context.WithTimeout(actorCtx(r, "short"), s.DeadlineMargin+s.MinValidity/2)
+	defer cancel()
+	start := r.clock.Now()
+	_, err := r.orch.Transfer(ctx, r.input(0))
+	var d *transfer.InDoubtError
+	if !errors.As(err, &d) {
+		t.Fatalf("short call = %v; want TRANSFER_IN_DOUBT: its envelope was sent and can land after the call", err)
+	}
+	rec := r.item(t, 0)
+	if rec.Status != transfer.StatusInDoubt || rec.Envelope == nil || time.Unix(rec.Envelope.MaxTime, 0).Before(start.Add(s.MinValidity)) {
+		t.Fatalf("item = %s, maxTime %v after the start; want in_doubt with maxTime at least MinValidity away", describe(rec),
+			time.Unix(rec.Envelope.MaxTime, 0).Sub(start))
+	}
+	retry := told{who: "retry"}
+	retry.out, retry.err = r.callAs("retry", 0)
+	if !errors.As(retry.err, &d) {
+		t.Errorf("retry before any ledger closed = %+v, %v; want TRANSFER_IN_DOUBT", retry.out, retry.err)
+	}
+	r.net.ClearFaults()
+	r.clock.Advance(ledgerInterval) // the envelope lands
+	r.shown(t)
+	last := told{who: "last"}
+	last.out, last.err = r.callAs("last", 0)
+	if last.err != nil || !last.out.Replayed {
+		t.Errorf("last = %+v, %v; want the landed envelope replayed", last.out, last.err)
+	}
+	r.assertPaidOnce(t, 0, last)
+}
+
+// TestReleasedKeyIsNotReportedInProgress (adversary): a retry meets its key in_doubt, and its
+// inline reconciliation proves the envelope dead and releases the key, but the lookup was slow
+// (5 s, with the deployed 25 s budget): too little budget is left to build a new envelope
+// (MinValidity + ProofWindow, 21 s), so the call ends. It answers TRANSFER_IN_PROGRESS, "another
+// request with this key is still running", although the key is free and nothing runs: the client
+// is told to wait for a request that does not exist. Severity: false answer (cosmetic: the next
+// retry claims the key).
+func TestReleasedKeyIsNotReportedInProgress(t *testing.T) {
+	r := quietRig(t)
+	r.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.Timeout = 25 * time.Second // TransferTimeoutMs's default in template.yaml
+		return s
+	}
+	e1 := r.inDoubt(t, 0)
+	r.orch.Ledger = &slowLookup{Ledger: r.orch.Ledger, actor: "retry", meanwhile: func() {
+		r.clock.Advance(5 * time.Second) // the RPC answers slowly
+		r.shown(t)
+	}}
+	retry := told{who: "retry"}
+	retry.out, retry.err = r.callAs("retry", 0)
+	if rec := r.item(t, 0); rec.StoreKey != "" && rec.ClaimID == e1.ClaimID {
+		t.Fatalf("the retry should have released E1's incarnation: the key holds %s", describe(rec))
+	}
+	var p *transfer.InProgressError
+	if errors.As(retry.err, &p) {
+		if rec := r.item(t, 0); rec.StoreKey == "" {
+			t.Errorf("retry = %v; the key is free and no request runs", retry.err)
+		}
+	}
 }

@@ -471,7 +471,7 @@ func TestRIEApiFunctionBadConfiguration(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
 		expectInitFailure(t, "api", s.env([]string{"TABLE_NAME", "VAULT_ACCOUNT"}, "ASSETS=USDC", "MAX_FEE_STROOPS=ten"),
 			`"msg":"invalid configuration"`, "TABLE_NAME is required", "VAULT_ACCOUNT is required",
-			`ASSETS: \"USDC\" is not CODE:ISSUER`, "MAX_FEE_STROOPS must be a whole number")
+			`ASSETS: entry 1 is not CODE:ISSUER`, "MAX_FEE_STROOPS must be a whole number")
 	})
 	t.Run("no secret ARN", func(t *testing.T) {
 		expectInitFailure(t, "api", s.env([]string{"SIGNING_SECRET_ARN"}), "SIGNING_SECRET_ARN is required")

@@ -104,9 +104,9 @@ type Request struct {
 	// discard of an item holding an envelope, and compared whenever given, so a discard can never
 	// apply to a later envelope or incarnation of the key that nobody checked.
 	InnerHash string `json:"innerHash,omitempty"`
-	Force           bool   `json:"force,omitempty"`
-	Reason          string `json:"reason,omitempty"`
-	Operator        string `json:"operator,omitempty"`
+	Force     bool   `json:"force,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Operator  string `json:"operator,omitempty"`
 }
 
 // Page sizes of list.
@@ -308,9 +308,11 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		// payment that never happens. Wait for the ledger to decide.
 		return nil, refuse(CodeStillCanLand, "the ledger does not show %s yet and no ledger has closed after the envelope's maxTime (%d): it can still land or expire; wait for it",
 			hash, env.MaxTime)
-	case lk.OldestLedger <= env.SubmittedLedger:
+	case lk.OldestLedger > 0 && lk.OldestLedger <= env.SubmittedLedger:
 		// History covers the submission and the hash is not in it, and yet not proven dead: the
-		// lookup's facts are incomplete. Nothing to force here.
+		// lookup's facts are incomplete. Nothing to force here. OldestLedger 0 is a lookup that
+		// cannot vouch for any coverage (a load-balanced RPC, a lagging instance): as get shows it
+		// (historyCovers false), that is a ledger that cannot judge, which force may override.
 		return nil, refuse(CodeNotLanded, "the ledger's history covers the submission and does not show %s", hash)
 	case !req.Force:
 		return nil, refuse(CodeNotLanded, "the ledger does not show %s (latest ledger %d, history from %d); force with a reason if you verified it elsewhere",

@@ -63,7 +63,7 @@ func (l *ledger) Done(_ context.Context, env transfer.Envelope) {
 	l.done = append(l.done, env.InnerHash)
 }
 
-func (l *ledger) Prepare(context.Context, transfer.Request, time.Time) (transfer.Envelope, error) {
+func (l *ledger) Prepare(context.Context, transfer.Request, transfer.Terms) (transfer.Envelope, error) {
 	return transfer.Envelope{}, errors.New("not used")
 }
 func (l *ledger) Send(context.Context, transfer.Envelope) (transfer.SendResult, error) {

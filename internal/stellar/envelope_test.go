@@ -231,7 +231,7 @@ func TestEnvelopesMatchTheirPaymentRequests(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/%d", spelled, wallet[:4], stroops), func(t *testing.T) {
 					req := transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: spelled, Amount: "x", Stroops: stroops}
 					maxTime := e.clock.Now().Add(time.Duration(30+n) * time.Second)
-					env, err := e.ledger.Prepare(ctx, req, maxTime)
+					env, err := e.ledger.Prepare(ctx, req, transfer.Terms{MaxTime: maxTime})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -370,7 +370,7 @@ func TestEnvelopesMatchTheirContractRequests(t *testing.T) {
 							n++
 							t.Run(fmt.Sprintf("%s/%s/%s/%d", op, spelled, wallet[:1], stroops), func(t *testing.T) {
 								req := transfer.Request{OperationType: op, WalletAddress: wallet, Asset: spelled, Amount: "x", Stroops: stroops}
-								env, err := e.ledger.Prepare(ctx, req, maxTime)
+								env, err := e.ledger.Prepare(ctx, req, transfer.Terms{MaxTime: maxTime})
 								if err != nil {
 									t.Fatal(err)
 								}

@@ -116,8 +116,8 @@ func (l *HorizonLedger) CheckNetwork(ctx context.Context) error {
 // Prepare builds and signs the envelope exactly as RPCLedger.Prepare does, reading sequence
 // numbers (GET /accounts/{id}), the latest ledger (GET /ledgers?order=desc&limit=1) and fee stats
 // (GET /fee_stats, fee_charged) from Horizon.
-func (l *HorizonLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
-	return l.prepare(ctx, horizonChain{l}, req, maxTime)
+func (l *HorizonLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	return l.prepare(ctx, horizonChain{l}, req, terms)
 }
 
 // EnsureChannels lists the channel accounts and creates the missing ones on chain (see

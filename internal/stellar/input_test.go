@@ -120,7 +120,7 @@ func TestPrepareRefusesOwnAccountsAnySpelling(t *testing.T) {
 		"a wallet with line break": withBreaks(keypair.MustRandom().Address()),
 		"short":                    "AAA\nA",
 	} {
-		_, err := e.ledger.Prepare(context.Background(), withdraw(wallet, unit), maxTime)
+		_, err := e.ledger.Prepare(context.Background(), withdraw(wallet, unit), transfer.Terms{MaxTime: maxTime})
 		refused(t, name, err, e.fake, 0)
 	}
 	if leases.leased() != 0 {
@@ -170,7 +170,7 @@ func TestPaymentCarriesTheConfiguredCode(t *testing.T) {
 	for _, spelled := range []string{"yUSDC", "YUSDC", "yusdc"} {
 		req := withdraw(wallet, unit)
 		req.Asset = spelled
-		env, err := e.ledger.Prepare(context.Background(), req, time.Unix(1_700_000_060, 0))
+		env, err := e.ledger.Prepare(context.Background(), req, transfer.Terms{MaxTime: time.Unix(1_700_000_060, 0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,8 @@ func TestContractPrepareRefusesOwnAccounts(t *testing.T) {
 			"short":                   "AAA\nA",
 		} {
 			_, err := e.ledger.Prepare(context.Background(), transfer.Request{OperationType: op, WalletAddress: wallet, Asset: "USDC",
-				Stroops: unit}, time.Unix(1_700_000_060, 0))
+				Stroops: unit}, transfer.Terms{MaxTime: time.Unix(1_700_000_060, 0)})
+
 			refused(t, fmt.Sprintf("%s %s", op, name), err, e.fake, 0)
 		}
 	}
@@ -277,7 +278,7 @@ func TestContractInsufficientFeeRaisesTheFee(t *testing.T) {
 	ctx := context.Background()
 	req := transfer.Request{OperationType: transfer.Deposit, WalletAddress: keypair.MustRandom().Address(), Asset: "USDC", Stroops: unit}
 	maxTime := time.Unix(1_700_000_060, 0)
-	first, err := e.ledger.Prepare(ctx, req, maxTime)
+	first, err := e.ledger.Prepare(ctx, req, transfer.Terms{MaxTime: maxTime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestContractInsufficientFeeRaisesTheFee(t *testing.T) {
 	if res, err := e.ledger.Send(ctx, first); err != nil || res.Code != "txINSUFFICIENT_FEE" {
 		t.Fatalf("Send = %+v, %v", res, err)
 	}
-	rebuilt, err := e.ledger.Prepare(ctx, req, maxTime)
+	rebuilt, err := e.ledger.Prepare(ctx, req, transfer.Terms{MaxTime: maxTime})
 	if err != nil {
 		t.Fatal(err)
 	}

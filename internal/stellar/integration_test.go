@@ -95,7 +95,7 @@ func (s *simEnv) balance(t *testing.T, account string) int64 {
 
 func (s *simEnv) prepare(t *testing.T, wallet string, stroops int64) transfer.Envelope {
 	t.Helper()
-	env, err := s.ledger.Prepare(context.Background(), withdraw(wallet, stroops), s.clock.Now().Add(time.Minute))
+	env, err := s.ledger.Prepare(context.Background(), withdraw(wallet, stroops), transfer.Terms{MaxTime: s.clock.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestSimTransport(t *testing.T) {
 		t.Errorf("refused connection: %v, want ErrNotSent", err)
 	}
 	var pe transfer.ProblemError
-	if _, err := s.ledger.Prepare(ctx, withdraw(s.wallet, unit), s.clock.Now().Add(time.Minute)); err == nil || errors.As(err, &pe) {
+	if _, err := s.ledger.Prepare(ctx, withdraw(s.wallet, unit), transfer.Terms{MaxTime: s.clock.Now().Add(time.Minute)}); err == nil || errors.As(err, &pe) {
 		t.Errorf("prepare with the network down: %v, want a plain error", err)
 	}
 }

@@ -136,8 +136,8 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // and for an unknown asset or a zero amount; *transfer.UnavailableError when the
 // keys cannot be loaded, no channel is free (CodeChannelsBusy) or the source account does not
 // exist; a wrapped error when the RPC could not be reached or answered wrongly.
-func (l *RPCLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
-	return l.prepare(ctx, rpcChain{l}, req, maxTime)
+func (l *RPCLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	return l.prepare(ctx, rpcChain{l}, req, terms)
 }
 
 // rpcChain reads what Prepare needs through Stellar RPC.

@@ -75,7 +75,7 @@ func TestPrepareWithdraw(t *testing.T) {
 	e := newUnitEnv(t)
 	wallet := keypair.MustRandom().Address()
 	maxTime := time.Unix(1_700_000_060, 0)
-	env, err := e.ledger.Prepare(context.Background(), withdraw(wallet, 10_005_000_000), maxTime)
+	env, err := e.ledger.Prepare(context.Background(), withdraw(wallet, 10_005_000_000), transfer.Terms{MaxTime: maxTime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestPrepareRefusesWhatItCannotDo(t *testing.T) {
 		{"the asset's issuer", withdraw(e.issuer.Address(), 1), maxTime, transfer.CodeInvalidAddress, "issuer of USDC"},
 	}
 	for _, c := range cases {
-		_, err := e.ledger.Prepare(context.Background(), c.req, c.maxTime)
+		_, err := e.ledger.Prepare(context.Background(), c.req, transfer.Terms{MaxTime: c.maxTime})
 		var ve *transfer.ValidationError
 		if !errors.As(err, &ve) || ve.Code != c.code || ve.Status != http.StatusUnprocessableEntity || !strings.Contains(ve.Detail, c.detail) {
 			t.Errorf("%s: %v", c.name, err)
@@ -162,7 +162,7 @@ func TestPrepareRefusesWhatItCannotDo(t *testing.T) {
 			t.Errorf("%s: error echoes a seed", c.name)
 		}
 	}
-	if _, err := e.ledger.Prepare(context.Background(), withdraw(g, 1), time.Time{}); err == nil {
+	if _, err := e.ledger.Prepare(context.Background(), withdraw(g, 1), transfer.Terms{MaxTime: time.Time{}}); err == nil {
 		t.Error("unbounded maxTime accepted")
 	}
 	if got := e.fake.methods(); len(got) != 0 {
@@ -178,7 +178,7 @@ func TestPrepareFailures(t *testing.T) {
 	// The vault account does not exist: 503, typed, nothing sent.
 	e := newUnitEnv(t)
 	e.fake.answer("getLedgerEntries", protocol.GetLedgerEntriesResponse{LatestLedger: 77})
-	_, err := e.ledger.Prepare(ctx, withdraw(wallet, 1), maxTime)
+	_, err := e.ledger.Prepare(ctx, withdraw(wallet, 1), transfer.Terms{MaxTime: maxTime})
 	var ue *transfer.UnavailableError
 	if !errors.As(err, &ue) || ue.Code != transfer.CodeNetworkUnavailable || !errors.Is(err, ErrAccountMissing) {
 		t.Errorf("missing account: %v", err)
@@ -190,14 +190,14 @@ func TestPrepareFailures(t *testing.T) {
 	local.Put("s", []byte(bad))
 	src, _ := NewSecretKeys(SecretKeysConfig{Client: local, SecretID: "s"})
 	e = newUnitEnv(t, func(c *RPCConfig) { c.Keys = src })
-	_, err = e.ledger.Prepare(ctx, withdraw(wallet, 1), maxTime)
+	_, err = e.ledger.Prepare(ctx, withdraw(wallet, 1), transfer.Terms{MaxTime: maxTime})
 	if !errors.As(err, &ue) || ue.Code != CodeSigningKeysUnavailable || strings.Contains(err.Error(), e.keys.Vault.Seed()[:20]) {
 		t.Errorf("keys: %v", err)
 	}
 
 	// The RPC is unreachable: a plain error (the breaker counts it), never a typed one.
 	e = newUnitEnv(t, func(c *RPCConfig) { c.URL = closedURL(t) })
-	_, err = e.ledger.Prepare(ctx, withdraw(wallet, 1), maxTime)
+	_, err = e.ledger.Prepare(ctx, withdraw(wallet, 1), transfer.Terms{MaxTime: maxTime})
 	var pe transfer.ProblemError
 	if err == nil || errors.As(err, &pe) {
 		t.Errorf("unreachable: %v", err)
@@ -206,7 +206,7 @@ func TestPrepareFailures(t *testing.T) {
 	// A JSON-RPC error answer is a plain error too.
 	e = newUnitEnv(t)
 	e.fake.handle("getLatestLedger", func(json.RawMessage) (any, *rpcError) { return nil, &rpcError{Code: -32603, Message: "boom"} })
-	if _, err = e.ledger.Prepare(ctx, withdraw(wallet, 1), maxTime); err == nil || errors.As(err, &pe) {
+	if _, err = e.ledger.Prepare(ctx, withdraw(wallet, 1), transfer.Terms{MaxTime: maxTime}); err == nil || errors.As(err, &pe) {
 		t.Errorf("rpc error: %v", err)
 	}
 }
@@ -499,5 +499,35 @@ func TestCheckNetwork(t *testing.T) {
 	e.fake.answer("getNetwork", protocol.GetNetworkResponse{Passphrase: network.PublicNetworkPassphrase})
 	if err := e.ledger.CheckNetwork(context.Background()); err == nil {
 		t.Error("wrong network accepted")
+	}
+}
+
+// TestPrepareEnvelopeIsUniqueToItsClaim (adversary finding 1): two claims with equal requests,
+// built in the same second from the same source account and sequence number, must not sign one
+// and the same envelope: each carries its claim's minTime (transfer.ClaimMinTime), so only one can
+// apply and the other is refused and rebuilt, never counted as paid by the first.
+func TestPrepareEnvelopeIsUniqueToItsClaim(t *testing.T) {
+	e := newUnitEnv(t)
+	wallet := keypair.MustRandom().Address()
+	maxTime := time.Unix(1_700_000_060, 0)
+	var hashes []string
+	for _, claim := range []string{"claim-of-key-a", "claim-of-key-b"} {
+		terms := transfer.Terms{MaxTime: maxTime, MinTime: transfer.ClaimMinTime(claim)}
+		env, err := e.ledger.Prepare(context.Background(), withdraw(wallet, 10_005_000_000), terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gtx, err := txnbuild.TransactionFromXDR(env.XDR)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, _ := gtx.Transaction()
+		if tb := tx.Timebounds(); tb.MinTime != terms.MinTime.Unix() || tb.MaxTime != maxTime.Unix() || tx.SequenceNumber() != 42 {
+			t.Errorf("%s: timebounds %+v, sequence %d", claim, tb, tx.SequenceNumber())
+		}
+		hashes = append(hashes, env.InnerHash)
+	}
+	if hashes[0] == hashes[1] {
+		t.Fatalf("two claims signed the same envelope %s", hashes[0])
 	}
 }

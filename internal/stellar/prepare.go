@@ -89,7 +89,8 @@ func notSupported(detail string) *transfer.ValidationError {
 
 // prepare validates req, acquires a transaction source, and builds and signs the envelope (see
 // RPCLedger.Prepare for the contract).
-func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
+func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	maxTime := terms.MaxTime
 	switch req.OperationType {
 	case transfer.Withdraw:
 	case transfer.Deposit:
@@ -124,7 +125,7 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, ma
 		return transfer.Envelope{}, err
 	}
 	return c.withSource(ctx, ch, keys, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
-		return c.build(ctx, ch, lease, wallet, req.Stroops, asset, maxTime)
+		return c.build(ctx, ch, lease, wallet, req.Stroops, asset, terms)
 	})
 }
 
@@ -181,7 +182,7 @@ func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime ti
 // would be refused with txBAD_SEQ), builds the payment of stroops of asset (its code as
 // configured) to wallet (its canonical strkey), signs it, and wraps it in a fee bump when the
 // lease has a fee source.
-func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet rawAddress, stroops int64, asset vaultAsset, maxTime time.Time) (transfer.Envelope, error) {
+func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet rawAddress, stroops int64, asset vaultAsset, terms transfer.Terms) (transfer.Envelope, error) {
 	seq, err := ch.sequence(ctx, lease.account)
 	if err != nil {
 		return transfer.Envelope{}, err
@@ -207,12 +208,12 @@ func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet 
 		IncrementSequenceNum: true,
 		Operations:           ops,
 		BaseFee:              innerRate,
-		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, maxTime.Unix())},
+		Preconditions:        txnbuild.Preconditions{TimeBounds: timebounds(terms)},
 	})
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the transaction: %w", err)
 	}
-	return c.seal(tx, lease, rate, maxTime, feeBumped)
+	return c.seal(tx, lease, rate, terms.MaxTime, feeBumped)
 }
 
 // seal signs tx with the lease's signers and, when feeBumped, wraps it in a fee bump paid and
@@ -252,4 +253,15 @@ func (c *common) seal(tx *txnbuild.Transaction, lease sourceLease, rate int64, m
 	}
 	env.FeeStroops = fb.MaxFee()
 	return env, nil
+}
+
+// timebounds are terms as the transaction's timebounds {minTime, maxTime}, epoch seconds. minTime
+// is the claim's (transfer.ClaimMinTime): a past instant that makes the envelope unique to its
+// claim; 0 when unset.
+func timebounds(terms transfer.Terms) txnbuild.TimeBounds {
+	minTime := int64(0)
+	if !terms.MinTime.IsZero() {
+		minTime = terms.MinTime.Unix()
+	}
+	return txnbuild.NewTimebounds(minTime, terms.MaxTime.Unix())
 }

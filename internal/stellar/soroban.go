@@ -201,7 +201,8 @@ func ContractErrorCode(simError string) (uint32, bool) {
 // explicit restore could not complete within the budget; the RPCLedger's errors for keys,
 // channels and the source account; a wrapped error when the RPC could not be reached or answered
 // wrongly.
-func (l *ContractLedger) Prepare(ctx context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
+func (l *ContractLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	maxTime := terms.MaxTime
 	call, err := l.validate(req)
 	if err != nil {
 		return transfer.Envelope{}, err
@@ -218,7 +219,7 @@ func (l *ContractLedger) Prepare(ctx context.Context, req transfer.Request, maxT
 	}
 	ch := rpcChain{l.RPCLedger}
 	return l.withSource(ctx, ch, keys, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
-		return l.buildCall(ctx, ch, lease, call, maxTime)
+		return l.buildCall(ctx, ch, lease, call, terms)
 	})
 }
 
@@ -290,7 +291,8 @@ func toInt128(v *big.Int) (xdr.Int128Parts, error) {
 }
 
 // buildCall simulates, restores if asked, assembles and signs the contract call.
-func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourceLease, call contractCall, maxTime time.Time) (transfer.Envelope, error) {
+func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourceLease, call contractCall, terms transfer.Terms) (transfer.Envelope, error) {
+	maxTime := terms.MaxTime
 	fn := call.fn
 	contract, wallet := call.contract.scAddress(), call.wallet.scAddress()
 	amount := call.amount
@@ -307,7 +309,7 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 			}},
 			SourceAccount: operator,
 		}
-		draft, err := l.transaction(lease, seq, op, txnbuild.MinBaseFee, maxTime)
+		draft, err := l.transaction(lease, seq, op, txnbuild.MinBaseFee, terms)
 		if err != nil {
 			return transfer.Envelope{}, err
 		}
@@ -340,7 +342,7 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 		if err := assemble(op, sim); err != nil {
 			return transfer.Envelope{}, err
 		}
-		return l.sign(ctx, ch, lease, seq, op, maxTime)
+		return l.sign(ctx, ch, lease, seq, op, terms)
 	}
 }
 
@@ -393,13 +395,13 @@ func assemble(op *txnbuild.InvokeHostFunction, sim protocol.SimulateTransactionR
 }
 
 // transaction builds the unsigned transaction of one Soroban operation from lease's account.
-func (l *ContractLedger) transaction(lease sourceLease, seq int64, op txnbuild.Operation, baseFee int64, maxTime time.Time) (*txnbuild.Transaction, error) {
+func (l *ContractLedger) transaction(lease sourceLease, seq int64, op txnbuild.Operation, baseFee int64, terms transfer.Terms) (*txnbuild.Transaction, error) {
 	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
 		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.account, Sequence: seq},
 		IncrementSequenceNum: true,
 		Operations:           []txnbuild.Operation{op},
 		BaseFee:              baseFee,
-		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, maxTime.Unix())},
+		Preconditions:        txnbuild.Preconditions{TimeBounds: timebounds(terms)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stellar: building the transaction: %w", err)
@@ -421,7 +423,7 @@ func (l *ContractLedger) restore(ctx context.Context, ch rpcChain, lease sourceL
 		until = maxTime
 	}
 	op := &txnbuild.RestoreFootprint{SourceAccount: l.vaultAccount, Ext: xdr.TransactionExt{V: 1, SorobanData: &data}}
-	env, err := l.sign(ctx, ch, lease, seq, op, until)
+	env, err := l.sign(ctx, ch, lease, seq, op, transfer.Terms{MaxTime: until})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package stellar
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
@@ -29,7 +28,7 @@ import (
 // sign sets the fees (resource fee from the operation's Soroban data plus the inclusion fee,
 // within MAX_FEE_STROOPS), signs, and fee-bumps when the lease has a fee source. Over the cap it
 // returns checkSorobanFeeCap's error and signs nothing.
-func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, op txnbuild.Operation, maxTime time.Time) (transfer.Envelope, error) {
+func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, op txnbuild.Operation, terms transfer.Terms) (transfer.Envelope, error) {
 	var data *xdr.SorobanTransactionData
 	restoring := 0
 	switch o := op.(type) {
@@ -72,11 +71,11 @@ func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLeas
 	if feeBumped {
 		innerRate = l.baseFeeStroops
 	}
-	tx, err := l.transaction(lease, seq, op, innerRate, maxTime)
+	tx, err := l.transaction(lease, seq, op, innerRate, terms)
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	return l.seal(tx, lease, rate, maxTime, feeBumped)
+	return l.seal(tx, lease, rate, terms.MaxTime, feeBumped)
 }
 
 // checkSorobanFeeCap refuses, before anything is signed or sent, a Soroban transaction whose

@@ -363,12 +363,14 @@ func TestContractRPCDownOpensCircuit(t *testing.T) {
 func TestContractValidation(t *testing.T) {
 	r := newContractRig(t, stellar.ContractConfig{Decimals: 2})
 	_, err := r.ledger.Prepare(context.Background(), transfer.Request{OperationType: transfer.Deposit, WalletAddress: r.wallet,
-		Amount: "0.001", Asset: "USDC", Stroops: 10_000}, r.clock.Now().Add(time.Minute))
+		Amount: "0.001", Asset: "USDC", Stroops: 10_000}, transfer.Terms{MaxTime: r.clock.Now().Add(time.Minute)})
+
 	if p := problemOf(t, err); p.Code != transfer.CodeInvalidAmount {
 		t.Fatalf("too many decimals: %+v", p)
 	}
 	_, err = r.ledger.Prepare(context.Background(), transfer.Request{OperationType: transfer.Deposit, WalletAddress: "GABC",
-		Amount: "1", Asset: "USDC", Stroops: unit}, r.clock.Now().Add(time.Minute))
+		Amount: "1", Asset: "USDC", Stroops: unit}, transfer.Terms{MaxTime: r.clock.Now().Add(time.Minute)})
+
 	if p := problemOf(t, err); p.Code != transfer.CodeInvalidAddress {
 		t.Fatalf("bad address: %+v", p)
 	}

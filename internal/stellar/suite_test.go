@@ -185,7 +185,7 @@ func (e *suiteEnv) closeLedger() stellarsim.LedgerInfo { return closeShown(e.net
 
 func (e *suiteEnv) prepare(t *testing.T, wallet string, stroops int64) transfer.Envelope {
 	t.Helper()
-	env, err := e.ledger.Prepare(context.Background(), withdraw(wallet, stroops), e.clock.Now().Add(time.Minute))
+	env, err := e.ledger.Prepare(context.Background(), withdraw(wallet, stroops), transfer.Terms{MaxTime: e.clock.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +474,7 @@ func TestSuiteQuarantine(t *testing.T) {
 			inDoubt := e.prepare(t, e.wallet, unit)
 			e.send(t, inDoubt, transfer.SendPending)
 			// No Done: the envelope is in doubt. Later Prepares wait (closing ledgers) and give up.
-			_, err := e.ledger.Prepare(ctx, withdraw(e.wallet, unit), e.clock.Now().Add(time.Minute))
+			_, err := e.ledger.Prepare(ctx, withdraw(e.wallet, unit), transfer.Terms{MaxTime: e.clock.Now().Add(time.Minute)})
 			var ue *transfer.UnavailableError
 			if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
 				t.Fatalf("second Prepare while in doubt: %v", err)
@@ -500,7 +500,7 @@ func TestSuiteFees(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
 		// The cap is below what the envelope needs at the base fee: refused before anything is sent.
 		e := newEnv(suiteOpts{maxFee: 150, feePercentile: 99})
-		_, err := e.ledger.Prepare(context.Background(), withdraw(e.wallet, unit), e.clock.Now().Add(time.Minute))
+		_, err := e.ledger.Prepare(context.Background(), withdraw(e.wallet, unit), transfer.Terms{MaxTime: e.clock.Now().Add(time.Minute)})
 		if e.channels == 0 && err != nil {
 			t.Errorf("vault mode within the cap: %v", err)
 		}

@@ -176,7 +176,8 @@ func (l *fakeLedger) closeLocked(at time.Time) {
 	}
 }
 
-func (l *fakeLedger) Prepare(_ context.Context, req transfer.Request, maxTime time.Time) (transfer.Envelope, error) {
+func (l *fakeLedger) Prepare(_ context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	maxTime := terms.MaxTime
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.prepareErr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -73,8 +74,9 @@ type attempt struct {
 	owner    string
 	settings Settings
 	deadline time.Time // end of the submission budget
-	// freed is the ClaimID of this call's last claim whose envelope was proven dead and released;
-	// if the release failed, the next pass finds that item and releases it again.
+	// freed is the ClaimID of this call's last claim (or taken-over claim) whose envelope was
+	// proven dead and released; if the release failed, the next pass finds that item, still under
+	// this call's lease owner, and releases it again.
 	freed string
 	lease time.Time // when another invocation may take the claim over
 	// net carries the Stellar calls: it ends DeadlineMargin before the invocation's deadline, so
@@ -116,11 +118,9 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 	for pass := 0; ; pass++ {
 		now := o.Clock.Now()
 		if pass > 0 && !o.budgetLeft(a) {
-			// Too little budget is left for a new envelope to land or be proven dead in time.
-			if lastRefusal != nil {
-				return Outcome{}, lastRefusal
-			}
-			return Outcome{}, &InProgressError{RetryAfter: time.Second}
+			// Too little budget is left for a new envelope to land or be proven dead in time; what
+			// another call settled meanwhile is still answered as it stands.
+			return o.outOfBudget(ctx, a, fingerprint, lastRefusal)
 		}
 		rec := Record{
 			StoreKey: a.key, ClaimID: o.newClaimID(), Status: StatusInFlight, Fingerprint: fingerprint, Request: in.Request,
@@ -177,6 +177,40 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 			return out, err
 		}
 	}
+}
+
+// outOfBudget is the answer of a call with too little budget left to build an envelope: the
+// stored outcome if the key now holds a settled or in-doubt item of this request, else the last
+// refusal this call met, else a retryable TRANSACTION_EXPIRED if the key is free (nothing runs under
+// it), else TRANSFER_IN_PROGRESS (another call holds the key).
+func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint string, lastRefusal error) (Outcome, error) {
+	cur, err := o.Store.Get(ctx, a.key)
+	if err == nil && cur.Fingerprint == fingerprint && !cur.Expired(o.Clock.Now()) {
+		switch cur.Status {
+		case StatusReplayable:
+			return replay(cur), nil
+		case StatusRejected:
+			rej := storedRejection(cur)
+			rej.replayed = true
+			return Outcome{}, rej
+		case StatusInDoubt:
+			d := &InDoubtError{FailingCode: failingCode(cur), RetryAfter: a.settings.ProofWindow}
+			if cur.Envelope != nil {
+				d.RetryAfter = o.inDoubtRetryAfter(a, *cur.Envelope)
+			}
+			return Outcome{}, d
+		}
+	}
+	if lastRefusal != nil {
+		return Outcome{}, lastRefusal
+	}
+	if errors.Is(err, ErrNotFound) {
+		// The key is free: the attempt this call met ended without landing (proven dead and
+		// released) and no request runs under it.
+		return Outcome{}, &UnavailableError{Code: CodeTransactionExpired, RetryAfter: time.Second,
+			Detail: "the earlier attempt under this key ended without landing and too little of this call's time is left to build another; nothing moved: retry with the same key"}
+	}
+	return Outcome{}, &InProgressError{RetryAfter: time.Second}
 }
 
 // onHeld acts on an item that another call holds. again means the key may have been freed or

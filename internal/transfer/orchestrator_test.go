@@ -260,7 +260,21 @@ func TestFailedTransactionIsStoredAndReplayed(t *testing.T) {
 }
 
 func TestConcurrentCallersCoalesce(t *testing.T) {
+	for _, budget := range []time.Duration{transfer.DefaultSettings().Timeout, 15 * time.Second} {
+		t.Run(budget.String(), func(t *testing.T) { testCoalesce(t, budget) })
+	}
+}
+
+// testCoalesce: 8 callers of one key get one transaction. With a budget too short to build a second
+// envelope (15 s < MinValidity + ProofWindow), the callers that waited still get the replay, not
+// TRANSFER_IN_PROGRESS.
+func testCoalesce(t *testing.T, budget time.Duration) {
 	h := newHarness(t)
+	h.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.Timeout = budget
+		return s
+	}
 	var wg sync.WaitGroup
 	outs := make([]transfer.Outcome, 8)
 	errs := make([]error, 8)

@@ -2,6 +2,8 @@ package transfer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"time"
 )
@@ -150,12 +152,35 @@ type Lookup struct {
 	SourceNotAdvanced bool
 }
 
+// Terms are what an envelope is built under besides its request: its timebounds.
+type Terms struct {
+	// MaxTime is the timebounds' maxTime: the envelope can land only in a ledger whose close time
+	// is at or before it.
+	MaxTime time.Time
+	// MinTime is the timebounds' minTime: a past instant unique to the claim the envelope is built
+	// for (ClaimMinTime). It makes the envelope unique to its claim: without it, two claims of two
+	// keys with equal requests, built in the same second from the same source account (the vault,
+	// without channel accounts), sign byte-identical envelopes, so one transaction would land for
+	// two transfers and both keys would be told it paid them.
+	MinTime time.Time
+}
+
+// ClaimMinTime is the minTime of the envelopes built for the claim claimID: 1 + the first 30 bits
+// of sha256(claimID), in epoch seconds. It is always in the past (before 2004), so it never delays
+// an envelope (stellar-core refuses only minTime after the ledger's close time, txTOO_EARLY), and
+// two claims share it with probability 2^-30.
+func ClaimMinTime(claimID string) time.Time {
+	sum := sha256.Sum256([]byte(claimID))
+	n := int64(binary.BigEndian.Uint32(sum[:4]) >> 2)
+	return time.Unix(1+n, 0).UTC()
+}
+
 // Ledger builds, signs, sends and looks up transactions on a Stellar network. Errors from Prepare
 // mean nothing was sent; implementations return the package's typed errors (*ValidationError,
 // *UnavailableError) where they know the class, and wrap anything else.
 type Ledger interface {
-	// Prepare builds and signs the envelope for req, valid until maxTime (timebounds).
-	Prepare(ctx context.Context, req Request, maxTime time.Time) (Envelope, error)
+	// Prepare builds and signs the envelope for req under terms (its timebounds).
+	Prepare(ctx context.Context, req Request, terms Terms) (Envelope, error)
 	// Send submits the signed envelope once. A transport failure that provably wrote nothing wraps
 	// ErrNotSent.
 	Send(ctx context.Context, env Envelope) (SendResult, error)

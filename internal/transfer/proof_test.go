@@ -72,3 +72,18 @@ func TestProvenDead(t *testing.T) {
 		}
 	}
 }
+
+func TestClaimMinTime(t *testing.T) {
+	a, b := transfer.ClaimMinTime("3f2a"), transfer.ClaimMinTime("3f2b")
+	if a.Equal(b) {
+		t.Errorf("two claims share minTime %v", a)
+	}
+	if !a.Equal(transfer.ClaimMinTime("3f2a")) {
+		t.Error("ClaimMinTime is not deterministic")
+	}
+	for _, m := range []time.Time{a, b, transfer.ClaimMinTime("")} {
+		if m.Unix() < 1 || m.Unix() > 1<<30 {
+			t.Errorf("minTime %d is not in the past (1 to 2^30 s)", m.Unix())
+		}
+	}
+}

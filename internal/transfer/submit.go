@@ -19,7 +19,7 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 	pctx, end := o.observer().StartStep(a.net, TracePrepare)
 	err := o.Breaker.Do(func() error {
 		var err error
-		env, err = o.Ledger.Prepare(pctx, rec.Request, o.maxTime(a))
+		env, err = o.Ledger.Prepare(pctx, rec.Request, Terms{MaxTime: o.maxTime(a), MinTime: ClaimMinTime(rec.ClaimID)})
 		return err
 	})
 	end(err)
@@ -40,6 +40,11 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 		// happened. If it did, a take-over will find the envelope and judge it from the ledger.
 		o.release(ctx, rec)
 		o.Ledger.Done(ctx, env)
+		if isConflict(err) {
+			// The claim changed under us: its lease ran out and another call took it over. That
+			// call now holds the key; nothing of ours was sent.
+			return Outcome{}, false, &InProgressError{RetryAfter: time.Second}
+		}
 		return Outcome{}, false, storeUnavailable(err)
 	}
 	if err := o.hook(ctx, StepAttached, next); err != nil {

@@ -24,11 +24,21 @@ func (o *Orchestrator) takeOver(ctx context.Context, a *attempt, held Record) (O
 		return Outcome{}, false, storeUnavailable(err)
 	}
 	o.log().WarnContext(ctx, "took over an expired lease", "storeKey", held.StoreKey, "hasEnvelope", held.Envelope != nil)
+	var out Outcome
+	var freed bool
+	var err error
 	if next.Envelope == nil {
-		return o.execute(ctx, a, next)
+		out, freed, err = o.execute(ctx, a, next)
+	} else {
+		if err := o.hook(ctx, StepClaimed, next); err != nil {
+			return Outcome{}, false, err
+		}
+		out, freed, err = o.submit(ctx, a, next, true)
 	}
-	if err := o.hook(ctx, StepClaimed, next); err != nil {
-		return Outcome{}, false, err
+	if freed {
+		// This call now holds the incarnation and proved its envelope dead: if the release
+		// failed, the next pass releases it again rather than wait on itself (attempt.freed).
+		a.freed = next.ClaimID
 	}
-	return o.submit(ctx, a, next, true)
+	return out, freed, err
 }

@@ -24,14 +24,15 @@ type ItemWriter interface {
 // key. next must keep cur's ClaimID and have Version cur.Version+1.
 //
 // A conditional write whose answer was lost is retried by the SDK and then fails its condition
-// against the item it wrote itself; so on ErrConditionFailed the item is read back, and if it is
-// next as written (same incarnation, version, status, lease owner, envelope and audit) the write
-// succeeded. Errors: ErrConditionFailed (wrapped) when another writer changed the item first, or
-// the store's errors.
+// against the item it wrote itself, or every retry fails in transit and the write's fate is
+// unknown; so on any error the item is read back, and if it is next as written (same incarnation,
+// version, status, lease owner, envelope and audit) the write succeeded. Errors:
+// ErrConditionFailed (wrapped) when another writer changed the item first, or the store's errors
+// (the write may then have applied or not).
 func ReplaceItem(ctx context.Context, s ItemWriter, cur, next Record) error {
 	err := s.Replace(ctx, next, Expect(cur))
-	if err == nil || !errors.Is(err, ErrConditionFailed) {
-		return err
+	if err == nil {
+		return nil
 	}
 	stored, gerr := s.Get(ctx, next.StoreKey)
 	if gerr == nil && sameWrite(stored, next) {

@@ -1,0 +1,37 @@
+// Package model is a bounded exhaustive check of the transfer item's writers (issue 11, item 5).
+//
+// Its test (interleave_test.go) runs the real code, transfer.Orchestrator's Transfer and Settle and
+// reconcile.Service's resolve (with a hash, or a discard), as actors on one key: a claimant, a take-over
+// and an inline reconciler (three retries of the same transfer, whose role depends on what they
+// find), the sweep and an operator. Every Store call, every Ledger send and look-up and every
+// Clock sleep is a scheduling point: the actor's goroutine stops there until the explorer picks
+// it, so exactly one actor runs at a time and a run is a function of the choices made. The
+// explorer enumerates those choices depth first (stateless model checking, as CHESS does),
+// replaying the prefix of choices from a fresh world for every branch. The ledger's answers are
+// choices too: a send is accepted or refused, a look-up finds the envelope pending, landed or
+// proven dead (decided lazily and kept), and a sleep ends the caller's budget or not. One clock
+// tick, also a choice, moves time past every lease and budget begun before it.
+//
+// The five actors together reach more than a million states, too many for `make test`; so each
+// model (interleave_test.go) holds the claimant, the take-over and one stale writer (the sweep or
+// the operator; the take-over is also the inline reconciler whenever it finds the item in_doubt),
+// explored completely within its bounds: one clock tick, at most one preemption (a switch away
+// from an actor that could go on; a switch at a sleep or a return is free, as in CHESS), and every
+// sleep may end its caller's budget. One model lets a conditional write apply and lose its answer
+// (the SDK's retry then fails against the item it wrote). MODEL_FULL=1 adds an operator forcing a
+// discard, a second retry (a stale inline reconciler, a delayed take-over), a take-over that
+// reclaims after its backoff, and two preemptions.
+//
+// Two prefixes that reach the same state (the store's item, every envelope's fate, the clock, and
+// each actor's history of answers, which determines all it will do) have the same futures, so the
+// second is not explored again; the count of complete interleavings covered is the number of
+// paths through the resulting graph of states.
+//
+// After every step the invariants of DESIGN.md section 1 are checked: at most one envelope of the
+// key can still land, at most one has landed, every envelope that can still land or has landed is
+// the one the key's item holds, no delete removes an item whose envelope can still land or has
+// landed, and every answer is true (a 200 names the landed hash). A violation is reported with
+// the interleaving that reached it, step by step.
+//
+// The package has no non-test code; it lives under internal/chaos beside the random campaign.
+package model
