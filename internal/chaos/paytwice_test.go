@@ -772,20 +772,7 @@ func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
 			store, tr := r.storeLosing(t, c.rule())
 			r.orch.Store = store
 			start := r.clock.Now()
-			var answers []told
-			for i := range 2 {
-				a := told{who: fmt.Sprintf("call %d", i+1)}
-				a.out, a.err = r.callAs(a.who, 0)
-				answers = append(answers, a)
-				t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
-				var p *transfer.InProgressError
-				if errors.As(a.err, &p) {
-					t.Errorf("%s was told TRANSFER_IN_PROGRESS after waiting until +%v: no other request was running, only its own leftover item", a.who, r.clock.Now().Sub(start))
-				}
-				if a.err == nil {
-					break
-				}
-			}
+			answers := r.callTwiceNotWaitingOnItself(t, "call", start, "only its own leftover item")
 			_, lost, refused := tr.counts()
 			t.Logf("answers lost %v, attempts refused %v", lost, refused)
 			if last := answers[len(answers)-1]; last.err != nil {
@@ -1042,20 +1029,7 @@ func TestOwnLeftoverAfterTakeOverDoesNotBlockTheKey(t *testing.T) {
 	})
 	r.orch.Store = store
 	start := r.clock.Now()
-	var answers []told
-	for i := range 2 {
-		a := told{who: fmt.Sprintf("retry %d", i+1)}
-		a.out, a.err = r.callAs(a.who, 0)
-		answers = append(answers, a)
-		t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
-		var p *transfer.InProgressError
-		if errors.As(a.err, &p) {
-			t.Errorf("%s was told TRANSFER_IN_PROGRESS at +%v: no other request was running, only the take-over's own leftover item", a.who, r.clock.Now().Sub(start))
-		}
-		if a.err == nil {
-			break
-		}
-	}
+	answers := r.callTwiceNotWaitingOnItself(t, "retry", start, "only the take-over's own leftover item")
 	if _, _, refused := tr.counts(); refused["DynamoDB_20120810.DeleteItem"] != 3 {
 		t.Fatalf("refused %v; the test needs the release refused three times", refused)
 	}
@@ -1089,20 +1063,7 @@ func TestOwnAttachLeftoverDoesNotBlockTheKey(t *testing.T) {
 	})
 	r.orch.Store = store
 	start := r.clock.Now()
-	var answers []told
-	for i := range 2 {
-		a := told{who: fmt.Sprintf("call %d", i+1)}
-		a.out, a.err = r.callAs(a.who, 0)
-		answers = append(answers, a)
-		t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
-		var p *transfer.InProgressError
-		if errors.As(a.err, &p) {
-			t.Errorf("%s was told TRANSFER_IN_PROGRESS at +%v: no other request was running, only the first call's own attached claim", a.who, r.clock.Now().Sub(start))
-		}
-		if a.err == nil {
-			break
-		}
-	}
+	answers := r.callTwiceNotWaitingOnItself(t, "call", start, "only the first call's own attached claim")
 	if _, lost, refused := tr.counts(); lost["DynamoDB_20120810.PutItem"] != 1 || refused["DynamoDB_20120810.PutItem"] != 2 {
 		t.Fatalf("lost %v, refused %v; the test needs the attach applied with its answer lost and both retries refused", lost, refused)
 	}
@@ -1181,4 +1142,26 @@ func TestReleasedKeyIsNotReportedInProgress(t *testing.T) {
 			t.Errorf("retry = %v; the key is free and no request runs", retry.err)
 		}
 	}
+}
+
+// callTwiceNotWaitingOnItself calls key 0 up to twice (named who 1, who 2), stopping at the first
+// success, and fails the test if a call is told TRANSFER_IN_PROGRESS: no other request runs, only
+// the leftover named by leftover.
+func (r *rig) callTwiceNotWaitingOnItself(t *testing.T, who string, start time.Time, leftover string) []told {
+	t.Helper()
+	var answers []told
+	for i := range 2 {
+		a := told{who: fmt.Sprintf("%s %d", who, i+1)}
+		a.out, a.err = r.callAs(a.who, 0)
+		answers = append(answers, a)
+		t.Logf("%s at +%v: %+v, %v", a.who, r.clock.Now().Sub(start), a.out, a.err)
+		var p *transfer.InProgressError
+		if errors.As(a.err, &p) {
+			t.Errorf("%s was told TRANSFER_IN_PROGRESS at +%v: no other request was running, %s", a.who, r.clock.Now().Sub(start), leftover)
+		}
+		if a.err == nil {
+			break
+		}
+	}
+	return answers
 }

@@ -299,8 +299,14 @@ func (n *Network) Faults() []Fault {
 
 // takeStall consumes one stalled close attempt, reporting whether closing is stalled.
 func (n *Network) takeStall() bool {
+	return n.takeFirst(func(f *armedFault) bool { return f.Kind == FaultStall })
+}
+
+// takeFirst consumes one use of the first armed fault that match accepts (a fault of Count 0 is
+// never used up), reporting whether there was one. Callers hold n.mu.
+func (n *Network) takeFirst(match func(*armedFault) bool) bool {
 	for i, f := range n.faults {
-		if f.Kind != FaultStall {
+		if !match(f) {
 			continue
 		}
 		if f.remaining > 0 {
@@ -337,19 +343,9 @@ func (n *Network) armedFor(kind, api string) *armedFault {
 // transaction in ledger txLedger while the answering instance shows latest,
 // reporting whether there was one. Callers hold n.mu.
 func (n *Network) takeReadOrder(txLedger, latest uint32) bool {
-	for i, f := range n.faults {
-		if f.Kind != FaultReadOrder || latest-txLedger > uint32(max(f.Ledgers, 0)) {
-			continue
-		}
-		if f.remaining > 0 {
-			f.remaining--
-			if f.remaining == 0 {
-				n.faults = append(n.faults[:i], n.faults[i+1:]...)
-			}
-		}
-		return true
-	}
-	return false
+	return n.takeFirst(func(f *armedFault) bool {
+		return f.Kind == FaultReadOrder && latest-txLedger <= uint32(max(f.Ledgers, 0))
+	})
 }
 
 // DisarmFaults disarms every armed fault of the given kinds (not retention,
