@@ -342,7 +342,10 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 // history does not cover the submission, never one on which the envelope can still land.
 func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record) (*ResolveAnswer, error) {
 	st, err := s.cfg.Settler.Settle(ctx, rec)
+	var cfgErr *transfer.ConfigError
 	switch {
+	case errors.As(err, &cfgErr):
+		return nil, &Error{Code: CodeConfigurationInvalid, Message: cfgErr.Error(), Err: err}
 	case errors.Is(err, transfer.ErrConditionFailed):
 		return nil, refuse(CodeConflict, "the transfer changed while it was being judged; read it again")
 	case err != nil && st.Lookup == nil:

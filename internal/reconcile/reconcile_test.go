@@ -81,6 +81,7 @@ type fixture struct {
 	gauge  *gauge
 	svc    *reconcile.Service
 	logs   *logtest.Buffer
+	orch   *transfer.Orchestrator
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -94,7 +95,7 @@ func newFixture(t *testing.T) *fixture {
 	g := &gauge{}
 	svc := reconcile.New(reconcile.Config{Store: store, Settler: orch, Ledger: l, Gauge: g, Clock: c,
 		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
-	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc, logs: logs}
+	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc, logs: logs, orch: orch}
 }
 
 func hashOf(name string, outer bool) string {
@@ -472,4 +473,22 @@ func (brokenStore) ListInDoubt(context.Context, int, string) ([]transfer.Record,
 }
 func (brokenStore) ListExpiredClaims(context.Context, time.Time, int, string) ([]transfer.Record, string, error) {
 	return nil, "", errBoom
+}
+
+// TestMisconfiguredReplayWindowIsSaid: with IDEMPOTENCY_KEY_TTL_MS under an hour, a discard (which
+// settles through the orchestrator) answers CONFIGURATION_INVALID, not a ledger failure, and
+// changes nothing.
+func TestMisconfiguredReplayWindowIsSaid(t *testing.T) {
+	f := newFixture(t)
+	rec := f.put(t, "order-ttl1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	f.afterMaxTime()
+	f.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.KeyTTL = time.Minute
+		return s
+	}
+	refused(t, f, `{"action":"resolve","storeKey":"`+rec.StoreKey+`","discard":true,"operator":"carol"}`, reconcile.CodeConfigurationInvalid)
+	if got, err := f.store.Get(context.Background(), rec.StoreKey); err != nil || got.Version != rec.Version {
+		t.Fatalf("the item changed: %+v, %v", got, err)
+	}
 }
