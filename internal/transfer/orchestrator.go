@@ -132,8 +132,9 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 		end(err)
 		if err != nil {
 			// The write may have applied with its answer lost (and the SDK's retries refused): read
-			// the key back. Our own claim carries on; otherwise it is removed (it holds no envelope,
-			// nothing can land), so it does not block the client's retry until its lease expires.
+			// the key back, and if our own claim is there, carry on with it rather than leave it to
+			// block the client's retry until its lease expires. If the read fails too, a claim that
+			// applied holds no envelope: a retry takes it over once its lease ends.
 			cur, gerr := o.Store.Get(ctx, a.key)
 			if gerr != nil || cur.ClaimID != rec.ClaimID {
 				return Outcome{}, storeUnavailable(err)
