@@ -122,29 +122,26 @@ func (u undoLogs) at(seq uint32) *undoLog {
 
 // saveAccount records id's state before ledger seq changes it (once per ledger).
 func (n *Network) saveAccount(seq uint32, id string) {
-	l := n.undo.at(seq)
-	if _, ok := l.accounts[id]; ok {
-		return
-	}
-	var old *account
-	if a := n.state.accounts[id]; a != nil {
-		c := *a
-		old = &c
-	}
-	l.accounts[id] = old
+	saveOnce(n.undo.at(seq).accounts, n.state.accounts, id)
 }
 
+// saveTrustline records k's state before ledger seq changes it (once per ledger).
 func (n *Network) saveTrustline(seq uint32, k tlKey) {
-	l := n.undo.at(seq)
-	if _, ok := l.trustlines[k]; ok {
+	saveOnce(n.undo.at(seq).trustlines, n.state.trustlines, k)
+}
+
+// saveOnce copies cur[k] into saved unless saved already holds k: nil for an entry that did not
+// exist, else a copy of it as it was.
+func saveOnce[K comparable, V any](saved, cur map[K]*V, k K) {
+	if _, ok := saved[k]; ok {
 		return
 	}
-	var old *trustline
-	if t := n.state.trustlines[k]; t != nil {
-		c := *t
+	var old *V
+	if v := cur[k]; v != nil {
+		c := *v
 		old = &c
 	}
-	l.trustlines[k] = old
+	saved[k] = old
 }
 
 // accountAt is id's account entry as of ledger seq (nil if absent then).

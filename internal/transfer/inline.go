@@ -7,10 +7,7 @@ import "context"
 // reconcileInline settles an in_doubt item from the ledger if it can (DESIGN.md section 4):
 // landed or failed -> replayed; proven dead -> released, and the caller claims the key afresh.
 func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
-	inDoubt := &InDoubtError{FailingCode: failingCode(held), RetryAfter: a.settings.ProofWindow}
-	if held.Envelope != nil {
-		inDoubt.RetryAfter = o.inDoubtRetryAfter(a, *held.Envelope)
-	}
+	inDoubt := o.inDoubtAnswer(a, held)
 	s, err := o.Settle(ctx, held)
 	switch {
 	case isConflict(err):
@@ -23,12 +20,20 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 	case ResolvedLanded:
 		return replay(s.Record), false, nil
 	case ResolvedFailed:
-		rej := storedRejection(s.Record)
-		rej.replayed = true
-		return Outcome{}, false, rej
+		return Outcome{}, false, replayedRejection(s.Record)
 	case ResolvedReleased:
 		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey)
 		return Outcome{}, true, nil
 	}
 	return Outcome{}, false, inDoubt
+}
+
+// inDoubtAnswer is what a caller meeting the in_doubt item rec is told: 409 TRANSFER_IN_DOUBT with
+// its failing code, to retry once its envelope can be proven either way.
+func (o *Orchestrator) inDoubtAnswer(a *attempt, rec Record) *InDoubtError {
+	d := &InDoubtError{FailingCode: failingCode(rec), RetryAfter: a.settings.ProofWindow}
+	if rec.Envelope != nil {
+		d.RetryAfter = o.inDoubtRetryAfter(a, *rec.Envelope)
+	}
+	return d
 }

@@ -2,8 +2,6 @@ package transfer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -191,15 +189,9 @@ func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint 
 		case StatusReplayable:
 			return replay(cur), nil
 		case StatusRejected:
-			rej := storedRejection(cur)
-			rej.replayed = true
-			return Outcome{}, rej
+			return Outcome{}, replayedRejection(cur)
 		case StatusInDoubt:
-			d := &InDoubtError{FailingCode: failingCode(cur), RetryAfter: a.settings.ProofWindow}
-			if cur.Envelope != nil {
-				d.RetryAfter = o.inDoubtRetryAfter(a, *cur.Envelope)
-			}
-			return Outcome{}, d
+			return Outcome{}, o.inDoubtAnswer(a, cur)
 		}
 	}
 	if lastRefusal != nil {
@@ -221,9 +213,7 @@ func (o *Orchestrator) onHeld(ctx context.Context, a *attempt, held Record) (Out
 	case StatusReplayable:
 		return replay(held), false, nil
 	case StatusRejected:
-		rej := storedRejection(held)
-		rej.replayed = true
-		return Outcome{}, false, rej
+		return Outcome{}, false, replayedRejection(held)
 	case StatusInDoubt:
 		return o.reconcileInline(ctx, a, held)
 	case StatusInFlight:
@@ -257,9 +247,7 @@ func (o *Orchestrator) begin(ctx context.Context, in Input) *attempt {
 	if o.NewOwner != nil {
 		owner = o.NewOwner()
 	} else {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		owner = hex.EncodeToString(b[:])
+		owner = randomID()
 	}
 	return &attempt{
 		in: in, key: StoreKey(in.Request.WalletAddress, in.ClientKey), owner: owner, settings: s,

@@ -48,6 +48,13 @@ func replay(rec Record) Outcome {
 	return Outcome{TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger, Replayed: true}
 }
 
+// replayedRejection is the stored rejection as every later call sees it (Idempotent-Replayed).
+func replayedRejection(rec Record) *RejectedError {
+	rej := storedRejection(rec)
+	rej.replayed = true
+	return rej
+}
+
 func storedRejection(rec Record) *RejectedError {
 	if rec.Result == nil {
 		return &RejectedError{Code: CodeTransactionFailed, Detail: "the transfer was rejected"}

@@ -80,7 +80,10 @@ func sameWrite(stored, next Record) bool {
 
 // NewClaimID returns a fresh incarnation ID: 16 random bytes in hex (crypto/rand), so no two claims
 // of any key share one.
-func NewClaimID() string {
+func NewClaimID() string { return randomID() }
+
+// randomID is 16 bytes from crypto/rand in hex: claim IDs and lease owners.
+func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
