@@ -1,15 +1,20 @@
-// Package api is the HTTP face of the transfer orchestrator (DESIGN.md section 6): a net/http
-// handler for
+// Package api is the HTTP face of the transfer orchestrator (README.md, "The HTTP API"; the
+// contract is openapi.yaml beside this file): a net/http handler for
 //
 //	POST /transfers                                            (header Idempotency-Key, JSON body)
 //	GET  /wallets/{walletAddress}/transfers/{idempotencyKey}
 //
 // and an adapter that serves it from API Gateway HTTP API events (payload format 2.0).
 //
+// The Idempotency-Key header takes the key bare (order-0001) or as the IETF draft's
+// structured-field String ("order-0001", RFC 8941 section 3.3.3); both name the same key, the
+// unquoted value (headerKey). The GET path takes the value only.
+//
 // Errors are RFC 9457 problem details (application/problem+json). Every problem has
 //
-//	type            ProblemTypeBase + the code in lower kebab case,
-//	                e.g. https://stellar-transfer.dev/problems/idempotency-key-missing
+//	type            ProblemTypeBase + the code in lower kebab case: the code's entry in
+//	                README.md's "Problem types", e.g.
+//	                https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-idempotency-key-missing
 //	title           a fixed, human-readable summary of the code
 //	status          the HTTP status
 //	detail          what went wrong with this request (input it quotes: seeds redacted, then

@@ -9,6 +9,7 @@ import (
 	"path"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/logging"
@@ -311,13 +312,19 @@ func (h *handler) tooLarge(w http.ResponseWriter, r *http.Request) {
 		"the request body exceeds "+strconv.FormatInt(h.maxBody, 10)+" bytes"))
 }
 
-// parseKeyHeader validates the Idempotency-Key header; more than one is malformed.
+// parseKeyHeader validates the Idempotency-Key header and returns the key it names: the
+// unquoted value of the draft's sf-string form or the bare key (headerKey), then checked by
+// parseKey. More than one header is malformed (draft-ietf-httpapi-idempotency-key-header-07
+// section 2.1: clients send exactly one).
 func parseKeyHeader(rules transfer.Rules, hdr http.Header) (string, error) {
 	if vs := hdr.Values(IdempotencyKeyHeader); len(vs) > 1 {
-		return "", &transfer.ValidationError{Code: transfer.CodeKeyInvalid, Status: http.StatusBadRequest,
-			Field: IdempotencyKeyHeader, Detail: "send exactly one Idempotency-Key header"}
+		return "", keyInvalid("send exactly one Idempotency-Key header")
 	}
-	return parseKey(rules, hdr.Get(IdempotencyKeyHeader))
+	key, err := headerKey(hdr.Get(IdempotencyKeyHeader))
+	if err != nil {
+		return "", err
+	}
+	return parseKey(rules, key)
 }
 
 // parseKey is rules.ParseKey, refusing also a key that holds a secret seed: such a key would be
@@ -340,8 +347,13 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
+	// The path segment is the key's value, never its sf-string form: a structured field is a
+	// header's syntax, and a URI that may name one key two ways is two cache keys.
 	key, err := parseKey(rules, r.PathValue("idempotencyKey"))
 	if err != nil {
+		if strings.HasPrefix(r.PathValue("idempotencyKey"), `"`) {
+			err = keyInvalid(`the path takes the key's value, without the quotes of the Idempotency-Key header's structured-field form: "order-0001" is .../transfers/order-0001`)
+		}
 		h.writeError(w, r, err)
 		return
 	}

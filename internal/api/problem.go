@@ -15,7 +15,11 @@ import (
 )
 
 // ProblemTypeBase prefixes every problem's type URI; the code in lower kebab case follows it.
-const ProblemTypeBase = "https://stellar-transfer.dev/problems/"
+// The URI is the code's entry in the section "Problem types" of the repository's README.md
+// (an anchor id="problem-<code in lower kebab case>" per code, checked by this package's tests),
+// so a type resolves to what the code means and what to do about it (RFC 9457 section 3.1.1:
+// the type URI, when dereferenced, should give human-readable documentation).
+const ProblemTypeBase = "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-"
 
 // Codes of the HTTP layer itself (the domain's are transfer.Code*).
 const (
@@ -70,13 +74,16 @@ var titles = map[string]string{
 	transfer.CodeNotFound:               "Transfer not found",
 	transfer.CodeChannelsBusy:           "Channel accounts busy",
 	transfer.CodeSigningKeysUnavailable: "Signing keys unavailable",
+	transfer.CodeConfigurationInvalid:   "Configuration invalid",
+	transfer.CodeLeaseExpired:           "Lease expired",
 	CodeUnsupportedMediaType:            "Unsupported media type",
 	CodeRequestTooLarge:                 "Request body too large",
 	CodeMethodNotAllowed:                "Method not allowed",
 	CodeRouteNotFound:                   "Not found",
 }
 
-// problemType is the type URI of a code: ProblemTypeBase + lower kebab case.
+// problemType is the type URI of a code: ProblemTypeBase + lower kebab case, e.g.
+// ProblemTypeBase + "idempotency-key-missing" for IDEMPOTENCY_KEY_MISSING.
 func problemType(code string) string {
 	return ProblemTypeBase + strings.ReplaceAll(strings.ToLower(code), "_", "-")
 }
