@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -22,6 +23,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"gopkg.in/yaml.v3"
 
+	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -317,5 +319,178 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		if !seen[code] && !slices.Contains(outside, code) {
 			t.Errorf("no case answers %s; add one", code)
 		}
+	}
+}
+
+// Every code the code base defines has its entry in README.md's "Problem types" (the anchor its
+// type URI names) and its line in openapi.yaml; the README has no entry for a code that is gone.
+func TestProblemTypesResolveToTheREADME(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "\n### Problem types\n")
+	if start < 0 {
+		t.Fatal(`README.md has no section "### Problem types"`)
+	}
+	section := text[start+1:]
+	if end := regexp.MustCompile(`\n#{1,3} `).FindStringIndex(section[1:]); end != nil {
+		section = section[:end[0]+1]
+	}
+	spec, _ := loadOpenAPI(t)
+	problemCode := parseOpenAPI(t, spec).Components.Schemas["ProblemCode"].Description
+	anchor := regexp.MustCompile(`<a id="problem-([a-z0-9-]+)"></a>` + "`([A-Z0-9_]+)`")
+	rows := map[string]string{} // anchor -> the code its row names
+	for _, m := range anchor.FindAllStringSubmatch(section, -1) {
+		rows[m[1]] = m[2]
+	}
+	codes := apiCodes(t)
+	for _, code := range codes {
+		typ := problemType(code)
+		frag, ok := strings.CutPrefix(typ, ProblemTypeBase)
+		if !ok || !strings.HasPrefix(ProblemTypeBase, "https://") || !strings.HasSuffix(ProblemTypeBase, "README.md#problem-") {
+			t.Fatalf("type %q is not a README.md anchor", typ)
+		}
+		if got, ok := rows[frag]; !ok || got != code {
+			t.Errorf(`README.md's "Problem types" has no row <a id="problem-%s"></a>`+"`%s`"+` (the anchor of %s)`, frag, code, typ)
+		}
+		if !strings.Contains(problemCode, "- `"+code+"`") {
+			t.Errorf("openapi.yaml's ProblemCode does not describe %s", code)
+		}
+	}
+	for frag, code := range rows {
+		if !slices.Contains(codes, code) || ProblemTypeBase+frag != problemType(code) {
+			t.Errorf("README.md has a row %q for %s, which the code does not define under that anchor", frag, code)
+		}
+	}
+	// The anchors appear once in the whole README (a second one would shadow the first).
+	for frag := range rows {
+		if n := strings.Count(text, `id="problem-`+frag+`"`); n != 1 {
+			t.Errorf("README.md has the anchor problem-%s %d times", frag, n)
+		}
+	}
+}
+
+// The handler's problems carry the type of their code: ProblemTypeBase + lower kebab case.
+func TestProblemTypeOfAnAnswer(t *testing.T) {
+	f := newFixture(t)
+	pd := problem(t, f.do(post(goodBody(wallet), map[string]string{IdempotencyKeyHeader: ""})), 400, transfer.CodeKeyMissing)
+	if want := "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-idempotency-key-missing"; pd.Type != want {
+		t.Fatalf("type %q, want %q", pd.Type, want)
+	}
+}
+
+// API Gateway's own answers ({"message"} as application/json) conform to the document on both
+// operations, at each status it gives them.
+func TestOpenAPIGatewayAnswers(t *testing.T) {
+	_, v := loadOpenAPI(t)
+	viewPath := "/wallets/" + wallet + "/transfers/" + goodKey
+	for _, status := range []int{403, 429, 500, 503, 504} {
+		for _, r := range []req{post(goodBody(wallet), nil), {"GET", viewPath, "", nil}} {
+			hr := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
+			for k, val := range r.header {
+				hr.Header.Set(k, val)
+			}
+			rec := httptest.NewRecorder()
+			writeJSON(rec, status, "application/json", map[string]string{"message": "Forbidden"})
+			if ok, errs := v.ValidateHttpResponse(hr, rec.Result()); !ok {
+				for _, e := range errs {
+					t.Errorf("API Gateway's %d on %s %s does not conform: %s: %s", status, r.method, r.path, e.Message, e.Reason)
+				}
+			}
+			// A {"message"} body is not a problem: it does not pass as application/problem+json.
+			rec = httptest.NewRecorder()
+			writeJSON(rec, status, "application/problem+json", map[string]string{"message": "Forbidden"})
+			if ok, _ := v.ValidateHttpResponse(hr, rec.Result()); ok {
+				t.Errorf("a {\"message\"} body passes as a %d problem on %s %s", status, r.method, r.path)
+			}
+		}
+	}
+}
+
+// Both forms of the Idempotency-Key header conform to the document, and a malformed String
+// does not.
+func TestOpenAPIKeyForms(t *testing.T) {
+	_, v := loadOpenAPI(t)
+	for key, want := range map[string]bool{goodKey: true, `"` + goodKey + `"`: true, `"` + goodKey: false, `"short"`: false} {
+		hr := httptest.NewRequest("POST", "/transfers", strings.NewReader(goodBody(wallet)))
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set(IdempotencyKeyHeader, key)
+		if ok, errs := v.ValidateHttpRequest(hr); ok != want {
+			t.Errorf("Idempotency-Key %s: conforms %v, want %v (%v)", key, ok, want, errs)
+		}
+	}
+}
+
+// The document's security and servers say what template.yaml deploys: every route of the HTTP
+// API has AWS_IAM authorization, or NONE when ApiAuthorization says so (hence the empty
+// alternative); the stage is $default (no stage segment in the server URL); the integration's
+// timeout is the 30 seconds the 503 and 504 answers name; the throttling parameters the 429 names
+// exist.
+func TestOpenAPIMatchesTheTemplate(t *testing.T) {
+	spec, _ := loadOpenAPI(t)
+	doc := parseOpenAPI(t, spec)
+	tpl, err := cfntemplate.Load("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes, iamOrNone int
+	for name, r := range tpl.Resources {
+		switch r.Type {
+		case "AWS::ApiGatewayV2::Route":
+			routes++
+			auth := r.Properties["AuthorizationType"]
+			if reflect.DeepEqual(auth, map[string]any{"Fn::If": []any{"IamAuthorization", "AWS_IAM", "NONE"}}) {
+				iamOrNone++
+			} else if auth != "AWS_IAM" {
+				t.Errorf("route %s has AuthorizationType %v; the document says AWS_IAM (or NONE by parameter)", name, auth)
+			}
+		case "AWS::ApiGatewayV2::Stage":
+			if r.Properties["StageName"] != "$default" {
+				t.Errorf("stage %s is %v; the document's server URL has no stage segment", name, r.Properties["StageName"])
+			}
+		case "AWS::ApiGatewayV2::Integration":
+			if ms, _ := r.Properties["TimeoutInMillis"].(int); ms != 30000 {
+				t.Errorf("integration %s times out after %v ms; the document says 30 seconds", name, r.Properties["TimeoutInMillis"])
+			}
+		}
+	}
+	if routes < 3 {
+		t.Fatalf("template.yaml has %d routes", routes)
+	}
+	scheme := doc.Components.SecuritySchemes["sigv4"]
+	if scheme["type"] != "apiKey" || scheme["in"] != "header" || scheme["name"] != "Authorization" || scheme["x-amazon-apigateway-authtype"] != "awsSigv4" {
+		t.Errorf("securitySchemes.sigv4 = %v; want API Gateway's SigV4 form", scheme)
+	}
+	var sigv4, anonymous bool
+	for _, req := range doc.Security {
+		_, has := req["sigv4"]
+		sigv4 = sigv4 || has && len(req) == 1
+		anonymous = anonymous || len(req) == 0
+	}
+	if !sigv4 || anonymous != (iamOrNone > 0) {
+		t.Errorf("security %v: want sigv4, and the empty alternative exactly when a route can be NONE (%d can)", doc.Security, iamOrNone)
+	}
+	for _, p := range []string{"ApiAuthorization", "ApiThrottlingRateLimit", "ApiThrottlingBurstLimit"} {
+		if _, ok := tpl.Parameters[p]; !ok || !bytes.Contains(spec, []byte(p)) {
+			t.Errorf("the parameter %s is not in the template or not named in the document", p)
+		}
+	}
+	var deployed, local bool
+	for _, s := range doc.Servers {
+		switch {
+		case s.URL == "https://{apiId}.execute-api.{region}.{urlSuffix}":
+			deployed = s.Variables["apiId"].Default != "" && s.Variables["region"].Default != "" &&
+				slices.Equal(s.Variables["urlSuffix"].Enum, []string{"amazonaws.com", "amazonaws.com.cn"})
+		case s.URL == "http://127.0.0.1:3000":
+			local = true
+		}
+	}
+	if !deployed || !local {
+		t.Errorf("servers %+v: want the execute-api URL with its variables and the local stack", doc.Servers)
+	}
+	if d := doc.Components.Responses["Unavailable"].Description; !strings.Contains(d, "30 seconds") {
+		t.Errorf("the 503 response does not name the integration's 30 seconds: %q", d)
 	}
 }
