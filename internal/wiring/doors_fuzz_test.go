@@ -360,3 +360,60 @@ func TestDoorRigPays(t *testing.T) {
 		t.Fatalf("logs: %s", logs)
 	}
 }
+
+// TestDoorQuotedKeyReplays: the Idempotency-Key draft's structured-field form ("key") and the bare
+// key are one key through the deployed service, over HTTP and through the API Gateway adapter: a
+// client that switches form gets its first transfer replayed (same hash, Idempotent-Replayed), not
+// a second payment; the item is stored under the unquoted key.
+func TestDoorQuotedKeyReplays(t *testing.T) {
+	r := newDoorRig(t)
+	body := `{"operationType":"withdraw","walletAddress":"` + doorWallet + `","amount":"1.25","asset":"USDC"}`
+	post := func(key string) api.TransferResponse {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, "/transfers", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		rec := httptest.NewRecorder()
+		r.handler(t).ServeHTTP(rec, req)
+		var out api.TransferResponse
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
+			t.Fatalf("%s: status %d: %s", key, rec.Code, rec.Body)
+		}
+		if got := rec.Header().Get(api.ReplayedHeader); (got == "true") != out.Replayed {
+			t.Fatalf("%s: %s %q, body replayed %v", key, api.ReplayedHeader, got, out.Replayed)
+		}
+		return out
+	}
+	first := post(`"order-quoted-0001"`)
+	items := r.db.written(t)
+	if first.Replayed || !strings.Contains(items, `"order-quoted-0001"`) || strings.Contains(items, `\"order-quoted-0001\"`) {
+		t.Fatalf("first %+v; items %s", first, items)
+	}
+	for _, key := range []string{"order-quoted-0001", `"order-quoted-0001";retry=1`} {
+		if again := post(key); !again.Replayed || again.TransactionHash != first.TransactionHash || again.Ledger != first.Ledger {
+			t.Fatalf("%s: %+v, want the replay of %+v", key, again, first)
+		}
+	}
+
+	// The adapter, bare first this time, then quoted.
+	lambda := func(key string) events.APIGatewayV2HTTPResponse {
+		t.Helper()
+		ev := events.APIGatewayV2HTTPRequest{RawPath: "/transfers", Body: body,
+			Headers: map[string]string{"content-type": "application/json", "idempotency-key": key}}
+		ev.RequestContext.HTTP.Method = http.MethodPost
+		ev.RequestContext.RequestID = "JKJaXmPLvHcESHA="
+		resp, err := api.NewLambdaHandler(r.handler(t))(context.Background(), ev)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %+v, %v", key, resp, err)
+		}
+		return resp
+	}
+	a, b := lambda("order-quoted-0002"), lambda(`"order-quoted-0002"`)
+	var ra, rb api.TransferResponse
+	if json.Unmarshal([]byte(a.Body), &ra) != nil || json.Unmarshal([]byte(b.Body), &rb) != nil {
+		t.Fatalf("bodies %q %q", a.Body, b.Body)
+	}
+	if ra.Replayed || !rb.Replayed || rb.TransactionHash != ra.TransactionHash || ra.TransactionHash == first.TransactionHash {
+		t.Fatalf("adapter: %+v then %+v", ra, rb)
+	}
+}
