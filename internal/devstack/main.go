@@ -68,7 +68,7 @@ func printBanner(i Info) {
 	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
 	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
 	fmt.Fprintf(w, "  Stellar RPC        %s\n", i.RPCURL)
-	fmt.Fprintf(w, "  Network admin      %s  (GET %sstack describes this stack)\n", i.AdminURL, i.AdminURL)
+	fmt.Fprintf(w, "  Network admin      %s  (GET lists its routes and fault kinds; GET %sstack describes this stack)\n", i.AdminURL, i.AdminURL)
 	fmt.Fprintf(w, "  Passphrase         %s\n\n", i.NetworkPassphrase)
 	fmt.Fprintf(w, "  Vault              %s\n", i.Vault.Account)
 	for _, a := range i.Assets {
