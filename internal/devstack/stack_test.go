@@ -95,6 +95,7 @@ func badChecksum(addr string) string {
 }
 
 func TestWithdrawLandsOnceAndReplays(t *testing.T) {
+	t.Parallel() // each test has its own stack on free ports; they wait on ledgers, not the CPU
 	s := startStack(t)
 	wallet := s.Info.Wallets[0].Account
 	before, _ := s.Network.Balance(wallet, s.usdc())
@@ -133,6 +134,7 @@ func TestWithdrawLandsOnceAndReplays(t *testing.T) {
 }
 
 func TestConcurrentIdenticalRequestsLandOnce(t *testing.T) {
+	t.Parallel()
 	s := startStack(t)
 	wallet := s.Info.Wallets[1].Account
 	var wg sync.WaitGroup
@@ -160,6 +162,7 @@ func TestConcurrentIdenticalRequestsLandOnce(t *testing.T) {
 }
 
 func TestBadInputIsRefusedAndNothingIsWritten(t *testing.T) {
+	t.Parallel()
 	s := startStack(t)
 	wallet := s.Info.Wallets[2].Account
 	for _, tc := range []struct {
@@ -197,6 +200,7 @@ func TestBadInputIsRefusedAndNothingIsWritten(t *testing.T) {
 // What the banner of `make run` prints answers: the network admin address lists its routes, this
 // stack's among them, and the embedded DynamoDB lists the table (`aws dynamodb list-tables`).
 func TestBannerAddressesAnswer(t *testing.T) {
+	t.Parallel()
 	s := startStack(t)
 	var index struct {
 		Routes []stellarsim.AdminRoute
