@@ -9,9 +9,12 @@ cd "$(dirname "$0")/.."
 mkdir -p .ci/work
 out=.ci/work/test-output.txt
 rm -f "$out"
+start=$(date +%s.%N)
 status=0
 go test -race -count=1 -v "$@" ./... >"$out.partial" 2>&1 || status=$?
 mv "$out.partial" "$out"
+# The file's time is the run's start, so scan-secrets sees a Go file changed during the run as newer.
+touch -d "@$start" "$out"
 grep -E '^(ok|FAIL|\?)\s+\S|^panic: ' "$out" || true
 if [ "$status" -ne 0 ]; then
 	echo

@@ -82,7 +82,8 @@ func printBanner(i Info) {
 			i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %sstack\n", i.AdminURL)
-		fmt.Fprintf(w, "  aws lambda invoke --endpoint-url %s --function-name ReconcileFunction --payload '{\"action\":\"list\"}' out.json\n\n", i.LambdaURL)
+		fmt.Fprintf(w, "  aws lambda invoke --endpoint-url %s --function-name ReconcileFunction \\\n    --cli-binary-format raw-in-base64-out --payload '{\"action\":\"list\"}' out.json   # AWS CLI v1: without --cli-binary-format\n", i.LambdaURL)
+		fmt.Fprintf(w, "  aws dynamodb scan --table-name %s --endpoint-url %s\n\n", i.Table, i.DynamoDBEndpoint)
 	}
 }
 
