@@ -1,4 +1,5 @@
-# Stellar Transfer Orchestrator. `make run` starts the local stack; `make test` runs the tests;
+# Stellar Transfer Orchestrator. `make` alone lists the targets (each public target's `## ` text);
+# `make run` starts the local stack; `make test-short` is the quick loop, `make test` every test;
 # `make check` is what CI runs. SAM's makefile builder calls the build-<LogicalId> targets.
 SHELL := /bin/bash
 GO ?= go
@@ -21,18 +22,26 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: all build run test fuzz chaos scan-secrets check lint bench clean tools test-dynalite check-template sam-build \
-	test-lambda test-contract test-clients build-api build-alert build-reconcile \
+.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench clean tools test-dynalite check-template \
+	sam-build test-lambda test-contract test-clients build-api build-alert build-reconcile \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction
 
-all: check
+.DEFAULT_GOAL := help
+
+# Every target whose rule line carries `## text`, in the order of this file.
+help: ## this list
+	@echo "Stellar Transfer Orchestrator: make <target> (README.md, \"Two commands\")"
+	@echo
+	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
+	@echo
+	@echo "Variables: FUZZTIME (make fuzz, 60s), CHAOS_KEYS and CHAOS_SEED (make chaos), SCAN_SECRETS_RUN=1 (make scan-secrets runs the tests again)"
 
 # One linux/arm64 `bootstrap` per function (provided.al2023).
 define lambda_build
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_GOFLAGS) -o $(2)/bootstrap ./functions/$(1)
 endef
 
-build: $(addprefix build-,$(PRESENT_FUNCTIONS))
+build: $(addprefix build-,$(PRESENT_FUNCTIONS)) ## each function's linux/arm64 bootstrap in .build/<function>/
 
 build-api build-alert build-reconcile: build-%:
 	$(call lambda_build,$*,$(BUILD_DIR)/$*)
@@ -48,15 +57,23 @@ build-ReconcileFunction:
 	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
 
 # Built, then exec'd rather than `go run`: go run exits 1 on Ctrl-C even when the stack stops cleanly.
-run:
+run: ## the local stack: API :3000, Lambda Invoke API :3001, DynamoDB :8000, Stellar :8010, until Ctrl-C
 	$(GO) build -o .ci/bin/devstack ./internal/devstack
 	exec .ci/bin/devstack
 
-# Every test with the race detector (the fuzz targets' checked-in corpora included), then each fuzz
-# target fuzzed for a few seconds.
-test:
-	$(GO) test -race -count=1 ./...
+# Every test once with the race detector (the fuzz targets' checked-in corpora included), verbose
+# into .ci/work/test-output.txt (scan-secrets scans it), a line per package here (.ci/go-test.sh);
+# then each fuzz target fuzzed for a few seconds.
+test: ## every test with -race (about 3 min; output in .ci/work/test-output.txt), then each fuzz target 3 s
+	.ci/go-test.sh
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# The quick loop: every test with -short, which skips the fault campaign and shrinks the longest
+# tests (the model checker without preemptions, the 16-channel load test at 4 channels); the
+# devstack's tests wait on real ledgers, not the CPU, hence -parallel 8. No benchmarks, no fuzzing.
+# Packages whose code and tests did not change answer from the test cache (add -count=1 to rerun).
+test-short: ## every test but the fault campaign and the benchmarks, with -race, in under a minute
+	$(GO) test -short -race -parallel 8 ./...
 
 # The fuzz targets at the doors (issue 16), as package:target. `go test -fuzz` takes one target per
 # run, so they run one after another, FUZZTIME each (60s: `make fuzz`; TEST_FUZZTIME in make test).
@@ -67,7 +84,7 @@ FUZZ_TARGETS := ./internal/transfer:FuzzCanonicalize ./internal/wiring:FuzzHandl
 	./internal/wiring:FuzzLambdaAdapter ./internal/reconcile:FuzzReconcilePayload ./internal/alert:FuzzStreamRecord
 FUZZTIME ?= 60s
 TEST_FUZZTIME ?= 3s
-fuzz:
+fuzz: ## each fuzz target at the doors for FUZZTIME (60s), one after another
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
@@ -75,17 +92,17 @@ fuzz:
 	done
 
 # The DynamoDB store's contract suite again, against dynalite (validates requests as DynamoDB does).
-test-dynalite:
+test-dynalite: ## the DynamoDB store's contract suite against dynalite
 	.ci/with-dynalite.sh $(GO) test -race -count=1 -run 'Dynalite' ./internal/dynamo/...
 
-lint:
+lint: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.ci/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
 # The Python virtual environment and the RIE; .ci/run calls this on a fresh clone.
-tools: $(TOOLS) $(RIE)
+tools: $(TOOLS) $(RIE) ## the pinned Python tools in .ci/venv and the Lambda Runtime Interface Emulator
 
 $(TOOLS): .ci/requirements.txt
 	python3 -m venv $(VENV)
@@ -96,21 +113,21 @@ $(RIE):
 	GOBIN=$(abspath $(dir $(RIE))) $(GO) install $(RIE_MODULE)@$(RIE_VERSION)
 
 # The template: AWS's linter and SAM's own transform and linter (no AWS account needed).
-check-template: $(TOOLS)
+check-template: $(TOOLS) ## cfn-lint, sam validate --lint, samconfig.toml's parameters
 	$(VENV)/bin/cfn-lint template.yaml
 	$(SAM) validate --lint --template-file template.yaml
 	$(VENV)/bin/python .ci/check-samconfig.py
 
 # `sam build` (no container) of every function present, each checked to be a linux/arm64 bootstrap.
-sam-build: $(TOOLS)
+sam-build: $(TOOLS) ## sam build of every function, each checked to be a linux/arm64 bootstrap
 	SAM="$(SAM)" .ci/sam-build.sh
 
 # Each function's real bootstrap under the Lambda RIE, with real event shapes (internal/lambdatest).
-test-lambda: $(RIE)
+test-lambda: $(RIE) ## each function's real bootstrap under the Lambda Runtime Interface Emulator
 	AWS_LAMBDA_RIE=$(abspath $(RIE)) $(GO) test -race -count=1 -v -run 'RIE' ./internal/lambdatest/
 
 # The API's OpenAPI document exercised by schemathesis against a local stack started for it.
-test-contract: $(TOOLS)
+test-contract: $(TOOLS) ## schemathesis against internal/api/openapi.yaml on a local stack
 	CONTRACT_MAX_EXAMPLES=$(CONTRACT_MAX_EXAMPLES) .ci/contract.sh
 
 # The official JavaScript (@stellar/stellar-sdk, .ci/clients/package-lock.json) and Python
@@ -119,24 +136,26 @@ CLIENTS_NODE_MODULES := .ci/clients/node_modules/.package-lock.json
 $(CLIENTS_NODE_MODULES): .ci/clients/package-lock.json
 	npm ci --prefix .ci/clients --no-audit --no-fund
 
-test-clients: $(TOOLS) $(CLIENTS_NODE_MODULES)
+test-clients: $(TOOLS) $(CLIENTS_NODE_MODULES) ## the official JavaScript and Python Stellar SDKs against the local network
 	.ci/clients/run.sh
 
-check: lint test scan-secrets test-dynalite check-template sam-build test-lambda test-contract test-clients
+# Each test runs once: scan-secrets scans the output of test's run (in this order: no -j).
+check: lint test scan-secrets test-dynalite check-template sam-build test-lambda test-contract test-clients ## what CI runs (.ci/run): all of the checks
 
-# Every test again, verbosely, with the output scanned for anything shaped like a secret seed.
-scan-secrets:
+# The output of make test's run (or of a run of its own when there is none, it is older than a Go
+# file, or SCAN_SECRETS_RUN=1) scanned for anything shaped like a secret seed.
+scan-secrets: ## fail if make test's output holds anything shaped like a secret seed
 	.ci/scan-secrets.sh
 
-bench:
+bench: ## the Go benchmarks (README.md, "Benchmarks")
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # The fault campaign at full size: 10,000 calls in each of its four runs (make test runs 5,000 in
 # all). CHAOS_SEED=<seed> replays a failing seed.
 CHAOS_KEYS ?= 1250
-chaos:
+chaos: ## the fault campaign at full size (CHAOS_KEYS=1250 a run; CHAOS_SEED=<seed> replays one)
 	CHAOS_KEYS=$(CHAOS_KEYS) $(GO) test -count=1 -timeout 60m -v -run '^TestCampaign$$' ./internal/chaos
 
-clean:
-	rm -rf $(BUILD_DIR) .ci/sam .ci/work
+clean: ## remove the build outputs (.build, .aws-sam, .ci/sam, .ci/work) and the test cache
+	rm -rf $(BUILD_DIR) .aws-sam .ci/sam .ci/work
 	$(GO) clean -testcache

@@ -520,9 +520,106 @@ func TestHTTPAPI(t *testing.T) {
 	if p := tpl.Parameters["ApiAuthorization"]; p["Default"] != "AWS_IAM" {
 		t.Errorf("ApiAuthorization defaults to %v, want AWS_IAM", p["Default"])
 	}
+}
+
+// findInMap is the template's !FindInMap [Capacity, !Ref ChannelCount, key].
+func findInMap(key string) map[string]any {
+	return map[string]any{"Fn::FindInMap": []any{"Capacity", map[string]any{"Ref": "ChannelCount"}, key}}
+}
+
+// capacity is the formula of template.yaml's Mappings: Capacity and README.md's "Capacity", for
+// channels channel accounts: S sources (each channel, or the vault alone) land one transaction
+// each per ledger of ledgerSeconds; the gate admits twice that (rate), a ledger of it at once
+// (burst); the API function may run every call the gate admits in one ledger (all of them wait
+// at most about a ledger for a source, then 503 CHANNELS_BUSY) plus one per leased source.
+func capacity(channels int) (reserved, rate, burst int) {
+	const ledgerSeconds = 5
+	s := max(channels, 1)
+	rate = (2*s + ledgerSeconds - 1) / ledgerSeconds // ceil(2S/L)
+	burst = rate * ledgerSeconds
+	return s + 2*burst, rate, burst
+}
+
+// The API function's reserved concurrency and the API's throttling come from ChannelCount through
+// the Capacity mapping, whose every row is the formula's; AlertFunction and ReconcileFunction
+// hold concurrency of their own, so a burst on the API can never starve them; and the largest
+// allowed value still fits the default account quota.
+func TestCapacityFromChannelCount(t *testing.T) {
+	tpl := load(t)
+	rows := tpl.Mappings["Capacity"]
+	allowed, ok := tpl.Parameters["ChannelCount"]["AllowedValues"].([]any)
+	if !ok || len(allowed) == 0 {
+		t.Fatalf("ChannelCount has no AllowedValues (%v): every value needs its Capacity row", tpl.Parameters["ChannelCount"])
+	}
+	if d, _ := cfntemplate.String(tpl.Parameters["ChannelCount"]["Default"]); !slices.ContainsFunc(allowed, func(v any) bool { s, _ := cfntemplate.String(v); return s == d }) {
+		t.Errorf("ChannelCount's default %s is not an allowed value", d)
+	}
+	if len(rows) != len(allowed) {
+		t.Errorf("Capacity has %d rows for %d allowed ChannelCount values", len(rows), len(allowed))
+	}
+	const alert, reconcile = "AlertFunction", "ReconcileFunction"
+	own := map[string]int{}
+	for _, id := range []string{alert, reconcile} {
+		n, err := strconv.Atoi(str(t, tpl.Resources[id].Properties, "ReservedConcurrentExecutions"))
+		if err != nil || n < 1 {
+			t.Errorf("%s ReservedConcurrentExecutions = %v, want a fixed reservation of at least 1", id, get(t, tpl.Resources[id].Properties, "ReservedConcurrentExecutions"))
+		}
+		own[id] = n
+	}
+	if own[reconcile] < 2 {
+		t.Errorf("ReconcileFunction reserves %d: an operator's action would wait for the sweep", own[reconcile])
+	}
+	// Lambda keeps 100 of the account's concurrency (1000 by default) unreserved.
+	const accountQuota, unreserved = 1000, 100
+	for _, v := range allowed {
+		key, _ := cfntemplate.String(v)
+		channels, err := strconv.Atoi(key)
+		if err != nil || channels < 0 {
+			t.Errorf("ChannelCount allows %v", v)
+			continue
+		}
+		row, ok := rows[key]
+		if !ok {
+			t.Errorf("ChannelCount %d has no Capacity row", channels)
+			continue
+		}
+		reserved, rate, burst := capacity(channels)
+		for k, want := range map[string]int{"ApiReservedConcurrency": reserved, "ApiThrottlingRateLimit": rate, "ApiThrottlingBurstLimit": burst} {
+			if got, _ := cfntemplate.String(row[k]); got != strconv.Itoa(want) {
+				t.Errorf("Capacity[%d][%s] = %v, the formula gives %d", channels, k, row[k], want)
+			}
+		}
+		if len(row) != 3 {
+			t.Errorf("Capacity[%d] = %v, want exactly the three values", channels, row)
+		}
+		// What the formula promises, said once more independently of it: the gate admits at
+		// least twice what the sources land per ledger (S per 5 s), and the function can run
+		// every call the gate admits within one ledger's wait besides one per leased source.
+		s := max(channels, 1)
+		if rate*5 < 2*s || burst < rate || reserved < s+burst+rate*5 {
+			t.Errorf("Capacity[%d] = reserved %d, rate %d/s, burst %d: too small for %d sources", channels, reserved, rate, burst, s)
+		}
+		if total := reserved + own[alert] + own[reconcile]; total > accountQuota-unreserved {
+			t.Errorf("ChannelCount %d reserves %d of the default quota's %d", channels, total, accountQuota-unreserved)
+		}
+	}
+	for _, extra := range []string{"-1", "1000"} {
+		if _, ok := rows[extra]; ok {
+			t.Errorf("Capacity has a row for %s", extra)
+		}
+	}
+	if got := get(t, tpl.Resources["ApiFunction"].Properties, "ReservedConcurrentExecutions"); !reflect.DeepEqual(got, findInMap("ApiReservedConcurrency")) {
+		t.Errorf("ApiFunction ReservedConcurrentExecutions = %v, want %v", got, findInMap("ApiReservedConcurrency"))
+	}
 	stage := tpl.Resources["HttpApiStage"].Properties
-	for _, k := range []string{"ThrottlingRateLimit", "ThrottlingBurstLimit"} {
-		get(t, stage, "DefaultRouteSettings", k)
+	for k, col := range map[string]string{"ThrottlingRateLimit": "ApiThrottlingRateLimit", "ThrottlingBurstLimit": "ApiThrottlingBurstLimit"} {
+		if got := get(t, stage, "DefaultRouteSettings", k); !reflect.DeepEqual(got, findInMap(col)) {
+			t.Errorf("HttpApiStage DefaultRouteSettings.%s = %v, want %v", k, got, findInMap(col))
+		}
+	}
+	// No route has throttling of its own that would bypass the derived default.
+	if rs, ok := stage["RouteSettings"]; ok {
+		t.Errorf("HttpApiStage RouteSettings = %v: every route takes the derived default", rs)
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 // Template is a parsed template. Sections that are absent are empty maps.
 type Template struct {
 	Parameters map[string]map[string]any
+	// Mappings is the Mappings section: Mappings[map][topKey][secondKey], as Fn::FindInMap reads it.
+	Mappings   map[string]map[string]map[string]any
 	Conditions map[string]any
 	// Globals is SAM's Globals section (e.g. Globals["Function"]).
 	Globals   map[string]map[string]any
@@ -65,6 +67,7 @@ func Parse(data []byte) (*Template, error) {
 	}
 	t := &Template{
 		Parameters: map[string]map[string]any{},
+		Mappings:   map[string]map[string]map[string]any{},
 		Conditions: mapOf(top["Conditions"]),
 		Globals:    map[string]map[string]any{},
 		Resources:  map[string]Resource{},
@@ -72,6 +75,13 @@ func Parse(data []byte) (*Template, error) {
 	}
 	for k, p := range mapOf(top["Parameters"]) {
 		t.Parameters[k] = mapOf(p)
+	}
+	for name, m := range mapOf(top["Mappings"]) {
+		rows := map[string]map[string]any{}
+		for k, row := range mapOf(m) {
+			rows[k] = mapOf(row)
+		}
+		t.Mappings[name] = rows
 	}
 	for k, g := range mapOf(top["Globals"]) {
 		t.Globals[k] = mapOf(g)

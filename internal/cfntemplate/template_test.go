@@ -10,6 +10,10 @@ func TestParseShortForms(t *testing.T) {
 	tpl, err := Parse([]byte(`
 Parameters:
   Name: { Type: String, Default: x }
+Mappings:
+  Sizes:
+    "0": { Limit: 5, Name: small }
+    8: { Limit: 48 }
 Conditions:
   IsX: !Equals [!Ref Name, x]
 Resources:
@@ -49,6 +53,10 @@ Resources:
 	}
 	if !reflect.DeepEqual(r.Properties, want) {
 		t.Fatalf("properties:\n got %#v\nwant %#v", r.Properties, want)
+	}
+	wantMaps := map[string]map[string]map[string]any{"Sizes": {"0": {"Limit": 5, "Name": "small"}, "8": {"Limit": 48}}}
+	if !reflect.DeepEqual(tpl.Mappings, wantMaps) {
+		t.Fatalf("mappings = %#v, want %#v", tpl.Mappings, wantMaps)
 	}
 	if got := tpl.Conditions["IsX"]; !reflect.DeepEqual(got, map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "Name"}, "x"}}) {
 		t.Fatalf("condition = %#v", got)

@@ -31,6 +31,9 @@ import (
 // 100 keys: one item in doubt after healing), which the README's table of deployments says. The
 // Horizon run arms no read fault (Horizon behind a load balancer is not supported for proofs).
 func TestCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fault campaign (about two minutes with -race): make test runs it, make chaos at full size")
+	}
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)

@@ -37,6 +37,7 @@ func (s *Stack) fromService(source string) bool {
 // TestStackUsesChannels: the stack creates its channel accounts at start (sponsored, 0 XLM) and
 // sends transfers from them in fee bumps paid by the fee account.
 func TestStackUsesChannels(t *testing.T) {
+	t.Parallel()
 	s := startStack(t)
 	if len(s.Info.Channels) != defaultChannels {
 		t.Fatalf("%d channels, want %d", len(s.Info.Channels), defaultChannels)

@@ -68,7 +68,7 @@ func printBanner(i Info) {
 	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
 	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
 	fmt.Fprintf(w, "  Stellar RPC        %s\n", i.RPCURL)
-	fmt.Fprintf(w, "  Network admin      %s  (GET %sstack describes this stack)\n", i.AdminURL, i.AdminURL)
+	fmt.Fprintf(w, "  Network admin      %s  (GET lists its routes and fault kinds; GET %sstack describes this stack)\n", i.AdminURL, i.AdminURL)
 	fmt.Fprintf(w, "  Passphrase         %s\n\n", i.NetworkPassphrase)
 	fmt.Fprintf(w, "  Vault              %s\n", i.Vault.Account)
 	for _, a := range i.Assets {
@@ -82,7 +82,8 @@ func printBanner(i Info) {
 			i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %sstack\n", i.AdminURL)
-		fmt.Fprintf(w, "  aws lambda invoke --endpoint-url %s --function-name ReconcileFunction --payload '{\"action\":\"list\"}' out.json\n\n", i.LambdaURL)
+		fmt.Fprintf(w, "  aws lambda invoke --endpoint-url %s --function-name ReconcileFunction \\\n    --cli-binary-format raw-in-base64-out --payload '{\"action\":\"list\"}' out.json   # AWS CLI v1: without --cli-binary-format\n", i.LambdaURL)
+		fmt.Fprintf(w, "  aws dynamodb scan --table-name %s --endpoint-url %s\n\n", i.Table, i.DynamoDBEndpoint)
 	}
 }
 

@@ -87,6 +87,7 @@ func invoke(t *testing.T, s *Stack, function, payload string) (int, string, map[
 }
 
 func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T) {
+	t.Parallel()
 	logs, emf := newWatched(), newWatched()
 	env := map[string]string{
 		"TRANSFER_ORCHESTRATION_TIMEOUT_MS": "3000", "TRANSFER_PROOF_WINDOW_MS": "1000", "TRANSFER_MIN_VALIDITY_MS": "2500", "CHANNEL_COUNT": "0",
@@ -186,6 +187,7 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 }
 
 func TestInvokeAPI(t *testing.T) {
+	t.Parallel()
 	s := startStack(t)
 	status, fnErr, body := invoke(t, s, reconcileFunction, `{"action":"sweep"}`)
 	if status != 200 || fnErr != "" || body["action"] != "sweep" || body["inDoubtRemaining"] != float64(0) {

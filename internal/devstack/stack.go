@@ -104,7 +104,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			return nil, fmt.Errorf("devstack: DynamoDB listener: %w", err)
 		}
 		dynamoURL = "http://" + ln.Addr().String()
-		s.serve(ln, server.NewServer())
+		s.serve(ln, newTableLister(server.NewServer()))
 	}
 	db := dynamodb.New(dynamodb.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(dynamoURL),
@@ -265,10 +265,13 @@ func fundAccounts(n *stellarsim.Network, vault *keypair.Full, wallets int) (stel
 }
 
 // stellarHandler serves the local network (Horizon at /, RPC at /rpc, friendbot, /_sim/ admin)
-// and GET /_sim/stack, which describes this stack with current balances.
+// and GET /_sim/stack, which describes this stack with current balances; GET /_sim/ (the
+// banner's "Network admin") lists both.
 func (s *Stack) stellarHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", s.Network.Handler())
+	mux.Handle("GET /_sim/{$}", s.Network.AdminIndex(stellarsim.AdminRoute{
+		Method: "GET", Path: "/_sim/stack", What: "this stack: its addresses, accounts (public keys only) and their balances"}))
 	mux.HandleFunc("GET /_sim/stack", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.InfoWithBalances())

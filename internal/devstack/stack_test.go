@@ -95,6 +95,7 @@ func badChecksum(addr string) string {
 }
 
 func TestWithdrawLandsOnceAndReplays(t *testing.T) {
+	t.Parallel() // each test has its own stack on free ports; they wait on ledgers, not the CPU
 	s := startStack(t)
 	wallet := s.Info.Wallets[0].Account
 	before, _ := s.Network.Balance(wallet, s.usdc())
@@ -133,6 +134,7 @@ func TestWithdrawLandsOnceAndReplays(t *testing.T) {
 }
 
 func TestConcurrentIdenticalRequestsLandOnce(t *testing.T) {
+	t.Parallel()
 	s := startStack(t)
 	wallet := s.Info.Wallets[1].Account
 	var wg sync.WaitGroup
@@ -160,6 +162,7 @@ func TestConcurrentIdenticalRequestsLandOnce(t *testing.T) {
 }
 
 func TestBadInputIsRefusedAndNothingIsWritten(t *testing.T) {
+	t.Parallel()
 	s := startStack(t)
 	wallet := s.Info.Wallets[2].Account
 	for _, tc := range []struct {
@@ -192,4 +195,48 @@ func TestBadInputIsRefusedAndNothingIsWritten(t *testing.T) {
 	if n := len(transferEnvelopes(s)); n != 0 {
 		t.Fatalf("%d envelopes sent for bad input, want 0", n)
 	}
+}
+
+// What the banner of `make run` prints answers: the network admin address lists its routes, this
+// stack's among them, and the embedded DynamoDB lists the table (`aws dynamodb list-tables`).
+func TestBannerAddressesAnswer(t *testing.T) {
+	t.Parallel()
+	s := startStack(t)
+	var index struct {
+		Routes []stellarsim.AdminRoute
+		Faults []stellarsim.FaultKind
+	}
+	resp, err := http.Get(s.Info.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&index); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", s.Info.AdminURL, resp.StatusCode, err)
+	}
+	listed := false
+	for _, r := range index.Routes {
+		listed = listed || r.Method == "GET" && r.Path == "/_sim/stack"
+	}
+	if !listed || len(index.Faults) == 0 {
+		t.Errorf("GET %s = %+v, want the routes with /_sim/stack and the fault kinds", s.Info.AdminURL, index)
+	}
+	if r := do(t, mustRequest(t, http.MethodGet, s.Info.AdminURL+"stack")); r.status != 200 || r.body["vault"] == nil {
+		t.Errorf("GET %sstack = %d %v", s.Info.AdminURL, r.status, r.body)
+	}
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.Info.DynamoDBEndpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	out, err := db.ListTables(context.Background(), &dynamodb.ListTablesInput{})
+	if err != nil || len(out.TableNames) != 1 || out.TableNames[0] != s.Info.Table {
+		t.Errorf("ListTables = %v, %v; want [%s]", out, err, s.Info.Table)
+	}
+}
+
+func mustRequest(t *testing.T, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }

@@ -61,6 +61,7 @@ func vaultBalance(t *testing.T, s *Stack, wallet string) int64 {
 }
 
 func TestContractDepositWithdrawOverHTTP(t *testing.T) {
+	t.Parallel()
 	s := startContractStack(t)
 	wallet := s.Info.Wallets[0].Account
 

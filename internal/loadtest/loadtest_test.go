@@ -221,12 +221,18 @@ func BenchmarkChannels(b *testing.B) {
 // callers, both backends. Every send is accepted on its first try (a channel leased twice at once
 // would put two transactions with one sequence number on it: the second would be refused), no
 // transaction lands twice, every lease is released, and throughput is reported (speed is measured
-// by BenchmarkChannels, not asserted).
+// by BenchmarkChannels, not asserted). With -short (make test-short), 4 channels and 16 callers.
 func TestSixteenChannelsSixtyFourCallers(t *testing.T) {
+	channels, callers, window := 16, 64, 8*5*time.Second
+	if testing.Short() {
+		// make test-short: the same checks at a quarter of the size (about 2 s instead of 12 to 15
+		// with -race).
+		channels, callers, window = 4, 16, 4*5*time.Second
+	}
 	for _, backend := range []string{"rpc", "horizon"} {
 		t.Run(backend, func(t *testing.T) {
-			r := newRig(t, backend, 16, 5*time.Second)
-			res := r.run(t, 64, 8*5*time.Second, 0)
+			r := newRig(t, backend, channels, 5*time.Second)
+			res := r.run(t, callers, window, 0)
 			if res.transfers == 0 || res.failures != 0 || res.firstSendRefusals != 0 {
 				t.Fatalf("%d transfers, %d failures, %d refused sends", res.transfers, res.failures, res.firstSendRefusals)
 			}
@@ -237,8 +243,8 @@ func TestSixteenChannelsSixtyFourCallers(t *testing.T) {
 				}
 				perChannel[a.Source] = append(perChannel[a.Source], a.Sequence)
 			}
-			if len(perChannel) != 16 {
-				t.Errorf("%d channels used, want 16", len(perChannel))
+			if len(perChannel) != channels {
+				t.Errorf("%d channels used, want %d", len(perChannel), channels)
 			}
 			for ch, seqs := range perChannel {
 				for i := 1; i < len(seqs); i++ {
@@ -251,8 +257,8 @@ func TestSixteenChannelsSixtyFourCallers(t *testing.T) {
 			if res.stats.Releases != res.stats.Leases {
 				t.Errorf("pool %+v: every lease should be released", res.stats)
 			}
-			t.Logf("%s: %d transfers in %v virtual (%.2f/s, limit 3.2/s), p50 %v p99 %v, %.1f DynamoDB requests each, pool %+v, wall %v",
-				backend, res.transfers, res.elapsed, res.perSecond(), res.percentile(0.5), res.percentile(0.99),
+			t.Logf("%s: %d transfers in %v virtual (%.2f/s, limit %.1f/s), p50 %v p99 %v, %.1f DynamoDB requests each, pool %+v, wall %v",
+				backend, res.transfers, res.elapsed, res.perSecond(), float64(channels)/5, res.percentile(0.5), res.percentile(0.99),
 				float64(res.ddbRequests)/float64(res.completed), res.stats, res.wall)
 		})
 	}

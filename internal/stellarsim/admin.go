@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 )
 
 // adminRoutes serves the /_sim/ API, for tools outside Go:
 //
+//	GET    /_sim/              this list and the fault kinds with their parameters (AdminIndex)
 //	POST   /_sim/faults        {"kind": "...", "count": N, ...} or a JSON array of them
 //	GET    /_sim/faults        armed faults (count = remaining uses, -1 until cleared)
 //	DELETE /_sim/faults        clear every fault, restore the retention window
@@ -19,6 +21,7 @@ import (
 //	POST   /_sim/close         close one ledger now
 //	GET    /_sim/ledger        the latest ledger
 func (n *Network) adminRoutes(mux *http.ServeMux) {
+	mux.Handle("GET /_sim/{$}", n.AdminIndex())
 	mux.HandleFunc("POST /_sim/faults", n.adminAddFaults)
 	mux.HandleFunc("GET /_sim/faults", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"faults": n.Faults()})
@@ -38,6 +41,81 @@ func (n *Network) adminRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /_sim/ledger", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, ledgerJSON(n.LatestLedger()))
+	})
+}
+
+// AdminRoute is one route of the /_sim/ admin API, as GET /_sim/ lists it.
+type AdminRoute struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	What   string `json:"what"`
+}
+
+// adminRouteList is what adminRoutes serves (the vault host's routes are added when it is there).
+var adminRouteList = []AdminRoute{
+	{"GET", "/_sim/", "this index: the admin routes and the fault kinds"},
+	{"POST", "/_sim/faults", `arm faults: one {"kind":...} object or a JSON array of them (see "faults" below)`},
+	{"GET", "/_sim/faults", "the armed faults (count: remaining uses, -1 until healed)"},
+	{"DELETE", "/_sim/faults", "heal: disarm every fault and restore the retention window"},
+	{"GET", "/_sim/transactions", "every transaction the network applied"},
+	{"GET", "/_sim/envelopes", "every envelope received and what it was answered"},
+	{"POST", "/_sim/close", "close one ledger now"},
+	{"GET", "/_sim/ledger", "the latest ledger"},
+}
+
+var vaultRouteList = []AdminRoute{
+	{"GET", "/_sim/vaults/{contract}/balances/{wallet}", "a wallet's balance in a vault contract"},
+	{"POST", "/_sim/vaults/{contract}/balances/{wallet}/archive", "archive that balance (the next call restores it)"},
+}
+
+// FaultKind describes one fault kind for POST /_sim/faults, as GET /_sim/ lists it.
+type FaultKind struct {
+	Kind string `json:"kind"`
+	What string `json:"what"`
+	// Params are the fields it reads besides kind and count.
+	Params string `json:"params"`
+	// Count is what "count" counts and how long the fault lasts without one.
+	Count string `json:"count"`
+	// Example is a request body that arms it.
+	Example string `json:"example"`
+}
+
+// FaultKinds lists every fault kind with its parameters and default count (faults.go).
+var FaultKinds = []FaultKind{
+	{FaultRefuse, "close the connection without an answer; nothing is accepted", `api ("rpc", "horizon"; empty: both)`,
+		"submissions; default 1", `{"kind":"refuse"}`},
+	{FaultDropResponse, "accept the envelope (it will land), then close the connection without an answer", "api",
+		"submissions; default 1", `{"kind":"drop_response"}`},
+	{FaultDelay, "accept as usual, answer after the delay", `delay (required: "2s" or milliseconds), api`,
+		"submissions; default 1", `{"kind":"delay","delay":"2s"}`},
+	{FaultAnswer, "answer without accepting", `status (TRY_AGAIN_LATER, ERROR, PENDING, DUPLICATE), code ("txBAD_SEQ"; alone implies ERROR), http_status (Horizon; RPC only without status); one of them required; api`,
+		"submissions; default 1", `{"kind":"answer","status":"TRY_AGAIN_LATER"}`},
+	{FaultDropEnvelope, "answer PENDING, then evict the envelope from the queue: it never lands", "api",
+		"submissions; default 1", `{"kind":"drop_envelope"}`},
+	{FaultDelayInclusion, "include an accepted envelope that many ledgers later", "ledgers (required, > 0), api",
+		"submissions; default 1", `{"kind":"delay_inclusion","ledgers":3}`},
+	{FaultStall, "ledger closes close nothing", "none",
+		"close attempts; default: until healed", `{"kind":"stall","count":2}`},
+	{FaultRetention, "shrink the getTransaction history window to that many ledgers", "ledgers (required, > 0)",
+		"none: until healed", `{"kind":"retention","ledgers":2}`},
+	{FaultReadOrder, "getTransaction answers NOT_FOUND for a transaction in the latest ledger (stellar-rpc's read order during ingestion)",
+		`ledgers (n: any of the latest n+1 ledgers), api ("rpc" or empty)`, "lookups; default 1", `{"kind":"read_order"}`},
+	{FaultDBLag, "RPC's database trails its core by that many ledgers", `ledgers (required, > 0), api ("rpc" or empty)`,
+		"none: until healed", `{"kind":"db_lag","ledgers":2}`},
+	{FaultInstances, "several instances behind one URL, answering round-robin, the slowest that much behind", "instances (2 or more; default 3), delay (required: the slowest instance's extra lag), api",
+		"none: until healed", `{"kind":"instances","delay":"10s"}`},
+}
+
+// AdminIndex answers GET /_sim/: {"routes": [...], "faults": [...]}, the admin routes (with
+// extra, routes a host adds beside the network's) and FaultKinds.
+func (n *Network) AdminIndex(extra ...AdminRoute) http.Handler {
+	routes := slices.Clone(adminRouteList)
+	if _, ok := n.contracts.(adminRouter); ok {
+		routes = append(routes, vaultRouteList...)
+	}
+	routes = append(routes, extra...)
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"routes": routes, "faults": FaultKinds})
 	})
 }
 

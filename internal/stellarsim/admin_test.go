@@ -84,3 +84,60 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatalf("%v %+v", err, got)
 	}
 }
+
+// GET /_sim/ lists the admin routes, each of which answers, and every fault kind with an example
+// body that arms it and a default count that is the one AddFault applies.
+func TestAdminIndex(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	var index struct {
+		Routes []stellarsim.AdminRoute
+		Faults []stellarsim.FaultKind
+	}
+	if code := e.admin("GET", "/_sim/", "", &index); code != 200 || len(index.Routes) == 0 {
+		t.Fatalf("GET /_sim/: %d %+v", code, index)
+	}
+	for _, r := range index.Routes {
+		if r.Method != "GET" || strings.Contains(r.Path, "{") {
+			continue
+		}
+		if code := e.admin("GET", r.Path, "", nil); code != 200 {
+			t.Errorf("GET %s (listed) = %d", r.Path, code)
+		}
+	}
+	kinds := map[string]bool{}
+	for _, k := range index.Faults {
+		kinds[k.Kind] = true
+		var armed struct{ Faults []stellarsim.Fault }
+		if code := e.admin("POST", "/_sim/faults", k.Example, &armed); code != 201 {
+			t.Errorf("%s: its example %s answered %d", k.Kind, k.Example, code)
+			continue
+		}
+		// Faults lists what is armed with its remaining uses; retention is a setting, not listed.
+		var count int
+		for _, f := range armed.Faults {
+			if f.Kind == k.Kind {
+				count = f.Count
+			}
+		}
+		var f stellarsim.Fault
+		if err := json.Unmarshal([]byte(k.Example), &f); err != nil {
+			t.Fatal(err)
+		}
+		untilHealed := strings.Contains(k.Count, "until healed")
+		switch {
+		case k.Kind == stellarsim.FaultRetention:
+		case f.Count == 0 && untilHealed && count != -1:
+			t.Errorf("%s says %q but armed with count %d", k.Kind, k.Count, count)
+		case f.Count == 0 && !untilHealed && (count != 1 || !strings.Contains(k.Count, "default 1")):
+			t.Errorf("%s says %q but armed with count %d", k.Kind, k.Count, count)
+		}
+		e.admin("DELETE", "/_sim/faults", "", nil)
+	}
+	for _, kind := range []string{stellarsim.FaultRefuse, stellarsim.FaultDropResponse, stellarsim.FaultDelay,
+		stellarsim.FaultAnswer, stellarsim.FaultDropEnvelope, stellarsim.FaultDelayInclusion, stellarsim.FaultStall,
+		stellarsim.FaultRetention, stellarsim.FaultReadOrder, stellarsim.FaultDBLag, stellarsim.FaultInstances} {
+		if !kinds[kind] {
+			t.Errorf("GET /_sim/ does not describe the fault kind %s", kind)
+		}
+	}
+}

@@ -152,7 +152,7 @@
 //	GET  /fee_stats
 //	GET  /friendbot?addr=G...   funds FriendbotAmount directly (no transaction); also
 //	                            POST, and /friendbot/ (getNetwork's friendbotUrl)
-//	/_sim/...                   admin API, see Network.Handler and admin.go
+//	/_sim/...                   admin API (GET /_sim/ lists its routes and the fault kinds), see Network.Handler and admin.go
 //
 // Unknown Horizon resources get a 404 not_found problem (this is also the
 // answer to SEP-29's memo_required data lookup). Horizon's links and

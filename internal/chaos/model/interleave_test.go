@@ -46,6 +46,19 @@ var fullModels = []model{
 	{"operator, two preemptions", "CTO", limits{ticks: 1, wakes: 0, preemptions: 2, maxSteps: 100}},
 }
 
+// shortModels is what `go test -short` explores (make test-short): the same models without
+// preemptions, so actors switch only where one sleeps or returns. It keeps the quick loop quick
+// (a few seconds with -race) and checks every invariant on those interleavings; make test
+// explores the full models.
+func shortModels(run []model) []model {
+	out := make([]model, len(run))
+	for i, m := range run {
+		m.lim.preemptions = 0
+		out[i] = m
+	}
+	return out
+}
+
 func (m model) specs() []spec {
 	var out []spec
 	for _, a := range actors {
@@ -66,6 +79,9 @@ func TestInterleavings(t *testing.T) {
 	run := models
 	if os.Getenv("MODEL_FULL") != "" {
 		run = append(run, fullModels...)
+	}
+	if testing.Short() {
+		run = shortModels(run)
 	}
 	t.Run("models", func(t *testing.T) {
 		for _, m := range run {
