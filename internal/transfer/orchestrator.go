@@ -150,7 +150,9 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 				a.freed = rec.ClaimID
 			}
 			lastRefusal = err
-			if freed && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {
+			// A busy source (CHANNELS_BUSY) is answered at once, its key free: the source stays
+			// busy for about a ledger, and the caller is told when to come back.
+			if freed && !sourceBusy(err) && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {
 				// The envelope is proven dead: a new one may be built, after a pause that grows
 				// (a busy source account refuses until a ledger has closed).
 				if backoff *= 2; backoff > maxPoll*2 {
