@@ -124,9 +124,10 @@ func TestVaultSlotSerialisesTransfers(t *testing.T) {
 	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
 		t.Fatalf("second acquire = %v, want CHANNELS_BUSY", err)
 	}
-	// Gave up at 4.5 s (the last round before 5 s), 6.5 s after the last close: 3.5 s to the next.
-	if waited := clock.Now().Sub(start); waited != 4500*time.Millisecond || ue.RetryAfter != 4*time.Second {
-		t.Errorf("waited %v, RetryAfter %v; want 4.5s and 4s", waited, ue.RetryAfter)
+	// Looked every 100 ms and gave up at 4.9 s (the last look before 5 s), 6.9 s after the last
+	// close: 3.1 s to the next, 4 s in whole seconds.
+	if waited := clock.Now().Sub(start); waited != 4900*time.Millisecond || ue.RetryAfter != 4*time.Second {
+		t.Errorf("waited %v, RetryAfter %v; want 4.9s and 4s", waited, ue.RetryAfter)
 	}
 	v.release(ctx, sourceLease{}, transfer.Envelope{InnerHash: "bb", Channel: first.account}) // a take-over's envelope
 	if _, err := v.acquire(ctx, keys, leaseTerms{until: terms.until, maxTime: terms.maxTime}); err == nil {

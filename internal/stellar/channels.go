@@ -209,8 +209,10 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 }
 
 // acquire leases a channel: rounds of up to TriesPerRound channels in random order, skipping the
-// ones this process holds, backing off (100 ms doubling to 1 s, on the pool's clock) between
-// rounds until a channel is won or the wait ends (Wait, by default one ledger interval).
+// ones this process holds, until a channel is won or the wait ends (Wait, by default one ledger
+// interval). Between rounds it backs off on the pool's clock: 100 ms doubling to 1 s while rounds
+// meet leases held elsewhere (each try is a conditional write), 100 ms after a round that asked
+// the store nothing (it costs nothing, and a channel this process releases is taken up at once).
 //
 // When the wait ends it answers *transfer.UnavailableError CHANNELS_BUSY at once, nothing built
 // or sent, with RetryAfter estimated from the transfers ahead of this one:
@@ -246,7 +248,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	if last := terms.maxTime.Add(-minValidity); last.Before(waitUntil) {
 		waitUntil = last
 	}
-	backoff := 100 * time.Millisecond
+	backoff := firstRound
 	ticket := p.enqueue()
 	defer p.dequeue(ticket)
 	taken := map[string]bool{} // channels found leased by another process
@@ -296,9 +298,20 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 		if err := clock.Sleep(ctx, backoff); err != nil {
 			return sourceLease{}, err
 		}
-		backoff = min(2*backoff, time.Second)
+		if tried > 0 {
+			// Backing off spares the store; a round that asked it nothing (every channel held by
+			// this process, or not this caller's turn) costs nothing, so the next one comes soon
+			// and a channel this process frees is leased again within firstRound.
+			backoff = min(2*backoff, time.Second)
+		} else {
+			backoff = firstRound
+		}
 	}
 }
+
+// firstRound is the pause after acquire's first round, and after every round that asked the
+// lease store nothing.
+const firstRound = 100 * time.Millisecond
 
 // heldMargin is how long past a held lease's deadline and maxTime this process still skips the
 // channel without asking the store: about two ledgers, for the quarantine to end.

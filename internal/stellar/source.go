@@ -108,13 +108,13 @@ func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			v.queue = slices.Delete(v.queue, i, i+1)
 		}
 	}()
-	backoff := 100 * time.Millisecond
 	for {
 		now := v.clock.Now()
 		if owner, ok := v.take(ticket, now, terms.until); ok {
 			return sourceLease{account: v.account, signers: []*keypair.Full{keys.Vault}, owner: owner}, nil
 		}
-		if !now.Add(backoff).Before(waitUntil) {
+		// Looking costs nothing (it asks no one), so the slot is looked at every firstRound.
+		if !now.Add(firstRound).Before(waitUntil) {
 			v.mu.Lock()
 			ahead := max(slices.Index(v.queue, ticket), 0)
 			v.mu.Unlock()
@@ -122,10 +122,9 @@ func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 				RetryAfter: busyRetryAfter(ahead, 1, interval, untilNextClose(terms.ledgerClose, now, interval)),
 				Detail:     "the vault account is busy with another transfer; nothing was submitted"}
 		}
-		if err := v.clock.Sleep(ctx, backoff); err != nil {
+		if err := v.clock.Sleep(ctx, firstRound); err != nil {
 			return sourceLease{}, err
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
