@@ -83,3 +83,39 @@ func TestBusyVaultSlotIsAnsweredAtOnce(t *testing.T) {
 		t.Fatalf("prepares=%d sends=%d landed=%d, want 2/2/1", p, s, h.ledger.landedCount())
 	}
 }
+
+// The release of a busy call's claim fails: the call deletes its own leftover again before it
+// answers CHANNELS_BUSY, so the client's retry does not wait on it as on another request.
+func TestBusyAnswerLeavesNoLeftoverClaim(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	failed := 0
+	h.store.fail = func(op string) error {
+		if op == "delete" && failed == 0 {
+			failed++
+			return errors.New("dynamodb: throttled")
+		}
+		return nil
+	}
+	busy := true
+	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+		if busy {
+			return transfer.SendResult{Status: transfer.SendTryAgainLater, SourceBusy: 2 * time.Second}, false, nil
+		}
+		return transfer.SendResult{Status: transfer.SendPending}, true, nil
+	}
+	start := h.clock.Now()
+	_, err := h.orch.Transfer(ctx, input("order-busy-3", "6"))
+	h.busyAnswer(t, err, "order-busy-3", 2*time.Second, start)
+	if failed != 1 {
+		t.Fatalf("%d failed deletes, the test needs the release to fail once", failed)
+	}
+	busy = false
+	_ = h.clock.Sleep(ctx, 2*time.Second)
+	if out, err := h.orch.Transfer(ctx, input("order-busy-3", "6")); err != nil || out.Replayed {
+		t.Fatalf("retry = %+v, %v", out, err)
+	}
+	if h.ledger.landedCount() != 1 {
+		t.Fatalf("landed %d", h.ledger.landedCount())
+	}
+}
