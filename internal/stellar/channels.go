@@ -66,8 +66,8 @@ type ChannelPoolConfig struct {
 }
 
 // DefaultLedgerInterval is the ledger interval assumed when none is configured: the target close
-// time of the public network and testnet (5 s; stellar-core's ledger close target,
-// EXPECTED_CLOSE_TIME in its Herder).
+// time of the public network and testnet, 5 s (stellar-core, src/herder/Herder.cpp:
+// EXP_LEDGER_TIMESPAN_SECONDS, later TARGET_LEDGER_CLOSE_TIME_BEFORE_PROTOCOL_VERSION_23_MS).
 const DefaultLedgerInterval = 5 * time.Second
 
 // minValidity is how long before its maxTime an envelope must be sent to land (two ledgers): the

@@ -176,9 +176,10 @@ func (h horizonChain) inclusionFee(ctx context.Context, p int) (int64, error) {
 // section 5): 201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER and 400 ERROR (with the
 // transaction-level code from error_result_xdr, e.g. "txBAD_SEQ") as the RPC backend reports
 // them; 429 (rate limited, never forwarded to the network) as TRY_AGAIN_LATER, which the domain
-// treats as a refusal only on a first send; stellar-core's TRY_AGAIN_LATER to an envelope whose
-// source is the vault also sets SourceBusy (common.sourceBusy). A 504, 500 or any other answer (a problem, even with
-// status 400 or 503, such as stale_history or a gateway's own error) is an error wrapping
+// treats as a refusal only on a first send. stellar-core's TRY_AGAIN_LATER (not a 429) to an
+// envelope whose source is the vault also sets SourceBusy (common.sourceBusy). A 504, 500 or any
+// other answer (a problem, even with status 400 or 503, such as stale_history or a gateway's own
+// error) is an error wrapping
 // transfer.ErrUnexpectedAnswer: the envelope may have reached the network, so the same envelope
 // is sent again. A connection that was never made wraps transfer.ErrNotSent. LatestLedger is read
 // after the answer (GET /ledgers). The request is bound to ctx.
