@@ -655,8 +655,10 @@ func TestLostWriteAnswers(t *testing.T) {
 		{name: "attach", lose: putOf(transfer.StatusInFlight, 2)},
 		{name: "settle", lose: putOf(transfer.StatusReplayable, 0)},
 		{name: "release", lose: deleteOf, setup: func(t *testing.T, r *rig) {
-			// The first send is refused before inclusion: the key is released and a new envelope built.
-			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+			// The first send is refused before inclusion: the key is released and a new envelope
+			// built. (txBAD_SEQ: a TRY_AGAIN_LATER to the vault's envelope says the vault is busy,
+			// answered CHANNELS_BUSY at once without a rebuild.)
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Code: "txBAD_SEQ"})
 		}},
 		{name: "in_doubt", lose: putOf(transfer.StatusInDoubt, 3), run: func(t *testing.T, r *rig) told {
 			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
@@ -747,7 +749,9 @@ func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
 		},
 		{
 			// The first send is refused before inclusion, so the call releases the key; the release
-			// (all three of the SDK's attempts) is refused before it reaches the table.
+			// (all three of the SDK's attempts) is refused before it reaches the table. The refusal
+			// is a TRY_AGAIN_LATER to the vault's envelope, so the call answers CHANNELS_BUSY at
+			// once, its own leftover deleted first; the second call lands.
 			name: "release-refused",
 			setup: func(t *testing.T, r *rig) {
 				r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
@@ -907,6 +911,13 @@ func TestTwinRequestsUnderTwoKeysPayTwice(t *testing.T) {
 	r.orch.Hooks = nil
 	if !ran {
 		t.Fatal("A never sent")
+	}
+	// This process builds on the vault for one transfer at a time: B, waiting on A, may be told
+	// CHANNELS_BUSY (nothing sent, its key free). Its client retries the same key after Retry-After.
+	var busy *transfer.UnavailableError
+	if errors.As(b.err, &busy) && busy.Code == transfer.CodeChannelsBusy && busy.RetryAfter > 0 {
+		r.clock.Advance(busy.RetryAfter)
+		b.out, b.err = r.orch.Transfer(actorCtx(r, "B"), inB)
 	}
 	if a.err != nil || b.err != nil {
 		t.Fatalf("A: %+v, %v; B: %+v, %v; want both paid", a.out, a.err, b.out, b.err)

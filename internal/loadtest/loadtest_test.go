@@ -2,9 +2,14 @@ package loadtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,7 +34,9 @@ type rig struct {
 	svc      *wiring.Service
 	db       *dynamotest.CountingClient
 	wallets  []string
+	vault    string
 	interval time.Duration
+	amounts  atomic.Int64 // the last transfer's amount, in stroops: each transfer pays a new one
 }
 
 func newRig(tb testing.TB, backend string, channels int, interval time.Duration) *rig {
@@ -61,7 +68,7 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
 	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
 	must(tb, n.CreateAccount(keys.Fee.Address(), 1e13))
-	r := &rig{clock: clock, net: n, interval: interval}
+	r := &rig{clock: clock, net: n, interval: interval, vault: keys.Vault.Address()}
 	for range 8 {
 		w := keypair.MustRandom()
 		must(tb, n.CreateAccount(w.Address(), 1e11))
@@ -82,7 +89,7 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 		tb.Fatal(err)
 	}
 	r.svc, err = wiring.Build(wiring.Deps{Config: cfg, Getenv: func(string) string { return "" }, Dynamo: r.db,
-		Keys: stellar.StaticKeys{K: keys}, Clock: clock})
+		Keys: stellar.StaticKeys{K: keys}, Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -104,31 +111,76 @@ func must(tb testing.TB, err error) {
 
 // result is one run's figures.
 type result struct {
-	transfers, failures int
-	elapsed             time.Duration // virtual
-	wall                time.Duration
-	latencies           []time.Duration // virtual, sorted
-	ddbRequests         int64
-	completed           int // every transfer that succeeded, counted or not
-	firstSendRefusals   int // envelopes answered anything but PENDING/DUPLICATE
-	stats               stellar.PoolStats
+	transfers   int             // transfers that went through within the measured window
+	failures    int             // calls answered neither 200 nor a 503 with Retry-After
+	elapsed     time.Duration   // virtual: the measured window
+	wall        time.Duration   // real time the run took
+	latencies   []time.Duration // virtual, sorted: calls answered 200 within the window
+	endToEnd    []time.Duration // virtual, sorted: first call to 200, transfers within the window
+	ddbRequests int64
+	completed   int // every transfer that went through, counted or not
+	// calls, busy (503 CHANNELS_BUSY) and busyWithoutRetryAfter count every call of the run.
+	calls, busy, busyWithoutRetryAfter int
+	longestCall                        time.Duration // virtual
+	firstSendRefusals                  int           // envelopes answered anything but PENDING/DUPLICATE
+	// paidTwice are transfers paid more than once; unpaid those never paid (every key is driven
+	// until it is answered 200, so there must be none).
+	paidTwice, unpaid int
+	stats             stellar.PoolStats
 }
 
 func (r result) perSecond() float64 { return float64(r.transfers) / r.elapsed.Seconds() }
 
-func (r result) percentile(p float64) time.Duration {
-	if len(r.latencies) == 0 {
+func (r result) busyShare() float64 { return float64(r.busy) / float64(max(r.calls, 1)) }
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
 		return 0
 	}
-	return r.latencies[min(len(r.latencies)-1, int(p*float64(len(r.latencies))))]
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
-// run starts callers concurrent callers that each send transfers back to back (a fresh key each)
-// until window of virtual time has passed, and measures the transfers that finished within it
-// after the first two ledgers (the queue filling up).
+func (r result) percentile(p float64) time.Duration { return percentile(r.latencies, p) }
+
+// answer is one call's HTTP answer as a client sees it.
+type answer struct {
+	status     int
+	retryAfter time.Duration // the Retry-After header; 0 when absent
+	code       string        // the problem's code
+}
+
+// post sends one POST /transfers through the service's HTTP handler (in process, as API Gateway
+// hands it to the Lambda) for stroops to wallet under key.
+func (r *rig) post(key, wallet string, stroops int64) answer {
+	body := fmt.Sprintf(`{"operationType":"withdraw","walletAddress":%q,"amount":"%d.%07d","asset":"USDC"}`, wallet, stroops/1e7, stroops%1e7)
+	req := httptest.NewRequest(http.MethodPost, "/transfers", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	rec := httptest.NewRecorder()
+	r.svc.Handler.ServeHTTP(rec, req)
+	a := answer{status: rec.Code}
+	if s, err := strconv.Atoi(rec.Header().Get("Retry-After")); err == nil {
+		a.retryAfter = time.Duration(s) * time.Second
+	}
+	if a.status != http.StatusOK {
+		var p struct{ Code string }
+		_ = json.Unmarshal(rec.Body.Bytes(), &p)
+		a.code = p.Code
+	}
+	return a
+}
+
+// run starts callers concurrent callers that each send transfers back to back (a fresh key each,
+// and a unique amount: the rig's transfer count in stroops, so the network's record tells which
+// transfer a payment paid) until window of virtual time has passed. A caller answered 503 with a
+// Retry-After sleeps it (on the virtual clock) and retries the same key until the transfer goes
+// through, also past the window. It measures the transfers that finished within the window after
+// the first two ledgers (the queue filling up), every call's answer, and how often the network
+// applied each transfer's payment.
 func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) result {
 	tb.Helper()
 	before := len(r.net.Envelopes())
+	appliedBefore := len(r.net.Applied())
 	r.db.Reset()
 	start := r.clock.Now()
 	end := start.Add(window)
@@ -136,12 +188,17 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 	measureFrom := start.Add(2 * r.interval)
 	wallStart := time.Now()
 	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		failures  atomic.Int64
-		completed atomic.Int64
-		wg        sync.WaitGroup
+		mu       sync.Mutex
+		res      result
+		amounts  []int64 // every transfer's amount, in stroops
+		reported atomic.Bool
+		wg       sync.WaitGroup
 	)
+	fail := func(format string, args ...any) {
+		if reported.CompareAndSwap(false, true) {
+			tb.Logf("first failure: "+format, args...)
+		}
+	}
 	release := r.clock.Hold() // every caller starts at the same instant
 	for c := range callers {
 		r.clock.Go(&wg, func() {
@@ -150,37 +207,81 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 				if !t0.Before(end) {
 					return
 				}
-				in := transfer.Input{ClientKey: fmt.Sprintf("load-%d-%04d-%06d", run, c, i), Request: transfer.Request{
-					OperationType: transfer.Withdraw, WalletAddress: r.wallets[c%len(r.wallets)], Amount: "1", Asset: "USDC", Stroops: 10_000_000,
-				}}
-				_, err := r.svc.Orchestrator.Transfer(context.Background(), in)
-				t1 := r.clock.Now()
-				if err == nil {
-					completed.Add(1)
-				}
-				if err != nil {
-					if failures.Add(1) == 1 {
-						tb.Logf("first failure: %v", err)
-					}
-					continue
-				}
-				if t1.After(end) || t1.Before(measureFrom) {
-					continue // warming up, or finished after the window: not counted
-				}
+				key := fmt.Sprintf("load-%d-%04d-%06d", run, c, i)
+				stroops := r.amounts.Add(1)
 				mu.Lock()
-				latencies = append(latencies, t1.Sub(t0))
+				amounts = append(amounts, stroops)
 				mu.Unlock()
+				for try := 0; ; try++ {
+					c0 := r.clock.Now()
+					a := r.post(key, r.wallets[c%len(r.wallets)], stroops)
+					c1 := r.clock.Now()
+					mu.Lock()
+					res.calls++
+					res.longestCall = max(res.longestCall, c1.Sub(c0))
+					if a.status == http.StatusServiceUnavailable && a.code == transfer.CodeChannelsBusy {
+						res.busy++
+						if a.retryAfter <= 0 {
+							res.busyWithoutRetryAfter++
+						}
+					}
+					if a.status == http.StatusOK {
+						res.completed++
+						if !c1.After(end) && !c1.Before(measureFrom) {
+							res.latencies = append(res.latencies, c1.Sub(c0))
+							res.endToEnd = append(res.endToEnd, c1.Sub(t0))
+						}
+					}
+					mu.Unlock()
+					if a.status == http.StatusOK {
+						break
+					}
+					if a.retryAfter <= 0 || try == 50 {
+						mu.Lock()
+						res.failures++
+						mu.Unlock()
+						fail("%s: %d %s after %d tries", key, a.status, a.code, try+1)
+						break
+					}
+					if a.status != http.StatusServiceUnavailable || a.code != transfer.CodeChannelsBusy {
+						mu.Lock()
+						res.failures++
+						mu.Unlock()
+						fail("%s: %d %s (retried)", key, a.status, a.code)
+					}
+					_ = r.clock.Sleep(context.Background(), a.retryAfter)
+				}
 			}
 		})
 	}
 	release()
 	wg.Wait()
-	res := result{transfers: len(latencies), failures: int(failures.Load()), elapsed: end.Sub(measureFrom), wall: time.Since(wallStart),
-		latencies: latencies, ddbRequests: r.db.Total(), completed: int(completed.Load())}
+	res.transfers, res.elapsed, res.wall, res.ddbRequests = len(res.latencies), end.Sub(measureFrom), time.Since(wallStart), r.db.Total()
 	slices.Sort(res.latencies)
+	slices.Sort(res.endToEnd)
 	for _, e := range r.net.Envelopes()[before:] {
 		if e.Status != stellarsim.StatusPending && e.Status != stellarsim.StatusDuplicate {
 			res.firstSendRefusals++
+		}
+	}
+	paid := map[int64]int{}
+	for _, a := range r.net.Applied()[appliedBefore:] {
+		if a.Status != "SUCCESS" {
+			continue
+		}
+		for _, op := range a.Ops {
+			if op.Type == "payment" && op.Source == r.vault {
+				paid[op.Amount]++
+			}
+		}
+	}
+	for _, amount := range amounts {
+		switch paid[amount] {
+		case 0:
+			res.unpaid++
+		case 1:
+		default:
+			res.paidTwice++
 		}
 	}
 	if r.svc.Channels != nil {
@@ -189,9 +290,31 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 	return res
 }
 
+// report reports res against limit (transfers per second the sources allow).
+func report(b *testing.B, res result, limit float64) {
+	b.ReportMetric(res.perSecond(), "transfers/s")
+	b.ReportMetric(100*res.perSecond()/limit, "%limit")
+	b.ReportMetric(100*res.busyShare(), "%503")
+	b.ReportMetric(res.percentile(0.5).Seconds(), "p50-s")
+	b.ReportMetric(res.percentile(0.99).Seconds(), "p99-s")
+	b.ReportMetric(percentile(res.endToEnd, 0.5).Seconds(), "e2e-p50-s")
+	b.ReportMetric(percentile(res.endToEnd, 0.99).Seconds(), "e2e-p99-s")
+	b.ReportMetric(res.longestCall.Seconds(), "longest-call-s")
+	b.ReportMetric(float64(res.ddbRequests)/float64(max(res.completed, 1)), "ddb-req/transfer")
+	b.ReportMetric(float64(res.failures), "failures")
+	b.ReportMetric(float64(res.busyWithoutRetryAfter), "503-no-retry-after")
+	b.ReportMetric(float64(res.paidTwice), "paid-twice")
+	b.ReportMetric(float64(res.unpaid), "unpaid")
+	b.ReportMetric(float64(res.firstSendRefusals), "refused-sends")
+	b.ReportMetric(float64(res.stats.Collisions)/float64(max(res.stats.Leases, 1)), "collisions/lease")
+	b.ReportMetric(res.wall.Seconds(), "wall-s")
+}
+
 // BenchmarkChannels: throughput through the whole service for 1, 4, 16 and 64 channels, four
 // callers per channel, ledgers every 5 s of virtual time, over a window of 12 ledgers. The limit
 // is channels per ledger interval (the network queues one transaction per source account).
+// A call waits about one ledger for a channel, then is answered 503 CHANNELS_BUSY; its caller
+// honours the Retry-After and retries the same key (rig.run).
 func BenchmarkChannels(b *testing.B) {
 	const interval = 5 * time.Second
 	for _, backend := range []string{"rpc", "horizon"} {
@@ -202,16 +325,81 @@ func BenchmarkChannels(b *testing.B) {
 				for i := range b.N {
 					res = r.run(b, 4*channels, 12*interval, i)
 				}
-				limit := float64(channels) / interval.Seconds()
-				b.ReportMetric(res.perSecond(), "transfers/s")
-				b.ReportMetric(100*res.perSecond()/limit, "%limit")
-				b.ReportMetric(res.percentile(0.5).Seconds(), "p50-s")
-				b.ReportMetric(res.percentile(0.99).Seconds(), "p99-s")
-				b.ReportMetric(float64(res.ddbRequests)/float64(max(res.completed, 1)), "ddb-req/transfer")
-				b.ReportMetric(float64(res.failures), "failures")
-				b.ReportMetric(float64(res.firstSendRefusals), "refused-sends")
-				b.ReportMetric(float64(res.stats.Collisions)/float64(max(res.stats.Leases, 1)), "collisions/lease")
-				b.ReportMetric(res.wall.Seconds(), "wall-s")
+				report(b, res, float64(channels)/interval.Seconds())
+			})
+		}
+	}
+}
+
+// BenchmarkOverload is issue 13's overload case: 8 and 16 callers per channel for 1, 4, 16 and
+// 64 channels, both backends, ledgers every 5 s of virtual time, a window of 12 ledgers. Callers
+// answered 503 honour its Retry-After and retry the same key until the transfer goes through.
+// Goals: throughput at or above 95% of the channel limit (%limit), no call past 28 s
+// (longest-call-s), every 503 with a Retry-After (503-no-retry-after 0), every transfer paid
+// exactly once (paid-twice and unpaid 0, counted from the network's applied payments).
+func BenchmarkOverload(b *testing.B) {
+	const interval = 5 * time.Second
+	for _, backend := range []string{"rpc", "horizon"} {
+		for _, perChannel := range []int{8, 16} {
+			for _, channels := range []int{1, 4, 16, 64} {
+				b.Run(fmt.Sprintf("%s/callers-per-channel=%d/channels=%d", backend, perChannel, channels), func(b *testing.B) {
+					r := newRig(b, backend, channels, interval)
+					var res result
+					for i := range b.N {
+						res = r.run(b, perChannel*channels, 12*interval, i)
+					}
+					report(b, res, float64(channels)/interval.Seconds())
+				})
+			}
+		}
+	}
+}
+
+// maxCall is the longest a call may run: API Gateway's integration timeout (30 s) with a margin.
+const maxCall = 28 * time.Second
+
+// checkOverload asserts the overload contract on res: every call within maxCall, every 503 with a
+// Retry-After, no other failure, every transfer paid exactly once.
+func checkOverload(t *testing.T, res result) {
+	t.Helper()
+	if res.completed == 0 || res.transfers == 0 {
+		t.Fatalf("no transfer went through: %+v", res)
+	}
+	if res.longestCall > maxCall {
+		t.Errorf("a call ran %v, past %v", res.longestCall, maxCall)
+	}
+	if res.busyWithoutRetryAfter != 0 {
+		t.Errorf("%d of %d 503s without a Retry-After", res.busyWithoutRetryAfter, res.busy)
+	}
+	if res.failures != 0 {
+		t.Errorf("%d calls failed otherwise than 503 CHANNELS_BUSY", res.failures)
+	}
+	if res.paidTwice != 0 || res.unpaid != 0 {
+		t.Errorf("%d transfers paid twice, %d never paid", res.paidTwice, res.unpaid)
+	}
+}
+
+// TestOverloadHonoursRetryAfter is the overload case at a small size (in `make test`): 16 callers
+// on 2 channels (8 per channel) and 4 callers on the vault alone, both backends. Calls that find
+// no source within a ledger are answered 503 CHANNELS_BUSY with a Retry-After and nothing
+// submitted; their callers retry the same key after it; every call ends within its budget and
+// every transfer is paid exactly once. Throughput is reported, measured by BenchmarkOverload.
+func TestOverloadHonoursRetryAfter(t *testing.T) {
+	for _, backend := range []string{"rpc", "horizon"} {
+		for _, c := range []struct{ channels, callers int }{{2, 16}, {0, 4}} {
+			t.Run(fmt.Sprintf("%s/channels=%d", backend, c.channels), func(t *testing.T) {
+				r := newRig(t, backend, c.channels, 5*time.Second)
+				res := r.run(t, c.callers, 8*5*time.Second, 0)
+				checkOverload(t, res)
+				if res.busy == 0 {
+					t.Errorf("%d callers on %d sources: no 503 at all", c.callers, max(c.channels, 1))
+				}
+				if res.firstSendRefusals != 0 {
+					t.Errorf("%d sends refused: this process builds on each source for one transfer at a time", res.firstSendRefusals)
+				}
+				t.Logf("%d transfers in %v virtual (%.2f/s, limit %.1f/s), %d of %d calls 503 (%.0f%%), served p50 %v p99 %v, longest call %v, wall %v",
+					res.transfers, res.elapsed, res.perSecond(), float64(max(c.channels, 1))/5, res.busy, res.calls, 100*res.busyShare(),
+					res.percentile(0.5), res.percentile(0.99), res.longestCall, res.wall)
 			})
 		}
 	}
@@ -221,7 +409,9 @@ func BenchmarkChannels(b *testing.B) {
 // callers, both backends. Every send is accepted on its first try (a channel leased twice at once
 // would put two transactions with one sequence number on it: the second would be refused), no
 // transaction lands twice, every lease is released, and throughput is reported (speed is measured
-// by BenchmarkChannels, not asserted). With -short (make test-short), 4 channels and 16 callers.
+// by BenchmarkChannels, not asserted). Since issue 13 a call waits about one ledger for a channel:
+// at 4 callers per channel some are answered 503 CHANNELS_BUSY, and their callers retry the same
+// key after its Retry-After (checkOverload: within budget, every key paid exactly once). With -short (make test-short), 4 channels and 16 callers.
 func TestSixteenChannelsSixtyFourCallers(t *testing.T) {
 	channels, callers, window := 16, 64, 8*5*time.Second
 	if testing.Short() {
@@ -233,8 +423,9 @@ func TestSixteenChannelsSixtyFourCallers(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			r := newRig(t, backend, channels, 5*time.Second)
 			res := r.run(t, callers, window, 0)
-			if res.transfers == 0 || res.failures != 0 || res.firstSendRefusals != 0 {
-				t.Fatalf("%d transfers, %d failures, %d refused sends", res.transfers, res.failures, res.firstSendRefusals)
+			checkOverload(t, res)
+			if res.firstSendRefusals != 0 {
+				t.Fatalf("%d refused sends", res.firstSendRefusals)
 			}
 			perChannel := map[string][]int64{}
 			for _, a := range r.net.Applied() {
@@ -257,9 +448,9 @@ func TestSixteenChannelsSixtyFourCallers(t *testing.T) {
 			if res.stats.Releases != res.stats.Leases {
 				t.Errorf("pool %+v: every lease should be released", res.stats)
 			}
-			t.Logf("%s: %d transfers in %v virtual (%.2f/s, limit %.1f/s), p50 %v p99 %v, %.1f DynamoDB requests each, pool %+v, wall %v",
-				backend, res.transfers, res.elapsed, res.perSecond(), float64(channels)/5, res.percentile(0.5), res.percentile(0.99),
-				float64(res.ddbRequests)/float64(res.completed), res.stats, res.wall)
+			t.Logf("%s: %d transfers in %v virtual (%.2f/s, limit %.1f/s), %d of %d calls 503, served p50 %v p99 %v, longest call %v, %.1f DynamoDB requests each, pool %+v, wall %v",
+				backend, res.transfers, res.elapsed, res.perSecond(), float64(channels)/5, res.busy, res.calls, res.percentile(0.5), res.percentile(0.99),
+				res.longestCall, float64(res.ddbRequests)/float64(res.completed), res.stats, res.wall)
 		})
 	}
 }

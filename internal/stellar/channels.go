@@ -50,17 +50,25 @@ type ChannelPoolConfig struct {
 	Count int
 	// Clock is the time leases are judged by; nil means the system clock.
 	Clock transfer.Clock
-	// Wait bounds how long Prepare waits for a free channel; 0 means DefaultChannelWait. It never
-	// waits past 10 s (two ledgers) before the envelope's maxTime.
+	// LedgerInterval returns the network's ledger interval as this process sees it (the time
+	// between two ledger closes); nil, or a result <= 0, means DefaultLedgerInterval. It sets the
+	// default Wait and the Retry-After of CHANNELS_BUSY (see acquire). It is called on every
+	// acquire, so a process-wide cadence estimate can be passed.
+	LedgerInterval func() time.Duration
+	// Wait, when set, bounds how long Prepare waits for a free channel; 0 means one ledger
+	// interval (LedgerInterval), so that an overloaded pool answers CHANNELS_BUSY at once rather
+	// than hold the invocation. It never waits past 10 s (two ledgers) before the envelope's
+	// maxTime.
 	Wait time.Duration
 	// TriesPerRound is how many free-looking channels one round tries before it backs off;
 	// 0 means 3.
 	TriesPerRound int
 }
 
-// DefaultChannelWait is how long Prepare waits for a free channel by default: six ledgers, so
-// four callers per channel queue rather than fail.
-const DefaultChannelWait = 30 * time.Second
+// DefaultLedgerInterval is the ledger interval assumed when none is configured: the target close
+// time of the public network and testnet, 5 s (stellar-core, src/herder/Herder.cpp:
+// EXP_LEDGER_TIMESPAN_SECONDS, later TARGET_LEDGER_CLOSE_TIME_BEFORE_PROTOCOL_VERSION_23_MS).
+const DefaultLedgerInterval = 5 * time.Second
 
 // minValidity is how long before its maxTime an envelope must be sent to land (two ledgers): the
 // wait for a channel ends that long before maxTime.
@@ -69,8 +77,9 @@ const minValidity = 10 * time.Second
 // PoolStats counts what a ChannelPool did.
 type PoolStats struct {
 	// Leases won; Collisions are lease writes another holder won (condition failed); Waits are
-	// rounds that found nothing and backed off; Releases are leases released by Done.
-	Leases, Collisions, Waits, Releases int64
+	// rounds that found nothing and backed off; Releases are leases released by Done; Busy are
+	// acquires that ended in CHANNELS_BUSY.
+	Leases, Collisions, Waits, Releases, Busy int64
 }
 
 // ChannelPool leases channel accounts as transaction sources. Channels are tried in random
@@ -90,7 +99,7 @@ type ChannelPool struct {
 	queue      []uint64
 	nextTicket uint64
 
-	leases, collisions, waits, releases atomic.Int64
+	leases, collisions, waits, releases, busy atomic.Int64
 }
 
 // heldLease is a lease this process holds. Past expires (its deadline or maxTime, and a margin)
@@ -117,8 +126,8 @@ func NewChannelPool(cfg ChannelPoolConfig) (*ChannelPool, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = transfer.SystemClock{}
 	}
-	if cfg.Wait <= 0 {
-		cfg.Wait = DefaultChannelWait
+	if cfg.Wait < 0 {
+		cfg.Wait = 0
 	}
 	if cfg.TriesPerRound <= 0 {
 		cfg.TriesPerRound = 3
@@ -128,7 +137,8 @@ func NewChannelPool(cfg ChannelPoolConfig) (*ChannelPool, error) {
 
 // Stats returns the pool's counters so far.
 func (p *ChannelPool) Stats() PoolStats {
-	return PoolStats{Leases: p.leases.Load(), Collisions: p.collisions.Load(), Waits: p.waits.Load(), Releases: p.releases.Load()}
+	return PoolStats{Leases: p.leases.Load(), Collisions: p.collisions.Load(), Waits: p.waits.Load(), Releases: p.releases.Load(),
+		Busy: p.busy.Load()}
 }
 
 // Channels returns the channel keys the pool uses with keys (see ChannelKeys), derived once per
@@ -198,11 +208,24 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 	return out, nil
 }
 
-func (p *ChannelPool) needsLedgerFirst() bool { return true }
-
 // acquire leases a channel: rounds of up to TriesPerRound channels in random order, skipping the
-// ones this process holds, backing off (100 ms doubling to 1 s, on the pool's clock) between
-// rounds until a channel is won or the wait ends.
+// ones this process holds, until a channel is won or the wait ends (Wait, by default one ledger
+// interval). Between rounds it backs off on the pool's clock: 100 ms doubling to 1 s while rounds
+// meet leases held elsewhere (each try is a conditional write), 100 ms after a round that asked
+// the store nothing (it costs nothing, and a channel this process releases is taken up at once).
+//
+// When the wait ends it answers *transfer.UnavailableError CHANNELS_BUSY at once, nothing built
+// or sent, with RetryAfter estimated from the transfers ahead of this one:
+//
+//	RetryAfter = (ahead + taken) / channels * interval + untilNextClose
+//
+// where ahead is the number of this process's callers before this one in its ticket queue, taken
+// the number of distinct channels this call found leased by another process (a lease write whose
+// condition failed), channels the pool's channel count, interval the ledger interval
+// (LedgerInterval) and untilNextClose the time from now to the next ledger close expected after
+// the latest one read before the wait (terms.ledgerClose; one interval when unknown). Each
+// channel carries one transaction per ledger (stellar-core queues one transaction per source
+// account), so the transfers ahead take that many ledgers, from the next close on.
 func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) (sourceLease, error) {
 	if keys.Fee == nil {
 		return sourceLease{}, fmt.Errorf("%w: the secret has no feeSeed to pay the channels' fee bumps", ErrNoChannels)
@@ -215,14 +238,20 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 		return sourceLease{}, err
 	}
 	clock := p.cfg.Clock
+	interval := ledgerInterval(p.cfg.LedgerInterval)
+	wait := p.cfg.Wait
+	if wait <= 0 {
+		wait = interval
+	}
 	start := clock.Now()
-	waitUntil := start.Add(p.cfg.Wait)
+	waitUntil := start.Add(wait)
 	if last := terms.maxTime.Add(-minValidity); last.Before(waitUntil) {
 		waitUntil = last
 	}
-	backoff := 100 * time.Millisecond
+	backoff := firstRound
 	ticket := p.enqueue()
 	defer p.dequeue(ticket)
+	taken := map[string]bool{} // channels found leased by another process
 	for {
 		now := clock.Now()
 		order := mrand.Perm(len(chans))
@@ -255,19 +284,34 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 					Detail: "the channel lease store is unavailable; nothing was submitted",
 					Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
 			}
+			taken[ch.Address()] = true
 			p.collisions.Add(1)
 		}
 		p.waits.Add(1)
 		if !clock.Now().Add(backoff).Before(waitUntil) {
-			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: time.Second,
+			now := clock.Now()
+			retry := busyRetryAfter(p.ahead(ticket)+len(taken), len(chans), interval, untilNextClose(terms.ledgerClose, now, interval))
+			p.busy.Add(1)
+			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: retry,
 				Detail: "every channel account is busy; nothing was submitted"}
 		}
 		if err := clock.Sleep(ctx, backoff); err != nil {
 			return sourceLease{}, err
 		}
-		backoff = min(2*backoff, time.Second)
+		if tried > 0 {
+			// Backing off spares the store; a round that asked it nothing (every channel held by
+			// this process, or not this caller's turn) costs nothing, so the next one comes soon
+			// and a channel this process frees is leased again within firstRound.
+			backoff = min(2*backoff, time.Second)
+		} else {
+			backoff = firstRound
+		}
 	}
 }
+
+// firstRound is the pause after acquire's first round, and after every round that asked the
+// lease store nothing.
+const firstRound = 100 * time.Millisecond
 
 // heldMargin is how long past a held lease's deadline and maxTime this process still skips the
 // channel without asking the store: about two ledgers, for the quarantine to end.
@@ -286,6 +330,13 @@ func (p *ChannelPool) enqueue() uint64 {
 	p.nextTicket++
 	p.queue = append(p.queue, p.nextTicket)
 	return p.nextTicket
+}
+
+// ahead is the number of this process's callers queued before ticket.
+func (p *ChannelPool) ahead(ticket uint64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(slices.Index(p.queue, ticket), 0)
 }
 
 func (p *ChannelPool) dequeue(ticket uint64) {

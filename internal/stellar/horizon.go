@@ -34,6 +34,7 @@ type HorizonConfig struct {
 	Keys           KeySource
 	Channels       *ChannelPool
 	Clock          transfer.Clock
+	LedgerInterval func() time.Duration
 }
 
 // HorizonLedger is a transfer.Ledger over Horizon (STELLAR_BACKEND=horizon): the same envelopes
@@ -60,7 +61,7 @@ func NewHorizonLedger(cfg HorizonConfig) (*HorizonLedger, error) {
 	}
 	cfg.URL = strings.TrimSuffix(cfg.URL, "/") + "/"
 	c, err := newCommon(cfg.Passphrase, cfg.VaultAccount, cfg.Assets, cfg.BaseFeeStroops, cfg.MaxFeeStroops,
-		cfg.FeePercentile, cfg.Keys, cfg.Channels, cfg.Clock)
+		cfg.FeePercentile, cfg.Keys, cfg.Channels, cfg.Clock, cfg.LedgerInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +176,10 @@ func (h horizonChain) inclusionFee(ctx context.Context, p int) (int64, error) {
 // section 5): 201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER and 400 ERROR (with the
 // transaction-level code from error_result_xdr, e.g. "txBAD_SEQ") as the RPC backend reports
 // them; 429 (rate limited, never forwarded to the network) as TRY_AGAIN_LATER, which the domain
-// treats as a refusal only on a first send. A 504, 500 or any other answer (a problem, even with
-// status 400 or 503, such as stale_history or a gateway's own error) is an error wrapping
+// treats as a refusal only on a first send. stellar-core's TRY_AGAIN_LATER (not a 429) to an
+// envelope whose source is the vault also sets SourceBusy (common.sourceBusy). A 504, 500 or any
+// other answer (a problem, even with status 400 or 503, such as stale_history or a gateway's own
+// error) is an error wrapping
 // transfer.ErrUnexpectedAnswer: the envelope may have reached the network, so the same envelope
 // is sent again. A connection that was never made wraps transfer.ErrNotSent. LatestLedger is read
 // after the answer (GET /ledgers). The request is bound to ctx.
@@ -221,6 +224,9 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 	}
 	if seq, closed, err := (horizonChain{l}).latest(ctx); err == nil {
 		res.LatestLedger, res.LatestLedgerCloseTime = seq, closed
+	}
+	if res.Status == transfer.SendTryAgainLater && status != http.StatusTooManyRequests {
+		res.SourceBusy = l.sourceBusy(env, res.LatestLedgerCloseTime)
 	}
 	return res, nil
 }

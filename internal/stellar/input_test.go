@@ -287,6 +287,7 @@ func TestContractInsufficientFeeRaisesTheFee(t *testing.T) {
 	if res, err := e.ledger.Send(ctx, first); err != nil || res.Code != "txINSUFFICIENT_FEE" {
 		t.Fatalf("Send = %+v, %v", res, err)
 	}
+	e.ledger.Done(ctx, first) // refused before inclusion: its fate is decided, the vault is free
 	rebuilt, err := e.ledger.Prepare(ctx, req, transfer.Terms{MaxTime: maxTime})
 	if err != nil {
 		t.Fatal(err)

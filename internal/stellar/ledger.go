@@ -64,6 +64,11 @@ type RPCConfig struct {
 	Channels *ChannelPool
 	// Clock is the time leases and fee stats are judged by; nil means the system clock.
 	Clock transfer.Clock
+	// LedgerInterval returns the ledger interval as this process sees it; nil, or a result <= 0,
+	// means DefaultLedgerInterval. Without channels it bounds how long Prepare waits for this
+	// process's vault slot and sets the Retry-After of a busy vault (CHANNELS_BUSY); with
+	// channels, ChannelPoolConfig.LedgerInterval does.
+	LedgerInterval func() time.Duration
 	// LoadBalanced says URL is served by several RPC instances that may lag each other
 	// (STELLAR_RPC_LOAD_BALANCED). A NOT_FOUND answer and a ledger read from another instance prove
 	// nothing together, so death is then proven only by the source account's sequence number
@@ -91,7 +96,7 @@ func NewRPCLedger(cfg RPCConfig) (*RPCLedger, error) {
 		cfg.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
 	c, err := newCommon(cfg.Passphrase, cfg.VaultAccount, cfg.Assets, cfg.BaseFeeStroops, cfg.MaxFeeStroops,
-		cfg.FeePercentile, cfg.Keys, cfg.Channels, cfg.Clock)
+		cfg.FeePercentile, cfg.Keys, cfg.Channels, cfg.Clock, cfg.LedgerInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +128,9 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // sequence number is read from the network, the payment's source stays the vault, the channel and
 // the vault sign, and a fee bump paid and signed by the fee account wraps it: InnerHash is the
 // payment's hash (the transfer's identity), OuterHash the fee bump's, FeeStroops the most the fee
-// bump can charge (within MaxFeeStroops). SubmittedLedger is the latest ledger seen before the
-// envelope was built (with channels) or just after (without). Nothing is sent.
+// bump can charge (within MaxFeeStroops). Without channels this process builds on the vault for
+// one transfer at a time (vaultSource): Prepare waits up to a ledger interval for the others.
+// SubmittedLedger is the latest ledger read before the source was acquired. Nothing is sent.
 //
 // The asset is the configured one whose code equals req.Asset ignoring case, paid under its code
 // exactly as configured; the destination is the wallet's canonical strkey.
@@ -134,7 +140,8 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // well-formed G... account (the text is checked before it is decoded) or is the vault, the
 // asset's issuer, the fee account or a channel account (compared decoded, whatever the spelling),
 // and for an unknown asset or a zero amount; *transfer.UnavailableError when the
-// keys cannot be loaded, no channel is free (CodeChannelsBusy) or the source account does not
+// keys cannot be loaded, no source is free within a ledger interval (CodeChannelsBusy, with a
+// RetryAfter: ChannelPool.acquire, vaultSource) or the source account does not
 // exist; a wrapped error when the RPC could not be reached or answered wrongly.
 func (l *RPCLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	return l.prepare(ctx, rpcChain{l}, req, terms)
@@ -224,6 +231,7 @@ func closeTime(epoch int64) time.Time {
 // Send submits env.XDR once (sendTransaction) and reports the network's answer: PENDING,
 // DUPLICATE, TRY_AGAIN_LATER, or ERROR with the transaction-level code in stellar-core's spelling
 // ("txBAD_SEQ"; a fee bump's inner code). Code is "" when an ERROR's result cannot be decoded.
+// A TRY_AGAIN_LATER to an envelope whose source is the vault sets SourceBusy (common.sourceBusy).
 //
 // A transport failure that provably wrote nothing (the connection was never made) wraps
 // transfer.ErrNotSent. Every other error (timeout, dropped connection, HTTP 5xx, a malformed or
@@ -249,6 +257,7 @@ func (l *RPCLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.S
 		res.Status = transfer.SendDuplicate
 	case stellarcore.TXStatusTryAgainLater:
 		res.Status = transfer.SendTryAgainLater
+		res.SourceBusy = l.sourceBusy(env, res.LatestLedgerCloseTime)
 	case stellarcore.TXStatusError:
 		res.Status = transfer.SendError
 		var tr xdr.TransactionResult

@@ -114,7 +114,7 @@ func TestPrepareWithdraw(t *testing.T) {
 	if len(sigs) != 1 || e.keys.Vault.Verify(hash[:], sigs[0].Signature) != nil {
 		t.Errorf("not signed by the vault: %d signatures", len(sigs))
 	}
-	if got := e.fake.methods(); !slices.Equal(got, []string{"getLedgerEntries", "getLatestLedger"}) {
+	if got := e.fake.methods(); !slices.Equal(got, []string{"getLatestLedger", "getLedgerEntries"}) {
 		t.Errorf("RPC calls %v", got)
 	}
 }

@@ -39,11 +39,14 @@ type common struct {
 	pool           *ChannelPool // nil without channels
 	clock          transfer.Clock
 	fees           *feeCache
+	// interval is the ledger interval (RPCConfig.LedgerInterval): how long a busy vault's slot is
+	// waited for, and the Retry-After of a busy vault (SendResult.SourceBusy).
+	interval func() time.Duration
 }
 
 // newCommon checks the shared configuration.
 func newCommon(passphrase, vaultAccount string, assets []txnbuild.CreditAsset, baseFee, maxFee int64, percentile int,
-	keys KeySource, pool *ChannelPool, clock transfer.Clock) (*common, error) {
+	keys KeySource, pool *ChannelPool, clock transfer.Clock, interval func() time.Duration) (*common, error) {
 	if passphrase == "" {
 		return nil, errors.New("stellar: a network passphrase is required")
 	}
@@ -75,12 +78,27 @@ func newCommon(passphrase, vaultAccount string, assets []txnbuild.CreditAsset, b
 		clock = transfer.SystemClock{}
 	}
 	c := &common{passphrase: passphrase, vault: vault, vaultAccount: vault.String(), assets: set, baseFeeStroops: baseFee,
-		maxFeeStroops: maxFee, feePercentile: percentile, keys: keys, source: vaultSource{account: vault.String()}, clock: clock,
-		fees: &feeCache{}}
+		maxFeeStroops: maxFee, feePercentile: percentile, keys: keys, source: newVaultSource(vault.String(), clock, interval), clock: clock,
+		fees: &feeCache{}, interval: interval}
 	if pool != nil {
 		c.source, c.pool = pool, pool
 	}
 	return c, nil
+}
+
+// sourceBusy is the transfer.SendResult.SourceBusy of a TRY_AGAIN_LATER answer to env (a
+// ledger's close time as the answer reported it: lastClose). An envelope whose transaction source
+// is the vault (not fee-bumped) is refused so when the vault's queue slot is taken: stellar-core
+// queues one transaction per source account (TransactionQueue::canAdd), and this process holds
+// the vault for one transfer at a time (vaultSource), so another process's transfer or an in-doubt
+// one holds it. The slot frees when that transaction is included, at the next ledger close:
+// busyRetryAfter with nobody ahead. 0 for a channel's envelope, whose lease no one else holds.
+func (c *common) sourceBusy(env transfer.Envelope, lastClose time.Time) time.Duration {
+	if env.OuterHash != "" || env.Channel != c.vaultAccount {
+		return 0
+	}
+	interval := ledgerInterval(c.interval)
+	return busyRetryAfter(0, 1, interval, untilNextClose(lastClose, c.clock.Now(), interval))
 }
 
 func notSupported(detail string) *transfer.ValidationError {
@@ -143,20 +161,19 @@ func (c *common) loadKeys(ctx context.Context) (Keys, error) {
 // returns its envelope with SubmittedLedger set and the lease bound to it; on any error the lease
 // is released, since nothing was sent. Both the payment and the contract-call paths use it.
 func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime time.Time, build func(sourceLease) (transfer.Envelope, error)) (transfer.Envelope, error) {
-	var err error
 	terms := leaseTerms{maxTime: maxTime, until: maxTime}
 	if dl, ok := ctx.Deadline(); ok {
 		// The invocation's deadline, on the ledger's clock (virtual in tests).
 		terms.until = c.clock.Now().Add(time.Until(dl))
 	}
-	var latest uint32
-	if c.source.needsLedgerFirst() {
-		// The latest ledger is read before the lease: its close time decides whether an earlier
-		// in-doubt envelope's quarantine is over, and it is an earlier (so safer) SubmittedLedger.
-		if latest, terms.ledgerClose, err = ch.latest(ctx); err != nil {
-			return transfer.Envelope{}, err
-		}
+	// The latest ledger is read before the source is acquired: its close time decides whether an
+	// earlier in-doubt envelope's channel quarantine is over and when the next ledger should
+	// close (a busy source's Retry-After), and it is an earlier (so safer) SubmittedLedger.
+	latest, ledgerClose, err := ch.latest(ctx)
+	if err != nil {
+		return transfer.Envelope{}, err
 	}
+	terms.ledgerClose = ledgerClose
 	lease, err := c.source.acquire(ctx, keys, terms)
 	if err != nil {
 		var ue *transfer.UnavailableError
@@ -166,9 +183,6 @@ func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime ti
 		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "no transaction source is available", Err: err}
 	}
 	env, err := build(lease)
-	if err == nil && latest == 0 {
-		latest, _, err = ch.latest(ctx)
-	}
 	if err != nil {
 		c.source.release(ctx, lease, transfer.Envelope{Channel: lease.account})
 		return transfer.Envelope{}, err

@@ -3,6 +3,8 @@ package stellar
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
@@ -21,9 +23,6 @@ type source interface {
 	// release is called once the envelope's fate is decided (Ledger.Done); unbound, by Prepare
 	// when it fails after acquire.
 	release(ctx context.Context, lease sourceLease, env transfer.Envelope)
-	// needsLedgerFirst reports whether acquire needs terms.ledgerClose (the latest ledger's close
-	// time), so Prepare reads the latest ledger before acquiring.
-	needsLedgerFirst() bool
 }
 
 // leaseTerms are what a channel lease depends on.
@@ -33,7 +32,8 @@ type leaseTerms struct {
 	// maxTime is the envelope's timebounds maxTime: a channel whose envelope is in doubt stays
 	// quarantined until a ledger closes after it.
 	maxTime time.Time
-	// ledgerClose is the close time of the latest ledger (zero when not read).
+	// ledgerClose is the close time of the latest ledger, read before the source is acquired
+	// (zero when unknown).
 	ledgerClose time.Time
 }
 
@@ -47,25 +47,148 @@ type sourceLease struct {
 	signers []*keypair.Full
 	// feeSource, when set, pays a fee-bump transaction wrapping the signed transaction.
 	feeSource *keypair.Full
-	// owner identifies the lease in the lease store; "" for the vault.
+	// owner identifies the lease: in the lease store for a channel, in this process for the vault.
 	owner string
 }
 
-// vaultSource uses the vault as the transaction source: one transaction per ledger in practice
-// (the network queues one transaction per source account). It is the mode without channels.
-type vaultSource struct{ account string }
+// vaultSource uses the vault as the transaction source: the mode without channels. stellar-core
+// queues one transaction per source account (TransactionQueue::canAdd: another gets
+// TRY_AGAIN_LATER), so the vault carries one transaction per ledger. Within this process its
+// transfers therefore take the vault's slot one at a time, oldest waiter first: acquire waits at
+// most Wait (by default one ledger interval) for it, then answers CHANNELS_BUSY with the
+// Retry-After of busyRetryAfter (one source). Another process holding the network's slot shows up
+// as a first send answered TRY_AGAIN_LATER (Send's SendResult.SourceBusy). The slot is held until
+// the envelope's fate is decided (Done) or the invocation's deadline (terms.until), whichever
+// comes first. Safe for concurrent use.
+type vaultSource struct {
+	account  string
+	clock    transfer.Clock
+	interval func() time.Duration
+	wait     time.Duration // 0: one ledger interval
 
-func (v vaultSource) acquire(_ context.Context, keys Keys, _ leaseTerms) (sourceLease, error) {
+	mu     sync.Mutex
+	holder vaultHold // zero: the slot is free
+	queue  []uint64  // waiting callers' tickets, oldest first
+	ticket uint64
+}
+
+// vaultHold is the caller holding the process's vault slot: its lease owner ID, the inner hash
+// of the envelope it built (once bound) and when the hold ends without a release.
+type vaultHold struct {
+	owner, inner string
+	expires      time.Time
+}
+
+func newVaultSource(account string, clock transfer.Clock, interval func() time.Duration) *vaultSource {
+	return &vaultSource{account: account, clock: clock, interval: interval}
+}
+
+func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) (sourceLease, error) {
 	if keys.Vault == nil {
 		return sourceLease{}, errors.New("no vault key")
 	}
-	return sourceLease{account: v.account, signers: []*keypair.Full{keys.Vault}}, nil
+	interval := ledgerInterval(v.interval)
+	wait := v.wait
+	if wait <= 0 {
+		wait = interval
+	}
+	waitUntil := v.clock.Now().Add(wait)
+	if last := terms.maxTime.Add(-minValidity); last.Before(waitUntil) {
+		waitUntil = last
+	}
+	v.mu.Lock()
+	v.ticket++
+	ticket := v.ticket
+	v.queue = append(v.queue, ticket)
+	v.mu.Unlock()
+	defer func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		if i := slices.Index(v.queue, ticket); i >= 0 {
+			v.queue = slices.Delete(v.queue, i, i+1)
+		}
+	}()
+	for {
+		now := v.clock.Now()
+		if owner, ok := v.take(ticket, now, terms.until); ok {
+			return sourceLease{account: v.account, signers: []*keypair.Full{keys.Vault}, owner: owner}, nil
+		}
+		// Looking costs nothing (it asks no one), so the slot is looked at every firstRound.
+		if !now.Add(firstRound).Before(waitUntil) {
+			v.mu.Lock()
+			ahead := max(slices.Index(v.queue, ticket), 0)
+			v.mu.Unlock()
+			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy,
+				RetryAfter: busyRetryAfter(ahead, 1, interval, untilNextClose(terms.ledgerClose, now, interval)),
+				Detail:     "the vault account is busy with another transfer; nothing was submitted"}
+		}
+		if err := v.clock.Sleep(ctx, firstRound); err != nil {
+			return sourceLease{}, err
+		}
+	}
 }
 
-func (vaultSource) bind(sourceLease, transfer.Envelope) {}
+// take gives the slot to ticket if it is the oldest waiter and the slot is free (or its hold
+// ended) at now, until until; it returns the hold's owner ID.
+func (v *vaultSource) take(ticket uint64, now, until time.Time) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.queue) == 0 || v.queue[0] != ticket || v.holder.owner != "" && now.Before(v.holder.expires) {
+		return "", false
+	}
+	v.holder = vaultHold{owner: newLeaseOwner(), expires: until}
+	return v.holder.owner, true
+}
 
-func (vaultSource) release(context.Context, sourceLease, transfer.Envelope) {}
+func (v *vaultSource) bind(lease sourceLease, env transfer.Envelope) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.holder.owner != "" && v.holder.owner == lease.owner {
+		v.holder.inner = env.InnerHash
+	}
+}
 
-func (vaultSource) needsLedgerFirst() bool { return false }
+// release frees the slot if lease holds it (Prepare failed) or env is the envelope it was bound
+// to (Done); the envelope of a take-over, built elsewhere, frees nothing.
+func (v *vaultSource) release(_ context.Context, lease sourceLease, env transfer.Envelope) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h := v.holder
+	if h.owner != "" && (lease.owner != "" && h.owner == lease.owner || lease.owner == "" && env.InnerHash != "" && h.inner == env.InnerHash) {
+		v.holder = vaultHold{}
+	}
+}
 
-var _ source = vaultSource{}
+var _ source = (*vaultSource)(nil)
+
+// ledgerInterval is f's answer, or DefaultLedgerInterval when f is nil or answers <= 0.
+func ledgerInterval(f func() time.Duration) time.Duration {
+	if f != nil {
+		if d := f(); d > 0 {
+			return d
+		}
+	}
+	return DefaultLedgerInterval
+}
+
+// untilNextClose is the time from now to the next ledger close, ledgers closing every interval
+// from lastClose (a ledger's close time as the network reported it); interval when lastClose is
+// unknown (zero) or ahead of now. The result is in (0, interval].
+func untilNextClose(lastClose, now time.Time, interval time.Duration) time.Duration {
+	if lastClose.IsZero() || lastClose.After(now) {
+		return interval
+	}
+	return interval - now.Sub(lastClose)%interval
+}
+
+// busyRetryAfter is the Retry-After of CHANNELS_BUSY: with ahead transfers before this one and
+// sources transaction sources carrying one transaction per ledger each (stellar-core queues one
+// per source account), the transfers ahead take ahead/sources ledgers from the next close on:
+//
+//	ahead / sources * interval + untilNext
+//
+// rounded up to a whole second (the unit of the Retry-After header, RFC 9110 section 10.2.3).
+func busyRetryAfter(ahead, sources int, interval, untilNext time.Duration) time.Duration {
+	d := untilNext + time.Duration(int64(interval)*int64(ahead)/int64(max(sources, 1)))
+	return (d + time.Second - 1).Truncate(time.Second)
+}

@@ -480,8 +480,9 @@ func TestSuiteQuarantine(t *testing.T) {
 				t.Fatalf("second Prepare while in doubt: %v", err)
 			}
 			// The in-doubt envelope landed meanwhile, but nobody said Done: still quarantined until a
-			// ledger closes after its maxTime.
-			e.clock.advance(time.Unix(inDoubt.MaxTime, 0).Sub(e.clock.Now()) + time.Second)
+			// ledger closes after its maxTime (and skipped by this process for heldMargin more,
+			// which a one-ledger wait no longer covers).
+			e.clock.advance(time.Unix(inDoubt.MaxTime, 0).Sub(e.clock.Now()) + heldMargin + time.Second)
 			e.closeLedger()
 			next := e.prepare(t, e.wallet, unit)
 			if next.Channel != inDoubt.Channel {

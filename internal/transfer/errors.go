@@ -44,7 +44,9 @@ const (
 	// CodeConfigurationInvalid: a setting read per call is out of range (Settings.Validate); nothing
 	// was claimed or submitted.
 	CodeConfigurationInvalid = "CONFIGURATION_INVALID"
-	// CodeChannelsBusy: no channel account could be leased in time; nothing was sent.
+	// CodeChannelsBusy: no transaction source was free in time (no channel account could be
+	// leased, or the vault, the only source, was busy with another transfer); nothing was sent
+	// and the key is free. RetryAfter estimates when one will be.
 	CodeChannelsBusy = "CHANNELS_BUSY"
 	// CodeSigningKeysUnavailable: the signing keys could not be loaded; nothing was signed.
 	CodeSigningKeysUnavailable = "SIGNING_KEYS_UNAVAILABLE"

@@ -51,7 +51,14 @@ func prepareFailure(err error) error {
 	return &UnavailableError{Code: CodeRPCError, Detail: "the transaction could not be prepared; nothing was submitted", Err: err}
 }
 
+// refused is the answer to a first send the network refused before inclusion (nothing moved, the
+// key is released): CHANNELS_BUSY with the ledger's Retry-After when the refusal says the
+// transaction source's queue slot is taken (SendResult.SourceBusy), else RPC_ERROR.
 func refused(res SendResult) *UnavailableError {
+	if res.Status == SendTryAgainLater && res.SourceBusy > 0 {
+		return &UnavailableError{Code: CodeChannelsBusy, RetryAfter: res.SourceBusy,
+			Detail: "the transaction source account is busy with another transfer; nothing moved"}
+	}
 	detail := "the network refused the transaction before inclusion; nothing moved"
 	if res.Code != "" {
 		detail = fmt.Sprintf("the network refused the transaction before inclusion (%s); nothing moved", res.Code)
@@ -59,6 +66,12 @@ func refused(res SendResult) *UnavailableError {
 		detail = "the network asked to try again later; nothing moved"
 	}
 	return &UnavailableError{Code: CodeRPCError, Detail: detail, RetryAfter: time.Second}
+}
+
+// sourceBusy reports whether err is CHANNELS_BUSY: no transaction source was free.
+func sourceBusy(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u) && u.Code == CodeChannelsBusy
 }
 
 func expired() *UnavailableError {

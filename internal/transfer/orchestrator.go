@@ -150,6 +150,11 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 				a.freed = rec.ClaimID
 			}
 			lastRefusal = err
+			if freed && sourceBusy(err) {
+				// A busy source (CHANNELS_BUSY) is answered at once: it stays busy for about a
+				// ledger, and the caller is told when to come back, with its key free.
+				return out, o.freeOwnLeftover(ctx, a, err)
+			}
 			if freed && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {
 				// The envelope is proven dead: a new one may be built, after a pause that grows
 				// (a busy source account refuses until a ledger has closed).
@@ -176,6 +181,25 @@ func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) 
 			return out, err
 		}
 	}
+}
+
+// freeOwnLeftover makes sure the key is free before busy (a CHANNELS_BUSY answer) is returned: if
+// the release of this call's claim failed, its item, still under this call's lease, would make the
+// client's retry wait on it as on another request. It deletes that item again; if it cannot, the
+// answer is STORE_UNAVAILABLE (the retry finds the claim, without an envelope, and takes it over
+// once its lease ends).
+func (o *Orchestrator) freeOwnLeftover(ctx context.Context, a *attempt, busy error) error {
+	cur, err := o.Store.Get(ctx, a.key)
+	if errors.Is(err, ErrNotFound) || err == nil && (cur.ClaimID != a.freed || cur.LeaseOwner != a.owner) {
+		return busy
+	}
+	if err == nil {
+		err = DeleteItem(ctx, o.Store, cur)
+	}
+	if err != nil {
+		return storeUnavailable(err)
+	}
+	return busy
 }
 
 // outOfBudget is the answer of a call with too little budget left to build an envelope: the

@@ -104,6 +104,12 @@ type SendResult struct {
 	// LatestLedger and LatestLedgerCloseTime as the network reported them with the answer.
 	LatestLedger          uint32
 	LatestLedgerCloseTime time.Time
+	// SourceBusy, when above 0, says a TRY_AGAIN_LATER means the envelope's source account
+	// already has a transaction in the network's queue (stellar-core queues one per source
+	// account): the vault, when it is the only source, is busy with another transfer. It is how
+	// long until that slot should be free (about the time to the next ledger close), the
+	// Retry-After of the CHANNELS_BUSY a refused first send answers. The Ledger sets it.
+	SourceBusy time.Duration
 }
 
 // ErrNotSent marks a send that provably never reached the network (for example connection

@@ -3,6 +3,7 @@ package wiring
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
@@ -29,11 +30,16 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset) (StellarLedger, *stellar
 	if clock == nil {
 		clock = transfer.SystemClock{}
 	}
+	// The ledger interval that sets how long a call waits for a transaction source and the
+	// Retry-After of CHANNELS_BUSY: nil is stellar.DefaultLedgerInterval (5 s) until the
+	// process-wide ledger-cadence estimate is passed here.
+	var ledgerInterval func() time.Duration
 	var pool *stellar.ChannelPool
 	if d.Config.ChannelCount > 0 {
 		var err error
 		pool, err = stellar.NewChannelPool(stellar.ChannelPoolConfig{
 			Leases: dynamo.NewChannelLeases(d.Dynamo, d.Config.Table), Count: d.Config.ChannelCount, Clock: clock,
+			LedgerInterval: ledgerInterval,
 		})
 		if err != nil {
 			return nil, nil, err
@@ -45,7 +51,7 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset) (StellarLedger, *stellar
 			URL: d.Config.RPCURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
 			VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops,
 			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
-			LoadBalanced: d.Config.RPCLoadBalanced,
+			LoadBalanced: d.Config.RPCLoadBalanced, LedgerInterval: ledgerInterval,
 		})
 		if err != nil {
 			return nil, nil, err
@@ -57,6 +63,7 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset) (StellarLedger, *stellar
 			URL: d.Config.HorizonURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
 			VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops,
 			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
+			LedgerInterval: ledgerInterval,
 		})
 		return l, pool, err
 	default:

@@ -1,0 +1,205 @@
+package stellar
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
+)
+
+func TestUntilNextClose(t *testing.T) {
+	close0 := time.Unix(1_000, 0)
+	for _, c := range []struct {
+		name      string
+		lastClose time.Time
+		now       time.Time
+		want      time.Duration
+	}{
+		{"just after a close", close0, close0.Add(time.Second), 4 * time.Second},
+		{"at a close", close0, close0, 5 * time.Second},
+		{"two ledgers and a half later", close0, close0.Add(12500 * time.Millisecond), 2500 * time.Millisecond},
+		{"unknown close", time.Time{}, close0, 5 * time.Second},
+		{"close ahead of the clock", close0.Add(time.Second), close0, 5 * time.Second},
+	} {
+		if got := untilNextClose(c.lastClose, c.now, 5*time.Second); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestBusyRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		ahead, sources int
+		untilNext      time.Duration
+		want           time.Duration
+	}{
+		{0, 1, 2 * time.Second, 2 * time.Second},
+		{0, 1, 1500 * time.Millisecond, 2 * time.Second}, // whole seconds, rounded up
+		{3, 1, time.Second, 16 * time.Second},            // three ledgers ahead, then the next close
+		{8, 16, time.Second, 4 * time.Second},            // half a ledger's worth: 2.5 s + 1 s
+		{32, 16, 4 * time.Second, 14 * time.Second},
+		{5, 0, time.Second, 26 * time.Second}, // no sources counted: as one
+	} {
+		if got := busyRetryAfter(c.ahead, c.sources, 5*time.Second, c.untilNext); got != c.want {
+			t.Errorf("busyRetryAfter(%d, %d, 5s, %v) = %v, want %v", c.ahead, c.sources, c.untilNext, got, c.want)
+		}
+	}
+}
+
+// Every channel is leased by another process: the pool gives up after one ledger interval (as
+// LedgerInterval says, here 4 s) instead of the invocation's budget, and its Retry-After counts the
+// two channels found taken over the two channels, one ledger, plus the time to the next close.
+func TestChannelsBusyAfterOneLedger(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases := &memLeases{}
+	keys := testKeys(t)
+	chans, err := ChannelKeys(keys, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := clock.Now()
+	for _, ch := range chans {
+		if err := leases.LeaseChannel(context.Background(), ch.Address(), "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: 2, Clock: clock,
+		LedgerInterval: func() time.Duration { return 4 * time.Second }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastClose := start.Add(-time.Second)
+	_, err = pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: lastClose})
+	var ue *transfer.UnavailableError
+	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+		t.Fatalf("acquire = %v, want CHANNELS_BUSY", err)
+	}
+	waited := clock.Now().Sub(start)
+	if waited > 4*time.Second || waited < 3*time.Second {
+		t.Errorf("waited %v for a channel, want about one ledger (4 s)", waited)
+	}
+	// Backoff rounds at 0, 0.1, 0.3, 0.7, 1.5, 2.5 and 3.5 s: it gives up at 3.5 s, 4.5 s after the
+	// last close, so 3.5 s before the next; (0 ahead + 2 taken) / 2 channels = one ledger more.
+	if want := 8 * time.Second; ue.RetryAfter != want || waited != 3500*time.Millisecond {
+		t.Errorf("after %v: RetryAfter %v, want %v", waited, ue.RetryAfter, want)
+	}
+	if st := pool.Stats(); st.Busy != 1 || st.Leases != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	// An explicit Wait still overrides the ledger interval.
+	pool.cfg.Wait = 10 * time.Second
+	start = clock.Now()
+	if _, err := pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(time.Minute), maxTime: start.Add(time.Minute)}); !errors.As(err, &ue) {
+		t.Fatalf("acquire = %v", err)
+	}
+	if waited := clock.Now().Sub(start); waited < 8*time.Second || waited > 10*time.Second {
+		t.Errorf("waited %v with Wait 10 s", waited)
+	}
+}
+
+// Without channels this process builds on the vault for one transfer at a time: a second
+// acquire waits about one ledger and answers CHANNELS_BUSY with the time to the next close; once
+// the first envelope is Done (or its hold reaches the invocation's deadline) the next one goes.
+func TestVaultSlotSerialisesTransfers(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	keys := testKeys(t)
+	v := newVaultSource(keys.Vault.Address(), clock, nil)
+	ctx := context.Background()
+	start := clock.Now()
+	terms := leaseTerms{until: start.Add(20 * time.Second), maxTime: start.Add(20 * time.Second), ledgerClose: start.Add(-2 * time.Second)}
+	first, err := v.acquire(ctx, keys, terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := transfer.Envelope{InnerHash: "aa", Channel: first.account}
+	v.bind(first, env)
+	_, err = v.acquire(ctx, keys, terms)
+	var ue *transfer.UnavailableError
+	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+		t.Fatalf("second acquire = %v, want CHANNELS_BUSY", err)
+	}
+	// Looked every 100 ms and gave up at 4.9 s (the last look before 5 s), 6.9 s after the last
+	// close: 3.1 s to the next, 4 s in whole seconds.
+	if waited := clock.Now().Sub(start); waited != 4900*time.Millisecond || ue.RetryAfter != 4*time.Second {
+		t.Errorf("waited %v, RetryAfter %v; want 4.9s and 4s", waited, ue.RetryAfter)
+	}
+	v.release(ctx, sourceLease{}, transfer.Envelope{InnerHash: "bb", Channel: first.account}) // a take-over's envelope
+	if _, err := v.acquire(ctx, keys, leaseTerms{until: terms.until, maxTime: terms.maxTime}); err == nil {
+		t.Fatal("another envelope's Done freed the slot")
+	}
+	v.release(ctx, sourceLease{}, env)
+	second, err := v.acquire(ctx, keys, terms)
+	if err != nil || second.owner == first.owner {
+		t.Fatalf("after Done: %+v, %v", second, err)
+	}
+	// Never Done (in doubt): the hold ends at the invocation's deadline.
+	clock.Advance(terms.until.Sub(clock.Now()))
+	if _, err := v.acquire(ctx, keys, leaseTerms{until: clock.Now().Add(20 * time.Second), maxTime: clock.Now().Add(20 * time.Second)}); err != nil {
+		t.Fatalf("after the holder's deadline: %v", err)
+	}
+}
+
+// Another process holds the vault's slot in the network's queue: this process's first send of its
+// own vault-sourced envelope is answered TRY_AGAIN_LATER, and the answer says the source is busy
+// (SourceBusy: the time to the next close, whole seconds). A channel's TRY_AGAIN_LATER does not.
+func TestSuiteTryAgainLaterFromABusyVault(t *testing.T) {
+	for _, backend := range []string{"rpc", "horizon"} {
+		t.Run(backend, func(t *testing.T) {
+			e := newSuiteEnv(t, backend, suiteOpts{})
+			other := e.otherProcess(t)
+			ctx := context.Background()
+			mine := e.prepare(t, e.wallet, unit)
+			theirs, err := other.Prepare(ctx, withdraw(e.wallet, 2*unit), transfer.Terms{MaxTime: e.clock.Now().Add(time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.Send(ctx, theirs); err != nil {
+				t.Fatal(err)
+			}
+			res := e.send(t, mine, transfer.SendTryAgainLater)
+			if res.SourceBusy <= 0 || res.SourceBusy > DefaultLedgerInterval || res.SourceBusy%time.Second != 0 {
+				t.Errorf("SourceBusy %v, want the time to the next close in whole seconds", res.SourceBusy)
+			}
+			if !transfer.RefusedBeforeInclusion(res, false) {
+				t.Error("a busy vault's first send should prove nothing landed")
+			}
+		})
+	}
+	t.Run("channel", func(t *testing.T) {
+		e := newSuiteEnv(t, "rpc", suiteOpts{channels: 1})
+		env := e.prepare(t, e.wallet, unit)
+		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+		if res := e.send(t, env, transfer.SendTryAgainLater); res.SourceBusy != 0 {
+			t.Errorf("a channel's TRY_AGAIN_LATER: SourceBusy %v, want 0", res.SourceBusy)
+		}
+	})
+}
+
+// otherProcess is a second ledger on e's network with e's keys and vault, as another Lambda
+// instance would have: it shares nothing in memory with e.ledger.
+func (e *suiteEnv) otherProcess(t *testing.T) backendLedger {
+	t.Helper()
+	assets := []txnbuild.CreditAsset{{Code: e.usdc.Code, Issuer: e.usdc.Issuer}}
+	var (
+		l   backendLedger
+		err error
+	)
+	switch e.backend {
+	case "rpc":
+		l, err = NewRPCLedger(RPCConfig{URL: e.net.RPCURL(), Passphrase: e.net.Passphrase(), VaultAccount: e.vault, Assets: assets,
+			MaxFeeStroops: 10_000, Keys: StaticKeys{K: e.keys}, Clock: e.clock})
+	default:
+		l, err = NewHorizonLedger(HorizonConfig{URL: e.net.URL(), Passphrase: e.net.Passphrase(), VaultAccount: e.vault, Assets: assets,
+			MaxFeeStroops: 10_000, Keys: StaticKeys{K: e.keys}, Clock: e.clock})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
