@@ -75,6 +75,7 @@ func Build(d Deps) (*Service, error) {
 		Settings: func() transfer.Settings { return config.Settings(getenv) },
 		Breaker:  transfer.NewBreaker(d.Config.Breaker),
 		Observer: d.Observer,
+		Cadence:  &transfer.Cadence{},
 	}
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {
