@@ -292,7 +292,7 @@ func table(results []sideBySide) string {
 	b.WriteString("| ledger interval | channels | service p50 | p90 | p99 | direct p50 | p90 | p99 | ratio p50 | p90 | p99 | getTransaction per transfer: service | direct |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %v | %d |", r.interval, r.channels)
+		fmt.Fprintf(&b, "| %g s | %d |", r.interval.Seconds(), r.channels)
 		for _, lat := range [][]time.Duration{r.service, r.direct} {
 			for _, p := range []float64{0.5, 0.9, 0.99} {
 				fmt.Fprintf(&b, " %s |", seconds(percentile(lat, p)))
