@@ -21,7 +21,7 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: all build run test fuzz chaos scan-secrets check lint bench clean tools test-dynalite check-template sam-build \
+.PHONY: all build run test fuzz chaos scan-secrets check lint bench bench-latency clean tools test-dynalite check-template sam-build \
 	test-lambda test-contract test-clients build-api build-alert build-reconcile \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction
 
@@ -130,6 +130,12 @@ scan-secrets:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The latency benchmark side by side (issue 13): the service and a direct submitter interleaved on
+# the local network at 5 s and 1 s ledgers, 0 and 4 channel accounts; prints a Markdown table.
+# BENCH_LATENCY_N=<n> sets the transfers of each side per row (default 400, about 20 s).
+bench-latency:
+	BENCH_LATENCY=1 $(GO) test -count=1 -v -run '^TestBenchLatency$$' ./internal/loadtest
 
 # The fault campaign at full size: 10,000 calls in each of its four runs (make test runs 5,000 in
 # all). CHAOS_SEED=<seed> replays a failing seed.

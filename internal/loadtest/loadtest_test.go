@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -28,14 +29,31 @@ type rig struct {
 	net      *stellarsim.Network
 	svc      *wiring.Service
 	db       *dynamotest.CountingClient
+	rpc      *rpcTransport // the service's Stellar requests, when round trips are modelled
 	wallets  []string
+	usdc     stellarsim.Asset
 	interval time.Duration
 }
 
 func newRig(tb testing.TB, backend string, channels int, interval time.Duration) *rig {
+	return startRig(tb, rigConfig{backend: backend, channels: channels, interval: interval})
+}
+
+// rigConfig says what startRig assembles. With roundTrips, every Stellar request of the service
+// takes stellarRTT of virtual time and every DynamoDB request dynamoRTT (latency_test.go);
+// without, requests take no virtual time (the throughput benchmark, where queueing dominates).
+type rigConfig struct {
+	backend    string
+	channels   int
+	interval   time.Duration
+	roundTrips bool
+}
+
+func startRig(tb testing.TB, c rigConfig) *rig {
 	tb.Helper()
+	backend, channels, interval := c.backend, c.channels, c.interval
 	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, ExpectedCloseInterval: interval})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -61,7 +79,7 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
 	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
 	must(tb, n.CreateAccount(keys.Fee.Address(), 1e13))
-	r := &rig{clock: clock, net: n, interval: interval}
+	r := &rig{clock: clock, net: n, interval: interval, usdc: usdc}
 	for range 8 {
 		w := keypair.MustRandom()
 		must(tb, n.CreateAccount(w.Address(), 1e11))
@@ -71,6 +89,12 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 	client, _ := dynamotest.Minidyn(tb)
 	r.db = dynamotest.NewCountingClient(client)
 	store := dynamotest.NewStore(tb, r.db)
+	deps := wiring.Deps{Getenv: func(string) string { return "" }, Dynamo: r.db, Keys: stellar.StaticKeys{K: keys}, Clock: clock}
+	if c.roundTrips {
+		r.rpc = newRPCTransport(clock)
+		deps.HTTPClient = &http.Client{Transport: r.rpc, Timeout: stellar.DefaultHTTPTimeout}
+		deps.Dynamo = slowDynamo{clock: clock, inner: r.db}
+	}
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{
 			"TABLE_NAME": store.Table(), "STELLAR_BACKEND": backend, "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
@@ -81,8 +105,8 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.svc, err = wiring.Build(wiring.Deps{Config: cfg, Getenv: func(string) string { return "" }, Dynamo: r.db,
-		Keys: stellar.StaticKeys{K: keys}, Clock: clock})
+	deps.Config = cfg
+	r.svc, err = wiring.Build(deps)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -92,6 +116,9 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 		}
 	}
 	r.db.Reset()
+	if r.rpc != nil {
+		r.rpc.reset()
+	}
 	return r
 }
 
@@ -116,11 +143,14 @@ type result struct {
 
 func (r result) perSecond() float64 { return float64(r.transfers) / r.elapsed.Seconds() }
 
-func (r result) percentile(p float64) time.Duration {
-	if len(r.latencies) == 0 {
+func (r result) percentile(p float64) time.Duration { return percentile(r.latencies, p) }
+
+// percentile is the p-quantile (0 < p < 1) of sorted, 0 when it is empty.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
 		return 0
 	}
-	return r.latencies[min(len(r.latencies)-1, int(p*float64(len(r.latencies))))]
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
 // run starts callers concurrent callers that each send transfers back to back (a fresh key each)
