@@ -255,6 +255,7 @@ func measureLatency(tb testing.TB, interval time.Duration, channels, n int, seed
 	}
 	start, wall := r.clock.Now(), time.Now()
 	var wg sync.WaitGroup
+	stopClosing := r.closeOnTime()
 	r.clock.Go(&wg, func() {
 		ctx := context.Background()
 		pause := func() { _ = r.clock.Sleep(ctx, time.Duration(rng.Int64N(int64(interval)))) }
@@ -279,6 +280,7 @@ func measureLatency(tb testing.TB, interval time.Duration, channels, n int, seed
 		}
 	})
 	wg.Wait()
+	stopClosing()
 	slices.Sort(res.service)
 	slices.Sort(res.direct)
 	res.virtual, res.wall = r.clock.Now().Sub(start), time.Since(wall)

@@ -122,6 +122,36 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 	return r
 }
 
+// closeOnTime runs a participant that wakes at every due ledger close, so that ledgers close on
+// schedule: the rig closes ledgers when the virtual clock moves (OnAdvance), and the clock moves
+// only to a participant's wake-up, so without it a ledger would close at the first wake-up after
+// it is due, late by however long every caller happened to sleep. stop ends it and waits.
+func (r *rig) closeOnTime() (stop func()) {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		stopped bool
+	)
+	r.clock.Go(&wg, func() {
+		for {
+			mu.Lock()
+			done := stopped
+			mu.Unlock()
+			if done {
+				return
+			}
+			now := r.clock.Now()
+			_ = r.clock.Sleep(context.Background(), now.Truncate(r.interval).Add(r.interval).Sub(now))
+		}
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		wg.Wait()
+	}
+}
+
 func must(tb testing.TB, err error) {
 	tb.Helper()
 	if err != nil {
@@ -172,6 +202,7 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 		completed atomic.Int64
 		wg        sync.WaitGroup
 	)
+	defer r.closeOnTime()()
 	release := r.clock.Hold() // every caller starts at the same instant
 	for c := range callers {
 		r.clock.Go(&wg, func() {
