@@ -22,7 +22,7 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench clean tools test-dynalite check-template \
+.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency clean tools test-dynalite check-template \
 	sam-build test-lambda test-contract test-clients build-api build-alert build-reconcile \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction
 
@@ -149,6 +149,12 @@ scan-secrets: ## fail if make test's output holds anything shaped like a secret 
 
 bench: ## the Go benchmarks (README.md, "Benchmarks")
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The latency benchmark side by side (issue 13): the service and a direct submitter interleaved on
+# the local network at 5 s and 1 s ledgers, 0 and 4 channel accounts; prints a Markdown table.
+# BENCH_LATENCY_N=<n> sets the transfers of each side per row (default 400, about 20 s).
+bench-latency: ## the latency benchmark: the service beside a direct submitter (README.md, "Latency")
+	BENCH_LATENCY=1 $(GO) test -count=1 -v -run '^TestBenchLatency$$' ./internal/loadtest
 
 # The fault campaign at full size: 10,000 calls in each of its four runs (make test runs 5,000 in
 # all). CHAOS_SEED=<seed> replays a failing seed.

@@ -33,16 +33,33 @@ type rig struct {
 	net      *stellarsim.Network
 	svc      *wiring.Service
 	db       *dynamotest.CountingClient
+	rpc      *rpcTransport // the service's Stellar requests, when round trips are modelled
 	wallets  []string
 	vault    string
+	usdc     stellarsim.Asset
 	interval time.Duration
 	amounts  atomic.Int64 // the last transfer's amount, in stroops: each transfer pays a new one
 }
 
 func newRig(tb testing.TB, backend string, channels int, interval time.Duration) *rig {
+	return startRig(tb, rigConfig{backend: backend, channels: channels, interval: interval})
+}
+
+// rigConfig says what startRig assembles. With roundTrips, every Stellar request of the service
+// takes stellarRTT of virtual time and every DynamoDB request dynamoRTT (latency_test.go);
+// without, requests take no virtual time (the throughput benchmark, where queueing dominates).
+type rigConfig struct {
+	backend    string
+	channels   int
+	interval   time.Duration
+	roundTrips bool
+}
+
+func startRig(tb testing.TB, c rigConfig) *rig {
 	tb.Helper()
+	backend, channels, interval := c.backend, c.channels, c.interval
 	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, ExpectedCloseInterval: interval})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -68,7 +85,7 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
 	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
 	must(tb, n.CreateAccount(keys.Fee.Address(), 1e13))
-	r := &rig{clock: clock, net: n, interval: interval, vault: keys.Vault.Address()}
+	r := &rig{clock: clock, net: n, interval: interval, vault: keys.Vault.Address(), usdc: usdc}
 	for range 8 {
 		w := keypair.MustRandom()
 		must(tb, n.CreateAccount(w.Address(), 1e11))
@@ -78,6 +95,12 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 	client, _ := dynamotest.Minidyn(tb)
 	r.db = dynamotest.NewCountingClient(client)
 	store := dynamotest.NewStore(tb, r.db)
+	deps := wiring.Deps{Getenv: func(string) string { return "" }, Dynamo: r.db, Keys: stellar.StaticKeys{K: keys}, Clock: clock}
+	if c.roundTrips {
+		r.rpc = newRPCTransport(clock)
+		deps.HTTPClient = &http.Client{Transport: r.rpc, Timeout: stellar.DefaultHTTPTimeout}
+		deps.Dynamo = slowDynamo{clock: clock, inner: r.db}
+	}
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{
 			"TABLE_NAME": store.Table(), "STELLAR_BACKEND": backend, "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
@@ -88,8 +111,9 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.svc, err = wiring.Build(wiring.Deps{Config: cfg, Getenv: func(string) string { return "" }, Dynamo: r.db,
-		Keys: stellar.StaticKeys{K: keys}, Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	deps.Config = cfg
+	deps.Logger = slog.New(slog.DiscardHandler)
+	r.svc, err = wiring.Build(deps)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -99,7 +123,40 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 		}
 	}
 	r.db.Reset()
+	if r.rpc != nil {
+		r.rpc.reset()
+	}
 	return r
+}
+
+// closeOnTime runs a participant that wakes at every due ledger close, so that ledgers close on
+// schedule: the rig closes ledgers when the virtual clock moves (OnAdvance), and the clock moves
+// only to a participant's wake-up, so without it a ledger would close at the first wake-up after
+// it is due, late by however long every caller happened to sleep. stop ends it and waits.
+func (r *rig) closeOnTime() (stop func()) {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		stopped bool
+	)
+	r.clock.Go(&wg, func() {
+		for {
+			mu.Lock()
+			done := stopped
+			mu.Unlock()
+			if done {
+				return
+			}
+			now := r.clock.Now()
+			_ = r.clock.Sleep(context.Background(), now.Truncate(r.interval).Add(r.interval).Sub(now))
+		}
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		wg.Wait()
+	}
 }
 
 func must(tb testing.TB, err error) {
@@ -133,14 +190,15 @@ func (r result) perSecond() float64 { return float64(r.transfers) / r.elapsed.Se
 
 func (r result) busyShare() float64 { return float64(r.busy) / float64(max(r.calls, 1)) }
 
+func (r result) percentile(p float64) time.Duration { return percentile(r.latencies, p) }
+
+// percentile is the p-quantile (0 < p < 1) of sorted, 0 when it is empty.
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
-
-func (r result) percentile(p float64) time.Duration { return percentile(r.latencies, p) }
 
 // answer is one call's HTTP answer as a client sees it.
 type answer struct {
@@ -199,6 +257,7 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 			tb.Logf("first failure: "+format, args...)
 		}
 	}
+	defer r.closeOnTime()()
 	release := r.clock.Hold() // every caller starts at the same instant
 	for c := range callers {
 		r.clock.Go(&wg, func() {

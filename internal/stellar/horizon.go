@@ -288,3 +288,15 @@ func foundTx(lk transfer.Lookup, hash string, tx hProtocol.Transaction) (transfe
 	lk.ResultCodes = ResultCodes(tr)
 	return lk, nil
 }
+
+// LatestLedger reads Horizon's root: the latest ledger Horizon ingested and its close time
+// (transfer.LatestReader; the await loop probes with it between Lookups).
+func (l *HorizonLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, error) {
+	r, err := l.root(ctx)
+	if err != nil {
+		return transfer.LedgerInfo{}, err
+	}
+	return transfer.LedgerInfo{Sequence: uint32(max(r.HorizonSequence, 0)), CloseTime: r.HorizonLatestClosedAt.UTC()}, nil
+}
+
+var _ transfer.LatestReader = (*HorizonLedger)(nil)

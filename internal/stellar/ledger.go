@@ -408,3 +408,17 @@ func (l *RPCLedger) getTransaction(ctx context.Context, hash string) (transfer.L
 func (l *RPCLedger) Done(ctx context.Context, env transfer.Envelope) {
 	l.source.release(ctx, sourceLease{}, env)
 }
+
+// LatestLedger reads getLatestLedger: the latest ledger the RPC ingested and its close time
+// (transfer.LatestReader; the await loop probes with it between Lookups).
+func (l *RPCLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, error) {
+	r, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
+		return c.GetLatestLedger(ctx)
+	})
+	if err != nil {
+		return transfer.LedgerInfo{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
+	}
+	return transfer.LedgerInfo{Sequence: r.Sequence, CloseTime: closeTime(r.LedgerCloseTime)}, nil
+}
+
+var _ transfer.LatestReader = (*RPCLedger)(nil)

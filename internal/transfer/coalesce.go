@@ -8,10 +8,19 @@ import (
 
 // Waiting for another invocation that holds the key (seed 000, "concurrent coalescing").
 
-// coalesce waits for the invocation holding the key to settle it, re-reading the item with
-// backoff until it changes or this call's budget ends.
+// coalesce waits for the invocation holding the key to settle it, re-reading the item until it
+// changes or this call's budget ends. The holder hears of its ledger within a tight poll of the
+// network showing it (await.go) and writes the outcome at once, so the item is read every
+// itemPoll: a tenth of the ledger interval, between 50 and 250 ms. A strongly consistent read of
+// an item under 4 KB costs one read capacity unit, and DynamoDB answers it in milliseconds;
+// watching the ledger instead would cost as many reads of the network and still wait for the
+// holder's write.
 func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
-	wait := firstPoll
+	c := o.Cadence
+	if c == nil {
+		c = &Cadence{}
+	}
+	wait := itemPoll(c.Interval())
 	for {
 		if err := o.sleep(ctx, a, wait); err != nil {
 			break
@@ -30,13 +39,15 @@ func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (O
 			return Outcome{}, true, nil
 		}
 		held = cur
-		if wait = wait * 3 / 2; wait > maxPoll {
-			wait = maxPoll
-		}
 	}
 	retry := held.LeaseExpiresAt.Sub(o.Clock.Now())
 	if retry < time.Second || retry > 30*time.Second {
 		retry = time.Second
 	}
 	return Outcome{}, false, &InProgressError{RetryAfter: retry.Round(time.Second)}
+}
+
+// itemPoll is the period of item reads while coalescing: interval/10 within [50 ms, 250 ms].
+func itemPoll(interval time.Duration) time.Duration {
+	return min(max(interval/10, 50*time.Millisecond), 250*time.Millisecond)
 }

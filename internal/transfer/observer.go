@@ -37,6 +37,9 @@ type Report struct {
 	Classification Classification
 	Code           string
 	Duration       time.Duration
+	// Lookups are the Ledger.Lookup calls made while awaiting ledgers; Probes the reads of the
+	// latest ledger alone (LatestReader) between them.
+	Lookups, Probes int
 }
 
 // Trace step names passed to Observer.StartStep.

@@ -57,9 +57,13 @@ type Orchestrator struct {
 	Hooks func(ctx context.Context, step Step, rec Record) error
 	// Observer receives traces and a Report per call; nil means none.
 	Observer Observer
+	// Cadence is the ledger's rhythm as this process has seen it, shared by every call so that
+	// each await starts from what the others learnt (await.go); nil means a fresh one per call.
+	Cadence *Cadence
 }
 
-// Poll intervals while awaiting a ledger or another invocation: short first, then about a ledger.
+// Pauses between passes of the claim loop after an envelope was proven dead: short first, then
+// about a ledger (a busy source account refuses until a ledger has closed).
 const (
 	firstPoll = 500 * time.Millisecond
 	maxPoll   = 2 * time.Second
@@ -80,6 +84,8 @@ type attempt struct {
 	// net carries the Stellar calls: it ends DeadlineMargin before the invocation's deadline, so
 	// a hung send or lookup cannot eat the time kept for the final writes.
 	net context.Context
+	// lookups and probes count the reads made while awaiting ledgers (Report).
+	lookups, probes int
 }
 
 // Transfer runs in.Request at most once under (wallet, in.ClientKey) and returns its outcome.
@@ -88,13 +94,16 @@ type attempt struct {
 // internal failure in which nothing was sent.
 func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) {
 	start := time.Now()
-	out, err := o.transfer(ctx, in)
-	o.observer().Finished(ctx, report(in.Request.OperationType, out, err, time.Since(start)))
+	a := o.begin(ctx, in)
+	out, err := o.transfer(ctx, a)
+	r := report(in.Request.OperationType, out, err, time.Since(start))
+	r.Lookups, r.Probes = a.lookups, a.probes
+	o.observer().Finished(ctx, r)
 	return out, err
 }
 
-func (o *Orchestrator) transfer(ctx context.Context, in Input) (Outcome, error) {
-	a := o.begin(ctx, in)
+func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error) {
+	in := a.in
 	if err := a.settings.Validate(); err != nil {
 		o.log().ErrorContext(ctx, "refusing the transfer: invalid configuration", "err", err)
 		return Outcome{}, misconfigured(err)

@@ -55,12 +55,13 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 
 // submit sends rec's envelope and awaits the ledger until the envelope lands, is proven dead, or
 // the budget ends. maybeDelivered says an earlier send may have reached the network (a take-over
-// or reconciliation), so no refusal can prove anything.
+// or reconciliation), so no refusal can prove anything. The reads are timed by the ledger's
+// cadence (await.go).
 func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybeDelivered bool) (Outcome, bool, error) {
 	env := *rec.Envelope
 	failing := CodeTimeout
 	needSend := true
-	wait := firstPoll
+	w := o.newLedgerWait()
 	var sentAt uint32 // latest ledger when the envelope was last sent
 	for {
 		if !o.Clock.Now().Before(a.deadline) {
@@ -72,8 +73,14 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				return Outcome{}, false, herr
 			}
 			needSend = false
-			if err == nil {
+			if err != nil {
+				w.failed()
+			} else {
+				w.backoff = 0
 				sentAt = res.LatestLedger
+				w.observe(LedgerInfo{Sequence: res.LatestLedger, CloseTime: res.LatestLedgerCloseTime}, o.Clock.Now())
+				// The envelope can be in no ledger before the one after the latest at the send.
+				w.waitFor(sentAt + 1)
 			}
 			switch {
 			case err == nil && res.Status == SendIncluded && res.Included != nil:
@@ -95,8 +102,10 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				o.log().WarnContext(ctx, "send failed; will re-send the same envelope", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "err", err)
 			}
 		}
-		if maybeDelivered {
+		if maybeDelivered && o.due(a, w) {
+			a.lookups++
 			lk, err := o.lookup(a.net, env)
+			w.looked(lk, err, o.Clock.Now())
 			if err == nil {
 				switch {
 				case lk.Status == LookupSuccess || lk.Status == LookupFailed:
@@ -113,11 +122,15 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				}
 			}
 		}
-		if err := o.sleep(ctx, a, wait); err != nil {
-			break
+		if needSend && !maybeDelivered {
+			// A send that provably never left: try again soon.
+			if err := o.sleep(ctx, a, w.tight()); err != nil {
+				break
+			}
+			continue
 		}
-		if wait = wait * 3 / 2; wait > maxPoll {
-			wait = maxPoll
+		if err := o.sleep(ctx, a, w.next(o.Clock.Now())); err != nil {
+			break
 		}
 	}
 	if !maybeDelivered {

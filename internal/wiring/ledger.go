@@ -3,7 +3,6 @@ package wiring
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
@@ -25,15 +24,15 @@ type StellarLedger interface {
 
 // buildLedger picks the backend and, when CHANNEL_COUNT > 0, a channel pool whose leases live in
 // the transfers table.
-func buildLedger(d Deps, assets []txnbuild.CreditAsset) (StellarLedger, *stellar.ChannelPool, error) {
+func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadence) (StellarLedger, *stellar.ChannelPool, error) {
 	clock := d.Clock
 	if clock == nil {
 		clock = transfer.SystemClock{}
 	}
 	// The ledger interval that sets how long a call waits for a transaction source and the
-	// Retry-After of CHANNELS_BUSY: nil is stellar.DefaultLedgerInterval (5 s) until the
-	// process-wide ledger-cadence estimate is passed here.
-	var ledgerInterval func() time.Duration
+	// Retry-After of CHANNELS_BUSY: the process-wide estimate the orchestrator's awaits keep
+	// (transfer.Cadence; 5 s until it has seen two ledgers).
+	ledgerInterval := cadence.Interval
 	var pool *stellar.ChannelPool
 	if d.Config.ChannelCount > 0 {
 		var err error

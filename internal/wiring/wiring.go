@@ -56,7 +56,10 @@ func Build(d Deps) (*Service, error) {
 	for i, a := range d.Config.Assets {
 		assets[i] = txnbuild.CreditAsset{Code: a.Code, Issuer: a.Issuer}
 	}
-	ledger, pool, err := buildLedger(d, assets)
+	// One ledger cadence per process: every call's await learns from the others' reads, and the
+	// channel wait and Retry-After follow the interval it measures.
+	cadence := &transfer.Cadence{}
+	ledger, pool, err := buildLedger(d, assets, cadence)
 	if err != nil {
 		return nil, fmt.Errorf("wiring: %w", err)
 	}
@@ -75,6 +78,7 @@ func Build(d Deps) (*Service, error) {
 		Settings: func() transfer.Settings { return config.Settings(getenv) },
 		Breaker:  transfer.NewBreaker(d.Config.Breaker),
 		Observer: d.Observer,
+		Cadence:  cadence,
 	}
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {

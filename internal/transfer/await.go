@@ -1,0 +1,132 @@
+package transfer
+
+import "time"
+
+// Awaiting an envelope ledger by ledger (README, "Latency"). After a send, the envelope can be in
+// no ledger before the one after the latest at the send (the target). The wait sleeps until the
+// target should be visible (Cadence.VisibleAt), then reads tightly: with a LatestReader, cheap
+// probes of the latest ledger until the target is visible, then one Lookup; without one, Lookups.
+// A Lookup that finds nothing in a ledger at or after the target shows that ledger closed without
+// the envelope: the target moves past it and the wait sleeps again. So a caller hears of its
+// ledger about a tight poll after the network shows it, with a look-up or two per ledger.
+
+// ledgerWait is one envelope's await schedule.
+type ledgerWait struct {
+	c     *Cadence
+	probe LatestReader // nil: the ledger has no cheap read of the latest ledger
+	// target is the first ledger not yet seen to close without the envelope (0: unknown yet).
+	target uint32
+	// dueAt is when target was first expected visible; scheduled says the wait slept until then
+	// and has not read since.
+	dueAt     time.Time
+	scheduled bool
+	// backoff is the pause after a failed read; 0 after a good one.
+	backoff time.Duration
+}
+
+// Pauses after failed reads: short first, then about a ledger.
+const (
+	firstBackoff = 250 * time.Millisecond
+	maxBackoff   = 2 * time.Second
+)
+
+func (o *Orchestrator) newLedgerWait() *ledgerWait {
+	c := o.Cadence
+	if c == nil {
+		c = &Cadence{}
+	}
+	w := &ledgerWait{c: c}
+	w.probe, _ = o.Ledger.(LatestReader)
+	return w
+}
+
+func (w *ledgerWait) observe(l LedgerInfo, at time.Time) { w.c.Observe(l, at) }
+
+// waitFor moves the target to seq if that is later.
+func (w *ledgerWait) waitFor(seq uint32) {
+	if seq > w.target {
+		w.target, w.dueAt, w.scheduled = seq, time.Time{}, false
+	}
+}
+
+// due reports whether a Lookup is worth making now: the target may be visible. With a probe it
+// reads the latest ledger first and says no while the target is not visible yet, unless the
+// target is overdue by two ledger intervals: then the probe may be reading a stalled or lagging
+// instance, and the Lookups go on at the overdue pace (next) whatever it says.
+func (o *Orchestrator) due(a *attempt, w *ledgerWait) bool {
+	scheduled := w.scheduled
+	w.scheduled = false
+	if w.probe == nil || w.target == 0 || w.c.Latest().Sequence >= w.target {
+		return true
+	}
+	if !w.dueAt.IsZero() && o.Clock.Now().Sub(w.dueAt) > 2*w.c.Interval() {
+		return true
+	}
+	a.probes++
+	l, err := w.probe.LatestLedger(a.net)
+	if err != nil {
+		return true // the Lookup will say what it can
+	}
+	w.observe(l, o.Clock.Now())
+	if l.Sequence < w.target {
+		return false
+	}
+	if scheduled {
+		// The target was visible at the first read at its predicted time: the prediction may be
+		// late (or exact; the two look alike, so a calibrated estimate costs a probe or two).
+		w.c.Late()
+	}
+	return true
+}
+
+// looked takes in a Lookup's answer: the ledger it covered (a NOT_FOUND's LatestLedger) closed
+// without the envelope, so the target moves past it.
+func (w *ledgerWait) looked(lk Lookup, err error, at time.Time) {
+	if err != nil {
+		w.failed()
+		return
+	}
+	w.backoff = 0
+	if lk.Status != LookupNotFound || lk.LatestLedger == 0 {
+		return
+	}
+	w.observe(LedgerInfo{Sequence: lk.LatestLedger, CloseTime: lk.LatestLedgerCloseTime}, at)
+	w.waitFor(lk.LatestLedger + 1)
+}
+
+// failed lengthens the pause after a failed read or send.
+func (w *ledgerWait) failed() { w.backoff = min(max(2*w.backoff, firstBackoff), maxBackoff) }
+
+// tight is the period of reads while the target is due.
+func (w *ledgerWait) tight() time.Duration {
+	if w.backoff > 0 {
+		return w.backoff
+	}
+	return w.c.TightPoll()
+}
+
+// next is how long to sleep before the next read: until the target's predicted visibility, then
+// tight polls; once the target is overdue by more than a ledger interval (a stalled network or a
+// lagging reader), polls spaced an eighth of the overdue time, at most maxBackoff.
+func (w *ledgerWait) next(now time.Time) time.Duration {
+	if w.backoff > 0 {
+		return w.backoff
+	}
+	if at := w.c.VisibleAt(w.target); at.After(now) {
+		if w.dueAt.IsZero() {
+			w.dueAt = at
+		}
+		w.scheduled = true
+		// Never more than an interval and the lag ahead: a prediction further out rests on a
+		// cadence that has changed (a network that was idle or stalled), so read sooner.
+		return min(at.Sub(now), w.c.Interval()+w.c.Lag())
+	}
+	if w.dueAt.IsZero() {
+		w.dueAt = now
+	}
+	tight := w.c.TightPoll()
+	if over := now.Sub(w.dueAt); over > w.c.Interval() {
+		return min(max(tight, over/8), maxBackoff)
+	}
+	return tight
+}
