@@ -472,7 +472,7 @@ func TestOpenAPIMatchesTheTemplate(t *testing.T) {
 	if !sigv4 || anonymous != (iamOrNone > 0) {
 		t.Errorf("security %v: want sigv4, and the empty alternative exactly when a route can be NONE (%d can)", doc.Security, iamOrNone)
 	}
-	for _, p := range []string{"ApiAuthorization", "ApiThrottlingRateLimit", "ApiThrottlingBurstLimit"} {
+	for _, p := range []string{"ApiAuthorization", "ChannelCount"} {
 		if _, ok := tpl.Parameters[p]; !ok || !bytes.Contains(spec, []byte(p)) {
 			t.Errorf("the parameter %s is not in the template or not named in the document", p)
 		}
