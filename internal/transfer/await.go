@@ -49,6 +49,23 @@ func (w *ledgerWait) waitFor(seq uint32) {
 	}
 }
 
+// firstAfterSend is the first ledger worth looking for an envelope sent at `at`, when the latest
+// ledger the network showed was latest: the one after it, or later if the cadence expects some
+// to have closed unseen before the send (the visibility lag can exceed the interval). A ledger
+// that closed more than a second before the send was nominated without the envelope. Only when
+// to look depends on it: a Lookup searches the whole history, so a wrong guess costs a ledger
+// of latency, never a missed transaction.
+func (w *ledgerWait) firstAfterSend(latest LedgerInfo, at time.Time) uint32 {
+	next := latest.Sequence + 1
+	if latest.Sequence == 0 || latest.CloseTime.IsZero() {
+		return next
+	}
+	if k := (at.Sub(latest.CloseTime) - time.Second) / w.c.Interval(); k > 0 {
+		next += uint32(min(k, 10))
+	}
+	return next
+}
+
 // due reports whether a Lookup is worth making now: the target may be visible. With a probe it
 // reads the latest ledger first and says no while the target is not visible yet, unless the
 // target is overdue by two ledger intervals: then the probe may be reading a stalled or lagging

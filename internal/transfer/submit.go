@@ -68,6 +68,10 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 			break
 		}
 		if needSend {
+			// Only a send of an envelope that cannot be on the network yet says where to start
+			// looking: a re-send, or a taken-over envelope's, may come long after it landed, so
+			// those are looked up at once and then ledger by ledger.
+			first := !maybeDelivered
 			res, err := o.send(a.net, env)
 			if herr := o.hook(ctx, StepSent, rec); herr != nil {
 				return Outcome{}, false, herr
@@ -78,9 +82,11 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 			} else {
 				w.backoff = 0
 				sentAt = res.LatestLedger
-				w.observe(LedgerInfo{Sequence: res.LatestLedger, CloseTime: res.LatestLedgerCloseTime}, o.Clock.Now())
-				// The envelope can be in no ledger before the one after the latest at the send.
-				w.waitFor(sentAt + 1)
+				latest := LedgerInfo{Sequence: res.LatestLedger, CloseTime: res.LatestLedgerCloseTime}
+				w.observe(latest, o.Clock.Now())
+				if first {
+					w.waitFor(w.firstAfterSend(latest, o.Clock.Now()))
+				}
 			}
 			switch {
 			case err == nil && res.Status == SendIncluded && res.Included != nil:
