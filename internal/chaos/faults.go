@@ -299,3 +299,21 @@ func (l *faultyLedger) Lookup(ctx context.Context, env transfer.Envelope) (trans
 	}
 	return l.Ledger.Lookup(ctx, env)
 }
+
+// LatestLedger passes the await's probes (transfer.LatestReader) through to the ledger, with the
+// look-ups' fault rate: a probe lost, like a look-up, only changes when the await reads next. The
+// network's read faults (read_order, instances) reach the probes too, so a probe and the look-up
+// after it may be served by different instances.
+func (l *faultyLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, error) {
+	lr, ok := l.Ledger.(transfer.LatestReader)
+	if !ok {
+		return transfer.LedgerInfo{}, fmt.Errorf("%w: the ledger has no probe", errInjected)
+	}
+	if c := callerOf(ctx); c.roll(l.lookupRate) {
+		l.faults.add("probe_lost")
+		return transfer.LedgerInfo{}, fmt.Errorf("%w: getLatestLedger timed out", errInjected)
+	}
+	return lr.LatestLedger(ctx)
+}
+
+var _ transfer.LatestReader = (*faultyLedger)(nil)
