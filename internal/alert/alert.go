@@ -1,7 +1,7 @@
 // Package alert turns the table's DynamoDB stream into operator signals: an error-level log line
 // (alert "transfer-in-doubt") and an optional SNS message when a transfer becomes in_doubt, an
 // info line (alert "transfer-in-doubt-resolved") when it leaves that state, and the in-doubt
-// gauge (DESIGN.md section 7). It is the alert function's handler (functions/alert).
+// gauge (README.md, "Operating it"). It is the alert function's handler (functions/alert).
 package alert
 
 import (

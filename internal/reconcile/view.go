@@ -46,7 +46,7 @@ type Audit struct {
 }
 
 // Chain is what the ledger says of an envelope (RPC getTransaction on its hashes) and what
-// follows from it (DESIGN.md section 1).
+// follows from it (internal/transfer/doc.go, "Proof rules").
 type Chain struct {
 	// Status is SUCCESS, FAILED or NOT_FOUND; Hash and Ledger say where it was found.
 	Status                string    `json:"status,omitempty"`

@@ -173,7 +173,8 @@ func TestScanFinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("clean.go", "// Store is transfer.Store (internal/transfer/doc.go, \"The item\"); MYDESIGN.mdx is no citation.\n")
+	write("clean.go", "// Store is transfer.Store (internal/transfer/doc.go, \"The item\").\n"+
+		"// MY"+"DESIGN"+".mdx and RE"+"DESIGNED.md are no citations.\n")
 	write("a/cites.go", "package a\n\n// The rule (see "+"DESIGN"+".md section 3).\n")
 	write("Makefile", "# pinned (../shared/"+"NOTES"+".md)\n")
 	big := filepath.Join(dir, "big.bin")

@@ -23,7 +23,7 @@ var ErrBadCursor = errors.New("transfer: malformed list cursor")
 // (ClaimID), Status and Version, the lease owner, and the inner hash of the envelope the item holds
 // (empty: it holds none). Build it with Expect from the item as read; a condition so built can
 // match no later incarnation of the key, because a new claim never repeats a ClaimID (doc.go,
-// "Incarnations"; DESIGN.md section 3).
+// "Incarnations" and "The item").
 type Condition struct {
 	ClaimID    string
 	Status     Status
@@ -53,7 +53,7 @@ func (c Condition) Matches(cur Record) bool {
 		cur.LeaseOwner == c.LeaseOwner && inner == c.InnerHash
 }
 
-// Store persists transfer items with conditional writes (DESIGN.md section 3). Implementations
+// Store persists transfer items with conditional writes (doc.go, "The item"). Implementations
 // return ErrNotFound and ErrConditionFailed (wrapped or not) for those cases, and wrap every other
 // failure.
 type Store interface {
