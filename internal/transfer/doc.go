@@ -99,7 +99,7 @@
 //   - Send answers TRY_AGAIN_LATER or ERROR with a code on a first send: released, 503 RPC_ERROR
 //     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken). On a
 //     re-send: nothing is proven, await the ledger.
-//   - Send fails with ErrNotSent (or the breaker is open): nothing left; send again. If no send
+//   - Send fails with ErrNotSent (or the breaker is open): nothing reached the network; send again. If no send
 //     ever left, the key is released: 503 NETWORK_UNAVAILABLE.
 //   - Send fails any other way (timeout, EOF after the request was written, HTTP 5xx,
 //     ErrUnexpectedAnswer): the envelope may be on the network; the same envelope is re-sent.
