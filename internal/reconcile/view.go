@@ -7,7 +7,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// Item is what list and get show of a transfer: the seed's operator fields (wallet, operation,
+// Item is what list and get show of a transfer: the operator fields (README.md, "Operating it": wallet, operation,
 // amount, asset, failing code, the client's idempotency key, trace ID), the envelope's hashes and
 // what the chain says now. Never the fingerprint, never the signed XDR.
 type Item struct {

@@ -20,9 +20,10 @@ import (
 // MaxFileSize is the largest file the repository may hold: 1 MiB.
 const MaxFileSize = 1 << 20
 
-// absent matches a citation of the design notes that were once kept beside the repository and
-// never in it. Written as an alternation so that this file does not cite them itself.
-var absent = regexp.MustCompile(`\b(?:DESIGN|NOTES)\.md\b`)
+// absent matches a citation of the documents that were once kept beside the repository and never
+// in it: the design notes, and the source documents (the seeds, numbered 000 and 003). Written as
+// alternations so that this file does not cite them itself.
+var absent = regexp.MustCompile(`\b(?:(?:DESIGN|NOTES)\.md|seeds?[ /]0\d\d)\b`)
 
 // skipped are the directories walked past when git is not there: build outputs, tool installs
 // and local state, all ignored by .gitignore and .ci/.gitignore.
@@ -177,6 +178,7 @@ func TestScanFinds(t *testing.T) {
 		"// MY"+"DESIGN"+".mdx and RE"+"DESIGNED.md are no citations.\n")
 	write("a/cites.go", "package a\n\n// The rule (see "+"DESIGN"+".md section 3).\n")
 	write("Makefile", "# pinned (../shared/"+"NOTES"+".md)\n")
+	write("b.go", "// Wallet-scoped keys\n// (seed"+" 000, \"Wallet-scoped keys\"); CHAOS_SEED=20261201, seeds 1, 2 and 3.\n")
 	big := filepath.Join(dir, "big.bin")
 	f, err := os.Create(big)
 	if err != nil {
@@ -191,7 +193,7 @@ func TestScanFinds(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := scan(dir, []string{"clean.go", "a/cites.go", "Makefile", "big.bin", "edge.bin", "deleted.go"})
+	got, err := scan(dir, []string{"clean.go", "a/cites.go", "Makefile", "b.go", "big.bin", "edge.bin", "deleted.go"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +204,7 @@ func TestScanFinds(t *testing.T) {
 	want := []string{
 		"a/cites.go:3: cites " + "DESIGN" + ".md, which a clone does not hold",
 		"Makefile:1: cites " + "NOTES" + ".md, which a clone does not hold",
+		"b.go:2: cites seed" + " 000, which a clone does not hold",
 		"big.bin: 1048577 bytes, over the 1 MiB limit",
 	}
 	if !slices.Equal(lines, want) {

@@ -118,7 +118,7 @@ type SendResult struct {
 var ErrNotSent = errors.New("transfer: envelope not sent")
 
 // ErrUnexpectedAnswer marks a send the network answered, but not as the protocol says (an HTTP
-// error status, a JSON-RPC error, an unknown status, another hash): the seed's SUBMISSION_FAILED.
+// error status, a JSON-RPC error, an unknown status, another hash): SUBMISSION_FAILED.
 // The envelope may have been taken, so it is as indeterminate as a lost answer.
 var ErrUnexpectedAnswer = errors.New("transfer: unexpected answer to a send")
 
