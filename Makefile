@@ -15,7 +15,7 @@ PRESENT_FUNCTIONS := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/mai
 VENV := .ci/venv
 TOOLS := $(VENV)/.installed
 SAM := env SAM_CLI_TELEMETRY=0 AWS_REGION=us-east-1 $(VENV)/bin/sam
-# The Lambda Runtime Interface Emulator, built from source at a pinned version (NOTES.md).
+# The Lambda Runtime Interface Emulator, built from source (go install) at a pinned version.
 RIE_MODULE := github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie

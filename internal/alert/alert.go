@@ -1,7 +1,7 @@
 // Package alert turns the table's DynamoDB stream into operator signals: an error-level log line
 // (alert "transfer-in-doubt") and an optional SNS message when a transfer becomes in_doubt, an
 // info line (alert "transfer-in-doubt-resolved") when it leaves that state, and the in-doubt
-// gauge (DESIGN.md section 7). It is the alert function's handler (functions/alert).
+// gauge (README.md, "Operating it"). It is the alert function's handler (functions/alert).
 package alert
 
 import (
@@ -22,8 +22,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// Alert names, the value of the "alert" attribute of the log lines (seed 000, "The in-doubt
-// window": log at error with alert: "transfer-in-doubt").
+// Alert names, the value of the "alert" attribute of the log lines (README.md, "Operating it":
+// an ERROR line with "alert":"transfer-in-doubt").
 const (
 	InDoubtAlert  = "transfer-in-doubt"
 	ResolvedAlert = "transfer-in-doubt-resolved"
@@ -74,7 +74,7 @@ const (
 	maxGaugePages = 1000
 )
 
-// Details are the operator fields of an in-doubt transfer (seed 000, "The in-doubt window":
+// Details are the operator fields of an in-doubt transfer (README.md, "Operating it":
 // wallet, operation, amount, asset, failing code, the client's idempotency key, the trace ID) with
 // the store key and what is needed to find the envelope on chain. Never the fingerprint, never
 // the signed XDR, never a key.

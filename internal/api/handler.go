@@ -367,7 +367,7 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 	if v.Problem != nil {
 		p := *v.Problem
 		if p.Status == 0 {
-			p.Status = http.StatusUnprocessableEntity // a stored rejection (seed 000: 422)
+			p.Status = http.StatusUnprocessableEntity // a stored rejection (README.md, "Problem types": 422)
 		}
 		if p.Classification == "" {
 			p.Classification = transfer.Terminal

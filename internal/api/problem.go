@@ -154,7 +154,7 @@ const (
 
 // internalProblem is what any error that is not a transfer.ProblemError becomes. Its detail is
 // fixed: the error's own text may name internals and is only logged. Classification is
-// indeterminate (seed 000: INTERNAL_ERROR; unknown failures default to indeterminate).
+// indeterminate (README.md, "Problem types": INTERNAL_ERROR; unknown failures default to indeterminate).
 func internalProblem(r *http.Request) ProblemDetails {
 	return newProblem(transfer.Problem{
 		Code:           transfer.CodeInternalError,

@@ -20,7 +20,8 @@ import (
 type Getenv func(string) string
 
 // Settings returns the orchestrator's per-call settings from the environment. An unset or
-// invalid value falls back to the seed's default (Load has already refused invalid values at init).
+// invalid value falls back to its default (README.md, "Configuration"; Load has already refused
+// invalid values at init).
 func Settings(getenv Getenv) transfer.Settings {
 	s := transfer.DefaultSettings()
 	s.Timeout = millis(getenv, "TRANSFER_ORCHESTRATION_TIMEOUT_MS", s.Timeout)

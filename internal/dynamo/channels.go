@@ -15,7 +15,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// Channel lease items share the transfers table (DESIGN.md section 3): pk "channel:<G...>".
+// Channel lease items share the transfers table (doc.go, "Table layout"): pk "channel:<G...>".
 const (
 	// ChannelPrefix starts a channel lease item's pk.
 	ChannelPrefix = "channel:"

@@ -1,9 +1,41 @@
-// Package dynamo implements transfer.Store on Amazon DynamoDB with aws-sdk-go-v2 (DESIGN.md
-// section 3): one table, partition key "pk" (S), every transition a conditional write, and a
-// sparse global secondary index "gsi1" that holds exactly the in_doubt items.
+// Package dynamo implements transfer.Store on Amazon DynamoDB with aws-sdk-go-v2: one table,
+// partition key "pk" (S), every transition a conditional write (the item's states and writes are
+// internal/transfer/doc.go, "The item"), and a sparse global secondary index "gsi1" that holds
+// the in_doubt items and the in_flight claims.
 //
 // The table's definition lives in TableDefinition; EnsureTable creates it when missing. The item
 // layout (attribute names, types and units) is documented on the item type in item.go.
+//
+// # Table layout
+//
+// One table, on-demand, with a stream of NEW_AND_OLD_IMAGES (the alert function's input) and TTL
+// on "expiresAt". Two kinds of item share it:
+//
+//   - A transfer, pk "transfer:<16 hex>:<clientKey>" (transfer.StoreKey): claimId (the
+//     incarnation), status, version, fingerprint, request (a map: operationType, walletAddress,
+//     amount, asset, stroops), clientKey, traceId; leaseOwner and leaseExpiresAt (epoch ms) while
+//     in_flight; envelopeXdr, innerHash, outerHash, maxTime (epoch s), submittedLedger, channel
+//     and feeStroops once an envelope is attached (a settled item keeps the hashes and drops
+//     envelopeXdr); result (a map); audit (an operator's resolution); createdAt and updatedAt
+//     (epoch ms); expiresAt (epoch s) on replayable and rejected items only; gsi1pk and gsi1sk.
+//   - A channel lease, pk "channel:<G...>" (ChannelLeases): leaseOwner, leaseExpiresAt and
+//     leasedAt (epoch ms), quarantinedUntil (epoch s: the maxTime of the envelope built on the
+//     lease). A free channel has no item.
+//
+// gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL) is sparse: gsi1pk is "in_doubt" on
+// in_doubt items (the durable in-doubt queue, ListInDoubt) and "in_flight" on in_flight items (the
+// sweep finds expired claims with one Query), absent otherwise; gsi1sk is
+// "<RFC 3339 UTC with ms>#<pk>", the time the item became in_doubt or the claim's lease expiry,
+// so the oldest comes first.
+//
+// The writes: Claim is PutItem with `attribute_not_exists(pk) OR expiresAt < :now` and
+// ReturnValuesOnConditionCheckFailure ALL_OLD, reading the holder back with a consistent GetItem
+// when the answer lacks it; Replace (PutItem) and Delete (DeleteItem) are conditional on
+// claimId, status, version, leaseOwner and innerHash exactly as read (transfer.Condition; an
+// empty value is attribute_not_exists). A lease is PutItem with `attribute_not_exists(pk) OR
+// (leaseExpiresAt < :now AND quarantinedUntil < :ledgerClose)`, its release DeleteItem with
+// `leaseOwner = :owner`. Every read that decides a write is a consistent GetItem; the index is
+// eventually consistent, so what it lists is read again before it is acted on.
 //
 // Counting requests: the package keeps no global state. Wrap the client handed to New (and to
 // EnsureTable) with a decorator; dynamotest.CountingClient does that and is what the tests and

@@ -10,7 +10,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// item is a transfer record as stored (DESIGN.md section 3). Empty attributes are omitted: an
+// item is a transfer record as stored (doc.go, "Table layout"). Empty attributes are omitted: an
 // item never holds an empty string, a zero number or an empty map.
 type item struct {
 	PK          string       `dynamodbav:"pk"`
@@ -94,7 +94,7 @@ func validStatus(s transfer.Status) bool {
 // marshalRecord maps rec to its item. It refuses records that would break the store's invariants:
 // an unknown status, an envelope without a hash, an unsettled envelope without XDR, and a TTL on
 // an in_flight or in_doubt item (a claim could then overwrite an item whose envelope may still
-// land; DESIGN.md section 3, expiresAt).
+// land; internal/transfer/doc.go, "The item").
 func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error) {
 	switch {
 	case rec.StoreKey == "":

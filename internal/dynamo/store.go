@@ -30,7 +30,7 @@ const ClaimAttempts = 3
 // DefaultListLimit is ListInDoubt's page size when limit is not positive.
 const DefaultListLimit = 100
 
-// Store is transfer.Store on one DynamoDB table (DESIGN.md section 3). It is safe for concurrent
+// Store is transfer.Store on one DynamoDB table (doc.go, "Table layout"). It is safe for concurrent
 // use and holds no state besides its client and table name.
 type Store struct {
 	client Client
@@ -150,7 +150,7 @@ func (s *Store) Replace(ctx context.Context, next transfer.Record, cond transfer
 }
 
 // Delete removes the item at storeKey if it matches cond, as Replace. The caller only deletes
-// when nothing can land for the key (DESIGN.md section 3, release).
+// when nothing can land for the key (internal/transfer/doc.go, "The item", release).
 func (s *Store) Delete(ctx context.Context, storeKey string, cond transfer.Condition) error {
 	expr, err := conditionExpr(cond)
 	if err != nil {

@@ -485,7 +485,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		}
 		assertRecord(t, "settled", got, settled)
 
-		// Attribute names, types and units as DESIGN.md section 3 lists them.
+		// Attribute names, types and units as internal/dynamo/doc.go, "Table layout", lists them.
 		raw := rawItem(t, f, k)
 		var names []string
 		for n := range raw {

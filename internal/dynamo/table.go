@@ -12,7 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// Attribute and index names of the table's keys (DESIGN.md section 3).
+// Attribute and index names of the table's keys (doc.go, "Table layout").
 const (
 	// AttrPK is the partition key (S): "transfer:<16 hex>:<clientKey>" or "channel:<G...>".
 	AttrPK = "pk"

@@ -1,6 +1,6 @@
 // Package metrics writes the service's metrics in CloudWatch Embedded Metric Format (EMF): one
 // JSON log line per observation, which CloudWatch Logs turns into metrics in the namespace
-// TransferOrchestration. The names and dimensions are seed 000's "Metrics" table.
+// TransferOrchestration. The names and dimensions are README.md's "Operating it" (Metrics).
 //
 // EMF is written here by hand: it is a small, documented JSON shape, and no well-kept Go EMF
 // library is in this stack (AWS publishes EMF clients for Node, Python and Java, not Go).
@@ -20,7 +20,7 @@ import (
 // Namespace is the CloudWatch namespace of every metric.
 const Namespace = "TransferOrchestration"
 
-// Metric names (seed 000, "Metrics").
+// Metric names (README.md, "Operating it").
 const (
 	// Total counts Transfer calls, by operation and outcome.
 	Total = "transfer_orchestration_total"
@@ -34,7 +34,7 @@ const (
 	InDoubt = "transfer_orchestration_in_doubt"
 )
 
-// Dimension names (seed 000's labels).
+// Dimension names (README.md, "Operating it").
 const (
 	DimOperation      = "operation"
 	DimOutcome        = "outcome"

@@ -1,4 +1,4 @@
-// Package reconcile is the operators' side of in-doubt transfers (DESIGN.md section 7) and the
+// Package reconcile is the operators' side of in-doubt transfers (README.md, "Operating it") and the
 // reconcile function's handler (functions/reconcile): list and get the in-doubt queue with what
 // the chain says now; resolve an item with a transaction hash that the ledger shows landed, or
 // discard one that the ledger proves dead (either forced, with a reason, when the ledger cannot

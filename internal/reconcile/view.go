@@ -7,7 +7,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// Item is what list and get show of a transfer: the seed's operator fields (wallet, operation,
+// Item is what list and get show of a transfer: the operator fields (README.md, "Operating it": wallet, operation,
 // amount, asset, failing code, the client's idempotency key, trace ID), the envelope's hashes and
 // what the chain says now. Never the fingerprint, never the signed XDR.
 type Item struct {
@@ -46,7 +46,7 @@ type Audit struct {
 }
 
 // Chain is what the ledger says of an envelope (RPC getTransaction on its hashes) and what
-// follows from it (DESIGN.md section 1).
+// follows from it (internal/transfer/doc.go, "Proof rules").
 type Chain struct {
 	// Status is SUCCESS, FAILED or NOT_FOUND; Hash and Ledger say where it was found.
 	Status                string    `json:"status,omitempty"`

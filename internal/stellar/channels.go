@@ -27,7 +27,8 @@ const CodeChannelsBusy = transfer.CodeChannelsBusy
 // channelSeeds and no channelMasterSeed), or hold no fee key to pay their fee bumps.
 var ErrNoChannels = errors.New("stellar: no channel keys")
 
-// LeaseStore keeps channel leases, one conditional write each (DESIGN.md section 3: items
+// LeaseStore keeps channel leases, one conditional write each (internal/dynamo/doc.go,
+// "Table layout": items
 // `channel:<G...>` in the transfers table). internal/dynamo's ChannelLeases implements it.
 type LeaseStore interface {
 	// LeaseChannel gives channel to owner until `until`, quarantined until maxTime, if no

@@ -3,7 +3,8 @@
 // Stellar: strkey addresses, keypairs, txnbuild envelopes, xdr results and the rpcclient.
 //
 // It reports facts (what the network answered, what the ledger holds); the transfer package
-// decides what they mean for a transfer (DESIGN.md sections 1 and 5). Amounts and fees are in
+// decides what they mean for a transfer (internal/transfer/doc.go, "Proof rules" and
+// "Classification"). Amounts and fees are in
 // stroops (10^-7 of a unit), times are epoch seconds or time.Time in UTC.
 //
 // First cut (issue 3): the vault is a classic account; a withdraw is one Payment from it, signed by

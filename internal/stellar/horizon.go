@@ -172,8 +172,9 @@ func (h horizonChain) inclusionFee(ctx context.Context, p int) (int64, error) {
 	return percentileOf(p, d.P10, d.P20, d.P30, d.P40, d.P50, d.P60, d.P70, d.P80, d.P90, d.P95, d.P99), nil
 }
 
-// Send submits env.XDR once with POST /transactions_async and maps Horizon's answer (DESIGN.md
-// section 5): 201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER and 400 ERROR (with the
+// Send submits env.XDR once with POST /transactions_async and maps Horizon's answer
+// (internal/transfer/doc.go, "Classification"): 201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER
+// and 400 ERROR (with the
 // transaction-level code from error_result_xdr, e.g. "txBAD_SEQ") as the RPC backend reports
 // them; 429 (rate limited, never forwarded to the network) as TRY_AGAIN_LATER, which the domain
 // treats as a refusal only on a first send. stellar-core's TRY_AGAIN_LATER (not a 429) to an

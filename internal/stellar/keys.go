@@ -17,7 +17,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 )
 
-// The signing secret (DESIGN.md section 9) is one JSON document, the SecretString of the AWS
+// The signing secret (README.md, "Configuration") is one JSON document, the SecretString of the AWS
 // Secrets Manager secret named by SIGNING_SECRET_ARN:
 //
 //	{

@@ -346,7 +346,7 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 	}
 }
 
-// simulationError types a failed simulation: SIMULATION_ERROR, retryable (seed 000: raised on
+// simulationError types a failed simulation: SIMULATION_ERROR, retryable (README.md, "Problem types": raised on
 // the simulate path, nothing sent), with the contract's error code in the detail when there is one.
 func simulationError(fn, simError string) *transfer.UnavailableError {
 	detail := fmt.Sprintf("simulating %s failed; nothing was submitted", fn)

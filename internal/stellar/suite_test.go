@@ -339,8 +339,8 @@ func TestSuiteStaleSequence(t *testing.T) {
 	})
 }
 
-// TestSuiteAnswers: the network's refusals and the seed's recoverable and unrecoverable HTTP
-// answers, mapped per DESIGN.md section 5.
+// TestSuiteAnswers: the network's refusals and Horizon's recoverable and unrecoverable HTTP
+// answers, mapped per internal/transfer/doc.go, "Classification".
 func TestSuiteAnswers(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) { suiteAnswers(t, newEnv(suiteOpts{})) })
 }

@@ -5,7 +5,8 @@
 // logs nothing and fails nothing.
 //
 // AWS puts the X-Ray SDKs in maintenance until 2027-02-25 and recommends OpenTelemetry after
-// that (shared NOTES.md); the issue asks for this SDK, and everything X-Ray is in this package.
+// that (AWS X-Ray Developer Guide, "X-Ray SDK and daemon end of support timeline"); the issue
+// asks for this SDK, and everything X-Ray is in this package.
 package tracing
 
 import (

@@ -19,7 +19,7 @@ type BreakerSettings struct {
 }
 
 // Breaker fails fast while the network keeps failing, so a dead RPC does not absorb every
-// caller's budget (seed 000: SOROBAN_CIRCUIT_OPEN, retryable, retryAfterMs). It wraps
+// caller's budget (README.md, "Problem types": SOROBAN_CIRCUIT_OPEN, retryable, retryAfterMs). It wraps
 // sony/gobreaker; only transport failures count, not the network's answers (typed errors).
 type Breaker struct {
 	cb    *gobreaker.CircuitBreaker[struct{}]

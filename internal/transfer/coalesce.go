@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Waiting for another invocation that holds the key (seed 000, "concurrent coalescing").
+// Waiting for another invocation that holds the key (doc.go, "The flow of one transfer").
 
 // coalesce waits for the invocation holding the key to settle it, re-reading the item until it
 // changes or this call's budget ends. The holder hears of its ledger within a tight poll of the

@@ -3,8 +3,112 @@
 // and the Orchestrator that moves money at most once per (wallet, idempotency key).
 //
 // The package depends only on interfaces it declares itself (Store, Ledger, Clock, AddressParser);
-// it imports no AWS or Stellar package. Rules come from the seed specification of retry-safe
-// transfer orchestration (seeds/000) and from DESIGN.md sections 1, 3, 4 and 5.
+// it imports no AWS or Stellar package. The promise it keeps is README.md's "What the service
+// guarantees"; the HTTP answers it leads to are README.md's "The HTTP API" and "Problem types".
+// Below: the item and its writes, the flow of one call, the proof rules and how the network's
+// answers are classified.
+//
+// # The item
+//
+// A transfer is one item of the store under StoreKey(wallet, clientKey):
+// "transfer:<first 16 hex of sha256(upper(wallet))>:<clientKey>" (Record; the table's layout is
+// internal/dynamo/doc.go, "Table layout"). Its Status is one of:
+//
+//   - in_flight: claimed by the invocation named by LeaseOwner until LeaseExpiresAt (the
+//     invocation's deadline). Once it holds an Envelope, the signed XDR, inner (and outer) hash,
+//     maxTime and the ledger seen before the first send are on the item before anything is sent.
+//   - replayable: the envelope landed with SUCCESS; Result holds the hash and ledger, every call
+//     replays it.
+//   - rejected: the envelope landed and FAILED (fee charged); Result holds TRANSACTION_FAILED and
+//     the result codes, every call replays it.
+//   - in_doubt: the envelope may or may not land; Result holds the failing code, every caller gets
+//     409 TRANSFER_IN_DOUBT until the ledger settles it.
+//
+// replayable and rejected items drop the signed XDR (it can never land again) and expire after
+// Settings.KeyTTL (ExpiresAt, epoch seconds; expiry is judged by Record.Expired, since DynamoDB's
+// TTL deletes days late). in_flight and in_doubt items never expire (the store refuses a TTL on
+// them). A key with no item, or only an expired one, is free.
+//
+// Every change is one conditional write:
+//
+//   - claim (Store.Claim): write a new in_flight item, Version 1, a fresh ClaimID, if the key is
+//     free. A lost claim returns the item that holds the key.
+//   - attach: the claim's item gains its Envelope, before the first send.
+//   - settle: in_flight -> replayable or rejected, from the ledger's SUCCESS or FAILED.
+//   - in_doubt: in_flight -> in_doubt when the budget ends with the envelope undecided
+//     (InDoubtRecord).
+//   - release (Store.Delete): the item is deleted, only when nothing can land: the envelope was
+//     never sent, was refused on its first send, or is proven dead. The next claim starts afresh.
+//   - take over: an in_flight item whose lease expired (its invocation died) gets the new caller
+//     as lease owner. Without an envelope the transfer runs again; with one, the same envelope is
+//     re-sent and judged, never rebuilt (takeover.go).
+//   - resolve: an in_doubt item (or an expired claim) is settled or released from the ledger by a
+//     retry (inline), the sweep or an operator (Settle; internal/reconcile).
+//
+// Every write after the claim goes through ReplaceItem or DeleteItem, conditional on the item
+// exactly as its writer read it (Expect; see "Incarnations").
+//
+// # The flow of one transfer
+//
+//	Orchestrator.Transfer(ctx, Input)          (internal/api: key + body -> Rules.Canonicalize -> here)
+//	  claim won  -> Ledger.Prepare (source, sequence number, build, sign, fee bump)
+//	             -> attach -> Ledger.Send -> Ledger.Lookup until the ledger decides or the budget ends
+//	             -> settle (replayable | rejected), in_doubt, or release (then claim again)
+//	  claim lost -> another fingerprint: 409 IDEMPOTENCY_KEY_CONFLICT
+//	                replayable / rejected: replay
+//	                in_flight: wait for its holder (coalesce.go), or take over an expired lease
+//	                in_doubt: settle it inline from the ledger (inline.go), else 409 TRANSFER_IN_DOUBT
+//
+// The call's budget is min(Settings.Timeout, the invocation's deadline - Settings.DeadlineMargin);
+// the Stellar calls stop at deadline - DeadlineMargin, keeping that margin for the final writes.
+// The envelope's maxTime is Settings.ProofWindow before the end of the budget, so an envelope
+// still pending then is proven dead by a ledger that closes within the call; never closer than
+// Settings.MinValidity to now, since stellar-core refuses as txTOO_LATE an envelope whose maxTime
+// is within its upper-bound close-time offset (about two ledger intervals; internal/stellarsim's
+// doc, "Modelled"). A pending envelope is re-sent, the same one, two ledgers after its last send.
+// When an envelope is proven dead and enough budget is left (MinValidity + ProofWindow) the call
+// claims the key again and builds a new one.
+//
+// # Proof rules
+//
+// A new envelope may be built for a key only once the previous one is proven dead (proof.go):
+//
+//   - RefusedBeforeInclusion: the network refused it (TRY_AGAIN_LATER, or ERROR with a
+//     transaction-level code) on a send that no earlier send could have preceded. Once a send's
+//     answer was lost, or a take-over or reconciliation re-sends, no refusal proves anything: an
+//     included envelope is answered TRY_AGAIN_LATER or txBAD_SEQ too. This assumes nothing
+//     between the service and the node re-sends a POST by itself.
+//   - ProvenDead: its hashes are NOT_FOUND, a ledger whose close time is after its maxTime had
+//     closed before the search began (Lookup.LatestLedger), and either the search's history
+//     reaches back to the ledger seen before the first send, or its source account's sequence
+//     number, read at or after that ledger, is still below the envelope's. Never the local clock.
+//
+// Which RPC and Horizon deployments can give each corroboration is README.md's "Which RPC and
+// Horizon deployments the proof supports". Anything else that may have reached the network is
+// indeterminate.
+//
+// # Classification
+//
+// What each answer means for the call (failures.go, submit.go; the codes are README.md's
+// "Problem types"):
+//
+//   - Prepare fails: nothing was sent, the key is released; the Ledger's typed error is returned
+//     (422 for what it cannot do, 503 CHANNELS_BUSY, SIMULATION_ERROR, RESTORE_REQUIRED,
+//     SIGNING_KEYS_UNAVAILABLE), any other error as 503 RPC_ERROR.
+//   - Send answers PENDING or DUPLICATE: await the ledger.
+//   - Send answers TRY_AGAIN_LATER or ERROR with a code on a first send: released, 503 RPC_ERROR
+//     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken). On a
+//     re-send: nothing is proven, await the ledger.
+//   - Send fails with ErrNotSent (or the breaker is open): nothing reached the network; send again. If no send
+//     ever left, the key is released: 503 NETWORK_UNAVAILABLE.
+//   - Send fails any other way (timeout, EOF after the request was written, HTTP 5xx,
+//     ErrUnexpectedAnswer): the envelope may be on the network; the same envelope is re-sent.
+//   - Lookup SUCCESS: replayable, 200. FAILED: rejected, 422 TRANSACTION_FAILED.
+//   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).
+//   - The budget ends with the envelope undecided: in_doubt, 409 TRANSFER_IN_DOUBT with the
+//     failing code (TRANSFER_TIMEOUT, SUBMISSION_FAILED, INTERNAL_ERROR; LEASE_EXPIRED for a
+//     dead invocation's claim). Unknown failures default to indeterminate.
+//   - The store fails before anything was sent: 503 STORE_UNAVAILABLE.
 //
 // # Incarnations
 //

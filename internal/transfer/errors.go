@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Classification says whether a caller may retry (seed 000, "Failure classification").
+// Classification says whether a caller may retry (README.md, "Problem types"; doc.go, "Classification").
 type Classification string
 
 const (
@@ -18,7 +18,7 @@ const (
 	Indeterminate Classification = "indeterminate"
 )
 
-// Error codes a caller can see (the seed's codes, plus the HTTP contract's).
+// Error codes a caller can see (README.md, "Problem types").
 const (
 	CodeKeyMissing         = "IDEMPOTENCY_KEY_MISSING"
 	CodeKeyInvalid         = "IDEMPOTENCY_KEY_INVALID"
@@ -116,7 +116,7 @@ func (e *ConflictError) Problem() Problem {
 }
 
 // InDoubtError (409, indeterminate): the outcome is unknown until reconciled. Every caller gets
-// it, the one that opened the window and each one after (seed 000, "The in-doubt window").
+// it, the one that opened the window and each one after (README.md, "What the service guarantees").
 type InDoubtError struct {
 	// FailingCode is what made the transfer indeterminate, e.g. TRANSFER_TIMEOUT.
 	FailingCode string
@@ -175,7 +175,7 @@ func (e *UnavailableError) Problem() Problem {
 		Detail: e.Detail, RetryAfter: e.RetryAfter}
 }
 
-// RejectedError (422 by default, terminal): the seed's TransferOrchestrationError, a stored
+// RejectedError (422 by default, terminal): a stored
 // rejection that every retry of the key replays. When the transaction was included and failed,
 // TransactionHash and ResultCodes say so.
 type RejectedError struct {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The typed errors a call ends with, by what went wrong (the seed's classification table).
+// The typed errors a call ends with, by what went wrong (doc.go, "Classification").
 
 func failingCode(rec Record) string {
 	if rec.Result != nil && rec.Result.Code != "" {
@@ -16,7 +16,7 @@ func failingCode(rec Record) string {
 	return CodeInternalError
 }
 
-// sendFailure is the seed's code for a send that may have reached the network: the network
+// sendFailure is the failing code for a send that may have reached the network: the network
 // answered unexpectedly (SUBMISSION_FAILED), the call ran out of time (TRANSFER_TIMEOUT), or it
 // failed some other way mid-submit, e.g. a socket error (INTERNAL_ERROR).
 func sendFailure(err error) string {

@@ -4,7 +4,8 @@ import "context"
 
 // Inline reconciliation: a retry that meets an in_doubt item settles it from the ledger itself.
 
-// reconcileInline settles an in_doubt item from the ledger if it can (DESIGN.md section 4):
+// reconcileInline settles an in_doubt item from the ledger if it can (doc.go, "The flow of one
+// transfer"):
 // landed or failed -> replayed; proven dead -> released, and the caller claims the key afresh.
 func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
 	inDoubt := o.inDoubtAnswer(a, held)

@@ -16,7 +16,7 @@ type Observer interface {
 	Finished(ctx context.Context, r Report)
 }
 
-// Outcomes a Report can carry (the seed's transfer_orchestration_total "outcome" label).
+// Outcomes a Report can carry (transfer_orchestration_total's "outcome"; README.md, "Operating it").
 const (
 	OutcomeSuccess  = "success"  // a transaction landed for this call
 	OutcomeReplayed = "replayed" // a stored outcome was replayed (success or rejection)
@@ -25,7 +25,7 @@ const (
 	OutcomeFailed   = "failed"   // retryable: nothing moved
 )
 
-// Report describes one Transfer call (seed 000, "Metrics": operation, outcome, replay_of,
+// Report describes one Transfer call (README.md, "Operating it", metrics: operation, outcome, replay_of,
 // classification, code, duration).
 type Report struct {
 	Operation Operation

@@ -36,8 +36,8 @@ const (
 	StepSettling Step = "settling" // the outcome is known, about to be written
 )
 
-// Orchestrator runs transfers at most once per (wallet, idempotency key): DESIGN.md sections 1
-// and 4. Store, Ledger and Clock are required; the rest have defaults.
+// Orchestrator runs transfers at most once per (wallet, idempotency key): doc.go, "Proof rules"
+// and "The flow of one transfer". Store, Ledger and Clock are required; the rest have defaults.
 type Orchestrator struct {
 	Store  Store
 	Ledger Ledger

@@ -23,7 +23,7 @@ var ErrBadCursor = errors.New("transfer: malformed list cursor")
 // (ClaimID), Status and Version, the lease owner, and the inner hash of the envelope the item holds
 // (empty: it holds none). Build it with Expect from the item as read; a condition so built can
 // match no later incarnation of the key, because a new claim never repeats a ClaimID (doc.go,
-// "Incarnations"; DESIGN.md section 3).
+// "Incarnations" and "The item").
 type Condition struct {
 	ClaimID    string
 	Status     Status
@@ -53,7 +53,7 @@ func (c Condition) Matches(cur Record) bool {
 		cur.LeaseOwner == c.LeaseOwner && inner == c.InnerHash
 }
 
-// Store persists transfer items with conditional writes (DESIGN.md section 3). Implementations
+// Store persists transfer items with conditional writes (doc.go, "The item"). Implementations
 // return ErrNotFound and ErrConditionFailed (wrapped or not) for those cases, and wrap every other
 // failure.
 type Store interface {
@@ -118,7 +118,7 @@ type SendResult struct {
 var ErrNotSent = errors.New("transfer: envelope not sent")
 
 // ErrUnexpectedAnswer marks a send the network answered, but not as the protocol says (an HTTP
-// error status, a JSON-RPC error, an unknown status, another hash): the seed's SUBMISSION_FAILED.
+// error status, a JSON-RPC error, an unknown status, another hash): SUBMISSION_FAILED.
 // The envelope may have been taken, so it is as indeterminate as a lost answer.
 var ErrUnexpectedAnswer = errors.New("transfer: unexpected answer to a send")
 

@@ -1,6 +1,6 @@
 package transfer
 
-// The rules that decide when a new envelope may be built for a key (DESIGN.md section 1). They
+// The rules that decide when a new envelope may be built for a key (doc.go, "Proof rules"). They
 // live in one place so every path (the first attempt, a lease take-over, inline reconciliation,
 // the sweep, an operator's discard) judges by the same proof.
 

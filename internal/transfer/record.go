@@ -2,7 +2,7 @@ package transfer
 
 import "time"
 
-// Status is the state of a transfer item in the store (DESIGN.md section 3).
+// Status is the state of a transfer item in the store (doc.go, "The item").
 type Status string
 
 const (
@@ -58,7 +58,7 @@ type Result struct {
 	FeeChargedStroops int64 `json:"feeCharged,omitempty"`
 }
 
-// Record is one transfer item (DESIGN.md section 3). The store persists every field; Fingerprint is
+// Record is one transfer item (doc.go, "The item"). The store persists every field; Fingerprint is
 // never returned by any API.
 type Record struct {
 	StoreKey string

@@ -23,10 +23,10 @@ const (
 // StroopsPerUnit is the number of stroops in one unit of an asset (7 decimal places).
 const StroopsPerUnit = 10_000_000
 
-// DefaultMaxKeyLength is TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH's default (seed 000, "Configuration").
+// DefaultMaxKeyLength is TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH's default (README.md, "Configuration").
 const DefaultMaxKeyLength = 255
 
-// MinKeyLength is the shortest idempotency key accepted (seed 000, "Wallet-scoped keys").
+// MinKeyLength is the shortest idempotency key accepted (README.md, "The HTTP API").
 const MinKeyLength = 8
 
 // RawRequest is a transfer request as the client sent it, before validation.
@@ -95,12 +95,12 @@ type Rules struct {
 
 var keyCharset = regexp.MustCompile(`^[A-Za-z0-9._:~-]+$`)
 
-// amountPattern is the seed's amount rule: digits, optionally a dot and more digits. It refuses
+// amountPattern is the amount rule: digits, optionally a dot and more digits. It refuses
 // NaN, Infinity, exponents and signs.
 var amountPattern = regexp.MustCompile(`^\d+(\.\d+)?$`)
 
 // ParseKey validates a client's Idempotency-Key: MinKeyLength to MaxKeyLength characters of
-// [A-Za-z0-9._:~-] (seed 000, "Wallet-scoped keys"). Errors: *ValidationError with
+// [A-Za-z0-9._:~-] (README.md, "The HTTP API"). Errors: *ValidationError with
 // IDEMPOTENCY_KEY_MISSING or IDEMPOTENCY_KEY_INVALID (400).
 func (r Rules) ParseKey(key string) (string, error) {
 	max := r.MaxKeyLength
@@ -194,7 +194,7 @@ func (r Rules) canonicalAsset(raw string) (string, error) {
 	return "", unprocessable(CodeInvalidAsset, "asset", "asset %q is not supported (supported: %s)", clip(raw, 12), strings.Join(r.Assets, ", "))
 }
 
-// CanonicalAmount checks a decimal amount (seed 000, "Request canonicalisation": ^\d+(\.\d+)?$
+// CanonicalAmount checks a decimal amount (README.md, "The HTTP API": ^\d+(\.\d+)?$
 // and > 0; at most 7 decimal places; at most math.MaxInt64 stroops) and returns it without
 // leading or trailing zeros, with its value in stroops. Surrounding spaces are trimmed. Errors:
 // *ValidationError INVALID_AMOUNT (422).
@@ -253,7 +253,7 @@ func toStroops(whole, frac string) (int64, bool) {
 }
 
 // StoreKey is the wallet-scoped item key: transfer:<first 16 hex of sha256(upper(wallet))>:<clientKey>
-// (seed 000, "Wallet-scoped keys"). The wallet is hashed so the key stays bounded and no address
+// (doc.go, "The item"). The wallet is hashed so the key stays bounded and no address
 // shows in a key listing.
 func StoreKey(wallet, clientKey string) string {
 	sum := sha256.Sum256([]byte(strings.ToUpper(wallet)))

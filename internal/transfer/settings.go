@@ -38,7 +38,7 @@ type Settings struct {
 	MaxKeyLength int
 }
 
-// DefaultSettings are the seed's defaults.
+// DefaultSettings are the defaults (README.md, "Configuration").
 func DefaultSettings() Settings {
 	return Settings{
 		Timeout:        45 * time.Second,

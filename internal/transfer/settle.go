@@ -36,7 +36,7 @@ type Settlement struct {
 }
 
 // Settle judges rec, an in_doubt item or an in_flight item whose lease expired, from the ledger
-// and writes only what the ledger proves (DESIGN.md section 1), conditional on rec exactly as read
+// and writes only what the ledger proves (doc.go, "Proof rules"), conditional on rec exactly as read
 // (Expect: its incarnation, status, version, lease owner and envelope), so a stale reader can never
 // touch a later claim of the key: SUCCESS -> replayable; FAILED -> rejected; proven dead or never sent -> released; an
 // expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. It is

@@ -7,7 +7,7 @@ import (
 )
 
 // One envelope's life in a call: build and attach it, send it, await the ledger, and settle what
-// the ledger says (DESIGN.md section 4).
+// the ledger says (doc.go, "The flow of one transfer").
 
 // execute builds, records and submits a new envelope for a claimed item. freed reports that
 // the key was released because nothing can land, so the caller may claim it again.

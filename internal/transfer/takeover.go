@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// Taking over a claim whose invocation died (DESIGN.md section 3, take over).
+// Taking over a claim whose invocation died (doc.go, "The item", take over).
 
 // takeOver claims an in_flight item whose lease ran out (its invocation died): with no envelope
 // it is executed afresh; with one, the same envelope is re-sent and judged, never rebuilt.

@@ -5,10 +5,10 @@ import (
 	"errors"
 )
 
-// What a stored item shows to a client: replays, stored rejections and the GET view (seed 003's
-// three statuses).
+// What a stored item shows to a client: replays, stored rejections and the GET view (README.md,
+// "The HTTP API": three statuses).
 
-// View is what GET /wallets/{wallet}/transfers/{key} shows: seed 003's three statuses.
+// View is what GET /wallets/{wallet}/transfers/{key} shows: three statuses (README.md, "The HTTP API").
 type View struct {
 	// Status is "pending" (in flight or in doubt), "success" or "error".
 	Status          string

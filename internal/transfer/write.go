@@ -9,7 +9,7 @@ import (
 
 // The item's writers: every conditional write after the claim goes through ReplaceItem or
 // DeleteItem, which name the item as its writer read it (Expect) and recognise a write of their own
-// whose answer was lost (DESIGN.md section 3; doc.go, "Incarnations").
+// whose answer was lost (doc.go, "The item" and "Incarnations").
 
 // ItemWriter is the part of Store that ReplaceItem and DeleteItem use: a consistent read and the
 // two conditional writes.

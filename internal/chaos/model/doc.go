@@ -27,7 +27,8 @@
 // second is not explored again; the count of complete interleavings covered is the number of
 // paths through the resulting graph of states.
 //
-// After every step the invariants of DESIGN.md section 1 are checked: at most one envelope of the
+// After every step the invariants (README.md, "What the service guarantees") are checked: at most
+// one envelope of the
 // key can still land, at most one has landed, every envelope that can still land or has landed is
 // the one the key's item holds, no delete removes an item whose envelope can still land or has
 // landed, and every answer is true (a 200 names the landed hash). A violation is reported with

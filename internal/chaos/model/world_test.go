@@ -172,7 +172,8 @@ func (w *world) envelope(env transfer.Envelope) *envelope {
 
 // Send answers, by the envelope's fate: built -> accepted (queued) or refused before inclusion
 // (TRY_AGAIN_LATER, still built); queued -> DUPLICATE; landed -> TRY_AGAIN_LATER (stellar-core
-// bans an applied transaction for some ledgers, NOTES.md); dead -> ERROR txTOO_LATE.
+// bans an applied transaction while the last closed ledger is N..N+8: internal/stellarsim/doc.go,
+// "Modelled"); dead -> ERROR txTOO_LATE.
 var sendVariants = map[fate][]string{
 	built:  {"accepted", "refused"},
 	queued: {"duplicate"},
@@ -246,7 +247,7 @@ func hashOf(name string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// --- the invariants (DESIGN.md section 1) ---
+// --- the invariants (README.md, "What the service guarantees") ---
 
 // check returns the violations of the state invariants, and those the writes found.
 func (w *world) check() []violation {

@@ -1,0 +1,15 @@
+// Package repotest holds the repository to its own rules, in tests that read its files:
+//
+//   - it explains itself: no file cites a document that a clone of the repository does not hold
+//     (the design notes and the numbered source documents, the seeds, once kept beside it;
+//     the design lives in README.md and the packages' doc.go files: README.md, "Layout");
+//   - no tracked file is over 1 MiB (build outputs never enter git);
+//   - the house: internal/transfer, the domain, imports no AWS, Stellar or other internal package,
+//     and the adapters internal/dynamo and internal/stellar never import each other.
+//
+// The files checked are those git tracks plus the untracked ones it does not ignore (so a file is
+// caught before its commit); without git, every file under the root but .git, .ci/venv,
+// .ci/bin, .ci/work, .aws-sam, .build and node_modules.
+//
+// The package has no non-test code.
+package repotest
