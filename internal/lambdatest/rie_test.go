@@ -317,13 +317,19 @@ func invoke(t *testing.T, e *lambdatest.Emulator, payload any) lambdatest.Respon
 // reportTimes logs the init duration and each invocation's duration from the emulator's lines.
 func reportTimes(t *testing.T, fn string, e *lambdatest.Emulator, invocations int) {
 	t.Helper()
+	reportTimesAs(t, fn, functions[fn], e, invocations)
+}
+
+// reportTimesAs is reportTimes for functions/<fn>'s bootstrap run as the function name.
+func reportTimesAs(t *testing.T, fn, name string, e *lambdatest.Emulator, invocations int) {
+	t.Helper()
 	d, ok := e.InitDuration()
 	if !ok {
-		t.Fatalf("%s: no INIT REPORT line", functions[fn])
+		t.Fatalf("%s: no INIT REPORT line", name)
 	}
 	reports := e.Reports()
 	if len(reports) != invocations {
-		t.Errorf("%s: %d REPORT lines, want %d", functions[fn], len(reports), invocations)
+		t.Errorf("%s: %d REPORT lines, want %d", name, len(reports), invocations)
 	}
 	var ds []string
 	for _, r := range reports {
@@ -331,7 +337,7 @@ func reportTimes(t *testing.T, fn string, e *lambdatest.Emulator, invocations in
 	}
 	b := bootstrap[fn]
 	t.Logf("%s: bootstrap %d bytes (%.1f MiB) linux/%s, %d bytes (%.1f MiB) linux/arm64; init %.1f ms (INIT REPORT); invocations: %s (REPORT)",
-		functions[fn], b.size, mib(b.size), runtime.GOARCH, b.armSize, mib(b.armSize), float64(d.Microseconds())/1000, strings.Join(ds, ", "))
+		name, b.size, mib(b.size), runtime.GOARCH, b.armSize, mib(b.armSize), float64(d.Microseconds())/1000, strings.Join(ds, ", "))
 }
 
 // An init failure: the emulator answers 5xx, and the function's log says why in one line.
@@ -702,7 +708,7 @@ func TestRIEInDoubtReaderFunction(t *testing.T) {
 	if after, err := dynamo.DecodeItem(out.Item); err != nil || after.Status != transfer.StatusInDoubt || after.Version != rec.Version || after.Audit != nil {
 		t.Errorf("the item changed: %+v, %v", after, err)
 	}
-	reportTimes(t, "reconcile", e, 7)
+	reportTimesAs(t, "reconcile", "InDoubtReaderFunction", e, 7)
 	noSecretsIn(t, s, e.Log())
 
 	t.Run("bad RECONCILE_ACTIONS", func(t *testing.T) {
