@@ -24,7 +24,7 @@ CONTRACT_MAX_EXAMPLES ?= 300
 
 .PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency clean tools test-dynalite check-template \
 	sam-build test-lambda test-contract test-clients build-api build-alert build-reconcile \
-	build-ApiFunction build-AlertFunction build-ReconcileFunction
+	build-ApiFunction build-AlertFunction build-ReconcileFunction build-InDoubtReaderFunction
 
 .DEFAULT_GOAL := help
 
@@ -54,6 +54,10 @@ build-AlertFunction:
 	$(call lambda_build,alert,$(ARTIFACTS_DIR))
 
 build-ReconcileFunction:
+	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
+
+# The read-only operators' function is the reconcile binary; the template sets RECONCILE_ACTIONS=read.
+build-InDoubtReaderFunction:
 	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
 
 # Built, then exec'd rather than `go run`: go run exits 1 on Ctrl-C even when the stack stops cleanly.

@@ -10,7 +10,7 @@ sam=${SAM:-sam}
 build_dir=.ci/sam/build
 args=(--template-file template.yaml --build-in-source --cache-dir .ci/sam/cache)
 present=() missing=()
-for pair in api:ApiFunction alert:AlertFunction reconcile:ReconcileFunction; do
+for pair in api:ApiFunction alert:AlertFunction reconcile:ReconcileFunction reconcile:InDoubtReaderFunction; do
 	if [ -f "functions/${pair%%:*}/main.go" ]; then present+=("${pair##*:}"); else missing+=("${pair##*:}"); fi
 done
 if [ ${#missing[@]} -eq 0 ]; then
@@ -30,5 +30,5 @@ for id in "${present[@]}"; do
 	if [ "$magic" != "7f454c4602" ] || [ "$machine" != "b700" ]; then
 		echo "sam build: $f is not a linux/arm64 ELF executable (magic $magic, machine $machine)" >&2; exit 1
 	fi
-	printf 'sam build: %-18s %s bytes (linux/arm64)\n' "$id" "$(stat -c %s "$f")"
+	printf 'sam build: %-21s %s bytes (linux/arm64)\n' "$id" "$(stat -c %s "$f")"
 done

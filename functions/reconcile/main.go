@@ -4,6 +4,10 @@
 // NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, ...). SIGNING_SECRET_ARN is optional: reconciling
 // only looks transactions up; the keys are read only for the `channels` action, which creates
 // missing channel accounts.
+//
+// The same binary is InDoubtReaderFunction with RECONCILE_ACTIONS=read (config.LoadReconcileActions):
+// it answers list and get only, refuses the rest with the problem ACTION_NOT_ALLOWED, and never
+// reads the signing secret (README.md, "Operator roles").
 package main
 
 import (
@@ -28,11 +32,14 @@ func main() {
 	in := wiring.Begin()
 	cfg, err := config.Load(os.Getenv)
 	in.Check("invalid configuration", err)
+	actions, err := config.LoadReconcileActions(os.Getenv)
+	in.Check("invalid configuration", err)
+	readOnly := actions == config.ReconcileRead
 	clients, err := wiring.NewAWSClients(context.Background(), cfg.DynamoEndpoint)
 	in.Check("AWS clients", err)
 	emf := metrics.New(os.Stdout, nil)
 	var keys stellar.KeySource = noSigning{}
-	if cfg.SigningSecretARN != "" {
+	if cfg.SigningSecretARN != "" && !readOnly {
 		keys, err = stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: clients.Secrets, SecretID: cfg.SigningSecretARN})
 		in.Check("signing keys", err)
 	}
@@ -45,8 +52,9 @@ func main() {
 	rcfg := reconcile.Config{
 		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: emf, Clock: transfer.SystemClock{},
 		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: in.Logger,
+		ReadOnly: readOnly,
 	}
-	if cfg.SigningSecretARN != "" && svc.Channels != nil {
+	if cfg.SigningSecretARN != "" && svc.Channels != nil && !readOnly {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
 	}
 	rec := reconcile.New(rcfg)

@@ -21,8 +21,10 @@ import (
 
 // The deployed template (template.yaml at the repository root) held to the code.
 
-// functions maps each function's logical ID to its directory under functions/.
-var functions = map[string]string{"ApiFunction": "api", "AlertFunction": "alert", "ReconcileFunction": "reconcile"}
+// functions maps each function's logical ID to its directory under functions/. The read-only
+// operators' function is the reconcile binary (RECONCILE_ACTIONS=read).
+var functions = map[string]string{"ApiFunction": "api", "AlertFunction": "alert", "ReconcileFunction": "reconcile",
+	"InDoubtReaderFunction": "reconcile"}
 
 func load(t *testing.T) *cfntemplate.Template {
 	t.Helper()
@@ -150,7 +152,7 @@ func TestFunctions(t *testing.T) {
 	}
 	ids := tpl.ResourcesOfType("AWS::Serverless::Function")
 	sort.Strings(ids)
-	if want := []string{"AlertFunction", "ApiFunction", "ReconcileFunction"}; !slices.Equal(ids, want) {
+	if want := []string{"AlertFunction", "ApiFunction", "InDoubtReaderFunction", "ReconcileFunction"}; !slices.Equal(ids, want) {
 		t.Fatalf("functions = %v, want %v", ids, want)
 	}
 	for _, id := range ids {
@@ -250,7 +252,7 @@ var sample = map[string]string{
 // API function's budget fits in API Gateway's 30 s with the orchestrator's margin.
 func TestEnvironmentAndTimeouts(t *testing.T) {
 	tpl := load(t)
-	for _, id := range []string{"ApiFunction", "ReconcileFunction"} {
+	for _, id := range []string{"ApiFunction", "ReconcileFunction", "InDoubtReaderFunction"} {
 		e := env(t, tpl, id, sample)
 		if _, err := config.Load(func(k string) string { return e[k] }); err != nil {
 			t.Errorf("%s: config.Load over the template's environment: %v", id, err)
@@ -283,6 +285,24 @@ func TestEnvironmentAndTimeouts(t *testing.T) {
 				t.Errorf("ReconcileFunctionRole reads the secret without channels: %s", b)
 			}
 		}
+	}
+	// The reader is read-only (RECONCILE_ACTIONS=read) and never sees a key; ReconcileFunction
+	// serves every action.
+	reader := env(t, tpl, "InDoubtReaderFunction", sample)
+	if a, err := config.LoadReconcileActions(func(k string) string { return reader[k] }); err != nil || a != config.ReconcileRead {
+		t.Errorf("InDoubtReaderFunction RECONCILE_ACTIONS=%q: %q, %v; want read", reader["RECONCILE_ACTIONS"], a, err)
+	}
+	if v, ok := reader["SIGNING_SECRET_ARN"]; ok {
+		t.Errorf("InDoubtReaderFunction has SIGNING_SECRET_ARN=%s but never signs", v)
+	}
+	for _, st := range statements(t, tpl, "InDoubtReaderFunctionRole") {
+		if slices.ContainsFunc(st.actions, func(a string) bool { return strings.HasPrefix(a, "secretsmanager:") || strings.HasPrefix(a, "kms:") }) {
+			t.Errorf("InDoubtReaderFunctionRole statement %s reads a secret: %v", st.sid, st.actions)
+		}
+	}
+	full := env(t, tpl, "ReconcileFunction", sample)
+	if a, err := config.LoadReconcileActions(func(k string) string { return full[k] }); err != nil || a != config.ReconcileAll {
+		t.Errorf("ReconcileFunction RECONCILE_ACTIONS=%q: %q, %v; want all", full["RECONCILE_ACTIONS"], a, err)
 	}
 	alert := env(t, tpl, "AlertFunction", sample)
 	for _, k := range []string{"TABLE_NAME", "ALERT_TOPIC_ARN"} {
@@ -332,7 +352,7 @@ func TestLeastPrivilege(t *testing.T) {
 	tpl := load(t)
 	roles := tpl.ResourcesOfType("AWS::IAM::Role")
 	sort.Strings(roles)
-	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "ReconcileFunctionRole"}; !slices.Equal(roles, want) {
+	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "InDoubtReaderFunctionRole", "ReconcileFunctionRole"}; !slices.Equal(roles, want) {
 		t.Fatalf("roles = %v, want %v", roles, want)
 	}
 	for _, id := range roles {
@@ -364,6 +384,10 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:Query"}) {
 		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want only Query (stream reads aside)", got)
+	}
+	// The reader reads: GetItem (get, dynamo.Store.Get) and Query (list, ListInDoubt), nothing else.
+	if got := dynamoActions(t, tpl, "InDoubtReaderFunctionRole"); !slices.Equal(got, []string{"dynamodb:GetItem", "dynamodb:Query"}) {
+		t.Errorf("InDoubtReaderFunctionRole DynamoDB actions = %v, want only GetItem and Query", got)
 	}
 }
 
@@ -557,9 +581,9 @@ func TestCapacityFromChannelCount(t *testing.T) {
 	if len(rows) != len(allowed) {
 		t.Errorf("Capacity has %d rows for %d allowed ChannelCount values", len(rows), len(allowed))
 	}
-	const alert, reconcile = "AlertFunction", "ReconcileFunction"
+	const alert, reconcile, reader = "AlertFunction", "ReconcileFunction", "InDoubtReaderFunction"
 	own := map[string]int{}
-	for _, id := range []string{alert, reconcile} {
+	for _, id := range []string{alert, reconcile, reader} {
 		n, err := strconv.Atoi(str(t, tpl.Resources[id].Properties, "ReservedConcurrentExecutions"))
 		if err != nil || n < 1 {
 			t.Errorf("%s ReservedConcurrentExecutions = %v, want a fixed reservation of at least 1", id, get(t, tpl.Resources[id].Properties, "ReservedConcurrentExecutions"))
@@ -599,7 +623,7 @@ func TestCapacityFromChannelCount(t *testing.T) {
 		if rate*5 < 2*s || burst < rate || reserved < s+burst+rate*5 {
 			t.Errorf("Capacity[%d] = reserved %d, rate %d/s, burst %d: too small for %d sources", channels, reserved, rate, burst, s)
 		}
-		if total := reserved + own[alert] + own[reconcile]; total > accountQuota-unreserved {
+		if total := reserved + own[alert] + own[reconcile] + own[reader]; total > accountQuota-unreserved {
 			t.Errorf("ChannelCount %d reserves %d of the default quota's %d", channels, total, accountQuota-unreserved)
 		}
 	}
@@ -639,5 +663,62 @@ func TestReadmeNamesEveryParameter(t *testing.T) {
 		if !strings.Contains(deploy, "`"+name+"`") {
 			t.Errorf("README's deploy section does not name the parameter %s", name)
 		}
+	}
+}
+
+// The two operator roles (README.md, "Operator roles"): InDoubtReaderPolicy may invoke only the
+// read-only function, ReconcileOperatorPolicy both; nothing else in the template lets a person
+// invoke either. The optional trail records the invocations of both, data events only.
+func TestOperatorRoles(t *testing.T) {
+	tpl := load(t)
+	policies := tpl.ResourcesOfType("AWS::IAM::ManagedPolicy")
+	sort.Strings(policies)
+	if want := []string{"InDoubtReaderPolicy", "ReconcileOperatorPolicy"}; !slices.Equal(policies, want) {
+		t.Fatalf("managed policies = %v, want %v", policies, want)
+	}
+	arn := func(id string) string { return `{"Fn::GetAtt":["` + id + `","Arn"]}` }
+	for id, want := range map[string]string{
+		"InDoubtReaderPolicy":     arn("InDoubtReaderFunction"),
+		"ReconcileOperatorPolicy": "[" + arn("ReconcileFunction") + "," + arn("InDoubtReaderFunction") + "]",
+	} {
+		sts := get(t, tpl.Resources[id].Properties, "PolicyDocument", "Statement").([]any)
+		if len(sts) != 1 {
+			t.Errorf("%s has %d statements, want 1", id, len(sts))
+			continue
+		}
+		res, _ := json.Marshal(get(t, sts[0], "Resource"))
+		if str(t, sts[0], "Effect") != "Allow" || str(t, sts[0], "Action") != "lambda:InvokeFunction" || string(res) != want {
+			t.Errorf("%s = %v, want Allow lambda:InvokeFunction on %s", id, sts[0], want)
+		}
+	}
+	for _, out := range []string{"InDoubtReaderFunctionName", "InDoubtReaderPolicyArn", "ReconcileOperatorPolicyArn"} {
+		if _, ok := tpl.Outputs[out]; !ok {
+			t.Errorf("output %s missing", out)
+		}
+	}
+	for _, id := range tpl.ResourcesOfType("AWS::Lambda::Permission") {
+		if fn, _ := json.Marshal(get(t, tpl.Resources[id].Properties, "FunctionName")); strings.Contains(string(fn), "ReconcileFunction") || strings.Contains(string(fn), "InDoubtReaderFunction") {
+			t.Errorf("%s grants invoking an operator function outside the two policies: %s", id, fn)
+		}
+	}
+
+	if p := tpl.Parameters["OperatorAuditTrail"]; p["Default"] != "false" {
+		t.Errorf("OperatorAuditTrail defaults to %v, want false (the trail is optional)", p["Default"])
+	}
+	trails := tpl.ResourcesOfType("AWS::CloudTrail::Trail")
+	if len(trails) != 1 {
+		t.Fatalf("trails = %v, want one", trails)
+	}
+	trail := tpl.Resources[trails[0]]
+	if trail.Condition != "HasOperatorAuditTrail" || tpl.Resources["OperatorAuditBucket"].Condition != "HasOperatorAuditTrail" {
+		t.Errorf("the trail (%q) and its bucket (%q) must depend on HasOperatorAuditTrail", trail.Condition, tpl.Resources["OperatorAuditBucket"].Condition)
+	}
+	sels := get(t, trail.Properties, "EventSelectors").([]any)
+	if len(sels) != 1 || str(t, sels[0], "IncludeManagementEvents") != "false" {
+		t.Fatalf("EventSelectors = %v, want one, data events only", sels)
+	}
+	res, _ := json.Marshal(get(t, sels[0], "DataResources"))
+	if want := `[{"Type":"AWS::Lambda::Function","Values":[` + arn("ReconcileFunction") + "," + arn("InDoubtReaderFunction") + `]}]`; string(res) != want {
+		t.Errorf("DataResources = %s, want %s", res, want)
 	}
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
-// The three functions as `sam local start-lambda` serves them: the Lambda Invoke API
+// The functions as `sam local start-lambda` serves them: the Lambda Invoke API
 // (POST /2015-03-31/functions/{name}/invocations) on 127.0.0.1, so that
 //
 //	aws lambda invoke --endpoint-url http://127.0.0.1:3001 --function-name ReconcileFunction \
@@ -43,6 +43,9 @@ const (
 	apiFunction       = "ApiFunction"
 	alertFunction     = "AlertFunction"
 	reconcileFunction = "ReconcileFunction"
+	// readerFunction is the read-only operators' function: the reconcile service with
+	// RECONCILE_ACTIONS=read (list and get; README.md, "Operator roles").
+	readerFunction = "InDoubtReaderFunction"
 )
 
 // OpsOptions configure the operating side of the local stack.
@@ -107,10 +110,14 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
 	}
 	p.reconcile = reconcile.New(rcfg)
+	// As the template's InDoubtReaderFunction: read-only and without the keys.
+	rcfg.ReadOnly, rcfg.Channels = true, nil
+	reader := reconcile.New(rcfg)
 	p.functions = map[string]lambda.Handler{
 		apiFunction:       lambda.NewHandler(api.NewLambdaHandler(svc.Handler)),
 		alertFunction:     lambda.NewHandler(p.alert.Handle),
 		reconcileFunction: lambda.NewHandler(p.reconcile.Invoke),
+		readerFunction:    lambda.NewHandler(reader.Invoke),
 	}
 	ln, err := net.Listen("tcp", p.opts.Ops.LambdaAddr)
 	if err != nil {

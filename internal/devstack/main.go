@@ -64,7 +64,7 @@ func printBanner(i Info) {
 	w := os.Stdout
 	fmt.Fprintf(w, "\nStellar Transfer Orchestrator, local stack\n\n")
 	fmt.Fprintf(w, "  API                %s\n", i.APIURL)
-	fmt.Fprintf(w, "  Lambda Invoke API  %s  (ApiFunction, AlertFunction, ReconcileFunction)\n", i.LambdaURL)
+	fmt.Fprintf(w, "  Lambda Invoke API  %s  (ApiFunction, AlertFunction, ReconcileFunction, InDoubtReaderFunction)\n", i.LambdaURL)
 	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
 	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
 	fmt.Fprintf(w, "  Stellar RPC        %s\n", i.RPCURL)

@@ -136,6 +136,15 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 	if chain := item["chain"].(map[string]any); chain["status"] != "NOT_FOUND" || chain["canStillLand"] != true {
 		t.Fatalf("chain while stalled: %v", chain)
 	}
+	// The read-only operators' function lists the same queue and answers a write with a problem.
+	status, fnErr, readerList := invoke(t, s, readerFunction, `{"action":"list"}`)
+	if items, _ := readerList["items"].([]any); status != 200 || fnErr != "" || len(items) != 1 || items[0].(map[string]any)["storeKey"] != storeKey {
+		t.Fatalf("%s list = %d %q %v", readerFunction, status, fnErr, readerList)
+	}
+	status, fnErr, problem := invoke(t, s, readerFunction, `{"action":"resolve","storeKey":"`+storeKey+`","discard":true,"force":true,"reason":"test","innerHash":"`+item["innerHash"].(string)+`","operator":"test"}`)
+	if status != 200 || fnErr != "" || problem["code"] != "ACTION_NOT_ALLOWED" || problem["status"] != float64(403) {
+		t.Fatalf("%s forced discard = %d %q %v, want the problem ACTION_NOT_ALLOWED", readerFunction, status, fnErr, problem)
+	}
 
 	wrong := strings.Repeat("ab", 32)
 	_, fnErr, body := invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","transactionHash":"`+wrong+`","operator":"test"}`)
@@ -202,6 +211,12 @@ func TestInvokeAPI(t *testing.T) {
 	if chans, _ := body["channels"].([]any); status != 200 || fnErr != "" || len(chans) != len(s.Info.Channels) || len(chans) == 0 ||
 		chans[0].(map[string]any)["created"] != false {
 		t.Fatalf("channels = %d %q %v (stack channels %v)", status, fnErr, body, s.Info.Channels)
+	}
+	for _, action := range []string{"sweep", "channels"} {
+		status, fnErr, body = invoke(t, s, readerFunction, `{"action":"`+action+`"}`)
+		if status != 200 || fnErr != "" || body["code"] != "ACTION_NOT_ALLOWED" || body["action"] != action {
+			t.Fatalf("%s %s = %d %q %v, want the problem ACTION_NOT_ALLOWED", readerFunction, action, status, fnErr, body)
+		}
 	}
 	status, _, body = invoke(t, s, "NoSuchFunction", `{}`)
 	if status != 404 || !strings.Contains(body["message"].(string), "Function not found") {

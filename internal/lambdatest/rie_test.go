@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/truora/minidyn/server"
 
@@ -270,10 +272,16 @@ func contains(l []string, s string) bool {
 // start runs fn's bootstrap under the emulator with env and the function's template timeout.
 func start(t *testing.T, fn string, env []string, timeout time.Duration) *lambdatest.Emulator {
 	t.Helper()
+	return startAs(t, fn, functions[fn], env, timeout)
+}
+
+// startAs is start under another of the template's logical IDs (name) built from functions/<fn>.
+func startAs(t *testing.T, fn, name string, env []string, timeout time.Duration) *lambdatest.Emulator {
+	t.Helper()
 	rieBin, boot := rie(t, fn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, err := lambdatest.Start(ctx, lambdatest.Options{RIE: rieBin, Bootstrap: boot, Env: env, FunctionName: functions[fn], Timeout: timeout})
+	e, err := lambdatest.Start(ctx, lambdatest.Options{RIE: rieBin, Bootstrap: boot, Env: env, FunctionName: name, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +290,7 @@ func start(t *testing.T, fn string, env []string, timeout time.Duration) *lambda
 			t.Error(err)
 		}
 		if t.Failed() {
-			t.Logf("%s log:\n%s", functions[fn], e.Log())
+			t.Logf("%s log:\n%s", name, e.Log())
 		}
 	})
 	return e
@@ -309,13 +317,19 @@ func invoke(t *testing.T, e *lambdatest.Emulator, payload any) lambdatest.Respon
 // reportTimes logs the init duration and each invocation's duration from the emulator's lines.
 func reportTimes(t *testing.T, fn string, e *lambdatest.Emulator, invocations int) {
 	t.Helper()
+	reportTimesAs(t, fn, functions[fn], e, invocations)
+}
+
+// reportTimesAs is reportTimes for functions/<fn>'s bootstrap run as the function name.
+func reportTimesAs(t *testing.T, fn, name string, e *lambdatest.Emulator, invocations int) {
+	t.Helper()
 	d, ok := e.InitDuration()
 	if !ok {
-		t.Fatalf("%s: no INIT REPORT line", functions[fn])
+		t.Fatalf("%s: no INIT REPORT line", name)
 	}
 	reports := e.Reports()
 	if len(reports) != invocations {
-		t.Errorf("%s: %d REPORT lines, want %d", functions[fn], len(reports), invocations)
+		t.Errorf("%s: %d REPORT lines, want %d", name, len(reports), invocations)
 	}
 	var ds []string
 	for _, r := range reports {
@@ -323,7 +337,7 @@ func reportTimes(t *testing.T, fn string, e *lambdatest.Emulator, invocations in
 	}
 	b := bootstrap[fn]
 	t.Logf("%s: bootstrap %d bytes (%.1f MiB) linux/%s, %d bytes (%.1f MiB) linux/arm64; init %.1f ms (INIT REPORT); invocations: %s (REPORT)",
-		functions[fn], b.size, mib(b.size), runtime.GOARCH, b.armSize, mib(b.armSize), float64(d.Microseconds())/1000, strings.Join(ds, ", "))
+		name, b.size, mib(b.size), runtime.GOARCH, b.armSize, mib(b.armSize), float64(d.Microseconds())/1000, strings.Join(ds, ", "))
 }
 
 // An init failure: the emulator answers 5xx, and the function's log says why in one line.
@@ -625,5 +639,80 @@ func TestRIEReconcileFunction(t *testing.T) {
 	t.Run("bad configuration", func(t *testing.T) {
 		expectInitFailure(t, "reconcile", s.env([]string{"NETWORK_PASSPHRASE", "STELLAR_RPC_URL"}),
 			`"msg":"invalid configuration"`, "NETWORK_PASSPHRASE is required", "STELLAR_RPC_URL is required")
+	})
+}
+
+// InDoubtReaderFunction (template.yaml): the reconcile bootstrap with RECONCILE_ACTIONS=read. It
+// lists and gets; resolve (a forced discard included), sweep and channels answer the problem
+// ACTION_NOT_ALLOWED as the invocation's result (no X-Amz-Function-Error), and the item is
+// untouched. Its DynamoDB calls are only GetItem and Query, the two actions its role grants; it
+// never reads the signing secret, even when given one.
+func TestRIEInDoubtReaderFunction(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	rec, _ := inDoubtRecord(t, s, "rie-reader-0001")
+	s.dynamoLog.mu.Lock()
+	from := len(s.dynamoLog.lines)
+	s.dynamoLog.mu.Unlock()
+	e := startAs(t, "reconcile", "InDoubtReaderFunction", s.env(nil, "RECONCILE_ACTIONS=read", "CHANNEL_COUNT=2"), 55*time.Second)
+
+	answer := func(payload string) map[string]any {
+		t.Helper()
+		r := invoke(t, e, []byte(payload))
+		var m map[string]any
+		if r.Status != 200 || json.Unmarshal(r.Body, &m) != nil {
+			t.Fatalf("%s -> %d %s", payload, r.Status, r.Body)
+		}
+		return m
+	}
+	if b, _ := json.Marshal(answer(`{"action":"list"}`)); !strings.Contains(string(b), rec.StoreKey) {
+		t.Errorf("list does not show %s: %s", rec.StoreKey, b)
+	}
+	if b, _ := json.Marshal(answer(fmt.Sprintf(`{"action":"get","storeKey":%q}`, rec.StoreKey))); !strings.Contains(string(b), rec.Envelope.InnerHash) {
+		t.Errorf("get does not show the item's hash: %s", b)
+	}
+	for _, payload := range []string{
+		fmt.Sprintf(`{"action":"resolve","storeKey":%q,"discard":true,"force":true,"reason":"checked","innerHash":%q,"operator":"mallory"}`, rec.StoreKey, rec.Envelope.InnerHash),
+		fmt.Sprintf(`{"action":"resolve","storeKey":%q,"transactionHash":%q,"operator":"mallory"}`, rec.StoreKey, rec.Envelope.InnerHash),
+		`{"action":"sweep"}`, `{"action":"channels"}`,
+	} {
+		p := answer(payload)
+		if p["errorType"] != nil || p["code"] != "ACTION_NOT_ALLOWED" || p["status"] != float64(403) || !strings.HasSuffix(fmt.Sprint(p["type"]), "README.md#reconcile-action-not-allowed") {
+			t.Errorf("%s -> %v, want the problem ACTION_NOT_ALLOWED", payload, p)
+		}
+	}
+	if unknown := answer(`{"action":"launch"}`); unknown["errorType"] != "UNKNOWN_ACTION" {
+		t.Errorf("an unknown action answered %v, want the function error UNKNOWN_ACTION", unknown)
+	}
+	s.dynamoLog.mu.Lock()
+	calls := slices.Clone(s.dynamoLog.lines[from:])
+	s.dynamoLog.mu.Unlock()
+	ops := map[string]int{}
+	for _, line := range calls {
+		if m := regexp.MustCompile(`DynamoDB_20120810\.(\w+)`).FindStringSubmatch(line); m != nil {
+			ops[m[1]]++
+		}
+	}
+	if ops["GetItem"] == 0 || ops["Query"] == 0 || len(ops) != 2 {
+		t.Errorf("the reader's DynamoDB calls = %v, want GetItem (get) and Query (list) only, the actions its role grants", ops)
+	}
+	if n := s.secrets.Reads(); n != 0 {
+		t.Errorf("the reader read the signing secret %d times", n)
+	}
+	t.Logf("InDoubtReaderFunction: DynamoDB calls %v", ops)
+	out, err := s.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{dynamo.AttrPK: &types.AttributeValueMemberS{Value: rec.StoreKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err := dynamo.DecodeItem(out.Item); err != nil || after.Status != transfer.StatusInDoubt || after.Version != rec.Version || after.Audit != nil {
+		t.Errorf("the item changed: %+v, %v", after, err)
+	}
+	reportTimesAs(t, "reconcile", "InDoubtReaderFunction", e, 7)
+	noSecretsIn(t, s, e.Log())
+
+	t.Run("bad RECONCILE_ACTIONS", func(t *testing.T) {
+		expectInitFailure(t, "reconcile", s.env(nil, "RECONCILE_ACTIONS=readonly"),
+			`"msg":"invalid configuration"`, "RECONCILE_ACTIONS must be all or read")
 	})
 }

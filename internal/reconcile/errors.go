@@ -7,6 +7,9 @@ import "fmt"
 const (
 	CodeBadRequest    = "BAD_REQUEST"    // the payload is not valid JSON, or a field is missing or invalid
 	CodeUnknownAction = "UNKNOWN_ACTION" // action is not list, get, resolve, sweep or channels
+	// CodeActionNotAllowed: a read-only service (Config.ReadOnly, InDoubtReaderFunction) was asked
+	// for resolve, sweep or channels. Answered as a Problem payload, not a function error.
+	CodeActionNotAllowed = "ACTION_NOT_ALLOWED"
 	// CodeSecretInPayload: resolve's operator or reason holds a Stellar secret seed (they are
 	// written into the item's audit and logged); nothing was done.
 	CodeSecretInPayload = "SECRET_IN_PAYLOAD"

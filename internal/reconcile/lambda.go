@@ -15,7 +15,8 @@ import (
 // only as POST /transfers' body is (strictjson.Decode: one JSON object, exact field names, each
 // at most once, nothing after it), the answer the action's JSON. An error is reported as the function error
 // {"errorType": <code>, "errorMessage": <message>}, so `aws lambda invoke` shows the code and a
-// caller (or a Step Functions Catch) can match on it.
+// caller (or a Step Functions Catch) can match on it; except a refusal whose code is answered
+// as a Problem (ACTION_NOT_ALLOWED on a read-only service), which is the invocation's result.
 func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
 	var req Request
 	if err := strictjson.Decode(payload, &req); err != nil {
@@ -36,6 +37,9 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 			s.cfg.Logger.ErrorContext(ctx, "reconcile action failed", "action", logging.Clip(req.Action, 32), "code", e.Code, "err", e.Err)
 		} else {
 			s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", logging.Clip(req.Action, 32), "code", e.Code, "message", e.Message)
+		}
+		if p, ok := problemOf(e, req.Action); ok {
+			return p, nil
 		}
 		return nil, lambdaError(e)
 	}

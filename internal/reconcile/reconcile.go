@@ -4,6 +4,12 @@
 // discard one that the ledger proves dead (either forced, with a reason, when the ledger cannot
 // prove it); and sweep: settle every in-doubt item and expired claim the ledger can judge.
 // Judgement is transfer.Orchestrator.Settle's, the same rules every other path uses.
+//
+// A read-only Service (Config.ReadOnly) answers list and get only and refuses every action that
+// writes (resolve, sweep, channels) with the Problem ACTION_NOT_ALLOWED before reading anything.
+// The same binary serves both operator roles of README.md ("Operator roles"): ReconcileFunction
+// with every action, and InDoubtReaderFunction read-only (RECONCILE_ACTIONS=read), whose IAM
+// role can only read the table, so lambda:InvokeFunction on it grants exactly list and get.
 package reconcile
 
 import (
@@ -56,6 +62,10 @@ type Config struct {
 	// Channels lists the channel accounts and creates the missing ones on chain (the ledger's
 	// EnsureChannels); nil when the function has no signing keys or no channels are configured.
 	Channels func(ctx context.Context) (any, error)
+	// ReadOnly: answer list and get only (InDoubtReaderFunction, RECONCILE_ACTIONS=read); resolve,
+	// sweep and channels are refused with CodeActionNotAllowed, nothing read or written. Settler,
+	// Gauge and Channels are then never called.
+	ReadOnly bool
 	Logger   *slog.Logger
 }
 
@@ -148,6 +158,10 @@ type ResolveAnswer struct {
 
 // Do runs one action. Errors are *Error.
 func (s *Service) Do(ctx context.Context, req Request) (any, error) {
+	if s.cfg.ReadOnly && writes(req.Action) {
+		return nil, refuse(CodeActionNotAllowed, "this function is read-only (list and get); %s is an operator's action: invoke the reconcile function (ReconcileFunction) with the operator role",
+			req.Action)
+	}
 	switch req.Action {
 	case ActionList:
 		return s.list(ctx, req)
@@ -172,6 +186,12 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 	default:
 		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels)", logging.Clip(req.Action, 32))
 	}
+}
+
+// writes reports whether action is one a read-only service refuses: every known action but list
+// and get. Unknown actions stay UNKNOWN_ACTION, as on the full service.
+func writes(action string) bool {
+	return action == ActionResolve || action == ActionSweep || action == ActionChannels
 }
 
 func (s *Service) list(ctx context.Context, req Request) (*ListAnswer, error) {
