@@ -139,19 +139,19 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 
 	wrong := strings.Repeat("ab", 32)
 	_, fnErr, body := invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","transactionHash":"`+wrong+`","operator":"test"}`)
-	if fnErr != "Unhandled" || body["errorType"] != "HASH_MISMATCH" {
+	if fnErr != "" || problemCode(body) != "HASH_MISMATCH" {
 		t.Fatalf("resolve with a wrong hash = %q %v", fnErr, body)
 	}
 	for _, extra := range []string{``, `,"force":true,"reason":"test"`} {
 		// Not on the ledger and it can still land or expire: not even a forced "landed".
 		_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","transactionHash":"`+item["innerHash"].(string)+`","operator":"test"`+extra+`}`)
-		if fnErr != "Unhandled" || body["errorType"] != "STILL_CAN_LAND" {
+		if fnErr != "" || problemCode(body) != "STILL_CAN_LAND" {
 			t.Fatalf("resolve with an unlanded hash%s = %q %v", extra, fnErr, body)
 		}
 	}
 	for _, extra := range []string{``, `,"force":true,"reason":"test","innerHash":"` + item["innerHash"].(string) + `"`} {
 		_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","discard":true,"operator":"test"`+extra+`}`)
-		if fnErr != "Unhandled" || body["errorType"] != "STILL_CAN_LAND" {
+		if fnErr != "" || problemCode(body) != "STILL_CAN_LAND" {
 			t.Fatalf("discard%s while it can still land = %q %v", extra, fnErr, body)
 		}
 	}
@@ -194,7 +194,7 @@ func TestInvokeAPI(t *testing.T) {
 		t.Fatalf("sweep = %d %q %v", status, fnErr, body)
 	}
 	_, fnErr, body = invoke(t, s, "arn:aws:lambda:us-east-1:000000000000:function:"+reconcileFunction, `{"action":"nope"}`)
-	if fnErr != "Unhandled" || body["errorType"] != "UNKNOWN_ACTION" || body["errorMessage"] == "" {
+	if p, _ := body["problem"].(map[string]any); fnErr != "" || problemCode(body) != "UNKNOWN_ACTION" || p["detail"] == "" {
 		t.Fatalf("unknown action = %q %v", fnErr, body)
 	}
 	// The local stack runs with channel accounts, created at start: "channels" lists them.
@@ -226,4 +226,11 @@ func TestInvokeAPI(t *testing.T) {
 		t.Fatalf("DryRun = %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// problemCode is the code of a refused reconcile action's answer ({"problem":{"code":...}}), or "".
+func problemCode(body map[string]any) string {
+	p, _ := body["problem"].(map[string]any)
+	code, _ := p["code"].(string)
+	return code
 }

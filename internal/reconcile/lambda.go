@@ -13,9 +13,15 @@ import (
 
 // Invoke is the reconcile function's Lambda handler: the payload is a Request, read one way
 // only as POST /transfers' body is (strictjson.Decode: one JSON object, exact field names, each
-// at most once, nothing after it), the answer the action's JSON. An error is reported as the function error
-// {"errorType": <code>, "errorMessage": <message>}, so `aws lambda invoke` shows the code and a
-// caller (or a Step Functions Catch) can match on it.
+// at most once, nothing after it), the answer the action's JSON.
+//
+// An action refused for what the operator asked (a bad payload, an unknown action, a resolve or
+// discard the ledger does not allow: an *Error without Err) is answered, not failed: the answer
+// is a Refusal, {"action":..., "problem":{"code":..., "detail":...}}. A refusal is the function
+// doing its job, so it must not count among the function's Errors, whose alarm pages for a broken
+// sweep (README.md, "Monitoring"). A failure (the store, the ledger, the configuration, creating
+// channels: an *Error with Err) is the function error {"errorType": <code>, "errorMessage":
+// <message>}, so `aws lambda invoke` shows it and a failed sweep counts among the Errors.
 func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
 	var req Request
 	if err := strictjson.Decode(payload, &req); err != nil {
@@ -24,7 +30,9 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		if errors.As(err, &e) {
 			msg = e.Message("the payload")
 		}
-		return nil, lambdaError(badRequest("%s; send one JSON object such as {\"action\":\"list\"}", msg))
+		e2 := badRequest("%s; send one JSON object such as {\"action\":\"list\"}", msg)
+		s.cfg.Logger.WarnContext(ctx, "reconcile payload refused", "code", e2.Code, "message", e2.Message)
+		return refusal("", e2), nil
 	}
 	answer, err := s.Do(ctx, req)
 	if err != nil {
@@ -34,12 +42,35 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		}
 		if e.Err != nil {
 			s.cfg.Logger.ErrorContext(ctx, "reconcile action failed", "action", logging.Clip(req.Action, 32), "code", e.Code, "err", e.Err)
-		} else {
-			s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", logging.Clip(req.Action, 32), "code", e.Code, "message", e.Message)
+			return nil, lambdaError(e)
 		}
-		return nil, lambdaError(e)
+		s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", logging.Clip(req.Action, 32), "code", e.Code, "message", e.Message)
+		return refusal(req.Action, e), nil
 	}
 	return answer, nil
+}
+
+// Refusal is the answer to a refused action: the action asked for (when it is one of the
+// actions) and the problem, with RFC 9457's member names.
+type Refusal struct {
+	Action  string  `json:"action,omitempty"`
+	Problem Problem `json:"problem"`
+}
+
+// Problem says why an action was refused: Code is one of this package's codes (errors.go),
+// Detail the explanation for the operator (seeds redacted).
+type Problem struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+func refusal(action string, e *Error) *Refusal {
+	switch action {
+	case ActionList, ActionGet, ActionResolve, ActionSweep, ActionChannels:
+	default:
+		action = ""
+	}
+	return &Refusal{Action: action, Problem: Problem{Code: e.Code, Detail: logging.Redact(e.Message)}}
 }
 
 // lambdaError is e as the function error. Its message may quote the payload, where an operator

@@ -163,8 +163,7 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 		}
 		chans, err := s.cfg.Channels(ctx)
 		if err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "channels failed", "err", err)
-			return nil, refuse(CodeChannelsFailed, "listing or creating the channel accounts failed; see the function's log")
+			return nil, &Error{Code: CodeChannelsFailed, Message: "listing or creating the channel accounts failed; see the function's log", Err: err}
 		}
 		return &ChannelsAnswer{Action: ActionChannels, Channels: chans}, nil
 	case "":

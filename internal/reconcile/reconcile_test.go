@@ -161,10 +161,17 @@ func invocation(id string) context.Context {
 	return lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
 }
 
-// do invokes the Lambda handler with payload and returns the answer as JSON, or the error type.
+// do invokes the Lambda handler with payload and returns the answer as JSON, or the code of the
+// refusal (a Refusal answer) or of the failure (the function error's type).
 func do(t *testing.T, f *fixture, payload string) (map[string]any, string) {
 	t.Helper()
 	answer, err := f.svc.Invoke(invocation("req-1"), json.RawMessage(payload))
+	if r, ok := answer.(*reconcile.Refusal); ok {
+		if err != nil || r.Problem.Code == "" || r.Problem.Detail == "" {
+			t.Fatalf("%s: refusal %+v with error %v", payload, r, err)
+		}
+		return nil, r.Problem.Code
+	}
 	if err != nil {
 		var ie messages.InvokeResponse_Error
 		if !errors.As(err, &ie) {
@@ -436,10 +443,10 @@ func TestOtherActions(t *testing.T) {
 	refused(t, f, `{"action":"list","colour":"red"}`, reconcile.CodeBadRequest)
 	seed := keypair.MustRandom().Seed()
 	for _, p := range []string{`{"` + seed + `":1}`, `{"action":"get","storeKey":"transfer:x:` + seed + `"}`} {
-		_, err := f.svc.Invoke(context.Background(), json.RawMessage(p))
-		var ie messages.InvokeResponse_Error
-		if !errors.As(err, &ie) || strings.Contains(strings.ToUpper(ie.Message), seed) {
-			t.Errorf("%s: the error echoes the seed: %v", p, err)
+		answer, err := f.svc.Invoke(context.Background(), json.RawMessage(p))
+		r, ok := answer.(*reconcile.Refusal)
+		if err != nil || !ok || r.Problem.Code == "" || strings.Contains(strings.ToUpper(r.Problem.Detail), seed) {
+			t.Errorf("%s: the refusal echoes the seed, or is not one: %+v, %v", p, answer, err)
 		}
 	}
 }
