@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
@@ -49,6 +50,16 @@ func main() {
 	if cfg.SigningSecretARN != "" && svc.Channels != nil {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
 	}
+	// Every sweep writes the vault's and the fee account's balances and the channel leases in use.
+	watch := &wiring.Watch{Ledger: svc.Ledger, Gauges: emf, Vault: cfg.VaultAccount, Assets: cfg.AssetCodes(),
+		Clock: transfer.SystemClock{}, Logger: in.Logger}
+	if cfg.SigningSecretARN != "" {
+		watch.Accounts = wiring.KeyAccounts(keys, svc.Channels)
+		if svc.Channels != nil {
+			watch.Leases = dynamo.NewChannelLeases(clients.Dynamo, cfg.Table)
+		}
+	}
+	rcfg.Watch = watch.Run
 	rec := reconcile.New(rcfg)
 	lambda.Start(rec.Invoke)
 }

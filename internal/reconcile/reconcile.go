@@ -56,8 +56,16 @@ type Config struct {
 	// Channels lists the channel accounts and creates the missing ones on chain (the ledger's
 	// EnsureChannels); nil when the function has no signing keys or no channels are configured.
 	Channels func(ctx context.Context) (any, error)
-	Logger   *slog.Logger
+	// Watch, when set, runs at the start of every sweep, within WatchTimeout: it writes the
+	// gauges of what the schedule watches besides the in-doubt queue (the balances, the channel
+	// leases in use: wiring.Watch) and logs its own failures. It runs first so that a sweep that
+	// fails or runs out of time still reports them.
+	Watch  func(ctx context.Context)
+	Logger *slog.Logger
 }
+
+// WatchTimeout bounds Config.Watch in each sweep.
+const WatchTimeout = 10 * time.Second
 
 // ChannelsAnswer is channels' answer: every configured channel account and whether this call
 // created it.

@@ -499,3 +499,38 @@ func TestMisconfiguredReplayWindowIsSaid(t *testing.T) {
 		t.Fatalf("the item changed: %+v, %v", got, err)
 	}
 }
+
+// Every sweep runs Watch first, with a deadline, and writes the in-doubt gauge even at 0 (its
+// alarm treats a missing gauge as breaching); a sweep that cannot read the index writes no gauge
+// and fails (a function error, which the sweep's alarm counts), and still ran Watch.
+func TestSweepWatchesAndAlwaysWritesTheGauge(t *testing.T) {
+	log, _ := logtest.New(t)
+	for _, broken := range []bool{false, true} {
+		g := &gauge{}
+		watched := 0
+		cfg := reconcile.Config{Ledger: &ledger{}, Gauge: g, Clock: &clock{now: t0}, Logger: log,
+			KeyTTL: func() time.Duration { return time.Hour },
+			Watch: func(ctx context.Context) {
+				if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > reconcile.WatchTimeout {
+					t.Errorf("Watch ran without its deadline")
+				}
+				watched++
+			}}
+		if broken {
+			cfg.Store = brokenStore{}
+		} else {
+			f := newFixture(t)
+			cfg.Store, cfg.Settler = f.store, f.orch
+		}
+		answer, err := reconcile.New(cfg).Invoke(context.Background(), json.RawMessage(`{"action":"sweep"}`))
+		var ie messages.InvokeResponse_Error
+		switch {
+		case watched != 1:
+			t.Errorf("broken=%v: Watch ran %d times", broken, watched)
+		case broken && (!errors.As(err, &ie) || ie.Type != reconcile.CodeStoreUnavailable || len(g.values) != 0):
+			t.Errorf("broken store: %v, %v, gauge %v; want a STORE_UNAVAILABLE function error and no gauge", answer, err, g.values)
+		case !broken && (err != nil || len(g.values) != 1 || g.values[0] != 0):
+			t.Errorf("empty queue: %v, gauge %v; want the gauge at 0", err, g.values)
+		}
+	}
+}
