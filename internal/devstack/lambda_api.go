@@ -64,7 +64,7 @@ type operations struct {
 	alert     *alert.Handler
 	reconcile *reconcile.Service
 	// watch is the sweep's Watch (set by Start before start).
-	watch *wiring.Watch
+	watch     *wiring.Watch
 	functions map[string]lambda.Handler
 	stop      chan struct{}
 	stopped   chan struct{}
