@@ -162,6 +162,8 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 	if _, off := emf.waitLine(t, regexp.MustCompile(`"transfer_orchestration_in_doubt":1[,}]`), 0, 10*time.Second); off == 0 {
 		t.Fatal("no gauge at 1")
 	}
+	// The sweep also writes the vault's balances (wiring.Watch), read from the local network.
+	emf.waitLine(t, regexp.MustCompile(`"account":"vault","asset":"USDC".*"transfer_orchestration_balance":[1-9]`), 0, 10*time.Second)
 
 	// The network heals: ledgers close again, the sweep (no operator) settles the transfer.
 	s.Network.ClearFaults()
