@@ -58,6 +58,14 @@ const (
 // name only metrics that exist.
 var Names = []string{Total, ReplayTotal, FailureTotal, DurationMS, InDoubt, Balance, ChannelLeasesInUse}
 
+// Dimensions is the one dimension set each metric is written with: an alarm must name exactly
+// these to see its data (CloudWatch treats each dimension set as a metric of its own).
+var Dimensions = map[string][]string{
+	Total: {DimOperation, DimOutcome}, DurationMS: {DimOperation, DimOutcome},
+	ReplayTotal: {DimOperation, DimReplayOf}, FailureTotal: {DimOperation, DimClassification, DimCode},
+	InDoubt: {}, Balance: {DimAccount, DimAsset}, ChannelLeasesInUse: {},
+}
+
 // Dimension names (README.md, "Monitoring").
 const (
 	DimOperation      = "operation"

@@ -94,6 +94,11 @@ func TestLinesAreValidEMF(t *testing.T) {
 		metrics.ReplayTotal: {"operation", "replay_of"}, metrics.FailureTotal: {"operation", "classification", "code"},
 		metrics.InDoubt: {}, metrics.Balance: {"account", "asset"}, metrics.ChannelLeasesInUse: {},
 	}
+	for name, dims := range seedDims {
+		if got, ok := metrics.Dimensions[name]; !ok || strings.Join(got, ",") != strings.Join(dims, ",") {
+			t.Errorf("metrics.Dimensions[%s] = %v, want %v", name, got, dims)
+		}
+	}
 	var buf bytes.Buffer
 	w := metrics.New(&buf, func() time.Time { return t0 })
 	for _, out := range []string{transfer.OutcomeSuccess, transfer.OutcomeReplayed, transfer.OutcomeRejected, transfer.OutcomeInDoubt, transfer.OutcomeFailed} {
@@ -148,7 +153,7 @@ func TestLinesAreValidEMF(t *testing.T) {
 			}
 		}
 	}
-	if len(seen) != len(seedDims) || len(metrics.Names) != len(seedDims) {
+	if len(seen) != len(seedDims) || len(metrics.Names) != len(seedDims) || len(metrics.Dimensions) != len(seedDims) {
 		t.Errorf("metrics written %v, want all of %v", seen, seedDims)
 	}
 }
