@@ -3,7 +3,8 @@
 // ...}; see README.md. Environment: as the API function (TABLE_NAME, STELLAR_RPC_URL,
 // NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, ...). SIGNING_SECRET_ARN is optional: reconciling
 // only looks transactions up; the keys are read only for the `channels` action, which creates
-// missing channel accounts.
+// missing channel accounts, and by each sweep's watch for the fee and channel accounts' addresses
+// (wiring.Watch: the balances and the channel leases in use, as metrics).
 package main
 
 import (
