@@ -3,7 +3,8 @@
 // ...}; see README.md. Environment: as the API function (TABLE_NAME, STELLAR_RPC_URL,
 // NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, ...). SIGNING_SECRET_ARN is optional: reconciling
 // only looks transactions up; the keys are read only for the `channels` action, which creates
-// missing channel accounts.
+// missing channel accounts, and by each sweep's watch for the fee and channel accounts' addresses
+// (wiring.Watch: the balances and the channel leases in use, as metrics).
 //
 // The same binary is InDoubtReaderFunction with RECONCILE_ACTIONS=read (config.LoadReconcileActions):
 // it answers list and get only, refuses the rest with the problem ACTION_NOT_ALLOWED, and never
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
@@ -57,6 +59,16 @@ func main() {
 	if cfg.SigningSecretARN != "" && svc.Channels != nil && !readOnly {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
 	}
+	// Every sweep writes the vault's and the fee account's balances and the channel leases in use.
+	watch := &wiring.Watch{Ledger: svc.Ledger, Gauges: emf, Vault: cfg.VaultAccount, Assets: cfg.AssetCodes(),
+		Clock: transfer.SystemClock{}, Logger: in.Logger}
+	if cfg.SigningSecretARN != "" {
+		watch.Accounts = wiring.KeyAccounts(keys, svc.Channels)
+		if svc.Channels != nil {
+			watch.Leases = dynamo.NewChannelLeases(clients.Dynamo, cfg.Table)
+		}
+	}
+	rcfg.Watch = watch.Run
 	rec := reconcile.New(rcfg)
 	lambda.Start(rec.Invoke)
 }

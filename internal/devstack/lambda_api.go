@@ -66,6 +66,8 @@ type operations struct {
 	stream    *streamClient
 	alert     *alert.Handler
 	reconcile *reconcile.Service
+	// watch is the sweep's Watch (set by Start before start).
+	watch     *wiring.Watch
 	functions map[string]lambda.Handler
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -108,6 +110,9 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	if svc.Channels != nil {
 		// As in AWS with CHANNEL_COUNT > 0: the reconcile function reads the keys for "channels".
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
+	}
+	if p.watch != nil {
+		rcfg.Watch = p.watch.Run
 	}
 	p.reconcile = reconcile.New(rcfg)
 	// As the template's InDoubtReaderFunction: read-only and without the keys.

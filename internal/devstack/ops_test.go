@@ -148,19 +148,19 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 
 	wrong := strings.Repeat("ab", 32)
 	_, fnErr, body := invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","transactionHash":"`+wrong+`","operator":"test"}`)
-	if fnErr != "Unhandled" || body["errorType"] != "HASH_MISMATCH" {
+	if fnErr != "" || problemCode(body) != "HASH_MISMATCH" {
 		t.Fatalf("resolve with a wrong hash = %q %v", fnErr, body)
 	}
 	for _, extra := range []string{``, `,"force":true,"reason":"test"`} {
 		// Not on the ledger and it can still land or expire: not even a forced "landed".
 		_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","transactionHash":"`+item["innerHash"].(string)+`","operator":"test"`+extra+`}`)
-		if fnErr != "Unhandled" || body["errorType"] != "STILL_CAN_LAND" {
+		if fnErr != "" || problemCode(body) != "STILL_CAN_LAND" {
 			t.Fatalf("resolve with an unlanded hash%s = %q %v", extra, fnErr, body)
 		}
 	}
 	for _, extra := range []string{``, `,"force":true,"reason":"test","innerHash":"` + item["innerHash"].(string) + `"`} {
 		_, fnErr, body = invoke(t, s, reconcileFunction, `{"action":"resolve","storeKey":"`+storeKey+`","discard":true,"operator":"test"`+extra+`}`)
-		if fnErr != "Unhandled" || body["errorType"] != "STILL_CAN_LAND" {
+		if fnErr != "" || problemCode(body) != "STILL_CAN_LAND" {
 			t.Fatalf("discard%s while it can still land = %q %v", extra, fnErr, body)
 		}
 	}
@@ -171,6 +171,8 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 	if _, off := emf.waitLine(t, regexp.MustCompile(`"transfer_orchestration_in_doubt":1[,}]`), 0, 10*time.Second); off == 0 {
 		t.Fatal("no gauge at 1")
 	}
+	// The sweep also writes the vault's balances (wiring.Watch), read from the local network.
+	emf.waitLine(t, regexp.MustCompile(`"account":"vault","asset":"USDC".*"transfer_orchestration_balance":[1-9]`), 0, 10*time.Second)
 
 	// The network heals: ledgers close again, the sweep (no operator) settles the transfer.
 	s.Network.ClearFaults()
@@ -203,7 +205,7 @@ func TestInvokeAPI(t *testing.T) {
 		t.Fatalf("sweep = %d %q %v", status, fnErr, body)
 	}
 	_, fnErr, body = invoke(t, s, "arn:aws:lambda:us-east-1:000000000000:function:"+reconcileFunction, `{"action":"nope"}`)
-	if fnErr != "Unhandled" || body["errorType"] != "UNKNOWN_ACTION" || body["errorMessage"] == "" {
+	if fnErr != "" || problemCode(body) != "UNKNOWN_ACTION" || body["detail"] == "" || body["type"] == "" {
 		t.Fatalf("unknown action = %q %v", fnErr, body)
 	}
 	// The local stack runs with channel accounts, created at start: "channels" lists them.
@@ -241,4 +243,10 @@ func TestInvokeAPI(t *testing.T) {
 		t.Fatalf("DryRun = %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// problemCode is the code of a refused reconcile action's answer ({"problem":{"code":...}}), or "".
+func problemCode(body map[string]any) string {
+	code, _ := body["code"].(string)
+	return code
 }

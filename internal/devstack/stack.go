@@ -202,6 +202,12 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.serve(apiLn, withDeadline(svc.Handler, o.FunctionTimeout))
+	// As in AWS (functions/reconcile): every sweep writes the balances and the leases in use.
+	ops.watch = &wiring.Watch{Ledger: svc.Ledger, Gauges: ops.emf, Vault: cfg.VaultAccount, Assets: cfg.AssetCodes(),
+		Accounts: wiring.KeyAccounts(keySource, svc.Channels), Clock: svc.Orchestrator.Clock, Logger: o.Logger}
+	if svc.Channels != nil {
+		ops.watch.Leases = dynamo.NewChannelLeases(db, table)
+	}
 	if err := ops.start(s, svc); err != nil {
 		return nil, err
 	}

@@ -626,12 +626,13 @@ func TestRIEReconcileFunction(t *testing.T) {
 		t.Errorf("sweep answered %v", sweep)
 	}
 	refused := answer(fmt.Sprintf(`{"action":"resolve","storeKey":%q,"transactionHash":%q}`, rec.StoreKey, strings.Repeat("cd", 32)))
-	if refused["errorType"] == nil || refused["errorMessage"] == nil {
-		t.Errorf("resolve with a hash the ledger does not know: %v, want a typed error", refused)
+	// Refusals are answers with a problem, not function errors (internal/reconcile, Invoke).
+	if refused["code"] != "BAD_REQUEST" || refused["detail"] == nil || refused["type"] == nil {
+		t.Errorf("resolve without an operator: %v, want a BAD_REQUEST problem", refused)
 	}
 	unknown := answer(`{"action":"launch"}`)
-	if unknown["errorType"] == nil {
-		t.Errorf("an unknown action answered %v, want a typed error", unknown)
+	if unknown["code"] != "UNKNOWN_ACTION" {
+		t.Errorf("an unknown action answered %v, want an UNKNOWN_ACTION problem", unknown)
 	}
 	reportTimes(t, "reconcile", e, 5)
 	noSecretsIn(t, s, e.Log())

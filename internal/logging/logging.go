@@ -26,9 +26,64 @@ const (
 const traceHeaderKey = "x-amzn-trace-id"
 
 // New returns a JSON logger writing to w at level and above, adding the request and trace IDs
-// of each record's context (see Handler).
+// of each record's context (see Handler). Lines carry the keys Lambda's log-level filtering reads
+// (LogFormat JSON): "level" (TRACE, DEBUG, INFO, WARN, ERROR or FATAL) and "timestamp" (RFC 3339);
+// a line whose level or timestamp Lambda cannot read is treated as INFO ("Log-level filtering",
+// AWS Lambda Developer Guide: https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html),
+// so an ERROR line with slog's default "time" key could be dropped at ApplicationLogLevel WARN.
 func New(w io.Writer, level slog.Leveler) *slog.Logger {
-	return slog.New(NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: RedactSeeds})))
+	return slog.New(NewHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr})))
+}
+
+// Lambda's levels below and above slog's: TRACE is slog's DEBUG-4, FATAL its ERROR+4.
+const (
+	LevelTrace = slog.LevelDebug - 4
+	LevelFatal = slog.LevelError + 4
+)
+
+// LambdaLevel is the slog level of AWS_LAMBDA_LOG_LEVEL, which Lambda sets from the function's
+// ApplicationLogLevel (TRACE, DEBUG, INFO, WARN, ERROR, FATAL; "Log-level filtering", AWS Lambda
+// Developer Guide) so that a runtime writes no line Lambda would drop. Case is ignored; ok is
+// false for "" and any other value (the caller keeps INFO).
+func LambdaLevel(v string) (level slog.Level, ok bool) {
+	switch strings.ToUpper(strings.TrimSpace(v)) {
+	case "TRACE":
+		return LevelTrace, true
+	case "DEBUG":
+		return slog.LevelDebug, true
+	case "INFO":
+		return slog.LevelInfo, true
+	case "WARN":
+		return slog.LevelWarn, true
+	case "ERROR":
+		return slog.LevelError, true
+	case "FATAL":
+		return LevelFatal, true
+	}
+	return slog.LevelInfo, false
+}
+
+// replaceAttr redacts seeds (RedactSeeds), writes the time under "timestamp" and names Lambda's
+// TRACE and FATAL levels (slog would write DEBUG-4 and ERROR+4, which Lambda reads as INFO).
+func replaceAttr(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 {
+		switch a.Key {
+		case slog.TimeKey:
+			a.Key = "timestamp"
+			return a
+		case slog.LevelKey:
+			if l, ok := a.Value.Any().(slog.Level); ok {
+				switch {
+				case l >= LevelFatal:
+					return slog.String(a.Key, "FATAL")
+				case l < slog.LevelDebug:
+					return slog.String(a.Key, "TRACE")
+				}
+			}
+			return a
+		}
+	}
+	return RedactSeeds(groups, a)
 }
 
 // Handler wraps another slog.Handler and adds AttrRequestID and AttrXRayTraceID, at the top level

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/stellar/go-stellar-sdk/keypair"
@@ -94,5 +95,37 @@ func TestClipRedactsFirst(t *testing.T) {
 		if got := logging.Clip(c.in, c.n); got != c.want {
 			t.Errorf("Clip(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
 		}
+	}
+}
+
+// Lambda's log-level filtering reads "level" and an RFC 3339 "timestamp"; TRACE and FATAL are
+// named as Lambda names them, not as slog would (DEBUG-4, ERROR+4).
+func TestLinesCarryLambdaLevelAndTimestamp(t *testing.T) {
+	var buf bytes.Buffer
+	l := logging.New(&buf, logging.LevelTrace)
+	l.Log(context.Background(), logging.LevelTrace, "t")
+	l.Log(context.Background(), logging.LevelFatal, "f")
+	l.Warn("w")
+	var want = []string{"TRACE", "FATAL", "WARN"}
+	for i, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		ts, _ := m["timestamp"].(string)
+		if _, err := time.Parse(time.RFC3339Nano, ts); err != nil || m["time"] != nil {
+			t.Errorf("line %s: timestamp %q (%v)", line, ts, err)
+		}
+		if m["level"] != want[i] {
+			t.Errorf("line %s: level %v, want %s", line, m["level"], want[i])
+		}
+	}
+	for v, want := range map[string]slog.Level{"TRACE": logging.LevelTrace, "fatal": logging.LevelFatal, " Warn ": slog.LevelWarn} {
+		if got, ok := logging.LambdaLevel(v); !ok || got != want {
+			t.Errorf("LambdaLevel(%q) = %v, %v", v, got, ok)
+		}
+	}
+	if _, ok := logging.LambdaLevel("VERBOSE"); ok {
+		t.Error("LambdaLevel(VERBOSE) is known")
 	}
 }

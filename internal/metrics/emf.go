@@ -1,6 +1,17 @@
 // Package metrics writes the service's metrics in CloudWatch Embedded Metric Format (EMF): one
 // JSON log line per observation, which CloudWatch Logs turns into metrics in the namespace
-// TransferOrchestration. The names and dimensions are README.md's "Operating it" (Metrics).
+// TransferOrchestration. The names and dimensions are README.md's "Monitoring" table; the
+// template's alarms and dashboard name only these (internal/cfntemplate's tests check it).
+//
+// Every line carries "level":"FATAL" and an RFC 3339 "timestamp", so Lambda's log-level filtering
+// never drops a metric. With LogFormat JSON, Lambda filters application lines by their "level"
+// field and treats a line whose level is missing or invalid, or whose timestamp is not valid RFC
+// 3339, as INFO ("Log-level filtering", AWS Lambda Developer Guide:
+// https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html), so an
+// EMF line without a level would vanish at ApplicationLogLevel WARN or ERROR. FATAL is the least
+// detailed level Lambda knows (TRACE, DEBUG, INFO, WARN, ERROR, FATAL) and it sends the selected
+// level and every less detailed one, so a FATAL line passes every setting. No log line of the
+// service is otherwise FATAL (log/slog has no such level): a query for level FATAL finds metrics.
 //
 // EMF is written here by hand: it is a small, documented JSON shape, and no well-kept Go EMF
 // library is in this stack (AWS publishes EMF clients for Node, Python and Java, not Go).
@@ -20,7 +31,7 @@ import (
 // Namespace is the CloudWatch namespace of every metric.
 const Namespace = "TransferOrchestration"
 
-// Metric names (README.md, "Operating it").
+// Metric names (README.md, "Monitoring").
 const (
 	// Total counts Transfer calls, by operation and outcome.
 	Total = "transfer_orchestration_total"
@@ -31,22 +42,59 @@ const (
 	// DurationMS is a call's duration in milliseconds, by operation and outcome.
 	DurationMS = "transfer_orchestration_duration_ms"
 	// InDoubt is the number of in-doubt items (the in-doubt index's count); no dimensions.
+	// Written by every sweep (each minute), whatever the count, so its absence means the sweep
+	// stopped: the alarm treats missing data as breaching.
 	InDoubt = "transfer_orchestration_in_doubt"
+	// Balance is an account's balance in whole units of the asset (stroops / 10^7), by account
+	// (vault or fee) and asset (a code of ASSETS, or XLM): written by every sweep.
+	Balance = "transfer_orchestration_balance"
+	// ChannelLeasesInUse is the number of channel accounts under an unexpired lease (the lease
+	// items of the transfers table); no dimensions. Written by every sweep when channels are
+	// configured.
+	ChannelLeasesInUse = "transfer_orchestration_channel_leases_in_use"
 )
 
-// Dimension names (README.md, "Operating it").
+// Names lists every metric name the service writes, for the checks that alarms and dashboards
+// name only metrics that exist.
+var Names = []string{Total, ReplayTotal, FailureTotal, DurationMS, InDoubt, Balance, ChannelLeasesInUse}
+
+// Dimensions is the one dimension set each metric is written with: an alarm must name exactly
+// these to see its data (CloudWatch treats each dimension set as a metric of its own).
+var Dimensions = map[string][]string{
+	Total: {DimOperation, DimOutcome}, DurationMS: {DimOperation, DimOutcome},
+	ReplayTotal: {DimOperation, DimReplayOf}, FailureTotal: {DimOperation, DimClassification, DimCode},
+	InDoubt: {}, Balance: {DimAccount, DimAsset}, ChannelLeasesInUse: {},
+}
+
+// Dimension names (README.md, "Monitoring").
 const (
 	DimOperation      = "operation"
 	DimOutcome        = "outcome"
 	DimReplayOf       = "replay_of"
 	DimClassification = "classification"
 	DimCode           = "code"
+	DimAccount        = "account"
+	DimAsset          = "asset"
 )
+
+// Values of DimAccount.
+const (
+	AccountVault = "vault"
+	AccountFee   = "fee"
+)
+
+// AssetXLM is DimAsset's value for the native asset (lumens).
+const AssetXLM = "XLM"
+
+// Level is the "level" every EMF line carries (see the package comment); Timestamp's key is
+// "timestamp" (RFC 3339, milliseconds).
+const Level = "FATAL"
 
 // EMF units.
 const (
 	unitCount        = "Count"
 	unitMilliseconds = "Milliseconds"
+	unitNone         = "None"
 )
 
 // Writer writes EMF lines to W, one JSON object and a newline per call. It implements
@@ -132,8 +180,27 @@ func (w *Writer) InDoubtGauge(_ context.Context, n int) {
 	}})
 }
 
+// BalanceGauge writes Balance for account (AccountVault or AccountFee) and asset (a code, or
+// AssetXLM): stroops in whole units (1 unit = 10^7 stroops; a float64 keeps every balance up to
+// 2^53 stroops, about 900 million units, exact).
+func (w *Writer) BalanceGauge(_ context.Context, account, asset string, stroops int64) {
+	w.write(map[string]any{DimAccount: account, DimAsset: asset, Balance: float64(stroops) / 1e7}, []directive{{
+		Namespace: Namespace, Dimensions: [][]string{{DimAccount, DimAsset}}, Metrics: []metricDefn{{Balance, unitNone}},
+	}})
+}
+
+// ChannelLeasesGauge writes ChannelLeasesInUse: n channel accounts leased, no dimensions.
+func (w *Writer) ChannelLeasesGauge(_ context.Context, n int) {
+	w.write(map[string]any{ChannelLeasesInUse: n}, []directive{{
+		Namespace: Namespace, Dimensions: [][]string{{}}, Metrics: []metricDefn{{ChannelLeasesInUse, unitCount}},
+	}})
+}
+
 func (w *Writer) write(members map[string]any, dirs []directive) {
-	members["_aws"] = metadata{Timestamp: w.now().UnixMilli(), CloudWatchMetrics: dirs}
+	now := w.now()
+	members["_aws"] = metadata{Timestamp: now.UnixMilli(), CloudWatchMetrics: dirs}
+	members["level"] = Level
+	members["timestamp"] = now.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	// encoding/json writes map keys sorted, so lines are stable (golden files).
 	b, err := json.Marshal(members)
 	if err != nil {

@@ -60,6 +60,11 @@ func TestGolden(t *testing.T) {
 			w.InDoubtGauge(context.Background(), 3)
 			w.InDoubtGauge(context.Background(), 0)
 		}},
+		{"balances", func(w *metrics.Writer) {
+			w.BalanceGauge(context.Background(), metrics.AccountVault, "USDC", 12_345_678_9012)
+			w.BalanceGauge(context.Background(), metrics.AccountFee, metrics.AssetXLM, 5)
+			w.ChannelLeasesGauge(context.Background(), 7)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -87,7 +92,12 @@ func TestLinesAreValidEMF(t *testing.T) {
 	seedDims := map[string][]string{
 		metrics.Total: {"operation", "outcome"}, metrics.DurationMS: {"operation", "outcome"},
 		metrics.ReplayTotal: {"operation", "replay_of"}, metrics.FailureTotal: {"operation", "classification", "code"},
-		metrics.InDoubt: {},
+		metrics.InDoubt: {}, metrics.Balance: {"account", "asset"}, metrics.ChannelLeasesInUse: {},
+	}
+	for name, dims := range seedDims {
+		if got, ok := metrics.Dimensions[name]; !ok || strings.Join(got, ",") != strings.Join(dims, ",") {
+			t.Errorf("metrics.Dimensions[%s] = %v, want %v", name, got, dims)
+		}
 	}
 	var buf bytes.Buffer
 	w := metrics.New(&buf, func() time.Time { return t0 })
@@ -102,6 +112,8 @@ func TestLinesAreValidEMF(t *testing.T) {
 		w.Finished(context.Background(), r)
 	}
 	w.InDoubtGauge(context.Background(), 1)
+	w.BalanceGauge(context.Background(), metrics.AccountVault, "USDC", 1)
+	w.ChannelLeasesGauge(context.Background(), 2)
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var doc emf
@@ -112,6 +124,13 @@ func TestLinesAreValidEMF(t *testing.T) {
 		_ = json.Unmarshal([]byte(line), &members)
 		if doc.AWS.Timestamp != t0.UnixMilli() {
 			t.Errorf("Timestamp %d", doc.AWS.Timestamp)
+		}
+		// Lambda's log-level filtering keeps the line at every ApplicationLogLevel (package doc).
+		if members["level"] != "FATAL" {
+			t.Errorf("level %v in %s, want FATAL", members["level"], line)
+		}
+		if ts, _ := members["timestamp"].(string); ts != "2026-03-01T12:00:00.000Z" {
+			t.Errorf("timestamp %q in %s", ts, line)
 		}
 		for _, d := range doc.AWS.CloudWatchMetrics {
 			if d.Namespace != "TransferOrchestration" || len(d.Dimensions) != 1 {
@@ -134,7 +153,7 @@ func TestLinesAreValidEMF(t *testing.T) {
 			}
 		}
 	}
-	if len(seen) != len(seedDims) {
+	if len(seen) != len(seedDims) || len(metrics.Names) != len(seedDims) || len(metrics.Dimensions) != len(seedDims) {
 		t.Errorf("metrics written %v, want all of %v", seen, seedDims)
 	}
 }

@@ -3,7 +3,8 @@ package reconcile
 import "fmt"
 
 // Error codes. Every refusal and failure of an action is an *Error with one of them; the Lambda
-// adapter (Invoke) reports it as the function error's errorType.
+// adapter (Invoke) answers a refusal with a Refusal naming it and reports a failure (the
+// dependencies, CONFIGURATION_INVALID, CHANNELS_FAILED) as the function error's errorType.
 const (
 	CodeBadRequest    = "BAD_REQUEST"    // the payload is not valid JSON, or a field is missing or invalid
 	CodeUnknownAction = "UNKNOWN_ACTION" // action is not list, get, resolve, sweep or channels
@@ -37,7 +38,8 @@ const (
 )
 
 // Error is a typed reconcile error: Code (above) and a message for the operator. Err, when set,
-// is the underlying failure (kept out of Message: it may name endpoints).
+// is the underlying failure (kept out of Message: it may name endpoints), and makes the error a
+// failure rather than a refusal (see Invoke).
 type Error struct {
 	Code    string
 	Message string

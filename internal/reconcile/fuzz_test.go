@@ -61,8 +61,8 @@ var reconcileCodes = []string{reconcile.CodeBadRequest, reconcile.CodeUnknownAct
 	reconcile.CodeTransactionFailed, reconcile.CodeProvenDead, reconcile.CodeLanded, reconcile.CodeStillCanLand,
 	reconcile.CodeNotProvenDead, reconcile.CodeSecretInPayload, reconcile.CodeChannelsNotAvailable}
 
-// FuzzReconcilePayload: any payload the reconcile function is invoked with gets an answer or a
-// typed function error (a known errorType, a message), never a panic; a payload with a repeated
+// FuzzReconcilePayload: any payload the reconcile function is invoked with gets an answer, a
+// typed refusal or a typed function error (a known code, a message), never a panic; a payload with a repeated
 // or case-varied name or trailing data is refused before anything happens (BAD_REQUEST); and no
 // part of a seed in the payload reaches the answer, the error, the log or the items' audit
 // (issue 16, item 7). Each input runs against a fresh table holding one in-doubt transfer
@@ -82,7 +82,12 @@ func FuzzReconcilePayload(f *testing.F) {
 		fx.ledger.oldest = 90
 		answer, err := fx.svc.Invoke(invocation("req-fuzz"), json.RawMessage(payload))
 		var out string
-		if err != nil {
+		if r, ok := answer.(*reconcile.Problem); ok {
+			if err != nil || !slices.Contains(reconcileCodes, r.Code) || r.Detail == "" {
+				t.Fatalf("refusal %+v (%v) is not typed", r, err)
+			}
+			out = r.Detail
+		} else if err != nil {
 			var ie messages.InvokeResponse_Error
 			if !errors.As(err, &ie) || !slices.Contains(reconcileCodes, ie.Type) || ie.Message == "" {
 				t.Fatalf("error %T %v is not a typed function error", err, err)

@@ -13,10 +13,15 @@ import (
 
 // Invoke is the reconcile function's Lambda handler: the payload is a Request, read one way
 // only as POST /transfers' body is (strictjson.Decode: one JSON object, exact field names, each
-// at most once, nothing after it), the answer the action's JSON. An error is reported as the function error
-// {"errorType": <code>, "errorMessage": <message>}, so `aws lambda invoke` shows the code and a
-// caller (or a Step Functions Catch) can match on it; except a refusal whose code is answered
-// as a Problem (ACTION_NOT_ALLOWED on a read-only service), which is the invocation's result.
+// at most once, nothing after it), the answer the action's JSON.
+//
+// An action refused for what the operator asked (a bad payload, an unknown action, a resolve or
+// discard the ledger does not allow: an *Error without Err) is answered, not failed: the answer
+// is a Problem (RFC 9457: type, title, status, detail, code, action). A refusal is the function
+// doing its job, so it must not count among the function's Errors, whose alarm pages for a broken
+// sweep (README.md, "Monitoring"). A failure (the store, the ledger, the configuration, creating
+// channels: an *Error with Err) is the function error {"errorType": <code>, "errorMessage":
+// <message>}, so `aws lambda invoke` shows it and a failed sweep counts among the Errors.
 func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
 	var req Request
 	if err := strictjson.Decode(payload, &req); err != nil {
@@ -25,7 +30,9 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		if errors.As(err, &e) {
 			msg = e.Message("the payload")
 		}
-		return nil, lambdaError(badRequest("%s; send one JSON object such as {\"action\":\"list\"}", msg))
+		e2 := badRequest("%s; send one JSON object such as {\"action\":\"list\"}", msg)
+		s.cfg.Logger.WarnContext(ctx, "reconcile payload refused", "code", e2.Code, "message", e2.Message)
+		return problemOf(e2, ""), nil
 	}
 	answer, err := s.Do(ctx, req)
 	if err != nil {
@@ -35,13 +42,10 @@ func (s *Service) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		}
 		if e.Err != nil {
 			s.cfg.Logger.ErrorContext(ctx, "reconcile action failed", "action", logging.Clip(req.Action, 32), "code", e.Code, "err", e.Err)
-		} else {
-			s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", logging.Clip(req.Action, 32), "code", e.Code, "message", e.Message)
+			return nil, lambdaError(e)
 		}
-		if p, ok := problemOf(e, req.Action); ok {
-			return p, nil
-		}
-		return nil, lambdaError(e)
+		s.cfg.Logger.WarnContext(ctx, "reconcile action refused", "action", logging.Clip(req.Action, 32), "code", e.Code, "message", e.Message)
+		return problemOf(e, req.Action), nil
 	}
 	return answer, nil
 }

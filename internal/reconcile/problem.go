@@ -9,12 +9,14 @@ const ProblemTypeBase = "https://github.com/stellar-transfer/orchestrator/blob/m
 
 // Problem is a refusal answered as the invocation's result rather than as a function error: an
 // RFC 9457 problem details object (type, title, status, detail) with the extension members code
-// (an Error code) and action (the action asked for, clipped to 32 bytes). Status is the HTTP
-// status the refusal would have (advisory: RFC 9457 section 3.1.2; a Lambda invocation has none).
+// (an Error code) and action (the action asked for, clipped to 32 bytes; empty when it is not one
+// of the actions). Status is the HTTP status the refusal would have (advisory: RFC 9457 section
+// 3.1.2; a Lambda invocation has none).
 //
-// A read-only service answers ACTION_NOT_ALLOWED this way, so that an operator asking the reader
-// for a write is told so and does not count as a function error (CloudWatch's Errors metric of
-// the function, which the alarms watch).
+// Every refusal (what the operator asked is refused: a bad payload, an unknown action, a resolve
+// or discard the ledger does not allow, a write asked of the read-only reader) is answered this
+// way, so that it is told to the operator and does not count as a function error (CloudWatch's
+// Errors metric of the function, which the alarms watch: README.md, "Monitoring").
 type Problem struct {
 	Type   string `json:"type"`
 	Title  string `json:"title"`
@@ -24,24 +26,35 @@ type Problem struct {
 	Action string `json:"action"`
 }
 
-// problems are the codes answered as a Problem, with their fixed title and status.
+// problems are the refusals' titles and statuses by code; a code not listed is "Action refused",
+// 422.
 var problems = map[string]struct {
 	title  string
 	status int
 }{
 	CodeActionNotAllowed: {"Action not allowed on this function", 403},
+	CodeBadRequest:       {"Bad request", 400},
+	CodeUnknownAction:    {"Unknown action", 400},
+	CodeSecretInPayload:  {"Secret in payload", 400},
+	CodeNotFound:         {"Item not found", 404},
+	CodeConflict:         {"Item changed", 409},
 }
 
-// problemOf is e as a Problem when its code is answered as one.
-func problemOf(e *Error, action string) (*Problem, bool) {
+// problemOf is the refusal e as a Problem.
+func problemOf(e *Error, action string) *Problem {
 	p, ok := problems[e.Code]
 	if !ok {
-		return nil, false
+		p.title, p.status = "Action refused", 422
+	}
+	switch action {
+	case ActionList, ActionGet, ActionResolve, ActionSweep, ActionChannels:
+	default:
+		action = ""
 	}
 	return &Problem{
 		Type: ProblemTypeBase + kebab(e.Code), Title: p.title, Status: p.status,
-		Detail: logging.Redact(e.Message), Code: e.Code, Action: logging.Clip(logging.Redact(action), 32),
-	}, true
+		Detail: logging.Redact(e.Message), Code: e.Code, Action: action,
+	}
 }
 
 // kebab is an upper snake case code in lower kebab case (ACTION_NOT_ALLOWED -> action-not-allowed).

@@ -64,9 +64,13 @@ func TestReadOnlyAnswersListAndGetOnly(t *testing.T) {
 		"sweep":    `{"action":"sweep"}`,
 		"channels": `{"action":"channels"}`,
 	} {
-		p, code := do(t, f, payload)
-		if code != "" {
-			t.Fatalf("%s: a function error %s, want a problem as the result", action, code)
+		answer, err := f.svc.Invoke(invocation("req-1"), json.RawMessage(payload))
+		if err != nil {
+			t.Fatalf("%s: a function error %v, want a problem as the result", action, err)
+		}
+		var p map[string]any
+		if b, err := json.Marshal(answer); err != nil || json.Unmarshal(b, &p) != nil {
+			t.Fatalf("%s: answer %v", action, answer)
 		}
 		want := map[string]any{
 			"type":   "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#reconcile-action-not-allowed",
@@ -129,5 +133,25 @@ func TestProblemTypeIsAReadmeAnchor(t *testing.T) {
 	}
 	if n := strings.Count(string(readme), `<a id="`+frag+`"></a>`); n != 1 {
 		t.Errorf(`README.md has <a id="%s"></a> %d times, want once`, frag, n)
+	}
+}
+
+// Every refusal code's problem type is an anchor of README.md, once: the refusal table in
+// "Operating it" (and "Operator roles" for ACTION_NOT_ALLOWED).
+func TestEveryRefusalCodeHasAReadmeAnchor(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []string{
+		reconcile.CodeBadRequest, reconcile.CodeUnknownAction, reconcile.CodeActionNotAllowed, reconcile.CodeSecretInPayload,
+		reconcile.CodeNotFound, reconcile.CodeNotInDoubt, reconcile.CodeConflict, reconcile.CodeHashMismatch,
+		reconcile.CodeNotLanded, reconcile.CodeTransactionFailed, reconcile.CodeProvenDead, reconcile.CodeLanded,
+		reconcile.CodeStillCanLand, reconcile.CodeNotProvenDead, reconcile.CodeChannelsNotAvailable,
+	} {
+		frag := "reconcile-" + strings.ToLower(strings.ReplaceAll(code, "_", "-"))
+		if n := strings.Count(string(readme), `<a id="`+frag+`"></a>`); n != 1 {
+			t.Errorf(`README.md has <a id="%s"></a> %d times, want once`, frag, n)
+		}
 	}
 }

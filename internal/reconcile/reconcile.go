@@ -64,10 +64,18 @@ type Config struct {
 	Channels func(ctx context.Context) (any, error)
 	// ReadOnly: answer list and get only (InDoubtReaderFunction, RECONCILE_ACTIONS=read); resolve,
 	// sweep and channels are refused with CodeActionNotAllowed, nothing read or written. Settler,
-	// Gauge and Channels are then never called.
+	// Gauge, Channels and Watch are then never called.
 	ReadOnly bool
-	Logger   *slog.Logger
+	// Watch, when set, runs at the start of every sweep, within WatchTimeout: it writes the
+	// gauges of what the schedule watches besides the in-doubt queue (the balances, the channel
+	// leases in use: wiring.Watch) and logs its own failures. It runs first so that a sweep that
+	// fails or runs out of time still reports them.
+	Watch  func(ctx context.Context)
+	Logger *slog.Logger
 }
+
+// WatchTimeout bounds Config.Watch in each sweep.
+const WatchTimeout = 10 * time.Second
 
 // ChannelsAnswer is channels' answer: every configured channel account and whether this call
 // created it.
@@ -177,8 +185,7 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 		}
 		chans, err := s.cfg.Channels(ctx)
 		if err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "channels failed", "err", err)
-			return nil, refuse(CodeChannelsFailed, "listing or creating the channel accounts failed; see the function's log")
+			return nil, &Error{Code: CodeChannelsFailed, Message: "listing or creating the channel accounts failed; see the function's log", Err: err}
 		}
 		return &ChannelsAnswer{Action: ActionChannels, Channels: chans}, nil
 	case "":

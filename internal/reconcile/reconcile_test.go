@@ -161,10 +161,17 @@ func invocation(id string) context.Context {
 	return lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: id})
 }
 
-// do invokes the Lambda handler with payload and returns the answer as JSON, or the error type.
+// do invokes the Lambda handler with payload and returns the answer as JSON, or the code of the
+// refusal (a Problem answer) or of the failure (the function error's type).
 func do(t *testing.T, f *fixture, payload string) (map[string]any, string) {
 	t.Helper()
 	answer, err := f.svc.Invoke(invocation("req-1"), json.RawMessage(payload))
+	if r, ok := answer.(*reconcile.Problem); ok {
+		if err != nil || r.Code == "" || r.Detail == "" {
+			t.Fatalf("%s: refusal %+v with error %v", payload, r, err)
+		}
+		return nil, r.Code
+	}
 	if err != nil {
 		var ie messages.InvokeResponse_Error
 		if !errors.As(err, &ie) {
@@ -436,10 +443,10 @@ func TestOtherActions(t *testing.T) {
 	refused(t, f, `{"action":"list","colour":"red"}`, reconcile.CodeBadRequest)
 	seed := keypair.MustRandom().Seed()
 	for _, p := range []string{`{"` + seed + `":1}`, `{"action":"get","storeKey":"transfer:x:` + seed + `"}`} {
-		_, err := f.svc.Invoke(context.Background(), json.RawMessage(p))
-		var ie messages.InvokeResponse_Error
-		if !errors.As(err, &ie) || strings.Contains(strings.ToUpper(ie.Message), seed) {
-			t.Errorf("%s: the error echoes the seed: %v", p, err)
+		answer, err := f.svc.Invoke(context.Background(), json.RawMessage(p))
+		r, ok := answer.(*reconcile.Problem)
+		if err != nil || !ok || r.Code == "" || strings.Contains(strings.ToUpper(r.Detail), seed) {
+			t.Errorf("%s: the refusal echoes the seed, or is not one: %+v, %v", p, answer, err)
 		}
 	}
 }
@@ -490,5 +497,40 @@ func TestMisconfiguredReplayWindowIsSaid(t *testing.T) {
 	refused(t, f, `{"action":"resolve","storeKey":"`+rec.StoreKey+`","discard":true,"operator":"carol"}`, reconcile.CodeConfigurationInvalid)
 	if got, err := f.store.Get(context.Background(), rec.StoreKey); err != nil || got.Version != rec.Version {
 		t.Fatalf("the item changed: %+v, %v", got, err)
+	}
+}
+
+// Every sweep runs Watch first, with a deadline, and writes the in-doubt gauge even at 0 (its
+// alarm treats a missing gauge as breaching); a sweep that cannot read the index writes no gauge
+// and fails (a function error, which the sweep's alarm counts), and still ran Watch.
+func TestSweepWatchesAndAlwaysWritesTheGauge(t *testing.T) {
+	log, _ := logtest.New(t)
+	for _, broken := range []bool{false, true} {
+		g := &gauge{}
+		watched := 0
+		cfg := reconcile.Config{Ledger: &ledger{}, Gauge: g, Clock: &clock{now: t0}, Logger: log,
+			KeyTTL: func() time.Duration { return time.Hour },
+			Watch: func(ctx context.Context) {
+				if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > reconcile.WatchTimeout {
+					t.Errorf("Watch ran without its deadline")
+				}
+				watched++
+			}}
+		if broken {
+			cfg.Store = brokenStore{}
+		} else {
+			f := newFixture(t)
+			cfg.Store, cfg.Settler = f.store, f.orch
+		}
+		answer, err := reconcile.New(cfg).Invoke(context.Background(), json.RawMessage(`{"action":"sweep"}`))
+		var ie messages.InvokeResponse_Error
+		switch {
+		case watched != 1:
+			t.Errorf("broken=%v: Watch ran %d times", broken, watched)
+		case broken && (!errors.As(err, &ie) || ie.Type != reconcile.CodeStoreUnavailable || len(g.values) != 0):
+			t.Errorf("broken store: %v, %v, gauge %v; want a STORE_UNAVAILABLE function error and no gauge", answer, err, g.values)
+		case !broken && (err != nil || len(g.values) != 1 || g.values[0] != 0):
+			t.Errorf("empty queue: %v, gauge %v; want the gauge at 0", err, g.values)
+		}
 	}
 }

@@ -48,15 +48,22 @@ const (
 	maxSweepPages = 1000
 )
 
-// Sweep settles every in-doubt item and every expired in-flight claim that the ledger can judge
-// (Settle, conditional on each item's status and version, so it is safe alongside retries and
-// operators), then publishes the in-doubt gauge. Each item is read again before it is judged: the
+// Sweep runs Config.Watch, then settles every in-doubt item and every expired in-flight claim
+// that the ledger can judge (Settle, conditional on each item's status and version, so it is safe
+// alongside retries and operators), then publishes the in-doubt gauge, whatever its value: the
+// schedule runs it every minute, so the gauge's absence means the sweep failed or stopped, and
+// its alarm treats missing data as breaching (README.md, "Monitoring"). Each item is read again before it is judged: the
 // index is eventually consistent. A failure on one item is counted and logged, and the sweep goes
 // on; only a failure to read the index is an error (STORE_UNAVAILABLE). It stops early, Partial,
 // when the invocation's deadline is near.
 func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 	start := time.Now()
 	out := &SweepAnswer{Action: ActionSweep}
+	if s.cfg.Watch != nil {
+		wctx, cancel := context.WithTimeout(ctx, WatchTimeout)
+		s.cfg.Watch(wctx)
+		cancel()
+	}
 	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
 		return s.cfg.Store.ListInDoubt(ctx, sweepPage, cursor)
 	}

@@ -20,6 +20,8 @@ type StellarLedger interface {
 	EnsureChannels(ctx context.Context) ([]stellar.ChannelAccount, error)
 	// CheckNetwork fails if the backend serves another network than NETWORK_PASSPHRASE.
 	CheckNetwork(ctx context.Context) error
+	// Balances reads an account's XLM and configured assets (the scheduled sweep's Watch).
+	Balances(ctx context.Context, account string) (stellar.Balances, error)
 }
 
 // buildLedger picks the backend and, when CHANNEL_COUNT > 0, a channel pool whose leases live in

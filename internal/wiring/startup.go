@@ -18,13 +18,35 @@ type Init struct {
 	exit func(code int)
 }
 
-// Begin makes the logger and configures X-Ray (tracing.Configure); a failure is Fatal.
+// Begin makes the logger at the level of AWS_LAMBDA_LOG_LEVEL (LogLevel) and configures X-Ray
+// (tracing.Configure); a failure is Fatal.
 func Begin() *Init {
-	in := &Init{Logger: logging.New(os.Stdout, slog.LevelInfo), exit: os.Exit}
+	level, known := LogLevel(os.Getenv)
+	in := &Init{Logger: logging.New(os.Stdout, level), exit: os.Exit}
+	if !known {
+		in.Logger.Warn("AWS_LAMBDA_LOG_LEVEL is not TRACE, DEBUG, INFO, WARN, ERROR or FATAL; logging at INFO",
+			"value", logging.Clip(os.Getenv(envLogLevel), 16))
+	}
 	if err := tracing.Configure(); err != nil {
 		in.Fatal("X-Ray configuration", err)
 	}
 	return in
+}
+
+// envLogLevel is set by Lambda from the function's LoggingConfig.ApplicationLogLevel when the
+// log format is JSON (the template's Globals); unset elsewhere (tests, the local stack).
+const envLogLevel = "AWS_LAMBDA_LOG_LEVEL"
+
+// LogLevel is the functions' log level: AWS_LAMBDA_LOG_LEVEL's (logging.LambdaLevel), so the
+// functions do not build lines Lambda would drop, or INFO when it is unset; known is false when
+// it is set to something else (INFO then, and Begin says so). The EMF metrics are not logs: they
+// are written whatever the level (internal/metrics).
+func LogLevel(getenv func(string) string) (level slog.Level, known bool) {
+	v := getenv(envLogLevel)
+	if v == "" {
+		return slog.LevelInfo, true
+	}
+	return logging.LambdaLevel(v)
 }
 
 // Fatal logs what failed (step names the start-up step, e.g. "invalid configuration") with err,

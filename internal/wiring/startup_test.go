@@ -23,3 +23,20 @@ func TestInitFatalLogsTheStepAndExits(t *testing.T) {
 		t.Fatalf("exit %d, log %q", code, out.String())
 	}
 }
+
+func TestLogLevelFollowsLambda(t *testing.T) {
+	for v, want := range map[string]slog.Level{
+		"": slog.LevelInfo, "TRACE": logging.LevelTrace, "debug": slog.LevelDebug, "INFO": slog.LevelInfo,
+		"WARN": slog.LevelWarn, "ERROR": slog.LevelError, "FATAL": logging.LevelFatal, "loud": slog.LevelInfo,
+	} {
+		got, known := LogLevel(func(k string) string {
+			if k == "AWS_LAMBDA_LOG_LEVEL" {
+				return v
+			}
+			return ""
+		})
+		if got != want || known != (v != "loud") {
+			t.Errorf("AWS_LAMBDA_LOG_LEVEL=%q: level %v known %v, want %v", v, got, known, want)
+		}
+	}
+}
