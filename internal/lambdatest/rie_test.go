@@ -682,8 +682,8 @@ func TestRIEInDoubtReaderFunction(t *testing.T) {
 			t.Errorf("%s -> %v, want the problem ACTION_NOT_ALLOWED", payload, p)
 		}
 	}
-	if unknown := answer(`{"action":"launch"}`); unknown["errorType"] != "UNKNOWN_ACTION" {
-		t.Errorf("an unknown action answered %v, want the function error UNKNOWN_ACTION", unknown)
+	if unknown := answer(`{"action":"launch"}`); unknown["errorType"] != nil || unknown["code"] != "UNKNOWN_ACTION" {
+		t.Errorf("an unknown action answered %v, want the problem UNKNOWN_ACTION", unknown)
 	}
 	s.dynamoLog.mu.Lock()
 	calls := slices.Clone(s.dynamoLog.lines[from:])
