@@ -9,6 +9,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"log/slog"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1175,4 +1177,74 @@ func (r *rig) callTwiceNotWaitingOnItself(t *testing.T, who string, start time.T
 		}
 	}
 	return answers
+}
+
+// onTime runs fn (a caller) beside a participant of the virtual clock that wakes every 250 ms, so
+// that ledgers close on time (the rig closes one at the first move of the clock past each
+// interval) even while the caller sleeps for many intervals at once, as a real network would.
+func (r *rig) onTime(fn func()) {
+	var wg sync.WaitGroup
+	var done atomic.Bool
+	release := r.clock.Hold()
+	r.clock.Go(&wg, func() {
+		for !done.Load() {
+			_ = r.clock.Sleep(context.Background(), 250*time.Millisecond)
+		}
+	})
+	r.clock.Go(&wg, func() {
+		defer done.Store(true)
+		fn()
+	})
+	release()
+	wg.Wait()
+}
+
+// TestStaleVisibilityLagParksLandedTransfers (adversary, issue 13's ledger-aware awaiting): the
+// process-wide Cadence learns the visibility lag from precise reads, and keeps it after the lag
+// is gone. stellar-rpc's database trails its core by 8 ledgers (db_lag: ingestion falling behind,
+// about 40 s) while one transfer runs: its tight reads catch each ledger appearing about 40 s after
+// it closed, so the lag estimate becomes about 40 s. Then RPC catches up and the network is
+// healthy again. The next transfer's envelope lands in the next ledger and RPC shows it 1 to 3 s
+// later, but the await predicts it visible 40 s after its close and sleeps until the end of the
+// budget (the sleep is capped at an interval plus the lag, not at an interval): the call parks the
+// landed transfer in doubt without a single look-up after the send. Nothing corrects the
+// estimate: the only correction (Cadence.Late) needs a read at the predicted time, which comes
+// after the deadline, and a precise sample needs two reads of consecutive ledgers within two
+// tight polls, which a call that sleeps to its deadline never makes. In a Lambda instance (one
+// call at a time, hours of life) every transfer then ends in TRANSFER_IN_DOUBT and pages.
+// Severity: availability (every answer a 409 in doubt, a page per transfer, for the life of the
+// process) after a transient RPC lag; nothing is paid twice and no answer is false.
+func TestStaleVisibilityLagParksLandedTransfers(t *testing.T) {
+	r := quietRig(t)
+	r.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.Timeout = 25 * time.Second // TransferTimeoutMs's default in template.yaml
+		return s
+	}
+	for range 12 {
+		r.clock.Advance(ledgerInterval) // a network with some history, for the database to trail
+	}
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDBLag, Ledgers: 8})
+	first := told{who: "during the lag"}
+	r.onTime(func() { first.out, first.err = r.callAs("first", 0) })
+	lag := r.orch.Cadence.Lag()
+	t.Logf("during the lag: %+v, %v; learnt lag %v", first.out, first.err, lag)
+	if lag < 30*time.Second {
+		t.Fatalf("learnt lag %v; the test needs the db_lag learnt (about 40 s)", lag)
+	}
+	r.net.ClearFaults() // RPC catches up: every ledger shown 1 to 3 s after it closes
+	r.clock.Advance(ledgerInterval)
+	r.shown(t)
+	start := r.clock.Now()
+	second := told{who: "after the lag"}
+	r.onTime(func() { second.out, second.err = r.callAs("second", 1) })
+	took := r.clock.Now().Sub(start)
+	t.Logf("after the lag: %+v, %v in %v; lag now %v", second.out, second.err, took, r.orch.Cadence.Lag())
+	if second.err != nil {
+		t.Errorf("healthy network, call = %v after %v; want 200: its envelope landed in the next ledger", second.err, took)
+	}
+	if took > 3*ledgerInterval {
+		t.Errorf("the call took %v on a healthy network; want about a ledger and its visibility lag", took)
+	}
+	r.assertPaidOnce(t, 1, second)
 }
