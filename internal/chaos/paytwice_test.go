@@ -1248,3 +1248,75 @@ func TestStaleVisibilityLagParksLandedTransfers(t *testing.T) {
 	}
 	r.assertPaidOnce(t, 1, second)
 }
+
+// TestBusyVaultWaitLeavesKeyHeld (adversary, issue 13's overload answer): with the vault as the
+// only source, this process builds on it for one transfer at a time, and a call that waits a
+// ledger interval for it is answered 503 CHANNELS_BUSY: "nothing was sent and the key is free"
+// (CodeChannelsBusy), retry after Retry-After. The call claimed its key before it waited, and
+// releases the claim when Prepare fails; that release (all three of the SDK's attempts) is refused
+// before it reaches the table. freeOwnLeftover, which deletes a call's own leftover claim before it
+// answers CHANNELS_BUSY, runs only for a busy source met at the first send (SendResult.SourceBusy),
+// not for one met in Prepare (the in-process vault wait, or every channel leased). So the key is
+// left in_flight under the busy call's lease, and the client's retry after Retry-After waits on it
+// as on another request: told TRANSFER_IN_PROGRESS ("another request with this key is still
+// running") while nothing runs, until the lease ends. Severity: a false answer, and the key blocked
+// for a lease (past API Gateway's 30 s, a 504 to the client).
+func TestBusyVaultWaitLeavesKeyHeld(t *testing.T) {
+	r := quietRig(t) // vault only, as CHANNEL_COUNT=0 deploys it
+	r.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.Timeout = 25 * time.Second // TransferTimeoutMs's default in template.yaml
+		return s
+	}
+	var refuseDeletes atomic.Bool
+	n := 0
+	store, tr := r.storeLosing(t, func(op string, _ map[string]any) fate {
+		if op != "DynamoDB_20120810.DeleteItem" || !refuseDeletes.Load() || n >= 3 {
+			return pass
+		}
+		n++
+		return refuse // B's release: all three attempts
+	})
+	r.orch.Store = store
+	busy := told{who: "B"}
+	ran := false
+	var keyAfterBusy transfer.Record
+	r.orch.Hooks = func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent && actorOf(ctx) == "A" && !ran {
+			ran = true
+			// B calls while A holds the vault (its envelope sent, not yet settled).
+			refuseDeletes.Store(true)
+			busy.out, busy.err = r.callAs("B", 1)
+			refuseDeletes.Store(false)
+			keyAfterBusy = r.item(t, 1)
+		}
+		return nil
+	}
+	a := told{who: "A"}
+	a.out, a.err = r.callAs("A", 0)
+	r.orch.Hooks = nil
+	var u *transfer.UnavailableError
+	if !ran || !errors.As(busy.err, &u) || u.Code != transfer.CodeChannelsBusy || u.RetryAfter <= 0 {
+		t.Fatalf("A = %v, B = %v; the test needs B told CHANNELS_BUSY while A holds the vault", a.err, busy.err)
+	}
+	if _, _, refused := tr.counts(); refused["DynamoDB_20120810.DeleteItem"] != 3 {
+		t.Fatalf("refused %v; the test needs B's release refused three times", refused)
+	}
+	if keyAfterBusy.StoreKey != "" {
+		t.Errorf("B was told CHANNELS_BUSY (the key is free), but its key holds %s", describe(keyAfterBusy))
+	}
+	r.clock.Advance(u.RetryAfter) // the client honours Retry-After
+	start := r.clock.Now()
+	retry := told{who: "B's retry"}
+	retry.out, retry.err = r.callAs("B retry", 1)
+	took := r.clock.Now().Sub(start)
+	var p *transfer.InProgressError
+	if errors.As(retry.err, &p) {
+		t.Errorf("B's retry was told TRANSFER_IN_PROGRESS after %v: no other request runs, only B's own leftover claim", took)
+	} else if retry.err != nil || took > 3*ledgerInterval {
+		t.Errorf("B's retry = %v after %v; want its transfer within a few ledgers", retry.err, took)
+	}
+	if retry.err == nil {
+		r.assertPaidOnce(t, 1, retry)
+	}
+}
