@@ -1320,3 +1320,68 @@ func TestBusyVaultWaitLeavesKeyHeld(t *testing.T) {
 		r.assertPaidOnce(t, 1, retry)
 	}
 }
+
+// TestTakeOverRefusedTryAgainLaterIsNotBusy (adversary; passes): a vault envelope's
+// TRY_AGAIN_LATER is answered CHANNELS_BUSY with the key released only on a first send
+// (SendResult.SourceBusy through refused). A take-over re-sends an envelope that an earlier
+// invocation sent, so the same answer proves nothing: the envelope may sit in the queue or have
+// landed. A call with a short budget (maxTime MinValidity away, past its lease) sends E1 and dies;
+// its lease ends while E1 is still valid and no ledger has closed. The client's retry takes the
+// claim over and its re-send is answered TRY_AGAIN_LATER, as the vault's slot, held by E1 itself,
+// says. It must not release the key or answer CHANNELS_BUSY: E1 then lands, and the retry (or the
+// next) is told E1's hash.
+func TestTakeOverRefusedTryAgainLaterIsNotBusy(t *testing.T) {
+	r := quietRig(t)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall}) // E1 accepted, no ledger closes yet
+	s := transfer.DefaultSettings()
+	ctx, cancel := context.WithTimeout(actorCtx(r, "short"), s.DeadlineMargin+s.MinValidity/2)
+	defer cancel()
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash // the short call dies right after its send
+		}
+		return nil
+	}
+	if _, err := r.orch.Transfer(ctx, r.input(0)); !errors.Is(err, errCrash) {
+		t.Fatalf("short call = %v", err)
+	}
+	r.orch.Hooks = nil
+	e1 := r.item(t, 0)
+	for !e1.LeaseExpired(r.clock.Now()) {
+		r.clock.Advance(250 * time.Millisecond)
+	}
+	if e1.Envelope == nil || !r.clock.Now().Before(time.Unix(e1.Envelope.MaxTime, 0)) {
+		t.Fatalf("E1's item %s; the test needs its lease over before its maxTime", describe(e1))
+	}
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+	sent := 0
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			if sent++; sent == 1 {
+				r.net.ClearFaults() // the refused re-send is behind us: ledgers resume
+			}
+		}
+		return nil
+	}
+	retry := told{who: "retry"}
+	retry.out, retry.err = r.callAs("retry", 0)
+	r.orch.Hooks = nil
+	if envs := r.net.Envelopes(); len(envs) < 2 || envs[1].Status != stellarsim.StatusTryAgainLater || envs[1].InnerHash != e1.Envelope.InnerHash {
+		t.Fatalf("envelopes %+v; the test needs the take-over's re-send of E1 answered TRY_AGAIN_LATER", envs)
+	}
+	var u *transfer.UnavailableError
+	if errors.As(retry.err, &u) {
+		t.Fatalf("retry = %v: E1 could still land", retry.err)
+	}
+	answers := []told{retry}
+	if retry.err != nil {
+		r.clock.Advance(2 * time.Minute)
+		last := told{who: "last"}
+		last.out, last.err = r.callAs("last", 0)
+		answers = append(answers, last)
+	}
+	r.assertPaidOnce(t, 0, answers...)
+	if got := answers[len(answers)-1]; got.err != nil || got.out.TransactionHash != e1.Envelope.InnerHash {
+		t.Errorf("%s = %+v, %v; want E1 %s", got.who, got.out, got.err, e1.Envelope.InnerHash)
+	}
+}
