@@ -1215,38 +1215,64 @@ func (r *rig) onTime(fn func()) {
 // Severity: availability (every answer a 409 in doubt, a page per transfer, for the life of the
 // process) after a transient RPC lag; nothing is paid twice and no answer is false.
 func TestStaleVisibilityLagParksLandedTransfers(t *testing.T) {
-	r := quietRig(t)
-	r.orch.Settings = func() transfer.Settings {
-		s := transfer.DefaultSettings()
-		s.Timeout = 25 * time.Second // TransferTimeoutMs's default in template.yaml
-		return s
+	for _, probe := range []bool{false, true} {
+		name := "lookups"
+		if probe {
+			name = "probe" // the deployed RPC ledger's getLatestLedger probes (transfer.LatestReader)
+		}
+		t.Run(name, func(t *testing.T) {
+			r := quietRig(t)
+			if probe {
+				lr, ok := r.ledger.Ledger.(transfer.LatestReader)
+				if !ok {
+					t.Fatal("the RPC ledger is not a transfer.LatestReader")
+				}
+				r.orch.Ledger = probingLedger{faultyLedger: r.ledger, probe: lr}
+			}
+			r.orch.Settings = func() transfer.Settings {
+				s := transfer.DefaultSettings()
+				s.Timeout = 25 * time.Second // TransferTimeoutMs's default in template.yaml
+				return s
+			}
+			for range 12 {
+				r.clock.Advance(ledgerInterval) // a network with some history, for the database to trail
+			}
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDBLag, Ledgers: 8})
+			first := told{who: "during the lag"}
+			r.onTime(func() { first.out, first.err = r.callAs("first", 0) })
+			lag := r.orch.Cadence.Lag()
+			t.Logf("during the lag: %+v, %v; learnt lag %v", first.out, first.err, lag)
+			if lag < 30*time.Second {
+				t.Fatalf("learnt lag %v; the test needs the db_lag learnt (about 40 s)", lag)
+			}
+			r.net.ClearFaults() // RPC catches up: every ledger shown 1 to 3 s after it closes
+			r.clock.Advance(ledgerInterval)
+			r.shown(t)
+			start := r.clock.Now()
+			second := told{who: "after the lag"}
+			r.onTime(func() { second.out, second.err = r.callAs("second", 1) })
+			took := r.clock.Now().Sub(start)
+			t.Logf("after the lag: %+v, %v in %v; lag now %v", second.out, second.err, took, r.orch.Cadence.Lag())
+			if second.err != nil {
+				t.Errorf("healthy network, call = %v after %v; want 200: its envelope landed in the next ledger", second.err, took)
+			}
+			if took > 3*ledgerInterval {
+				t.Errorf("the call took %v on a healthy network; want about a ledger and its visibility lag", took)
+			}
+			r.assertPaidOnce(t, 1, second)
+		})
 	}
-	for range 12 {
-		r.clock.Advance(ledgerInterval) // a network with some history, for the database to trail
-	}
-	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDBLag, Ledgers: 8})
-	first := told{who: "during the lag"}
-	r.onTime(func() { first.out, first.err = r.callAs("first", 0) })
-	lag := r.orch.Cadence.Lag()
-	t.Logf("during the lag: %+v, %v; learnt lag %v", first.out, first.err, lag)
-	if lag < 30*time.Second {
-		t.Fatalf("learnt lag %v; the test needs the db_lag learnt (about 40 s)", lag)
-	}
-	r.net.ClearFaults() // RPC catches up: every ledger shown 1 to 3 s after it closes
-	r.clock.Advance(ledgerInterval)
-	r.shown(t)
-	start := r.clock.Now()
-	second := told{who: "after the lag"}
-	r.onTime(func() { second.out, second.err = r.callAs("second", 1) })
-	took := r.clock.Now().Sub(start)
-	t.Logf("after the lag: %+v, %v in %v; lag now %v", second.out, second.err, took, r.orch.Cadence.Lag())
-	if second.err != nil {
-		t.Errorf("healthy network, call = %v after %v; want 200: its envelope landed in the next ledger", second.err, took)
-	}
-	if took > 3*ledgerInterval {
-		t.Errorf("the call took %v on a healthy network; want about a ledger and its visibility lag", took)
-	}
-	r.assertPaidOnce(t, 1, second)
+}
+
+// probingLedger is the rig's ledger with the deployed ledger's probe of the latest ledger
+// (transfer.LatestReader), which the rig's fault wrapper does not pass on.
+type probingLedger struct {
+	*faultyLedger
+	probe transfer.LatestReader
+}
+
+func (l probingLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, error) {
+	return l.probe.LatestLedger(ctx)
 }
 
 // TestBusyVaultWaitLeavesKeyHeld (adversary, issue 13's overload answer): with the vault as the
