@@ -1411,3 +1411,55 @@ func TestTakeOverRefusedTryAgainLaterIsNotBusy(t *testing.T) {
 		t.Errorf("%s = %+v, %v; want E1 %s", got.who, got.out, got.err, e1.Envelope.InnerHash)
 	}
 }
+
+// TestProbeBehindLoadBalancer (adversary; passes): behind a load balancer
+// (STELLAR_RPC_LOAD_BALANCED=true, 8 channels as in the campaign), the await's probe of the latest
+// ledger, the lookup's own getLatestLedger and its getTransaction each go to whichever of three
+// instances answers next, the slowest 30 s behind, while stellar-rpc's read order hides fresh
+// transactions from lookups. A probe may show the target ledger from a fresh instance and the
+// lookup then search a lagging one, or a NOT_FOUND carry a latest ledger its search did not
+// cover, so the await's target moves past the ledger holding the envelope. None of that may
+// decide anything: the envelope that landed is answered, one that was evicted is proven dead only
+// by the channel's sequence number and rebuilt once, and the key pays once.
+func TestProbeBehindLoadBalancer(t *testing.T) {
+	for _, f := range []stellarsim.Fault{
+		{Kind: stellarsim.FaultDropResponse},
+		{Kind: stellarsim.FaultDropEnvelope},
+		{Kind: stellarsim.FaultDelayInclusion, Ledgers: 3},
+	} {
+		t.Run(faultName(f), func(t *testing.T) {
+			r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 8, LoadBalanced: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(cleanup)
+			lr, ok := r.ledger.Ledger.(transfer.LatestReader)
+			if !ok {
+				t.Fatal("the RPC ledger is not a transfer.LatestReader")
+			}
+			r.orch.Ledger = probingLedger{faultyLedger: r.ledger, probe: lr}
+			for range 12 {
+				r.clock.Advance(ledgerInterval)
+			}
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultInstances, Instances: 3, Delay: 30 * time.Second, API: "rpc"})
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultReadOrder, Ledgers: 3, Count: 1000})
+			r.arm(t, f)
+			var answers []told
+			for i := range 3 {
+				a := told{who: fmt.Sprintf("call %d", i+1)}
+				r.onTime(func() { a.out, a.err = r.callAs(a.who, 0) })
+				answers = append(answers, a)
+				t.Logf("%s at %v: %+v, %v", a.who, r.clock.Now(), a.out, a.err)
+				if a.err == nil {
+					break
+				}
+				r.clock.Advance(time.Minute)
+			}
+			r.net.ClearFaults()
+			if last := answers[len(answers)-1]; last.err != nil {
+				t.Fatalf("no answer within three calls: %v", last.err)
+			}
+			r.assertPaidOnce(t, 0, answers...)
+		})
+	}
+}
