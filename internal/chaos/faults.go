@@ -299,3 +299,17 @@ func (l *faultyLedger) Lookup(ctx context.Context, env transfer.Envelope) (trans
 	}
 	return l.Ledger.Lookup(ctx, env)
 }
+
+// LatestLedger passes on the deployed ledger's probe of the latest ledger (transfer.LatestReader),
+// failing as often as a lookup.
+func (l *faultyLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, error) {
+	lr, ok := l.Ledger.(transfer.LatestReader)
+	if !ok {
+		return transfer.LedgerInfo{}, errors.New("the ledger has no probe of the latest ledger")
+	}
+	if c := callerOf(ctx); c.roll(l.lookupRate) {
+		l.faults.add("probe_lost")
+		return transfer.LedgerInfo{}, fmt.Errorf("%w: getLatestLedger timed out", errInjected)
+	}
+	return lr.LatestLedger(ctx)
+}
