@@ -9,6 +9,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"log/slog"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1175,4 +1177,289 @@ func (r *rig) callTwiceNotWaitingOnItself(t *testing.T, who string, start time.T
 		}
 	}
 	return answers
+}
+
+// onTime runs fn (a caller) beside a participant of the virtual clock that wakes every 250 ms, so
+// that ledgers close on time (the rig closes one at the first move of the clock past each
+// interval) even while the caller sleeps for many intervals at once, as a real network would.
+func (r *rig) onTime(fn func()) {
+	var wg sync.WaitGroup
+	var done atomic.Bool
+	release := r.clock.Hold()
+	r.clock.Go(&wg, func() {
+		for !done.Load() {
+			_ = r.clock.Sleep(context.Background(), 250*time.Millisecond)
+		}
+	})
+	r.clock.Go(&wg, func() {
+		defer done.Store(true)
+		fn()
+	})
+	release()
+	wg.Wait()
+}
+
+// TestStaleVisibilityLagParksLandedTransfers (adversary, issue 13's ledger-aware awaiting): the
+// process-wide Cadence learns the visibility lag from precise reads, and keeps it after the lag
+// is gone. stellar-rpc's database trails its core by 8 ledgers (db_lag: ingestion falling behind,
+// about 40 s) while one transfer runs: its tight reads catch each ledger appearing about 40 s after
+// it closed, so the lag estimate becomes about 40 s. Then RPC catches up and the network is
+// healthy again. The next transfer's envelope lands in the next ledger and RPC shows it 1 to 3 s
+// later, but the await predicts it visible 40 s after its close and sleeps until the end of the
+// budget (the sleep is capped at an interval plus the lag, not at an interval): the call parks the
+// landed transfer in doubt without a single look-up after the send. Nothing corrects the
+// estimate: the only correction (Cadence.Late) needs a read at the predicted time, which comes
+// after the deadline, and a precise sample needs two reads of consecutive ledgers within two
+// tight polls, which a call that sleeps to its deadline never makes. In a Lambda instance (one
+// call at a time, hours of life) every transfer then ends in TRANSFER_IN_DOUBT and pages.
+// Severity: availability (every answer a 409 in doubt, a page per transfer, for the life of the
+// process) after a transient RPC lag; nothing is paid twice and no answer is false.
+func TestStaleVisibilityLagParksLandedTransfers(t *testing.T) {
+	for _, probe := range []bool{false, true} {
+		name := "lookups"
+		if probe {
+			name = "probe" // the deployed RPC ledger's getLatestLedger probes (transfer.LatestReader)
+		}
+		t.Run(name, func(t *testing.T) {
+			r := quietRig(t)
+			if probe {
+				lr, ok := r.ledger.Ledger.(transfer.LatestReader)
+				if !ok {
+					t.Fatal("the RPC ledger is not a transfer.LatestReader")
+				}
+				r.orch.Ledger = probingLedger{faultyLedger: r.ledger, probe: lr}
+			}
+			r.orch.Settings = func() transfer.Settings {
+				s := transfer.DefaultSettings()
+				s.Timeout = 25 * time.Second // TransferTimeoutMs's default in template.yaml
+				return s
+			}
+			for range 12 {
+				r.clock.Advance(ledgerInterval) // a network with some history, for the database to trail
+			}
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDBLag, Ledgers: 8})
+			first := told{who: "during the lag"}
+			r.onTime(func() { first.out, first.err = r.callAs("first", 0) })
+			lag := r.orch.Cadence.Lag()
+			t.Logf("during the lag: %+v, %v; learnt lag %v", first.out, first.err, lag)
+			if lag < 30*time.Second {
+				t.Fatalf("learnt lag %v; the test needs the db_lag learnt (about 40 s)", lag)
+			}
+			r.net.ClearFaults() // RPC catches up: every ledger shown 1 to 3 s after it closes
+			r.clock.Advance(ledgerInterval)
+			r.shown(t)
+			start := r.clock.Now()
+			second := told{who: "after the lag"}
+			r.onTime(func() { second.out, second.err = r.callAs("second", 1) })
+			took := r.clock.Now().Sub(start)
+			t.Logf("after the lag: %+v, %v in %v; lag now %v", second.out, second.err, took, r.orch.Cadence.Lag())
+			if second.err != nil {
+				t.Errorf("healthy network, call = %v after %v; want 200: its envelope landed in the next ledger", second.err, took)
+			}
+			if took > 3*ledgerInterval {
+				t.Errorf("the call took %v on a healthy network; want about a ledger and its visibility lag", took)
+			}
+			r.assertPaidOnce(t, 1, second)
+		})
+	}
+}
+
+// probingLedger is the rig's ledger with the deployed ledger's probe of the latest ledger
+// (transfer.LatestReader), which the rig's fault wrapper does not pass on.
+type probingLedger struct {
+	*faultyLedger
+	probe transfer.LatestReader
+}
+
+func (l probingLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, error) {
+	return l.probe.LatestLedger(ctx)
+}
+
+// TestBusyVaultWaitLeavesKeyHeld (adversary, issue 13's overload answer): with the vault as the
+// only source, this process builds on it for one transfer at a time, and a call that waits a
+// ledger interval for it is answered 503 CHANNELS_BUSY: "nothing was sent and the key is free"
+// (CodeChannelsBusy), retry after Retry-After. The call claimed its key before it waited, and
+// releases the claim when Prepare fails; that release (all three of the SDK's attempts) is refused
+// before it reaches the table. freeOwnLeftover, which deletes a call's own leftover claim before it
+// answers CHANNELS_BUSY, runs only for a busy source met at the first send (SendResult.SourceBusy),
+// not for one met in Prepare (the in-process vault wait, or every channel leased). So the key is
+// left in_flight under the busy call's lease, and the client's retry after Retry-After waits on it
+// as on another request: told TRANSFER_IN_PROGRESS ("another request with this key is still
+// running") while nothing runs, until the lease ends. Severity: a false answer, and the key blocked
+// for a lease (past API Gateway's 30 s, a 504 to the client).
+func TestBusyVaultWaitLeavesKeyHeld(t *testing.T) {
+	r := quietRig(t) // vault only, as CHANNEL_COUNT=0 deploys it
+	r.orch.Settings = func() transfer.Settings {
+		s := transfer.DefaultSettings()
+		s.Timeout = 25 * time.Second // TransferTimeoutMs's default in template.yaml
+		return s
+	}
+	var refuseDeletes atomic.Bool
+	n := 0
+	store, tr := r.storeLosing(t, func(op string, _ map[string]any) fate {
+		if op != "DynamoDB_20120810.DeleteItem" || !refuseDeletes.Load() || n >= 3 {
+			return pass
+		}
+		n++
+		return refuse // B's release: all three attempts
+	})
+	r.orch.Store = store
+	busy := told{who: "B"}
+	ran := false
+	var keyAfterBusy transfer.Record
+	r.orch.Hooks = func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent && actorOf(ctx) == "A" && !ran {
+			ran = true
+			// B calls while A holds the vault (its envelope sent, not yet settled).
+			refuseDeletes.Store(true)
+			busy.out, busy.err = r.callAs("B", 1)
+			refuseDeletes.Store(false)
+			keyAfterBusy = r.item(t, 1)
+		}
+		return nil
+	}
+	a := told{who: "A"}
+	a.out, a.err = r.callAs("A", 0)
+	r.orch.Hooks = nil
+	var u *transfer.UnavailableError
+	if !ran || !errors.As(busy.err, &u) || u.Code != transfer.CodeChannelsBusy || u.RetryAfter <= 0 {
+		t.Fatalf("A = %v, B = %v; the test needs B told CHANNELS_BUSY while A holds the vault", a.err, busy.err)
+	}
+	if _, _, refused := tr.counts(); refused["DynamoDB_20120810.DeleteItem"] != 3 {
+		t.Fatalf("refused %v; the test needs B's release refused three times", refused)
+	}
+	if keyAfterBusy.StoreKey != "" {
+		t.Errorf("B was told CHANNELS_BUSY (the key is free), but its key holds %s", describe(keyAfterBusy))
+	}
+	r.clock.Advance(u.RetryAfter) // the client honours Retry-After
+	start := r.clock.Now()
+	retry := told{who: "B's retry"}
+	retry.out, retry.err = r.callAs("B retry", 1)
+	took := r.clock.Now().Sub(start)
+	var p *transfer.InProgressError
+	if errors.As(retry.err, &p) {
+		t.Errorf("B's retry was told TRANSFER_IN_PROGRESS after %v: no other request runs, only B's own leftover claim", took)
+	} else if retry.err != nil || took > 3*ledgerInterval {
+		t.Errorf("B's retry = %v after %v; want its transfer within a few ledgers", retry.err, took)
+	}
+	if retry.err == nil {
+		r.assertPaidOnce(t, 1, retry)
+	}
+}
+
+// TestTakeOverRefusedTryAgainLaterIsNotBusy (adversary; passes): a vault envelope's
+// TRY_AGAIN_LATER is answered CHANNELS_BUSY with the key released only on a first send
+// (SendResult.SourceBusy through refused). A take-over re-sends an envelope that an earlier
+// invocation sent, so the same answer proves nothing: the envelope may sit in the queue or have
+// landed. A call with a short budget (maxTime MinValidity away, past its lease) sends E1 and dies;
+// its lease ends while E1 is still valid and no ledger has closed. The client's retry takes the
+// claim over and its re-send is answered TRY_AGAIN_LATER, as the vault's slot, held by E1 itself,
+// says. It must not release the key or answer CHANNELS_BUSY: E1 then lands, and the retry (or the
+// next) is told E1's hash.
+func TestTakeOverRefusedTryAgainLaterIsNotBusy(t *testing.T) {
+	r := quietRig(t)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall}) // E1 accepted, no ledger closes yet
+	s := transfer.DefaultSettings()
+	ctx, cancel := context.WithTimeout(actorCtx(r, "short"), s.DeadlineMargin+s.MinValidity/2)
+	defer cancel()
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash // the short call dies right after its send
+		}
+		return nil
+	}
+	if _, err := r.orch.Transfer(ctx, r.input(0)); !errors.Is(err, errCrash) {
+		t.Fatalf("short call = %v", err)
+	}
+	r.orch.Hooks = nil
+	e1 := r.item(t, 0)
+	for !e1.LeaseExpired(r.clock.Now()) {
+		r.clock.Advance(250 * time.Millisecond)
+	}
+	if e1.Envelope == nil || !r.clock.Now().Before(time.Unix(e1.Envelope.MaxTime, 0)) {
+		t.Fatalf("E1's item %s; the test needs its lease over before its maxTime", describe(e1))
+	}
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
+	sent := 0
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			if sent++; sent == 1 {
+				r.net.ClearFaults() // the refused re-send is behind us: ledgers resume
+			}
+		}
+		return nil
+	}
+	retry := told{who: "retry"}
+	retry.out, retry.err = r.callAs("retry", 0)
+	r.orch.Hooks = nil
+	if envs := r.net.Envelopes(); len(envs) < 2 || envs[1].Status != stellarsim.StatusTryAgainLater || envs[1].InnerHash != e1.Envelope.InnerHash {
+		t.Fatalf("envelopes %+v; the test needs the take-over's re-send of E1 answered TRY_AGAIN_LATER", envs)
+	}
+	var u *transfer.UnavailableError
+	if errors.As(retry.err, &u) {
+		t.Fatalf("retry = %v: E1 could still land", retry.err)
+	}
+	answers := []told{retry}
+	if retry.err != nil {
+		r.clock.Advance(2 * time.Minute)
+		last := told{who: "last"}
+		last.out, last.err = r.callAs("last", 0)
+		answers = append(answers, last)
+	}
+	r.assertPaidOnce(t, 0, answers...)
+	if got := answers[len(answers)-1]; got.err != nil || got.out.TransactionHash != e1.Envelope.InnerHash {
+		t.Errorf("%s = %+v, %v; want E1 %s", got.who, got.out, got.err, e1.Envelope.InnerHash)
+	}
+}
+
+// TestProbeBehindLoadBalancer (adversary; passes): behind a load balancer
+// (STELLAR_RPC_LOAD_BALANCED=true, 8 channels as in the campaign), the await's probe of the latest
+// ledger, the lookup's own getLatestLedger and its getTransaction each go to whichever of three
+// instances answers next, the slowest 30 s behind, while stellar-rpc's read order hides fresh
+// transactions from lookups. A probe may show the target ledger from a fresh instance and the
+// lookup then search a lagging one, or a NOT_FOUND carry a latest ledger its search did not
+// cover, so the await's target moves past the ledger holding the envelope. None of that may
+// decide anything: the envelope that landed is answered, one that was evicted is proven dead only
+// by the channel's sequence number and rebuilt once, and the key pays once.
+func TestProbeBehindLoadBalancer(t *testing.T) {
+	for _, f := range []stellarsim.Fault{
+		{Kind: stellarsim.FaultDropResponse},
+		{Kind: stellarsim.FaultDropEnvelope},
+		{Kind: stellarsim.FaultDelayInclusion, Ledgers: 3},
+	} {
+		t.Run(faultName(f), func(t *testing.T) {
+			r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 8, LoadBalanced: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(cleanup)
+			lr, ok := r.ledger.Ledger.(transfer.LatestReader)
+			if !ok {
+				t.Fatal("the RPC ledger is not a transfer.LatestReader")
+			}
+			r.orch.Ledger = probingLedger{faultyLedger: r.ledger, probe: lr}
+			for range 12 {
+				r.clock.Advance(ledgerInterval)
+			}
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultInstances, Instances: 3, Delay: 30 * time.Second, API: "rpc"})
+			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultReadOrder, Ledgers: 3, Count: 1000})
+			r.arm(t, f)
+			var answers []told
+			for i := range 3 {
+				a := told{who: fmt.Sprintf("call %d", i+1)}
+				r.onTime(func() { a.out, a.err = r.callAs(a.who, 0) })
+				answers = append(answers, a)
+				t.Logf("%s at %v: %+v, %v", a.who, r.clock.Now(), a.out, a.err)
+				if a.err == nil {
+					break
+				}
+				r.clock.Advance(time.Minute)
+			}
+			r.net.ClearFaults()
+			if last := answers[len(answers)-1]; last.err != nil {
+				t.Fatalf("no answer within three calls: %v", last.err)
+			}
+			r.assertPaidOnce(t, 0, answers...)
+		})
+	}
 }

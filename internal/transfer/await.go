@@ -134,9 +134,12 @@ func (w *ledgerWait) next(now time.Time) time.Duration {
 			w.dueAt = at
 		}
 		w.scheduled = true
-		// Never more than an interval and the lag ahead: a prediction further out rests on a
-		// cadence that has changed (a network that was idle or stalled), so read sooner.
-		return min(at.Sub(now), w.c.Interval()+w.c.Lag())
+		// Never more than an interval ahead: a prediction further out rests on a cadence that
+		// has changed (a network that was idle or stalled, or a visibility lag learnt while a
+		// reader trailed the network and gone since: a sleep of that lag could outlast the
+		// budget, park a landed envelope in doubt and never read again to correct it). While the
+		// lag is real, this costs a read per interval until the prediction.
+		return min(at.Sub(now), w.c.Interval())
 	}
 	if w.dueAt.IsZero() {
 		w.dueAt = now

@@ -192,11 +192,12 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 	}
 }
 
-// freeOwnLeftover makes sure the key is free before busy (a CHANNELS_BUSY answer) is returned: if
-// the release of this call's claim failed, its item, still under this call's lease, would make the
-// client's retry wait on it as on another request. It deletes that item again; if it cannot, the
-// answer is STORE_UNAVAILABLE (the retry finds the claim, without an envelope, and takes it over
-// once its lease ends).
+// freeOwnLeftover makes sure the key is free before busy (an answer that says nothing was sent:
+// CHANNELS_BUSY, or a failed Prepare) is returned: if the release of this call's claim
+// (attempt.freed) failed, its item, still under this call's lease, would make the client's retry
+// wait on it as on another request. It deletes that item again; if it cannot, the answer is
+// STORE_UNAVAILABLE (the retry finds the claim, its envelope never sent or refused, and takes it
+// over once its lease ends).
 func (o *Orchestrator) freeOwnLeftover(ctx context.Context, a *attempt, busy error) error {
 	cur, err := o.Store.Get(ctx, a.key)
 	if errors.Is(err, ErrNotFound) || err == nil && (cur.ClaimID != a.freed || cur.LeaseOwner != a.owner) {

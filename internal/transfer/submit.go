@@ -24,8 +24,14 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 	})
 	end(err)
 	if err != nil {
-		// Nothing was sent: the key is free again.
-		o.release(ctx, rec)
+		// Nothing was sent: the key is free again. If the release failed, the claim (no envelope)
+		// is this call's own leftover: it is deleted again before the answer, which tells the
+		// client to retry (CHANNELS_BUSY says the key is free), or the retry would wait on it as on
+		// another request until its lease ends.
+		if rerr := o.release(ctx, rec); rerr != nil {
+			a.freed = rec.ClaimID
+			return Outcome{}, false, o.freeOwnLeftover(ctx, a, prepareFailure(err))
+		}
 		return Outcome{}, false, prepareFailure(err)
 	}
 	if err := o.hook(ctx, StepPrepared, rec); err != nil {
@@ -248,9 +254,11 @@ func (o *Orchestrator) lookup(ctx context.Context, env Envelope) (Lookup, error)
 }
 
 // release deletes an in_flight item this call owns, once nothing can land for it. A failure is
-// logged: the lease will expire and a take-over will judge the item from the ledger.
-func (o *Orchestrator) release(ctx context.Context, rec Record) {
-	if err := DeleteItem(ctx, o.Store, rec); err != nil {
+// logged (and returned): the lease will expire and a take-over will judge the item from the ledger.
+func (o *Orchestrator) release(ctx context.Context, rec Record) error {
+	err := DeleteItem(ctx, o.Store, rec)
+	if err != nil {
 		o.log().WarnContext(ctx, "releasing the key failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
 	}
+	return err
 }
