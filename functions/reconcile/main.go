@@ -32,8 +32,9 @@ func main() {
 	in.Check("AWS clients", err)
 	emf := metrics.New(os.Stdout, nil)
 	var keys stellar.KeySource = noSigning{}
-	if cfg.SigningSecretARN != "" {
-		keys, err = stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: clients.Secrets, SecretID: cfg.SigningSecretARN})
+	signing := cfg.SigningSecretARN != "" || cfg.Signer == config.SignerKMS
+	if signing {
+		keys, err = wiring.SigningKeys(cfg, clients.Secrets, clients.KMS)
 		in.Check("signing keys", err)
 	}
 	svc, err := wiring.Build(wiring.Deps{
@@ -46,7 +47,7 @@ func main() {
 		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: emf, Clock: transfer.SystemClock{},
 		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: in.Logger,
 	}
-	if cfg.SigningSecretARN != "" && svc.Channels != nil {
+	if signing && svc.Channels != nil {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
 	}
 	rec := reconcile.New(rcfg)
