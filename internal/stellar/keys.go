@@ -188,7 +188,7 @@ func (k Keys) LogValue() slog.Value {
 
 // secretDocument is the JSON form of the signing secret.
 type secretDocument struct {
-	VaultSeed         string   `json:"vaultSeed"`
+	VaultSeed         string   `json:"vaultSeed,omitempty"`
 	FeeSeed           string   `json:"feeSeed,omitempty"`
 	ChannelSeeds      []string `json:"channelSeeds,omitempty"`
 	ChannelMasterSeed string   `json:"channelMasterSeed,omitempty"`
@@ -286,10 +286,13 @@ func parseSeed(field, seed string) (*keypair.Full, error) {
 // MarshalSecret writes k as the signing secret document, seeds included. It is for the local
 // stack, which generates keys and hands them to the same loader; never log its output.
 func (k Keys) MarshalSecret() ([]byte, error) {
-	if k.Vault == nil {
-		return nil, errors.New("stellar: keys have no vault key")
+	if k.Vault == nil && len(k.Channels) == 0 && !k.ChannelMaster.IsSet() {
+		return nil, errors.New("stellar: keys have no vault key and no channel keys")
 	}
-	d := secretDocument{VaultSeed: k.Vault.Seed()}
+	var d secretDocument
+	if k.Vault != nil {
+		d.VaultSeed = k.Vault.Seed()
+	}
 	if k.Fee != nil {
 		d.FeeSeed = k.Fee.Seed()
 	}
