@@ -33,8 +33,10 @@ func main() {
 	in.Check("signing keys", err)
 	// Read the keys at init: a missing or malformed secret, or a KMS key that is not an Ed25519
 	// signing key, fails here, not on the first transfer.
-	_, err = keys.Keys(ctx)
+	loaded, err := keys.Keys(ctx)
 	in.Check("signing keys", err)
+	// Public keys only (Keys.LogValue): with SIGNER=kms, the G... of each KMS key.
+	in.Logger.Info("signing keys", "keys", loaded)
 	svc, err := wiring.Build(wiring.Deps{
 		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: in.Logger,
 		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),

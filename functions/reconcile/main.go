@@ -32,7 +32,9 @@ func main() {
 	in.Check("AWS clients", err)
 	emf := metrics.New(os.Stdout, nil)
 	var keys stellar.KeySource = noSigning{}
-	signing := cfg.SigningSecretARN != "" || cfg.Signer == config.SignerKMS
+	// The secret is passed only with channels (template.yaml); with SIGNER=kms the fee account's
+	// KMS key signs their creation and the secret holds the channel keys.
+	signing := cfg.SigningSecretARN != ""
 	if signing {
 		keys, err = wiring.SigningKeys(cfg, clients.Secrets, clients.KMS)
 		in.Check("signing keys", err)
