@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
+	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
@@ -109,4 +110,36 @@ func TestSignersAndThresholds(t *testing.T) {
 	refused("SetOptions with the master key disabled", e.build(vault, []txnbuild.Operation{&txnbuild.SetOptions{
 		Signer: &txnbuild.Signer{Address: stranger.Address(), Weight: 1}}}, 0, 0, signer),
 		xdr.TransactionResultCodeTxFailed, xdr.OperationResultCodeOpBadAuth)
+}
+
+// RPC's getLedgerEntries shows the account entry's thresholds and signers as SetOptions left them.
+func TestSignersInTheAccountEntry(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	acct := e.funded(100 * xlm)
+	signer, _ := keypair.Random()
+	two, one := txnbuild.Threshold(2), txnbuild.Threshold(1)
+	tx := e.build(acct, []txnbuild.Operation{&txnbuild.SetOptions{
+		Signer: &txnbuild.Signer{Address: signer.Address(), Weight: 2}, MediumThreshold: &two, MasterWeight: &one,
+	}}, 0, 0)
+	if r := e.send(b64(t, tx)); r.Status != "PENDING" {
+		t.Fatalf("SetOptions: %s", r.Status)
+	}
+	e.n.CloseLedger()
+	var key xdr.LedgerKey
+	if err := key.SetAccount(xdr.MustAddress(acct.Address())); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.rpc.GetLedgerEntries(e.ctx, protocol.GetLedgerEntriesRequest{Keys: []string{mustKey(t, key)}})
+	if err != nil || len(r.Entries) != 1 {
+		t.Fatalf("getLedgerEntries: %v %v", r, err)
+	}
+	var data xdr.LedgerEntryData
+	if err := xdr.SafeUnmarshalBase64(r.Entries[0].DataXDR, &data); err != nil {
+		t.Fatal(err)
+	}
+	a := data.MustAccount()
+	if a.Thresholds != (xdr.Thresholds{1, 0, 2, 0}) || len(a.Signers) != 1 || a.Signers[0].Weight != 2 ||
+		a.Signers[0].Key.Address() != signer.Address() || a.NumSubEntries != 1 {
+		t.Fatalf("account entry thresholds %v signers %+v subentries %d", a.Thresholds, a.Signers, a.NumSubEntries)
+	}
 }
