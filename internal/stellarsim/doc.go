@@ -21,7 +21,8 @@
 //     checkSignature, SignatureChecker::checkSignature): the transaction (and
 //     a fee bump's fee source) at the low threshold, else txBAD_AUTH; each
 //     operation at its level (OperationFrame::getThresholdLevel: medium;
-//     SetOptions of the master weight, a threshold or a signer high), else
+//     ExtendFootprintTtl and RestoreFootprint low; SetOptions of the master
+//     weight, a threshold or a signer high), else
 //     opBAD_AUTH in txFAILED; master weight 0 disables the master key.
 //   - Trustlines for credit assets: balance, limit, always authorized.
 //   - Operations: CreateAccount, Payment (native and credit, issuer mints and

@@ -45,9 +45,13 @@ func authOf(a *account) *accountAuth {
 // thresholdLevel is the threshold an operation needs of its source account's signatures
 // (stellar-core src/transactions/OperationFrame.cpp OperationFrame::getThresholdLevel: MEDIUM by
 // default; SetOptionsOpFrame::getThresholdLevel: HIGH when it sets the master weight, a
-// threshold or a signer, MEDIUM otherwise). The operations modelled here are all MEDIUM but
-// SetOptions.
+// threshold or a signer, MEDIUM otherwise; ExtendFootprintTTLOpFrame and RestoreFootprintOpFrame::
+// getThresholdLevel: LOW). The other operations modelled here are MEDIUM.
 func thresholdLevel(op xdr.Operation) int {
+	switch op.Body.Type {
+	case xdr.OperationTypeExtendFootprintTtl, xdr.OperationTypeRestoreFootprint:
+		return thLow
+	}
 	if op.Body.Type == xdr.OperationTypeSetOptions {
 		so := op.Body.SetOptionsOp
 		if so.MasterWeight != nil || so.LowThreshold != nil || so.MedThreshold != nil || so.HighThreshold != nil || so.Signer != nil {
