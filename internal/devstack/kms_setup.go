@@ -75,8 +75,9 @@ func newKMSClient(url string) *kms.Client {
 // signed by its master key, adds signer at weight 1, sets the low, medium and high thresholds to
 // 1 and the master weight to 0. The vault keeps its address; from then on only the KMS key signs
 // for it (payments are medium, changing signers high: the KMS key alone reaches both, so it can
-// later rotate itself). It waits for the transaction's ledger.
-func addVaultSigner(ctx context.Context, n *stellarsim.Network, vault *keypair.Full, signer string) error {
+// later rotate itself). now is the network's clock (the transaction's timebounds end 5 minutes
+// after it). It waits for the transaction's ledger.
+func addVaultSigner(ctx context.Context, n *stellarsim.Network, vault *keypair.Full, signer string, now time.Time) error {
 	one, zero := txnbuild.Threshold(1), txnbuild.Threshold(0)
 	acct, ok := n.Account(vault.Address())
 	if !ok {
@@ -89,7 +90,7 @@ func addVaultSigner(ctx context.Context, n *stellarsim.Network, vault *keypair.F
 			Signer:       &txnbuild.Signer{Address: signer, Weight: 1},
 			LowThreshold: &one, MediumThreshold: &one, HighThreshold: &one, MasterWeight: &zero,
 		}},
-		Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(300)},
+		Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, now.Add(5*time.Minute).Unix())},
 	})
 	if err != nil {
 		return err

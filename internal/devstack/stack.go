@@ -160,7 +160,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if km != nil {
 		// The vault keeps its address; its master key hands over to the KMS key.
-		if err := addVaultSigner(ctx, net0, keys.Vault, km.vault.Address()); err != nil {
+		if err := addVaultSigner(ctx, net0, keys.Vault, km.vault.Address(), time.Now()); err != nil {
 			return nil, err
 		}
 	}
