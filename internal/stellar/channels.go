@@ -234,6 +234,12 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	if vaultKey == nil {
 		return sourceLease{}, errors.New("no vault key")
 	}
+	// The operations' source is the vault account, which the vault key signs for: its master key,
+	// or (SIGNER=kms) a signer added to it. Never empty: that would make the channel the source.
+	vault := terms.vault
+	if vault == "" {
+		vault = vaultKey.Address()
+	}
 	chans, err := p.Channels(keys)
 	if err != nil {
 		return sourceLease{}, err
@@ -276,9 +282,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 				p.mu.Lock()
 				p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin)}
 				p.mu.Unlock()
-				// The operations' source is the vault account (terms.vault), which the vault key
-				// signs for: its master key, or (SIGNER=kms) a signer added to it.
-				return sourceLease{account: ch.Address(), opSource: terms.vault,
+				return sourceLease{account: ch.Address(), opSource: vault,
 					signers: []Signer{SeedSigner{KP: ch}, vaultKey}, feeSource: feeKey, owner: owner}, nil
 			}
 			p.unhold(ch.Address())
