@@ -29,8 +29,9 @@ import (
 // GetPublicKey (a DER SubjectPublicKeyInfo, RFC 8410), Sign (SigningAlgorithm ED25519_SHA_512
 // with MessageType RAW: pure Ed25519 over the message, at most 4096 bytes, as the KMS API
 // Reference's Sign says). A key is named by its key ID or its ARN. Refuse makes every later call
-// fail with the given exception (AccessDeniedException, ThrottlingException, ...), to show a KMS
-// outage; Refuse("") ends it. Safe for concurrent use.
+// fail with the given exception (AccessDeniedException, ThrottlingException, ...), or with
+// RefuseDown drop the connection unanswered (KMS unreachable), to show a KMS outage; Refuse("")
+// ends it. Safe for concurrent use.
 type localKMS struct {
 	region, account string
 
@@ -43,6 +44,9 @@ type localKMS struct {
 func newLocalKMS() *localKMS {
 	return &localKMS{region: "us-east-1", account: "000000000000", keys: map[string]ed25519.PrivateKey{}}
 }
+
+// RefuseDown, given to Refuse, makes every later call end with the connection closed unanswered.
+const RefuseDown = "down"
 
 // Refuse makes every later call answer exception (empty: answer normally again).
 func (k *localKMS) Refuse(exception string) {
@@ -78,6 +82,14 @@ func (k *localKMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.mu.Lock()
 	refuse := k.refuse
 	k.mu.Unlock()
+	if refuse == RefuseDown {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+	}
 	if refuse != "" {
 		k.fail(w, refuse, "the local KMS was told to refuse ("+refuse+")")
 		return

@@ -128,7 +128,7 @@ func TestKMSSignerEndToEnd(t *testing.T) {
 			}
 
 			// KMS refuses: nothing is sent, the answer is 503 SIGNING_KEYS_UNAVAILABLE.
-			for i, exception := range []string{"AccessDeniedException", "ThrottlingException"} {
+			for i, exception := range []string{"AccessDeniedException", "ThrottlingException", RefuseDown} {
 				sent := len(transferEnvelopes(s))
 				s.KMS.Refuse(exception)
 				r := post(t, s, "kms-order-0002", withdraw(wallet, "3"))
