@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 
@@ -21,17 +22,21 @@ func main() {
 	in := wiring.Begin()
 	cfg, err := config.Load(os.Getenv)
 	in.Check("invalid configuration", err)
-	if cfg.SigningSecretARN == "" {
-		in.Fatal("invalid configuration", errSigningSecret)
-	}
 	ctx := context.Background()
 	clients, err := wiring.NewAWSClients(ctx, cfg.DynamoEndpoint)
 	in.Check("AWS clients", err)
-	keys, err := stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: clients.Secrets, SecretID: cfg.SigningSecretARN})
+	// SIGNER=secrets (default): the Secrets Manager secret; SIGNER=kms: KMS keys (README.md).
+	keys, err := wiring.SigningKeys(cfg, clients.Secrets, clients.KMS)
+	if errors.Is(err, wiring.ErrNoSigningKeys) {
+		in.Fatal("invalid configuration", err)
+	}
 	in.Check("signing keys", err)
-	// Read the secret at init: a missing or malformed secret fails here, not on the first transfer.
-	_, err = keys.Keys(ctx)
+	// Read the keys at init: a missing or malformed secret, or a KMS key that is not an Ed25519
+	// signing key, fails here, not on the first transfer.
+	loaded, err := keys.Keys(ctx)
 	in.Check("signing keys", err)
+	// Public keys only (Keys.LogValue): with SIGNER=kms, the G... of each KMS key.
+	in.Logger.Info("signing keys", "keys", loaded)
 	svc, err := wiring.Build(wiring.Deps{
 		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: in.Logger,
 		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
@@ -40,9 +45,3 @@ func main() {
 	in.Check("assembling the service", err)
 	lambda.Start(api.NewLambdaHandler(svc.Handler))
 }
-
-type configError string
-
-func (e configError) Error() string { return string(e) }
-
-const errSigningSecret = configError("SIGNING_SECRET_ARN is required")

@@ -41,8 +41,12 @@ func main() {
 	in.Check("AWS clients", err)
 	emf := metrics.New(os.Stdout, nil)
 	var keys stellar.KeySource = noSigning{}
-	if cfg.SigningSecretARN != "" && !readOnly {
-		keys, err = stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: clients.Secrets, SecretID: cfg.SigningSecretARN})
+	// The secret is passed only with channels (template.yaml); with SIGNER=kms the fee account's
+	// KMS key signs their creation and the secret holds the channel keys. The read-only reader
+	// never reads a key.
+	signing := cfg.SigningSecretARN != "" && !readOnly
+	if signing {
+		keys, err = wiring.SigningKeys(cfg, clients.Secrets, clients.KMS)
 		in.Check("signing keys", err)
 	}
 	svc, err := wiring.Build(wiring.Deps{
@@ -56,13 +60,13 @@ func main() {
 		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: in.Logger,
 		ReadOnly: readOnly,
 	}
-	if cfg.SigningSecretARN != "" && svc.Channels != nil && !readOnly {
+	if signing && svc.Channels != nil {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
 	}
 	// Every sweep writes the vault's and the fee account's balances and the channel leases in use.
 	watch := &wiring.Watch{Ledger: svc.Ledger, Gauges: emf, Vault: cfg.VaultAccount, Assets: cfg.AssetCodes(),
 		Clock: transfer.SystemClock{}, Logger: in.Logger}
-	if cfg.SigningSecretARN != "" {
+	if signing {
 		watch.Accounts = wiring.KeyAccounts(keys, svc.Channels)
 		if svc.Channels != nil {
 			watch.Leases = dynamo.NewChannelLeases(clients.Dynamo, cfg.Table)

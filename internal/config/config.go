@@ -71,8 +71,20 @@ type Config struct {
 	// ChannelCount is how many channel accounts are leased as transaction sources (CHANNEL_COUNT,
 	// default 0: the vault is the source, one transaction per ledger).
 	ChannelCount int
-	// SigningSecretARN names the Secrets Manager secret holding the signing keys (SIGNING_SECRET_ARN).
+	// SigningSecretARN names the Secrets Manager secret holding the signing keys (SIGNING_SECRET_ARN);
+	// with Signer "kms" it holds the channel keys only, and is needed only with channels.
 	SigningSecretARN string
+	// Signer is where the vault's and the fee account's keys live (SIGNER): "secrets" (the
+	// default: seeds in the Secrets Manager secret) or "kms" (AWS KMS Ed25519 keys that never
+	// leave KMS: VaultKMSKeyID, FeeKMSKeyID; README.md, "Signing keys in KMS").
+	Signer string
+	// VaultKMSKeyID is the KMS key (ARN, key ID or alias) that signs the vault's operations
+	// (VAULT_KMS_KEY_ID; required with SIGNER=kms), a signer of VaultAccount.
+	VaultKMSKeyID string
+	// FeeKMSKeyID is the fee account's KMS key (FEE_KMS_KEY_ID; with SIGNER=kms and channels).
+	FeeKMSKeyID string
+	// KMSEndpoint overrides the KMS endpoint (KMS_ENDPOINT, for the local stack's emulator).
+	KMSEndpoint string
 	// VaultContract is the vault-contract mode (VAULT_CONTRACTS or VAULT_CONTRACT...; see
 	// Contract); zero when unset.
 	VaultContract Contract
@@ -103,6 +115,10 @@ func Load(getenv Getenv) (Config, error) {
 		NetworkPassphrase: getenv("NETWORK_PASSPHRASE"),
 		VaultAccount:      strings.ToUpper(getenv("VAULT_ACCOUNT")),
 		SigningSecretARN:  getenv("SIGNING_SECRET_ARN"),
+		Signer:            strings.ToLower(strings.TrimSpace(or(getenv("SIGNER"), SignerSecrets))),
+		VaultKMSKeyID:     strings.TrimSpace(getenv("VAULT_KMS_KEY_ID")),
+		FeeKMSKeyID:       strings.TrimSpace(getenv("FEE_KMS_KEY_ID")),
+		KMSEndpoint:       strings.TrimSpace(getenv("KMS_ENDPOINT")),
 		MaxFeeStroops:     100_000,
 		FeePercentile:     90,
 	}
@@ -157,6 +173,7 @@ func Load(getenv Getenv) (Config, error) {
 		}
 	}
 	errs = append(errs, loadContract(getenv, &c)...)
+	errs = append(errs, checkSigner(c)...)
 	c.Breaker.FailureThreshold = 5
 	if v := getenv("CIRCUIT_BREAKER_FAILURE_THRESHOLD"); v != "" {
 		n, err := positiveInt(v)
@@ -245,4 +262,36 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// The SIGNER values.
+const (
+	SignerSecrets = "secrets"
+	SignerKMS     = "kms"
+)
+
+// checkSigner checks SIGNER and the KMS key IDs. With SIGNER=kms the vault's key is required, and
+// with channels the fee account's key too (it pays their fee bumps); key IDs are a key ARN, a key
+// ID, an alias name (alias/...) or an alias ARN, never containing spaces.
+func checkSigner(c Config) []error {
+	var errs []error
+	switch c.Signer {
+	case SignerSecrets:
+		return nil
+	case SignerKMS:
+	default:
+		return []error{fmt.Errorf("SIGNER must be secrets or kms, not %q", c.Signer)}
+	}
+	if c.VaultKMSKeyID == "" {
+		errs = append(errs, errors.New("VAULT_KMS_KEY_ID is required when SIGNER=kms"))
+	}
+	if c.ChannelCount > 0 && c.FeeKMSKeyID == "" {
+		errs = append(errs, errors.New("FEE_KMS_KEY_ID is required when SIGNER=kms and CHANNEL_COUNT > 0 (the fee account pays the channels' fee bumps)"))
+	}
+	for name, v := range map[string]string{"VAULT_KMS_KEY_ID": c.VaultKMSKeyID, "FEE_KMS_KEY_ID": c.FeeKMSKeyID} {
+		if strings.ContainsAny(v, " \t\n") || v != "" && len(v) > 2048 {
+			errs = append(errs, fmt.Errorf("%s must be a KMS key ARN, key ID or alias", name))
+		}
+	}
+	return errs
 }

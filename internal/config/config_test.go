@@ -55,3 +55,42 @@ func TestLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadSigner(t *testing.T) {
+	base := map[string]string{
+		"TABLE_NAME": "transfers", "STELLAR_RPC_URL": "http://127.0.0.1:8010/rpc",
+		"NETWORK_PASSPHRASE": "Standalone Network ; February 2017", "VAULT_ACCOUNT": "GABC", "ASSETS": "USDC:GISSUER",
+	}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	c, err := config.Load(env(base))
+	if err != nil || c.Signer != config.SignerSecrets {
+		t.Fatalf("default signer = %q, %v", c.Signer, err)
+	}
+	arn := "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	c, err = config.Load(env(with("SIGNER", "KMS", "VAULT_KMS_KEY_ID", arn, "FEE_KMS_KEY_ID", "alias/fee", "CHANNEL_COUNT", "4")))
+	if err != nil || c.Signer != config.SignerKMS || c.VaultKMSKeyID != arn || c.FeeKMSKeyID != "alias/fee" {
+		t.Fatalf("kms config = %+v, %v", c, err)
+	}
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"unknown signer":       {with("SIGNER", "hsm"), "SIGNER must be secrets or kms"},
+		"no vault key":         {with("SIGNER", "kms"), "VAULT_KMS_KEY_ID is required"},
+		"channels, no fee key": {with("SIGNER", "kms", "VAULT_KMS_KEY_ID", arn, "CHANNEL_COUNT", "2"), "FEE_KMS_KEY_ID is required"},
+		"key with a space":     {with("SIGNER", "kms", "VAULT_KMS_KEY_ID", "alias/my key"), "VAULT_KMS_KEY_ID must be a KMS key"},
+	} {
+		if _, err := config.Load(env(tc.env)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+}

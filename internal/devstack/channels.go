@@ -26,14 +26,19 @@ func channelCount(getenv config.Getenv) string {
 }
 
 // addChannelKeys gives the local keys a random SEP-5 master seed for the channels and funds the
-// fee account (it sponsors the channels' reserves and pays their fee bumps) at genesis.
-func addChannelKeys(n *stellarsim.Network, keys *stellar.Keys) error {
+// fee account (it sponsors the channels' reserves and pays their fee bumps) at genesis: keys.Fee,
+// or with SIGNER=kms (km set) the account of the fee account's KMS key.
+func addChannelKeys(n *stellarsim.Network, keys *stellar.Keys, km *kmsSetup) error {
 	seed := make([]byte, 32)
 	if _, err := rand.Read(seed); err != nil {
 		return err
 	}
 	keys.ChannelMaster = stellar.NewMasterSeed(seed)
-	return n.CreateAccount(keys.Fee.Address(), 10_000*10_000_000)
+	fee := keys.FeeKey()
+	if km != nil {
+		fee = km.fee
+	}
+	return n.CreateAccount(fee.Address(), 10_000*10_000_000)
 }
 
 // createChannels is the local stack's `channels` step: it creates the missing channel accounts on

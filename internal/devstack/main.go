@@ -3,8 +3,10 @@
 // 127.0.0.1:8010, with a funded vault, a USDC asset and demo wallets. It is never deployed.
 //
 // Environment: API_ADDR, DYNAMODB_ADDR, STELLAR_ADDR, LAMBDA_ADDR (the Lambda Invoke API,
-// 127.0.0.1:3001) override the listen addresses; SWEEP_INTERVAL_MS the sweep's period (1 minute);
-// DYNAMODB_ENDPOINT uses an existing DynamoDB endpoint instead of the embedded one;
+// 127.0.0.1:3001), KMS_ADDR (the KMS emulator, 127.0.0.1:8020) override the listen addresses;
+// SIGNER=kms signs the vault's and the fee account's transactions with Ed25519 keys in a local
+// KMS emulator (kms.go) through the AWS SDK's KMS client, the KMS key added as the vault's
+// signer; SWEEP_INTERVAL_MS the sweep's period (1 minute); DYNAMODB_ENDPOINT uses an existing DynamoDB endpoint instead of the embedded one;
 // LEDGER_INTERVAL_MS sets the ledger close interval; every setting the API function reads per call
 // (TRANSFER_ORCHESTRATION_TIMEOUT_MS, ...) applies too.
 package main
@@ -34,7 +36,8 @@ func run(logger *slog.Logger) error {
 	defer stop()
 	opts := Options{
 		APIAddr: envOr("API_ADDR", "127.0.0.1:3000"), DynamoAddr: envOr("DYNAMODB_ADDR", "127.0.0.1:8000"),
-		StellarAddr: envOr("STELLAR_ADDR", "127.0.0.1:8010"), Getenv: os.Getenv, Logger: logger,
+		StellarAddr: envOr("STELLAR_ADDR", "127.0.0.1:8010"), KMSAddr: envOr("KMS_ADDR", "127.0.0.1:8020"),
+		Getenv: os.Getenv, Logger: logger,
 		Ops: OpsOptions{LambdaAddr: envOr("LAMBDA_ADDR", "127.0.0.1:3001"), Metrics: os.Stdout},
 	}
 	if ms, err := strconv.Atoi(os.Getenv("SWEEP_INTERVAL_MS")); err == nil && ms > 0 {
@@ -71,6 +74,13 @@ func printBanner(i Info) {
 	fmt.Fprintf(w, "  Network admin      %s  (GET lists its routes and fault kinds; GET %sstack describes this stack)\n", i.AdminURL, i.AdminURL)
 	fmt.Fprintf(w, "  Passphrase         %s\n\n", i.NetworkPassphrase)
 	fmt.Fprintf(w, "  Vault              %s\n", i.Vault.Account)
+	if i.VaultKMSKey != nil {
+		fmt.Fprintf(w, "  Signer             kms: local KMS emulator %s (SIGNER=kms)\n", i.KMSURL)
+		fmt.Fprintf(w, "    vault's signer   %s  (key %s; master weight 0)\n", i.VaultKMSKey.Account, i.VaultKMSKey.ARN)
+		fmt.Fprintf(w, "    fee account      %s  (key %s)\n", i.FeeKMSKey.Account, i.FeeKMSKey.ARN)
+	} else {
+		fmt.Fprintf(w, "  Signer             secrets (SIGNER=kms signs through a local KMS emulator instead)\n")
+	}
 	for _, a := range i.Assets {
 		fmt.Fprintf(w, "  Asset              %s issued by %s\n", a.Code, a.Issuer)
 	}

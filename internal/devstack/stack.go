@@ -29,6 +29,7 @@ type Options struct {
 	APIAddr     string // the HTTP API (default for `make run`: 127.0.0.1:3000)
 	DynamoAddr  string // the embedded DynamoDB-compatible server (127.0.0.1:8000)
 	StellarAddr string // the local Stellar network (127.0.0.1:8010)
+	KMSAddr     string // the local KMS emulator, with SIGNER=kms (127.0.0.1:8020)
 	// LedgerInterval is how often the local network closes a ledger (default 5 s).
 	LedgerInterval time.Duration
 	// FunctionTimeout emulates the Lambda function's timeout: each API request gets this deadline
@@ -48,6 +49,8 @@ type Stack struct {
 	Info    Info
 	Network *stellarsim.Network
 	Service *wiring.Service
+	// KMS is the local KMS emulator (SIGNER=kms), nil otherwise.
+	KMS *localKMS
 
 	servers []*http.Server
 	closers []func() error
@@ -72,6 +75,20 @@ type Info struct {
 	Wallets       []Account      `json:"wallets"`
 	// Channels are the channel accounts transactions are sent from (CHANNEL_COUNT).
 	Channels []string `json:"channels,omitempty"`
+	// Signer is SIGNER: "secrets" (seeds in the local secret) or "kms" (keys in the local KMS
+	// emulator at KMSURL; kms.go).
+	Signer string `json:"signer"`
+	KMSURL string `json:"kmsUrl,omitempty"`
+	// VaultKMSKey is the KMS key added as the vault's signer (SIGNER=kms); FeeKMSKey the fee
+	// account's key.
+	VaultKMSKey *KMSKey `json:"vaultKmsKey,omitempty"`
+	FeeKMSKey   *KMSKey `json:"feeKmsKey,omitempty"`
+}
+
+// KMSKey is a KMS key and its public key as a Stellar account ID.
+type KMSKey struct {
+	ARN     string `json:"arn"`
+	Account string `json:"account"`
 }
 
 // Account is a public key with what it holds; secret seeds are never shown.
@@ -126,12 +143,26 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addChannelKeys(net0, &keys); err != nil {
+	// SIGNER=kms: the vault's and the fee account's keys live in the local KMS emulator.
+	var km *kmsSetup
+	if o.Getenv("SIGNER") == config.SignerKMS {
+		if km, err = s.startKMS(ctx, o.KMSAddr); err != nil {
+			return nil, err
+		}
+		keys.Fee = nil
+	}
+	if err := addChannelKeys(net0, &keys, km); err != nil {
 		return nil, err
 	}
 	usdc, wallets, err := fundAccounts(net0, keys.Vault, o.DemoWallets)
 	if err != nil {
 		return nil, err
+	}
+	if km != nil {
+		// The vault keeps its address; its master key hands over to the KMS key.
+		if err := addVaultSigner(ctx, net0, keys.Vault, km.vault.Address(), time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	contract, useContract, err := deployVaultContract(vaults, keys.Vault.Address(), o.Getenv)
 	if err != nil {
@@ -143,21 +174,28 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	stellarURL := "http://" + stellarLn.Addr().String()
 
-	// The signing keys reach the service through the same loader as in AWS.
-	doc, err := keys.MarshalSecret()
+	// The signing keys reach the service through the same loader as in AWS: the secret holds the
+	// seeds, or with SIGNER=kms the channel keys only.
+	secretKeys := keys
+	if km != nil {
+		secretKeys = stellar.Keys{Channels: keys.Channels, ChannelMaster: keys.ChannelMaster}
+	}
+	doc, err := secretKeys.MarshalSecret()
 	if err != nil {
 		return nil, err
 	}
 	const secretID = "local/signing-keys"
 	secrets := stellar.NewLocalSecrets()
 	secrets.Put(secretID, doc)
-	keySource, err := stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: secrets, SecretID: secretID})
-	if err != nil {
-		return nil, err
-	}
 	assets := []config.Asset{{Code: usdc.Code, Issuer: usdc.Issuer}}
 	cfg, err := config.Load(func(k string) string {
 		switch k {
+		case "SIGNING_SECRET_ARN":
+			return secretID
+		case "VAULT_KMS_KEY_ID", "FEE_KMS_KEY_ID", "KMS_ENDPOINT":
+			if km != nil {
+				return map[string]string{"VAULT_KMS_KEY_ID": km.vaultKey, "FEE_KMS_KEY_ID": km.feeKey, "KMS_ENDPOINT": km.url}[k]
+			}
 		case "TABLE_NAME":
 			return table
 		case "STELLAR_RPC_URL":
@@ -178,6 +216,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	var kmsClient stellar.KMSAPI
+	if km != nil {
+		kmsClient = km.client
+	}
+	keySource, err := wiring.SigningKeys(cfg, secrets, kmsClient)
+	if err != nil {
+		return nil, err
+	}
 	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: ops.wrap(db), Keys: keySource, Logger: o.Logger, Observer: ops.observer()})
 	if err != nil {
 		return nil, err
@@ -193,6 +239,13 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		NetworkPassphrase: net0.Passphrase(), HorizonURL: stellarURL, RPCURL: stellarURL + "/rpc",
 		FriendbotURL: stellarURL + "/friendbot", AdminURL: stellarURL + "/_sim/",
 		Vault: Account{Account: keys.Vault.Address()}, Assets: assets, VaultContract: contract,
+		Signer: cfg.Signer,
+	}
+	if km != nil {
+		s.Info.KMSURL = km.url
+		s.Info.VaultKMSKey = &KMSKey{ARN: km.vaultKey, Account: km.vault.Address()}
+		s.Info.FeeKMSKey = &KMSKey{ARN: km.feeKey, Account: km.fee.Address()}
+		s.KMS = km.emulator
 	}
 	for _, w := range wallets {
 		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w.Address()})
@@ -231,7 +284,7 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, a := range []*string{&o.APIAddr, &o.DynamoAddr, &o.StellarAddr} {
+	for _, a := range []*string{&o.APIAddr, &o.DynamoAddr, &o.StellarAddr, &o.KMSAddr} {
 		if *a == "" {
 			*a = "127.0.0.1:0"
 		}

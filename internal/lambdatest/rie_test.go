@@ -490,6 +490,16 @@ func TestRIEApiFunctionBadConfiguration(t *testing.T) {
 	t.Run("no secret ARN", func(t *testing.T) {
 		expectInitFailure(t, "api", s.env([]string{"SIGNING_SECRET_ARN"}), "SIGNING_SECRET_ARN is required")
 	})
+	t.Run("SIGNER=kms without its key", func(t *testing.T) {
+		expectInitFailure(t, "api", s.env([]string{"SIGNING_SECRET_ARN"}, "SIGNER=kms"),
+			`"msg":"invalid configuration"`, "VAULT_KMS_KEY_ID is required when SIGNER=kms")
+	})
+	t.Run("SIGNER=kms, KMS unreachable", func(t *testing.T) {
+		// Port 1 on 127.0.0.1 refuses connections: GetPublicKey fails at init, which names it.
+		key := "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+		expectInitFailure(t, "api", s.env([]string{"SIGNING_SECRET_ARN"}, "SIGNER=kms", "VAULT_KMS_KEY_ID="+key,
+			"KMS_ENDPOINT=http://127.0.0.1:1"), `"msg":"signing keys"`, "GetPublicKey", key)
+	})
 	t.Run("secret missing", func(t *testing.T) {
 		expectInitFailure(t, "api", s.env([]string{"SIGNING_SECRET_ARN"}, "SIGNING_SECRET_ARN="+missingARN),
 			`"msg":"signing keys"`, "ResourceNotFoundException", missingARN)

@@ -257,8 +257,10 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 			tb.Logf("first failure: "+format, args...)
 		}
 	}
-	defer r.closeOnTime()()
+	// Held before the ledger-closing participant starts: alone, it would sleep, and the clock run
+	// ahead to its wake-ups (closing ledgers) before the callers exist.
 	release := r.clock.Hold() // every caller starts at the same instant
+	defer r.closeOnTime()()
 	for c := range callers {
 		r.clock.Go(&wg, func() {
 			for i := 0; ; i++ {

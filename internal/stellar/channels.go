@@ -228,11 +228,18 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 // channel carries one transaction per ledger (stellar-core queues one transaction per source
 // account), so the transfers ahead take that many ledgers, from the next close on.
 func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) (sourceLease, error) {
-	if keys.Fee == nil {
-		return sourceLease{}, fmt.Errorf("%w: the secret has no feeSeed to pay the channels' fee bumps", ErrNoChannels)
+	feeKey, vaultKey := keys.FeeKey(), keys.VaultKey()
+	if feeKey == nil {
+		return sourceLease{}, fmt.Errorf("%w: no fee account key (feeSeed, or FEE_KMS_KEY_ID) to pay the channels' fee bumps", ErrNoChannels)
 	}
-	if keys.Vault == nil {
+	if vaultKey == nil {
 		return sourceLease{}, errors.New("no vault key")
+	}
+	// The operations' source is the vault account, which the vault key signs for: its master key,
+	// or (SIGNER=kms) a signer added to it. Never empty: that would make the channel the source.
+	vault := terms.vault
+	if vault == "" {
+		vault = vaultKey.Address()
 	}
 	chans, err := p.Channels(keys)
 	if err != nil {
@@ -276,8 +283,8 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 				p.mu.Lock()
 				p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin)}
 				p.mu.Unlock()
-				return sourceLease{account: ch.Address(), opSource: keys.Vault.Address(),
-					signers: []*keypair.Full{ch, keys.Vault}, feeSource: keys.Fee, owner: owner}, nil
+				return sourceLease{account: ch.Address(), opSource: vault,
+					signers: []Signer{SeedSigner{KP: ch}, vaultKey}, feeSource: feeKey, owner: owner}, nil
 			}
 			p.unhold(ch.Address())
 			if !errors.Is(err, transfer.ErrConditionFailed) {

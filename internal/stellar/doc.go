@@ -11,7 +11,9 @@
 // its key, with the vault as the transaction source. Channel accounts and fee bumps (issue 5) slot
 // in behind the source seam (source.go) and Envelope.OuterHash.
 //
-// Signing keys come from one secret document (keys.go); secret seeds never appear in errors, logs
+// Signing keys come from one secret document (keys.go), or, with SIGNER=kms, the vault's and the
+// fee account's keys are AWS KMS Ed25519 keys that sign over KMS's Sign API (signer.go: Signer,
+// KMSSigner, KMSKeys; README.md, "Signing keys in KMS"); secret seeds never appear in errors, logs
 // or formatted output of this package's types.
 //
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed

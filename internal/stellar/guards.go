@@ -46,8 +46,8 @@ func (c *common) guardWallet(wallet rawAddress, asset vaultAsset, keys Keys, con
 	if !wallet.isAccount() {
 		return nil
 	}
-	if keys.Fee != nil {
-		if fee, err := decodeAccount(keys.Fee.Address()); err == nil && wallet == fee {
+	if feeKey := keys.FeeKey(); feeKey != nil {
+		if fee, err := decodeAccount(feeKey.Address()); err == nil && wallet == fee {
 			return invalidWallet("walletAddress is this service's fee account")
 		}
 	}

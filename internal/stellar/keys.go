@@ -44,6 +44,33 @@ type Keys struct {
 	Channels []*keypair.Full
 	// ChannelMaster is the SEP-5 master seed channel keys are derived from; empty if not set.
 	ChannelMaster MasterSeed
+	// VaultSigner and FeeSigner, when set, sign in place of Vault and Fee: keys this process
+	// never holds (KMSSigner, SIGNER=kms; signer.go).
+	VaultSigner Signer
+	FeeSigner   Signer
+}
+
+// VaultKey is the key that signs the vault's operations: VaultSigner, else Vault; nil if neither.
+func (k Keys) VaultKey() Signer {
+	if k.VaultSigner != nil {
+		return k.VaultSigner
+	}
+	return seedSigner(k.Vault)
+}
+
+// FeeKey is the fee account's key: FeeSigner, else Fee; nil if neither.
+func (k Keys) FeeKey() Signer {
+	if k.FeeSigner != nil {
+		return k.FeeSigner
+	}
+	return seedSigner(k.Fee)
+}
+
+func signerAddress(s Signer) string {
+	if s == nil {
+		return ""
+	}
+	return s.Address()
 }
 
 // MasterSeed is secret key material (a BIP-39 seed, SEP-5). It formats as "[redacted]", and
@@ -107,7 +134,7 @@ type publicView struct {
 }
 
 func (k Keys) public() publicView {
-	v := publicView{Vault: address(k.Vault), Fee: address(k.Fee), ChannelMaster: k.ChannelMaster.IsSet()}
+	v := publicView{Vault: signerAddress(k.VaultKey()), Fee: signerAddress(k.FeeKey()), ChannelMaster: k.ChannelMaster.IsSet()}
 	for _, c := range k.Channels {
 		v.Channels = append(v.Channels, address(c))
 	}
@@ -161,7 +188,7 @@ func (k Keys) LogValue() slog.Value {
 
 // secretDocument is the JSON form of the signing secret.
 type secretDocument struct {
-	VaultSeed         string   `json:"vaultSeed"`
+	VaultSeed         string   `json:"vaultSeed,omitempty"`
 	FeeSeed           string   `json:"feeSeed,omitempty"`
 	ChannelSeeds      []string `json:"channelSeeds,omitempty"`
 	ChannelMasterSeed string   `json:"channelMasterSeed,omitempty"`
@@ -176,7 +203,14 @@ func badSecret(format string, args ...any) error {
 
 // ParseKeys parses the signing secret document (see the format above). Errors wrap ErrBadSecret
 // and name the offending field, never its value.
-func ParseKeys(doc []byte) (Keys, error) {
+func ParseKeys(doc []byte) (Keys, error) { return parseKeys(doc, false) }
+
+// ParseChannelKeys parses the signing secret of SIGNER=kms, which holds channel keys only
+// (channelSeeds, channelMasterSeed): the vault's and the fee account's keys are in KMS, so a
+// vaultSeed or feeSeed here is refused rather than left lying around. Errors wrap ErrBadSecret.
+func ParseChannelKeys(doc []byte) (Keys, error) { return parseKeys(doc, true) }
+
+func parseKeys(doc []byte, channelsOnly bool) (Keys, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	var d secretDocument
@@ -201,11 +235,17 @@ func ParseKeys(doc []byte) (Keys, error) {
 	}
 	var k Keys
 	var err error
-	if d.VaultSeed == "" {
+	if channelsOnly {
+		if d.VaultSeed != "" || d.FeeSeed != "" {
+			return Keys{}, badSecret("with SIGNER=kms the secret holds channel keys only; remove vaultSeed and feeSeed (the keys are in KMS)")
+		}
+	} else if d.VaultSeed == "" {
 		return Keys{}, badSecret("vaultSeed is required")
 	}
-	if k.Vault, err = parseSeed("vaultSeed", d.VaultSeed); err != nil {
-		return Keys{}, err
+	if d.VaultSeed != "" {
+		if k.Vault, err = parseSeed("vaultSeed", d.VaultSeed); err != nil {
+			return Keys{}, err
+		}
 	}
 	if d.FeeSeed != "" {
 		if k.Fee, err = parseSeed("feeSeed", d.FeeSeed); err != nil {
@@ -246,10 +286,13 @@ func parseSeed(field, seed string) (*keypair.Full, error) {
 // MarshalSecret writes k as the signing secret document, seeds included. It is for the local
 // stack, which generates keys and hands them to the same loader; never log its output.
 func (k Keys) MarshalSecret() ([]byte, error) {
-	if k.Vault == nil {
-		return nil, errors.New("stellar: keys have no vault key")
+	if k.Vault == nil && len(k.Channels) == 0 && !k.ChannelMaster.IsSet() {
+		return nil, errors.New("stellar: keys have no vault key and no channel keys")
 	}
-	d := secretDocument{VaultSeed: k.Vault.Seed()}
+	var d secretDocument
+	if k.Vault != nil {
+		d.VaultSeed = k.Vault.Seed()
+	}
 	if k.Fee != nil {
 		d.FeeSeed = k.Fee.Seed()
 	}
@@ -292,7 +335,7 @@ type StaticKeys struct{ K Keys }
 
 // Keys returns s.K.
 func (s StaticKeys) Keys(context.Context) (Keys, error) {
-	if s.K.Vault == nil {
+	if s.K.VaultKey() == nil {
 		return Keys{}, errors.New("stellar: static keys have no vault key")
 	}
 	return s.K, nil
@@ -360,6 +403,8 @@ type SecretKeysConfig struct {
 	Refresh time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ChannelsOnly reads the secret with ParseChannelKeys (SIGNER=kms): channel keys only.
+	ChannelsOnly bool
 }
 
 // SecretKeys is a KeySource that reads the signing secret from AWS Secrets Manager, at the first
@@ -439,7 +484,7 @@ func (s *SecretKeys) fetch(ctx context.Context) (Keys, error) {
 	default:
 		return Keys{}, fmt.Errorf("stellar: signing secret %s has no value", s.cfg.SecretID)
 	}
-	k, err := ParseKeys(doc)
+	k, err := parseKeys(doc, s.cfg.ChannelsOnly)
 	if err != nil {
 		return Keys{}, fmt.Errorf("stellar: signing secret %s: %w", s.cfg.SecretID, err)
 	}

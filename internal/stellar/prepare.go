@@ -9,6 +9,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/amount"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -161,7 +162,7 @@ func (c *common) loadKeys(ctx context.Context) (Keys, error) {
 // returns its envelope with SubmittedLedger set and the lease bound to it; on any error the lease
 // is released, since nothing was sent. Both the payment and the contract-call paths use it.
 func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime time.Time, build func(sourceLease) (transfer.Envelope, error)) (transfer.Envelope, error) {
-	terms := leaseTerms{maxTime: maxTime, until: maxTime}
+	terms := leaseTerms{maxTime: maxTime, until: maxTime, vault: c.vaultAccount}
 	if dl, ok := ctx.Deadline(); ok {
 		// The invocation's deadline, on the ledger's clock (virtual in tests).
 		terms.until = c.clock.Now().Add(time.Until(dl))
@@ -227,17 +228,18 @@ func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet 
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the transaction: %w", err)
 	}
-	return c.seal(tx, lease, rate, terms.MaxTime, feeBumped)
+	return c.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
 }
 
 // seal signs tx with the lease's signers and, when feeBumped, wraps it in a fee bump paid and
 // signed by the lease's fee source at rate stroops per operation slot (CAP-15). It returns the
 // envelope: XDR, inner (and outer) hash, maxTime (epoch seconds), channel and the most it can
-// charge, in stroops.
-func (c *common) seal(tx *txnbuild.Transaction, lease sourceLease, rate int64, maxTime time.Time, feeBumped bool) (transfer.Envelope, error) {
-	tx, err := tx.Sign(c.passphrase, lease.signers...)
+// charge, in stroops. A signer that fails (KMS unreachable, access denied, throttled, a signature
+// that does not verify) is *transfer.UnavailableError SIGNING_KEYS_UNAVAILABLE: nothing is sent.
+func (c *common) seal(ctx context.Context, tx *txnbuild.Transaction, lease sourceLease, rate int64, maxTime time.Time, feeBumped bool) (transfer.Envelope, error) {
+	tx, err := signTx(ctx, c.passphrase, tx, lease.signers...)
 	if err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: signing the transaction: %w", err)
+		return transfer.Envelope{}, err
 	}
 	inner, err := tx.HashHex(c.passphrase)
 	if err != nil {
@@ -256,7 +258,15 @@ func (c *common) seal(tx *txnbuild.Transaction, lease sourceLease, rate int64, m
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the fee bump: %w", err)
 	}
-	if fb, err = fb.Sign(c.passphrase, lease.feeSource); err != nil {
+	hash, err := fb.Hash(c.passphrase)
+	if err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the fee bump: %w", err)
+	}
+	sig, err := signHash(ctx, lease.feeSource, hash)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if fb, err = fb.AddSignatureDecorated(sig); err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: signing the fee bump: %w", err)
 	}
 	if env.OuterHash, err = fb.HashHex(c.passphrase); err != nil {
@@ -278,4 +288,39 @@ func timebounds(terms transfer.Terms) txnbuild.TimeBounds {
 		minTime = terms.MinTime.Unix()
 	}
 	return txnbuild.NewTimebounds(minTime, terms.MaxTime.Unix())
+}
+
+// signTx signs tx's hash with each signer and adds the signatures, as txnbuild's Transaction.Sign
+// does with keypairs; errors as signHash.
+func signTx(ctx context.Context, passphrase string, tx *txnbuild.Transaction, signers ...Signer) (*txnbuild.Transaction, error) {
+	hash, err := tx.Hash(passphrase)
+	if err != nil {
+		return nil, fmt.Errorf("stellar: hashing the transaction: %w", err)
+	}
+	sigs := make([]xdr.DecoratedSignature, 0, len(signers))
+	for _, s := range signers {
+		sig, err := signHash(ctx, s, hash)
+		if err != nil {
+			return nil, err
+		}
+		sigs = append(sigs, sig)
+	}
+	if tx, err = tx.AddSignatureDecorated(sigs...); err != nil {
+		return nil, fmt.Errorf("stellar: signing the transaction: %w", err)
+	}
+	return tx, nil
+}
+
+// signHash has s sign hash. A failure is *transfer.UnavailableError SIGNING_KEYS_UNAVAILABLE (503,
+// nothing was sent), or the context's error when the invocation ended.
+func signHash(ctx context.Context, s Signer, hash [32]byte) (xdr.DecoratedSignature, error) {
+	sig, err := s.SignHash(ctx, hash)
+	if err == nil {
+		return sig, nil
+	}
+	if ctx.Err() != nil {
+		return xdr.DecoratedSignature{}, fmt.Errorf("stellar: signing: %w", ctx.Err())
+	}
+	return xdr.DecoratedSignature{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable,
+		Detail: "the signing key service did not sign; nothing was submitted", Err: err}
 }

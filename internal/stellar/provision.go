@@ -48,8 +48,9 @@ func (c *common) ensureChannels(ctx context.Context, ch chain, io ledgerIO) ([]C
 	if err != nil {
 		return nil, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "the signing keys could not be loaded", Err: err}
 	}
-	if keys.Fee == nil {
-		return nil, fmt.Errorf("%w: the secret has no feeSeed to sponsor the channels", ErrNoChannels)
+	feeKey := keys.FeeKey()
+	if feeKey == nil {
+		return nil, fmt.Errorf("%w: no fee account key (feeSeed, or FEE_KMS_KEY_ID) to sponsor the channels", ErrNoChannels)
 	}
 	chans, err := pool.Channels(keys)
 	if err != nil {
@@ -71,7 +72,7 @@ func (c *common) ensureChannels(ctx context.Context, ch chain, io ledgerIO) ([]C
 	}
 	for start := 0; start < len(missing); start += channelsPerTx {
 		batch := missing[start:min(start+channelsPerTx, len(missing))]
-		if err := c.createChannels(ctx, ch, io, keys.Fee, batch); err != nil {
+		if err := c.createChannels(ctx, ch, io, feeKey, batch); err != nil {
 			return nil, err
 		}
 		for _, i := range missingIdx[start : start+len(batch)] {
@@ -81,20 +82,20 @@ func (c *common) ensureChannels(ctx context.Context, ch chain, io ledgerIO) ([]C
 	return out, nil
 }
 
-func (c *common) createChannels(ctx context.Context, ch chain, io ledgerIO, fee *keypair.Full, batch []*keypair.Full) error {
+func (c *common) createChannels(ctx context.Context, ch chain, io ledgerIO, fee Signer, batch []*keypair.Full) error {
 	seq, err := ch.sequence(ctx, fee.Address())
 	if err != nil {
 		return fmt.Errorf("stellar: reading the fee account: %w", err)
 	}
 	var ops []txnbuild.Operation
-	signers := []*keypair.Full{fee}
+	signers := []Signer{fee}
 	for _, kp := range batch {
 		ops = append(ops,
 			&txnbuild.BeginSponsoringFutureReserves{SponsoredID: kp.Address()},
 			&txnbuild.CreateAccount{Destination: kp.Address(), Amount: "0"},
 			&txnbuild.EndSponsoringFutureReserves{SourceAccount: kp.Address()},
 		)
-		signers = append(signers, kp)
+		signers = append(signers, SeedSigner{KP: kp})
 	}
 	maxTime := c.clock.Now().Add(channelTxValidity)
 	rate, err := c.feeRate(ctx, ch, 1, false)
@@ -111,7 +112,7 @@ func (c *common) createChannels(ctx context.Context, ch chain, io ledgerIO, fee 
 	if err != nil {
 		return fmt.Errorf("stellar: building the channel creation: %w", err)
 	}
-	if tx, err = tx.Sign(c.passphrase, signers...); err != nil {
+	if tx, err = signTx(ctx, c.passphrase, tx, signers...); err != nil {
 		return fmt.Errorf("stellar: signing the channel creation: %w", err)
 	}
 	env := transfer.Envelope{MaxTime: maxTime.Unix()}

@@ -75,7 +75,7 @@ func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLeas
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	return l.seal(tx, lease, rate, terms.MaxTime, feeBumped)
+	return l.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
 }
 
 // checkSorobanFeeCap refuses, before anything is signed or sent, a Soroban transaction whose

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stellar/go-stellar-sdk/keypair"
-
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -35,6 +33,8 @@ type leaseTerms struct {
 	// ledgerClose is the close time of the latest ledger, read before the source is acquired
 	// (zero when unknown).
 	ledgerClose time.Time
+	// vault is the vault account (VAULT_ACCOUNT), the operations' source of a channel's envelope.
+	vault string
 }
 
 // sourceLease is an acquired transaction source.
@@ -44,9 +44,9 @@ type sourceLease struct {
 	// opSource is the operations' source account; "" means the transaction source.
 	opSource string
 	// signers sign the (inner) transaction.
-	signers []*keypair.Full
+	signers []Signer
 	// feeSource, when set, pays a fee-bump transaction wrapping the signed transaction.
-	feeSource *keypair.Full
+	feeSource Signer
 	// owner identifies the lease: in the lease store for a channel, in this process for the vault.
 	owner string
 }
@@ -84,7 +84,8 @@ func newVaultSource(account string, clock transfer.Clock, interval func() time.D
 }
 
 func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) (sourceLease, error) {
-	if keys.Vault == nil {
+	vaultKey := keys.VaultKey()
+	if vaultKey == nil {
 		return sourceLease{}, errors.New("no vault key")
 	}
 	interval := ledgerInterval(v.interval)
@@ -111,7 +112,7 @@ func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	for {
 		now := v.clock.Now()
 		if owner, ok := v.take(ticket, now, terms.until); ok {
-			return sourceLease{account: v.account, signers: []*keypair.Full{keys.Vault}, owner: owner}, nil
+			return sourceLease{account: v.account, signers: []Signer{vaultKey}, owner: owner}, nil
 		}
 		// Looking costs nothing (it asks no one), so the slot is looked at every firstRound.
 		if !now.Add(firstRound).Before(waitUntil) {

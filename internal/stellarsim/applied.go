@@ -47,6 +47,7 @@ var opTypeNames = map[xdr.OperationType]string{
 	xdr.OperationTypeChangeTrust:                   "change_trust",
 	xdr.OperationTypeBeginSponsoringFutureReserves: "begin_sponsoring_future_reserves",
 	xdr.OperationTypeEndSponsoringFutureReserves:   "end_sponsoring_future_reserves",
+	xdr.OperationTypeSetOptions:                    "set_options",
 	xdr.OperationTypeInvokeHostFunction:            "invoke_host_function",
 	xdr.OperationTypeExtendFootprintTtl:            "extend_footprint_ttl",
 	xdr.OperationTypeRestoreFootprint:              "restore_footprint",

@@ -119,6 +119,8 @@ func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
 		return ac.payment(src, *op.Body.PaymentOp, reserve)
 	case xdr.OperationTypeChangeTrust:
 		return ac.changeTrust(src, *op.Body.ChangeTrustOp, reserve)
+	case xdr.OperationTypeSetOptions:
+		return ac.setOptions(src, *op.Body.SetOptionsOp, reserve)
 	case xdr.OperationTypeBeginSponsoringFutureReserves:
 		sponsored := op.Body.BeginSponsoringFutureReservesOp.SponsoredId.Address()
 		if _, ok := ac.sponsors[sponsored]; ok {

@@ -11,13 +11,24 @@
 // # Modelled
 //
 //   - Accounts: native balance, sequence number (new accounts start at
-//     ledger<<32), master key as the only signer (weight 1, thresholds 0),
-//     subentries, base reserve ((2 + subentries + sponsoring - sponsored) x
-//     BaseReserve), reserve sponsorship.
+//     ledger<<32), subentries, base reserve ((2 + subentries + sponsoring -
+//     sponsored) x BaseReserve), reserve sponsorship.
+//   - Signers and thresholds (signatures.go, setoptions.go): a new account has
+//     its master key alone (weight 1, thresholds 0); SetOptions sets the master
+//     weight, the low/medium/high thresholds and ed25519 signers (added with a
+//     weight, re-weighted, removed with weight 0; each a subentry; at most 20).
+//     Signatures count by weight as core counts them (TransactionFrame::
+//     checkSignature, SignatureChecker::checkSignature): the transaction (and
+//     a fee bump's fee source) at the low threshold, else txBAD_AUTH; each
+//     operation at its level (OperationFrame::getThresholdLevel: medium;
+//     ExtendFootprintTtl and RestoreFootprint low; SetOptions of the master
+//     weight, a threshold or a signer high), else
+//     opBAD_AUTH in txFAILED; master weight 0 disables the master key.
 //   - Trustlines for credit assets: balance, limit, always authorized.
 //   - Operations: CreateAccount, Payment (native and credit, issuer mints and
 //     burns), ChangeTrust (create, update, remove), Begin/EndSponsoringFutureReserves
-//     (sponsored accounts may start with 0 XLM; sponsored trustlines).
+//     (sponsored accounts may start with 0 XLM; sponsored trustlines), SetOptions
+//     (master weight, thresholds, ed25519 signers; see above).
 //   - Acceptance as stellar-core does it, in core's order: txMISSING_OPERATION,
 //     txTOO_EARLY / txTOO_LATE (time and ledger bounds), txINSUFFICIENT_FEE
 //     (BaseFee x ops; fee bumps BaseFee x (ops+1) and a rate at least the
@@ -80,7 +91,9 @@
 // per op; no higher-fee transaction evicts a lower one from a full queue,
 // since the queue has no size limit), offers and
 // the DEX, path payments, liquidity pools, claimable balances, account merge,
-// set options, manage data, multisig and thresholds (extra signers, weights),
+// manage data, SetOptions' other fields (inflation destination, flags, home
+// domain: refused with opNOT_SUPPORTED) and signer types other than ed25519
+// (pre-authorized transaction, hash(x), signed payload), sponsored signers,
 // authorization flags (trustlines are always authorized, no clawback),
 // liabilities, muxed-account semantics beyond resolving to the account,
 // preconditions other than time and ledger bounds (minSeqNum, minSeqAge,

@@ -145,7 +145,14 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	lm := time.Unix(n.closeTimeOf(a.lastModified), 0).UTC()
 	out.LastModifiedTime = &lm
 	out.NumSponsoring, out.NumSponsored, out.Sponsor = a.numSponsoring, a.numSponsored, a.sponsor
-	out.Signers = []hProtocol.Signer{{Weight: 1, Key: id, Type: "ed25519_public_key"}}
+	auth := authOf(a)
+	th := auth.thresholds
+	out.Thresholds = hProtocol.AccountThresholds{LowThreshold: th[thLow], MedThreshold: th[thMed], HighThreshold: th[thHigh]}
+	for _, sg := range auth.signers {
+		out.Signers = append(out.Signers, hProtocol.Signer{Weight: int32(sg.weight), Key: sg.key, Type: "ed25519_public_key"})
+	}
+	// Horizon lists the master key last, with its weight (0 when disabled).
+	out.Signers = append(out.Signers, hProtocol.Signer{Weight: int32(th[thMaster]), Key: id, Type: "ed25519_public_key"})
 	out.Data = map[string]string{}
 	yes := true
 	var lines []hProtocol.Balance

@@ -4,8 +4,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
-// account is one account entry. Accounts have only their master key as
-// signer (weight 1, all thresholds 0), so one valid signature authorizes.
+// account is one account entry. A new account has its master key as its
+// only signer (weight 1, all thresholds 0); SetOptions changes that (auth).
 type account struct {
 	id            string
 	balance       int64
@@ -15,6 +15,9 @@ type account struct {
 	numSponsored  uint32
 	sponsor       string // who pays this account's base reserves, if anyone
 	lastModified  uint32
+	// auth is the thresholds and added signers; nil is a new account's
+	// (defaultAuth, signatures.go).
+	auth *accountAuth
 }
 
 type tlKey struct {
@@ -122,7 +125,15 @@ func (a *account) entryXDR() (xdr.LedgerEntryData, error) {
 		Balance:       xdr.Int64(a.balance),
 		SeqNum:        xdr.SequenceNumber(a.seq),
 		NumSubEntries: xdr.Uint32(a.numSubEntries),
-		Thresholds:    xdr.Thresholds{1, 0, 0, 0},
+	}
+	auth := authOf(a)
+	e.Thresholds = xdr.Thresholds(auth.thresholds)
+	for _, sg := range auth.signers {
+		k, err := xdr.AddressToAccountId(sg.key)
+		if err != nil {
+			return xdr.LedgerEntryData{}, err
+		}
+		e.Signers = append(e.Signers, xdr.Signer{Key: xdr.SignerKey{Type: xdr.SignerKeyTypeSignerKeyTypeEd25519, Ed25519: k.Ed25519}, Weight: xdr.Uint32(sg.weight)})
 	}
 	if a.numSponsored > 0 || a.numSponsoring > 0 {
 		e.Ext = xdr.AccountEntryExt{V: 1, V1: &xdr.AccountEntryExtensionV1{

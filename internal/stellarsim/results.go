@@ -93,6 +93,8 @@ func successResult(t xdr.OperationType) xdr.OperationResult {
 	case xdr.OperationTypeEndSponsoringFutureReserves:
 		r, _ := xdr.NewEndSponsoringFutureReservesResult(xdr.EndSponsoringFutureReservesResultCodeEndSponsoringFutureReservesSuccess, nil)
 		return opInner(t, r)
+	case xdr.OperationTypeSetOptions:
+		return setOptionsResult(xdr.SetOptionsResultCodeSetOptionsSuccess)
 	}
 	return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}
 }

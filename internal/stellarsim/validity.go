@@ -36,7 +36,8 @@ func (n *Network) checkTx(t *txInfo, c checkCtx) *txError {
 		return fail(xdr.TransactionResultCodeTxNoAccount)
 	}
 	outer := newSigSet(t.fullRaw, t.env.FeeBumpSignatures())
-	if !outer.signedBy(t.feeSource) {
+	// FeeBumpTransactionFrame::commonValidPreSeqNum: the fee source's low threshold.
+	if !outer.authorizes(t.feeSource, feeAcct, thLow) {
 		return fail(xdr.TransactionResultCodeTxBadAuth)
 	}
 	if feeAcct.balance-minBalance(feeAcct, n.opts.BaseReserve) < t.outerFee {
@@ -112,7 +113,8 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 		return xdr.TransactionResultCodeTxBadSeq, nil
 	}
 	sigs := newSigSet(t.innerRaw, t.env.Signatures())
-	if !sigs.signedBy(t.source) {
+	// TransactionFrame::commonValid: the source account's low threshold, else txBAD_AUTH.
+	if !sigs.authorizes(t.source, src, thLow) {
 		return xdr.TransactionResultCodeTxBadAuth, nil
 	}
 	if chargeFee && src.balance-minBalance(src, n.opts.BaseReserve) < t.innerFee {
@@ -121,8 +123,10 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 	results := make([]xdr.OperationResult, len(t.ops))
 	ok := true
 	for i, op := range t.ops {
+		// OperationFrame::checkSignature: the operation source's threshold at the operation's
+		// level (thresholdLevel), else opBAD_AUTH; the transaction source is checked again.
 		opSrc := t.opSource(op)
-		if opSrc != t.source && !sigs.signedBy(opSrc) {
+		if !sigs.authorizes(opSrc, n.state.accounts[opSrc], thresholdLevel(op)) {
 			results[i] = xdr.OperationResult{Code: xdr.OperationResultCodeOpBadAuth}
 			ok = false
 			continue
@@ -165,6 +169,8 @@ func checkOp(t *txInfo, op xdr.Operation) (xdr.OperationResult, bool) {
 			return beginSponsoringResult(xdr.BeginSponsoringFutureReservesResultCodeBeginSponsoringFutureReservesMalformed), false
 		}
 	case xdr.OperationTypeEndSponsoringFutureReserves:
+	case xdr.OperationTypeSetOptions:
+		return checkSetOptions(src, *op.Body.SetOptionsOp)
 	case xdr.OperationTypeInvokeHostFunction, xdr.OperationTypeExtendFootprintTtl, xdr.OperationTypeRestoreFootprint:
 		// Gate is in checkInner: only reachable with a ContractHost.
 	default:

@@ -121,9 +121,10 @@ func KeyAccounts(keys stellar.KeySource, pool *stellar.ChannelPool) func(ctx con
 		if err != nil {
 			return "", nil, err
 		}
+		// The fee account is its key's address: the seed's, or the KMS key's (SIGNER=kms).
 		fee := ""
-		if k.Fee != nil {
-			fee = k.Fee.Address()
+		if f := k.FeeKey(); f != nil {
+			fee = f.Address()
 		}
 		if pool == nil {
 			return fee, nil, nil

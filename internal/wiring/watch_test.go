@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar/go-stellar-sdk/keypair"
+
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
@@ -102,5 +104,17 @@ func TestWatchWritesBalancesAndLeases(t *testing.T) {
 	w.Run(context.Background())
 	if got := strings.Join(g, " "); got != "vault/XLM=1 vault/USDC=0" {
 		t.Fatalf("gauges without keys %q", got)
+	}
+}
+
+// With SIGNER=kms the fee account is the KMS key's address (Keys.FeeSigner), not a seed's: the
+// watch reports that account's balance, or the fee balance alarm (missing data breaches) would
+// fire forever.
+func TestKeyAccountsNamesTheSignersFeeAccount(t *testing.T) {
+	fee := keypair.MustRandom()
+	accounts := KeyAccounts(stellar.StaticKeys{K: stellar.Keys{Vault: keypair.MustRandom(), FeeSigner: stellar.SeedSigner{KP: fee}}}, nil)
+	got, chans, err := accounts(context.Background())
+	if err != nil || got != fee.Address() || len(chans) != 0 {
+		t.Fatalf("KeyAccounts = %q %v %v, want the fee signer's address %s", got, chans, err, fee.Address())
 	}
 }

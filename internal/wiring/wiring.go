@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
@@ -93,10 +95,13 @@ type AWSClients struct {
 	Dynamo  *dynamodb.Client
 	Secrets *secretsmanager.Client
 	SNS     *sns.Client
+	// KMS signs with the vault's and the fee account's keys when SIGNER=kms.
+	KMS *kms.Client
 }
 
 // NewAWSClients loads the AWS configuration (region and credentials from the Lambda environment)
-// and builds the clients; endpoint overrides the DynamoDB endpoint when set (the local stack).
+// and builds the clients; endpoint overrides the DynamoDB endpoint when set (the local stack), and
+// KMS_ENDPOINT (read from the environment) the KMS endpoint.
 func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -110,5 +115,6 @@ func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, erro
 			o.BaseEndpoint = &dynamoEndpoint
 		}
 	})
-	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg)}, nil
+	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg),
+		KMS: kms.NewFromConfig(cfg, kmsOptions(os.Getenv("KMS_ENDPOINT")))}, nil
 }

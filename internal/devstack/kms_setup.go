@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
+	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+)
+
+// kmsSetup is the local stack's KMS path (SIGNER=kms): the emulator, the SDK client that talks
+// to it over HTTP, and the vault's and the fee account's keys created in it.
+type kmsSetup struct {
+	emulator *localKMS
+	url      string
+	client   *kms.Client
+	// vaultKey and feeKey are the keys' ARNs; vault and fee their signers (public keys).
+	vaultKey, feeKey string
+	vault, fee       *stellar.KMSSigner
+}
+
+// startKMS serves the emulator on addr and creates the vault's and the fee account's keys through
+// the AWS SDK's KMS client, as `aws kms create-key --key-spec ECC_NIST_EDWARDS25519 --key-usage
+// SIGN_VERIFY` does (README.md, "Signing keys in KMS").
+func (s *Stack) startKMS(ctx context.Context, addr string) (*kmsSetup, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: KMS listener: %w", err)
+	}
+	k := &kmsSetup{emulator: newLocalKMS(), url: "http://" + ln.Addr().String()}
+	s.serve(ln, k.emulator)
+	k.client = newKMSClient(k.url)
+	for _, key := range []struct {
+		arn    *string
+		signer **stellar.KMSSigner
+		what   string
+	}{{&k.vaultKey, &k.vault, "the vault's signer"}, {&k.feeKey, &k.fee, "the fee account"}} {
+		out, err := k.client.CreateKey(ctx, &kms.CreateKeyInput{
+			KeySpec: kmstypes.KeySpecEccNistEdwards25519, KeyUsage: kmstypes.KeyUsageTypeSignVerify,
+			Description: aws.String("local stack: " + key.what),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("devstack: KMS CreateKey: %w", err)
+		}
+		*key.arn = aws.ToString(out.KeyMetadata.Arn)
+		if *key.signer, err = stellar.NewKMSSigner(ctx, k.client, *key.arn); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// newKMSClient is the AWS SDK's KMS client for the endpoint url, with static local credentials
+// (the emulator does not check SigV4 signatures).
+func newKMSClient(url string) *kms.Client {
+	return kms.New(kms.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(url),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+	})
+}
+
+// addVaultSigner makes signer the vault's only effective key, as README.md ("Signing keys in
+// KMS") tells an operator to do for an existing vault: one SetOptions transaction from the vault,
+// signed by its master key, adds signer at weight 1, sets the low, medium and high thresholds to
+// 1 and the master weight to 0. The vault keeps its address; from then on only the KMS key signs
+// for it (payments are medium, changing signers high: the KMS key alone reaches both, so it can
+// later rotate itself). now is the network's clock (the transaction's timebounds end 5 minutes
+// after it). It waits for the transaction's ledger.
+func addVaultSigner(ctx context.Context, n *stellarsim.Network, vault *keypair.Full, signer string, now time.Time) error {
+	one, zero := txnbuild.Threshold(1), txnbuild.Threshold(0)
+	acct, ok := n.Account(vault.Address())
+	if !ok {
+		return fmt.Errorf("devstack: the vault %s does not exist", vault.Address())
+	}
+	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+		SourceAccount:        &txnbuild.SimpleAccount{AccountID: vault.Address(), Sequence: acct.Sequence},
+		IncrementSequenceNum: true, BaseFee: txnbuild.MinBaseFee,
+		Operations: []txnbuild.Operation{&txnbuild.SetOptions{
+			Signer:       &txnbuild.Signer{Address: signer, Weight: 1},
+			LowThreshold: &one, MediumThreshold: &one, HighThreshold: &one, MasterWeight: &zero,
+		}},
+		Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, now.Add(5*time.Minute).Unix())},
+	})
+	if err != nil {
+		return err
+	}
+	if tx, err = tx.Sign(n.Passphrase(), vault); err != nil {
+		return err
+	}
+	b64, err := tx.Base64()
+	if err != nil {
+		return err
+	}
+	hash, err := tx.HashHex(n.Passphrase())
+	if err != nil {
+		return err
+	}
+	rpc := rpcclient.NewClient(n.RPCURL(), nil)
+	defer func() { _ = rpc.Close() }()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := rpc.SendTransaction(ctx, protocol.SendTransactionRequest{Transaction: b64})
+	if err != nil {
+		return fmt.Errorf("devstack: sending the vault's SetOptions: %w", err)
+	}
+	if r.Status != "PENDING" {
+		return fmt.Errorf("devstack: the vault's SetOptions was answered %s %s", r.Status, r.ErrorResultXDR)
+	}
+	n.CloseLedger()
+	if a, ok := n.Transaction(hash); !ok || a.Status != "SUCCESS" {
+		return fmt.Errorf("devstack: the vault's SetOptions did not succeed: %+v", a)
+	}
+	return nil
+}
