@@ -1,6 +1,7 @@
 // Command alert is the AlertFunction Lambda: the table's DynamoDB stream (NEW_AND_OLD_IMAGES,
 // with ReportBatchItemFailures) -> internal/alert. It only wires. Environment: TABLE_NAME,
-// ALERT_TOPIC_ARN (optional SNS topic), DYNAMODB_ENDPOINT (local only).
+// ALERT_TOPIC_ARN (optional SNS topic), EVENT_BUS_NAME (optional EventBridge bus of the
+// settlement events), DYNAMODB_ENDPOINT (local only).
 package main
 
 import (
@@ -22,11 +23,15 @@ func main() {
 	in.Check("invalid configuration", err)
 	clients, err := wiring.NewAWSClients(context.Background(), cfg.DynamoEndpoint)
 	in.Check("AWS clients", err)
+	emf := metrics.New(os.Stdout, nil)
 	ac := alert.Config{
-		Store: dynamo.New(clients.Dynamo, cfg.Table), Gauge: metrics.New(os.Stdout, nil), Logger: in.Logger,
+		Store: dynamo.New(clients.Dynamo, cfg.Table), Gauge: emf, Logger: in.Logger,
 	}
 	if cfg.TopicARN != "" {
 		ac.Publisher, ac.TopicARN = clients.SNS, cfg.TopicARN
+	}
+	if cfg.EventBus != "" {
+		ac.Events, ac.EventBus, ac.EventFailures = clients.Events, cfg.EventBus, emf
 	}
 	lambda.Start(alert.New(ac).Handle)
 }

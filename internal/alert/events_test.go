@@ -32,8 +32,8 @@ type bridge struct {
 	mu       sync.Mutex
 	requests [][]ebtypes.PutEventsRequestEntry
 	ok       []ebtypes.PutEventsRequestEntry // accepted, in order
-	refuse   map[string]int // idempotency key -> how many more times its entry is refused
-	err      error          // the whole request fails
+	refuse   map[string]int                  // idempotency key -> how many more times its entry is refused
+	err      error                           // the whole request fails
 }
 
 func (b *bridge) PutEvents(_ context.Context, in *eventbridge.PutEventsInput, _ ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {

@@ -12,6 +12,7 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
@@ -93,6 +94,9 @@ type AWSClients struct {
 	Dynamo  *dynamodb.Client
 	Secrets *secretsmanager.Client
 	SNS     *sns.Client
+	// Events publishes the settlement events (the alert function; AWS_ENDPOINT_URL_EVENTBRIDGE
+	// points it elsewhere).
+	Events *eventbridge.Client
 }
 
 // NewAWSClients loads the AWS configuration (region and credentials from the Lambda environment)
@@ -110,5 +114,6 @@ func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, erro
 			o.BaseEndpoint = &dynamoEndpoint
 		}
 	})
-	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg)}, nil
+	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg),
+		Events: eventbridge.NewFromConfig(cfg)}, nil
 }
