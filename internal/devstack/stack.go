@@ -51,6 +51,9 @@ type Stack struct {
 
 	servers []*http.Server
 	closers []func() error
+	// shutdown runs first on Close: it ends long-lived responses (the /_events streams), which
+	// would otherwise hold the servers' Shutdown.
+	shutdown []func()
 }
 
 // Info is what GET /_sim/stack returns and what `make run` prints.
@@ -72,6 +75,8 @@ type Info struct {
 	Wallets       []Account      `json:"wallets"`
 	// Channels are the channel accounts transactions are sent from (CHANNEL_COUNT).
 	Channels []string `json:"channels,omitempty"`
+	// EventsURL streams the settlement events as server-sent events (events.go).
+	EventsURL string `json:"eventsUrl"`
 }
 
 // Account is a public key with what it holds; secret seeds are never shown.
@@ -334,6 +339,9 @@ func (s *Stack) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
+	for _, f := range s.shutdown {
+		f()
+	}
 	for i := len(s.servers) - 1; i >= 0; i-- {
 		if err := s.servers[i].Shutdown(ctx); err != nil {
 			errs = append(errs, err)
