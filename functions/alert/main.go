@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/config"
@@ -31,7 +32,8 @@ func main() {
 		ac.Publisher, ac.TopicARN = clients.SNS, cfg.TopicARN
 	}
 	if cfg.EventBus != "" {
-		ac.Events, ac.EventBus, ac.EventFailures = clients.Events, cfg.EventBus, emf
+		// AWS_ENDPOINT_URL_EVENTBRIDGE points it elsewhere (the SDK reads it).
+		ac.Events, ac.EventBus, ac.EventFailures = eventbridge.NewFromConfig(clients.Config), cfg.EventBus, emf
 	}
 	lambda.Start(alert.New(ac).Handle)
 }

@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
@@ -94,9 +94,10 @@ type AWSClients struct {
 	Dynamo  *dynamodb.Client
 	Secrets *secretsmanager.Client
 	SNS     *sns.Client
-	// Events publishes the settlement events (the alert function; AWS_ENDPOINT_URL_EVENTBRIDGE
-	// points it elsewhere).
-	Events *eventbridge.Client
+	// Config is what they were built from (region, credentials, X-Ray), for a function's other
+	// clients: the alert function's eventbridge client is built in functions/alert, so the other
+	// functions do not link it.
+	Config aws.Config
 }
 
 // NewAWSClients loads the AWS configuration (region and credentials from the Lambda environment)
@@ -115,5 +116,5 @@ func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, erro
 		}
 	})
 	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg),
-		Events: eventbridge.NewFromConfig(cfg)}, nil
+		Config: cfg}, nil
 }
