@@ -5,11 +5,11 @@
 // bus (events.go; README.md, "Settlement events"). It is the alert function's handler
 // (functions/alert).
 //
-// One handler serves both so that the stream has one consumer: DynamoDB Streams serves at most
-// two readers per shard before it throttles them (Amazon DynamoDB Developer Guide, "Change data
-// capture for DynamoDB Streams": "No more than two processes at most should be reading from the
-// same streams shard at the same time"), and one ordered pass gives each transition its alert and
-// its event once, with one retry policy, on-failure queue and iterator-age alarm. The price is
+// One handler serves both so that the stream has one consumer: DynamoDB Streams advises at most
+// two processes reading one shard at a time, more being throttled (Amazon DynamoDB Developer
+// Guide, "Change data capture for DynamoDB Streams", "Reading and processing a stream"), and one
+// ordered pass gives each transition its alert and its event once, with one retry policy,
+// on-failure queue and iterator-age alarm. The price is
 // that a failing PutEvents holds the shard's in-doubt alerts back until the mapping's retries
 // give up (minutes); the page itself never waits for the stream: the in-doubt alarm reads the
 // gauge the sweep writes every minute.
