@@ -1,7 +1,18 @@
 // Package alert turns the table's DynamoDB stream into operator signals: an error-level log line
 // (alert "transfer-in-doubt") and an optional SNS message when a transfer becomes in_doubt, an
 // info line (alert "transfer-in-doubt-resolved") when it leaves that state, and the in-doubt
-// gauge (README.md, "Operating it"). It is the alert function's handler (functions/alert).
+// gauge (README.md, "Operating it"); and into the clients' settlement events on an EventBridge
+// bus (events.go; README.md, "Settlement events"). It is the alert function's handler
+// (functions/alert).
+//
+// One handler serves both so that the stream has one consumer: DynamoDB Streams advises at most
+// two processes reading one shard at a time, more being throttled (Amazon DynamoDB Developer
+// Guide, "Change data capture for DynamoDB Streams", "Reading and processing a stream"), and one
+// ordered pass gives each transition its alert and its event once, with one retry policy,
+// on-failure queue and iterator-age alarm. The price is
+// that a failing PutEvents holds the shard's in-doubt alerts back until the mapping's retries
+// give up (minutes); the page itself never waits for the stream: the in-doubt alarm reads the
+// gauge the sweep writes every minute.
 package alert
 
 import (
@@ -45,13 +56,21 @@ type Publisher interface {
 }
 
 // Config assembles a Handler. Store and Gauge are required; Publisher and TopicARN together
-// enable the SNS message (ALERT_TOPIC_ARN).
+// enable the SNS message (ALERT_TOPIC_ARN); Events and EventBus together the settlement events
+// (EVENT_BUS_NAME).
 type Config struct {
 	Store     InDoubtLister
 	Gauge     Gauge
 	Publisher Publisher
 	TopicARN  string
-	Logger    *slog.Logger
+	// Events publishes the settlement events to EventBus (a bus name or ARN).
+	Events   EventPublisher
+	EventBus string
+	// EventFailures counts the events given up on in an invocation; nil: not counted.
+	EventFailures EventFailureCounter
+	// Wait pauses between PutEvents attempts; nil: a timer (tests inject their own).
+	Wait   func(ctx context.Context, d time.Duration) error
+	Logger *slog.Logger
 }
 
 // Handler handles DynamoDB stream batches (NEW_AND_OLD_IMAGES).
@@ -63,6 +82,12 @@ type Handler struct {
 func New(cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Wait == nil {
+		cfg.Wait = waitTimer
+	}
+	if cfg.EventBus == "" {
+		cfg.Events = nil
 	}
 	return &Handler{cfg: cfg}
 }
@@ -131,27 +156,78 @@ func (d Details) attrs() []any {
 // reported sequence number, so records after it would be delivered again anyway, and alerting
 // them now would alert them twice. When the batch moved anything into or out of in_doubt, the
 // gauge is refreshed from the in-doubt index. The error result is always nil.
+//
+// With Events set, each transition SettlementEventOf maps is published too, in record order,
+// up to ten per PutEvents request; the events queued before an SNS publish are published first.
+// An event PutEvents still refuses after putAttempts ends the batch at its record, as an SNS
+// failure does: its record and every later one are delivered again, and an event of a later
+// record already published is then published twice with the same detail.eventId.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 	changed := false
+	var queue []queuedEvent
+	fail := func(seq string) (events.DynamoDBEventResponse, error) {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
+		if changed {
+			h.refreshGauge(ctx)
+		}
+		return resp, nil
+	}
+	flush := func() string {
+		if len(queue) == 0 {
+			return ""
+		}
+		seq := h.publish(ctx, queue)
+		queue = queue[:0]
+		return seq
+	}
 	for i := range ev.Records {
 		r := &ev.Records[i]
-		moved, err := h.record(ctx, r)
+		ch, err := h.change(r)
+		if err == nil && ch.alerts() && h.cfg.Publisher != nil {
+			// The SNS message goes out in record order after the events queued before it.
+			if seq := flush(); seq != "" {
+				return fail(seq)
+			}
+		}
+		moved := false
+		if err == nil {
+			moved, err = h.alert(ctx, ch)
+		}
 		changed = changed || moved
 		var bad *malformedError
 		switch {
 		case errors.As(err, &bad):
 			h.cfg.Logger.ErrorContext(ctx, "malformed stream record skipped", "eventID", r.EventID,
 				"eventName", r.EventName, "sequenceNumber", r.Change.SequenceNumber, "err", err)
+			continue
 		case err != nil:
 			h.cfg.Logger.ErrorContext(ctx, "stream record failed; the batch will be retried from it", "eventID", r.EventID,
 				"sequenceNumber", r.Change.SequenceNumber, "err", err)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
-			if changed {
-				h.refreshGauge(ctx)
+			if seq := flush(); seq != "" {
+				return fail(seq)
 			}
-			return resp, nil
+			return fail(r.Change.SequenceNumber)
 		}
+		if h.cfg.Events == nil || !ch.transfer {
+			continue
+		}
+		if sev, ok := SettlementEventOf(r, ch.old, ch.next); ok {
+			e, err := h.entry(sev)
+			if err != nil {
+				h.cfg.Logger.ErrorContext(ctx, "settlement event skipped", "eventID", r.EventID, "err", err)
+				continue
+			}
+			queue = append(queue, queuedEvent{seq: r.Change.SequenceNumber, entry: e})
+			if len(queue) == maxPutEntries {
+				if seq := flush(); seq != "" {
+					return fail(seq)
+				}
+			}
+		}
+	}
+	if seq := flush(); seq != "" {
+		return fail(seq)
 	}
 	if changed {
 		h.refreshGauge(ctx)
@@ -169,44 +245,65 @@ func malformed(format string, args ...any) error {
 	return &malformedError{err: fmt.Errorf(format, args...)}
 }
 
-// record handles one stream record and reports whether it moved a transfer into or out of in_doubt.
-func (h *Handler) record(ctx context.Context, r *events.DynamoDBEventRecord) (bool, error) {
+// change is one stream record's transition of a transfer item: its old and new images decoded
+// (nil where the record has none). transfer is false for items that are not transfers.
+type change struct {
+	transfer  bool
+	old, next *transfer.Record
+}
+
+// alerts reports whether the change sends an alert (a transfer entering in_doubt).
+func (c change) alerts() bool {
+	return c.transfer && c.next != nil && c.next.Status == transfer.StatusInDoubt &&
+		(c.old == nil || c.old.Status != transfer.StatusInDoubt)
+}
+
+// change decodes r; a record no retry can read is a malformedError.
+func (h *Handler) change(r *events.DynamoDBEventRecord) (change, error) {
 	if !isTransfer(r) {
-		return false, nil
+		return change{}, nil
 	}
-	var oldRec, newRec *transfer.Record
+	c := change{transfer: true}
 	switch r.EventName {
 	case "INSERT", "MODIFY", "REMOVE":
 	default:
-		return false, malformed("unknown event name %q", r.EventName)
+		return change{}, malformed("unknown event name %q", r.EventName)
 	}
 	if r.EventName != "INSERT" {
 		if len(r.Change.OldImage) == 0 {
-			return false, malformed("%s record without an old image (the stream must be NEW_AND_OLD_IMAGES)", r.EventName)
+			return change{}, malformed("%s record without an old image (the stream must be NEW_AND_OLD_IMAGES)", r.EventName)
 		}
 		rec, err := decode(r.Change.OldImage)
 		if err != nil {
-			return false, malformed("old image: %w", err)
+			return change{}, malformed("old image: %w", err)
 		}
-		oldRec = &rec
+		c.old = &rec
 	}
 	if r.EventName != "REMOVE" {
 		if len(r.Change.NewImage) == 0 {
-			return false, malformed("%s record without a new image (the stream must be NEW_AND_OLD_IMAGES)", r.EventName)
+			return change{}, malformed("%s record without a new image (the stream must be NEW_AND_OLD_IMAGES)", r.EventName)
 		}
 		rec, err := decode(r.Change.NewImage)
 		if err != nil {
-			return false, malformed("new image: %w", err)
+			return change{}, malformed("new image: %w", err)
 		}
-		newRec = &rec
+		c.next = &rec
 	}
-	wasInDoubt := oldRec != nil && oldRec.Status == transfer.StatusInDoubt
-	isInDoubt := newRec != nil && newRec.Status == transfer.StatusInDoubt
+	return c, nil
+}
+
+// alert handles one change and reports whether it moved a transfer into or out of in_doubt.
+func (h *Handler) alert(ctx context.Context, c change) (bool, error) {
+	if !c.transfer {
+		return false, nil
+	}
+	wasInDoubt := c.old != nil && c.old.Status == transfer.StatusInDoubt
+	isInDoubt := c.next != nil && c.next.Status == transfer.StatusInDoubt
 	switch {
 	case isInDoubt && !wasInDoubt:
-		return true, h.inDoubt(ctx, *newRec)
+		return true, h.inDoubt(ctx, *c.next)
 	case wasInDoubt && !isInDoubt:
-		h.resolved(ctx, *oldRec, newRec)
+		h.resolved(ctx, *c.old, c.next)
 		return true, nil
 	}
 	return false, nil

@@ -14,9 +14,10 @@ import (
 )
 
 // FuzzStreamRecord: whatever a stream record holds (decoded from its JSON, as the Lambda runtime
-// decodes it), the handler neither panics nor fails the batch (only a failed SNS publish does,
-// and publishing never fails here), and no seed reaches the SNS message, its subject or the log
-// (issue 16, item 7). The checked-in corpus
+// decodes it), the handler neither panics nor fails the batch (only a failed SNS publish or
+// PutEvents does, and publishing never fails here), and no seed reaches the SNS message, its
+// subject, a settlement event or the log (issue 16, item 7); an event's detail is always a JSON
+// object with a known status. The checked-in corpus
 // (testdata/fuzz/FuzzStreamRecord) holds records built from real items, with seeds in the trace ID
 // and the key, and malformed images.
 func FuzzStreamRecord(f *testing.F) {
@@ -41,9 +42,9 @@ func FuzzStreamRecord(f *testing.F) {
 		}
 		// The functions' logger (logging.New: JSON, seeds redacted), one per input.
 		var buf bytes.Buffer
-		pub := &publisher{}
+		pub, b := &publisher{}, &bridge{}
 		h := alert.New(alert.Config{Store: fakeIndex{n: 1}, Gauge: &gauge{}, Publisher: pub, TopicARN: "arn:aws:sns:us-east-1:1:alerts",
-			Logger: logging.New(&buf, slog.LevelDebug)})
+			Events: b, EventBus: bus, Logger: logging.New(&buf, slog.LevelDebug)})
 		resp, err := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{r}})
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("Handle = %+v, %v", resp, err)
@@ -51,6 +52,13 @@ func FuzzStreamRecord(f *testing.F) {
 		for _, in := range pub.in {
 			if logging.ContainsSeed(*in.Message) || logging.ContainsSeed(*in.Subject) {
 				t.Fatalf("the SNS message holds a seed: %s / %s", *in.Subject, *in.Message)
+			}
+		}
+		for _, e := range b.ok {
+			var d alert.EventDetail
+			if err := json.Unmarshal([]byte(*e.Detail), &d); err != nil || logging.ContainsSeed(*e.Detail) ||
+				(d.Status != alert.EventSuccess && d.Status != alert.EventError && d.Status != alert.EventInDoubt && d.Status != alert.EventReleased) {
+				t.Fatalf("event %s: %s (%v)", *e.DetailType, *e.Detail, err)
 			}
 		}
 		if logging.ContainsSeed(buf.String()) {

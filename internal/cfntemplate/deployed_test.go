@@ -11,12 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // The deployed template (template.yaml at the repository root) held to the code.
@@ -305,7 +308,7 @@ func TestEnvironmentAndTimeouts(t *testing.T) {
 		t.Errorf("ReconcileFunction RECONCILE_ACTIONS=%q: %q, %v; want all", full["RECONCILE_ACTIONS"], a, err)
 	}
 	alert := env(t, tpl, "AlertFunction", sample)
-	for _, k := range []string{"TABLE_NAME", "ALERT_TOPIC_ARN"} {
+	for _, k := range []string{"TABLE_NAME", "ALERT_TOPIC_ARN", "EVENT_BUS_NAME"} {
 		if alert[k] == "" {
 			t.Errorf("AlertFunction has no %s", k)
 		}
@@ -352,7 +355,7 @@ func TestLeastPrivilege(t *testing.T) {
 	tpl := load(t)
 	roles := tpl.ResourcesOfType("AWS::IAM::Role")
 	sort.Strings(roles)
-	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "InDoubtReaderFunctionRole", "ReconcileFunctionRole"}; !slices.Equal(roles, want) {
+	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "InDoubtReaderFunctionRole", "ReconcileFunctionRole", "SettlementWebhookRole"}; !slices.Equal(roles, want) {
 		t.Fatalf("roles = %v, want %v", roles, want)
 	}
 	for _, id := range roles {
@@ -384,6 +387,24 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:Query"}) {
 		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want only Query (stream reads aside)", got)
+	}
+	// Settlement events: the alert function may put events on the stack's bus only; EventBridge's
+	// webhook role may only invoke the webhook's API destination.
+	for role, want := range map[string]string{
+		"AlertFunctionRole":     `events:PutEvents on {"Fn::GetAtt":["SettlementEventBus","Arn"]}`,
+		"SettlementWebhookRole": `events:InvokeApiDestination on {"Fn::GetAtt":["SettlementWebhookDestination","Arn"]}`,
+	} {
+		var got []string
+		for _, st := range statements(t, tpl, role) {
+			for _, a := range st.actions {
+				if strings.HasPrefix(a, "events:") {
+					got = append(got, a+" on "+st.resource)
+				}
+			}
+		}
+		if !slices.Equal(got, []string{want}) {
+			t.Errorf("%s EventBridge permissions = %v, want only %s", role, got, want)
+		}
 	}
 	// The reader reads: GetItem (get, dynamo.Store.Get) and Query (list, ListInDoubt), nothing else.
 	if got := dynamoActions(t, tpl, "InDoubtReaderFunctionRole"); !slices.Equal(got, []string{"dynamodb:GetItem", "dynamodb:Query"}) {
@@ -476,24 +497,63 @@ func TestStreamMappingScheduleAndAlarms(t *testing.T) {
 	if !reflect.DeepEqual(get(t, p, "DestinationConfig", "OnFailure", "Destination"), map[string]any{"Fn::GetAtt": []any{"AlertFailureQueue", "Arn"}}) {
 		t.Error("on-failure destination is not AlertFailureQueue")
 	}
-	// Each filter is valid JSON on the images' status, and together they pass in_doubt entering,
-	// staying and leaving.
-	var sides []string
+	// Each filter is valid JSON on the images' status. Together they pass every record the
+	// handler acts on (an alert: in_doubt entering or leaving; an event: SettlementEventOf) and
+	// hold back the claim, the attach, take-overs and the TTL's removals of settled items.
+	type filter map[string]map[string]map[string]map[string][]string
+	var filters []filter
 	for i, f := range get(t, p, "FilterCriteria", "Filters").([]any) {
-		var pat map[string]map[string]map[string]map[string][]string
-		if err := json.Unmarshal([]byte(str(t, f, "Pattern")), &pat); err != nil {
-			t.Fatalf("filter %d: %v", i, err)
+		var pat filter
+		if err := json.Unmarshal([]byte(str(t, f, "Pattern")), &pat); err != nil || len(pat["dynamodb"]) == 0 {
+			t.Fatalf("filter %d: %v %v", i, pat, err)
 		}
 		for side, img := range pat["dynamodb"] {
-			if !slices.Equal(img["status"]["S"], []string{"in_doubt"}) {
-				t.Errorf("filter %d: %s status %v", i, side, img["status"])
+			if (side != "NewImage" && side != "OldImage") || len(img) != 1 || len(img["status"]) != 1 || len(img["status"]["S"]) == 0 {
+				t.Errorf("filter %d: %s %v: want a list of statuses of an image", i, side, img)
 			}
-			sides = append(sides, side)
+		}
+		filters = append(filters, pat)
+	}
+	passes := func(old, next transfer.Status) bool {
+		status := map[string]transfer.Status{"OldImage": old, "NewImage": next}
+		for _, f := range filters {
+			all := true
+			for side, img := range f["dynamodb"] {
+				all = all && status[side] != "" && slices.Contains(img["status"]["S"], string(status[side]))
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+	statuses := []transfer.Status{"", transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt}
+	for _, old := range statuses {
+		for _, next := range statuses {
+			if old == "" && next == "" {
+				continue
+			}
+			var o, n *transfer.Record
+			if old != "" {
+				o = &transfer.Record{StoreKey: "transfer:k", Status: old}
+			}
+			if next != "" {
+				n = &transfer.Record{StoreKey: "transfer:k", Status: next}
+			}
+			_, event := alert.SettlementEventOf(&events.DynamoDBEventRecord{}, o, n)
+			alerts := (old == transfer.StatusInDoubt) != (next == transfer.StatusInDoubt)
+			if (event || alerts) && !passes(old, next) {
+				t.Errorf("the filters hold back %q -> %q, which the handler acts on (event %v, alert %v)", old, next, event, alerts)
+			}
 		}
 	}
-	sort.Strings(sides)
-	if !slices.Equal(sides, []string{"NewImage", "OldImage"}) {
-		t.Errorf("filters on %v, want NewImage and OldImage", sides)
+	for _, held := range [][2]transfer.Status{
+		{"", transfer.StatusInFlight}, {transfer.StatusInFlight, transfer.StatusInFlight}, {transfer.StatusInFlight, ""},
+		{transfer.StatusReplayable, ""}, {transfer.StatusRejected, ""},
+	} {
+		if passes(held[0], held[1]) {
+			t.Errorf("the filters pass %q -> %q, which the handler ignores", held[0], held[1])
+		}
 	}
 
 	sweep := get(t, tpl.Resources["ReconcileFunction"].Properties, "Events", "Sweep")

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -14,17 +15,29 @@ type Alert struct {
 	// TopicARN is the SNS topic in-doubt alerts are published to (ALERT_TOPIC_ARN); empty means
 	// log only.
 	TopicARN string
+	// EventBus is the EventBridge bus the settlement events are published to (EVENT_BUS_NAME: a
+	// bus name or ARN; README.md, "Settlement events"); empty means none. Another endpoint is the
+	// AWS SDK's own AWS_ENDPOINT_URL_EVENTBRIDGE.
+	EventBus string
 }
+
+// eventBusName is an EventBridge bus name (PutEventsRequestEntry.EventBusName: a name of 1 to
+// 256 characters of [/\.\-_A-Za-z0-9]) or a bus ARN.
+var eventBusName = regexp.MustCompile(`^([/\.\-_A-Za-z0-9]{1,256}|arn:aws[\w-]*:events:[a-z0-9-]+:\d{12}:event-bus/[/\.\-_A-Za-z0-9]{1,256})$`)
 
 // LoadAlert reads and validates the alert function's configuration.
 func LoadAlert(getenv Getenv) (Alert, error) {
-	a := Alert{Table: getenv("TABLE_NAME"), DynamoEndpoint: getenv("DYNAMODB_ENDPOINT"), TopicARN: strings.TrimSpace(getenv("ALERT_TOPIC_ARN"))}
+	a := Alert{Table: getenv("TABLE_NAME"), DynamoEndpoint: getenv("DYNAMODB_ENDPOINT"), TopicARN: strings.TrimSpace(getenv("ALERT_TOPIC_ARN")),
+		EventBus: strings.TrimSpace(getenv("EVENT_BUS_NAME"))}
 	var errs []error
 	if a.Table == "" {
 		errs = append(errs, errors.New("TABLE_NAME is required"))
 	}
 	if a.TopicARN != "" && !strings.HasPrefix(a.TopicARN, "arn:") {
 		errs = append(errs, fmt.Errorf("ALERT_TOPIC_ARN must be an SNS topic ARN (arn:aws:sns:...), not %q", a.TopicARN))
+	}
+	if a.EventBus != "" && !eventBusName.MatchString(a.EventBus) {
+		errs = append(errs, fmt.Errorf("EVENT_BUS_NAME must be an EventBridge bus name or ARN, not %q", a.EventBus))
 	}
 	if len(errs) > 0 {
 		return Alert{}, fmt.Errorf("config: %w", errors.Join(errs...))

@@ -17,6 +17,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/api"
@@ -37,6 +40,7 @@ import (
 //
 // works (AWS CLI v2 also wants --cli-binary-format raw-in-base64-out). The alert function is fed
 // by the local stream (stream.go), and the sweep runs on a timer, as the schedule runs it in AWS.
+// The same address serves the local EventBridge's PutEvents and GET /_events (events.go).
 
 // Function names, the template's logical IDs.
 const (
@@ -56,6 +60,8 @@ type OpsOptions struct {
 	SweepInterval time.Duration
 	// Metrics receives the EMF lines (nil: discarded).
 	Metrics io.Writer
+	// Events receives a line per settlement event (events.go; nil: discarded).
+	Events io.Writer
 }
 
 // operations are the alert and reconcile functions, the stream that feeds the first, the sweep
@@ -64,6 +70,7 @@ type operations struct {
 	opts      Options
 	emf       *metrics.Writer
 	stream    *streamClient
+	bus       *eventBus
 	alert     *alert.Handler
 	reconcile *reconcile.Service
 	// watch is the sweep's Watch (set by Start before start).
@@ -101,7 +108,21 @@ func (p *operations) observer() transfer.Observer {
 // timer, and serves the Invoke API.
 func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	log := p.opts.Logger
-	p.alert = alert.New(alert.Config{Store: svc.Store, Gauge: p.emf, Logger: log})
+	ln, err := net.Listen("tcp", p.opts.Ops.LambdaAddr)
+	if err != nil {
+		return fmt.Errorf("devstack: Lambda listener: %w", err)
+	}
+	s.Info.LambdaURL = "http://" + ln.Addr().String()
+	s.Info.EventsURL = s.Info.LambdaURL + "/_events"
+	// The settlement events go through the SDK's eventbridge client to the local PutEvents
+	// (events.go), as the deployed alert function sends them to EventBridge.
+	p.bus = newEventBus(localBus, p.opts.Ops.Events, log)
+	s.shutdown = append(s.shutdown, p.bus.close)
+	events := eventbridge.New(eventbridge.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(s.Info.LambdaURL),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+	})
+	p.alert = alert.New(alert.Config{Store: svc.Store, Gauge: p.emf, Events: events, EventBus: localBus, EventFailures: p.emf, Logger: log})
 	getenv := p.opts.Getenv
 	rcfg := reconcile.Config{
 		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: p.emf, Clock: svc.Orchestrator.Clock,
@@ -124,11 +145,6 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		reconcileFunction: lambda.NewHandler(p.reconcile.Invoke),
 		readerFunction:    lambda.NewHandler(reader.Invoke),
 	}
-	ln, err := net.Listen("tcp", p.opts.Ops.LambdaAddr)
-	if err != nil {
-		return fmt.Errorf("devstack: Lambda listener: %w", err)
-	}
-	s.Info.LambdaURL = "http://" + ln.Addr().String()
 	p.stream.start(p.alert.Handle)
 	go p.sweepLoop()
 	s.closers = append(s.closers, p.close)
@@ -187,6 +203,8 @@ const maxPayload = 6 << 20
 // background; DryRun answers 204.
 func (p *operations) invokeHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /{$}", p.bus.putEvents)
+	mux.HandleFunc("GET /_events", p.bus.stream)
 	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if i := strings.LastIndex(name, ":function:"); i >= 0 {

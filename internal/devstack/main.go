@@ -38,7 +38,7 @@ func run(logger *slog.Logger) error {
 		APIAddr: envOr("API_ADDR", "127.0.0.1:3000"), DynamoAddr: envOr("DYNAMODB_ADDR", "127.0.0.1:8000"),
 		StellarAddr: envOr("STELLAR_ADDR", "127.0.0.1:8010"), KMSAddr: envOr("KMS_ADDR", "127.0.0.1:8020"),
 		Getenv: os.Getenv, Logger: logger,
-		Ops: OpsOptions{LambdaAddr: envOr("LAMBDA_ADDR", "127.0.0.1:3001"), Metrics: os.Stdout},
+		Ops: OpsOptions{LambdaAddr: envOr("LAMBDA_ADDR", "127.0.0.1:3001"), Metrics: os.Stdout, Events: os.Stdout},
 	}
 	if ms, err := strconv.Atoi(os.Getenv("SWEEP_INTERVAL_MS")); err == nil && ms > 0 {
 		opts.Ops.SweepInterval = time.Duration(ms) * time.Millisecond
@@ -68,6 +68,7 @@ func printBanner(i Info) {
 	fmt.Fprintf(w, "\nStellar Transfer Orchestrator, local stack\n\n")
 	fmt.Fprintf(w, "  API                %s\n", i.APIURL)
 	fmt.Fprintf(w, "  Lambda Invoke API  %s  (ApiFunction, AlertFunction, ReconcileFunction, InDoubtReaderFunction)\n", i.LambdaURL)
+	fmt.Fprintf(w, "  Settlement events  %s  (server-sent events, also printed here; curl -N '%s?since=0')\n", i.EventsURL, i.EventsURL)
 	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
 	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
 	fmt.Fprintf(w, "  Stellar RPC        %s\n", i.RPCURL)

@@ -54,6 +54,9 @@ type Stack struct {
 
 	servers []*http.Server
 	closers []func() error
+	// shutdown runs first on Close: it ends long-lived responses (the /_events streams), which
+	// would otherwise hold the servers' Shutdown.
+	shutdown []func()
 }
 
 // Info is what GET /_sim/stack returns and what `make run` prints.
@@ -83,6 +86,8 @@ type Info struct {
 	// account's key.
 	VaultKMSKey *KMSKey `json:"vaultKmsKey,omitempty"`
 	FeeKMSKey   *KMSKey `json:"feeKmsKey,omitempty"`
+	// EventsURL streams the settlement events as server-sent events (events.go).
+	EventsURL string `json:"eventsUrl"`
 }
 
 // KMSKey is a KMS key and its public key as a Stellar account ID.
@@ -387,6 +392,9 @@ func (s *Stack) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
+	for _, f := range s.shutdown {
+		f()
+	}
 	for i := len(s.servers) - 1; i >= 0; i-- {
 		if err := s.servers[i].Shutdown(ctx); err != nil {
 			errs = append(errs, err)

@@ -135,3 +135,69 @@ func (s *SNS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		result
 	}{result: result{MessageID: "message-" + strconv.Itoa(n), RequestID: "fake"}})
 }
+
+// PutEvent is one entry EventBridge accepted.
+type PutEvent struct {
+	EventBusName, Source, DetailType, Detail string
+}
+
+// EventBridge is a fake of EventBridge's PutEvents (AWS JSON 1.1: POST / with X-Amz-Target:
+// AWSEvents.PutEvents), enough for the AWS SDK's client. Point a function at it with
+// AWS_ENDPOINT_URL_EVENTBRIDGE. An entry for a bus it does not hold is refused in the answer
+// (ErrorCode), not by the request: PutEvents answers per entry, and a function must read it.
+type EventBridge struct {
+	mu       sync.Mutex
+	buses    map[string]bool
+	accepted []PutEvent
+}
+
+// NewEventBridge returns a fake holding the buses (names).
+func NewEventBridge(buses ...string) *EventBridge {
+	b := &EventBridge{buses: map[string]bool{}}
+	for _, n := range buses {
+		b.buses[n] = true
+	}
+	return b
+}
+
+// Accepted returns the entries accepted so far.
+func (b *EventBridge) Accepted() []PutEvent {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]PutEvent(nil), b.accepted...)
+}
+
+// ServeHTTP answers PutEvents; any other operation is refused.
+func (b *EventBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Amz-Target") != "AWSEvents.PutEvents" {
+		awsJSONError(w, http.StatusBadRequest, "UnknownOperationException", "only PutEvents is faked")
+		return
+	}
+	var in struct{ Entries []PutEvent }
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil || len(in.Entries) == 0 || len(in.Entries) > 10 {
+		awsJSONError(w, http.StatusBadRequest, "ValidationException", "malformed request, or not 1 to 10 entries")
+		return
+	}
+	type result struct {
+		EventID      string `json:"EventId,omitempty"`
+		ErrorCode    string `json:"ErrorCode,omitempty"`
+		ErrorMessage string `json:"ErrorMessage,omitempty"`
+	}
+	out := struct {
+		FailedEntryCount int
+		Entries          []result
+	}{}
+	b.mu.Lock()
+	for _, e := range in.Entries {
+		if !b.buses[e.EventBusName] {
+			out.FailedEntryCount++
+			out.Entries = append(out.Entries, result{ErrorCode: "NotAuthorized", ErrorMessage: "no such event bus"})
+			continue
+		}
+		b.accepted = append(b.accepted, e)
+		out.Entries = append(out.Entries, result{EventID: "event-" + strconv.Itoa(len(b.accepted))})
+	}
+	b.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	_ = json.NewEncoder(w).Encode(out)
+}

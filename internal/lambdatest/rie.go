@@ -1,7 +1,7 @@
 // Package lambdatest runs the functions' real bootstrap binaries the way Lambda does, under the AWS
 // Lambda Runtime Interface Emulator (aws-lambda-rie, which needs no container for a bootstrap
-// built for this machine), and fakes the two AWS APIs a function reaches besides DynamoDB:
-// Secrets Manager's GetSecretValue and SNS's Publish, both on 127.0.0.1.
+// built for this machine), and fakes the AWS APIs a function reaches besides DynamoDB: Secrets
+// Manager's GetSecretValue, SNS's Publish and EventBridge's PutEvents, each on 127.0.0.1.
 //
 // Build compiles a bootstrap exactly as the Makefile does (CGO_ENABLED=0, -tags lambda.norpc,
 // -trimpath, -s -w) for any GOOS/GOARCH; Start runs one under the emulator; Invoke posts an event

@@ -105,8 +105,8 @@ func rie(t *testing.T, fn string) (string, string) {
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
 // stack is what the functions talk to, all on 127.0.0.1: DynamoDB (minidyn) with the table, the
-// local Stellar network with a funded vault, a USDC asset and a wallet, and fake Secrets Manager
-// and SNS endpoints.
+// local Stellar network with a funded vault, a USDC asset and a wallet, and fake Secrets Manager,
+// SNS and EventBridge endpoints.
 type stack struct {
 	dynamoURL  string
 	db         *dynamodb.Client
@@ -118,6 +118,8 @@ type stack struct {
 	secretsURL string
 	sns        *lambdatest.SNS
 	snsURL     string
+	events     *lambdatest.EventBridge
+	eventsURL  string
 	seedDoc    string // the good secret document, to prove it never reaches a log
 	dynamoLog  *requestLog
 	stellarLog *requestLog
@@ -159,6 +161,7 @@ const (
 	missingARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/missing-QqQqQq"
 	topicARN   = "arn:aws:sns:us-east-1:123456789012:transfer-alerts"
 	goneTopic  = "arn:aws:sns:us-east-1:123456789012:deleted-topic"
+	eventBus   = "transfers-rie-settlements"
 )
 
 func newStack(t *testing.T) *stack {
@@ -227,6 +230,10 @@ func newStack(t *testing.T) *stack {
 	sns := httptest.NewServer(s.sns)
 	t.Cleanup(sns.Close)
 	s.snsURL = sns.URL
+	s.events = lambdatest.NewEventBridge(eventBus)
+	eb := httptest.NewServer(s.events)
+	t.Cleanup(eb.Close)
+	s.eventsURL = eb.URL
 	return s
 }
 
@@ -246,7 +253,7 @@ func (s *stack) env(drop []string, extra ...string) []string {
 		"TABLE_NAME=" + table, "DYNAMODB_ENDPOINT=" + s.dynamoURL,
 		"STELLAR_BACKEND=rpc", "STELLAR_RPC_URL=" + s.rpcURL, "NETWORK_PASSPHRASE=" + s.net.Passphrase(),
 		"VAULT_ACCOUNT=" + s.vault.Address(), "ASSETS=USDC:" + s.usdc.Issuer, "SIGNING_SECRET_ARN=" + secretARN,
-		"ALERT_TOPIC_ARN=" + topicARN,
+		"ALERT_TOPIC_ARN=" + topicARN, "EVENT_BUS_NAME=" + eventBus, "AWS_ENDPOINT_URL_EVENTBRIDGE=" + s.eventsURL,
 		// The template's values (template.yaml): the API function's timeout is 29 s.
 		"TRANSFER_ORCHESTRATION_TIMEOUT_MS=25000", "TRANSFER_DEADLINE_MARGIN_MS=2000", "TRANSFER_PROOF_WINDOW_MS=9000", "TRANSFER_MIN_VALIDITY_MS=12000",
 	}
@@ -587,7 +594,32 @@ func TestRIEAlertFunction(t *testing.T) {
 	if len(pubs) != 1 || pubs[0].TopicARN != topicARN || !strings.Contains(pubs[0].Message, rec.StoreKey) {
 		t.Errorf("SNS publications = %+v, want one for %s on %s", pubs, rec.StoreKey, topicARN)
 	}
+	// Its settlement event: "Transfer In Doubt", through the SDK's eventbridge client.
+	evs := s.events.Accepted()
+	if len(evs) != 1 || evs[0].EventBusName != eventBus || evs[0].Source != alert.EventSource || evs[0].DetailType != alert.DetailTypeInDoubt ||
+		!strings.Contains(evs[0].Detail, `"idempotencyKey":"rie-alert-00000001"`) || !strings.Contains(evs[0].Detail, `"failingCode":"TRANSFER_TIMEOUT"`) {
+		t.Errorf("events = %+v, want one Transfer In Doubt for rie-alert-00000001 on %s", evs, eventBus)
+	}
+	for _, ev := range evs {
+		if strings.Contains(ev.Detail, rec.Envelope.XDR) || strings.Contains(ev.Detail, rec.Fingerprint) {
+			t.Errorf("the event leaks the envelope or the fingerprint: %s", ev.Detail)
+		}
+	}
 	reportTimes(t, "alert", e, 1)
+
+	// PutEvents refuses the entry (a bus it does not hold): reported, so Lambda retries the batch
+	// from that record.
+	t.Run("event refused", func(t *testing.T) {
+		e := start(t, "alert", s.env([]string{"EVENT_BUS_NAME"}, "EVENT_BUS_NAME=deleted-bus"), 30*time.Second)
+		var resp events.DynamoDBEventResponse
+		decodeAnswer(t, invoke(t, e, events.DynamoDBEvent{Records: batch.Records[:1]}), &resp)
+		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "100000000000000000001" {
+			t.Errorf("batchItemFailures = %+v, want the record whose event was refused", resp.BatchItemFailures)
+		}
+		if log := e.Log(); !strings.Contains(log, `"msg":"settlement events not published`) || !strings.Contains(log, `"transfer_orchestration_event_publish_failures":1`) {
+			t.Errorf("no failure line or metric in the log:\n%s", log)
+		}
+	})
 
 	// A failure a retry can fix (the topic is gone: SNS answers NotFound) is reported, so Lambda
 	// retries the batch from that record.
@@ -600,8 +632,8 @@ func TestRIEAlertFunction(t *testing.T) {
 		}
 	})
 	t.Run("bad configuration", func(t *testing.T) {
-		expectInitFailure(t, "alert", s.env([]string{"TABLE_NAME", "ALERT_TOPIC_ARN"}, "ALERT_TOPIC_ARN=transfer-alerts"),
-			`"msg":"invalid configuration"`, "TABLE_NAME is required", "ALERT_TOPIC_ARN must be an SNS topic ARN")
+		expectInitFailure(t, "alert", s.env([]string{"TABLE_NAME", "ALERT_TOPIC_ARN", "EVENT_BUS_NAME"}, "ALERT_TOPIC_ARN=transfer-alerts", "EVENT_BUS_NAME=two words"),
+			`"msg":"invalid configuration"`, "TABLE_NAME is required", "ALERT_TOPIC_ARN must be an SNS topic ARN", "EVENT_BUS_NAME must be")
 	})
 }
 

@@ -52,18 +52,22 @@ const (
 	// items of the transfers table); no dimensions. Written by every sweep when channels are
 	// configured.
 	ChannelLeasesInUse = "transfer_orchestration_channel_leases_in_use"
+	// EventPublishFailures counts the settlement events the alert function gave up publishing in
+	// an invocation (their stream records are delivered again; README.md, "Settlement events");
+	// no dimensions. Written only when some failed.
+	EventPublishFailures = "transfer_orchestration_event_publish_failures"
 )
 
 // Names lists every metric name the service writes, for the checks that alarms and dashboards
 // name only metrics that exist.
-var Names = []string{Total, ReplayTotal, FailureTotal, DurationMS, InDoubt, Balance, ChannelLeasesInUse}
+var Names = []string{Total, ReplayTotal, FailureTotal, DurationMS, InDoubt, Balance, ChannelLeasesInUse, EventPublishFailures}
 
 // Dimensions is the one dimension set each metric is written with: an alarm must name exactly
 // these to see its data (CloudWatch treats each dimension set as a metric of its own).
 var Dimensions = map[string][]string{
 	Total: {DimOperation, DimOutcome}, DurationMS: {DimOperation, DimOutcome},
 	ReplayTotal: {DimOperation, DimReplayOf}, FailureTotal: {DimOperation, DimClassification, DimCode},
-	InDoubt: {}, Balance: {DimAccount, DimAsset}, ChannelLeasesInUse: {},
+	InDoubt: {}, Balance: {DimAccount, DimAsset}, ChannelLeasesInUse: {}, EventPublishFailures: {},
 }
 
 // Dimension names (README.md, "Monitoring").
@@ -193,6 +197,14 @@ func (w *Writer) BalanceGauge(_ context.Context, account, asset string, stroops 
 func (w *Writer) ChannelLeasesGauge(_ context.Context, n int) {
 	w.write(map[string]any{ChannelLeasesInUse: n}, []directive{{
 		Namespace: Namespace, Dimensions: [][]string{{}}, Metrics: []metricDefn{{ChannelLeasesInUse, unitCount}},
+	}})
+}
+
+// EventPublishFailures writes EventPublishFailures: n settlement events given up on, no
+// dimensions (alert.EventFailureCounter).
+func (w *Writer) EventPublishFailures(_ context.Context, n int) {
+	w.write(map[string]any{EventPublishFailures: n}, []directive{{
+		Namespace: Namespace, Dimensions: [][]string{{}}, Metrics: []metricDefn{{EventPublishFailures, unitCount}},
 	}})
 }
 

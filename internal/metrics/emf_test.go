@@ -65,6 +65,9 @@ func TestGolden(t *testing.T) {
 			w.BalanceGauge(context.Background(), metrics.AccountFee, metrics.AssetXLM, 5)
 			w.ChannelLeasesGauge(context.Background(), 7)
 		}},
+		{"event_publish_failures", func(w *metrics.Writer) {
+			w.EventPublishFailures(context.Background(), 2)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -93,6 +96,7 @@ func TestLinesAreValidEMF(t *testing.T) {
 		metrics.Total: {"operation", "outcome"}, metrics.DurationMS: {"operation", "outcome"},
 		metrics.ReplayTotal: {"operation", "replay_of"}, metrics.FailureTotal: {"operation", "classification", "code"},
 		metrics.InDoubt: {}, metrics.Balance: {"account", "asset"}, metrics.ChannelLeasesInUse: {},
+		metrics.EventPublishFailures: {},
 	}
 	for name, dims := range seedDims {
 		if got, ok := metrics.Dimensions[name]; !ok || strings.Join(got, ",") != strings.Join(dims, ",") {
@@ -114,6 +118,7 @@ func TestLinesAreValidEMF(t *testing.T) {
 	w.InDoubtGauge(context.Background(), 1)
 	w.BalanceGauge(context.Background(), metrics.AccountVault, "USDC", 1)
 	w.ChannelLeasesGauge(context.Background(), 2)
+	w.EventPublishFailures(context.Background(), 3)
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var doc emf

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
@@ -97,6 +98,10 @@ type AWSClients struct {
 	SNS     *sns.Client
 	// KMS signs with the vault's and the fee account's keys when SIGNER=kms.
 	KMS *kms.Client
+	// Config is what they were built from (region, credentials, X-Ray), for a function's other
+	// clients: the alert function's eventbridge client is built in functions/alert, so the other
+	// functions do not link it.
+	Config aws.Config
 }
 
 // NewAWSClients loads the AWS configuration (region and credentials from the Lambda environment)
@@ -116,5 +121,5 @@ func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, erro
 		}
 	})
 	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg),
-		KMS: kms.NewFromConfig(cfg, kmsOptions(os.Getenv("KMS_ENDPOINT")))}, nil
+		KMS: kms.NewFromConfig(cfg, kmsOptions(os.Getenv("KMS_ENDPOINT"))), Config: cfg}, nil
 }
