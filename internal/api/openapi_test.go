@@ -406,13 +406,13 @@ func TestProblemTypeOfAnAnswer(t *testing.T) {
 	}
 }
 
-// API Gateway's own answers ({"message"} as application/json) conform to the document on both
-// operations, at each status it gives them.
+// API Gateway's own answers ({"message"} as application/json) conform to the document on every
+// operation, at each status it gives them.
 func TestOpenAPIGatewayAnswers(t *testing.T) {
 	_, v := loadOpenAPI(t)
 	viewPath := "/wallets/" + wallet + "/transfers/" + goodKey
 	for _, status := range []int{403, 429, 500, 503, 504} {
-		for _, r := range []req{post(goodBody(wallet), nil), {"GET", viewPath, "", nil}} {
+		for _, r := range []req{post(goodBody(wallet), nil), {"GET", viewPath, "", nil}, {"GET", "/wallets/" + wallet + "/transfers?limit=5", "", nil}} {
 			hr := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
 			for k, val := range r.header {
 				hr.Header.Set(k, val)
