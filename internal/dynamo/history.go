@@ -23,9 +23,9 @@ import (
 // Cost: every write of a transfer item is also one write to gsi2 (about three per transfer:
 // claim, attach, settle), of the projected attributes only. One wallet is one index partition,
 // which takes at most 1,000 write units a second, and a throttled index throttles the table's
-// writes (Amazon DynamoDB Developer Guide, "Partitions and data distribution" and "Considerations
-// when using global secondary indexes"): a single wallet would need over 300 transfers a second,
-// far above what the channel accounts carry (README.md, "Capacity").
+// writes (Amazon DynamoDB Developer Guide, "Partitions and data distribution" and "Understanding
+// global secondary index (GSI) write throttling and back pressure"): a single wallet would need
+// over 300 transfers a second, far above what the channel accounts carry (README.md, "Capacity").
 
 var _ transfer.HistoryStore = (*Store)(nil)
 
