@@ -80,7 +80,8 @@ type HistoryPage struct {
 
 // History lists wallet's transfers (wallet canonical, upper case), newest first: at most limit
 // (1 to MaxHistoryLimit) after cursor ("" for the first page). Items whose replay window has
-// passed (Record.Expired) are left out, as View answers them not found; a page may therefore hold
+// passed (Record.Expired) are left out, as View answers them not found, and so is any item whose
+// request names another wallet (the index is keyed by a hash); a page may therefore hold
 // fewer than limit entries, or none, and still name a next cursor. Errors: *ValidationError
 // LIMIT_INVALID or CURSOR_INVALID (400), *UnavailableError STORE_UNAVAILABLE (503); without
 // WalletHistory, an untyped error (500: the wiring forgot it).
@@ -101,7 +102,8 @@ func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cu
 	now := o.Clock.Now()
 	page := HistoryPage{Entries: make([]HistoryEntry, 0, len(recs)), Next: next}
 	for _, rec := range recs {
-		if rec.Expired(now) {
+		// The index is keyed by a hash of the wallet; the item's own wallet has the last word.
+		if rec.Expired(now) || !strings.EqualFold(rec.Request.WalletAddress, wallet) {
 			continue
 		}
 		page.Entries = append(page.Entries, HistoryEntry{

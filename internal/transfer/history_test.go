@@ -60,6 +60,9 @@ func TestHistory(t *testing.T) {
 		rec("order-doubt", transfer.StatusInDoubt, &transfer.Result{Code: transfer.CodeTimeout}, 0),
 		rec("order-flight", transfer.StatusInFlight, nil, 0),
 	}}
+	stranger := rec("order-stranger", transfer.StatusInFlight, nil, 0)
+	stranger.Request.WalletAddress = "GDXRGXFYU77KVAF37QVLG4D27EKEESYRVLXMAFSDBA4AZIIBQJ25UZRJ"
+	store.recs = append(store.recs, stranger)
 	o := &transfer.Orchestrator{Clock: vclock.New(now), WalletHistory: store}
 	page, err := o.History(context.Background(), w, 5, "cursor-1")
 	if err != nil {
@@ -85,7 +88,7 @@ func TestHistory(t *testing.T) {
 		"order-flight pending false  0 withdraw 12.5 USDC",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("entries:\n%s\nwant (the expired one left out):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Fatalf("entries:\n%s\nwant (the expired one and another wallet's left out):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if p := page.Entries[1].Problem; p == nil || p.Code != transfer.CodeTransactionFailed || len(p.ResultCodes) != 1 {
 		t.Errorf("the rejection's problem: %+v", p)
