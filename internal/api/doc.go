@@ -2,6 +2,7 @@
 // contract is openapi.yaml beside this file): a net/http handler for
 //
 //	POST /transfers                                            (header Idempotency-Key, JSON body)
+//	GET  /wallets/{walletAddress}/transfers?limit=&cursor=          (the wallet's history)
 //	GET  /wallets/{walletAddress}/transfers/{idempotencyKey}
 //
 // and an adapter that serves it from API Gateway HTTP API events (payload format 2.0).

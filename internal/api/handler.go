@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"runtime/debug"
 	"strconv"
@@ -24,6 +25,10 @@ type Service interface {
 	// View returns the transfer stored under (wallet, clientKey); wallet is canonical (upper
 	// case). *transfer.NotFoundError when there is none.
 	View(ctx context.Context, wallet, clientKey string) (transfer.View, error)
+	// History lists wallet's transfers newest first (wallet canonical, limit 1 to
+	// transfer.MaxHistoryLimit, cursor "" for the first page). *transfer.ValidationError
+	// LIMIT_INVALID or CURSOR_INVALID for what the client sent wrong.
+	History(ctx context.Context, wallet string, limit int, cursor string) (transfer.HistoryPage, error)
 }
 
 // DefaultMaxBodyBytes bounds a request body (16 KiB); a transfer request is well under 1 KiB.
@@ -57,6 +62,33 @@ type ViewResponse struct {
 	// Error is the stored rejection (status "error"), without instance and traceId.
 	Error *ProblemDetails `json:"error,omitempty"`
 }
+
+// HistoryResponse is the 200 body of GET /wallets/{walletAddress}/transfers: a page of the
+// wallet's transfers, newest first, and the cursor of the next page (absent on the last).
+type HistoryResponse struct {
+	Items      []HistoryItem `json:"items"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+// HistoryItem is one transfer of a wallet's history: what GET .../transfers/{idempotencyKey}
+// shows of it (status, hash, ledger, inDoubt, error) and what was asked. No envelope, no secret.
+type HistoryItem struct {
+	IdempotencyKey string `json:"idempotencyKey"`
+	ViewResponse
+	OperationType string `json:"operationType,omitempty"`
+	// Amount is the canonical decimal string; Asset the configured asset code.
+	Amount string `json:"amount,omitempty"`
+	Asset  string `json:"asset,omitempty"`
+	// CreatedAt (the key's claim) and UpdatedAt (the last write): RFC 3339, UTC, milliseconds.
+	CreatedAt string `json:"createdAt,omitempty"`
+	UpdatedAt string `json:"updatedAt,omitempty"`
+}
+
+// Query parameters of GET /wallets/{walletAddress}/transfers.
+const (
+	LimitParam  = "limit"
+	CursorParam = "cursor"
+)
 
 // Option configures NewHandler.
 type Option func(*handler)
@@ -113,6 +145,8 @@ func NewHandler(svc Service, rules func() transfer.Rules, opts ...Option) http.H
 	// only see the wrong methods. ServeMux's own 404/405 replies are plain text; these are problems.
 	h.mux.HandleFunc("POST /transfers", h.postTransfer)
 	h.mux.HandleFunc("/transfers", h.methodNotAllowed("POST"))
+	h.mux.HandleFunc("GET /wallets/{walletAddress}/transfers", h.listTransfers)
+	h.mux.HandleFunc("/wallets/{walletAddress}/transfers", h.methodNotAllowed("GET, HEAD"))
 	h.mux.HandleFunc("GET /wallets/{walletAddress}/transfers/{idempotencyKey}", h.getTransfer)
 	h.mux.HandleFunc("/wallets/{walletAddress}/transfers/{idempotencyKey}", h.methodNotAllowed("GET, HEAD"))
 	h.mux.HandleFunc("/", h.notFound)
@@ -363,6 +397,12 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, "application/json", viewResponse(v))
+}
+
+// viewResponse is what a client sees of v: a stored rejection as a problem without instance and
+// traceId.
+func viewResponse(v transfer.View) ViewResponse {
 	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt}
 	if v.Problem != nil {
 		p := *v.Problem
@@ -375,7 +415,83 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 		pd := newProblem(p, nil)
 		resp.Error = &pd
 	}
+	return resp
+}
+
+// listTransfers serves GET /wallets/{walletAddress}/transfers?limit=&cursor=. Checks run in this
+// order, and the Service is called only when all pass: the wallet (422 INVALID_ADDRESS), the
+// query string (400 REQUEST_INVALID when it does not parse), limit (400 LIMIT_INVALID: absent
+// is transfer.DefaultHistoryLimit, else one parameter of 1 to transfer.MaxHistoryLimit in
+// decimal digits) and cursor (400 CURSOR_INVALID when sent empty or twice; what it holds is
+// the store's to judge). Other parameters are ignored.
+func (h *handler) listTransfers(w http.ResponseWriter, r *http.Request) {
+	st := stateOf(r.Context())
+	st.route = r.Pattern
+	wallet, err := h.rules().CanonicalWallet(r.PathValue("walletAddress"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		h.writeError(w, r, &transfer.ValidationError{Code: transfer.CodeRequestInvalid, Status: http.StatusBadRequest,
+			Field: "query", Detail: "the query string is malformed (a bad %-escape or a ';')"})
+		return
+	}
+	limit := transfer.DefaultHistoryLimit
+	if vs, ok := q[LimitParam]; ok {
+		n, convErr := strconv.Atoi(vs[0])
+		if len(vs) != 1 || !allDigits(vs[0]) || convErr != nil || n < 1 || n > transfer.MaxHistoryLimit {
+			h.writeError(w, r, transfer.LimitInvalid())
+			return
+		}
+		limit = n
+	}
+	cursor := ""
+	if vs, ok := q[CursorParam]; ok {
+		if len(vs) != 1 || vs[0] == "" {
+			h.writeError(w, r, transfer.CursorInvalid())
+			return
+		}
+		cursor = vs[0]
+	}
+	page, err := h.svc.History(r.Context(), wallet, limit, cursor)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	resp := HistoryResponse{Items: make([]HistoryItem, 0, len(page.Entries)), NextCursor: page.Next}
+	for _, e := range page.Entries {
+		resp.Items = append(resp.Items, HistoryItem{
+			IdempotencyKey: e.ClientKey,
+			ViewResponse:   viewResponse(e.View),
+			OperationType:  string(e.Operation),
+			Amount:         e.Amount,
+			Asset:          e.Asset,
+			CreatedAt:      rfc3339Millis(e.CreatedAt),
+			UpdatedAt:      rfc3339Millis(e.UpdatedAt),
+		})
+	}
 	writeJSON(w, http.StatusOK, "application/json", resp)
+}
+
+// allDigits reports whether s is one or more ASCII digits (strconv.Atoi also takes a sign).
+func allDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// rfc3339Millis is t as RFC 3339 in UTC with milliseconds ("2026-03-01T12:00:00.000Z"), "" for
+// the zero time. The store keeps times in epoch milliseconds.
+func rfc3339Millis(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 func (h *handler) methodNotAllowed(allow string) http.HandlerFunc {
@@ -389,5 +505,5 @@ func (h *handler) methodNotAllowed(allow string) http.HandlerFunc {
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, r, httpProblem(r, http.StatusNotFound, CodeRouteNotFound,
-		"no route for "+r.Method+" "+instanceOf(r.URL.Path)+"; the routes are POST /transfers and GET /wallets/{walletAddress}/transfers/{idempotencyKey}"))
+		"no route for "+r.Method+" "+instanceOf(r.URL.Path)+"; the routes are POST /transfers, GET /wallets/{walletAddress}/transfers and GET /wallets/{walletAddress}/transfers/{idempotencyKey}"))
 }

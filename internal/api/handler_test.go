@@ -28,10 +28,31 @@ type fakeService struct {
 	mu        sync.Mutex
 	transfers []transfer.Input
 	views     [][2]string
+	histories []historyCall
 	ctxs      []context.Context
 
 	transfer func(ctx context.Context, in transfer.Input) (transfer.Outcome, error)
 	view     func(ctx context.Context, wallet, key string) (transfer.View, error)
+	history  func(ctx context.Context, wallet string, limit int, cursor string) (transfer.HistoryPage, error)
+}
+
+// historyCall is one History call's arguments.
+type historyCall struct {
+	wallet string
+	limit  int
+	cursor string
+}
+
+func (f *fakeService) History(ctx context.Context, wallet string, limit int, cursor string) (transfer.HistoryPage, error) {
+	f.mu.Lock()
+	f.histories = append(f.histories, historyCall{wallet, limit, cursor})
+	f.ctxs = append(f.ctxs, ctx)
+	fn := f.history
+	f.mu.Unlock()
+	if fn == nil {
+		return transfer.HistoryPage{}, nil
+	}
+	return fn(ctx, wallet, limit, cursor)
 }
 
 func (f *fakeService) Transfer(ctx context.Context, in transfer.Input) (transfer.Outcome, error) {
@@ -61,7 +82,7 @@ func (f *fakeService) View(ctx context.Context, wallet, key string) (transfer.Vi
 func (f *fakeService) calls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.transfers) + len(f.views)
+	return len(f.transfers) + len(f.views) + len(f.histories)
 }
 
 // syncBuffer is a log sink safe for concurrent use.
@@ -371,7 +392,10 @@ func TestRoutingProblems(t *testing.T) {
 		{"unknown path", http.MethodGet, "/nope", 404, CodeRouteNotFound, ""},
 		{"root", http.MethodGet, "/", 404, CodeRouteNotFound, ""},
 		{"trailing slash", http.MethodPost, "/transfers/", 404, CodeRouteNotFound, ""},
-		{"view prefix", http.MethodGet, "/wallets/" + wallet + "/transfers", 404, CodeRouteNotFound, ""},
+		{"POST history", http.MethodPost, "/wallets/" + wallet + "/transfers", 405, CodeMethodNotAllowed, "GET, HEAD"},
+		{"DELETE history", http.MethodDelete, "/wallets/" + wallet + "/transfers", 405, CodeMethodNotAllowed, "GET, HEAD"},
+		{"view prefix", http.MethodGet, "/wallets/" + wallet, 404, CodeRouteNotFound, ""},
+		{"empty wallet's history", http.MethodGet, "/wallets//transfers", 404, CodeRouteNotFound, ""},
 		{"view suffix", http.MethodGet, viewPath + "/more", 404, CodeRouteNotFound, ""},
 		{"unclean path", http.MethodPost, "/x/../transfers", 404, CodeRouteNotFound, ""},
 		{"double slash", http.MethodPost, "//transfers", 404, CodeRouteNotFound, ""},

@@ -213,7 +213,21 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 	doc := parseOpenAPI(t, spec)
 	hash := strings.Repeat("ab", 32)
 	const transfers, view = "/transfers", "/wallets/{walletAddress}/transfers/{idempotencyKey}"
+	const history = "/wallets/{walletAddress}/transfers"
 	viewPath := "/wallets/" + wallet + "/transfers/" + goodKey
+	historyPath := "/wallets/" + wallet + "/transfers"
+	listing := func(p transfer.HistoryPage, err error) func(context.Context, string, int, string) (transfer.HistoryPage, error) {
+		return func(context.Context, string, int, string) (transfer.HistoryPage, error) { return p, err }
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	fullPage := transfer.HistoryPage{Next: "eyJwayI6IngifQ", Entries: []transfer.HistoryEntry{
+		{ClientKey: goodKey, View: transfer.View{Status: "success", TransactionHash: hash, Ledger: 9}, Operation: transfer.Withdraw, Amount: "12.5", Asset: "USDC", CreatedAt: at, UpdatedAt: at.Add(5 * time.Second)},
+		{ClientKey: "order-0002", View: transfer.View{Status: "pending", InDoubt: true}, Operation: transfer.Deposit, Amount: "1", Asset: "USDC", CreatedAt: at, UpdatedAt: at},
+		{ClientKey: "order-0003", View: transfer.View{Status: "pending"}, Operation: transfer.Deposit, Amount: "1", Asset: "USDC", CreatedAt: at, UpdatedAt: at},
+		{ClientKey: "order-0004", View: transfer.View{Status: "error", TransactionHash: hash,
+			Problem: &transfer.Problem{Code: transfer.CodeTransactionFailed, Detail: "failed", TransactionHash: hash, ResultCodes: []string{"tx_failed"}}},
+			Operation: transfer.Withdraw, Amount: "0.0000001", Asset: "USDC", CreatedAt: at, UpdatedAt: at},
+	}}
 	json := map[string]string{"Content-Type": "application/json", IdempotencyKeyHeader: goodKey}
 	failing := func(err error) func(context.Context, transfer.Input) (transfer.Outcome, error) {
 		return func(context.Context, transfer.Input) (transfer.Outcome, error) { return transfer.Outcome{}, err }
@@ -230,6 +244,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		r        req
 		transfer func(context.Context, transfer.Input) (transfer.Outcome, error)
 		view     func(context.Context, string, string) (transfer.View, error)
+		history  func(context.Context, string, int, string) (transfer.HistoryPage, error)
 		status   int
 		code     string
 	}{
@@ -263,6 +278,15 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		{name: "view bad key", route: view, r: req{"GET", "/wallets/" + wallet + "/transfers/short", "", nil}, status: 400, code: transfer.CodeKeyInvalid},
 		{name: "view bad wallet", route: view, r: req{"GET", "/wallets/GABC/transfers/" + goodKey, "", nil}, status: 422, code: transfer.CodeInvalidAddress},
 		{name: "view store down", route: view, r: req{"GET", viewPath, "", nil}, status: 503, code: transfer.CodeStoreUnavailable, view: viewing(transfer.View{}, unavailable(transfer.CodeStoreUnavailable))},
+		{name: "history", route: history, r: req{"GET", historyPath + "?limit=4", "", nil}, status: 200, history: listing(fullPage, nil)},
+		{name: "history empty", route: history, r: req{"GET", historyPath, "", nil}, status: 200},
+		{name: "history bad limit", route: history, r: req{"GET", historyPath + "?limit=101", "", nil}, status: 400, code: transfer.CodeLimitInvalid},
+		{name: "history bad cursor", route: history, r: req{"GET", historyPath + "?cursor=abc", "", nil}, status: 400, code: transfer.CodeCursorInvalid,
+			history: listing(transfer.HistoryPage{}, transfer.CursorInvalid())},
+		{name: "history bad query", route: history, r: req{"GET", historyPath + "?limit=%zz", "", nil}, status: 400, code: transfer.CodeRequestInvalid},
+		{name: "history bad wallet", route: history, r: req{"GET", "/wallets/GABC/transfers", "", nil}, status: 422, code: transfer.CodeInvalidAddress},
+		{name: "history store down", route: history, r: req{"GET", historyPath, "", nil}, status: 503, code: transfer.CodeStoreUnavailable,
+			history: listing(transfer.HistoryPage{}, unavailable(transfer.CodeStoreUnavailable))},
 	}
 	for _, code := range []string{transfer.CodeCircuitOpen, transfer.CodeRPCError, transfer.CodeSimulationError, transfer.CodeRestoreRequired,
 		transfer.CodeTransactionExpired, transfer.CodeNetworkUnavailable, transfer.CodeStoreUnavailable, transfer.CodeConfigurationInvalid,
@@ -273,6 +297,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 			r        req
 			transfer func(context.Context, transfer.Input) (transfer.Outcome, error)
 			view     func(context.Context, string, string) (transfer.View, error)
+			history  func(context.Context, string, int, string) (transfer.HistoryPage, error)
 			status   int
 			code     string
 		}{name: code, route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 503, code: code, transfer: failing(unavailable(code))})
@@ -281,7 +306,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.svc.transfer, f.svc.view = c.transfer, c.view
+			f.svc.transfer, f.svc.view, f.svc.history = c.transfer, c.view, c.history
 			rec := f.do(c.r)
 			if rec.Code != c.status {
 				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
@@ -381,13 +406,13 @@ func TestProblemTypeOfAnAnswer(t *testing.T) {
 	}
 }
 
-// API Gateway's own answers ({"message"} as application/json) conform to the document on both
-// operations, at each status it gives them.
+// API Gateway's own answers ({"message"} as application/json) conform to the document on every
+// operation, at each status it gives them.
 func TestOpenAPIGatewayAnswers(t *testing.T) {
 	_, v := loadOpenAPI(t)
 	viewPath := "/wallets/" + wallet + "/transfers/" + goodKey
 	for _, status := range []int{403, 429, 500, 503, 504} {
-		for _, r := range []req{post(goodBody(wallet), nil), {"GET", viewPath, "", nil}} {
+		for _, r := range []req{post(goodBody(wallet), nil), {"GET", viewPath, "", nil}, {"GET", "/wallets/" + wallet + "/transfers?limit=5", "", nil}} {
 			hr := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
 			for k, val := range r.header {
 				hr.Header.Set(k, val)

@@ -76,6 +76,8 @@ var titles = map[string]string{
 	transfer.CodeSigningKeysUnavailable: "Signing keys unavailable",
 	transfer.CodeConfigurationInvalid:   "Configuration invalid",
 	transfer.CodeLeaseExpired:           "Lease expired",
+	transfer.CodeLimitInvalid:           "Page size invalid",
+	transfer.CodeCursorInvalid:          "Cursor invalid",
 	CodeUnsupportedMediaType:            "Unsupported media type",
 	CodeRequestTooLarge:                 "Request body too large",
 	CodeMethodNotAllowed:                "Method not allowed",

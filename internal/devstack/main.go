@@ -92,6 +92,7 @@ func printBanner(i Info) {
 		fmt.Fprintf(w, "\nTry:\n  curl -s -X POST %s/transfers \\\n    -H 'Content-Type: application/json' -H 'Idempotency-Key: order-00000001' \\\n    -d '{\"operationType\":\"withdraw\",\"walletAddress\":\"%s\",\"amount\":\"12.5\",\"asset\":\"USDC\"}'\n",
 			i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)
+		fmt.Fprintf(w, "  curl -s '%s/wallets/%s/transfers?limit=20'   # the wallet's history, newest first\n", i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %sstack\n", i.AdminURL)
 		fmt.Fprintf(w, "  aws lambda invoke --endpoint-url %s --function-name ReconcileFunction \\\n    --cli-binary-format raw-in-base64-out --payload '{\"action\":\"list\"}' out.json   # AWS CLI v1: without --cli-binary-format\n", i.LambdaURL)
 		fmt.Fprintf(w, "  aws dynamodb scan --table-name %s --endpoint-url %s\n\n", i.Table, i.DynamoDBEndpoint)

@@ -131,6 +131,24 @@ func TestWithdrawLandsOnceAndReplays(t *testing.T) {
 	if view.status != 200 || view.body["status"] != "success" || view.body["transactionHash"] != hash {
 		t.Fatalf("view = %d %v", view.status, view.body)
 	}
+
+	// The wallet's history (the embedded DynamoDB's gsi2) lists the transfer once; another
+	// wallet's is empty.
+	req, _ = http.NewRequest(http.MethodGet, s.Info.APIURL+"/wallets/"+strings.ToLower(wallet)+"/transfers?limit=5", nil)
+	history := do(t, req)
+	items, _ := history.body["items"].([]any)
+	if history.status != 200 || len(items) != 1 || history.body["nextCursor"] != nil {
+		t.Fatalf("history = %d %v", history.status, history.body)
+	}
+	item := items[0].(map[string]any)
+	if item["idempotencyKey"] != "order-00000001" || item["status"] != "success" || item["transactionHash"] != hash ||
+		item["amount"] != "12.5" || item["asset"] != "USDC" || item["operationType"] != "withdraw" || item["createdAt"] == nil {
+		t.Fatalf("history item %v", item)
+	}
+	req, _ = http.NewRequest(http.MethodGet, s.Info.APIURL+"/wallets/"+s.Info.Wallets[1].Account+"/transfers", nil)
+	if other := do(t, req); other.status != 200 || len(other.body["items"].([]any)) != 0 {
+		t.Fatalf("another wallet's history = %d %v", other.status, other.body)
+	}
 }
 
 func TestConcurrentIdenticalRequestsLandOnce(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package dynamo implements transfer.Store on Amazon DynamoDB with aws-sdk-go-v2: one table,
 // partition key "pk" (S), every transition a conditional write (the item's states and writes are
-// internal/transfer/doc.go, "The item"), and a sparse global secondary index "gsi1" that holds
-// the in_doubt items and the in_flight claims.
+// internal/transfer/doc.go, "The item"), a sparse global secondary index "gsi1" that holds
+// the in_doubt items and the in_flight claims, and a sparse index "gsi2" of each wallet's items
+// (a wallet's history).
 //
 // The table's definition lives in TableDefinition; EnsureTable creates it when missing. The item
 // layout (attribute names, types and units) is documented on the item type in item.go.
@@ -17,7 +18,8 @@
 //     in_flight; envelopeXdr, innerHash, outerHash, maxTime (epoch s), submittedLedger, channel
 //     and feeStroops once an envelope is attached (a settled item keeps the hashes and drops
 //     envelopeXdr); result (a map); audit (an operator's resolution); createdAt and updatedAt
-//     (epoch ms); expiresAt (epoch s) on replayable and rejected items only; gsi1pk and gsi1sk.
+//     (epoch ms); expiresAt (epoch s) on replayable and rejected items only; gsi1pk and gsi1sk;
+//     gsi2pk and gsi2sk.
 //   - A channel lease, pk "channel:<G...>" (ChannelLeases): leaseOwner, leaseExpiresAt and
 //     leasedAt (epoch ms), quarantinedUntil (epoch s: the maxTime of the envelope built on the
 //     lease). A free channel has no item.
@@ -27,6 +29,15 @@
 // sweep finds expired claims with one Query), absent otherwise; gsi1sk is
 // "<RFC 3339 UTC with ms>#<pk>", the time the item became in_doubt or the claim's lease expiry,
 // so the oldest comes first.
+//
+// gsi2 (gsi2pk S hash, gsi2sk S range, projection INCLUDE of WalletIndexAttributes: status,
+// clientKey, request, result, createdAt, updatedAt, expiresAt; never the envelope) is a wallet's
+// history (ListByWallet): gsi2pk is transfer.WalletHash of the request's wallet, the hex sha256 of
+// "wallet:" + the address, so the address is never a key; gsi2sk is "<createdAt, RFC 3339 UTC with
+// ms>#<pk>", queried in descending order, newest claim first. Both are derived from the request and
+// createdAt on every write of the item (the claim and every Replace put the whole item), so they
+// never change within an incarnation. Channel leases and items written before gsi2 existed lack
+// them and are not in it (a later write of such an item adds them).
 //
 // The writes: Claim is PutItem with `attribute_not_exists(pk) OR expiresAt < :now` and
 // ReturnValuesOnConditionCheckFailure ALL_OLD, reading the holder back with a consistent GetItem

@@ -44,6 +44,9 @@ type item struct {
 	GSI1PK string `dynamodbav:"gsi1pk,omitempty"` // InDoubtPartition or ClaimsPartition, else absent
 	GSI1SK string `dynamodbav:"gsi1sk,omitempty"` // see AttrGSI1SK
 
+	GSI2PK string `dynamodbav:"gsi2pk,omitempty"` // transfer.WalletHash of request.walletAddress
+	GSI2SK string `dynamodbav:"gsi2sk,omitempty"` // see AttrGSI2SK
+
 	Audit *auditItem `dynamodbav:"audit,omitempty"` // an operator's resolution (internal/reconcile)
 }
 
@@ -81,6 +84,12 @@ type resultItem struct {
 // with milliseconds, then the key. Fixed width, so the index sorts by time.
 func inDoubtSortKey(at time.Time, pk string) string {
 	return at.UTC().Format("2006-01-02T15:04:05.000Z") + "#" + pk
+}
+
+// historySortKey is gsi2sk: the claim's createdAt in the same fixed-width form as gsi1sk, then
+// the key, so that descending order is newest first and two claims of one millisecond differ.
+func historySortKey(createdAt time.Time, pk string) string {
+	return inDoubtSortKey(createdAt, pk)
 }
 
 func validStatus(s transfer.Status) bool {
@@ -162,6 +171,13 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 	if rec.Status == transfer.StatusInFlight && !rec.LeaseExpiresAt.IsZero() {
 		it.GSI1PK = ClaimsPartition
 		it.GSI1SK = inDoubtSortKey(rec.LeaseExpiresAt, rec.StoreKey)
+	}
+	// Every write of a transfer item is the whole item (Claim and Replace are PutItem), so the
+	// history keys are derived here from what every write carries: the request's wallet and the
+	// claim's createdAt. An item without them (written by another writer) is not in the history.
+	if w := rec.Request.WalletAddress; w != "" && !rec.CreatedAt.IsZero() {
+		it.GSI2PK = transfer.WalletHash(w)
+		it.GSI2SK = historySortKey(rec.CreatedAt, rec.StoreKey)
 	}
 	if a := rec.Audit; a != nil {
 		it.Audit = &auditItem{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,

@@ -204,13 +204,9 @@ func (s *Store) queryIndex(ctx context.Context, what string, key expression.KeyC
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
-	recs := make([]transfer.Record, 0, len(out.Items))
-	for _, av := range out.Items {
-		rec, err := unmarshalRecord(av)
-		if err != nil {
-			return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
-		}
-		recs = append(recs, rec)
+	recs, err := unmarshalAll(what, out.Items)
+	if err != nil {
+		return nil, "", err
 	}
 	next, err := encodeCursor(out.LastEvaluatedKey)
 	if err != nil {

@@ -57,3 +57,39 @@ func BenchmarkClaim(b *testing.B) {
 		b.ReportMetric(float64(counter.Total())/float64(i), "requests/op")
 	})
 }
+
+// BenchmarkListByWallet measures one page of a wallet's history (ListByWallet on gsi2) against
+// minidyn in-process over HTTP: the first page of 20 and a page after a cursor, in a wallet of 100
+// transfers, beside 100 of another wallet. It reports DynamoDB requests per page (one Query).
+func BenchmarkListByWallet(b *testing.B) {
+	ctx := context.Background()
+	raw, _ := dynamotest.Minidyn(b)
+	counter := dynamotest.NewCountingClient(raw)
+	s := dynamotest.NewStore(b, counter)
+	for i := range 100 {
+		for _, w := range []string{walletA, walletB} {
+			rec := walletClaim(w, fmt.Sprintf("order-%04d", i), t0.Add(time.Duration(i)*time.Second))
+			if _, won, err := s.Claim(ctx, rec, t0); err != nil || !won {
+				b.Fatalf("won=%v err=%v", won, err)
+			}
+		}
+	}
+	_, cursor, err := s.ListByWallet(ctx, walletA, 20, "")
+	if err != nil || cursor == "" {
+		b.Fatalf("first page: %q %v", cursor, err)
+	}
+	for _, bc := range []struct{ name, cursor string }{{"first page of 20", ""}, {"after a cursor", cursor}} {
+		b.Run(bc.name, func(b *testing.B) {
+			counter.Reset()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if recs, _, err := s.ListByWallet(ctx, walletA, 20, bc.cursor); err != nil || len(recs) != 20 {
+					b.Fatalf("%d records, %v", len(recs), err)
+				}
+			}
+			b.ReportMetric(float64(counter.Total())/float64(i), "requests/op")
+		})
+	}
+}

@@ -493,7 +493,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		}
 		slices.Sort(names)
 		want := []string{"channel", "claimId", "clientKey", "createdAt", "expiresAt", "feeStroops", "fingerprint",
-			"innerHash", "maxTime", "outerHash", "pk", "request", "result", "status", "submittedLedger", "traceId",
+			"gsi2pk", "gsi2sk", "innerHash", "maxTime", "outerHash", "pk", "request", "result", "status", "submittedLedger", "traceId",
 			"updatedAt", "version"}
 		if !slices.Equal(names, want) {
 			t.Errorf("attributes %v, want %v", names, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,6 +27,12 @@ const (
 	// the time being when the item became in_doubt, or an in_flight claim's lease expiry; so the
 	// index lists the oldest in-doubt item, or the earliest-expiring claim, first.
 	AttrGSI1SK = "gsi1sk"
+	// AttrGSI2PK is the history index's partition key (S): transfer.WalletHash of the item's
+	// wallet (64 hex), on every transfer item written since the index exists; never the address.
+	AttrGSI2PK = "gsi2pk"
+	// AttrGSI2SK is the history index's sort key (S): "<createdAt, RFC 3339 UTC with
+	// milliseconds>#<pk>"; a Query in descending order lists the newest claim first.
+	AttrGSI2SK = "gsi2sk"
 	// TTLAttribute is the table's TTL attribute: epoch seconds (N), absent when the item never
 	// expires. DynamoDB deletes expired items days late, so expiry is also checked in code.
 	TTLAttribute = "expiresAt"
@@ -36,7 +43,14 @@ const (
 	// ClaimsPartition is the gsi1pk value of every in_flight item: the sweep finds expired claims
 	// (invocations that died holding a lease) with one Query instead of a Scan of the table.
 	ClaimsPartition = "in_flight"
+	// WalletIndex is the name of the sparse global secondary index over transfer items by wallet
+	// (a wallet's history, ListByWallet).
+	WalletIndex = "gsi2"
 )
+
+// WalletIndexAttributes are the attributes gsi2 projects besides the keys (pk, gsi2pk, gsi2sk):
+// what a wallet's history shows (transfer.HistoryStore), never the envelope.
+var WalletIndexAttributes = []string{"status", "clientKey", "request", "result", "createdAt", "updatedAt", TTLAttribute}
 
 // TableClient is the part of the DynamoDB API that EnsureTable uses. *dynamodb.Client satisfies it.
 type TableClient interface {
@@ -46,7 +60,8 @@ type TableClient interface {
 }
 
 // TableDefinition is the table's one definition in Go: pk (S) hash key, on-demand billing, the
-// sparse index gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL) and a stream of
+// sparse index gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL), the sparse index gsi2
+// (gsi2pk S hash, gsi2sk S range, projection INCLUDE WalletIndexAttributes) and a stream of
 // NEW_AND_OLD_IMAGES (the alert function's input). TTL is set separately (UpdateTimeToLive on
 // TTLAttribute). Real DynamoDB wants name to be 3 to 255 characters of [a-zA-Z0-9_.-].
 func TableDefinition(name string) *dynamodb.CreateTableInput {
@@ -57,6 +72,8 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(AttrPK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AttrGSI1PK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AttrGSI1SK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrGSI2PK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrGSI2SK), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
@@ -68,6 +85,16 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 				{AttributeName: aws.String(AttrGSI1SK), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}, {
+			IndexName: aws.String(WalletIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(AttrGSI2PK), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(AttrGSI2SK), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{
+				ProjectionType:   types.ProjectionTypeInclude,
+				NonKeyAttributes: slices.Clone(WalletIndexAttributes),
+			},
 		}},
 		StreamSpecification: &types.StreamSpecification{
 			StreamEnabled:  aws.Bool(true),

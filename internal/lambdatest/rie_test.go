@@ -452,13 +452,21 @@ func TestRIEApiFunction(t *testing.T) {
 	if resp3.StatusCode != 200 || view["status"] != "success" || view["transactionHash"] != got["transactionHash"] {
 		t.Fatalf("GET = %d %v", resp3.StatusCode, view)
 	}
+	// The wallet's history lists the transfer (the deployed table's gsi2, here the local one).
+	histEv := apiEvent(t, "apigw-v2-request-get-transfer.json", "GET", "/wallets/"+s.wallet+"/transfers", nil, "")
+	resp5, history := httpResponse(t, invoke(t, e, histEv))
+	items, _ := history["items"].([]any)
+	if resp5.StatusCode != 200 || len(items) != 1 || items[0].(map[string]any)["transactionHash"] != got["transactionHash"] ||
+		items[0].(map[string]any)["idempotencyKey"] != key {
+		t.Fatalf("GET history = %d %v", resp5.StatusCode, history)
+	}
 	// A problem: the key missing.
 	resp4, problem := httpResponse(t, invoke(t, e, apiEvent(t, "apigw-v2-request-post-transfer.json", "POST", "/transfers",
 		map[string]string{"idempotency-key": "", "content-type": "application/json"}, body)))
 	if resp4.StatusCode != 400 || problem["code"] != transfer.CodeKeyMissing || resp4.Headers["Content-Type"] != "application/problem+json" {
 		t.Fatalf("no key = %d %v %v", resp4.StatusCode, problem, resp4.Headers)
 	}
-	reportTimes(t, "api", e, 4)
+	reportTimes(t, "api", e, 5)
 	noSecretsIn(t, s, e.Log())
 }
 

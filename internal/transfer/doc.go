@@ -46,7 +46,9 @@
 //     retry (inline), the sweep or an operator (Settle; internal/reconcile).
 //
 // Every write after the claim goes through ReplaceItem or DeleteItem, conditional on the item
-// exactly as its writer read it (Expect; see "Incarnations").
+// exactly as its writer read it (Expect; see "Incarnations"). Every write carries the whole
+// record, its Request and CreatedAt included, so the item keeps its place in its wallet's history
+// (History, keyed by WalletHash; history.go) from the claim to its deletion.
 //
 // # The flow of one transfer
 //

@@ -60,6 +60,8 @@ type Orchestrator struct {
 	// Cadence is the ledger's rhythm as this process has seen it, shared by every call so that
 	// each await starts from what the others learnt (await.go); nil means a fresh one per call.
 	Cadence *Cadence
+	// WalletHistory lists a wallet's items for History; nil answers History with an error (500).
+	WalletHistory HistoryStore
 }
 
 // Pauses between passes of the claim loop after an envelope was proven dead: short first, then

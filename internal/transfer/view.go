@@ -30,14 +30,23 @@ func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View
 	if err != nil {
 		return View{}, storeUnavailable(err)
 	}
+	return viewOf(rec), nil
+}
+
+// viewOf is what a client sees of rec: "success" with the hash and ledger (replayable), "error"
+// with the stored rejection (rejected), else "pending" (InDoubt while in_doubt).
+func viewOf(rec Record) View {
 	switch rec.Status {
 	case StatusReplayable:
-		return View{Status: "success", TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger}, nil
+		if rec.Result == nil {
+			return View{Status: "success"}
+		}
+		return View{Status: "success", TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger}
 	case StatusRejected:
 		p := storedRejection(rec).Problem()
-		return View{Status: "error", TransactionHash: p.TransactionHash, Problem: &p}, nil
+		return View{Status: "error", TransactionHash: p.TransactionHash, Problem: &p}
 	default:
-		return View{Status: "pending", InDoubt: rec.Status == StatusInDoubt}, nil
+		return View{Status: "pending", InDoubt: rec.Status == StatusInDoubt}
 	}
 }
 

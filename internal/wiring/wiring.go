@@ -82,6 +82,8 @@ func Build(d Deps) (*Service, error) {
 		Breaker:  transfer.NewBreaker(d.Config.Breaker),
 		Observer: d.Observer,
 		Cadence:  cadence,
+
+		WalletHistory: store,
 	}
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {

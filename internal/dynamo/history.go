@@ -1,0 +1,127 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// A wallet's history is the sparse index gsi2 (doc.go, "Table layout"): every transfer item
+// carries gsi2pk = transfer.WalletHash(wallet) and gsi2sk = "<createdAt>#<pk>" from its claim on
+// (marshalRecord derives both from the request and createdAt every write carries), so one Query
+// in descending order reads a wallet's newest claims first. Channel lease items have neither
+// attribute and never appear. The index projects WalletIndexAttributes only: no envelope.
+//
+// Cost: every write of a transfer item is also one write to gsi2 (about three per transfer:
+// claim, attach, settle), of the projected attributes only. One wallet is one index partition,
+// which takes at most 1,000 write units a second, and a throttled index throttles the table's
+// writes (Amazon DynamoDB Developer Guide, "Partitions and data distribution" and "Understanding
+// global secondary index (GSI) write throttling and back pressure"): a single wallet would need
+// over 300 transfers a second, far above what the channel accounts carry (README.md, "Capacity").
+
+var _ transfer.HistoryStore = (*Store)(nil)
+
+// sortKeyTimeLen is the length of the time at the start of gsi1sk and gsi2sk
+// ("2006-01-02T15:04:05.000Z").
+const sortKeyTimeLen = len("2006-01-02T15:04:05.000Z")
+
+// ListByWallet queries gsi2 for wallet's items (wallet canonical, upper case), newest createdAt
+// first (ScanIndexForward false), at most limit items (transfer.DefaultHistoryLimit when
+// limit <= 0) after cursor ("" for the start). It returns the records as projected (the fields
+// transfer.HistoryStore names) and the next cursor, "" when the query reported no more.
+//
+// The cursor is base64url of JSON {"pk","gsi2sk"} of the query's LastEvaluatedKey; the partition
+// is the wallet's own, never read from the cursor. A cursor is refused (ErrBadCursor) unless its
+// pk is one of this wallet's store keys (transfer.StoreKey's prefix) and its gsi2sk is a time
+// then "#" and that pk: a cursor issued for another wallet, or edited, names no position in this
+// wallet's partition. Like ListInDoubt it reads an eventually consistent index.
+func (s *Store) ListByWallet(ctx context.Context, wallet string, limit int, cursor string) ([]transfer.Record, string, error) {
+	const what = "list by wallet"
+	if limit <= 0 {
+		limit = transfer.DefaultHistoryLimit
+	}
+	limit = min(limit, 1<<31-1)
+	partition := transfer.WalletHash(wallet)
+	start, err := historyStart(wallet, partition, cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+	}
+	expr, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(AttrGSI2PK).Equal(expression.Value(partition))).
+		Build()
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: %s: build key condition: %w", what, err)
+	}
+	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(WalletIndex),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(limit)),
+		ExclusiveStartKey:         start,
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+	}
+	recs, err := unmarshalAll(what, out.Items)
+	if err != nil {
+		return nil, "", err
+	}
+	last := out.LastEvaluatedKey
+	if len(last) > 0 {
+		if pk, ok := last[AttrGSI2PK].(*types.AttributeValueMemberS); !ok || pk.Value != partition {
+			return nil, "", fmt.Errorf("dynamo: %s: LastEvaluatedKey outside the wallet's partition", what)
+		}
+		last = map[string]types.AttributeValue{AttrPK: last[AttrPK], AttrGSI2SK: last[AttrGSI2SK]}
+	}
+	next, err := historyCursor.encode(last)
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+	}
+	return recs, next, nil
+}
+
+// historyStart is the ExclusiveStartKey that cursor names in wallet's partition, nil for "".
+func historyStart(wallet, partition, cursor string) (map[string]types.AttributeValue, error) {
+	key, err := historyCursor.decode(cursor)
+	if err != nil || key == nil {
+		return nil, err
+	}
+	pk := key[AttrPK].(*types.AttributeValueMemberS).Value
+	sk := key[AttrGSI2SK].(*types.AttributeValueMemberS).Value
+	if !strings.HasPrefix(pk, transfer.StoreKey(wallet, "")) || len(pk) == len(transfer.StoreKey(wallet, "")) {
+		return nil, fmt.Errorf("%w: not a position in this wallet's history", ErrBadCursor)
+	}
+	at, rest, ok := strings.Cut(sk, "#")
+	if !ok || rest != pk || len(at) != sortKeyTimeLen {
+		return nil, fmt.Errorf("%w: malformed position", ErrBadCursor)
+	}
+	if _, err := time.Parse("2006-01-02T15:04:05.000Z", at); err != nil {
+		return nil, fmt.Errorf("%w: malformed position", ErrBadCursor)
+	}
+	key[AttrGSI2PK] = &types.AttributeValueMemberS{Value: partition}
+	return key, nil
+}
+
+// unmarshalAll maps a Query's items to records; what names the listing in errors.
+func unmarshalAll(what string, items []map[string]types.AttributeValue) ([]transfer.Record, error) {
+	recs := make([]transfer.Record, 0, len(items))
+	for _, av := range items {
+		rec, err := unmarshalRecord(av)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: %s: %w", what, err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
