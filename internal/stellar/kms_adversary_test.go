@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,5 +193,29 @@ func TestKMSSignHangIsSigningKeysUnavailable(t *testing.T) {
 				t.Fatalf("%d envelopes sent, %d channels leased; want none", n-sent, e.leases.leased())
 			}
 		})
+	}
+}
+
+// The signing secret's errors name fields, never values (keys.go; README.md, "Configuration":
+// seeds never appear in errors). A seed pasted as a field name (`{"S...": ...}`, or
+// `{"vaultSeed S...": ""}`) is an unknown field, and its name must not be quoted whole into the
+// error, which init logs and reports.
+func TestSecretUnknownFieldNeverQuotesASeed(t *testing.T) {
+	kp := keypair.MustRandom()
+	for _, doc := range []string{
+		`{"` + kp.Seed() + `":""}`,
+		`{"vaultSeed ` + kp.Seed() + `":""}`,
+		`{"channelSeeds":[],"` + kp.Seed() + `":1}`,
+	} {
+		for name, parse := range map[string]func([]byte) (Keys, error){"ParseKeys": ParseKeys, "ParseChannelKeys": ParseChannelKeys} {
+			_, err := parse([]byte(doc))
+			if !errors.Is(err, ErrBadSecret) || strings.Contains(err.Error(), kp.Seed()) {
+				t.Errorf("%s: %v: want ErrBadSecret without the seed", name, err)
+			}
+		}
+	}
+	// A short misspelt name is still named.
+	if _, err := ParseKeys([]byte(`{"vaultSeed":"` + kp.Seed() + `","vaultseed2":1}`)); err == nil || !strings.Contains(err.Error(), `"vaultseed2"`) {
+		t.Errorf("misspelt field: %v", err)
 	}
 }
