@@ -192,3 +192,50 @@ func TestSponsoredSignerReserveIsTheSponsors(t *testing.T) {
 			"(createSignerWithPossibleSponsorship)", g.Status, a.NumSubEntries, a.NumSponsored, s.NumSponsoring)
 	}
 }
+
+// A fee bump's own (outer) signatures are not judged again when it is applied:
+// src/transactions/FeeBumpTransactionFrame.cpp FeeBumpTransactionFrame::apply removes the fee
+// source's one-time signers and applies the inner transaction (mInnerTx->apply), whose signatures
+// are judged again (TransactionFrame::commonPreApply); the fee was charged with the set's fees. A
+// fee bump in the set whose fee source's signer an earlier transaction of the same ledger removed
+// is therefore applied, and its payment made.
+func TestFeeBumpOuterSignaturesNotJudgedAtApply(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	payer := e.funded(100 * xlm)
+	src := e.funded(10 * xlm)
+	wallet := e.funded(10 * xlm)
+	key, _ := keypair.Random() // the fee account's signer, removed in the fee bump's ledger
+	one := txnbuild.Threshold(1)
+	add := e.build(payer, []txnbuild.Operation{&txnbuild.SetOptions{
+		Signer: &txnbuild.Signer{Address: key.Address(), Weight: 1}, LowThreshold: &one, MediumThreshold: &one, HighThreshold: &one,
+	}}, 0, 0)
+	if r := e.send(b64(t, add)); r.Status != "PENDING" {
+		t.Fatalf("add signer: %s", r.Status)
+	}
+	e.n.CloseLedger()
+
+	remove := e.build(payer, []txnbuild.Operation{&txnbuild.SetOptions{Signer: &txnbuild.Signer{Address: key.Address(), Weight: 0}}}, 0, 0)
+	inner := e.build(src, []txnbuild.Operation{payment(wallet.Address(), txnbuild.NativeAsset{}, "1")}, 0, 0)
+	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: inner, FeeAccount: payer.Address(), BaseFee: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fb, err = fb.Sign(e.n.Passphrase(), key); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.send(b64(t, remove)); r.Status != "PENDING" {
+		t.Fatalf("remove: %s", r.Status)
+	}
+	if r := e.send(b64(t, fb)); r.Status != "PENDING" {
+		t.Fatalf("fee bump: %s", r.Status)
+	}
+	before := e.balance(wallet.Address(), stellarsim.Asset{})
+	e.n.CloseLedger()
+	if g := e.getTx(hashOf(t, inner, e.n.Passphrase())); g.Status != protocol.TransactionStatusSuccess {
+		t.Fatalf("fee bump whose fee source's signer was removed in its ledger: %s, want SUCCESS "+
+			"(FeeBumpTransactionFrame::apply does not judge the outer signatures again)", g.Status)
+	}
+	if got := e.balance(wallet.Address(), stellarsim.Asset{}); got != before+xlm {
+		t.Fatalf("wallet %d, want %d", got, before+xlm)
+	}
+}
