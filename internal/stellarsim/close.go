@@ -36,10 +36,16 @@ func (n *Network) CloseLedger() LedgerInfo {
 	for _, p := range due {
 		inSet[p] = n.checkTx(p.tx, c) == nil
 	}
+	applying := c
+	applying.applying = true
 	for _, p := range due {
 		delete(n.queue, p.tx.source)
 		var failed *authFailure
-		if terr := n.checkTx(p.tx, c); terr != nil {
+		check := c
+		if inSet[p] {
+			check = applying
+		}
+		if terr := n.checkTx(p.tx, check); terr != nil {
 			// Core signs the set's transactions again at apply (TransactionFrame::commonPreApply:
 			// commonValid with applying=true, processSignatures): one whose signatures no longer
 			// authorize is applied as FAILED, its fee charged and its sequence number consumed.
@@ -72,7 +78,7 @@ type authFailure struct {
 // authFailureOf is terr as an apply-time signature failure of t's (inner) transaction: txBAD_AUTH,
 // txBAD_AUTH_EXTRA, or txFAILED with an opBAD_AUTH (TransactionFrame::commonValid and
 // processSignatures); nil for any other refusal. A fee bump's own (outer) signatures are not
-// judged again here: such a fee bump is dropped.
+// judged at apply (checkCtx.applying).
 func authFailureOf(t *txInfo, terr *txError) *authFailure {
 	code, res := terr.code, terr.result.Result.Results
 	if t.feeBump {

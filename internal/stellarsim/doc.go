@@ -31,7 +31,8 @@
 //     a transaction of the set whose signer or threshold an earlier one of the
 //     same ledger changed is included FAILED (txBAD_AUTH, txBAD_AUTH_EXTRA, or
 //     txFAILED with opBAD_AUTH), fee charged and sequence number consumed; a
-//     fee bump whose fee source's signatures fail so is dropped instead. A
+//     fee bump's own signatures are not judged again at apply
+//     (FeeBumpTransactionFrame::apply). A
 //     signer added inside a sponsorship sandwich (a sponsored signer) is
 //     refused with opNOT_SUPPORTED.
 //   - Trustlines for credit assets: balance, limit, always authorized.

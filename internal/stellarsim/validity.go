@@ -11,6 +11,10 @@ type checkCtx struct {
 	closeTime   int64  // unix seconds
 	upperOffset int64  // seconds added to closeTime for the maxTime check (TransactionFrame::isTooLate)
 	ledgerSeq   uint32 // sequence of the ledger it would be in
+	// applying is the check of a transaction of the set as it is applied: a fee bump's own
+	// signatures are not judged again (FeeBumpTransactionFrame::apply applies the inner
+	// transaction; its fee was charged with the set's).
+	applying bool
 }
 
 // checkTx applies stellar-core's validity rules in core's order. nil means valid.
@@ -36,8 +40,8 @@ func (n *Network) checkTx(t *txInfo, c checkCtx) *txError {
 		return fail(xdr.TransactionResultCodeTxNoAccount)
 	}
 	outer := newSigSet(t.fullRaw, t.env.FeeBumpSignatures())
-	// FeeBumpTransactionFrame::commonValidPreSeqNum: the fee source's low threshold.
-	if !outer.authorizes(t.feeSource, feeAcct, thLow) {
+	// FeeBumpTransactionFrame::commonValid: the fee source's low threshold.
+	if !c.applying && !outer.authorizes(t.feeSource, feeAcct, thLow) {
 		return fail(xdr.TransactionResultCodeTxBadAuth)
 	}
 	if feeAcct.balance-minBalance(feeAcct, n.opts.BaseReserve) < t.outerFee {
@@ -45,7 +49,7 @@ func (n *Network) checkTx(t *txInfo, c checkCtx) *txError {
 	}
 	// FeeBumpTransactionFrame::checkValidImpl: the outer signatures' extras are judged before the
 	// inner transaction.
-	if !outer.allUsed() {
+	if !c.applying && !outer.allUsed() {
 		return fail(xdr.TransactionResultCodeTxBadAuthExtra)
 	}
 	if code, ops := n.checkInner(t, c, false); code != xdr.TransactionResultCodeTxSuccess {
