@@ -210,6 +210,8 @@ type rig struct {
 	ledger  *faultyLedger
 	orch    *transfer.Orchestrator
 	wallet  string
+	// vaultKey is the vault account's master key (an operator's key in the adversary's tests).
+	vaultKey *keypair.Full
 	// vaults hosts the vault contract; contract is its C... address in contract mode.
 	vaults   *stellarsim.VaultHost
 	contract string
@@ -274,7 +276,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 			return fail(step)
 		}
 	}
-	r.wallet = wallet.Address()
+	r.wallet, r.vaultKey = wallet.Address(), keys.Vault
 	r.vaults = host
 	if cfg.Contract {
 		if r.contract, err = host.DeployVault(stellarsim.VaultSpec{Operator: keys.Vault.Address()}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
+	"github.com/stellar/go-stellar-sdk/keypair"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"log/slog"
@@ -1461,5 +1462,89 @@ func TestProbeBehindLoadBalancer(t *testing.T) {
 			}
 			r.assertPaidOnce(t, 0, answers...)
 		})
+	}
+}
+
+// The operator rotates the vault's signing key (README.md, "Signing keys in KMS": a SetOptions
+// from the vault adds the new key and sets the old key's weight to 0) while a channel's envelope,
+// signed by the old key, is in the queue of the same ledger. stellar-core applies it FAILED
+// (opBAD_AUTH at apply, TransactionFrame::commonPreApply; fee charged, the channel's sequence
+// number consumed): nothing is paid, the caller is told TRANSACTION_FAILED, and the same request
+// replays that rejection, never a second envelope.
+func TestVaultSignerRotatedWhileQueued(t *testing.T) {
+	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	vault := r.vaultKey
+	newKey := keypair.MustRandom()
+	var rotation string
+	r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+		if step != transfer.StepAttached || rotation != "" {
+			return nil
+		}
+		// Before the envelope is sent: the rotation is queued ahead of it, in the same ledger.
+		acct, ok := r.net.Account(vault.Address())
+		if !ok {
+			t.Fatal("no vault")
+		}
+		zero, one := txnbuild.Threshold(0), txnbuild.Threshold(1)
+		tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+			SourceAccount: &txnbuild.SimpleAccount{AccountID: vault.Address(), Sequence: acct.Sequence}, IncrementSequenceNum: true,
+			BaseFee: txnbuild.MinBaseFee,
+			Operations: []txnbuild.Operation{&txnbuild.SetOptions{
+				Signer: &txnbuild.Signer{Address: newKey.Address(), Weight: 1}, MasterWeight: &zero,
+				LowThreshold: &one, MediumThreshold: &one, HighThreshold: &one,
+			}},
+			Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, r.clock.Now().Add(5*time.Minute).Unix())},
+		})
+		if err == nil {
+			tx, err = tx.Sign(r.net.Passphrase(), vault)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b64, _ := tx.Base64()
+		rotation, _ = tx.HashHex(r.net.Passphrase())
+		c := rpcclient.NewClient(r.net.RPCURL(), nil)
+		defer func() { _ = c.Close() }()
+		if res, err := c.SendTransaction(ctx, protocol.SendTransactionRequest{Transaction: b64}); err != nil || res.Status != "PENDING" {
+			t.Fatalf("the rotation: %+v %v", res, err)
+		}
+		return nil
+	}
+	before, _ := r.net.Balance(r.wallet, stellarsim.Asset{})
+	_, err = r.call(0)
+	var pe transfer.ProblemError
+	if !errors.As(err, &pe) || pe.Problem().Code != transfer.CodeTransactionFailed {
+		t.Fatalf("the transfer: %v, want TRANSACTION_FAILED", err)
+	}
+	if tx, ok := r.net.Transaction(rotation); !ok || tx.Status != "SUCCESS" {
+		t.Fatalf("the rotation did not apply: %+v", tx)
+	}
+	sent := len(r.net.Envelopes())
+	_, err = r.call(0)
+	if !errors.As(err, &pe) || pe.Problem().Code != transfer.CodeTransactionFailed {
+		t.Fatalf("the retry: %v, want the replayed TRANSACTION_FAILED", err)
+	}
+	if n := len(r.net.Envelopes()); n != sent {
+		t.Fatalf("the retry sent %d envelopes, want none", n-sent)
+	}
+	failed := 0
+	for _, tx := range r.net.Applied()[r.setupTxs:] {
+		switch {
+		case tx.Hash == rotation:
+		case tx.Status == "SUCCESS":
+			t.Fatalf("a transaction paid: %+v", tx)
+		default:
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d FAILED transactions applied, want 1 (the envelope signed by the rotated key)", failed)
+	}
+	if after, _ := r.net.Balance(r.wallet, stellarsim.Asset{}); after != before {
+		t.Fatalf("wallet's native balance moved %d", after-before)
 	}
 }

@@ -194,6 +194,10 @@ type secretDocument struct {
 	ChannelMasterSeed string   `json:"channelMasterSeed,omitempty"`
 }
 
+// maxQuotedField is the longest unknown field name (quotes included) a ParseKeys error quotes:
+// shorter than a secret seed (56 characters).
+const maxQuotedField = 32
+
 // ErrBadSecret is wrapped by every ParseKeys error.
 var ErrBadSecret = errors.New("stellar: signing secret is invalid")
 
@@ -225,7 +229,13 @@ func parseKeys(doc []byte, channelsOnly bool) (Keys, error) {
 		case errors.As(err, &typ):
 			return Keys{}, badSecret("field %q must be a %s", typ.Field, typ.Type)
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return Keys{}, badSecret("%s", strings.TrimPrefix(err.Error(), "json: "))
+			// The name is quoted only when too short to hold a seed (56 characters): a seed
+			// pasted as a name would otherwise be in the error.
+			name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+			if len(name) > maxQuotedField {
+				name = fmt.Sprintf("(a name of %d bytes, not shown)", len(name)-2)
+			}
+			return Keys{}, badSecret("unknown field %s; the fields are vaultSeed, feeSeed, channelSeeds, channelMasterSeed", name)
 		default:
 			return Keys{}, badSecret("not a JSON object")
 		}

@@ -312,13 +312,15 @@ func signTx(ctx context.Context, passphrase string, tx *txnbuild.Transaction, si
 }
 
 // signHash has s sign hash. A failure is *transfer.UnavailableError SIGNING_KEYS_UNAVAILABLE (503,
-// nothing was sent), or the context's error when the invocation ended.
+// nothing was sent), a KMS that did not answer before the invocation's deadline included (an
+// unreachable KMS often hangs rather than refuses; it is no failure of the Stellar network, which
+// the circuit breaker counts); or the context's error when the caller cancelled.
 func signHash(ctx context.Context, s Signer, hash [32]byte) (xdr.DecoratedSignature, error) {
 	sig, err := s.SignHash(ctx, hash)
 	if err == nil {
 		return sig, nil
 	}
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) {
 		return xdr.DecoratedSignature{}, fmt.Errorf("stellar: signing: %w", ctx.Err())
 	}
 	return xdr.DecoratedSignature{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable,

@@ -8,7 +8,10 @@ import (
 
 // applyTx charges the fee, consumes the sequence number and applies the
 // operations all-or-nothing. Callers hold n.mu and have validated t.
-func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32) *AppliedTx {
+//
+// failed, when set, is the (inner) transaction's signature failure found at apply (close.go):
+// its operations are not applied and it is included FAILED with that result.
+func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, failed *authFailure) *AppliedTx {
 	fee := n.chargedFee(t)
 	n.saveAccount(seq, t.feeSource)
 	n.saveAccount(seq, t.source)
@@ -23,13 +26,17 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32) *
 	ac := &applyCtx{n: n, v: v, t: t, ledger: seq, closeTime: closeTime, sponsors: map[string]string{}}
 	opResults := make([]xdr.OperationResult, len(t.ops))
 	ok := true
-	for i, op := range t.ops {
-		r, good := ac.applyOp(op)
-		opResults[i] = r
-		ok = ok && good
+	if failed == nil {
+		for i, op := range t.ops {
+			r, good := ac.applyOp(op)
+			opResults[i] = r
+			ok = ok && good
+		}
 	}
 	code := xdr.TransactionResultCodeTxSuccess
 	switch {
+	case failed != nil:
+		code, opResults = failed.code, failed.ops
 	case !ok:
 		code = xdr.TransactionResultCodeTxFailed
 	case len(ac.sponsors) > 0:

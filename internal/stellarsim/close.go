@@ -2,6 +2,8 @@ package stellarsim
 
 import (
 	"time"
+
+	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
 // CloseLedger closes one ledger now and returns it. Queued transactions due
@@ -26,15 +28,35 @@ func (n *Network) CloseLedger() LedgerInfo {
 	c := checkCtx{closeTime: closeTime, ledgerSeq: seq}
 
 	var order int32
-	for _, p := range n.dueLocked(seq) {
+	due := n.dueLocked(seq)
+	// The transaction set as the nominating node trims it, against the last closed ledger
+	// (HerderImpl::triggerNextLedger -> TxSetUtils::trimInvalid): what was valid then is in the
+	// set even if an earlier transaction of this ledger changes its source's signers.
+	inSet := make(map[*pendingTx]bool, len(due))
+	for _, p := range due {
+		inSet[p] = n.checkTx(p.tx, c) == nil
+	}
+	applying := c
+	applying.applying = true
+	for _, p := range due {
 		delete(n.queue, p.tx.source)
-		if terr := n.checkTx(p.tx, c); terr != nil {
-			n.banAtClose(p.tx.fullHash, seq)
-			p.envelope.Outcome = "dropped at ledger close: " + terr.name()
-			continue
+		var failed *authFailure
+		check := c
+		if inSet[p] {
+			check = applying
+		}
+		if terr := n.checkTx(p.tx, check); terr != nil {
+			// Core signs the set's transactions again at apply (TransactionFrame::commonPreApply:
+			// commonValid with applying=true, processSignatures): one whose signatures no longer
+			// authorize is applied as FAILED, its fee charged and its sequence number consumed.
+			if failed = authFailureOf(p.tx, terr); failed == nil || !inSet[p] {
+				n.banAtClose(p.tx.fullHash, seq)
+				p.envelope.Outcome = "dropped at ledger close: " + terr.name()
+				continue
+			}
 		}
 		order++
-		rec := n.applyTx(p.tx, seq, closeTime, order)
+		rec := n.applyTx(p.tx, seq, closeTime, order, failed)
 		p.envelope.Outcome = "included in ledger " + itoa(int64(seq)) + ": " + rec.Status
 	}
 	now := n.clock.Now()
@@ -45,4 +67,38 @@ func (n *Network) CloseLedger() LedgerInfo {
 	close(n.ledgerClosed)
 	n.ledgerClosed = make(chan struct{})
 	return LedgerInfo{Sequence: seq, CloseTime: time.Unix(closeTime, 0).UTC()}
+}
+
+// authFailure is the (inner) transaction's failure when only its signatures fail at apply.
+type authFailure struct {
+	code xdr.TransactionResultCode
+	ops  []xdr.OperationResult
+}
+
+// authFailureOf is terr as an apply-time signature failure of t's (inner) transaction: txBAD_AUTH,
+// txBAD_AUTH_EXTRA, or txFAILED with an opBAD_AUTH (TransactionFrame::commonValid and
+// processSignatures); nil for any other refusal. A fee bump's own (outer) signatures are not
+// judged at apply (checkCtx.applying).
+func authFailureOf(t *txInfo, terr *txError) *authFailure {
+	code, res := terr.code, terr.result.Result.Results
+	if t.feeBump {
+		if terr.code != xdr.TransactionResultCodeTxFeeBumpInnerFailed || terr.result.Result.InnerResultPair == nil {
+			return nil
+		}
+		code, res = terr.inner, terr.result.Result.InnerResultPair.Result.Result.Results
+	}
+	switch code {
+	case xdr.TransactionResultCodeTxBadAuth, xdr.TransactionResultCodeTxBadAuthExtra:
+		return &authFailure{code: code}
+	case xdr.TransactionResultCodeTxFailed:
+		if res == nil {
+			return nil
+		}
+		for _, r := range *res {
+			if r.Code == xdr.OperationResultCodeOpBadAuth {
+				return &authFailure{code: code, ops: *res}
+			}
+		}
+	}
+	return nil
 }

@@ -23,7 +23,18 @@
 //     operation at its level (OperationFrame::getThresholdLevel: medium;
 //     ExtendFootprintTtl and RestoreFootprint low; SetOptions of the master
 //     weight, a threshold or a signer high), else
-//     opBAD_AUTH in txFAILED; master weight 0 disables the master key.
+//     opBAD_AUTH in txFAILED; master weight 0 disables the master key. Signers
+//     are kept in key byte order (SetOptionsOpFrame::addOrChangeSigner). A
+//     fee bump's extra outer signature is txBAD_AUTH_EXTRA before its inner
+//     transaction is judged (FeeBumpTransactionFrame::checkValidImpl). At
+//     close the signatures are judged again (TransactionFrame::commonPreApply):
+//     a transaction of the set whose signer or threshold an earlier one of the
+//     same ledger changed is included FAILED (txBAD_AUTH, txBAD_AUTH_EXTRA, or
+//     txFAILED with opBAD_AUTH), fee charged and sequence number consumed; a
+//     fee bump's own signatures are not judged again at apply
+//     (FeeBumpTransactionFrame::apply). A
+//     signer added inside a sponsorship sandwich (a sponsored signer) is
+//     refused with opNOT_SUPPORTED.
 //   - Trustlines for credit assets: balance, limit, always authorized.
 //   - Operations: CreateAccount, Payment (native and credit, issuer mints and
 //     burns), ChangeTrust (create, update, remove), Begin/EndSponsoringFutureReserves
@@ -67,7 +78,8 @@
 //     against the closing ledger (no offset): one no longer valid is dropped
 //     from the queue and banned, never applied, no fee charged, as the
 //     nominating node trims it from the transaction set
-//     (HerderImpl::triggerNextLedger).
+//     (HerderImpl::triggerNextLedger), except one whose signatures alone no
+//     longer authorize after an earlier transaction of the ledger (above).
 //   - Visibility lag (history.go, readview.go): core has a ledger when it
 //     closes; RPC and Horizon show it VisibilityLagMin..VisibilityLagMax
 //     later (default 1-3 s, picked per ledger from VisibilitySeed, so the
@@ -93,7 +105,8 @@
 // the DEX, path payments, liquidity pools, claimable balances, account merge,
 // manage data, SetOptions' other fields (inflation destination, flags, home
 // domain: refused with opNOT_SUPPORTED) and signer types other than ed25519
-// (pre-authorized transaction, hash(x), signed payload), sponsored signers,
+// (pre-authorized transaction, hash(x), signed payload), sponsored signers
+// (refused, see above),
 // authorization flags (trustlines are always authorized, no clawback),
 // liabilities, muxed-account semantics beyond resolving to the account,
 // preconditions other than time and ledger bounds (minSeqNum, minSeqAge,

@@ -1,8 +1,10 @@
 package stellarsim
 
 import (
+	"bytes"
 	"slices"
 
+	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
@@ -72,18 +74,20 @@ func (ac *applyCtx) setOptions(src *account, so xdr.SetOptionsOp, reserve int64)
 				return setOptionsResult(xdr.SetOptionsResultCodeSetOptionsLowReserve), false
 			}
 			auth.signers = append(auth.signers, accountSigner{key: key, weight: weight})
-			// Core keeps an account's signers sorted by key.
+			// Core keeps an account's signers sorted by SignerKey, its XDR order: the key's bytes,
+			// not its G... text (SetOptionsOpFrame::addOrChangeSigner inserts at findSignerByKey,
+			// src/transactions/TransactionUtils.h).
 			slices.SortFunc(auth.signers, func(a, b accountSigner) int {
-				switch {
-				case a.key < b.key:
-					return -1
-				case a.key > b.key:
-					return 1
-				}
-				return 0
+				return bytes.Compare(rawKey(a.key), rawKey(b.key))
 			})
 		}
 	}
 	src.auth = auth
 	return successResult(xdr.OperationTypeSetOptions), true
+}
+
+// rawKey is a G... key's 32 bytes (nil if it is not one; signers are checked before they are kept).
+func rawKey(address string) []byte {
+	b, _ := strkey.Decode(strkey.VersionByteAccountID, address)
+	return b
 }
