@@ -219,3 +219,34 @@ func TestSecretUnknownFieldNeverQuotesASeed(t *testing.T) {
 		t.Errorf("misspelt field: %v", err)
 	}
 }
+
+// deadlineKMS records the deadline each Sign is given and answers as a hung KMS does once that
+// deadline passes (without waiting for it: the deadline is what the test checks).
+type deadlineKMS struct {
+	seedKMS
+	deadline time.Time
+	had      bool
+}
+
+func (f *deadlineKMS) Sign(ctx context.Context, _ *kms.SignInput, _ ...func(*kms.Options)) (*kms.SignOutput, error) {
+	f.deadline, f.had = ctx.Deadline()
+	return nil, fmt.Errorf("operation error KMS: Sign, https response error: %w", context.DeadlineExceeded)
+}
+
+// A Sign that hangs ends at KMSSignTimeout, whatever the caller's budget: the signer gives KMS
+// its own deadline (a hang's answer, SIGNING_KEYS_UNAVAILABLE, is TestKMSSignHangIsSigningKeysUnavailable's).
+func TestKMSSignHasItsOwnDeadline(t *testing.T) {
+	f := &deadlineKMS{seedKMS: seedKMS{kp: keypair.MustRandom()}}
+	s, err := NewKMSSigner(context.Background(), f, "arn:aws:kms:us-east-1:000000000000:key/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	_, err = s.SignHash(context.Background(), [32]byte{1})
+	if !f.had || f.deadline.After(before.Add(KMSSignTimeout+time.Second)) {
+		t.Fatalf("Sign got deadline %v (set %v), want within %v", f.deadline, f.had, KMSSignTimeout)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SignHash = %v, want the deadline's error", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
@@ -127,6 +128,11 @@ var ErrBadKMSSignature = errors.New("stellar: KMS returned a signature that does
 // it. Errors: KMS's own (unreachable, AccessDeniedException, ThrottlingException, ...) wrapped,
 // or ErrBadKMSSignature.
 func (s *KMSSigner) SignHash(ctx context.Context, hash [32]byte) (xdr.DecoratedSignature, error) {
+	// A KMS that hangs (an unreachable endpoint often leaves the connection open) must not eat the
+	// invocation's budget: a Sign answers in milliseconds, so KMSSignTimeout ends the wait, the
+	// SDK's retries included, and the transfer is answered SIGNING_KEYS_UNAVAILABLE.
+	ctx, cancel := context.WithTimeout(ctx, KMSSignTimeout)
+	defer cancel()
 	out, err := s.client.Sign(ctx, &kms.SignInput{
 		KeyId: aws.String(s.keyID), Message: hash[:],
 		MessageType: kmstypes.MessageTypeRaw, SigningAlgorithm: kmstypes.SigningAlgorithmSpecEd25519Sha512,
@@ -139,6 +145,9 @@ func (s *KMSSigner) SignHash(ctx context.Context, hash [32]byte) (xdr.DecoratedS
 	}
 	return xdr.DecoratedSignature{Hint: s.hint, Signature: xdr.Signature(out.Signature)}, nil
 }
+
+// KMSSignTimeout bounds one KMSSigner.SignHash, the SDK's retries included.
+const KMSSignTimeout = 3 * time.Second
 
 // Format implements fmt.Formatter: the key and its public key.
 func (s *KMSSigner) Format(f fmt.State, _ rune) {
