@@ -142,8 +142,8 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	p.functions = map[string]lambda.Handler{
 		apiFunction:       lambda.NewHandler(api.NewLambdaHandler(svc.Handler)),
 		alertFunction:     lambda.NewHandler(p.alert.Handle),
-		reconcileFunction: lambda.NewHandler(p.reconcile.Invoke),
-		readerFunction:    lambda.NewHandler(reader.Invoke),
+		reconcileFunction: p.reconcile, // a lambda.Handler itself: it reads every byte of the payload
+		readerFunction:    reader,
 	}
 	p.stream.start(p.alert.Handle)
 	go p.sweepLoop()
