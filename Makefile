@@ -61,7 +61,7 @@ build-InDoubtReaderFunction:
 	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
 
 # Built, then exec'd rather than `go run`: go run exits 1 on Ctrl-C even when the stack stops cleanly.
-run: ## the local stack: API :3000, Lambda Invoke API :3001, DynamoDB :8000, Stellar :8010, until Ctrl-C
+run: ## the local stack: API :3000, Lambda Invoke API :3001, DynamoDB :8000, Stellar :8010, KMS :8020 (SIGNER=kms), until Ctrl-C; *_ADDR moves each
 	$(GO) build -o .ci/bin/devstack ./internal/devstack
 	exec .ci/bin/devstack
 
@@ -157,7 +157,7 @@ bench: ## the Go benchmarks (README.md, "Benchmarks")
 # The latency benchmark side by side (issue 13): the service and a direct submitter interleaved on
 # the local network at 5 s and 1 s ledgers, 0 and 4 channel accounts; prints a Markdown table.
 # BENCH_LATENCY_N=<n> sets the transfers of each side per row (default 400, about 20 s).
-bench-latency: ## the latency benchmark: the service beside a direct submitter (README.md, "Latency")
+bench-latency: ## the latency benchmark: the service beside a direct submitter (README.md: figures in "Benchmarks", design in "Latency")
 	BENCH_LATENCY=1 $(GO) test -count=1 -v -run '^TestBenchLatency$$' ./internal/loadtest
 
 # The fault campaign at full size: 10,000 calls in each of its four runs (make test runs 5,000 in

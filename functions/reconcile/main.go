@@ -74,7 +74,7 @@ func main() {
 	}
 	rcfg.Watch = watch.Run
 	rec := reconcile.New(rcfg)
-	lambda.Start(rec.Invoke)
+	lambda.Start(rec) // a lambda.Handler: the payload's bytes, every one of them (reconcile.Service.Invoke)
 }
 
 // noSigning is the key source of a function that never signs.

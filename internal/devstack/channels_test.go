@@ -57,4 +57,8 @@ func TestStackUsesChannels(t *testing.T) {
 		applied[0].Hash != r.body["transactionHash"] {
 		t.Fatalf("applied %+v, answer %v", applied, r.body)
 	}
+	// The banner's and /_sim/stack's fee account is the one that paid the fee bump.
+	if applied[0].FeeSource != s.Info.FeeAccount.Account {
+		t.Fatalf("fee bump paid by %s, Info.FeeAccount %s", applied[0].FeeSource, s.Info.FeeAccount.Account)
+	}
 }

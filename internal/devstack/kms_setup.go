@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,9 +33,9 @@ type kmsSetup struct {
 // the AWS SDK's KMS client, as `aws kms create-key --key-spec ECC_NIST_EDWARDS25519 --key-usage
 // SIGN_VERIFY` does (README.md, "Signing keys in KMS").
 func (s *Stack) startKMS(ctx context.Context, addr string) (*kmsSetup, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("KMS emulator", "KMS_ADDR", addr)
 	if err != nil {
-		return nil, fmt.Errorf("devstack: KMS listener: %w", err)
+		return nil, err
 	}
 	k := &kmsSetup{emulator: newLocalKMS(), url: "http://" + ln.Addr().String()}
 	s.serve(ln, k.emulator)

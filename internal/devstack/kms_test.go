@@ -92,7 +92,7 @@ func TestKMSSignerEndToEnd(t *testing.T) {
 			wantSigns := 1 // the vault's key; with channels the fee account's key signs the fee bump too
 			if channels == "" {
 				wantSigns = 2
-				if tx.FeeSource != s.Info.FeeKMSKey.Account {
+				if tx.FeeSource != s.Info.FeeKMSKey.Account || s.Info.FeeAccount.Account != s.Info.FeeKMSKey.Account {
 					t.Fatalf("fee source %s, want the fee account's KMS key %s", tx.FeeSource, s.Info.FeeKMSKey.Account)
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -108,9 +107,9 @@ func (p *operations) observer() transfer.Observer {
 // timer, and serves the Invoke API.
 func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	log := p.opts.Logger
-	ln, err := net.Listen("tcp", p.opts.Ops.LambdaAddr)
+	ln, err := listen("Lambda Invoke API", "LAMBDA_ADDR", p.opts.Ops.LambdaAddr)
 	if err != nil {
-		return fmt.Errorf("devstack: Lambda listener: %w", err)
+		return err
 	}
 	s.Info.LambdaURL = "http://" + ln.Addr().String()
 	s.Info.EventsURL = s.Info.LambdaURL + "/_events"
@@ -142,8 +141,8 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	p.functions = map[string]lambda.Handler{
 		apiFunction:       lambda.NewHandler(api.NewLambdaHandler(svc.Handler)),
 		alertFunction:     lambda.NewHandler(p.alert.Handle),
-		reconcileFunction: lambda.NewHandler(p.reconcile.Invoke),
-		readerFunction:    lambda.NewHandler(reader.Invoke),
+		reconcileFunction: p.reconcile, // a lambda.Handler itself: it reads every byte of the payload
+		readerFunction:    reader,
 	}
 	p.stream.start(p.alert.Handle)
 	go p.sweepLoop()

@@ -75,6 +75,7 @@ func printBanner(i Info) {
 	fmt.Fprintf(w, "  Network admin      %s  (GET lists its routes and fault kinds; GET %sstack describes this stack)\n", i.AdminURL, i.AdminURL)
 	fmt.Fprintf(w, "  Passphrase         %s\n\n", i.NetworkPassphrase)
 	fmt.Fprintf(w, "  Vault              %s\n", i.Vault.Account)
+	fmt.Fprintf(w, "  Fee account        %s  (pays the channels' fee bumps; alarm fee-account-xlm-low)\n", i.FeeAccount.Account)
 	if i.VaultKMSKey != nil {
 		fmt.Fprintf(w, "  Signer             kms: local KMS emulator %s (SIGNER=kms)\n", i.KMSURL)
 		fmt.Fprintf(w, "    vault's signer   %s  (key %s; master weight 0)\n", i.VaultKMSKey.Account, i.VaultKMSKey.ARN)
@@ -94,6 +95,7 @@ func printBanner(i Info) {
 		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s '%s/wallets/%s/transfers?limit=20'   # the wallet's history, newest first\n", i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %sstack\n", i.AdminURL)
+		fmt.Fprintf(w, "  export AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local   # the aws CLI signs even locally; v1 reads only AWS_DEFAULT_REGION\n")
 		fmt.Fprintf(w, "  aws lambda invoke --endpoint-url %s --function-name ReconcileFunction \\\n    --cli-binary-format raw-in-base64-out --payload '{\"action\":\"list\"}' out.json   # AWS CLI v1: without --cli-binary-format\n", i.LambdaURL)
 		fmt.Fprintf(w, "  aws dynamodb scan --table-name %s --endpoint-url %s\n\n", i.Table, i.DynamoDBEndpoint)
 	}

@@ -214,6 +214,16 @@ func TestInvokeAPI(t *testing.T) {
 		chans[0].(map[string]any)["created"] != false {
 		t.Fatalf("channels = %d %q %v (stack channels %v)", status, fnErr, body, s.Info.Channels)
 	}
+	// Data after the payload's object is refused by both reconcile functions: the Invoke API hands
+	// them every byte (README.md, "Operating it": "nothing after it").
+	for _, fn := range []string{reconcileFunction, readerFunction} {
+		for _, p := range []string{`{"action":"list","limit":20}{}`, `{"action":"list"} {"action":"sweep"}`} {
+			status, fnErr, body = invoke(t, s, fn, p)
+			if status != 200 || fnErr != "" || problemCode(body) != "BAD_REQUEST" || body["status"] != float64(400) {
+				t.Fatalf("%s %s = %d %q %v, want the problem BAD_REQUEST", fn, p, status, fnErr, body)
+			}
+		}
+	}
 	for _, action := range []string{"sweep", "channels"} {
 		status, fnErr, body = invoke(t, s, readerFunction, `{"action":"`+action+`"}`)
 		if status != 200 || fnErr != "" || body["code"] != "ACTION_NOT_ALLOWED" || body["action"] != action {

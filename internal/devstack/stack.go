@@ -71,6 +71,10 @@ type Info struct {
 	LambdaURL         string  `json:"lambdaUrl"` // the Lambda Invoke API (lambda_api.go)
 	AdminURL          string  `json:"adminUrl"`
 	Vault             Account `json:"vault"`
+	// FeeAccount pays the channels' fee bumps and sponsors their reserves (README.md, "Channel
+	// accounts and fees"; the alarm fee-account-xlm-low watches its XLM): its seed's address, or
+	// with SIGNER=kms its KMS key's (FeeKMSKey).
+	FeeAccount Account `json:"feeAccount"`
 	// VaultContract is the vault contract deployed at start (C...); the service calls it when
 	// VAULT_CONTRACT=local.
 	VaultContract string         `json:"vaultContract"`
@@ -121,9 +125,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// The embedded DynamoDB (minidyn), unless DYNAMODB_ENDPOINT points elsewhere.
 	dynamoURL := o.Getenv("DYNAMODB_ENDPOINT")
 	if dynamoURL == "" {
-		ln, err := net.Listen("tcp", o.DynamoAddr)
+		ln, err := listen("DynamoDB", "DYNAMODB_ADDR", o.DynamoAddr)
 		if err != nil {
-			return nil, fmt.Errorf("devstack: DynamoDB listener: %w", err)
+			return nil, err
 		}
 		dynamoURL = "http://" + ln.Addr().String()
 		s.serve(ln, newTableLister(server.NewServer()))
@@ -173,9 +177,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	stellarLn, err := net.Listen("tcp", o.StellarAddr)
+	stellarLn, err := listen("Stellar network", "STELLAR_ADDR", o.StellarAddr)
 	if err != nil {
-		return nil, fmt.Errorf("devstack: Stellar listener: %w", err)
+		return nil, err
 	}
 	stellarURL := "http://" + stellarLn.Addr().String()
 
@@ -235,9 +239,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	s.Service = svc
 
-	apiLn, err := net.Listen("tcp", o.APIAddr)
+	apiLn, err := listen("API", "API_ADDR", o.APIAddr)
 	if err != nil {
-		return nil, fmt.Errorf("devstack: API listener: %w", err)
+		return nil, err
 	}
 	s.Info = Info{
 		APIURL: "http://" + apiLn.Addr().String(), DynamoDBEndpoint: dynamoURL, Table: table,
@@ -245,6 +249,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		FriendbotURL: stellarURL + "/friendbot", AdminURL: stellarURL + "/_sim/",
 		Vault: Account{Account: keys.Vault.Address()}, Assets: assets, VaultContract: contract,
 		Signer: cfg.Signer,
+	}
+	if km != nil {
+		s.Info.FeeAccount = Account{Account: km.fee.Address()}
+	} else {
+		s.Info.FeeAccount = Account{Account: keys.Fee.Address()}
 	}
 	if km != nil {
 		s.Info.KMSURL = km.url
@@ -359,6 +368,7 @@ func (s *Stack) InfoWithBalances() Info {
 		return m
 	}
 	info.Vault.Balances = balances(info.Vault.Account)
+	info.FeeAccount.Balances = balances(info.FeeAccount.Account)
 	info.Wallets = append([]Account(nil), info.Wallets...)
 	for i := range info.Wallets {
 		info.Wallets[i].Balances = balances(info.Wallets[i].Account)
@@ -379,6 +389,16 @@ func withDeadline(h http.Handler, d time.Duration) http.Handler {
 		defer cancel()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// listen listens on addr for what, the server that `make run` places with the environment variable
+// env (main.go): a port already taken is reported with the variable that moves it.
+func listen(what, env, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: %s listener on %s: %w (is another stack running? %s=127.0.0.1:<port> make run moves it)", what, addr, err, env)
+	}
+	return ln, nil
 }
 
 func (s *Stack) serve(ln net.Listener, h http.Handler) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -241,6 +242,9 @@ func TestBannerAddressesAnswer(t *testing.T) {
 	}
 	if r := do(t, mustRequest(t, http.MethodGet, s.Info.AdminURL+"stack")); r.status != 200 || r.body["vault"] == nil {
 		t.Errorf("GET %sstack = %d %v", s.Info.AdminURL, r.status, r.body)
+	} else if fee, _ := r.body["feeAccount"].(map[string]any); fee["account"] != s.Info.FeeAccount.Account || s.Info.FeeAccount.Account == "" ||
+		fee["balances"].(map[string]any)["XLM"] == nil {
+		t.Errorf("GET %sstack: feeAccount = %v, want %s with its XLM (alarm fee-account-xlm-low)", s.Info.AdminURL, fee, s.Info.FeeAccount.Account)
 	}
 	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.Info.DynamoDBEndpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
@@ -257,4 +261,28 @@ func mustRequest(t *testing.T, method, url string) *http.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+// A port already taken is reported with the variable that moves the server (README.md, "Two
+// commands"): `make run` beside another stack fails with DYNAMODB_ADDR=... in its message.
+func TestBusyPortNamesItsVariable(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for name, o := range map[string]Options{
+		"DYNAMODB_ADDR": {DynamoAddr: taken.Addr().String()},
+		"STELLAR_ADDR":  {StellarAddr: taken.Addr().String()},
+	} {
+		s, err := Start(context.Background(), o)
+		if err == nil {
+			_ = s.Close()
+			t.Fatalf("Start on the taken port %s (%s) succeeded", taken.Addr(), name)
+		}
+		if msg := err.Error(); !strings.Contains(msg, name+"=127.0.0.1:<port> make run") || !strings.Contains(msg, taken.Addr().String()) {
+			t.Errorf("%s taken: %q does not name the variable and the address", name, msg)
+		}
+	}
 }

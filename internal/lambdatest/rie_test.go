@@ -684,7 +684,14 @@ func TestRIEReconcileFunction(t *testing.T) {
 	if unknown["code"] != "UNKNOWN_ACTION" {
 		t.Errorf("an unknown action answered %v, want an UNKNOWN_ACTION problem", unknown)
 	}
-	reportTimes(t, "reconcile", e, 5)
+	// Data after the object: the bootstrap reads every byte of the payload (reconcile.Service is a
+	// lambda.Handler), so the runtime's json.Decoder cannot drop it before the strict decoder.
+	for _, p := range []string{`{"action":"list","limit":20}{}`, `{"action":"list"} {"action":"sweep"}`} {
+		if trailing := answer(p); trailing["code"] != "BAD_REQUEST" || trailing["status"] != float64(400) || trailing["errorType"] != nil {
+			t.Errorf("%s answered %v, want a BAD_REQUEST problem", p, trailing)
+		}
+	}
+	reportTimes(t, "reconcile", e, 7)
 	noSecretsIn(t, s, e.Log())
 
 	t.Run("bad configuration", func(t *testing.T) {

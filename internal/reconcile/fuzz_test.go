@@ -80,7 +80,7 @@ func FuzzReconcilePayload(f *testing.F) {
 		rec := fx.put(t, "order-fuzz1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
 		fx.afterMaxTime()
 		fx.ledger.oldest = 90
-		answer, err := fx.svc.Invoke(invocation("req-fuzz"), json.RawMessage(payload))
+		answer, err := fx.svc.Answer(invocation("req-fuzz"), json.RawMessage(payload))
 		var out string
 		if r, ok := answer.(*reconcile.Problem); ok {
 			if err != nil || !slices.Contains(reconcileCodes, r.Code) || r.Detail == "" {

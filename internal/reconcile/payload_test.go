@@ -3,12 +3,16 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/stellar/go-stellar-sdk/keypair"
 
+	"github.com/stellar-transfer/orchestrator/internal/logging/logtest"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -88,7 +92,7 @@ func TestSeedsNeverReachTheAuditOrTheAnswer(t *testing.T) {
 		`{"` + strings.Repeat("x", 40) + seed + `":1}`,
 		`{"action":"get","storeKey":"transfer:0000000000000000:` + strings.Repeat("k", 230) + seed + `"}`,
 	} {
-		answer, err := f.svc.Invoke(context.Background(), json.RawMessage(p))
+		answer, err := f.svc.Answer(context.Background(), json.RawMessage(p))
 		r, ok := answer.(*reconcile.Problem)
 		if err != nil || !ok || leaksSeed(r.Detail, seed) {
 			t.Errorf("%.50s...: the refusal holds part of the seed, or is not one: %+v, %v", p, answer, err)
@@ -119,5 +123,50 @@ func TestGetRedactsItemsStoredEarlier(t *testing.T) {
 		if leaksSeed(string(b), seed) || !strings.Contains(string(b), `"traceId":"Root=[redacted]"`) {
 			t.Errorf("%s: %s", p, b)
 		}
+	}
+}
+
+// TestInvokeReadsEveryByte: the function's handler is given the payload's bytes, so data after the
+// object is refused BAD_REQUEST (README.md, "Operating it"). Through a typed argument
+// (json.RawMessage) aws-lambda-go's reflective handler decoded the first value only, and
+// `{"action":"list","limit":20}{}` was answered as a list. It is checked both on Invoke and as
+// aws-lambda-go's runtime calls it (lambda.NewHandler keeps a lambda.Handler as it is).
+func TestInvokeReadsEveryByte(t *testing.T) {
+	f := newFixture(t)
+	f.put(t, "order-trail1", transfer.StatusInDoubt, t0.Add(time.Hour), false)
+	for name, h := range map[string]lambda.Handler{"Invoke": f.svc, "lambda.NewHandler": lambda.NewHandler(f.svc)} {
+		for _, p := range []string{
+			`{"action":"list","limit":20}{}`,
+			`{"action":"list"} {"action":"sweep"}`,
+			`{"action":"list"}x`,
+			`{"action":"list"}]`,
+		} {
+			out, err := h.Invoke(invocation("req-trail"), []byte(p))
+			var pr reconcile.Problem
+			if err != nil || json.Unmarshal(out, &pr) != nil || pr.Code != reconcile.CodeBadRequest || pr.Status != 400 ||
+				!strings.Contains(pr.Detail, "after") {
+				t.Errorf("%s(%s) = %s, %v; want a BAD_REQUEST problem about the data after the object", name, p, out, err)
+			}
+		}
+		out, err := h.Invoke(invocation("req-list"), []byte(`{"action":"list","limit":20}`+"\n"))
+		var list struct {
+			Action string           `json:"action"`
+			Items  []map[string]any `json:"items"`
+		}
+		if err != nil || json.Unmarshal(out, &list) != nil || list.Action != "list" || len(list.Items) != 1 {
+			t.Errorf("%s(list) = %s, %v; want the one in-doubt item", name, out, err)
+		}
+		if strings.HasSuffix(string(out), "\n") || strings.Contains(string(out), `\u003c`) {
+			t.Errorf("%s(list) = %q: not encoded as the runtime's reflective handler encodes", name, out)
+		}
+	}
+	// A failure stays the function error {"errorType": CODE, ...}.
+	log, _ := logtest.New(t)
+	broken := reconcile.New(reconcile.Config{Store: brokenStore{}, Ledger: &ledger{}, Gauge: &gauge{}, Clock: &clock{now: t0},
+		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
+	out, err := broken.Invoke(context.Background(), []byte(`{"action":"list"}`))
+	var ie messages.InvokeResponse_Error
+	if out != nil || !errors.As(err, &ie) || ie.Type != reconcile.CodeStoreUnavailable {
+		t.Errorf("a failed list = %s, %v; want the function error STORE_UNAVAILABLE", out, err)
 	}
 }

@@ -64,7 +64,7 @@ func TestReadOnlyAnswersListAndGetOnly(t *testing.T) {
 		"sweep":    `{"action":"sweep"}`,
 		"channels": `{"action":"channels"}`,
 	} {
-		answer, err := f.svc.Invoke(invocation("req-1"), json.RawMessage(payload))
+		answer, err := f.svc.Answer(invocation("req-1"), json.RawMessage(payload))
 		if err != nil {
 			t.Fatalf("%s: a function error %v, want a problem as the result", action, err)
 		}
@@ -122,7 +122,7 @@ func TestProblemTypeIsAReadmeAnchor(t *testing.T) {
 	log, _ := logtest.New(t)
 	f.svc = reconcile.New(reconcile.Config{Store: f.store, Ledger: f.ledger, Gauge: f.gauge, Clock: f.clock,
 		KeyTTL: func() time.Duration { return time.Hour }, ReadOnly: true, Logger: log})
-	raw, err := f.svc.Invoke(context.Background(), json.RawMessage(`{"action":"sweep"}`))
+	raw, err := f.svc.Answer(context.Background(), json.RawMessage(`{"action":"sweep"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

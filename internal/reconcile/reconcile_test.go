@@ -165,7 +165,7 @@ func invocation(id string) context.Context {
 // refusal (a Problem answer) or of the failure (the function error's type).
 func do(t *testing.T, f *fixture, payload string) (map[string]any, string) {
 	t.Helper()
-	answer, err := f.svc.Invoke(invocation("req-1"), json.RawMessage(payload))
+	answer, err := f.svc.Answer(invocation("req-1"), json.RawMessage(payload))
 	if r, ok := answer.(*reconcile.Problem); ok {
 		if err != nil || r.Code == "" || r.Detail == "" {
 			t.Fatalf("%s: refusal %+v with error %v", payload, r, err)
@@ -425,7 +425,7 @@ func TestOtherActions(t *testing.T) {
 	svc := withChannels(func(context.Context) (any, error) {
 		return []map[string]any{{"account": "GCHANNEL1", "created": true}}, nil
 	})
-	raw, err := svc.Invoke(context.Background(), json.RawMessage(`{"action":"channels"}`))
+	raw, err := svc.Answer(context.Background(), json.RawMessage(`{"action":"channels"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestOtherActions(t *testing.T) {
 		t.Fatalf("channels = %s", b)
 	}
 	svc = withChannels(func(context.Context) (any, error) { return nil, errors.New("sequence SECRETISH") })
-	_, err = svc.Invoke(context.Background(), json.RawMessage(`{"action":"channels"}`))
+	_, err = svc.Answer(context.Background(), json.RawMessage(`{"action":"channels"}`))
 	var ie messages.InvokeResponse_Error
 	if !errors.As(err, &ie) || ie.Type != reconcile.CodeChannelsFailed || strings.Contains(ie.Message, "SECRETISH") {
 		t.Fatalf("channels failure = %v", err)
@@ -443,7 +443,7 @@ func TestOtherActions(t *testing.T) {
 	refused(t, f, `{"action":"list","colour":"red"}`, reconcile.CodeBadRequest)
 	seed := keypair.MustRandom().Seed()
 	for _, p := range []string{`{"` + seed + `":1}`, `{"action":"get","storeKey":"transfer:x:` + seed + `"}`} {
-		answer, err := f.svc.Invoke(context.Background(), json.RawMessage(p))
+		answer, err := f.svc.Answer(context.Background(), json.RawMessage(p))
 		r, ok := answer.(*reconcile.Problem)
 		if err != nil || !ok || r.Code == "" || strings.Contains(strings.ToUpper(r.Detail), seed) {
 			t.Errorf("%s: the refusal echoes the seed, or is not one: %+v, %v", p, answer, err)
@@ -456,7 +456,7 @@ func TestStoreFailuresAreTyped(t *testing.T) {
 	svc := reconcile.New(reconcile.Config{Store: brokenStore{}, Settler: nil, Ledger: &ledger{}, Gauge: &gauge{}, Clock: &clock{now: t0},
 		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
 	for _, p := range []string{`{"action":"list"}`, `{"action":"sweep"}`, `{"action":"get","storeKey":"transfer:0:abcdefgh"}`} {
-		_, err := svc.Invoke(context.Background(), json.RawMessage(p))
+		_, err := svc.Answer(context.Background(), json.RawMessage(p))
 		var ie messages.InvokeResponse_Error
 		if !errors.As(err, &ie) || ie.Type != reconcile.CodeStoreUnavailable || strings.Contains(ie.Message, "boom") {
 			t.Errorf("%s: %v", p, err)
@@ -522,7 +522,7 @@ func TestSweepWatchesAndAlwaysWritesTheGauge(t *testing.T) {
 			f := newFixture(t)
 			cfg.Store, cfg.Settler = f.store, f.orch
 		}
-		answer, err := reconcile.New(cfg).Invoke(context.Background(), json.RawMessage(`{"action":"sweep"}`))
+		answer, err := reconcile.New(cfg).Answer(context.Background(), json.RawMessage(`{"action":"sweep"}`))
 		var ie messages.InvokeResponse_Error
 		switch {
 		case watched != 1:

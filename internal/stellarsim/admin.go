@@ -88,7 +88,7 @@ var FaultKinds = []FaultKind{
 		"submissions; default 1", `{"kind":"drop_response"}`},
 	{FaultDelay, "accept as usual, answer after the delay", `delay (required: "2s" or milliseconds), api`,
 		"submissions; default 1", `{"kind":"delay","delay":"2s"}`},
-	{FaultAnswer, "answer without accepting", `status (TRY_AGAIN_LATER, ERROR, PENDING, DUPLICATE), code ("txBAD_SEQ"; alone implies ERROR), http_status (Horizon; RPC only without status); one of them required; api`,
+	{FaultAnswer, "answer without accepting", `status (TRY_AGAIN_LATER, ERROR, PENDING, DUPLICATE), code ("txBAD_SEQ"; alone implies ERROR), http_status (an HTTP error without a body); exactly one of them (code may go with status ERROR); api`,
 		"submissions; default 1", `{"kind":"answer","status":"TRY_AGAIN_LATER"}`},
 	{FaultDropEnvelope, "answer PENDING, then evict the envelope from the queue: it never lands", "api",
 		"submissions; default 1", `{"kind":"drop_envelope"}`},

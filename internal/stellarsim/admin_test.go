@@ -141,3 +141,37 @@ func TestAdminIndex(t *testing.T) {
 		}
 	}
 }
+
+// A fault the table of README.md ("Try it") does not allow is refused with a 400 that says why,
+// and nothing is armed: a count on a kind that lasts until healed (it was dropped silently), and an
+// answer naming two answers at once.
+func TestAdminRefusesFaultsThatReadTwoWays(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	for body, want := range map[string]string{
+		`{"kind":"retention","ledgers":2,"count":3}`:                    "retention takes no count",
+		`{"kind":"db_lag","ledgers":2,"count":1}`:                       "db_lag takes no count",
+		`{"kind":"instances","delay":"1s","count":2}`:                   "instances takes no count",
+		`{"kind":"answer","status":"PENDING","http_status":504}`:        "one of status, code or http_status",
+		`{"kind":"answer","code":"txBAD_SEQ","http_status":504}`:        "one of status, code or http_status",
+		`{"kind":"answer","status":"PENDING","code":"txBAD_SEQ"}`:       "status ERROR",
+		`{"kind":"answer","http_status":200}`:                           "400 to 599",
+		`[{"kind":"stall"},{"kind":"retention","ledgers":2,"count":3}]`: "retention takes no count",
+	} {
+		var out struct{ Error string }
+		if code := e.admin("POST", "/_sim/faults", body, &out); code != 400 || !strings.Contains(out.Error, want) {
+			t.Errorf("%s = %d %q, want 400 saying %q", body, code, out.Error, want)
+		}
+	}
+	if f := e.n.Faults(); len(f) != 0 {
+		t.Errorf("armed after refusals: %+v", f)
+	}
+	// What the table allows is still armed.
+	for _, body := range []string{
+		`{"kind":"retention","ledgers":2}`, `{"kind":"answer","http_status":504}`,
+		`{"kind":"answer","status":"ERROR","code":"txBAD_SEQ"}`, `{"kind":"answer","code":"txBAD_SEQ"}`,
+	} {
+		if code := e.admin("POST", "/_sim/faults", body, nil); code != 201 {
+			t.Errorf("%s = %d, want 201", body, code)
+		}
+	}
+}

@@ -112,6 +112,21 @@ func opCodeName(r xdr.OperationResult) string {
 			xdr.ChangeTrustResultCodeChangeTrustCannotDelete:               "op_cannot_delete",
 			xdr.ChangeTrustResultCodeChangeTrustNotAuthMaintainLiabilities: "op_not_aut_maintain_liabilities",
 		}[tr.ChangeTrustResult.Code]
+	case tr.SetOptionsResult != nil:
+		// Horizon's names (stellar/go, services/horizon/internal/codes), as for the others.
+		return map[xdr.SetOptionsResultCode]string{
+			xdr.SetOptionsResultCodeSetOptionsSuccess:               "op_success",
+			xdr.SetOptionsResultCodeSetOptionsLowReserve:            "op_low_reserve",
+			xdr.SetOptionsResultCodeSetOptionsTooManySigners:        "op_too_many_signers",
+			xdr.SetOptionsResultCodeSetOptionsBadFlags:              "op_bad_flags",
+			xdr.SetOptionsResultCodeSetOptionsInvalidInflation:      "op_invalid_inflation",
+			xdr.SetOptionsResultCodeSetOptionsCantChange:            "op_cant_change",
+			xdr.SetOptionsResultCodeSetOptionsUnknownFlag:           "op_unknown_flag",
+			xdr.SetOptionsResultCodeSetOptionsThresholdOutOfRange:   "op_threshold_out_of_range",
+			xdr.SetOptionsResultCodeSetOptionsBadSigner:             "op_bad_signer",
+			xdr.SetOptionsResultCodeSetOptionsInvalidHomeDomain:     "op_invalid_home_domain",
+			xdr.SetOptionsResultCodeSetOptionsAuthRevocableRequired: "op_auth_revocable_required",
+		}[tr.SetOptionsResult.Code]
 	case tr.BeginSponsoringFutureReservesResult != nil:
 		return map[xdr.BeginSponsoringFutureReservesResultCode]string{
 			xdr.BeginSponsoringFutureReservesResultCodeBeginSponsoringFutureReservesSuccess:          "op_success",

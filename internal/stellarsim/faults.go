@@ -63,9 +63,9 @@ type Fault struct {
 	// "tx_bad_seq"); Code alone implies Status ERROR; ERROR without Code
 	// uses txINTERNAL_ERROR.
 	Code string `json:"code,omitempty"`
-	// HTTPStatus for FaultAnswer on Horizon (429, 500, 504, ...). When set it
-	// wins over Status for Horizon; RPC ignores it unless Status is empty, in
-	// which case RPC answers with that HTTP status and no JSON-RPC body.
+	// HTTPStatus for FaultAnswer (429, 500, 504, ...; 400 to 599): Horizon and
+	// RPC answer with that HTTP status, RPC with no JSON-RPC body. It goes
+	// alone: a fault with Status or Code too is refused.
 	HTTPStatus int `json:"http_status,omitempty"`
 	// Ledgers: K for delay_inclusion, the window for retention.
 	Ledgers int `json:"ledgers,omitempty"`
@@ -142,6 +142,17 @@ func (f Fault) validate() error {
 		default:
 			return fmt.Errorf("answer status must be PENDING, DUPLICATE, TRY_AGAIN_LATER or ERROR, got %q", f.Status)
 		}
+		// One answer: an HTTP status is an answer without a body, a status (or code) one with a
+		// body, so a fault naming both would answer one API one way and the other another.
+		if f.HTTPStatus != 0 && (f.Status != "" || f.Code != "") {
+			return fmt.Errorf("answer fault takes one of status, code or http_status: http_status %d answers without a body, so it goes alone", f.HTTPStatus)
+		}
+		if f.HTTPStatus != 0 && (f.HTTPStatus < 400 || f.HTTPStatus > 599) {
+			return fmt.Errorf("answer http_status must be an HTTP error status (400 to 599), got %d", f.HTTPStatus)
+		}
+		if f.Code != "" && f.Status != "" && f.Status != StatusError {
+			return fmt.Errorf("answer code %q is a result code of status ERROR (alone it means ERROR), not of %s", f.Code, f.Status)
+		}
 		if f.Code != "" {
 			if _, ok := ParseTxCode(f.Code); !ok {
 				return fmt.Errorf("unknown tx code %q", f.Code)
@@ -179,6 +190,12 @@ func (f Fault) validate() error {
 	}
 	if f.Count < 0 {
 		return fmt.Errorf("count must be >= 0")
+	}
+	switch f.Kind {
+	case FaultRetention, FaultDBLag, FaultInstances:
+		if f.Count != 0 {
+			return fmt.Errorf("%s takes no count: it lasts until healed (DELETE /_sim/faults)", f.Kind)
+		}
 	}
 	return nil
 }

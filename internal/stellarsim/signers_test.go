@@ -73,6 +73,10 @@ func TestSignersAndThresholds(t *testing.T) {
 		Signer:       &txnbuild.Signer{Address: signer.Address(), Weight: 2},
 		MasterWeight: u(1), LowThreshold: u(1), MediumThreshold: u(2), HighThreshold: u(3),
 	}}, 0, 0))
+	// /_sim/transactions names the result as Horizon does (it was op_unknown).
+	if ap := e.n.Applied(); len(ap) == 0 || len(ap[len(ap)-1].OpResults) != 1 || ap[len(ap)-1].OpResults[0] != "op_success" {
+		t.Fatalf("the SetOptions applied as %+v, want op_results [op_success]", ap[len(ap)-1])
+	}
 	info, _ := e.n.Account(vault.Address())
 	if info.NumSubEntries != 1 {
 		t.Fatalf("subentries %d, want 1 (the signer)", info.NumSubEntries)
