@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,38 +17,9 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
-
-// virtualLedgers is virtual time shared by the orchestrator and the local network: Sleep moves it
-// on and closes a ledger for every 5 s passed, so a transfer's await costs no real time (as
-// internal/wiring's BenchmarkFreshTransfer).
-type virtualLedgers struct {
-	mu        sync.Mutex
-	now       time.Time
-	lastClose time.Time
-	net       *stellarsim.Network
-}
-
-func (c *virtualLedgers) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *virtualLedgers) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	due := c.now.Sub(c.lastClose) >= 5*time.Second
-	if due {
-		c.lastClose = c.now
-	}
-	c.mu.Unlock()
-	if due {
-		c.net.CloseLedger()
-	}
-	return ctx.Err()
-}
 
 // transferRig is the service assembled as the Lambda assembles it (wiring.Build, wiring.SigningKeys)
 // over minidyn and the local network, the vault as the only source, signing with seeds from the
@@ -58,13 +28,15 @@ func (c *virtualLedgers) Sleep(ctx context.Context, d time.Duration) error {
 func newTransferRig(tb testing.TB, useKMS bool) (*wiring.Service, string) {
 	tb.Helper()
 	ctx := context.Background()
-	clock := &virtualLedgers{now: time.Unix(1_900_000_000, 0)}
+	// One virtual clock for the service and the network: Sleep moves it on and a ledger closes for
+	// every 5 s passed, so a transfer's await costs no real time.
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
 	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = n.Close() })
-	clock.net = n
+	n.CloseOnAdvance(clock, 5*time.Second)
 	keys, err := stellar.GenerateKeys(0)
 	if err != nil {
 		tb.Fatal(err)

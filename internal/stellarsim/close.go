@@ -1,6 +1,7 @@
 package stellarsim
 
 import (
+	"sync"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
@@ -101,4 +102,30 @@ func authFailureOf(t *txInfo, terr *txError) *authFailure {
 		}
 	}
 	return nil
+}
+
+// Advancer is a virtual clock that reports its moves: internal/vclock's Clock, whose Sleep moves
+// time on when nothing else runs on it.
+type Advancer interface {
+	OnAdvance(fn func(now time.Time))
+}
+
+// CloseOnAdvance closes a ledger whenever clock has moved at least interval past the last close,
+// for tests and benchmarks that run the network and the service on one virtual clock: a
+// transfer's await then costs no real time. Several intervals passed in one move close one
+// ledger (the next close counts from then).
+func (n *Network) CloseOnAdvance(clock Advancer, interval time.Duration) {
+	var mu sync.Mutex
+	last := n.clock.Now()
+	clock.OnAdvance(func(now time.Time) {
+		mu.Lock()
+		due := now.Sub(last) >= interval
+		if due {
+			last = now
+		}
+		mu.Unlock()
+		if due {
+			n.CloseLedger()
+		}
+	})
 }

@@ -3,7 +3,6 @@ package wiring_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,37 +13,9 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
-
-// ledgerClock is virtual time shared by the orchestrator and the local network: Sleep moves it on
-// and closes a ledger for every 5 s passed, so a transfer's await costs no real time.
-type ledgerClock struct {
-	mu        sync.Mutex
-	now       time.Time
-	lastClose time.Time
-	net       *stellarsim.Network
-}
-
-func (c *ledgerClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *ledgerClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	due := c.now.Sub(c.lastClose) >= 5*time.Second
-	if due {
-		c.lastClose = c.now
-	}
-	c.mu.Unlock()
-	if due {
-		c.net.CloseLedger()
-	}
-	return ctx.Err()
-}
 
 type rig struct {
 	svc    *wiring.Service
@@ -56,13 +27,15 @@ type rig struct {
 // newRig assembles the service as the Lambda does, on minidyn and the local network.
 func newRig(tb testing.TB) *rig {
 	tb.Helper()
-	clock := &ledgerClock{now: time.Unix(1_900_000_000, 0)}
+	// One virtual clock for the service and the network: Sleep moves it on and a ledger closes for
+	// every 5 s passed, so a transfer's await costs no real time.
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
 	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = n.Close() })
-	clock.net = n
+	n.CloseOnAdvance(clock, 5*time.Second)
 	keys, err := stellar.GenerateKeys(0)
 	if err != nil {
 		tb.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
@@ -119,19 +120,21 @@ type doorRig struct {
 	cfg   config.Config
 	db    *itemRecorder
 	keys  stellar.Keys
-	clock *ledgerClock
+	clock *vclock.Clock
 	logs  *syncBuffer
 }
 
 func newDoorRig(tb testing.TB) *doorRig {
 	tb.Helper()
-	clock := &ledgerClock{now: time.Unix(1_900_000_000, 0)}
+	// One virtual clock for the service and the network: Sleep moves it on and a ledger closes for
+	// every 5 s passed, so a transfer's await costs no real time.
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
 	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = n.Close() })
-	clock.net = n
+	n.CloseOnAdvance(clock, 5*time.Second)
 	keys, err := stellar.GenerateKeys(0)
 	if err != nil {
 		tb.Fatal(err)
