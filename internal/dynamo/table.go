@@ -20,11 +20,12 @@ const (
 	// later write; part of every conditional write's condition (transfer.Condition).
 	AttrClaimID = "claimId"
 	// AttrGSI1PK is the sparse index's partition key (S): InDoubtPartition while an item's status
-	// is in_doubt, ClaimsPartition while it is in_flight, absent otherwise.
+	// is in_doubt, ClaimsPartition while it is in_flight, QueuedPartition while it is queued,
+	// absent otherwise.
 	AttrGSI1PK = "gsi1pk"
 	// AttrGSI1SK is the sparse index's sort key (S): "<time, RFC 3339 UTC with milliseconds>#<pk>",
-	// the time being when the item became in_doubt, or an in_flight claim's lease expiry; so the
-	// index lists the oldest in-doubt item, or the earliest-expiring claim, first.
+	// the time being when the item became in_doubt, an in_flight claim's lease expiry, or when a
+	// queued item was queued; so the index lists the oldest first.
 	AttrGSI1SK = "gsi1sk"
 	// TTLAttribute is the table's TTL attribute: epoch seconds (N), absent when the item never
 	// expires. DynamoDB deletes expired items days late, so expiry is also checked in code.
@@ -36,6 +37,10 @@ const (
 	// ClaimsPartition is the gsi1pk value of every in_flight item: the sweep finds expired claims
 	// (invocations that died holding a lease) with one Query instead of a Scan of the table.
 	ClaimsPartition = "in_flight"
+	// QueuedPartition is the gsi1pk value of every queued item (an async transfer waiting for the
+	// submitter), sorted by the time it was queued: the sweep finds queued items whose message
+	// was never sent or was lost by their age (ListQueued).
+	QueuedPartition = "queued"
 )
 
 // TableClient is the part of the DynamoDB API that EnsureTable uses. *dynamodb.Client satisfies it.
