@@ -431,3 +431,30 @@ func TestAsyncSyncCallWaitsForQueued(t *testing.T) {
 	}
 	r.assertPaidOnce(t, 0, told{who: "sync", out: out})
 }
+
+// An async request meeting a synchronous request's item is not accepted: only an async item is
+// requeued when nothing moves, so only its 202 is kept.
+func TestAsyncMeetsSynchronousItem(t *testing.T) {
+	r, q, _ := asyncRig(t)
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepAttached {
+			_, err := r.orch.Enqueue(context.Background(), r.input(0))
+			if !errors.As(err, new(*transfer.InProgressError)) {
+				t.Errorf("async request during a synchronous one: %v, want TRANSFER_IN_PROGRESS", err)
+			}
+		}
+		return nil
+	}
+	out, err := r.call(0)
+	r.orch.Hooks = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.take()) != 0 {
+		t.Fatal("a message was sent for a synchronous item")
+	}
+	if res := r.enqueue(t, 0); res.Accepted || res.Outcome.TransactionHash != out.TransactionHash {
+		t.Fatalf("async request after the synchronous one settled = %+v, want its replay", res)
+	}
+	r.assertPaidOnce(t, 0, told{who: "sync", out: out})
+}

@@ -45,9 +45,12 @@ type Enqueued struct {
 // Enqueue accepts in for the submitter: the key is claimed with the same conditional write as a
 // synchronous claim, as a queued item (Async, no lease, no envelope), then its message is sent
 // with o.Queue. The key's rules are Transfer's: another fingerprint is *ConflictError; a settled
-// success is replayed (Accepted false); a stored rejection is its *RejectedError, replayed; a
-// queued, in_flight or in_doubt item of the same request is Accepted again (nothing is sent
-// again: its message, its holder or the sweep runs it). A failed send is logged and the answer is
+// success is replayed (Accepted false); a stored rejection is its *RejectedError, replayed; an
+// async item of the same request still queued, in_flight or in_doubt is Accepted again (nothing
+// is sent again: its message, its holder or the sweep runs it); a synchronous request's item is
+// *InProgressError or *InDoubtError, as a synchronous retry would be answered without waiting
+// (only an async item is requeued rather than released when nothing moved, so only its
+// acceptance is a promise the service keeps). A failed send is logged and the answer is
 // still Accepted: the item is durable and the sweep sends it. Errors: *UnavailableError
 // (STORE_UNAVAILABLE, CONFIGURATION_INVALID) when nothing was claimed.
 func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) {
@@ -89,13 +92,20 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 	if held.Fingerprint != fingerprint {
 		return Enqueued{}, &ConflictError{}
 	}
-	switch held.Status {
-	case StatusReplayable:
+	switch {
+	case held.Status == StatusReplayable:
 		return Enqueued{Outcome: replay(held)}, nil
-	case StatusRejected:
+	case held.Status == StatusRejected:
 		return Enqueued{}, replayedRejection(held)
-	case StatusQueued, StatusInFlight, StatusInDoubt:
+	case held.Async && (held.Status == StatusQueued || held.Status == StatusInFlight || held.Status == StatusInDoubt):
 		return Enqueued{Accepted: true, View: View{Status: "pending", InDoubt: held.Status == StatusInDoubt}}, nil
+	case held.Status == StatusInFlight:
+		// A synchronous request holds the key: if it ends with nothing moved, its key is released
+		// (not requeued), so a 202 would promise what nobody runs. Answered as a synchronous
+		// retry that finds it: come back.
+		return Enqueued{}, &InProgressError{RetryAfter: time.Second}
+	case held.Status == StatusInDoubt:
+		return Enqueued{}, &InDoubtError{FailingCode: failingCode(held), RetryAfter: o.settings().ProofWindow}
 	}
 	return Enqueued{}, fmt.Errorf("transfer: item %s has unknown status %q", held.StoreKey, held.Status)
 }
