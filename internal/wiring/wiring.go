@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/api"
@@ -40,6 +41,9 @@ type Deps struct {
 	Clock transfer.Clock
 	// Observer receives the orchestrator's traces and reports (metrics); nil means none.
 	Observer transfer.Observer
+	// Queue carries async transfers (queue.SQS on QUEUE_URL); nil: the API ignores Prefer:
+	// respond-async and runs every transfer synchronously.
+	Queue transfer.Queue
 }
 
 // Service is the assembled API service.
@@ -81,12 +85,17 @@ func Build(d Deps) (*Service, error) {
 		Breaker:  transfer.NewBreaker(d.Config.Breaker),
 		Observer: d.Observer,
 		Cadence:  cadence,
+		Queue:    d.Queue,
 	}
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {
 		return transfer.Rules{Assets: codes, MaxKeyLength: config.Settings(getenv).MaxKeyLength, Addresses: stellar.Addresses{}}
 	}
-	h := api.NewHandler(orch, rules, api.WithLogger(logger))
+	opts := []api.Option{api.WithLogger(logger)}
+	if d.Queue != nil {
+		opts = append(opts, api.WithAsync(orch))
+	}
+	h := api.NewHandler(orch, rules, opts...)
 	return &Service{Orchestrator: orch, Ledger: ledger, Channels: pool, Store: store, Handler: h}, nil
 }
 
@@ -97,6 +106,8 @@ type AWSClients struct {
 	SNS     *sns.Client
 	// KMS signs with the vault's and the fee account's keys when SIGNER=kms.
 	KMS *kms.Client
+	// SQS sends async transfers to QUEUE_URL.
+	SQS *sqs.Client
 }
 
 // NewAWSClients loads the AWS configuration (region and credentials from the Lambda environment)
@@ -116,5 +127,5 @@ func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, erro
 		}
 	})
 	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg),
-		KMS: kms.NewFromConfig(cfg, kmsOptions(os.Getenv("KMS_ENDPOINT")))}, nil
+		KMS: kms.NewFromConfig(cfg, kmsOptions(os.Getenv("KMS_ENDPOINT"))), SQS: sqs.NewFromConfig(cfg)}, nil
 }
