@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -178,5 +179,30 @@ func TestPrefersAsync(t *testing.T) {
 	h.Add(PreferHeader, "respond-async")
 	if !prefersAsync(h) {
 		t.Error("respond-async in a second Prefer header was missed")
+	}
+}
+
+// The 202 (and the in-doubt 202) conform to openapi.yaml, which documents the Prefer header.
+func TestOpenAPIAsyncAnswers(t *testing.T) {
+	_, v := loadOpenAPI(t)
+	for _, view := range []transfer.View{{Status: "pending"}, {Status: "pending", InDoubt: true}} {
+		enq := &fakeEnqueuer{fn: func(transfer.Input) (transfer.Enqueued, error) {
+			return transfer.Enqueued{Accepted: true, View: view}, nil
+		}}
+		f := newFixture(t, WithAsync(enq))
+		r := post(goodBody(wallet), map[string]string{PreferHeader: "respond-async"})
+		rec := f.do(r)
+		if rec.Code != http.StatusAccepted {
+			t.Fatalf("status %d", rec.Code)
+		}
+		hr := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
+		for k, val := range r.header {
+			hr.Header.Set(k, val)
+		}
+		if ok, errs := v.ValidateHttpResponse(hr, rec.Result()); !ok {
+			for _, e := range errs {
+				t.Errorf("202 %+v does not conform: %s: %s", view, e.Message, e.Reason)
+			}
+		}
 	}
 }
