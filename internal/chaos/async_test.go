@@ -458,3 +458,55 @@ func TestAsyncMeetsSynchronousItem(t *testing.T) {
 	}
 	r.assertPaidOnce(t, 0, told{who: "sync", out: out})
 }
+
+// The submitter's envelope lands but every answer is lost and the lookups' history no longer covers
+// the submission: the run ends in doubt (never requeued: nothing proves the envelope dead), the
+// message's redelivery and the sweep build nothing new, and once the history is whole again the
+// sweep settles it from the ledger: one transaction.
+func TestAsyncInDoubtIsNeverRequeued(t *testing.T) {
+	r, q, sweep := asyncRig(t)
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropResponse})
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultRetention, Ledgers: 1})
+	once := false
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent && !once {
+			once = true
+			for range 3 {
+				r.net.CloseLedger() // it lands, then falls out of the one-ledger history
+			}
+		}
+		return nil
+	}
+	if d := r.deliver(t, m); d != transfer.DeliveryDone {
+		t.Fatalf("delivery = %s, want done (in doubt is an outcome)", d)
+	}
+	r.orch.Hooks = nil
+	if len(r.net.Applied()) != 1 {
+		t.Fatal("the envelope should have landed")
+	}
+	rec := r.item(t, 0)
+	if rec.Status != transfer.StatusInDoubt || rec.ClaimID != m.ClaimID || rec.Envelope == nil {
+		t.Fatalf("item = %s, want in_doubt with its envelope", describe(rec))
+	}
+	if d := r.deliver(t, m); d != transfer.DeliveryStale {
+		t.Fatalf("redelivery of an in-doubt item = %s, want stale", d)
+	}
+	r.clock.Advance(asyncGrace + time.Minute)
+	r.shown(t)
+	if ans, err := sweep.Sweep(context.Background()); err != nil || ans.InDoubt.Requeued != 0 || ans.Queued.Sent != 0 {
+		t.Fatalf("sweep with a short history = %+v, %v: want nothing requeued or sent", ans, err)
+	}
+	if len(q.take()) != 0 || r.item(t, 0).Status != transfer.StatusInDoubt {
+		t.Fatalf("the in-doubt item moved: %s", describe(r.item(t, 0)))
+	}
+	r.net.ClearFaults() // the whole history again
+	if ans, err := sweep.Sweep(context.Background()); err != nil || ans.InDoubt.Landed != 1 {
+		t.Fatalf("sweep with the whole history = %+v, %v: want it settled as landed", ans, err)
+	}
+	r.assertPaidOnce(t, 0)
+	if n := r.events.snapshot()["rebuilds"]; n != 0 {
+		t.Fatalf("%d rebuilds", n)
+	}
+}
