@@ -1,7 +1,6 @@
 package cfntemplate_test
 
 import (
-	"encoding/json"
 	"reflect"
 	"slices"
 	"sort"
@@ -103,8 +102,7 @@ func TestAsyncTransfers(t *testing.T) {
 		var out []string
 		for _, st := range statements(t, tpl, role) {
 			if strings.HasPrefix(st.sid, "Signing") {
-				b, _ := json.Marshal(st)
-				out = append(out, st.sid+string(b)+st.resource+strings.Join(st.actions, ","))
+				out = append(out, st.sid+" "+strings.Join(st.actions, ",")+" on "+st.resource)
 			}
 		}
 		return strings.Join(out, "\n")
