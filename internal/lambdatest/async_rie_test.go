@@ -91,6 +91,7 @@ func TestRIESubmitterFunction(t *testing.T) {
 	if len(sqs.Sent()) != 1 {
 		t.Errorf("%d messages sent, want 1", len(sqs.Sent()))
 	}
+	reportTimes(t, "api", api, 3) // the 202, the GET, the replay
 	reportTimes(t, "submitter", sub, 2)
 	noSecretsIn(t, s, sub.Log())
 	noSecretsIn(t, s, api.Log())
