@@ -510,3 +510,37 @@ func TestAsyncInDoubtIsNeverRequeued(t *testing.T) {
 		t.Fatalf("%d rebuilds", n)
 	}
 }
+
+// A synchronous retry takes over a dead submitter's claim and proves its envelope dead: the async
+// item is queued again (never released, never run by the synchronous call), and the message runs
+// it: one transaction.
+func TestAsyncSyncTakeOverRequeues(t *testing.T) {
+	r, q, _ := asyncRig(t)
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash
+		}
+		return nil
+	}
+	if _, err := r.orch.RunQueued(context.Background(), m); !errors.Is(err, errCrash) {
+		t.Fatalf("delivery: %v, want the crash", err)
+	}
+	r.orch.Hooks = nil
+	r.clock.Advance(2 * time.Minute)
+	r.shown(t)
+	_, err := r.call(0)
+	if !errors.As(err, new(*transfer.InProgressError)) {
+		t.Fatalf("synchronous retry = %v, want TRANSFER_IN_PROGRESS (it waits on the requeued item)", err)
+	}
+	rec := r.item(t, 0)
+	if rec.Status != transfer.StatusQueued || rec.ClaimID != m.ClaimID || rec.Envelope != nil || len(r.net.Applied()) != 0 {
+		t.Fatalf("after the take-over: %s, %d applied; want queued again under the same claim, nothing applied", describe(rec), len(r.net.Applied()))
+	}
+	if d := r.deliver(t, m); d != transfer.DeliveryDone {
+		t.Fatalf("delivery = %s", d)
+	}
+	r.assertPaidOnce(t, 0)
+}
