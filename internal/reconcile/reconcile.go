@@ -88,10 +88,11 @@ type QueuedLister interface {
 	ListQueued(ctx context.Context, before time.Time, limit int, cursor string) ([]transfer.Record, string, error)
 }
 
-// DefaultQueuedGrace is Config.QueuedGrace's default: five minutes, several times the submitter's
-// visibility timeout, so a message still in the queue is rarely sent twice (a duplicate does
-// nothing but cost a read: transfer.RunQueued).
-const DefaultQueuedGrace = 5 * time.Minute
+// DefaultQueuedGrace is Config.QueuedGrace's default: ten minutes, longer than the queue's
+// visibility timeout (template.yaml's TransferQueue: 360 s), so a requeued item's own message is
+// delivered again before the sweep sends another (a duplicate does nothing but cost a read:
+// transfer.RunQueued).
+const DefaultQueuedGrace = 10 * time.Minute
 
 // WatchTimeout bounds Config.Watch in each sweep.
 const WatchTimeout = 10 * time.Second
