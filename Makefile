@@ -8,7 +8,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BUILD_DIR ?= .build
 LAMBDA_GOFLAGS := -trimpath -tags lambda.norpc -ldflags='-s -w -buildid='
 # functions/<dir> -> the template's <LogicalId>.
-FUNCTIONS := api alert reconcile
+FUNCTIONS := api alert reconcile submitter
 PRESENT_FUNCTIONS := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/main.go),$(f)))
 
 # Python tools (cfn-lint, SAM CLI, schemathesis), pinned in .ci/requirements.txt.
@@ -23,8 +23,8 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 CONTRACT_MAX_EXAMPLES ?= 300
 
 .PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency clean tools test-dynalite check-template \
-	sam-build test-lambda test-contract test-clients build-api build-alert build-reconcile \
-	build-ApiFunction build-AlertFunction build-ReconcileFunction build-InDoubtReaderFunction
+	sam-build test-lambda test-contract test-clients build-api build-alert build-reconcile build-submitter \
+	build-ApiFunction build-AlertFunction build-ReconcileFunction build-InDoubtReaderFunction build-SubmitterFunction
 
 .DEFAULT_GOAL := help
 
@@ -43,7 +43,7 @@ endef
 
 build: $(addprefix build-,$(PRESENT_FUNCTIONS)) ## each function's linux/arm64 bootstrap in .build/<function>/
 
-build-api build-alert build-reconcile: build-%:
+build-api build-alert build-reconcile build-submitter: build-%:
 	$(call lambda_build,$*,$(BUILD_DIR)/$*)
 	@ls -l $(BUILD_DIR)/$*/bootstrap
 
@@ -55,6 +55,9 @@ build-AlertFunction:
 
 build-ReconcileFunction:
 	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
+
+build-SubmitterFunction:
+	$(call lambda_build,submitter,$(ARTIFACTS_DIR))
 
 # The read-only operators' function is the reconcile binary; the template sets RECONCILE_ACTIONS=read.
 build-InDoubtReaderFunction:
@@ -164,7 +167,7 @@ bench-latency: ## the latency benchmark: the service beside a direct submitter (
 # all). CHAOS_SEED=<seed> replays a failing seed.
 CHAOS_KEYS ?= 1250
 chaos: ## the fault campaign at full size (CHAOS_KEYS=1250 a run; CHAOS_SEED=<seed> replays one)
-	CHAOS_KEYS=$(CHAOS_KEYS) $(GO) test -count=1 -timeout 60m -v -run '^TestCampaign$$' ./internal/chaos
+	CHAOS_KEYS=$(CHAOS_KEYS) $(GO) test -count=1 -timeout 60m -v -run '^TestCampaign(Async)?$$' ./internal/chaos
 
 clean: ## remove the build outputs (.build, .aws-sam, .ci/sam, .ci/work) and the test cache
 	rm -rf $(BUILD_DIR) .aws-sam .ci/sam .ci/work

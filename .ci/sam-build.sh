@@ -10,7 +10,7 @@ sam=${SAM:-sam}
 build_dir=.ci/sam/build
 args=(--template-file template.yaml --build-in-source --cache-dir .ci/sam/cache)
 present=() missing=()
-for pair in api:ApiFunction alert:AlertFunction reconcile:ReconcileFunction reconcile:InDoubtReaderFunction; do
+for pair in api:ApiFunction alert:AlertFunction reconcile:ReconcileFunction reconcile:InDoubtReaderFunction submitter:SubmitterFunction; do
 	if [ -f "functions/${pair%%:*}/main.go" ]; then present+=("${pair##*:}"); else missing+=("${pair##*:}"); fi
 done
 if [ ${#missing[@]} -eq 0 ]; then

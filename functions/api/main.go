@@ -13,8 +13,10 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/api"
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
@@ -41,7 +43,17 @@ func main() {
 		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: in.Logger,
 		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
 		Observer:   wiring.Observers{metrics.New(os.Stdout, nil), tracing.Observer{}},
+		Queue:      asyncQueue(cfg, clients),
 	})
 	in.Check("assembling the service", err)
 	lambda.Start(api.NewLambdaHandler(svc.Handler))
+}
+
+// asyncQueue is the queue of async transfers (QUEUE_URL), nil without one: Prefer: respond-async
+// is then ignored.
+func asyncQueue(cfg config.Config, clients wiring.AWSClients) transfer.Queue {
+	if cfg.QueueURL == "" {
+		return nil
+	}
+	return queue.SQS{Client: clients.SQS, URL: cfg.QueueURL}
 }

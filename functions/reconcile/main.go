@@ -23,6 +23,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
@@ -59,6 +60,10 @@ func main() {
 		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: emf, Clock: transfer.SystemClock{},
 		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: in.Logger,
 		ReadOnly: readOnly,
+	}
+	if cfg.QueueURL != "" && !readOnly {
+		// The sweep sends queued items' messages again (README.md, "Asynchronous transfers").
+		rcfg.Queue, rcfg.Queued = queue.SQS{Client: clients.SQS, URL: cfg.QueueURL}, svc.Store
 	}
 	if signing && svc.Channels != nil {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }

@@ -31,6 +31,12 @@ type Service interface {
 	History(ctx context.Context, wallet string, limit int, cursor string) (transfer.HistoryPage, error)
 }
 
+// Enqueuer accepts a transfer for asynchronous processing (*transfer.Orchestrator.Enqueue with a
+// Queue): transfer.Enqueued is a 202 (Accepted) or a replayed 200; its errors are Service's.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, in transfer.Input) (transfer.Enqueued, error)
+}
+
 // DefaultMaxBodyBytes bounds a request body (16 KiB); a transfer request is well under 1 KiB.
 const DefaultMaxBodyBytes = 16 << 10
 
@@ -41,6 +47,12 @@ const (
 	ReplayedHeader = "Idempotent-Replayed"
 	// AmznTraceHeader is X-Ray's trace header; its Root= part becomes the trace ID.
 	AmznTraceHeader = "X-Amzn-Trace-Id"
+	// PreferHeader carries the client's preferences (RFC 7240); "respond-async" asks for a 202.
+	PreferHeader = "Prefer"
+	// PreferenceAppliedHeader names the preferences honoured (RFC 7240 section 3).
+	PreferenceAppliedHeader = "Preference-Applied"
+	// RespondAsync is the preference of RFC 7240 section 4.1.
+	RespondAsync = "respond-async"
 )
 
 // TransferResponse is the 200 body of POST /transfers.
@@ -113,6 +125,13 @@ func WithMaxBodyBytes(n int64) Option {
 	}
 }
 
+// WithAsync lets POST /transfers honour Prefer: respond-async with e (README.md, "Asynchronous
+// transfers"); without it the preference is ignored, as RFC 7240 section 2 allows, and the
+// transfer runs synchronously.
+func WithAsync(e Enqueuer) Option {
+	return func(h *handler) { h.async = e }
+}
+
 // StaticRules returns a rules function that always returns r.
 func StaticRules(r transfer.Rules) func() transfer.Rules {
 	return func() transfer.Rules { return r }
@@ -124,6 +143,7 @@ type handler struct {
 	log     *slog.Logger
 	maxBody int64
 	mux     *http.ServeMux
+	async   Enqueuer
 }
 
 // NewHandler returns the API's handler. rules is called once per request, so settings such as
@@ -329,7 +349,12 @@ func (h *handler) postTransfer(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	out, err := h.svc.Transfer(r.Context(), transfer.Input{ClientKey: key, Request: req, TraceID: st.traceID})
+	in := transfer.Input{ClientKey: key, Request: req, TraceID: st.traceID}
+	if h.async != nil && prefersAsync(r.Header) {
+		h.enqueue(w, r, in)
+		return
+	}
+	out, err := h.svc.Transfer(r.Context(), in)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -339,6 +364,69 @@ func (h *handler) postTransfer(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, "application/json", TransferResponse{
 		TransactionHash: out.TransactionHash, Ledger: out.Ledger, Replayed: out.Replayed})
+}
+
+// enqueue answers a POST that prefers respond-async: 202 with Location (the transfer's GET),
+// Preference-Applied and the status body; a settled success replays 200 as a synchronous POST
+// does; errors are the same problems.
+func (h *handler) enqueue(w http.ResponseWriter, r *http.Request, in transfer.Input) {
+	w.Header().Add("Vary", PreferHeader)
+	res, err := h.async.Enqueue(r.Context(), in)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if !res.Accepted {
+		w.Header().Set(ReplayedHeader, "true")
+		writeJSON(w, http.StatusOK, "application/json", TransferResponse{
+			TransactionHash: res.Outcome.TransactionHash, Ledger: res.Outcome.Ledger, Replayed: true})
+		return
+	}
+	w.Header().Set("Location", transferPath(in.Request.WalletAddress, in.ClientKey))
+	w.Header().Set(PreferenceAppliedHeader, RespondAsync)
+	writeJSON(w, http.StatusAccepted, "application/json", ViewResponse{Status: res.View.Status, InDoubt: res.View.InDoubt})
+}
+
+// transferPath is the GET route of (wallet, key): /wallets/{walletAddress}/transfers/{idempotencyKey},
+// each segment path-escaped (a key's characters need none; the escape is a guard).
+func transferPath(wallet, key string) string {
+	return "/wallets/" + url.PathEscape(wallet) + "/transfers/" + url.PathEscape(key)
+}
+
+// prefersAsync reports whether the Prefer headers hold respond-async (RFC 7240 section 2: a
+// comma-separated list of preferences, each a token, an optional "=value" and ";" parameters;
+// names compare case-insensitively; several headers are one list). A quoted value is skipped whole,
+// so a comma or "respond-async" inside quotes is never read as a preference.
+func prefersAsync(h http.Header) bool {
+	for _, v := range h.Values(PreferHeader) {
+		for _, pref := range splitPreferences(v) {
+			name, _, _ := strings.Cut(pref, ";")
+			name, _, _ = strings.Cut(name, "=")
+			if strings.EqualFold(strings.TrimSpace(name), RespondAsync) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// splitPreferences splits a Prefer value at the commas outside quoted strings (RFC 9110 section
+// 5.6.4: a backslash escapes the next character inside quotes).
+func splitPreferences(v string) []string {
+	var out []string
+	start, quoted := 0, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == ',' && !quoted:
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
 }
 
 func (h *handler) tooLarge(w http.ResponseWriter, r *http.Request) {

@@ -28,7 +28,7 @@ import (
 // functions maps each function's logical ID to its directory under functions/. The read-only
 // operators' function is the reconcile binary (RECONCILE_ACTIONS=read).
 var functions = map[string]string{"ApiFunction": "api", "AlertFunction": "alert", "ReconcileFunction": "reconcile",
-	"InDoubtReaderFunction": "reconcile"}
+	"InDoubtReaderFunction": "reconcile", "SubmitterFunction": "submitter"}
 
 func load(t *testing.T) *cfntemplate.Template {
 	t.Helper()
@@ -162,7 +162,7 @@ func TestFunctions(t *testing.T) {
 	}
 	ids := tpl.ResourcesOfType("AWS::Serverless::Function")
 	sort.Strings(ids)
-	if want := []string{"AlertFunction", "ApiFunction", "InDoubtReaderFunction", "ReconcileFunction"}; !slices.Equal(ids, want) {
+	if want := []string{"AlertFunction", "ApiFunction", "InDoubtReaderFunction", "ReconcileFunction", "SubmitterFunction"}; !slices.Equal(ids, want) {
 		t.Fatalf("functions = %v, want %v", ids, want)
 	}
 	for _, id := range ids {
@@ -262,7 +262,7 @@ var sample = map[string]string{
 // API function's budget fits in API Gateway's 30 s with the orchestrator's margin.
 func TestEnvironmentAndTimeouts(t *testing.T) {
 	tpl := load(t)
-	for _, id := range []string{"ApiFunction", "ReconcileFunction", "InDoubtReaderFunction"} {
+	for _, id := range []string{"ApiFunction", "ReconcileFunction", "InDoubtReaderFunction", "SubmitterFunction"} {
 		e := env(t, tpl, id, sample)
 		if _, err := config.Load(func(k string) string { return e[k] }); err != nil {
 			t.Errorf("%s: config.Load over the template's environment: %v", id, err)
@@ -362,7 +362,7 @@ func TestLeastPrivilege(t *testing.T) {
 	tpl := load(t)
 	roles := tpl.ResourcesOfType("AWS::IAM::Role")
 	sort.Strings(roles)
-	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "InDoubtReaderFunctionRole", "ReconcileFunctionRole", "SettlementWebhookRole"}; !slices.Equal(roles, want) {
+	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "InDoubtReaderFunctionRole", "ReconcileFunctionRole", "SettlementWebhookRole", "SubmitterFunctionRole"}; !slices.Equal(roles, want) {
 		t.Fatalf("roles = %v, want %v", roles, want)
 	}
 	for _, id := range roles {
@@ -387,7 +387,7 @@ func TestLeastPrivilege(t *testing.T) {
 	for i := range ct.NumMethod() {
 		want = append(want, "dynamodb:"+ct.Method(i).Name)
 	}
-	for _, role := range []string{"ApiFunctionRole", "ReconcileFunctionRole"} {
+	for _, role := range []string{"ApiFunctionRole", "ReconcileFunctionRole", "SubmitterFunctionRole"} {
 		if got := dynamoActions(t, tpl, role); !slices.Equal(got, want) {
 			t.Errorf("%s DynamoDB actions = %v, want dynamo.Client's %v", role, got, want)
 		}

@@ -50,6 +50,10 @@ type Config struct {
 	// (DYNAMODB_ENDPOINT, for the local stack).
 	Table          string
 	DynamoEndpoint string
+	// QueueURL is the SQS queue of async transfers (QUEUE_URL; README.md, "Asynchronous
+	// transfers"): the API sends to it, the sweep sends to it again. Empty: Prefer: respond-async
+	// is ignored and the sweep leaves queued items alone.
+	QueueURL string
 	// Backend is "rpc" or "horizon" (STELLAR_BACKEND, default "rpc").
 	Backend string
 	RPCURL  string // STELLAR_RPC_URL
@@ -108,6 +112,7 @@ func Load(getenv Getenv) (Config, error) {
 	c := Config{
 		Table:             getenv("TABLE_NAME"),
 		DynamoEndpoint:    getenv("DYNAMODB_ENDPOINT"),
+		QueueURL:          strings.TrimSpace(getenv("QUEUE_URL")),
 		Backend:           strings.ToLower(or(getenv("STELLAR_BACKEND"), "rpc")),
 		RPCURL:            getenv("STELLAR_RPC_URL"),
 		RPCLoadBalanced:   strings.EqualFold(strings.TrimSpace(getenv("STELLAR_RPC_LOAD_BALANCED")), "true"),

@@ -25,6 +25,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -75,8 +76,11 @@ type operations struct {
 	// watch is the sweep's Watch (set by Start before start).
 	watch     *wiring.Watch
 	functions map[string]lambda.Handler
-	stop      chan struct{}
-	stopped   chan struct{}
+	// queue carries async transfers to submit (set by Start before the service is built).
+	queue   *queue.Memory
+	submit  *submitter
+	stop    chan struct{}
+	stopped chan struct{}
 }
 
 // newOperations prepares them; wrap and observer are used while the service is assembled, start
@@ -134,6 +138,8 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	if p.watch != nil {
 		rcfg.Watch = p.watch.Run
 	}
+	// As in AWS with QUEUE_URL: the sweep sends a queued item's message again after its grace.
+	rcfg.Queue, rcfg.Queued = p.queue, svc.Store
 	p.reconcile = reconcile.New(rcfg)
 	// As the template's InDoubtReaderFunction: read-only and without the keys.
 	rcfg.ReadOnly, rcfg.Channels = true, nil
@@ -143,8 +149,16 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		alertFunction:     lambda.NewHandler(p.alert.Handle),
 		reconcileFunction: p.reconcile, // a lambda.Handler itself: it reads every byte of the payload
 		readerFunction:    reader,
+		submitterFunction: lambda.NewHandler(queue.Submitter(svc.Orchestrator, log)),
 	}
+	// As the SQS event source: at most one transfer in flight per channel account, at least 2.
+	workers := max(len(s.Info.Channels), 2)
+	p.submit = &submitter{q: p.queue, handler: queue.Submitter(svc.Orchestrator, log), workers: workers,
+		invoke: func(parent context.Context) (context.Context, context.CancelFunc) {
+			return p.invocation(parent, submitterFunction)
+		}}
 	p.stream.start(p.alert.Handle)
+	p.submit.start()
 	go p.sweepLoop()
 	s.closers = append(s.closers, p.close)
 	s.serve(ln, p.invokeHandler())
@@ -154,6 +168,7 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 func (p *operations) close() error {
 	close(p.stop)
 	<-p.stopped
+	_ = p.submit.close()
 	return p.stream.close()
 }
 

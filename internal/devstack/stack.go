@@ -19,6 +19,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
@@ -57,6 +58,7 @@ type Stack struct {
 	// shutdown runs first on Close: it ends long-lived responses (the /_events streams), which
 	// would otherwise hold the servers' Shutdown.
 	shutdown []func()
+	ops      *operations
 }
 
 // Info is what GET /_sim/stack returns and what `make run` prints.
@@ -114,7 +116,7 @@ const table = "transfers"
 func Start(ctx context.Context, o Options) (*Stack, error) {
 	o.defaults()
 	ops := newOperations(o)
-	s := &Stack{}
+	s := &Stack{ops: ops}
 	ok := false
 	defer func() {
 		if !ok {
@@ -233,7 +235,10 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: ops.wrap(db), Keys: keySource, Logger: o.Logger, Observer: ops.observer()})
+	// Async transfers go through an in-process queue to the submitter (submitter.go).
+	ops.queue = queue.NewMemory()
+	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: ops.wrap(db), Keys: keySource, Logger: o.Logger,
+		Observer: ops.observer(), Queue: ops.queue})
 	if err != nil {
 		return nil, err
 	}

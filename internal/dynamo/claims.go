@@ -29,6 +29,17 @@ func (s *Store) ListExpiredClaims(ctx context.Context, now time.Time, limit int,
 	return s.queryIndex(ctx, "list expired claims", key, limit, cursor)
 }
 
+// ListQueued queries gsi1 for queued items (async transfers waiting for the submitter) queued
+// before before, oldest first, at most limit items (DefaultListLimit when limit <= 0) after cursor
+// ("" for the start); it returns the next cursor, "" when there is no more. The sweep passes
+// now minus its grace, so that a message still on its way is not sent twice for nothing. The index
+// is eventually consistent: re-read an item with Get before acting on it.
+func (s *Store) ListQueued(ctx context.Context, before time.Time, limit int, cursor string) ([]transfer.Record, string, error) {
+	key := expression.Key(AttrGSI1PK).Equal(expression.Value(QueuedPartition)).
+		And(expression.Key(AttrGSI1SK).LessThan(expression.Value(inDoubtSortKey(before, ""))))
+	return s.queryIndex(ctx, "list queued", key, limit, cursor)
+}
+
 // DecodeItem maps a stored item (for example a DynamoDB stream record's image, converted to the
 // SDK's types) to a transfer record. A malformed item is an error naming its key; it never panics.
 func DecodeItem(av map[string]types.AttributeValue) (transfer.Record, error) {

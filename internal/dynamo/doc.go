@@ -18,17 +18,19 @@
 //     in_flight; envelopeXdr, innerHash, outerHash, maxTime (epoch s), submittedLedger, channel
 //     and feeStroops once an envelope is attached (a settled item keeps the hashes and drops
 //     envelopeXdr); result (a map); audit (an operator's resolution); createdAt and updatedAt
-//     (epoch ms); expiresAt (epoch s) on replayable and rejected items only; gsi1pk and gsi1sk;
-//     gsi2pk and gsi2sk.
+//     (epoch ms); expiresAt (epoch s) on replayable and rejected items only; async (BOOL) on the
+//     items of an asynchronous transfer (a queued item holds no lease, envelope or expiresAt);
+//     gsi1pk and gsi1sk; gsi2pk and gsi2sk.
 //   - A channel lease, pk "channel:<G...>" (ChannelLeases): leaseOwner, leaseExpiresAt and
 //     leasedAt (epoch ms), quarantinedUntil (epoch s: the maxTime of the envelope built on the
 //     lease). A free channel has no item.
 //
 // gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL) is sparse: gsi1pk is "in_doubt" on
-// in_doubt items (the durable in-doubt queue, ListInDoubt) and "in_flight" on in_flight items (the
-// sweep finds expired claims with one Query), absent otherwise; gsi1sk is
-// "<RFC 3339 UTC with ms>#<pk>", the time the item became in_doubt or the claim's lease expiry,
-// so the oldest comes first.
+// in_doubt items (the durable in-doubt queue, ListInDoubt), "in_flight" on in_flight items (the
+// sweep finds expired claims with one Query) and "queued" on queued items (the sweep finds those
+// whose message is overdue, ListQueued), absent otherwise; gsi1sk is
+// "<RFC 3339 UTC with ms>#<pk>", the time the item became in_doubt, the claim's lease expiry or
+// the time the item was queued (its updatedAt), so the oldest comes first.
 //
 // gsi2 (gsi2pk S hash, gsi2sk S range, projection INCLUDE of WalletIndexAttributes: status,
 // clientKey, request, result, createdAt, updatedAt, expiresAt; never the envelope) is a wallet's

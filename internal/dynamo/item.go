@@ -48,6 +48,8 @@ type item struct {
 	GSI2SK string `dynamodbav:"gsi2sk,omitempty"` // see AttrGSI2SK
 
 	Audit *auditItem `dynamodbav:"audit,omitempty"` // an operator's resolution (internal/reconcile)
+
+	Async bool `dynamodbav:"async,omitempty"` // BOOL: accepted with Prefer: respond-async (transfer.Record.Async)
 }
 
 // auditItem is transfer.Audit (map attribute "audit").
@@ -94,7 +96,7 @@ func historySortKey(createdAt time.Time, pk string) string {
 
 func validStatus(s transfer.Status) bool {
 	switch s {
-	case transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt:
+	case transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt, transfer.StatusQueued:
 		return true
 	}
 	return false
@@ -116,6 +118,9 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		return nil, fmt.Errorf("dynamo: record %q: envelope without an inner hash", rec.StoreKey)
 	case rec.Envelope != nil && rec.Envelope.XDR == "" && (rec.Status == transfer.StatusInFlight || rec.Status == transfer.StatusInDoubt):
 		return nil, fmt.Errorf("dynamo: record %q: a %s envelope without XDR", rec.StoreKey, rec.Status)
+	case rec.Status == transfer.StatusQueued && (rec.Envelope != nil || rec.LeaseOwner != "" || rec.ExpiresAt != 0 || !rec.Async):
+		// A queued item has built nothing and is held by no invocation (transfer.Requeued).
+		return nil, fmt.Errorf("dynamo: record %q: a queued item holds no envelope, lease or TTL and is async", rec.StoreKey)
 	}
 	it := item{
 		PK:          rec.StoreKey,
@@ -127,6 +132,7 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		LeaseOwner:  rec.LeaseOwner,
 		ExpiresAt:   rec.ExpiresAt,
 		Version:     rec.Version,
+		Async:       rec.Async,
 	}
 	it.LeaseExpiresAt = epochMillis(rec.LeaseExpiresAt)
 	it.CreatedAt = epochMillis(rec.CreatedAt)
@@ -171,6 +177,14 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 	if rec.Status == transfer.StatusInFlight && !rec.LeaseExpiresAt.IsZero() {
 		it.GSI1PK = ClaimsPartition
 		it.GSI1SK = inDoubtSortKey(rec.LeaseExpiresAt, rec.StoreKey)
+	}
+	if rec.Status == transfer.StatusQueued {
+		at := rec.UpdatedAt
+		if at.IsZero() {
+			at = rec.CreatedAt
+		}
+		it.GSI1PK = QueuedPartition
+		it.GSI1SK = inDoubtSortKey(at, rec.StoreKey)
 	}
 	// Every write of a transfer item is the whole item (Claim and Replace are PutItem), so the
 	// history keys are derived here from what every write carries: the request's wallet and the
@@ -221,6 +235,7 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 		Version:        it.Version,
 		CreatedAt:      fromEpochMillis(it.CreatedAt),
 		UpdatedAt:      fromEpochMillis(it.UpdatedAt),
+		Async:          it.Async,
 	}
 	if r := it.Request; r != nil {
 		rec.Request = transfer.Request{

@@ -21,11 +21,12 @@ const (
 	// later write; part of every conditional write's condition (transfer.Condition).
 	AttrClaimID = "claimId"
 	// AttrGSI1PK is the sparse index's partition key (S): InDoubtPartition while an item's status
-	// is in_doubt, ClaimsPartition while it is in_flight, absent otherwise.
+	// is in_doubt, ClaimsPartition while it is in_flight, QueuedPartition while it is queued,
+	// absent otherwise.
 	AttrGSI1PK = "gsi1pk"
 	// AttrGSI1SK is the sparse index's sort key (S): "<time, RFC 3339 UTC with milliseconds>#<pk>",
-	// the time being when the item became in_doubt, or an in_flight claim's lease expiry; so the
-	// index lists the oldest in-doubt item, or the earliest-expiring claim, first.
+	// the time being when the item became in_doubt, an in_flight claim's lease expiry, or when a
+	// queued item was queued; so the index lists the oldest first.
 	AttrGSI1SK = "gsi1sk"
 	// AttrGSI2PK is the history index's partition key (S): transfer.WalletHash of the item's
 	// wallet (64 hex), on every transfer item written since the index exists; never the address.
@@ -46,6 +47,10 @@ const (
 	// WalletIndex is the name of the sparse global secondary index over transfer items by wallet
 	// (a wallet's history, ListByWallet).
 	WalletIndex = "gsi2"
+	// QueuedPartition is the gsi1pk value of every queued item (an async transfer waiting for the
+	// submitter), sorted by the time it was queued: the sweep finds queued items whose message
+	// was never sent or was lost by their age (ListQueued).
+	QueuedPartition = "queued"
 )
 
 // WalletIndexAttributes are the attributes gsi2 projects besides the keys (pk, gsi2pk, gsi2sk):

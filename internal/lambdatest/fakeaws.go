@@ -1,6 +1,8 @@
 package lambdatest
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -200,4 +202,39 @@ func (b *EventBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.mu.Unlock()
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// SQS is a fake of SQS's SendMessage (the AWS JSON 1.0 protocol the SDK speaks: X-Amz-Target
+// AmazonSQS.SendMessage), enough for the AWS SDK's client, which checks the answer's MD5 of the
+// body. Point a function at it with AWS_ENDPOINT_URL_SQS. Any other operation is refused.
+type SQS struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+// Sent returns the bodies sent so far, in order.
+func (s *SQS) Sent() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.sent...)
+}
+
+// ServeHTTP answers SendMessage.
+func (s *SQS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		QueueURL    string `json:"QueueUrl"`
+		MessageBody string `json:"MessageBody"`
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	if r.Header.Get("X-Amz-Target") != "AmazonSQS.SendMessage" || json.NewDecoder(r.Body).Decode(&in) != nil || in.QueueURL == "" || in.MessageBody == "" {
+		awsJSONError(w, http.StatusBadRequest, "InvalidAction", "only SendMessage with a QueueUrl and a body is faked")
+		return
+	}
+	s.mu.Lock()
+	s.sent = append(s.sent, in.MessageBody)
+	n := len(s.sent)
+	s.mu.Unlock()
+	sum := md5.Sum([]byte(in.MessageBody))
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	_ = json.NewEncoder(w).Encode(map[string]string{"MessageId": "message-" + strconv.Itoa(n), "MD5OfMessageBody": hex.EncodeToString(sum[:])})
 }

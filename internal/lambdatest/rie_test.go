@@ -42,7 +42,8 @@ import (
 const root = "../.."
 
 // functions maps functions/<dir> to the template's logical ID.
-var functions = map[string]string{"api": "ApiFunction", "alert": "AlertFunction", "reconcile": "ReconcileFunction"}
+var functions = map[string]string{"api": "ApiFunction", "alert": "AlertFunction", "reconcile": "ReconcileFunction",
+	"submitter": "SubmitterFunction"}
 
 type built struct {
 	path      string

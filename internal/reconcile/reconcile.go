@@ -72,7 +72,27 @@ type Config struct {
 	// fails or runs out of time still reports them.
 	Watch  func(ctx context.Context)
 	Logger *slog.Logger
+	// Queue and Queued, both set, let the sweep run async transfers (README.md, "Asynchronous
+	// transfers"): it sends the message again for every queued item queued more than QueuedGrace
+	// ago (its message never sent, lost, or dead-lettered) and for every async item it requeues.
+	// Either nil: queued items are left alone.
+	Queue  transfer.Queue
+	Queued QueuedLister
+	// QueuedGrace is how long a queued item waits for its own message before the sweep sends it
+	// again; 0 means DefaultQueuedGrace.
+	QueuedGrace time.Duration
 }
+
+// QueuedLister lists queued items queued before a time (dynamo.Store.ListQueued).
+type QueuedLister interface {
+	ListQueued(ctx context.Context, before time.Time, limit int, cursor string) ([]transfer.Record, string, error)
+}
+
+// DefaultQueuedGrace is Config.QueuedGrace's default: ten minutes, longer than the queue's
+// visibility timeout (template.yaml's TransferQueue: 360 s), so a requeued item's own message is
+// delivered again before the sweep sends another (a duplicate does nothing but cost a read:
+// transfer.RunQueued).
+const DefaultQueuedGrace = 10 * time.Minute
 
 // WatchTimeout bounds Config.Watch in each sweep.
 const WatchTimeout = 10 * time.Second

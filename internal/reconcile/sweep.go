@@ -19,6 +19,8 @@ type SweepCounts struct {
 	Failed        int `json:"failed"`
 	Released      int `json:"released"`
 	ParkedInDoubt int `json:"parkedInDoubt"`
+	// Requeued: async items for which nothing can land, queued again and their message sent.
+	Requeued int `json:"requeued,omitempty"`
 	// Unresolved: the ledger proves nothing yet; the item is unchanged.
 	Unresolved int `json:"unresolved"`
 	// Changed: another caller settled or changed the item first (or the index was behind).
@@ -32,12 +34,24 @@ type SweepAnswer struct {
 	Action        string      `json:"action"`
 	InDoubt       SweepCounts `json:"inDoubt"`
 	ExpiredClaims SweepCounts `json:"expiredClaims"`
+	// Queued: queued items older than the grace whose message the sweep sent again.
+	Queued QueuedCounts `json:"queued"`
 	// InDoubtRemaining is the in-doubt index's count after the sweep (the gauge's value).
 	InDoubtRemaining int `json:"inDoubtRemaining"`
 	// Partial: the invocation's deadline came before every item was judged.
 	Partial bool `json:"partial"`
 	// DurationMS is how long the sweep took, in milliseconds.
 	DurationMS int64 `json:"durationMs"`
+}
+
+// QueuedCounts says what the sweep did with queued items older than Config.QueuedGrace.
+type QueuedCounts struct {
+	// Sent: the message was sent again (the item's queued time restarted first).
+	Sent int `json:"sent"`
+	// Changed: the item changed or was taken before the sweep wrote it.
+	Changed int `json:"changed"`
+	// Errors: the store or the queue failed for the item (logged; the next sweep retries).
+	Errors int `json:"errors"`
 }
 
 // sweepPage is the page size of the sweep's index reads; sweepMargin is kept free before the
@@ -76,6 +90,11 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 	}
 	if !out.Partial {
 		if err := s.sweepIndex(ctx, claims, &out.ExpiredClaims, &out.Partial); err != nil {
+			return nil, err
+		}
+	}
+	if !out.Partial && s.cfg.Queue != nil && s.cfg.Queued != nil {
+		if err := s.sweepQueued(ctx, &out.Queued, &out.Partial); err != nil {
 			return nil, err
 		}
 	}
@@ -150,6 +169,9 @@ func (s *Service) sweepOne(ctx context.Context, listed transfer.Record, c *Sweep
 		c.Released++
 	case transfer.ResolvedInDoubt:
 		c.ParkedInDoubt++
+	case transfer.ResolvedRequeued:
+		c.Requeued++
+		s.send(ctx, st.Record)
 	default:
 		c.Unresolved++
 		return
@@ -180,4 +202,87 @@ func countInDoubt(ctx context.Context, store Store) (int, error) {
 		cursor = next
 	}
 	return n, nil
+}
+
+// sweepQueued sends the message again for every queued item queued more than QueuedGrace ago,
+// oldest first: an item whose message was never sent (the API died between its claim and its
+// send), was lost, or went to the dead-letter queue. Each item is read again, and its queued time
+// restarted with a conditional write on the item as read (so each item is sent at most once per
+// grace, and never after the submitter took it), before its message is sent.
+func (s *Service) sweepQueued(ctx context.Context, c *QueuedCounts, partial *bool) error {
+	grace := s.cfg.QueuedGrace
+	if grace <= 0 {
+		grace = DefaultQueuedGrace
+	}
+	before := s.cfg.Clock.Now().Add(-grace)
+	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
+		return s.cfg.Queued.ListQueued(ctx, before, sweepPage, cursor)
+	}
+	cursor := ""
+	for range maxSweepPages {
+		recs, next, err := list(ctx, cursor)
+		if err != nil {
+			return storeErr(err)
+		}
+		for _, listed := range recs {
+			if nearDeadline(ctx) {
+				*partial = true
+				return nil
+			}
+			s.resendQueued(ctx, listed, c)
+		}
+		if next == "" {
+			return nil
+		}
+		cursor = next
+	}
+	*partial = true
+	return nil
+}
+
+func (s *Service) resendQueued(ctx context.Context, listed transfer.Record, c *QueuedCounts) {
+	rec, err := s.cfg.Store.Get(ctx, listed.StoreKey)
+	switch {
+	case errors.Is(err, transfer.ErrNotFound):
+		c.Changed++
+		return
+	case err != nil:
+		c.Errors++
+		s.cfg.Logger.WarnContext(ctx, "sweep: reading the queued item failed", "storeKey", listed.StoreKey, "err", err)
+		return
+	case rec.Status != transfer.StatusQueued || rec.ClaimID != listed.ClaimID || rec.Version != listed.Version:
+		c.Changed++
+		return
+	}
+	next := rec
+	next.Version++
+	next.UpdatedAt = s.cfg.Clock.Now()
+	if err := transfer.ReplaceItem(ctx, s.cfg.Store, rec, next); err != nil {
+		if errors.Is(err, transfer.ErrConditionFailed) {
+			c.Changed++
+			return
+		}
+		c.Errors++
+		s.cfg.Logger.WarnContext(ctx, "sweep: restarting the queued item failed", "storeKey", rec.StoreKey, "err", err)
+		return
+	}
+	if !s.send(ctx, next) {
+		c.Errors++
+		return
+	}
+	c.Sent++
+	s.cfg.Logger.InfoContext(ctx, "sweep sent a queued transfer again", "storeKey", rec.StoreKey, "queuedAt", rec.UpdatedAt)
+}
+
+// send sends rec's message (a queued item); a failure is logged and the next sweep sends it once
+// its grace has passed again.
+func (s *Service) send(ctx context.Context, rec transfer.Record) bool {
+	if s.cfg.Queue == nil {
+		return false
+	}
+	if err := s.cfg.Queue.Send(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "sweep: sending the queued transfer failed", "storeKey", rec.StoreKey, "err", err)
+		return false
+	}
+	return true
 }

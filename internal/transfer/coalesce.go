@@ -33,7 +33,7 @@ func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (O
 			// A failed read changes nothing: keep waiting until the budget ends.
 			o.log().WarnContext(ctx, "reading the item while waiting failed", "storeKey", held.StoreKey, "err", err)
 			continue
-		case cur.ClaimID != held.ClaimID || cur.Status != StatusInFlight || (cur.Version != held.Version && cur.LeaseOwner != held.LeaseOwner):
+		case cur.ClaimID != held.ClaimID || cur.Status != held.Status || (cur.Version != held.Version && cur.LeaseOwner != held.LeaseOwner):
 			return Outcome{}, true, nil
 		case cur.LeaseExpired(o.Clock.Now()):
 			return Outcome{}, true, nil

@@ -23,11 +23,14 @@
 //     the result codes, every call replays it.
 //   - in_doubt: the envelope may or may not land; Result holds the failing code, every caller gets
 //     409 TRANSFER_IN_DOUBT until the ledger settles it.
+//   - queued: an asynchronous transfer (Prefer: respond-async; queued.go) waits for the submitter:
+//     no lease, no envelope, nothing built or sent. Record.Async marks every item of such a
+//     transfer, whatever its status.
 //
 // replayable and rejected items drop the signed XDR (it can never land again) and expire after
 // Settings.KeyTTL (ExpiresAt, epoch seconds; expiry is judged by Record.Expired, since DynamoDB's
-// TTL deletes days late). in_flight and in_doubt items never expire (the store refuses a TTL on
-// them). A key with no item, or only an expired one, is free.
+// TTL deletes days late). queued, in_flight and in_doubt items never expire (the store refuses a
+// TTL on them). A key with no item, or only an expired one, is free.
 //
 // Every change is one conditional write:
 //
@@ -44,6 +47,13 @@
 //     re-sent and judged, never rebuilt (takeover.go).
 //   - resolve: an in_doubt item (or an expired claim) is settled or released from the ledger by a
 //     retry (inline), the sweep or an operator (Settle; internal/reconcile).
+//   - queue (Enqueue): the claim of an asynchronous transfer writes a queued item (Version 1, a
+//     fresh ClaimID, Async) instead of an in_flight one; its message names the key and ClaimID.
+//   - take (RunQueued): queued -> in_flight under the submitter's lease; then as after a claim.
+//   - requeue (Requeued): where an async item would be released (nothing can land), it becomes
+//     queued again instead: the same ClaimID, the next Version, no lease, no envelope. It is never
+//     deleted, so its Version keeps rising and (ClaimID, Version) still names one state of it; a
+//     new envelope is built only by its next run, under the same proof rules as after a release.
 //
 // Every write after the claim goes through ReplaceItem or DeleteItem, conditional on the item
 // exactly as its writer read it (Expect; see "Incarnations"). Every write carries the whole

@@ -22,7 +22,7 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 		return replay(s.Record), false, nil
 	case ResolvedFailed:
 		return Outcome{}, false, replayedRejection(s.Record)
-	case ResolvedReleased:
+	case ResolvedReleased, ResolvedRequeued:
 		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey)
 		return Outcome{}, true, nil
 	}

@@ -57,6 +57,8 @@ type Orchestrator struct {
 	Hooks func(ctx context.Context, step Step, rec Record) error
 	// Observer receives traces and a Report per call; nil means none.
 	Observer Observer
+	// Queue sends the messages of async transfers (Enqueue, queued.go); nil: Enqueue refuses.
+	Queue Queue
 	// Cadence is the ledger's rhythm as this process has seen it, shared by every call so that
 	// each await starts from what the others learnt (await.go); nil means a fresh one per call.
 	Cadence *Cadence
@@ -179,7 +181,7 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 		if held.ClaimID != "" && held.ClaimID == a.freed && held.LeaseOwner == a.owner {
 			// Our own earlier claim, whose envelope this call proved dead, still holds the key: its
 			// release failed. Release it again rather than wait on ourselves.
-			if err := DeleteItem(ctx, o.Store, held); err != nil {
+			if err := o.free(ctx, held); err != nil {
 				return Outcome{}, storeUnavailable(err)
 			}
 			continue
@@ -206,7 +208,7 @@ func (o *Orchestrator) freeOwnLeftover(ctx context.Context, a *attempt, busy err
 		return busy
 	}
 	if err == nil {
-		err = DeleteItem(ctx, o.Store, cur)
+		err = o.free(ctx, cur)
 	}
 	if err != nil {
 		return storeUnavailable(err)
@@ -256,6 +258,10 @@ func (o *Orchestrator) onHeld(ctx context.Context, a *attempt, held Record) (Out
 		if held.LeaseExpired(o.Clock.Now()) {
 			return o.takeOver(ctx, a, held)
 		}
+		return o.coalesce(ctx, a, held)
+	case StatusQueued:
+		// An async transfer of the same request: the submitter (or the sweep) runs it; wait for
+		// it as for another call's claim.
 		return o.coalesce(ctx, a, held)
 	default:
 		return Outcome{}, false, fmt.Errorf("transfer: item %s has unknown status %q", held.StoreKey, held.Status)

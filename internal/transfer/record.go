@@ -14,6 +14,9 @@ const (
 	StatusRejected Status = "rejected"
 	// StatusInDoubt: an envelope may or may not have landed; every caller gets 409 until it is settled.
 	StatusInDoubt Status = "in_doubt"
+	// StatusQueued: an asynchronous transfer (Prefer: respond-async) waits for the submitter; no
+	// lease, no envelope: nothing was built or sent under it (queued.go).
+	StatusQueued Status = "queued"
 )
 
 // Envelope is a signed transaction as written to the item before its first send.
@@ -95,6 +98,13 @@ type Record struct {
 
 	// Audit records who settled an in-doubt item by hand, when and why; nil otherwise.
 	Audit *Audit
+
+	// Async marks a transfer accepted with Prefer: respond-async (queued.go): set by its queued
+	// claim and kept by every later write of the incarnation. Where a synchronous item is released
+	// (deleted) once nothing can land, an async one is requeued instead (the same ClaimID, the
+	// next Version, status queued, no lease, no envelope), so a transfer the client was told is
+	// accepted is never dropped.
+	Async bool
 }
 
 // Audit is an operator's resolution of an in-doubt item (internal/reconcile).

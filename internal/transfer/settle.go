@@ -17,6 +17,9 @@ const (
 	// ResolvedReleased: nothing can land (proven dead, or never sent); the item is deleted and
 	// the key is free.
 	ResolvedReleased Resolution = "released"
+	// ResolvedRequeued: nothing can land for an async item (proven dead, or never sent); it is
+	// queued again for the submitter (Requeued) and its message is to be sent again.
+	ResolvedRequeued Resolution = "requeued"
 	// ResolvedInDoubt: an expired claim whose envelope cannot be judged yet was parked in_doubt.
 	ResolvedInDoubt Resolution = "in_doubt"
 	// Unresolved: the ledger proves nothing yet; the item is unchanged.
@@ -38,7 +41,8 @@ type Settlement struct {
 // Settle judges rec, an in_doubt item or an in_flight item whose lease expired, from the ledger
 // and writes only what the ledger proves (doc.go, "Proof rules"), conditional on rec exactly as read
 // (Expect: its incarnation, status, version, lease owner and envelope), so a stale reader can never
-// touch a later claim of the key: SUCCESS -> replayable; FAILED -> rejected; proven dead or never sent -> released; an
+// touch a later claim of the key: SUCCESS -> replayable; FAILED -> rejected; proven dead or never sent -> released
+// (an async item: requeued, ResolvedRequeued); an
 // expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. It is
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
 // (wrapped) when another caller changed the item first; the ledger's or the store's errors.
@@ -58,10 +62,10 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 			return Settlement{Resolution: Unresolved}, nil
 		}
 		// The claim's invocation died before writing an envelope: nothing was ever sent.
-		if err := DeleteItem(ctx, o.Store, rec); err != nil {
+		if err := o.free(ctx, rec); err != nil {
 			return Settlement{}, err
 		}
-		return Settlement{Resolution: ResolvedReleased}, nil
+		return o.freed(rec, nil), nil
 	}
 	env := *rec.Envelope
 	lk, err := o.lookup(ctx, env)
@@ -81,11 +85,11 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 		}
 		return Settlement{Resolution: res, Record: next, Lookup: &lk}, nil
 	case ProvenDead(env, lk):
-		if err := DeleteItem(ctx, o.Store, rec); err != nil {
+		if err := o.free(ctx, rec); err != nil {
 			return Settlement{Lookup: &lk}, err
 		}
 		o.Ledger.Done(ctx, env)
-		return Settlement{Resolution: ResolvedReleased, Lookup: &lk}, nil
+		return o.freed(rec, &lk), nil
 	case rec.Status == StatusInFlight:
 		next := InDoubtRecord(rec, CodeLeaseExpired, now)
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
@@ -94,6 +98,14 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 		return Settlement{Resolution: ResolvedInDoubt, Record: next, Lookup: &lk}, nil
 	}
 	return Settlement{Resolution: Unresolved, Lookup: &lk}, nil
+}
+
+// freed is the Settlement of rec once free released (deleted) or requeued it.
+func (o *Orchestrator) freed(rec Record, lk *Lookup) Settlement {
+	if rec.Async {
+		return Settlement{Resolution: ResolvedRequeued, Record: Requeued(rec, o.Clock.Now()), Lookup: lk}
+	}
+	return Settlement{Resolution: ResolvedReleased, Lookup: lk}
 }
 
 // SettledRecord is rec after the ledger included its envelope: replayable on SUCCESS, rejected

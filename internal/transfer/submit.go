@@ -253,10 +253,11 @@ func (o *Orchestrator) lookup(ctx context.Context, env Envelope) (Lookup, error)
 	return lk, err
 }
 
-// release deletes an in_flight item this call owns, once nothing can land for it. A failure is
-// logged (and returned): the lease will expire and a take-over will judge the item from the ledger.
+// release deletes an in_flight item this call owns, once nothing can land for it (an async item is
+// requeued instead: free). A failure is logged (and returned): the lease will expire and a
+// take-over will judge the item from the ledger.
 func (o *Orchestrator) release(ctx context.Context, rec Record) error {
-	err := DeleteItem(ctx, o.Store, rec)
+	err := o.free(ctx, rec)
 	if err != nil {
 		o.log().WarnContext(ctx, "releasing the key failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/api"
@@ -41,6 +42,9 @@ type Deps struct {
 	Clock transfer.Clock
 	// Observer receives the orchestrator's traces and reports (metrics); nil means none.
 	Observer transfer.Observer
+	// Queue carries async transfers (queue.SQS on QUEUE_URL); nil: the API ignores Prefer:
+	// respond-async and runs every transfer synchronously.
+	Queue transfer.Queue
 }
 
 // Service is the assembled API service.
@@ -84,12 +88,17 @@ func Build(d Deps) (*Service, error) {
 		Cadence:  cadence,
 
 		WalletHistory: store,
+		Queue:         d.Queue,
 	}
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {
 		return transfer.Rules{Assets: codes, MaxKeyLength: config.Settings(getenv).MaxKeyLength, Addresses: stellar.Addresses{}}
 	}
-	h := api.NewHandler(orch, rules, api.WithLogger(logger))
+	opts := []api.Option{api.WithLogger(logger)}
+	if d.Queue != nil {
+		opts = append(opts, api.WithAsync(orch))
+	}
+	h := api.NewHandler(orch, rules, opts...)
 	return &Service{Orchestrator: orch, Ledger: ledger, Channels: pool, Store: store, Handler: h}, nil
 }
 
@@ -104,6 +113,8 @@ type AWSClients struct {
 	// clients: the alert function's eventbridge client is built in functions/alert, so the other
 	// functions do not link it.
 	Config aws.Config
+	// SQS sends async transfers to QUEUE_URL.
+	SQS *sqs.Client
 }
 
 // NewAWSClients loads the AWS configuration (region and credentials from the Lambda environment)
@@ -123,5 +134,5 @@ func NewAWSClients(ctx context.Context, dynamoEndpoint string) (AWSClients, erro
 		}
 	})
 	return AWSClients{Dynamo: db, Secrets: secretsmanager.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg),
-		KMS: kms.NewFromConfig(cfg, kmsOptions(os.Getenv("KMS_ENDPOINT"))), Config: cfg}, nil
+		KMS: kms.NewFromConfig(cfg, kmsOptions(os.Getenv("KMS_ENDPOINT"))), SQS: sqs.NewFromConfig(cfg), Config: cfg}, nil
 }

@@ -1,0 +1,247 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Asynchronous transfers (README.md, "Asynchronous transfers"): the API claims the key with a
+// queued item and sends a QueueMessage; the submitter runs the item with RunQueued; the sweep sends
+// the message again for a queued item older than its grace (internal/reconcile). Every write is
+// the same conditional write as in a synchronous call (doc.go, "Incarnations"), and the item's
+// ClaimID decides whether a message still names it, so a message delivered twice, late, out of
+// order or never changes nothing it should not.
+
+// StepQueued is the Hooks step of Enqueue between its queued claim and the send of its message:
+// a crash there leaves a queued item without a message, which the sweep finds by its age.
+const StepQueued Step = "queued"
+
+// QueueMessage is the body of one queue message: the item's key and incarnation. It carries no
+// request and nothing secret: the submitter reads the request from the item.
+type QueueMessage struct {
+	// StoreKey is the item's key (StoreKey).
+	StoreKey string `json:"storeKey"`
+	// ClaimID is the incarnation the message was sent for; a message whose ClaimID is not the
+	// item's is stale and does nothing.
+	ClaimID string `json:"claimId"`
+}
+
+// Queue sends a queued transfer's message to the submitter (an SQS queue: internal/queue). A
+// failed send loses nothing: the item stays queued and the sweep sends it again.
+type Queue interface {
+	Send(ctx context.Context, m QueueMessage) error
+}
+
+// Enqueued is Enqueue's answer: Accepted (202, View is the transfer's status) or, for a key
+// already settled with success, the replayed Outcome (200).
+type Enqueued struct {
+	Accepted bool
+	View     View
+	Outcome  Outcome
+}
+
+// Enqueue accepts in for the submitter: the key is claimed with the same conditional write as a
+// synchronous claim, as a queued item (Async, no lease, no envelope), then its message is sent
+// with o.Queue. The key's rules are Transfer's: another fingerprint is *ConflictError; a settled
+// success is replayed (Accepted false); a stored rejection is its *RejectedError, replayed; an
+// async item of the same request still queued, in_flight or in_doubt is Accepted again (nothing
+// is sent again: its message, its holder or the sweep runs it); a synchronous request's item is
+// *InProgressError or *InDoubtError, as a synchronous retry would be answered without waiting
+// (only an async item is requeued rather than released when nothing moved, so only its
+// acceptance is a promise the service keeps). A failed send is logged and the answer is
+// still Accepted: the item is durable and the sweep sends it. Errors: *UnavailableError
+// (STORE_UNAVAILABLE, CONFIGURATION_INVALID) when nothing was claimed.
+func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) {
+	if o.Queue == nil {
+		return Enqueued{}, errors.New("transfer: Enqueue without a Queue")
+	}
+	if err := o.settings().Validate(); err != nil {
+		o.log().ErrorContext(ctx, "refusing the transfer: invalid configuration", "err", err)
+		return Enqueued{}, misconfigured(err)
+	}
+	now := o.Clock.Now()
+	fingerprint := in.Request.Fingerprint()
+	rec := Record{
+		StoreKey: StoreKey(in.Request.WalletAddress, in.ClientKey), ClaimID: o.newClaimID(), Status: StatusQueued,
+		Fingerprint: fingerprint, Request: in.Request, ClientKey: in.ClientKey, TraceID: in.TraceID,
+		Version: 1, CreatedAt: now, UpdatedAt: now, Async: true,
+	}
+	held, won, err := o.Store.Claim(ctx, rec, now)
+	if err != nil {
+		// As in Transfer: the write may have applied with its answer lost.
+		cur, gerr := o.Store.Get(ctx, rec.StoreKey)
+		if gerr != nil || cur.ClaimID != rec.ClaimID {
+			return Enqueued{}, storeUnavailable(err)
+		}
+		held, won = cur, true
+	}
+	if !won && held.ClaimID == rec.ClaimID {
+		won = true // our own claim, its answer lost: a ClaimID is never reused
+	}
+	if won {
+		if err := o.hook(ctx, StepQueued, rec); err != nil {
+			return Enqueued{}, err
+		}
+		if err := o.Queue.Send(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); err != nil {
+			o.log().WarnContext(ctx, "sending the queued transfer failed; the sweep will send it", "storeKey", rec.StoreKey, "err", err)
+		}
+		return Enqueued{Accepted: true, View: View{Status: "pending"}}, nil
+	}
+	if held.Fingerprint != fingerprint {
+		return Enqueued{}, &ConflictError{}
+	}
+	switch {
+	case held.Status == StatusReplayable:
+		return Enqueued{Outcome: replay(held)}, nil
+	case held.Status == StatusRejected:
+		return Enqueued{}, replayedRejection(held)
+	case held.Async && (held.Status == StatusQueued || held.Status == StatusInFlight || held.Status == StatusInDoubt):
+		return Enqueued{Accepted: true, View: View{Status: "pending", InDoubt: held.Status == StatusInDoubt}}, nil
+	case held.Status == StatusInFlight:
+		// A synchronous request holds the key: if it ends with nothing moved, its key is released
+		// (not requeued), so a 202 would promise what nobody runs. Answered as a synchronous
+		// retry that finds it: come back.
+		return Enqueued{}, &InProgressError{RetryAfter: time.Second}
+	case held.Status == StatusInDoubt:
+		return Enqueued{}, &InDoubtError{FailingCode: failingCode(held), RetryAfter: o.settings().ProofWindow}
+	}
+	return Enqueued{}, fmt.Errorf("transfer: item %s has unknown status %q", held.StoreKey, held.Status)
+}
+
+// Delivery is what the submitter does with a message after RunQueued.
+type Delivery string
+
+const (
+	// DeliveryDone: the transfer ran to an outcome written on the item (settled or in doubt);
+	// acknowledge the message.
+	DeliveryDone Delivery = "done"
+	// DeliveryStale: the message names nothing to run (the key is free, holds another incarnation
+	// or a settled or in-doubt item, or another invocation holds a live lease on it); acknowledge
+	// it. A live holder that dies leaves an expired claim, which the sweep requeues.
+	DeliveryStale Delivery = "stale"
+	// DeliveryRetry: the item is queued again (nothing moved) or could not be read; deliver the
+	// message again later (a batch item failure: SQS redelivers it after its visibility timeout,
+	// and after maxReceiveCount moves it to the dead-letter queue; the sweep still finds the item).
+	DeliveryRetry Delivery = "retry"
+)
+
+// takeAttempts bounds RunQueued's passes: each pass that loses a conditional write read an item
+// that another writer changed meanwhile.
+const takeAttempts = 3
+
+// RunQueued runs the transfer that m names, with the same orchestration and proof as Transfer, if
+// the key still holds m's incarnation: a queued item is taken (queued -> in_flight under this
+// call's lease, conditional on the item as read) and built, sent and settled; an in_flight item
+// whose lease expired is taken over (takeover.go); anything else is DeliveryStale. Where a
+// synchronous call releases the key, the async item is requeued (Requeued) and the answer is
+// DeliveryRetry. The error, when set, says why (for the log); the Delivery decides.
+func (o *Orchestrator) RunQueued(ctx context.Context, m QueueMessage) (Delivery, error) {
+	s := o.settings()
+	if err := s.Validate(); err != nil {
+		return DeliveryRetry, misconfigured(err)
+	}
+	if m.StoreKey == "" || m.ClaimID == "" {
+		return DeliveryStale, errors.New("transfer: queue message without a store key or claim ID")
+	}
+	for range takeAttempts {
+		rec, err := o.Store.Get(ctx, m.StoreKey)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return DeliveryStale, nil
+		case err != nil:
+			return DeliveryRetry, storeUnavailable(err)
+		case rec.ClaimID != m.ClaimID || !rec.Async || rec.Expired(o.Clock.Now()):
+			return DeliveryStale, nil
+		}
+		switch {
+		case rec.Status == StatusQueued:
+		case rec.Status == StatusInFlight && rec.LeaseExpired(o.Clock.Now()):
+		default:
+			return DeliveryStale, nil
+		}
+		if open, left := o.Breaker.Open(); open {
+			return DeliveryRetry, circuitOpen(left)
+		}
+		d, again, err := o.runTaken(ctx, rec)
+		if !again {
+			return d, err
+		}
+	}
+	return DeliveryRetry, nil
+}
+
+// runTaken takes rec (queued, or in_flight with its lease expired) for this call and runs it.
+// again means another writer changed the item first: read it again.
+func (o *Orchestrator) runTaken(ctx context.Context, rec Record) (Delivery, bool, error) {
+	start := time.Now()
+	in := Input{ClientKey: rec.ClientKey, Request: rec.Request, TraceID: rec.TraceID}
+	a := o.begin(ctx, in)
+	a.key = rec.StoreKey
+	var cancel context.CancelFunc
+	a.net, cancel = ctx, func() {}
+	if dl, ok := ctx.Deadline(); ok {
+		a.net, cancel = context.WithDeadline(ctx, dl.Add(-a.settings.DeadlineMargin))
+	}
+	defer cancel()
+	var out Outcome
+	var again bool
+	var err error
+	if rec.Status == StatusQueued {
+		next := rec
+		next.Status = StatusInFlight
+		next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
+		next.Version++
+		next.UpdatedAt = o.Clock.Now()
+		if werr := ReplaceItem(ctx, o.Store, rec, next); werr != nil {
+			if isConflict(werr) {
+				return "", true, nil
+			}
+			return DeliveryRetry, false, storeUnavailable(werr)
+		}
+		out, _, err = o.execute(ctx, a, next)
+	} else {
+		out, again, err = o.takeOver(ctx, a, rec)
+		if again && err == nil && a.freed == "" {
+			return "", true, nil // another caller took it over first
+		}
+	}
+	r := report(in.Request.OperationType, out, err, time.Since(start))
+	r.Lookups, r.Probes = a.lookups, a.probes
+	o.observer().Finished(ctx, r)
+	// What the run left decides: an item queued again (nothing moved) is delivered again.
+	cur, gerr := o.Store.Get(ctx, rec.StoreKey)
+	switch {
+	case gerr != nil && !errors.Is(gerr, ErrNotFound):
+		return DeliveryRetry, false, storeUnavailable(gerr)
+	case gerr == nil && cur.ClaimID == rec.ClaimID && cur.Status == StatusQueued:
+		return DeliveryRetry, false, err
+	}
+	return DeliveryDone, false, err
+}
+
+// Requeued is rec, an async item for which nothing can land (never sent, refused before inclusion
+// or proven dead: doc.go, "Proof rules"), queued again for the submitter: the same incarnation
+// (ClaimID), the next Version, status queued, no lease, no envelope, no result, no TTL. It takes
+// the place of the release (delete) of a synchronous item, so the accepted transfer is never
+// dropped; a new envelope is built for it only by the next run, as after a release.
+func Requeued(rec Record, now time.Time) Record {
+	next := rec
+	next.Status = StatusQueued
+	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	next.Envelope, next.Result = nil, nil
+	next.ExpiresAt = 0
+	next.Version++
+	next.UpdatedAt = now
+	return next
+}
+
+// free ends rec once nothing can land for it: a synchronous item is deleted (the key is free), an
+// async one requeued (Requeued). Both are conditional on rec as read.
+func (o *Orchestrator) free(ctx context.Context, rec Record) error {
+	if !rec.Async {
+		return DeleteItem(ctx, o.Store, rec)
+	}
+	return ReplaceItem(ctx, o.Store, rec, Requeued(rec, o.Clock.Now()))
+}
