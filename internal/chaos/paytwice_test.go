@@ -1463,3 +1463,67 @@ func TestProbeBehindLoadBalancer(t *testing.T) {
 		})
 	}
 }
+
+// TestAsyncUnrunnableRequestStuckForever. Scenario: a respond-async POST whose body passes the
+// API's checks (Rules.Canonicalize accepts deposits and any configured-looking asset) but which the
+// ledger's Prepare refuses as the client's mistake, a 422 that no retry can change: a deposit on a
+// deployment without a vault contract (OPERATION_NOT_SUPPORTED), or an asset that left ASSETS after
+// the 202. A synchronous call answers the 422 and frees the key. The async transfer is answered 202,
+// then every run requeues it (nothing was sent) and asks for redelivery, forever: the client's GET
+// says "pending" for ever, the message goes to the DLQ (its alarm fires), the sweep sends it again
+// every grace, and an operator cannot end it (resolve takes in_doubt items only). Severity: high
+// (no payment, but bad input is stored for ever, a 202 and every later GET are false promises, and
+// the key is stuck beyond any lease; a request refused for an asset removed from the config would
+// even pay once the asset is configured again, days later, while its client has given up).
+func TestAsyncUnrunnableRequestStuckForever(t *testing.T) {
+	r, q, sweep := asyncRig(t)
+	ctx := context.Background()
+	in := r.input(0)
+	in.Request.OperationType = transfer.Deposit // payment mode: Prepare refuses it (422)
+
+	// The synchronous call of the same body: a 422, and the key stays free.
+	sync := in
+	sync.ClientKey = "sync-deposit"
+	if _, err := r.orch.Transfer(ctx, sync); !errors.As(err, new(*transfer.ValidationError)) {
+		t.Fatalf("synchronous deposit = %v, want its 422", err)
+	}
+	if _, err := r.store.Get(ctx, transfer.StoreKey(r.wallet, sync.ClientKey)); !errors.Is(err, transfer.ErrNotFound) {
+		t.Fatalf("the synchronous 422 left an item: %v", err)
+	}
+
+	res, err := r.orch.Enqueue(ctx, in)
+	if err != nil {
+		t.Logf("enqueue refused the request up front (fine): %v", err)
+		return
+	}
+	t.Logf("enqueue = %+v", res)
+	m := one(t, q.take())
+	// SQS delivers it maxReceiveCount (5) times, then the sweep sends it again after its grace.
+	var deliveries []transfer.Delivery
+	for range 5 {
+		d, err := r.orch.RunQueued(ctx, m)
+		t.Logf("delivery: %s (%v)", d, err)
+		deliveries = append(deliveries, d)
+		if d != transfer.DeliveryRetry {
+			break
+		}
+		r.clock.Advance(6 * time.Minute) // the visibility timeout
+	}
+	r.clock.Advance(asyncGrace + time.Second)
+	if ans, err := sweep.Sweep(ctx); err == nil && ans.Queued.Sent > 0 {
+		t.Errorf("the sweep sent the unrunnable transfer's message again (%d): it will do so every grace, for ever", ans.Queued.Sent)
+	}
+	if len(r.net.Envelopes()) != 0 {
+		t.Fatalf("%d envelopes sent for a refused request", len(r.net.Envelopes()))
+	}
+	v, err := r.orch.View(ctx, r.wallet, in.ClientKey)
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	if v.Status == "pending" {
+		t.Errorf("after %d deliveries (%v) and a sweep the item is %s and its GET still says pending: the 422 the ledger gave every run is never told, the key is stuck", len(deliveries), deliveries, describe(r.item(t, 0)))
+	}
+	if v.Status == "error" && (v.Problem == nil || v.Problem.Code != transfer.CodeOperationNotSupp) {
+		t.Errorf("GET = %+v, want the error OPERATION_NOT_SUPPORTED", v)
+	}
+}
