@@ -1527,3 +1527,44 @@ func TestAsyncUnrunnableRequestStuckForever(t *testing.T) {
 		t.Errorf("GET = %+v, want the error OPERATION_NOT_SUPPORTED", v)
 	}
 }
+
+// TestAsyncOperatorDiscardProvenDeadIsRefusedFalsely. Scenario: an async transfer ends in doubt;
+// later the ledger proves its envelope dead and an operator asks to discard it (resolve, discard,
+// not forced), as for any in-doubt item. Settle requeues the async item (right), but resolve's
+// discard only knows "released": it goes on to answer NOT_PROVEN_DEAD ("the ledger's history does
+// not reach the submission ... a forced discard lets the next retry pay again"), which is false,
+// and the forced discard it invites then fails against the requeued item. Meanwhile the requeued
+// item's message is never sent by this path: it waits for the sweep's grace. Severity: medium (a
+// false answer to an operator that invites a forced discard; no payment lost or doubled: the
+// forced discard's condition names the in-doubt item and fails).
+func TestAsyncOperatorDiscardProvenDeadIsRefusedFalsely(t *testing.T) {
+	r, q, ops := asyncRig(t)
+	ctx := context.Background()
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall})
+	if d := r.deliver(t, m); d != transfer.DeliveryDone {
+		t.Fatalf("delivery = %s, want done (in doubt)", d)
+	}
+	r.net.ClearFaults()
+	r.clock.Advance(ledgerInterval)
+	r.shown(t)
+	rec := r.item(t, 0)
+	if rec.Status != transfer.StatusInDoubt || rec.Envelope == nil {
+		t.Fatalf("item = %s, want in_doubt", describe(rec))
+	}
+	ans, err := ops.Do(ctx, reconcile.Request{Action: reconcile.ActionResolve, StoreKey: rec.StoreKey, Discard: true,
+		Operator: "adversary", Reason: "the ledger proves it dead"})
+	after := r.item(t, 0)
+	t.Logf("discard = %+v, %v; item %s", ans, err, describe(after))
+	if after.Status == transfer.StatusQueued && err != nil {
+		t.Errorf("the discard requeued the item (the ledger proved its envelope dead) but answered %v", err)
+	}
+	if after.Status == transfer.StatusQueued && len(q.take()) == 0 {
+		t.Errorf("the requeued item's message was not sent: it waits for the sweep's grace (%v)", asyncGrace)
+	}
+	if len(r.net.Applied()) != 0 {
+		t.Fatal("the dead envelope landed")
+	}
+}
