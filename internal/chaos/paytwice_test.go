@@ -1526,6 +1526,11 @@ func TestAsyncUnrunnableRequestStuckForever(t *testing.T) {
 	if v.Status == "error" && (v.Problem == nil || v.Problem.Code != transfer.CodeOperationNotSupp) {
 		t.Errorf("GET = %+v, want the error OPERATION_NOT_SUPPORTED", v)
 	}
+	// A repeat of the request is answered the same 422, as a synchronous call would be.
+	var rej *transfer.RejectedError
+	if _, err := r.orch.Enqueue(ctx, in); !errors.As(err, &rej) || rej.Code != transfer.CodeOperationNotSupp {
+		t.Errorf("repeat = %v, want the stored OPERATION_NOT_SUPPORTED", err)
+	}
 }
 
 // TestAsyncOperatorDiscardProvenDeadIsRefusedFalsely. Scenario: an async transfer ends in doubt;

@@ -245,3 +245,30 @@ func (o *Orchestrator) free(ctx context.Context, rec Record) error {
 	}
 	return ReplaceItem(ctx, o.Store, rec, Requeued(rec, o.Clock.Now()))
 }
+
+// rejectQueued settles rec, an async item whose request Ledger.Prepare refused as the client's
+// mistake (a *ValidationError, 4xx: an operation, wallet or asset this deployment does not serve,
+// perhaps since the 202, as when an asset leaves ASSETS), as rejected with that problem: nothing
+// was built or sent, and no later run can change the answer. A synchronous call answers the same
+// 4xx and frees its key; an async item freed would be requeued and refused again for ever, its
+// GET pending, its message dead-lettered and sent again by every sweep. Rejected, its GET answers
+// "error" with the problem, a repeat of the request replays it, and the key is free once its TTL
+// ends, as for any stored rejection. If the write fails the item stays in_flight under this call's
+// lease; once it expires the sweep requeues it and the next run refuses it again. It returns
+// refusal, the answer of this call.
+func (o *Orchestrator) rejectQueued(ctx context.Context, a *attempt, rec Record, refusal *ValidationError) error {
+	now := o.Clock.Now()
+	next := rec
+	next.Status = StatusRejected
+	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	next.Envelope = nil
+	next.Result = &Result{Code: refusal.Code, HTTPStatus: refusal.Status, Detail: refusal.Detail}
+	next.ExpiresAt = now.Add(a.settings.KeyTTL).Unix()
+	next.Version++
+	next.UpdatedAt = now
+	if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
+		o.log().WarnContext(ctx, "storing the refusal of a queued transfer failed; its lease will expire and it will be refused again",
+			"storeKey", rec.StoreKey, "code", refusal.Code, "err", err)
+	}
+	return refusal
+}
