@@ -9,6 +9,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -1571,5 +1572,68 @@ func TestAsyncOperatorDiscardProvenDeadIsRefusedFalsely(t *testing.T) {
 	}
 	if len(r.net.Applied()) != 0 {
 		t.Fatal("the dead envelope landed")
+	}
+}
+
+// claimAnswerLost is a store whose first winning claim applies but answers an error (its answer
+// lost, the SDK's retries exhausted), and whose next read fails too (the outage goes on).
+type claimAnswerLost struct {
+	transfer.Store
+	mu   sync.Mutex
+	down bool
+	done bool
+}
+
+func (s *claimAnswerLost) Claim(ctx context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
+	held, won, err := s.Store.Claim(ctx, rec, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && won && !s.done {
+		s.down, s.done = true, true
+		return transfer.Record{}, false, errors.New("dynamodb: PutItem: connection reset after the request was written")
+	}
+	return held, won, err
+}
+
+func (s *claimAnswerLost) Get(ctx context.Context, key string) (transfer.Record, error) {
+	s.mu.Lock()
+	down := s.down
+	s.down = false
+	s.mu.Unlock()
+	if down {
+		return transfer.Record{}, errors.New("dynamodb: GetItem: service unavailable")
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// TestAsyncStoreUnavailableThenRuns. Scenario: a respond-async POST whose queued claim applies
+// but whose answer is lost, and the read back fails too: Enqueue answers 503 STORE_UNAVAILABLE,
+// "nothing was submitted" (README: "nothing moved; retry with the same key"). The client, told
+// nothing was accepted, does not retry (the payout was cancelled meanwhile). The queued item it
+// left is found by the sweep after its grace and runs: the money moves although the only answer
+// was that nothing was submitted. A synchronous claim in the same state is released by the sweep
+// (nothing was sent) and never runs without a retry. Severity: medium (a false answer about money:
+// a client that trusts the 503 and abandons, or pays by other means, pays twice).
+func TestAsyncStoreUnavailableThenRuns(t *testing.T) {
+	r, q, sweep := asyncRig(t)
+	ctx := context.Background()
+	r.orch.Store = &claimAnswerLost{Store: r.store}
+	_, err := r.orch.Enqueue(ctx, r.input(0))
+	r.orch.Store = r.store
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) {
+		t.Fatalf("enqueue = %v, want 503", err)
+	}
+	t.Logf("the client was told: %v", err)
+	// No retry. The sweep runs as scheduled, and what it sends is delivered.
+	r.clock.Advance(asyncGrace + time.Second)
+	if _, err := sweep.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range q.take() {
+		r.deliver(t, m)
+	}
+	if n := len(r.net.Applied()) - r.setupTxs; n > 0 && strings.Contains(u.Detail, "nothing was submitted") {
+		t.Errorf("%d transaction(s) applied for a key whose only answer was %q: the answer was false", n, u.Detail)
 	}
 }
