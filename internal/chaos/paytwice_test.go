@@ -1625,6 +1625,9 @@ func TestAsyncStoreUnavailableThenRuns(t *testing.T) {
 		t.Fatalf("enqueue = %v, want 503", err)
 	}
 	t.Logf("the client was told: %v", err)
+	if !strings.Contains(u.Detail, "nothing was submitted") && len(q.take()) != 1 {
+		t.Error("an unknown claim sends its message at once")
+	}
 	// No retry. The sweep runs as scheduled, and what it sends is delivered.
 	r.clock.Advance(asyncGrace + time.Second)
 	if _, err := sweep.Sweep(ctx); err != nil {
