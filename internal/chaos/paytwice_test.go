@@ -1640,3 +1640,31 @@ func TestAsyncStoreUnavailableThenRuns(t *testing.T) {
 		t.Errorf("%d transaction(s) applied for a key whose only answer was %q: the answer was false", n, u.Detail)
 	}
 }
+
+// TestAsyncInlineRequeueSendsNothing. Scenario: an async transfer ends in doubt and its message is
+// acknowledged; once the ledger proves its envelope dead, a synchronous retry of the same request
+// settles it inline: the item is queued again (right), but no message is sent, so nothing runs it
+// until the sweep's grace (10 minutes) has passed since the requeue, while every synchronous retry
+// waits its whole budget on the queued item and is told TRANSFER_IN_PROGRESS. Severity: low (a
+// delay of one grace; no payment lost or doubled, every answer true).
+func TestAsyncInlineRequeueSendsNothing(t *testing.T) {
+	r, q, _ := asyncRig(t)
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall})
+	if d := r.deliver(t, m); d != transfer.DeliveryDone {
+		t.Fatalf("delivery = %s, want done (in doubt)", d)
+	}
+	r.net.ClearFaults()
+	r.clock.Advance(ledgerInterval)
+	r.shown(t)
+	_, err := r.call(0)
+	t.Logf("synchronous retry: %v; item %s", err, describe(r.item(t, 0)))
+	if rec := r.item(t, 0); rec.Status == transfer.StatusQueued && len(q.take()) == 0 {
+		t.Errorf("the synchronous retry requeued the item and sent no message: nothing runs it until the sweep's grace")
+	}
+	if len(r.net.Applied()) > 1 {
+		t.Fatal("paid twice")
+	}
+}
