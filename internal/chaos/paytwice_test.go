@@ -1668,3 +1668,51 @@ func TestAsyncInlineRequeueSendsNothing(t *testing.T) {
 		t.Fatal("paid twice")
 	}
 }
+
+// TestAsyncSyncTakeOverRequeueSendsNothing. Scenario: a submitter dies after sending its envelope;
+// a synchronous retry of the same request takes the expired claim over, and while it holds the
+// lease the redelivered message finds the item held under a live lease and is acknowledged
+// (stale). The retry proves the envelope dead and requeues the item (right), but sends no message:
+// none is left on the queue, so nothing runs the accepted transfer before the sweep's grace, and
+// the retry waits out its budget on the queued item (TRANSFER_IN_PROGRESS). Severity: low (a
+// delay of one grace; nothing paid twice or lost).
+func TestAsyncSyncTakeOverRequeueSendsNothing(t *testing.T) {
+	r, q, _ := asyncRig(t)
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash
+		}
+		return nil
+	}
+	if _, err := r.orch.RunQueued(context.Background(), m); !errors.Is(err, errCrash) {
+		t.Fatalf("delivery: %v, want the crash", err)
+	}
+	r.clock.Advance(2 * time.Minute)
+	r.shown(t)
+	redelivered := false
+	r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+		if step == transfer.StepClaimed && !redelivered {
+			redelivered = true
+			if d, _ := r.orch.RunQueued(ctx, m); d != transfer.DeliveryStale {
+				t.Errorf("redelivery during the take-over = %s, want stale", d)
+			}
+		}
+		return nil
+	}
+	_, err := r.call(0)
+	r.orch.Hooks = nil
+	rec := r.item(t, 0)
+	t.Logf("synchronous retry: %v; item %s", err, describe(rec))
+	if !redelivered {
+		t.Fatal("the synchronous retry took nothing over")
+	}
+	if rec.Status == transfer.StatusQueued && len(q.take()) == 0 {
+		t.Errorf("the take-over requeued the item and no message is left to run it before the sweep's grace")
+	}
+	if len(r.net.Applied()) != 0 {
+		t.Fatal("the dead envelope landed")
+	}
+}
