@@ -167,7 +167,7 @@ bench-latency: ## the latency benchmark: the service beside a direct submitter (
 # all). CHAOS_SEED=<seed> replays a failing seed.
 CHAOS_KEYS ?= 1250
 chaos: ## the fault campaign at full size (CHAOS_KEYS=1250 a run; CHAOS_SEED=<seed> replays one)
-	CHAOS_KEYS=$(CHAOS_KEYS) $(GO) test -count=1 -timeout 60m -v -run '^TestCampaign$$' ./internal/chaos
+	CHAOS_KEYS=$(CHAOS_KEYS) $(GO) test -count=1 -timeout 60m -v -run '^TestCampaign(Async)?$$' ./internal/chaos
 
 clean: ## remove the build outputs (.build, .aws-sam, .ci/sam, .ci/work) and the test cache
 	rm -rf $(BUILD_DIR) .aws-sam .ci/sam .ci/work

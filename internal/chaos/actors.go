@@ -42,7 +42,9 @@ func (r *rig) sweeper(ctx context.Context, active func() bool) {
 			r.stale.addN("sweep_released", part.Released)
 			r.stale.addN("sweep_parked_in_doubt", part.ParkedInDoubt)
 			r.stale.addN("sweep_changed_meanwhile", part.Changed)
+			r.stale.addN("sweep_requeued", part.Requeued)
 		}
+		r.stale.addN("sweep_sent_queued", ans.Queued.Sent)
 	}
 }
 

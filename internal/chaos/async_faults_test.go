@@ -20,7 +20,11 @@ import (
 // arrive. Every key must have exactly one transaction on the ledger and its item must be that
 // transaction; every late message must do nothing.
 func TestAsyncUnderFaults(t *testing.T) {
-	for _, seed := range asyncSeeds {
+	seeds := asyncSeeds
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { asyncUnderFaults(t, seed) })
 	}
 }

@@ -72,6 +72,9 @@ type Config struct {
 	// balancer is not supported for proofs (README, "Which RPC and Horizon deployments the proof
 	// supports"), so a Horizon run never arms instances.
 	LoadBalanced bool
+	// Async: callers post with Prefer: respond-async (async.go): a submitter actor delivers the
+	// messages, which the queue loses, duplicates, reorders and delays past healing.
+	Async bool
 }
 
 // DefaultConfig is the campaign `make test` runs first: 2,000 calls, and about 500 late ones.
@@ -225,6 +228,8 @@ type rig struct {
 	ops       *reconcile.Service
 	stale     counter
 	operators counter
+	// queue is the async mode's SQS (Config.Async), nil otherwise.
+	queue *campaignQueue
 }
 
 func newRig(cfg Config) (*rig, func(), error) {
@@ -353,8 +358,14 @@ func newRig(cfg Config) (*rig, func(), error) {
 		return nil
 	}
 	keyTTL := config.Settings(func(string) string { return "" }).KeyTTL
-	r.ops = reconcile.New(reconcile.Config{Store: r.held, Settler: r.orch, Ledger: r.ledger, Gauge: noGauge{}, Clock: r.clock,
-		KeyTTL: func() time.Duration { return keyTTL }, Logger: slog.New(slog.DiscardHandler)})
+	rcfg := reconcile.Config{Store: r.held, Settler: r.orch, Ledger: r.ledger, Gauge: noGauge{}, Clock: r.clock,
+		KeyTTL: func() time.Duration { return keyTTL }, Logger: slog.New(slog.DiscardHandler)}
+	if cfg.Async {
+		r.queue = &campaignQueue{dice: rand.New(rand.NewPCG(cfg.Seed, 1<<43)), faulty: true, faults: &r.faults, clock: r.clock}
+		r.orch.Queue = r.queue
+		rcfg.Queue, rcfg.Queued, rcfg.QueuedGrace = r.queue, r.held, asyncGraceInCampaign
+	}
+	r.ops = reconcile.New(rcfg)
 	return r, cleanup, nil
 }
 
@@ -513,6 +524,21 @@ func Run(cfg Config) (Report, error) {
 					c := r.newCaller(k, i, true)
 					ctx := withCaller(context.Background(), c)
 					call := func() {
+						if cfg.Async {
+							res, err := r.orch.Enqueue(ctx, r.input(k))
+							switch {
+							case err == nil && res.Accepted:
+								r.answers.add("accepted")
+							default:
+								r.answers.add(r.answer(res.Outcome, err))
+							}
+							if err == nil && !res.Accepted {
+								seenMu.Lock()
+								seen[k] = append(seen[k], res.Outcome.TransactionHash)
+								seenMu.Unlock()
+							}
+							return
+						}
 						out, err := r.orch.Transfer(ctx, r.input(k))
 						r.answers.add(r.answer(out, err))
 						if err == nil {
@@ -533,6 +559,10 @@ func Run(cfg Config) (Report, error) {
 					}
 				})
 			}
+		}
+		if cfg.Async {
+			wave := w / cfg.Wave
+			r.clock.Go(&wg, func() { r.submitter(wave, active) })
 		}
 		if cfg.Actors {
 			wave := w / cfg.Wave
@@ -597,6 +627,11 @@ func Run(cfg Config) (Report, error) {
 		_ = r.clock.Sleep(sweepCtx, time.Second)
 	}
 	sweptBy := r.clock.Now()
+	var asyncBad []string
+	if cfg.Async {
+		r.queue.heal()
+		asyncBad = r.drainAsync(sweepCtx)
+	}
 
 	settled := make([]bool, cfg.Keys)
 	retries := make([]int, cfg.Keys)
@@ -642,7 +677,7 @@ func Run(cfg Config) (Report, error) {
 	}
 	rep.SweptAfterProvable = sweptBy.Sub(provableBy)
 	rep.LeftToOperator = unprovable
-	rep.Violations = r.judge(seen, settled, &rep)
+	rep.Violations = append(r.judge(seen, settled, &rep), asyncBad...)
 	if sweepErr != nil {
 		rep.Violations = append(rep.Violations, "sweep: "+sweepErr.Error())
 	}

@@ -170,3 +170,53 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// TestCampaignAsync runs the campaign in its async mode (chaos.Config.Async): every call posts
+// with Prefer: respond-async, and the queue loses, duplicates, reorders and delays the messages
+// that a submitter actor delivers beside each wave, with the default faults, crashes, stale
+// actors and read faults. 100 keys (800 first calls) by default; CHAOS_KEYS and CHAOS_SEED as in
+// TestCampaign.
+func TestCampaignAsync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fault campaign's async mode: make test runs it")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CHAOS_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED: %v", err)
+		}
+		seed = s
+	}
+	cfg := chaos.DefaultConfig(seed)
+	cfg.Channels, cfg.Keys, cfg.LoadBalanced, cfg.Async = 8, 100, true, true
+	if v := os.Getenv("CHAOS_KEYS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("CHAOS_KEYS: %q", v)
+		}
+		cfg.Keys = n
+	}
+	if testing.Verbose() {
+		cfg.Log = os.Stdout
+	}
+	rep, err := chaos.Run(cfg)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	t.Log("\n" + rep.String())
+	if rep.Failed() {
+		t.Fatalf("seed %d broke the invariants in async mode (rerun: CHAOS_SEED=%d go test -run TestCampaignAsync ./internal/chaos)", seed, seed)
+	}
+	if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
+		t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read", n)
+	}
+	for _, kind := range []string{"queue_lost", "queue_duplicated", "queue_late"} {
+		if rep.Faults[kind] == 0 {
+			t.Errorf("queue fault %s never happened", kind)
+		}
+	}
+	if rep.Answers["accepted"] == 0 || rep.Events["delivery_done"] == 0 || rep.Events["delivery_stale"] == 0 {
+		t.Errorf("async mode not exercised: answers %v, events %v", rep.Answers, rep.Events)
+	}
+}
