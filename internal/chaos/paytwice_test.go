@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
-	"github.com/stellar/go-stellar-sdk/keypair"
-	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
-	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
@@ -1546,5 +1548,257 @@ func TestVaultSignerRotatedWhileQueued(t *testing.T) {
 	}
 	if after, _ := r.net.Balance(r.wallet, stellarsim.Asset{}); after != before {
 		t.Fatalf("wallet's native balance moved %d", after-before)
+	}
+}
+
+// TestAsyncUnrunnableRequestStuckForever. Scenario: a respond-async POST whose body passes the
+// API's checks (Rules.Canonicalize accepts deposits and any configured-looking asset) but which the
+// ledger's Prepare refuses as the client's mistake, a 422 that no retry can change: a deposit on a
+// deployment without a vault contract (OPERATION_NOT_SUPPORTED), or an asset that left ASSETS after
+// the 202. A synchronous call answers the 422 and frees the key. The async transfer is answered 202,
+// then every run requeues it (nothing was sent) and asks for redelivery, forever: the client's GET
+// says "pending" for ever, the message goes to the DLQ (its alarm fires), the sweep sends it again
+// every grace, and an operator cannot end it (resolve takes in_doubt items only). Severity: high
+// (no payment, but bad input is stored for ever, a 202 and every later GET are false promises, and
+// the key is stuck beyond any lease; a request refused for an asset removed from the config would
+// even pay once the asset is configured again, days later, while its client has given up).
+func TestAsyncUnrunnableRequestStuckForever(t *testing.T) {
+	r, q, sweep := asyncRig(t)
+	ctx := context.Background()
+	in := r.input(0)
+	in.Request.OperationType = transfer.Deposit // payment mode: Prepare refuses it (422)
+
+	// The synchronous call of the same body: a 422, and the key stays free.
+	sync := in
+	sync.ClientKey = "sync-deposit"
+	if _, err := r.orch.Transfer(ctx, sync); !errors.As(err, new(*transfer.ValidationError)) {
+		t.Fatalf("synchronous deposit = %v, want its 422", err)
+	}
+	if _, err := r.store.Get(ctx, transfer.StoreKey(r.wallet, sync.ClientKey)); !errors.Is(err, transfer.ErrNotFound) {
+		t.Fatalf("the synchronous 422 left an item: %v", err)
+	}
+
+	res, err := r.orch.Enqueue(ctx, in)
+	if err != nil {
+		t.Logf("enqueue refused the request up front (fine): %v", err)
+		return
+	}
+	t.Logf("enqueue = %+v", res)
+	m := one(t, q.take())
+	// SQS delivers it maxReceiveCount (5) times, then the sweep sends it again after its grace.
+	var deliveries []transfer.Delivery
+	for range 5 {
+		d, err := r.orch.RunQueued(ctx, m)
+		t.Logf("delivery: %s (%v)", d, err)
+		deliveries = append(deliveries, d)
+		if d != transfer.DeliveryRetry {
+			break
+		}
+		r.clock.Advance(6 * time.Minute) // the visibility timeout
+	}
+	r.clock.Advance(asyncGrace + time.Second)
+	if ans, err := sweep.Sweep(ctx); err == nil && ans.Queued.Sent > 0 {
+		t.Errorf("the sweep sent the unrunnable transfer's message again (%d): it will do so every grace, for ever", ans.Queued.Sent)
+	}
+	if len(r.net.Envelopes()) != 0 {
+		t.Fatalf("%d envelopes sent for a refused request", len(r.net.Envelopes()))
+	}
+	v, err := r.orch.View(ctx, r.wallet, in.ClientKey)
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	if v.Status == "pending" {
+		t.Errorf("after %d deliveries (%v) and a sweep the item is %s and its GET still says pending: the 422 the ledger gave every run is never told, the key is stuck", len(deliveries), deliveries, describe(r.item(t, 0)))
+	}
+	if v.Status == "error" && (v.Problem == nil || v.Problem.Code != transfer.CodeOperationNotSupp) {
+		t.Errorf("GET = %+v, want the error OPERATION_NOT_SUPPORTED", v)
+	}
+	// A repeat of the request is answered the same 422, as a synchronous call would be.
+	var rej *transfer.RejectedError
+	if _, err := r.orch.Enqueue(ctx, in); !errors.As(err, &rej) || rej.Code != transfer.CodeOperationNotSupp {
+		t.Errorf("repeat = %v, want the stored OPERATION_NOT_SUPPORTED", err)
+	}
+}
+
+// TestAsyncOperatorDiscardProvenDeadIsRefusedFalsely. Scenario: an async transfer ends in doubt;
+// later the ledger proves its envelope dead and an operator asks to discard it (resolve, discard,
+// not forced), as for any in-doubt item. Settle requeues the async item (right), but resolve's
+// discard only knows "released": it goes on to answer NOT_PROVEN_DEAD ("the ledger's history does
+// not reach the submission ... a forced discard lets the next retry pay again"), which is false,
+// and the forced discard it invites then fails against the requeued item. Meanwhile the requeued
+// item's message is never sent by this path: it waits for the sweep's grace. Severity: medium (a
+// false answer to an operator that invites a forced discard; no payment lost or doubled: the
+// forced discard's condition names the in-doubt item and fails).
+func TestAsyncOperatorDiscardProvenDeadIsRefusedFalsely(t *testing.T) {
+	r, q, ops := asyncRig(t)
+	ctx := context.Background()
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall})
+	if d := r.deliver(t, m); d != transfer.DeliveryDone {
+		t.Fatalf("delivery = %s, want done (in doubt)", d)
+	}
+	r.net.ClearFaults()
+	r.clock.Advance(ledgerInterval)
+	r.shown(t)
+	rec := r.item(t, 0)
+	if rec.Status != transfer.StatusInDoubt || rec.Envelope == nil {
+		t.Fatalf("item = %s, want in_doubt", describe(rec))
+	}
+	ans, err := ops.Do(ctx, reconcile.Request{Action: reconcile.ActionResolve, StoreKey: rec.StoreKey, Discard: true,
+		Operator: "adversary", Reason: "the ledger proves it dead"})
+	after := r.item(t, 0)
+	t.Logf("discard = %+v, %v; item %s", ans, err, describe(after))
+	if after.Status == transfer.StatusQueued && err != nil {
+		t.Errorf("the discard requeued the item (the ledger proved its envelope dead) but answered %v", err)
+	}
+	if after.Status == transfer.StatusQueued && len(q.take()) == 0 {
+		t.Errorf("the requeued item's message was not sent: it waits for the sweep's grace (%v)", asyncGrace)
+	}
+	if len(r.net.Applied()) != 0 {
+		t.Fatal("the dead envelope landed")
+	}
+}
+
+// claimAnswerLost is a store whose first winning claim applies but answers an error (its answer
+// lost, the SDK's retries exhausted), and whose next read fails too (the outage goes on).
+type claimAnswerLost struct {
+	transfer.Store
+	mu   sync.Mutex
+	down bool
+	done bool
+}
+
+func (s *claimAnswerLost) Claim(ctx context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
+	held, won, err := s.Store.Claim(ctx, rec, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && won && !s.done {
+		s.down, s.done = true, true
+		return transfer.Record{}, false, errors.New("dynamodb: PutItem: connection reset after the request was written")
+	}
+	return held, won, err
+}
+
+func (s *claimAnswerLost) Get(ctx context.Context, key string) (transfer.Record, error) {
+	s.mu.Lock()
+	down := s.down
+	s.down = false
+	s.mu.Unlock()
+	if down {
+		return transfer.Record{}, errors.New("dynamodb: GetItem: service unavailable")
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// TestAsyncStoreUnavailableThenRuns. Scenario: a respond-async POST whose queued claim applies
+// but whose answer is lost, and the read back fails too: Enqueue answers 503 STORE_UNAVAILABLE,
+// "nothing was submitted" (README: "nothing moved; retry with the same key"). The client, told
+// nothing was accepted, does not retry (the payout was cancelled meanwhile). The queued item it
+// left is found by the sweep after its grace and runs: the money moves although the only answer
+// was that nothing was submitted. A synchronous claim in the same state is released by the sweep
+// (nothing was sent) and never runs without a retry. Severity: medium (a false answer about money:
+// a client that trusts the 503 and abandons, or pays by other means, pays twice).
+func TestAsyncStoreUnavailableThenRuns(t *testing.T) {
+	r, q, sweep := asyncRig(t)
+	ctx := context.Background()
+	r.orch.Store = &claimAnswerLost{Store: r.store}
+	_, err := r.orch.Enqueue(ctx, r.input(0))
+	r.orch.Store = r.store
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) {
+		t.Fatalf("enqueue = %v, want 503", err)
+	}
+	t.Logf("the client was told: %v", err)
+	if !strings.Contains(u.Detail, "nothing was submitted") && len(q.take()) != 1 {
+		t.Error("an unknown claim sends its message at once")
+	}
+	// No retry. The sweep runs as scheduled, and what it sends is delivered.
+	r.clock.Advance(asyncGrace + time.Second)
+	if _, err := sweep.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range q.take() {
+		r.deliver(t, m)
+	}
+	if n := len(r.net.Applied()) - r.setupTxs; n > 0 && strings.Contains(u.Detail, "nothing was submitted") {
+		t.Errorf("%d transaction(s) applied for a key whose only answer was %q: the answer was false", n, u.Detail)
+	}
+}
+
+// TestAsyncInlineRequeueSendsNothing. Scenario: an async transfer ends in doubt and its message is
+// acknowledged; once the ledger proves its envelope dead, a synchronous retry of the same request
+// settles it inline: the item is queued again (right), but no message is sent, so nothing runs it
+// until the sweep's grace (10 minutes) has passed since the requeue, while every synchronous retry
+// waits its whole budget on the queued item and is told TRANSFER_IN_PROGRESS. Severity: low (a
+// delay of one grace; no payment lost or doubled, every answer true).
+func TestAsyncInlineRequeueSendsNothing(t *testing.T) {
+	r, q, _ := asyncRig(t)
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultStall})
+	if d := r.deliver(t, m); d != transfer.DeliveryDone {
+		t.Fatalf("delivery = %s, want done (in doubt)", d)
+	}
+	r.net.ClearFaults()
+	r.clock.Advance(ledgerInterval)
+	r.shown(t)
+	_, err := r.call(0)
+	t.Logf("synchronous retry: %v; item %s", err, describe(r.item(t, 0)))
+	if rec := r.item(t, 0); rec.Status == transfer.StatusQueued && len(q.take()) == 0 {
+		t.Errorf("the synchronous retry requeued the item and sent no message: nothing runs it until the sweep's grace")
+	}
+	if len(r.net.Applied()) > 1 {
+		t.Fatal("paid twice")
+	}
+}
+
+// TestAsyncSyncTakeOverRequeueSendsNothing. Scenario: a submitter dies after sending its envelope;
+// a synchronous retry of the same request takes the expired claim over, and while it holds the
+// lease the redelivered message finds the item held under a live lease and is acknowledged
+// (stale). The retry proves the envelope dead and requeues the item (right), but sends no message:
+// none is left on the queue, so nothing runs the accepted transfer before the sweep's grace, and
+// the retry waits out its budget on the queued item (TRANSFER_IN_PROGRESS). Severity: low (a
+// delay of one grace; nothing paid twice or lost).
+func TestAsyncSyncTakeOverRequeueSendsNothing(t *testing.T) {
+	r, q, _ := asyncRig(t)
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash
+		}
+		return nil
+	}
+	if _, err := r.orch.RunQueued(context.Background(), m); !errors.Is(err, errCrash) {
+		t.Fatalf("delivery: %v, want the crash", err)
+	}
+	r.clock.Advance(2 * time.Minute)
+	r.shown(t)
+	redelivered := false
+	r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+		if step == transfer.StepClaimed && !redelivered {
+			redelivered = true
+			if d, _ := r.orch.RunQueued(ctx, m); d != transfer.DeliveryStale {
+				t.Errorf("redelivery during the take-over = %s, want stale", d)
+			}
+		}
+		return nil
+	}
+	_, err := r.call(0)
+	r.orch.Hooks = nil
+	rec := r.item(t, 0)
+	t.Logf("synchronous retry: %v; item %s", err, describe(rec))
+	if !redelivered {
+		t.Fatal("the synchronous retry took nothing over")
+	}
+	if rec.Status == transfer.StatusQueued && len(q.take()) == 0 {
+		t.Errorf("the take-over requeued the item and no message is left to run it before the sweep's grace")
+	}
+	if len(r.net.Applied()) != 0 {
+		t.Fatal("the dead envelope landed")
 	}
 }

@@ -384,7 +384,8 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		TransactionHash: next.Result.TransactionHash, Ledger: next.Result.Ledger, Forced: forced}, nil
 }
 
-// discard releases the key when Settle proves nothing can land. If the envelope landed or failed
+// discard releases the key when Settle proves nothing can land (an async item is queued again
+// instead, and its message sent: Resolution "requeued"). If the envelope landed or failed
 // on chain, Settle stores that instead and the discard is refused. Force overrides a ledger whose
 // history does not cover the submission, never one on which the envelope can still land.
 func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record) (*ResolveAnswer, error) {
@@ -405,6 +406,14 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 		s.cfg.Logger.InfoContext(ctx, "in-doubt transfer discarded: the ledger proves it dead", "storeKey", rec.StoreKey,
 			"operator", req.Operator, "reason", req.Reason)
 		return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedReleased)}, nil
+	case transfer.ResolvedRequeued:
+		// An async transfer is never dropped once the ledger proves its envelope dead: Settle
+		// queued it again (README.md, "Asynchronous transfers"). Its message is sent now; if that
+		// fails, the sweep sends it once the item is older than its grace.
+		sent := s.send(ctx, st.Record)
+		s.cfg.Logger.InfoContext(ctx, "in-doubt async transfer proven dead: queued again", "storeKey", rec.StoreKey,
+			"operator", req.Operator, "reason", req.Reason, "messageSent", sent)
+		return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedRequeued)}, nil
 	case transfer.ResolvedLanded, transfer.ResolvedFailed:
 		return nil, refuse(CodeLanded, "discard refused: the envelope was included in ledger %d (%s); the transfer is now %s",
 			st.Lookup.Ledger, st.Lookup.Status, st.Resolution)

@@ -20,7 +20,9 @@
 //   - replayable: the envelope landed with SUCCESS; Result holds the hash and ledger, every call
 //     replays it.
 //   - rejected: the envelope landed and FAILED (fee charged); Result holds TRANSACTION_FAILED and
-//     the result codes, every call replays it.
+//     the result codes, every call replays it. An async item whose request Ledger.Prepare refused
+//     as the client's mistake (a 4xx ValidationError) is rejected too, with no envelope and that
+//     problem (queued.go, rejectQueued): a synchronous call answers it and frees the key instead.
 //   - in_doubt: the envelope may or may not land; Result holds the failing code, every caller gets
 //     409 TRANSFER_IN_DOUBT until the ledger settles it.
 //   - queued: an asynchronous transfer (Prefer: respond-async; queued.go) waits for the submitter:

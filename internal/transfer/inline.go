@@ -6,7 +6,8 @@ import "context"
 
 // reconcileInline settles an in_doubt item from the ledger if it can (doc.go, "The flow of one
 // transfer"):
-// landed or failed -> replayed; proven dead -> released, and the caller claims the key afresh.
+// landed or failed -> replayed; proven dead -> released, and the caller claims the key afresh (an
+// async item is queued again and its message sent; the caller then waits on it).
 func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
 	inDoubt := o.inDoubtAnswer(a, held)
 	s, err := o.Settle(ctx, held)
@@ -22,8 +23,19 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 		return replay(s.Record), false, nil
 	case ResolvedFailed:
 		return Outcome{}, false, replayedRejection(s.Record)
-	case ResolvedReleased, ResolvedRequeued:
+	case ResolvedReleased:
 		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey)
+		return Outcome{}, true, nil
+	case ResolvedRequeued:
+		// The async transfer's message was acknowledged when it ended in doubt: send it again, or
+		// nothing runs the requeued item before the sweep's grace (README.md, "Asynchronous
+		// transfers"). A failed send is left to the sweep.
+		o.log().InfoContext(ctx, "in-doubt envelope proven dead; async transfer queued again", "storeKey", held.StoreKey)
+		if o.Queue != nil {
+			if err := o.Queue.Send(ctx, QueueMessage{StoreKey: s.Record.StoreKey, ClaimID: s.Record.ClaimID}); err != nil {
+				o.log().WarnContext(ctx, "sending the requeued transfer failed; the sweep will send it", "storeKey", held.StoreKey, "err", err)
+			}
+		}
 		return Outcome{}, true, nil
 	}
 	return Outcome{}, false, inDoubt

@@ -186,6 +186,17 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			}
 			continue
 		}
+		if held.Status == StatusQueued && held.ClaimID != "" && held.ClaimID == a.freed {
+			// An async item this call took over and queued again once nothing could land: its own
+			// message may have been acknowledged meanwhile (it found this call's live lease), so
+			// send it again, once, or nothing runs it before the sweep's grace.
+			a.freed = ""
+			if o.Queue != nil {
+				if err := o.Queue.Send(ctx, QueueMessage{StoreKey: held.StoreKey, ClaimID: held.ClaimID}); err != nil {
+					o.log().WarnContext(ctx, "sending the requeued transfer failed; the sweep will send it", "storeKey", held.StoreKey, "err", err)
+				}
+			}
+		}
 		if held.Fingerprint != fingerprint {
 			return Outcome{}, &ConflictError{}
 		}

@@ -52,7 +52,8 @@ type Enqueued struct {
 // (only an async item is requeued rather than released when nothing moved, so only its
 // acceptance is a promise the service keeps). A failed send is logged and the answer is
 // still Accepted: the item is durable and the sweep sends it. Errors: *UnavailableError
-// (STORE_UNAVAILABLE, CONFIGURATION_INVALID) when nothing was claimed.
+// (STORE_UNAVAILABLE, CONFIGURATION_INVALID) when nothing was claimed, or STORE_UNAVAILABLE saying
+// the transfer may have been accepted when the claim's answer and the read back both failed.
 func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) {
 	if o.Queue == nil {
 		return Enqueued{}, errors.New("transfer: Enqueue without a Queue")
@@ -72,10 +73,22 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 	if err != nil {
 		// As in Transfer: the write may have applied with its answer lost.
 		cur, gerr := o.Store.Get(ctx, rec.StoreKey)
-		if gerr != nil || cur.ClaimID != rec.ClaimID {
-			return Enqueued{}, storeUnavailable(err)
+		switch {
+		case gerr == nil && cur.ClaimID == rec.ClaimID:
+			held, won = cur, true
+		case gerr == nil || errors.Is(gerr, ErrNotFound):
+			return Enqueued{}, storeUnavailable(err) // the claim did not apply: nothing was accepted
+		default:
+			// Unknown. Unlike a synchronous claim, which the sweep releases unsent, a queued one
+			// that applied runs once the sweep finds it: "nothing was submitted" could be false.
+			// Its message is sent anyway (for a claim that did not apply it names nothing and does
+			// nothing), and the answer says what is known.
+			if serr := o.Queue.Send(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); serr != nil {
+				o.log().WarnContext(ctx, "sending a queued transfer of unknown claim failed; the sweep will send it if it applied", "storeKey", rec.StoreKey, "err", serr)
+			}
+			return Enqueued{}, &UnavailableError{Code: CodeStoreUnavailable, RetryAfter: time.Second, Err: err,
+				Detail: "the idempotency store failed while accepting the transfer: it may have been accepted, and then it will run; retry with the same key to learn which (it never runs twice)"}
 		}
-		held, won = cur, true
 	}
 	if !won && held.ClaimID == rec.ClaimID {
 		won = true // our own claim, its answer lost: a ClaimID is never reused
@@ -244,4 +257,31 @@ func (o *Orchestrator) free(ctx context.Context, rec Record) error {
 		return DeleteItem(ctx, o.Store, rec)
 	}
 	return ReplaceItem(ctx, o.Store, rec, Requeued(rec, o.Clock.Now()))
+}
+
+// rejectQueued settles rec, an async item whose request Ledger.Prepare refused as the client's
+// mistake (a *ValidationError, 4xx: an operation, wallet or asset this deployment does not serve,
+// perhaps since the 202, as when an asset leaves ASSETS), as rejected with that problem: nothing
+// was built or sent, and no later run can change the answer. A synchronous call answers the same
+// 4xx and frees its key; an async item freed would be requeued and refused again for ever, its
+// GET pending, its message dead-lettered and sent again by every sweep. Rejected, its GET answers
+// "error" with the problem, a repeat of the request replays it, and the key is free once its TTL
+// ends, as for any stored rejection. If the write fails the item stays in_flight under this call's
+// lease; once it expires the sweep requeues it and the next run refuses it again. It returns
+// refusal, the answer of this call.
+func (o *Orchestrator) rejectQueued(ctx context.Context, a *attempt, rec Record, refusal *ValidationError) error {
+	now := o.Clock.Now()
+	next := rec
+	next.Status = StatusRejected
+	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
+	next.Envelope = nil
+	next.Result = &Result{Code: refusal.Code, HTTPStatus: refusal.Status, Detail: refusal.Detail}
+	next.ExpiresAt = now.Add(a.settings.KeyTTL).Unix()
+	next.Version++
+	next.UpdatedAt = now
+	if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
+		o.log().WarnContext(ctx, "storing the refusal of a queued transfer failed; its lease will expire and it will be refused again",
+			"storeKey", rec.StoreKey, "code", refusal.Code, "err", err)
+	}
+	return refusal
 }

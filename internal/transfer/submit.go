@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -23,6 +24,12 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 		return err
 	})
 	end(err)
+	var refusal *ValidationError
+	if err != nil && rec.Async && errors.As(err, &refusal) {
+		// The client's mistake, which no run can change (queued.go, rejectQueued): an async item
+		// is settled with it rather than requeued for ever.
+		return Outcome{}, false, o.rejectQueued(ctx, a, rec, refusal)
+	}
 	if err != nil {
 		// Nothing was sent: the key is free again. If the release failed, the claim (no envelope)
 		// is this call's own leftover: it is deleted again before the answer, which tells the
