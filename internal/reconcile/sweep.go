@@ -113,6 +113,12 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 type lister func(ctx context.Context, cursor string) ([]transfer.Record, string, error)
 
 func (s *Service) sweepIndex(ctx context.Context, list lister, c *SweepCounts, partial *bool) error {
+	return walkIndex(ctx, list, partial, func(listed transfer.Record) { s.sweepOne(ctx, listed, c) })
+}
+
+// walkIndex calls each for every item list gives, page after page, up to maxSweepPages pages;
+// it stops early, setting *partial, when the invocation's deadline is near or pages remain.
+func walkIndex(ctx context.Context, list lister, partial *bool, each func(listed transfer.Record)) error {
 	cursor := ""
 	for range maxSweepPages {
 		recs, next, err := list(ctx, cursor)
@@ -124,7 +130,7 @@ func (s *Service) sweepIndex(ctx context.Context, list lister, c *SweepCounts, p
 				*partial = true
 				return nil
 			}
-			s.sweepOne(ctx, listed, c)
+			each(listed)
 		}
 		if next == "" {
 			return nil
@@ -218,26 +224,7 @@ func (s *Service) sweepQueued(ctx context.Context, c *QueuedCounts, partial *boo
 	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
 		return s.cfg.Queued.ListQueued(ctx, before, sweepPage, cursor)
 	}
-	cursor := ""
-	for range maxSweepPages {
-		recs, next, err := list(ctx, cursor)
-		if err != nil {
-			return storeErr(err)
-		}
-		for _, listed := range recs {
-			if nearDeadline(ctx) {
-				*partial = true
-				return nil
-			}
-			s.resendQueued(ctx, listed, c)
-		}
-		if next == "" {
-			return nil
-		}
-		cursor = next
-	}
-	*partial = true
-	return nil
+	return walkIndex(ctx, list, partial, func(listed transfer.Record) { s.resendQueued(ctx, listed, c) })
 }
 
 func (s *Service) resendQueued(ctx context.Context, listed transfer.Record, c *QueuedCounts) {

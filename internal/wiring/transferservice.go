@@ -1,0 +1,49 @@
+package wiring
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+
+	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/queue"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/tracing"
+)
+
+// TransferService is the start-up ApiFunction and SubmitterFunction share: the configuration
+// from the environment, the AWS clients, the signing keys (SIGNER=secrets: the Secrets Manager
+// secret; SIGNER=kms: the KMS keys; README.md, "Signing keys in KMS") read at init so that a
+// missing or malformed secret, or a KMS key that is not an Ed25519 signing key, fails here and not
+// on the first transfer, and the service assembled with EMF metrics and X-Ray. Only public keys
+// are logged. With sends, the async queue (QUEUE_URL; none when empty: Prefer: respond-async is
+// then ignored) is wired for the API's 202s. Any failure ends the init (Init.Check).
+func (in *Init) TransferService(sends bool) *Service {
+	cfg, err := config.Load(os.Getenv)
+	in.Check("invalid configuration", err)
+	ctx := context.Background()
+	clients, err := NewAWSClients(ctx, cfg.DynamoEndpoint)
+	in.Check("AWS clients", err)
+	keys, err := SigningKeys(cfg, clients.Secrets, clients.KMS)
+	if errors.Is(err, ErrNoSigningKeys) {
+		in.Fatal("invalid configuration", err)
+	}
+	in.Check("signing keys", err)
+	loaded, err := keys.Keys(ctx)
+	in.Check("signing keys", err)
+	// Public keys only (Keys.LogValue): with SIGNER=kms, the G... of each KMS key.
+	in.Logger.Info("signing keys", "keys", loaded)
+	deps := Deps{
+		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: in.Logger,
+		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
+		Observer:   Observers{metrics.New(os.Stdout, nil), tracing.Observer{}},
+	}
+	if sends && cfg.QueueURL != "" {
+		deps.Queue = queue.SQS{Client: clients.SQS, URL: cfg.QueueURL}
+	}
+	svc, err := Build(deps)
+	in.Check("assembling the service", err)
+	return svc
+}
