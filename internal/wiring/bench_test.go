@@ -27,27 +27,8 @@ type rig struct {
 // newRig assembles the service as the Lambda does, on minidyn and the local network.
 func newRig(tb testing.TB) *rig {
 	tb.Helper()
-	// One virtual clock for the service and the network: Sleep moves it on and a ledger closes for
-	// every 5 s passed, so a transfer's await costs no real time.
-	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = n.Close() })
-	n.CloseOnAdvance(clock, 5*time.Second)
-	keys, err := stellar.GenerateKeys(0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	issuer, _ := n.CreateKeypair(1e11)
-	usdc := n.IssueAsset("USDC", issuer)
-	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
-	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
-	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e15))
 	wallet := keypair.MustRandom()
-	must(tb, n.CreateAccount(wallet.Address(), 1e11))
-	must(tb, n.AddTrustline(wallet.Address(), usdc, 0))
+	clock, n, keys, usdc := localNetwork(tb, wallet.Address())
 
 	client, _ := dynamotest.Minidyn(tb)
 	counting := dynamotest.NewCountingClient(client)
@@ -68,6 +49,34 @@ func newRig(tb testing.TB) *rig {
 	}
 	counting.Reset()
 	return &rig{svc: svc, db: counting, net: n, wallet: wallet.Address()}
+}
+
+// localNetwork starts the local network on a virtual clock shared with the service (Sleep moves it
+// on and a ledger closes for every 5 s passed, so a transfer's await costs no real time), with a
+// funded vault holding USDC and the wallets trusting it.
+func localNetwork(tb testing.TB, wallets ...string) (*vclock.Clock, *stellarsim.Network, stellar.Keys, stellarsim.Asset) {
+	tb.Helper()
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = n.Close() })
+	n.CloseOnAdvance(clock, 5*time.Second)
+	keys, err := stellar.GenerateKeys(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	issuer, _ := n.CreateKeypair(1e11)
+	usdc := n.IssueAsset("USDC", issuer)
+	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
+	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
+	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e15))
+	for _, w := range wallets {
+		must(tb, n.CreateAccount(w, 1e11))
+		must(tb, n.AddTrustline(w, usdc, 0))
+	}
+	return clock, n, keys, usdc
 }
 
 func must(tb testing.TB, err error) {

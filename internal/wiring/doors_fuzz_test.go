@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -26,7 +25,6 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
-	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -126,26 +124,7 @@ type doorRig struct {
 
 func newDoorRig(tb testing.TB) *doorRig {
 	tb.Helper()
-	// One virtual clock for the service and the network: Sleep moves it on and a ledger closes for
-	// every 5 s passed, so a transfer's await costs no real time.
-	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = n.Close() })
-	n.CloseOnAdvance(clock, 5*time.Second)
-	keys, err := stellar.GenerateKeys(0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	issuer, _ := n.CreateKeypair(1e11)
-	usdc := n.IssueAsset("USDC", issuer)
-	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
-	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
-	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e15))
-	must(tb, n.CreateAccount(doorWallet, 1e11))
-	must(tb, n.AddTrustline(doorWallet, usdc, 0))
+	clock, n, keys, usdc := localNetwork(tb, doorWallet)
 	client, _ := dynamotest.Minidyn(tb)
 	store := dynamotest.NewStore(tb, client)
 	cfg, err := config.Load(func(k string) string {
