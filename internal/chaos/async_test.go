@@ -79,6 +79,24 @@ func (r *rig) deliver(t *testing.T, m transfer.QueueMessage) transfer.Delivery {
 	return d
 }
 
+// dieAfterDroppedSend delivers m to a submitter whose envelope the network drops and whose
+// invocation dies right after the send: the item is left in_flight under its lease, with an
+// envelope that never lands, and m is not acknowledged.
+func (r *rig) dieAfterDroppedSend(t *testing.T, m transfer.QueueMessage) {
+	t.Helper()
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
+		if step == transfer.StepSent {
+			return errCrash
+		}
+		return nil
+	}
+	defer func() { r.orch.Hooks = nil }()
+	if _, err := r.orch.RunQueued(context.Background(), m); !errors.Is(err, errCrash) {
+		t.Fatalf("delivery: %v, want the crash", err)
+	}
+}
+
 // one returns the only message of msgs.
 func one(t *testing.T, msgs []transfer.QueueMessage) transfer.QueueMessage {
 	t.Helper()
@@ -376,17 +394,7 @@ func TestAsyncSubmitterDies(t *testing.T) {
 		r, q, sweep := asyncRig(t)
 		r.enqueue(t, 0)
 		m := one(t, q.take())
-		r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
-		r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
-			if step == transfer.StepSent {
-				return errCrash
-			}
-			return nil
-		}
-		if _, err := r.orch.RunQueued(context.Background(), m); !errors.Is(err, errCrash) {
-			t.Fatalf("delivery: %v, want the crash", err)
-		}
-		r.orch.Hooks = nil
+		r.dieAfterDroppedSend(t, m)
 		r.clock.Advance(2 * time.Minute) // the lease expires; a ledger closes after the envelope's maxTime
 		r.shown(t)
 		ans, err := sweep.Sweep(context.Background())
@@ -518,17 +526,7 @@ func TestAsyncSyncTakeOverRequeues(t *testing.T) {
 	r, q, _ := asyncRig(t)
 	r.enqueue(t, 0)
 	m := one(t, q.take())
-	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
-	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
-		if step == transfer.StepSent {
-			return errCrash
-		}
-		return nil
-	}
-	if _, err := r.orch.RunQueued(context.Background(), m); !errors.Is(err, errCrash) {
-		t.Fatalf("delivery: %v, want the crash", err)
-	}
-	r.orch.Hooks = nil
+	r.dieAfterDroppedSend(t, m)
 	r.clock.Advance(2 * time.Minute)
 	r.shown(t)
 	_, err := r.call(0)

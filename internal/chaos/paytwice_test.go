@@ -1766,16 +1766,7 @@ func TestAsyncSyncTakeOverRequeueSendsNothing(t *testing.T) {
 	r, q, _ := asyncRig(t)
 	r.enqueue(t, 0)
 	m := one(t, q.take())
-	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultDropEnvelope})
-	r.orch.Hooks = func(_ context.Context, step transfer.Step, _ transfer.Record) error {
-		if step == transfer.StepSent {
-			return errCrash
-		}
-		return nil
-	}
-	if _, err := r.orch.RunQueued(context.Background(), m); !errors.Is(err, errCrash) {
-		t.Fatalf("delivery: %v, want the crash", err)
-	}
+	r.dieAfterDroppedSend(t, m)
 	r.clock.Advance(2 * time.Minute)
 	r.shown(t)
 	redelivered := false
