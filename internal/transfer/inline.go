@@ -31,11 +31,7 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 		// nothing runs the requeued item before the sweep's grace (README.md, "Asynchronous
 		// transfers"). A failed send is left to the sweep.
 		o.log().InfoContext(ctx, "in-doubt envelope proven dead; async transfer queued again", "storeKey", held.StoreKey)
-		if o.Queue != nil {
-			if err := o.Queue.Send(ctx, QueueMessage{StoreKey: s.Record.StoreKey, ClaimID: s.Record.ClaimID}); err != nil {
-				o.log().WarnContext(ctx, "sending the requeued transfer failed; the sweep will send it", "storeKey", held.StoreKey, "err", err)
-			}
-		}
+		o.sendQueued(ctx, s.Record, "sending the requeued transfer failed; the sweep will send it")
 		return Outcome{}, true, nil
 	}
 	return Outcome{}, false, inDoubt

@@ -191,11 +191,7 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			// message may have been acknowledged meanwhile (it found this call's live lease), so
 			// send it again, once, or nothing runs it before the sweep's grace.
 			a.freed = ""
-			if o.Queue != nil {
-				if err := o.Queue.Send(ctx, QueueMessage{StoreKey: held.StoreKey, ClaimID: held.ClaimID}); err != nil {
-					o.log().WarnContext(ctx, "sending the requeued transfer failed; the sweep will send it", "storeKey", held.StoreKey, "err", err)
-				}
-			}
+			o.sendQueued(ctx, held, "sending the requeued transfer failed; the sweep will send it")
 		}
 		if held.Fingerprint != fingerprint {
 			return Outcome{}, &ConflictError{}

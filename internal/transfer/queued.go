@@ -83,9 +83,7 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 			// that applied runs once the sweep finds it: "nothing was submitted" could be false.
 			// Its message is sent anyway (for a claim that did not apply it names nothing and does
 			// nothing), and the answer says what is known.
-			if serr := o.Queue.Send(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); serr != nil {
-				o.log().WarnContext(ctx, "sending a queued transfer of unknown claim failed; the sweep will send it if it applied", "storeKey", rec.StoreKey, "err", serr)
-			}
+			o.sendQueued(ctx, rec, "sending a queued transfer of unknown claim failed; the sweep will send it if it applied")
 			return Enqueued{}, &UnavailableError{Code: CodeStoreUnavailable, RetryAfter: time.Second, Err: err,
 				Detail: "the idempotency store failed while accepting the transfer: it may have been accepted, and then it will run; retry with the same key to learn which (it never runs twice)"}
 		}
@@ -97,9 +95,7 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 		if err := o.hook(ctx, StepQueued, rec); err != nil {
 			return Enqueued{}, err
 		}
-		if err := o.Queue.Send(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); err != nil {
-			o.log().WarnContext(ctx, "sending the queued transfer failed; the sweep will send it", "storeKey", rec.StoreKey, "err", err)
-		}
+		o.sendQueued(ctx, rec, "sending the queued transfer failed; the sweep will send it")
 		return Enqueued{Accepted: true, View: View{Status: "pending"}}, nil
 	}
 	if held.Fingerprint != fingerprint {
@@ -284,4 +280,16 @@ func (o *Orchestrator) rejectQueued(ctx context.Context, a *attempt, rec Record,
 			"storeKey", rec.StoreKey, "code", refusal.Code, "err", err)
 	}
 	return refusal
+}
+
+// sendQueued sends the message that runs the queued item rec (its store key and claim ID). A
+// failed send is logged as failed and left to the sweep, which sends a queued item's message
+// again after its grace; a nil Queue sends nothing.
+func (o *Orchestrator) sendQueued(ctx context.Context, rec Record, failed string) {
+	if o.Queue == nil {
+		return
+	}
+	if err := o.Queue.Send(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); err != nil {
+		o.log().WarnContext(ctx, failed, "storeKey", rec.StoreKey, "err", err)
+	}
 }
