@@ -66,10 +66,9 @@ type ChannelPoolConfig struct {
 	TriesPerRound int
 }
 
-// DefaultLedgerInterval is the ledger interval assumed when none is configured: the target close
-// time of the public network and testnet, 5 s (stellar-core, src/herder/Herder.cpp:
-// EXP_LEDGER_TIMESPAN_SECONDS, later TARGET_LEDGER_CLOSE_TIME_BEFORE_PROTOCOL_VERSION_23_MS).
-const DefaultLedgerInterval = 5 * time.Second
+// DefaultLedgerInterval is the ledger interval assumed when none is configured: the domain's
+// (transfer.DefaultLedgerInterval, 5 s), which the process-wide Cadence also starts from.
+const DefaultLedgerInterval = transfer.DefaultLedgerInterval
 
 // minValidity is how long before its maxTime an envelope must be sent to land (two ledgers): the
 // wait for a channel ends that long before maxTime.
@@ -97,8 +96,7 @@ type ChannelPool struct {
 	// queue holds the tickets of this process's callers waiting for a channel, oldest first:
 	// only as many of them as there are channels this process does not hold try at a time, so
 	// a freed channel goes to the longest waiter rather than the luckiest poller.
-	queue      []uint64
-	nextTicket uint64
+	queue tickets
 
 	leases, collisions, waits, releases, busy atomic.Int64
 }
@@ -335,24 +333,20 @@ func later(a, b time.Time) time.Time {
 func (p *ChannelPool) enqueue() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.nextTicket++
-	p.queue = append(p.queue, p.nextTicket)
-	return p.nextTicket
+	return p.queue.add()
 }
 
 // ahead is the number of this process's callers queued before ticket.
 func (p *ChannelPool) ahead(ticket uint64) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return max(slices.Index(p.queue, ticket), 0)
+	return p.queue.ahead(ticket)
 }
 
 func (p *ChannelPool) dequeue(ticket uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if i := slices.Index(p.queue, ticket); i >= 0 {
-		p.queue = slices.Delete(p.queue, i, i+1)
-	}
+	p.queue.remove(ticket)
 }
 
 // myTurn reports whether ticket is among the oldest waiters, as many as there are channels this
@@ -366,8 +360,35 @@ func (p *ChannelPool) myTurn(ticket uint64, chans []*keypair.Full, now time.Time
 			free++
 		}
 	}
-	return slices.Index(p.queue, ticket) < free
+	return p.queue.index(ticket) < free
 }
+
+// tickets is a first-in first-out queue of waiting callers, by ticket number: the channel pool
+// and the vault's slot each serve their oldest waiters first. Its owner's mutex guards it.
+type tickets struct {
+	next  uint64
+	queue []uint64 // oldest first
+}
+
+// add queues a new caller and returns its ticket.
+func (q *tickets) add() uint64 {
+	q.next++
+	q.queue = append(q.queue, q.next)
+	return q.next
+}
+
+// remove takes ticket out of the queue, wherever it is.
+func (q *tickets) remove(ticket uint64) {
+	if i := slices.Index(q.queue, ticket); i >= 0 {
+		q.queue = slices.Delete(q.queue, i, i+1)
+	}
+}
+
+// index is ticket's place in the queue (0: the oldest), -1 if it is not queued.
+func (q *tickets) index(ticket uint64) int { return slices.Index(q.queue, ticket) }
+
+// ahead is the number of callers queued before ticket (0 if it is not queued).
+func (q *tickets) ahead(ticket uint64) int { return max(q.index(ticket), 0) }
 
 // hold marks channel as being leased by this process; false if this process holds it already.
 func (p *ChannelPool) hold(channel string, now time.Time) bool {

@@ -3,7 +3,6 @@ package stellar
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -68,8 +67,7 @@ type vaultSource struct {
 
 	mu     sync.Mutex
 	holder vaultHold // zero: the slot is free
-	queue  []uint64  // waiting callers' tickets, oldest first
-	ticket uint64
+	queue  tickets   // waiting callers, oldest first
 }
 
 // vaultHold is the caller holding the process's vault slot: its lease owner ID, the inner hash
@@ -98,16 +96,12 @@ func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 		waitUntil = last
 	}
 	v.mu.Lock()
-	v.ticket++
-	ticket := v.ticket
-	v.queue = append(v.queue, ticket)
+	ticket := v.queue.add()
 	v.mu.Unlock()
 	defer func() {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		if i := slices.Index(v.queue, ticket); i >= 0 {
-			v.queue = slices.Delete(v.queue, i, i+1)
-		}
+		v.queue.remove(ticket)
 	}()
 	for {
 		now := v.clock.Now()
@@ -117,7 +111,7 @@ func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 		// Looking costs nothing (it asks no one), so the slot is looked at every firstRound.
 		if !now.Add(firstRound).Before(waitUntil) {
 			v.mu.Lock()
-			ahead := max(slices.Index(v.queue, ticket), 0)
+			ahead := v.queue.ahead(ticket)
 			v.mu.Unlock()
 			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy,
 				RetryAfter: busyRetryAfter(ahead, 1, interval, untilNextClose(terms.ledgerClose, now, interval)),
@@ -134,7 +128,7 @@ func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 func (v *vaultSource) take(ticket uint64, now, until time.Time) (string, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if len(v.queue) == 0 || v.queue[0] != ticket || v.holder.owner != "" && now.Before(v.holder.expires) {
+	if v.queue.index(ticket) != 0 || v.holder.owner != "" && now.Before(v.holder.expires) {
 		return "", false
 	}
 	v.holder = vaultHold{owner: newLeaseOwner(), expires: until}

@@ -26,8 +26,7 @@ type LatestReader interface {
 }
 
 // DefaultLedgerInterval is the interval a Cadence assumes before it has seen two ledgers: the
-// public network's target close time (5 s, stellar-core's EXPECTED_LEDGER_CLOSE_TIME in
-// protocol 23).
+// target close time of the public network and testnet, 5 s (stellar-core, src/herder/Herder.cpp).
 const DefaultLedgerInterval = 5 * time.Second
 
 // Tight polling around a ledger's expected visibility.
