@@ -93,6 +93,8 @@ func printBanner(i Info) {
 		fmt.Fprintf(w, "\nTry:\n  curl -s -X POST %s/transfers \\\n    -H 'Content-Type: application/json' -H 'Idempotency-Key: order-00000001' \\\n    -d '{\"operationType\":\"withdraw\",\"walletAddress\":\"%s\",\"amount\":\"12.5\",\"asset\":\"USDC\"}'\n",
 			i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)
+		fmt.Fprintf(w, "  curl -si -X POST %s/transfers -H 'Prefer: respond-async' \\\n    -H 'Content-Type: application/json' -H 'Idempotency-Key: payout-000001' \\\n    -d '{\"operationType\":\"withdraw\",\"walletAddress\":\"%s\",\"amount\":\"12.5\",\"asset\":\"USDC\"}'   # 202 at once; README.md, \"Asynchronous transfers\"\n",
+			i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s '%s/wallets/%s/transfers?limit=20'   # the wallet's history, newest first\n", i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %sstack\n", i.AdminURL)
 		fmt.Fprintf(w, "  export AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local   # the aws CLI signs even locally; v1 reads only AWS_DEFAULT_REGION\n")
