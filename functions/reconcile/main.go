@@ -61,9 +61,14 @@ func main() {
 		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: in.Logger,
 		ReadOnly: readOnly,
 	}
-	if cfg.QueueURL != "" && !readOnly {
-		// The sweep sends queued items' messages again (README.md, "Asynchronous transfers").
-		rcfg.Queue, rcfg.Queued = queue.SQS{Client: clients.SQS, URL: cfg.QueueURL}, svc.Store
+	if !readOnly {
+		// The sweep sends queued items' messages again (README.md, "Asynchronous transfers"); with
+		// QUEUE_URL empty it counts the queued items nothing will send and reports them (ERROR,
+		// transfer_orchestration_queued_stranded).
+		rcfg.Queued, rcfg.Stranded = svc.Store, emf
+		if cfg.QueueURL != "" {
+			rcfg.Queue = queue.SQS{Client: clients.SQS, URL: cfg.QueueURL}
+		}
 	}
 	if signing && svc.Channels != nil {
 		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }

@@ -56,18 +56,23 @@ const (
 	// an invocation (their stream records are delivered again; README.md, "Settlement events");
 	// no dimensions. Written only when some failed.
 	EventPublishFailures = "transfer_orchestration_event_publish_failures"
+	// QueuedStranded is the number of queued asynchronous transfers older than the sweep's grace
+	// that the sweep cannot send again because the reconcile function has no queue (QUEUE_URL
+	// empty; README.md, "Asynchronous transfers"); no dimensions. Written by a sweep only when
+	// it found some.
+	QueuedStranded = "transfer_orchestration_queued_stranded"
 )
 
 // Names lists every metric name the service writes, for the checks that alarms and dashboards
 // name only metrics that exist.
-var Names = []string{Total, ReplayTotal, FailureTotal, DurationMS, InDoubt, Balance, ChannelLeasesInUse, EventPublishFailures}
+var Names = []string{Total, ReplayTotal, FailureTotal, DurationMS, InDoubt, Balance, ChannelLeasesInUse, EventPublishFailures, QueuedStranded}
 
 // Dimensions is the one dimension set each metric is written with: an alarm must name exactly
 // these to see its data (CloudWatch treats each dimension set as a metric of its own).
 var Dimensions = map[string][]string{
 	Total: {DimOperation, DimOutcome}, DurationMS: {DimOperation, DimOutcome},
 	ReplayTotal: {DimOperation, DimReplayOf}, FailureTotal: {DimOperation, DimClassification, DimCode},
-	InDoubt: {}, Balance: {DimAccount, DimAsset}, ChannelLeasesInUse: {}, EventPublishFailures: {},
+	InDoubt: {}, Balance: {DimAccount, DimAsset}, ChannelLeasesInUse: {}, EventPublishFailures: {}, QueuedStranded: {},
 }
 
 // Dimension names (README.md, "Monitoring").
@@ -205,6 +210,14 @@ func (w *Writer) ChannelLeasesGauge(_ context.Context, n int) {
 func (w *Writer) EventPublishFailures(_ context.Context, n int) {
 	w.write(map[string]any{EventPublishFailures: n}, []directive{{
 		Namespace: Namespace, Dimensions: [][]string{{}}, Metrics: []metricDefn{{EventPublishFailures, unitCount}},
+	}})
+}
+
+// QueuedStrandedGauge writes QueuedStranded: n queued transfers the sweep cannot send, no
+// dimensions (reconcile.StrandedGauge).
+func (w *Writer) QueuedStrandedGauge(_ context.Context, n int) {
+	w.write(map[string]any{QueuedStranded: n}, []directive{{
+		Namespace: Namespace, Dimensions: [][]string{{}}, Metrics: []metricDefn{{QueuedStranded, unitCount}},
 	}})
 }
 

@@ -68,6 +68,9 @@ func TestGolden(t *testing.T) {
 		{"event_publish_failures", func(w *metrics.Writer) {
 			w.EventPublishFailures(context.Background(), 2)
 		}},
+		{"queued_stranded", func(w *metrics.Writer) {
+			w.QueuedStrandedGauge(context.Background(), 4)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -96,7 +99,7 @@ func TestLinesAreValidEMF(t *testing.T) {
 		metrics.Total: {"operation", "outcome"}, metrics.DurationMS: {"operation", "outcome"},
 		metrics.ReplayTotal: {"operation", "replay_of"}, metrics.FailureTotal: {"operation", "classification", "code"},
 		metrics.InDoubt: {}, metrics.Balance: {"account", "asset"}, metrics.ChannelLeasesInUse: {},
-		metrics.EventPublishFailures: {},
+		metrics.EventPublishFailures: {}, metrics.QueuedStranded: {},
 	}
 	for name, dims := range seedDims {
 		if got, ok := metrics.Dimensions[name]; !ok || strings.Join(got, ",") != strings.Join(dims, ",") {
@@ -119,6 +122,7 @@ func TestLinesAreValidEMF(t *testing.T) {
 	w.BalanceGauge(context.Background(), metrics.AccountVault, "USDC", 1)
 	w.ChannelLeasesGauge(context.Background(), 2)
 	w.EventPublishFailures(context.Background(), 3)
+	w.QueuedStrandedGauge(context.Background(), 4)
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var doc emf

@@ -75,9 +75,15 @@ type Config struct {
 	// Queue and Queued, both set, let the sweep run async transfers (README.md, "Asynchronous
 	// transfers"): it sends the message again for every queued item queued more than QueuedGrace
 	// ago (its message never sent, lost, or dead-lettered) and for every async item it requeues.
-	// Either nil: queued items are left alone.
+	// Queued alone (QUEUE_URL empty): queued items are left alone, but those queued more than
+	// QueuedGrace ago are stranded (nothing will ever send them), so the sweep counts them
+	// (QueuedCounts.Stranded), logs the count at ERROR and writes it to Stranded. Queued nil:
+	// queued items are not read at all.
 	Queue  transfer.Queue
 	Queued QueuedLister
+	// Stranded, optional, receives a sweep's count of stranded queued items when it found some
+	// (metrics.Writer: transfer_orchestration_queued_stranded).
+	Stranded StrandedGauge
 	// QueuedGrace is how long a queued item waits for its own message before the sweep sends it
 	// again; 0 means DefaultQueuedGrace.
 	QueuedGrace time.Duration
@@ -86,6 +92,11 @@ type Config struct {
 // QueuedLister lists queued items queued before a time (dynamo.Store.ListQueued).
 type QueuedLister interface {
 	ListQueued(ctx context.Context, before time.Time, limit int, cursor string) ([]transfer.Record, string, error)
+}
+
+// StrandedGauge publishes the count of queued items the sweep cannot send (metrics.Writer).
+type StrandedGauge interface {
+	QueuedStrandedGauge(ctx context.Context, n int)
 }
 
 // DefaultQueuedGrace is Config.QueuedGrace's default: ten minutes, longer than the queue's

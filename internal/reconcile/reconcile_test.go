@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"strings"
 	"sync"
@@ -532,5 +533,103 @@ func TestSweepWatchesAndAlwaysWritesTheGauge(t *testing.T) {
 		case !broken && (err != nil || len(g.values) != 1 || g.values[0] != 0):
 			t.Errorf("empty queue: %v, gauge %v; want the gauge at 0", err, g.values)
 		}
+	}
+}
+
+type strandedGauge struct{ values []int }
+
+func (g *strandedGauge) QueuedStrandedGauge(_ context.Context, n int) { g.values = append(g.values, n) }
+
+type sentQueue struct{ sent []transfer.QueueMessage }
+
+func (q *sentQueue) Send(_ context.Context, m transfer.QueueMessage) error {
+	q.sent = append(q.sent, m)
+	return nil
+}
+
+// A sweep with no queue (QUEUE_URL empty; README.md, "Configuration") leaves queued items alone
+// but reports those older than the grace, which nothing will send: counted in the answer, one
+// ERROR line per sweep with the count, and the count to the stranded gauge; none older, nothing
+// said. Without Queued nothing is read; with a queue they are sent, none stranded.
+func TestSweepWithoutAQueueReportsStrandedQueuedItems(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var queued []transfer.Record
+	for i, at := range []time.Time{t0, t0.Add(time.Second), t0.Add(9 * time.Minute)} {
+		key := fmt.Sprintf("queued-%04d", i)
+		rec := transfer.Record{
+			StoreKey: transfer.StoreKey(wallet, key), Status: transfer.StatusQueued, Fingerprint: "secret-fingerprint", Async: true,
+			Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "1", Asset: "USDC", Stroops: 10_000_000},
+			ClaimID: "claim-" + key, ClientKey: key, TraceID: "1-abc", Version: 1, CreatedAt: at, UpdatedAt: at,
+		}
+		if _, won, err := f.store.Claim(ctx, rec, at); err != nil || !won {
+			t.Fatalf("claim %s: %v %v", key, won, err)
+		}
+		queued = append(queued, rec)
+	}
+	log, logs := logtest.New(t)
+	stranded := &strandedGauge{}
+	cfg := reconcile.Config{Store: f.store, Settler: f.orch, Ledger: f.ledger, Gauge: &gauge{}, Clock: f.clock, Logger: log,
+		KeyTTL: func() time.Duration { return time.Hour }, Queued: f.store, Stranded: stranded}
+	sweep := func(cfg reconcile.Config) reconcile.QueuedCounts {
+		t.Helper()
+		out, err := reconcile.New(cfg).Sweep(ctx)
+		if err != nil || out.Partial {
+			t.Fatalf("sweep: %+v, %v", out, err)
+		}
+		return out.Queued
+	}
+	errorLines := func() int {
+		n := 0
+		for line := range strings.SplitSeq(string(logs.Bytes()), "\n") {
+			if strings.Contains(line, `"msg":"sweep: queued transfers stranded`) {
+				if !strings.Contains(line, `"level":"ERROR"`) {
+					t.Errorf("not at ERROR: %s", line)
+				}
+				n++
+			}
+		}
+		return n
+	}
+
+	// Nine minutes on: nothing is older than the grace (10 minutes).
+	f.clock.now = t0.Add(9 * time.Minute)
+	if got := sweep(cfg); got != (reconcile.QueuedCounts{}) || errorLines() != 0 || len(stranded.values) != 0 {
+		t.Fatalf("within the grace: %+v, %d ERROR lines, gauge %v; want nothing", got, errorLines(), stranded.values)
+	}
+	// Ten minutes and a half on: the first two are stranded, the third is not yet.
+	f.clock.now = t0.Add(10*time.Minute + 30*time.Second)
+	if got := sweep(cfg); got != (reconcile.QueuedCounts{Stranded: 2}) {
+		t.Fatalf("answer %+v, want 2 stranded", got)
+	}
+	if n := errorLines(); n != 1 || !strings.Contains(string(logs.Bytes()), `"stranded":2`) {
+		t.Errorf("%d ERROR lines, want one with the count 2", n)
+	}
+	if len(stranded.values) != 1 || stranded.values[0] != 2 {
+		t.Errorf("gauge %v, want [2]", stranded.values)
+	}
+	for _, rec := range queued {
+		if got, err := f.store.Get(ctx, rec.StoreKey); err != nil || got.Status != transfer.StatusQueued || got.Version != 1 || !got.UpdatedAt.Equal(rec.UpdatedAt) {
+			t.Errorf("%s changed: %+v, %v", rec.ClientKey, got, err)
+		}
+	}
+	// Each sweep reports afresh: one more ERROR line, the gauge written again.
+	if got := sweep(cfg); got.Stranded != 2 || errorLines() != 2 || len(stranded.values) != 2 {
+		t.Errorf("second sweep: %+v, %d ERROR lines, gauge %v", got, errorLines(), stranded.values)
+	}
+
+	// Without Queued (the read-only reader): queued items are not read.
+	noIndex := cfg
+	noIndex.Queued = nil
+	if got := sweep(noIndex); got != (reconcile.QueuedCounts{}) || errorLines() != 2 || len(stranded.values) != 2 {
+		t.Errorf("without Queued: %+v, %d ERROR lines, gauge %v", got, errorLines(), stranded.values)
+	}
+
+	// With a queue: the sweep sends them as before, nothing is stranded.
+	q := &sentQueue{}
+	withQueue := cfg
+	withQueue.Queue = q
+	if got := sweep(withQueue); got != (reconcile.QueuedCounts{Sent: 2}) || len(q.sent) != 2 || errorLines() != 2 || len(stranded.values) != 2 {
+		t.Errorf("with a queue: %+v, sent %v, %d ERROR lines, gauge %v", got, q.sent, errorLines(), stranded.values)
 	}
 }

@@ -52,6 +52,9 @@ type QueuedCounts struct {
 	Changed int `json:"changed"`
 	// Errors: the store or the queue failed for the item (logged; the next sweep retries).
 	Errors int `json:"errors"`
+	// Stranded: with no queue (QUEUE_URL empty), queued items older than the grace, which
+	// nothing will send: counted, logged at ERROR and published (Config.Stranded), not changed.
+	Stranded int `json:"stranded,omitempty"`
 }
 
 // sweepPage is the page size of the sweep's index reads; sweepMargin is kept free before the
@@ -93,8 +96,14 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 			return nil, err
 		}
 	}
-	if !out.Partial && s.cfg.Queue != nil && s.cfg.Queued != nil {
+	switch {
+	case out.Partial || s.cfg.Queued == nil:
+	case s.cfg.Queue != nil:
 		if err := s.sweepQueued(ctx, &out.Queued, &out.Partial); err != nil {
+			return nil, err
+		}
+	default:
+		if err := s.countStranded(ctx, &out.Queued, &out.Partial); err != nil {
 			return nil, err
 		}
 	}
@@ -106,7 +115,7 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 	s.cfg.Gauge.InDoubtGauge(ctx, n)
 	out.DurationMS = time.Since(start).Milliseconds()
 	s.cfg.Logger.InfoContext(ctx, "sweep done", "inDoubt", out.InDoubt, "expiredClaims", out.ExpiredClaims,
-		"inDoubtRemaining", n, "partial", out.Partial, "durationMs", out.DurationMS)
+		"queued", out.Queued, "inDoubtRemaining", n, "partial", out.Partial, "durationMs", out.DurationMS)
 	return out, nil
 }
 
@@ -216,15 +225,45 @@ func countInDoubt(ctx context.Context, store Store) (int, error) {
 // restarted with a conditional write on the item as read (so each item is sent at most once per
 // grace, and never after the submitter took it), before its message is sent.
 func (s *Service) sweepQueued(ctx context.Context, c *QueuedCounts, partial *bool) error {
-	grace := s.cfg.QueuedGrace
-	if grace <= 0 {
-		grace = DefaultQueuedGrace
-	}
-	before := s.cfg.Clock.Now().Add(-grace)
+	before := s.cfg.Clock.Now().Add(-s.queuedGrace())
 	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
 		return s.cfg.Queued.ListQueued(ctx, before, sweepPage, cursor)
 	}
 	return walkIndex(ctx, list, partial, func(listed transfer.Record) { s.resendQueued(ctx, listed, c) })
+}
+
+// countStranded counts the queued items queued more than QueuedGrace ago when the sweep has no
+// queue (QUEUE_URL empty: README.md, "Configuration"): their message was never sent, was lost or
+// dead-lettered, or QUEUE_URL was removed while they waited, and nothing will send them. They
+// are left alone (only a queue can run them, and a client's GET keeps answering pending), but
+// never silently: one ERROR line per sweep with the count, and the count to Config.Stranded. The
+// count is the index's (eventually consistent; no item is read again): it is a report, not a
+// write's condition.
+func (s *Service) countStranded(ctx context.Context, c *QueuedCounts, partial *bool) error {
+	grace := s.queuedGrace()
+	before := s.cfg.Clock.Now().Add(-grace)
+	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
+		return s.cfg.Queued.ListQueued(ctx, before, sweepPage, cursor)
+	}
+	if err := walkIndex(ctx, list, partial, func(transfer.Record) { c.Stranded++ }); err != nil {
+		return err
+	}
+	if c.Stranded == 0 {
+		return nil
+	}
+	s.cfg.Logger.ErrorContext(ctx, "sweep: queued transfers stranded: no queue (QUEUE_URL is empty) will send them",
+		"stranded", c.Stranded, "queuedBefore", before, "partial", *partial)
+	if s.cfg.Stranded != nil {
+		s.cfg.Stranded.QueuedStrandedGauge(ctx, c.Stranded)
+	}
+	return nil
+}
+
+func (s *Service) queuedGrace() time.Duration {
+	if s.cfg.QueuedGrace > 0 {
+		return s.cfg.QueuedGrace
+	}
+	return DefaultQueuedGrace
 }
 
 func (s *Service) resendQueued(ctx context.Context, listed transfer.Record, c *QueuedCounts) {
