@@ -144,8 +144,22 @@ func (r *rig) deliverOnce(ctx context.Context, m sqsMessage) {
 		r.events.add("delivery_crashed")
 		r.queue.again(m, visibilityInCampaign)
 	case d == transfer.DeliveryRetry:
+		r.events.add("delivery_retry_" + retryCause(err))
 		r.queue.again(m, queue.Backoff(transfer.RetryAfter(err), m.receives))
 	}
+}
+
+// retryCause names why a run answered DeliveryRetry: its problem's code, "requeued" without an
+// error, "other" for an error without a problem.
+func retryCause(err error) string {
+	var p transfer.ProblemError
+	switch {
+	case err == nil:
+		return "requeued"
+	case errors.As(err, &p):
+		return p.Problem().Code
+	}
+	return "other"
 }
 
 // submitter delivers messages while active says the wave's callers are at work, a message at a

@@ -13,7 +13,7 @@
 // read, or its transfer was queued again because nothing moved (transfer.DeliveryRetry). A
 // DeliveryRetry's message comes back after Backoff (ChangeMessageVisibility before the answer:
 // seconds for a transient failure, doubling with each receive, at most MaxBackoff); any other
-// failed message after the queue's visibility timeout. Every other message is acknowledged, whether it ran or was stale:
-// whether a message may run anything is decided by the item alone (transfer.RunQueued), so a
-// message delivered twice, late or out of order does nothing.
+// failed message after the queue's visibility timeout. Every other message is acknowledged,
+// whether it ran or was stale: whether a message may run anything is decided by the item alone
+// (transfer.RunQueued), so a message delivered twice, late or out of order does nothing.
 package queue
