@@ -2,15 +2,20 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -185,5 +190,47 @@ func TestSubmitterVisibilityFailureChangesNothingElse(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "changing the message's visibility failed") || !strings.Contains(logged.String(), "AccessDenied") {
 		t.Fatalf("the failure is not logged:\n%s", logged.String())
+	}
+}
+
+var _ VisibilityChanger = (*sqs.Client)(nil)
+
+// The SDK's own client, against a fake SQS on 127.0.0.1: Submitter's change is the AWS JSON
+// protocol's ChangeMessageVisibility with the queue URL, the receipt handle and whole seconds.
+func TestSubmitterChangesVisibilityWithTheSDK(t *testing.T) {
+	var mu sync.Mutex
+	var target string
+	var got struct {
+		QueueUrl          string
+		ReceiptHandle     string
+		VisibilityTimeout int
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		target = r.Header.Get("X-Amz-Target")
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		_, _ = w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")})
+	r := runnerFunc(func(context.Context, transfer.QueueMessage) (transfer.Delivery, error) {
+		return transfer.DeliveryRetry, &transfer.UnavailableError{Code: transfer.CodeChannelsBusy, RetryAfter: 3 * time.Second}
+	})
+	ev := sqsEvent(body(t, "busy", "c"))
+	ev.Records[0].ReceiptHandle = "AQEB-receipt"
+	ev.Records[0].Attributes = map[string]string{"ApproximateReceiveCount": "3"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := Submitter(r, Visibility{Changer: client, URL: queueURL}, nil)(ctx, ev)
+	if err != nil || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("resp = %+v, %v", resp, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if target != "AmazonSQS.ChangeMessageVisibility" || got.QueueUrl != queueURL || got.ReceiptHandle != "AQEB-receipt" || got.VisibilityTimeout != 12 {
+		t.Fatalf("SQS got %s %+v, want ChangeMessageVisibility of AQEB-receipt to 12 s", target, got)
 	}
 }
