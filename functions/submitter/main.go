@@ -1,8 +1,10 @@
 // Command submitter is the SubmitterFunction Lambda: SQS events of async transfers ->
 // internal/queue.Submitter -> transfer.Orchestrator.RunQueued (README.md, "Asynchronous
 // transfers"). It only wires. Environment: as the API function (TABLE_NAME, STELLAR_RPC_URL,
-// NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, SIGNING_SECRET_ARN or SIGNER=kms, ...); it sends no
-// message itself (QUEUE_URL is not read).
+// NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, SIGNING_SECRET_ARN or SIGNER=kms, ...) and QUEUE_URL,
+// the queue its messages come from: it sends no message, but it shortens the visibility timeout
+// of a message to deliver again (ChangeMessageVisibility; queue.Backoff). Without QUEUE_URL a
+// failed message waits the queue's visibility timeout.
 package main
 
 import (
@@ -16,5 +18,5 @@ func main() {
 	in := wiring.Begin()
 	// As the API function's start-up (wiring.Init.TransferService), without the queue's sender.
 	svc := in.TransferService(false)
-	lambda.Start(queue.Submitter(svc.Orchestrator, in.Logger))
+	lambda.Start(queue.Submitter(svc.Orchestrator, svc.Redelivery, in.Logger))
 }

@@ -25,8 +25,11 @@ func TestAsyncTransfers(t *testing.T) {
 	if !reflect.DeepEqual(get(t, q, "RedrivePolicy", "deadLetterTargetArn"), map[string]any{"Fn::GetAtt": []any{"TransferDeadLetterQueue", "Arn"}}) {
 		t.Errorf("TransferQueue redrives to %v", get(t, q, "RedrivePolicy", "deadLetterTargetArn"))
 	}
-	if n, _ := strconv.Atoi(str(t, q, "RedrivePolicy", "maxReceiveCount")); n < 2 || n > 10 {
-		t.Errorf("maxReceiveCount = %d", n)
+	// Enough receives for the submitter's backoff (queue.Backoff) to give a message failing every
+	// ledger about 20 minutes before the dead-letter queue, not so many that a dead invocation's
+	// message (360 s each) waits hours.
+	if n, _ := strconv.Atoi(str(t, q, "RedrivePolicy", "maxReceiveCount")); n < 8 || n > 12 {
+		t.Errorf("maxReceiveCount = %d, want 8 to 12", n)
 	}
 	alarm := tpl.Resources["TransferDeadLetterQueueAlarm"].Properties
 	if str(t, alarm, "MetricName") != "ApproximateNumberOfMessagesVisible" || str(t, alarm, "Threshold") != "0" ||
@@ -58,12 +61,12 @@ func TestAsyncTransfers(t *testing.T) {
 		}
 	}
 
-	// SQS permissions: the API and the sweep send, only to the queue; the submitter receives and
-	// deletes, only from it.
+	// SQS permissions: the API and the sweep send, only to the queue; the submitter receives,
+	// deletes and changes a message's visibility (its backoff), only on it.
 	want := map[string][]string{
 		"ApiFunctionRole":           {"sqs:SendMessage"},
 		"ReconcileFunctionRole":     {"sqs:SendMessage"},
-		"SubmitterFunctionRole":     {"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
+		"SubmitterFunctionRole":     {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
 		"AlertFunctionRole":         {"sqs:SendMessage"}, // its stream mapping's on-failure queue
 		"InDoubtReaderFunctionRole": nil,
 	}
@@ -89,7 +92,7 @@ func TestAsyncTransfers(t *testing.T) {
 			t.Errorf("%s SQS actions = %v, want %v", role, got, actions)
 		}
 	}
-	for _, id := range []string{"ApiFunction", "ReconcileFunction"} {
+	for _, id := range []string{"ApiFunction", "ReconcileFunction", "SubmitterFunction"} {
 		if e := env(t, tpl, id, sample); e["QUEUE_URL"] != "<TransferQueue>" {
 			t.Errorf("%s QUEUE_URL = %q", id, e["QUEUE_URL"])
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -21,27 +22,39 @@ import (
 const asyncGraceInCampaign = 2 * time.Minute
 
 // campaignQueue is the campaign's SQS: what is sent is lost, duplicated or held back until after
-// healing (late) by its own dice, and delivered in random order.
+// healing (late) by its own dice, and delivered in random order. Each message counts its receives
+// (ApproximateReceiveCount) and goes to the dead-letter queue (dropped: the sweep sends its item
+// again) when it is to be delivered again after maxReceivesInCampaign receives.
 type campaignQueue struct {
 	mu      sync.Mutex
 	dice    *rand.Rand
 	faulty  bool
-	pending []transfer.QueueMessage
+	pending []sqsMessage
 	late    []transfer.QueueMessage
 	faults  *counter
 	// hidden are messages delivered but not deleted, invisible until their time (the visibility
-	// timeout); clock tells the time.
+	// timeout, or what the submitter changed it to); clock tells the time.
 	hidden []hiddenMessage
 	clock  interface{ Now() time.Time }
 }
 
+// sqsMessage is one message in the campaign's queue and how often it was received.
+type sqsMessage struct {
+	m        transfer.QueueMessage
+	receives int
+}
+
 type hiddenMessage struct {
-	m  transfer.QueueMessage
+	sqsMessage
 	at time.Time
 }
 
-// visibilityInCampaign is the campaign queue's visibility timeout.
+// visibilityInCampaign is the campaign queue's visibility timeout: how long a message whose
+// invocation died (no answer, no ChangeMessageVisibility) stays hidden.
 const visibilityInCampaign = 30 * time.Second
+
+// maxReceivesInCampaign is the template's TransferQueue maxReceiveCount.
+const maxReceivesInCampaign = 10
 
 func (q *campaignQueue) Send(_ context.Context, m transfer.QueueMessage) error {
 	q.mu.Lock()
@@ -51,18 +64,19 @@ func (q *campaignQueue) Send(_ context.Context, m transfer.QueueMessage) error {
 		q.faults.add("queue_lost")
 	case q.faulty && x < 0.25:
 		q.faults.add("queue_duplicated")
-		q.pending = append(q.pending, m, m)
+		q.pending = append(q.pending, sqsMessage{m: m}, sqsMessage{m: m})
 	case q.faulty && x < 0.35:
 		q.faults.add("queue_late")
 		q.late = append(q.late, m)
 	default:
-		q.pending = append(q.pending, m)
+		q.pending = append(q.pending, sqsMessage{m: m})
 	}
 	return nil
 }
 
-// next takes a pending message at random (SQS standard queues do not keep order).
-func (q *campaignQueue) next() (transfer.QueueMessage, bool) {
+// next receives a pending message at random (SQS standard queues do not keep order), counting
+// the receive.
+func (q *campaignQueue) next() (sqsMessage, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.clock.Now()
@@ -71,24 +85,30 @@ func (q *campaignQueue) next() (transfer.QueueMessage, bool) {
 		if now.Before(h.at) {
 			kept = append(kept, h)
 		} else {
-			q.pending = append(q.pending, h.m)
+			q.pending = append(q.pending, h.sqsMessage)
 		}
 	}
 	q.hidden = kept
 	if len(q.pending) == 0 {
-		return transfer.QueueMessage{}, false
+		return sqsMessage{}, false
 	}
 	i := q.dice.IntN(len(q.pending))
 	m := q.pending[i]
 	q.pending = append(q.pending[:i], q.pending[i+1:]...)
+	m.receives++
 	return m, true
 }
 
-// again puts m back, visible once its visibility timeout passes, as SQS does without a delete.
-func (q *campaignQueue) again(m transfer.QueueMessage) {
+// again puts m back, visible after wait (the visibility timeout, or what the submitter changed it
+// to), as SQS does without a delete; after maxReceivesInCampaign receives it is dead-lettered.
+func (q *campaignQueue) again(m sqsMessage, wait time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.hidden = append(q.hidden, hiddenMessage{m: m, at: q.clock.Now().Add(visibilityInCampaign)})
+	if m.receives >= maxReceivesInCampaign {
+		q.faults.add("queue_dead_lettered")
+		return
+	}
+	q.hidden = append(q.hidden, hiddenMessage{sqsMessage: m, at: q.clock.Now().Add(wait)})
 }
 
 func (q *campaignQueue) heal() {
@@ -112,17 +132,34 @@ func (r *rig) deliverer(n *int, faulty bool) *caller {
 	return &caller{name: fmt.Sprintf("submitter %d", *n), rng: rand.New(rand.NewPCG(r.cfg.Seed, 1<<42+uint64(*n))), faulty: faulty}
 }
 
-// deliverOnce runs one message as SubmitterFunction does and puts it back when it is to be delivered
-// again (a requeued transfer, a store failure, a crash).
-func (r *rig) deliverOnce(ctx context.Context, m transfer.QueueMessage) {
-	d, err := r.orch.RunQueued(ctx, m)
+// deliverOnce runs one message as SubmitterFunction does and puts it back when it is to be
+// delivered again: a requeued transfer or a store failure after queue.Backoff, as the submitter's
+// ChangeMessageVisibility sets it; a crash (the invocation died: no answer, no change) after the
+// queue's visibility timeout.
+func (r *rig) deliverOnce(ctx context.Context, m sqsMessage) {
+	d, err := r.orch.RunQueued(ctx, m.m)
 	r.events.add("delivery_" + string(d))
-	if errors.Is(err, errCrash) {
+	switch {
+	case errors.Is(err, errCrash):
 		r.events.add("delivery_crashed")
+		r.queue.again(m, visibilityInCampaign)
+	case d == transfer.DeliveryRetry:
+		r.events.add("delivery_retry_" + retryCause(err))
+		r.queue.again(m, queue.Backoff(transfer.RetryAfter(err), m.receives))
 	}
-	if d == transfer.DeliveryRetry || errors.Is(err, errCrash) {
-		r.queue.again(m)
+}
+
+// retryCause names why a run answered DeliveryRetry: its problem's code, "requeued" without an
+// error, "other" for an error without a problem.
+func retryCause(err error) string {
+	var p transfer.ProblemError
+	switch {
+	case err == nil:
+		return "requeued"
+	case errors.As(err, &p):
+		return p.Problem().Code
 	}
+	return "other"
 }
 
 // submitter delivers messages while active says the wave's callers are at work, a message at a

@@ -51,8 +51,9 @@ type Config struct {
 	Table          string
 	DynamoEndpoint string
 	// QueueURL is the SQS queue of async transfers (QUEUE_URL; README.md, "Asynchronous
-	// transfers"): the API sends to it, the sweep sends to it again. Empty: Prefer: respond-async
-	// is ignored and the sweep leaves queued items alone.
+	// transfers"): the API sends to it, the sweep sends to it again, the submitter changes the
+	// visibility of its failed messages (queue.Backoff). Empty: Prefer: respond-async is ignored,
+	// the sweep leaves queued items alone and a failed message waits the queue's visibility timeout.
 	QueueURL string
 	// Backend is "rpc" or "horizon" (STELLAR_BACKEND, default "rpc").
 	Backend string

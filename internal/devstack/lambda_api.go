@@ -149,14 +149,13 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		alertFunction:     lambda.NewHandler(p.alert.Handle),
 		reconcileFunction: p.reconcile, // a lambda.Handler itself: it reads every byte of the payload
 		readerFunction:    reader,
-		submitterFunction: lambda.NewHandler(queue.Submitter(svc.Orchestrator, log)),
+		submitterFunction: lambda.NewHandler(queue.Submitter(svc.Orchestrator, queue.Visibility{}, log)),
 	}
 	// As the SQS event source: at most one transfer in flight per channel account, at least 2.
 	workers := max(len(s.Info.Channels), 2)
-	p.submit = &submitter{q: p.queue, handler: queue.Submitter(svc.Orchestrator, log), workers: workers,
-		invoke: func(parent context.Context) (context.Context, context.CancelFunc) {
-			return p.invocation(parent, submitterFunction)
-		}}
+	p.submit = newSubmitter(p.queue, svc.Orchestrator, log, workers, func(parent context.Context) (context.Context, context.CancelFunc) {
+		return p.invocation(parent, submitterFunction)
+	})
 	p.stream.start(p.alert.Handle)
 	p.submit.start()
 	go p.sweepLoop()

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -21,7 +24,14 @@ type Runner interface {
 // mapping's BatchSize). It answers with the messages to deliver again (ReportBatchItemFailures):
 // malformed bodies, store failures and requeued transfers (transfer.DeliveryRetry), and any
 // message whose run panicked. It never returns an error: that would redeliver the whole batch.
-func Submitter(r Runner, log *slog.Logger) func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+//
+// Before it answers a DeliveryRetry as failed, it sets that message's visibility timeout with v
+// (ChangeMessageVisibility of its receipt handle) to Backoff(transfer.RetryAfter(err), its
+// ApproximateReceiveCount), so that a transient failure costs seconds rather than the queue's
+// visibility timeout. A failed change is logged and changes nothing else: the message then waits
+// the queue's visibility timeout. A malformed message or a panicked run keeps the queue's timeout:
+// waiting less would not mend it. The zero Visibility changes no timeout.
+func Submitter(r Runner, v Visibility, log *slog.Logger) func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -30,7 +40,11 @@ func Submitter(r Runner, log *slog.Logger) func(ctx context.Context, ev events.S
 		var wg sync.WaitGroup
 		for i, msg := range ev.Records {
 			wg.Go(func() {
-				retry[i] = !deliver(ctx, r, log, msg)
+				ack, wait := deliver(ctx, r, log, msg)
+				retry[i] = !ack
+				if !ack && wait > 0 {
+					v.change(ctx, log, msg, wait)
+				}
 			})
 		}
 		wg.Wait()
@@ -44,18 +58,19 @@ func Submitter(r Runner, log *slog.Logger) func(ctx context.Context, ev events.S
 	}
 }
 
-// deliver runs one message and reports whether it may be acknowledged.
-func deliver(ctx context.Context, r Runner, log *slog.Logger, msg events.SQSMessage) (ack bool) {
+// deliver runs one message and reports whether it may be acknowledged, and when it may not, the
+// visibility timeout to give it (0: the queue's).
+func deliver(ctx context.Context, r Runner, log *slog.Logger, msg events.SQSMessage) (ack bool, wait time.Duration) {
 	defer func() {
 		if v := recover(); v != nil {
 			log.ErrorContext(ctx, "submitter: the run panicked; the message will be delivered again", "messageId", msg.MessageId, "panic", fmt.Sprint(v))
-			ack = false
+			ack, wait = false, 0
 		}
 	}()
 	m, err := Decode(msg.Body)
 	if err != nil {
 		log.ErrorContext(ctx, "submitter: malformed message", "messageId", msg.MessageId, "err", err)
-		return false
+		return false, 0
 	}
 	d, err := r.RunQueued(ctx, m)
 	level := slog.LevelInfo
@@ -64,9 +79,27 @@ func deliver(ctx context.Context, r Runner, log *slog.Logger, msg events.SQSMess
 	}
 	attrs := []any{"messageId", msg.MessageId, "storeKey", m.StoreKey, "delivery", string(d),
 		"receiveCount", msg.Attributes["ApproximateReceiveCount"]}
+	if d == transfer.DeliveryRetry {
+		wait = Backoff(transfer.RetryAfter(err), receiveCount(msg.Attributes))
+		attrs = append(attrs, "retryInSeconds", int(wait/time.Second))
+	}
 	if err != nil {
 		attrs = append(attrs, "err", err.Error())
 	}
 	log.Log(ctx, level, "submitter: message", attrs...)
-	return d == transfer.DeliveryDone || d == transfer.DeliveryStale
+	return d == transfer.DeliveryDone || d == transfer.DeliveryStale, wait
+}
+
+// change sets msg's visibility timeout to wait (whole seconds), if v has a Changer.
+func (v Visibility) change(ctx context.Context, log *slog.Logger, msg events.SQSMessage, wait time.Duration) {
+	if v.Changer == nil {
+		return
+	}
+	secs := int32(wait / time.Second)
+	_, err := v.Changer.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(v.URL), ReceiptHandle: aws.String(msg.ReceiptHandle), VisibilityTimeout: secs})
+	if err != nil {
+		log.WarnContext(ctx, "submitter: changing the message's visibility failed; it waits the queue's visibility timeout",
+			"messageId", msg.MessageId, "visibilityTimeout", secs, "err", err)
+	}
 }

@@ -116,7 +116,7 @@ func TestSubmitterRunsTheBatchConcurrently(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := Submitter(r, nil)(ctx, sqsEvent(bodies...))
+	resp, err := Submitter(r, Visibility{}, nil)(ctx, sqsEvent(bodies...))
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("resp = %+v, %v: the runs did not overlap", resp, err)
 	}
@@ -134,7 +134,7 @@ func TestSubmitterReportsWhatToDeliverAgain(t *testing.T) {
 		}
 		panic("boom")
 	})
-	resp, err := Submitter(r, nil)(context.Background(), sqsEvent(
+	resp, err := Submitter(r, Visibility{}, nil)(context.Background(), sqsEvent(
 		body(t, "done", "c"), body(t, "stale", "c"), body(t, "retry", "c"), `{"not":"a message"}`, body(t, "panic", "c")))
 	if err != nil {
 		t.Fatal(err)

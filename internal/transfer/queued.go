@@ -131,10 +131,29 @@ const (
 	// it. A live holder that dies leaves an expired claim, which the sweep requeues.
 	DeliveryStale Delivery = "stale"
 	// DeliveryRetry: the item is queued again (nothing moved) or could not be read; deliver the
-	// message again later (a batch item failure: SQS redelivers it after its visibility timeout,
-	// and after maxReceiveCount moves it to the dead-letter queue; the sweep still finds the item).
+	// message again after RetryAfter of the error (a batch item failure whose visibility timeout
+	// the submitter shortens to a backoff; after maxReceiveCount SQS moves it to the dead-letter
+	// queue; the sweep still finds the item).
 	DeliveryRetry Delivery = "retry"
 )
+
+// RetryAfter is how long a message answered DeliveryRetry with err should wait before it is
+// delivered again: the RetryAfter of err's Problem (errors.As a ProblemError) when it sets one
+// (CHANNELS_BUSY: when a source should be free; SOROBAN_CIRCUIT_OPEN: until the circuit half-opens;
+// RPC_ERROR, TRANSACTION_EXPIRED: 1 s; CONFIGURATION_INVALID: 1 min), else DefaultLedgerInterval
+// (5 s): a requeue with no error (the first send refused, the envelope proven dead) or one whose
+// problem says nothing (STORE_UNAVAILABLE), for which a new ledger, or a store's brief outage,
+// is the next chance. It is never below zero; the submitter clamps and backs it off by the
+// message's receives (internal/queue, Backoff). README.md, "Asynchronous transfers".
+func RetryAfter(err error) time.Duration {
+	var p ProblemError
+	if errors.As(err, &p) {
+		if d := p.Problem().RetryAfter; d > 0 {
+			return d
+		}
+	}
+	return DefaultLedgerInterval
+}
 
 // takeAttempts bounds RunQueued's passes: each pass that loses a conditional write read an item
 // that another writer changed meanwhile.

@@ -3,8 +3,10 @@ package transfer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -120,5 +122,26 @@ func TestRunQueuedNamesTheItem(t *testing.T) {
 	d, err := h.orch.RunQueued(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
 	if err != nil || d != transfer.DeliveryDone || h.item(t, in.ClientKey).Status != transfer.StatusReplayable || h.ledger.landedCount() != 2 {
 		t.Fatalf("the right message: %s, %v, item %+v, %d landed", d, err, h.item(t, in.ClientKey), h.ledger.landedCount())
+	}
+}
+
+// RetryAfter reads the problem's RetryAfter, wrapped or not, and falls back to one ledger interval
+// for a requeue with no error or a problem that sets none.
+func TestRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want time.Duration
+	}{
+		{"requeued, no error", nil, transfer.DefaultLedgerInterval},
+		{"channels busy", &transfer.UnavailableError{Code: transfer.CodeChannelsBusy, RetryAfter: 3 * time.Second}, 3 * time.Second},
+		{"circuit open, wrapped", fmt.Errorf("run: %w", &transfer.UnavailableError{Code: transfer.CodeCircuitOpen, RetryAfter: 42 * time.Second}), 42 * time.Second},
+		{"store unavailable, none set", &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable}, transfer.DefaultLedgerInterval},
+		{"not a problem", errors.New("killed"), transfer.DefaultLedgerInterval},
+		{"negative", &transfer.InProgressError{RetryAfter: -time.Second}, transfer.DefaultLedgerInterval},
+	} {
+		if got := transfer.RetryAfter(c.err); got != c.want {
+			t.Errorf("%s: RetryAfter = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -19,7 +19,8 @@ import (
 // missing or malformed secret, or a KMS key that is not an Ed25519 signing key, fails here and not
 // on the first transfer, and the service assembled with EMF metrics and X-Ray. Only public keys
 // are logged. With sends, the async queue (QUEUE_URL; none when empty: Prefer: respond-async is
-// then ignored) is wired for the API's 202s. Any failure ends the init (Init.Check).
+// then ignored) is wired for the API's 202s; with QUEUE_URL set, Service.Redelivery is the SQS
+// client on it, for the submitter's backoff. Any failure ends the init (Init.Check).
 func (in *Init) TransferService(sends bool) *Service {
 	cfg, err := config.Load(os.Getenv)
 	in.Check("invalid configuration", err)
@@ -45,5 +46,8 @@ func (in *Init) TransferService(sends bool) *Service {
 	}
 	svc, err := Build(deps)
 	in.Check("assembling the service", err)
+	if cfg.QueueURL != "" {
+		svc.Redelivery = queue.Visibility{Changer: clients.SQS, URL: cfg.QueueURL}
+	}
 	return svc
 }

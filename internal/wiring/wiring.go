@@ -23,6 +23,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/api"
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -55,6 +56,10 @@ type Service struct {
 	Handler      http.Handler
 	// Channels is the channel account pool; nil when CHANNEL_COUNT is 0 (the vault is the source).
 	Channels *stellar.ChannelPool
+	// Redelivery is where SubmitterFunction backs off a failed message (queue.Submitter): the SQS
+	// client on QUEUE_URL, set by Init.TransferService when QUEUE_URL is; zero (no change of
+	// visibility) from Build.
+	Redelivery queue.Visibility
 }
 
 // Build assembles the API service. It makes no network call.
