@@ -1810,7 +1810,8 @@ func TestAsyncSyncTakeOverRequeueSendsNothing(t *testing.T) {
 // accepted transfer lost for as long as the backlog lasts, during the very incident that fills
 // the dead-letter queue; the in-doubt alarm fires, nothing names the stranded transfer). A
 // queued item costs the sweep a read, a write and a send, and at most once per grace (its queued
-// time restarts), so running that phase first cannot starve the others.
+// time restarts), so running that phase first cannot starve the others. Fixed: the sweep runs the
+// queued phase first (internal/reconcile, Sweep).
 func TestAsyncQueuedStarvedByInDoubtBacklog(t *testing.T) {
 	r, q, _ := asyncRig(t)
 	r.inDoubt(t, 1) // one in-doubt item stands for the backlog

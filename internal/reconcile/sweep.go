@@ -65,8 +65,9 @@ const (
 	maxSweepPages = 1000
 )
 
-// Sweep runs Config.Watch, then settles every in-doubt item and every expired in-flight claim
-// that the ledger can judge (Settle, conditional on each item's status and version, so it is safe
+// Sweep runs Config.Watch, then sends again the messages of queued items older than the grace
+// (sweepQueued; without a queue, counts them: countStranded), then settles every in-doubt item
+// and every expired in-flight claim that the ledger can judge (Settle, conditional on each item's status and version, so it is safe
 // alongside retries and operators), then publishes the in-doubt gauge, whatever its value: the
 // schedule runs it every minute, so the gauge's absence means the sweep failed or stopped, and
 // its alarm treats missing data as breaching (README.md, "Monitoring"). Each item is read again before it is judged: the
@@ -81,11 +82,28 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 		s.cfg.Watch(wctx)
 		cancel()
 	}
+	// Queued items first: each costs a read, a write and a send, at most once per grace (its
+	// queued time restarts), while an in-doubt item the ledger cannot judge yet is judged again
+	// (a lookup) on every sweep. Last, a standing backlog of those could use up every sweep, and
+	// an accepted transfer whose message was dead-lettered would never be sent again.
+	switch {
+	case s.cfg.Queued == nil:
+	case s.cfg.Queue != nil:
+		if err := s.sweepQueued(ctx, &out.Queued, &out.Partial); err != nil {
+			return nil, err
+		}
+	default:
+		if err := s.countStranded(ctx, &out.Queued, &out.Partial); err != nil {
+			return nil, err
+		}
+	}
 	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
 		return s.cfg.Store.ListInDoubt(ctx, sweepPage, cursor)
 	}
-	if err := s.sweepIndex(ctx, list, &out.InDoubt, &out.Partial); err != nil {
-		return nil, err
+	if !out.Partial {
+		if err := s.sweepIndex(ctx, list, &out.InDoubt, &out.Partial); err != nil {
+			return nil, err
+		}
 	}
 	now := s.cfg.Clock.Now()
 	claims := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
@@ -93,17 +111,6 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 	}
 	if !out.Partial {
 		if err := s.sweepIndex(ctx, claims, &out.ExpiredClaims, &out.Partial); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case out.Partial || s.cfg.Queued == nil:
-	case s.cfg.Queue != nil:
-		if err := s.sweepQueued(ctx, &out.Queued, &out.Partial); err != nil {
-			return nil, err
-		}
-	default:
-		if err := s.countStranded(ctx, &out.Queued, &out.Partial); err != nil {
 			return nil, err
 		}
 	}
