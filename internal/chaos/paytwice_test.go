@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 // Each earlier-known way to pay twice, played against the real store, the real RPC ledger and
@@ -2025,4 +2027,47 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestAsyncCampaignQueueDeadLettersAsSQS (adversary, the campaign's model). Scenario: a message
+// whose transfer is requeued every ledger (nothing moved, Retry-After 5 s) on every receive. SQS
+// moves a message to the dead-letter queue when its ReceiveCount would exceed maxReceiveCount (the
+// SQS Developer Guide, "Using dead-letter queues"; CloudFormation's RedrivePolicy): with 10, it is
+// delivered 10 times, and the 10th failure's backoff (ChangeMessageVisibility) is still waited
+// before the 11th receive moves it, 5+10+20+40+80+160+300+300+300+300 = 1,515 s (about 25
+// minutes) after the first receive. The campaign's queue dead-lettered it at the 10th failure,
+// 1,215 s in, and README.md and template.yaml told operators "about 20 minutes" (and 9 x 360 s
+// for a message whose invocation dies: it is 10 x 360 s, an hour, as README.md's alarm table
+// says). Severity: low (a model a little harsher than SQS, and figures an operator reads off by
+// one wait).
+func TestAsyncCampaignQueueDeadLettersAsSQS(t *testing.T) {
+	start := time.Unix(2_000_000_000, 0)
+	clock := vclock.New(start)
+	var faults counter
+	q := &campaignQueue{dice: rand.New(rand.NewPCG(1, 2)), faults: &faults, clock: clock}
+	if err := q.Send(context.Background(), transfer.QueueMessage{StoreKey: "transfer:0123456789abcdef:k", ClaimID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	receives := 0
+	var deadAt time.Duration
+	for step := 0; step < 10_000 && deadAt == 0; step++ {
+		if m, ok := q.next(); ok {
+			receives++
+			if m.receives != receives {
+				t.Fatalf("receive %d counted as %d", receives, m.receives)
+			}
+			q.again(m, queue.Backoff(transfer.DefaultLedgerInterval, m.receives))
+		}
+		if faults.snapshot()["queue_dead_lettered"] > 0 {
+			deadAt = clock.Now().Sub(start)
+			break
+		}
+		clock.Advance(time.Second)
+	}
+	if receives != 10 {
+		t.Errorf("%d receives before the dead-letter queue, want maxReceiveCount (10)", receives)
+	}
+	if deadAt != 1515*time.Second {
+		t.Errorf("dead-lettered %v after the first receive, want 1,515 s (the 10th backoff waited, then the 11th receive)", deadAt)
+	}
 }
