@@ -26,7 +26,7 @@ func TestAsyncTransfers(t *testing.T) {
 		t.Errorf("TransferQueue redrives to %v", get(t, q, "RedrivePolicy", "deadLetterTargetArn"))
 	}
 	// Enough receives for the submitter's backoff (queue.Backoff) to give a message failing every
-	// ledger about 20 minutes before the dead-letter queue, not so many that a dead invocation's
+	// ledger about 25 minutes before the dead-letter queue, not so many that a dead invocation's
 	// message (360 s each) waits hours.
 	if n, _ := strconv.Atoi(str(t, q, "RedrivePolicy", "maxReceiveCount")); n < 8 || n > 12 {
 		t.Errorf("maxReceiveCount = %d, want 8 to 12", n)

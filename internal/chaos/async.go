@@ -24,7 +24,8 @@ const asyncGraceInCampaign = 2 * time.Minute
 // campaignQueue is the campaign's SQS: what is sent is lost, duplicated or held back until after
 // healing (late) by its own dice, and delivered in random order. Each message counts its receives
 // (ApproximateReceiveCount) and goes to the dead-letter queue (dropped: the sweep sends its item
-// again) when it is to be delivered again after maxReceivesInCampaign receives.
+// again) when a receive would count more than maxReceivesInCampaign, as SQS moves it: after the
+// last failed receive's visibility timeout has passed.
 type campaignQueue struct {
 	mu      sync.Mutex
 	dice    *rand.Rand
@@ -82,9 +83,12 @@ func (q *campaignQueue) next() (sqsMessage, bool) {
 	now := q.clock.Now()
 	kept := q.hidden[:0]
 	for _, h := range q.hidden {
-		if now.Before(h.at) {
+		switch {
+		case now.Before(h.at):
 			kept = append(kept, h)
-		} else {
+		case h.receives >= maxReceivesInCampaign:
+			q.faults.add("queue_dead_lettered") // its next receive would exceed maxReceiveCount
+		default:
 			q.pending = append(q.pending, h.sqsMessage)
 		}
 	}
@@ -100,14 +104,11 @@ func (q *campaignQueue) next() (sqsMessage, bool) {
 }
 
 // again puts m back, visible after wait (the visibility timeout, or what the submitter changed it
-// to), as SQS does without a delete; after maxReceivesInCampaign receives it is dead-lettered.
+// to), as SQS does without a delete; once visible after maxReceivesInCampaign receives it is
+// dead-lettered (next).
 func (q *campaignQueue) again(m sqsMessage, wait time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if m.receives >= maxReceivesInCampaign {
-		q.faults.add("queue_dead_lettered")
-		return
-	}
 	q.hidden = append(q.hidden, hiddenMessage{sqsMessage: m, at: q.clock.Now().Add(wait)})
 }
 

@@ -36,8 +36,10 @@ const (
 // (transfer.RetryAfter of the run's error), at least MinBackoff and rounded up to whole seconds,
 // doubled for every receive after the first (receiveCount is SQS's ApproximateReceiveCount, 1 on
 // the first delivery; below 1 counts as 1), at most MaxBackoff. With retryAfter 5 s (one ledger)
-// the waits after receives 1, 2, 3, ... are 5, 10, 20, 40, 80, 160, 300, 300, 300 s: about 20
-// minutes over 9 failed receives (the template's maxReceiveCount is 10). This is the pattern of
+// the waits after receives 1, 2, 3, ... are 5, 10, 20, 40, 80, 160, 300, 300, 300, 300 s: about
+// 25 minutes over 10 failed receives (the template's maxReceiveCount is 10: SQS moves the message
+// to the dead-letter queue at the receive that would exceed it, once the 10th wait has passed;
+// the SQS Developer Guide, "Using dead-letter queues"). This is the pattern of
 // AWS's Lambda guide, "Handling errors for an SQS event source in Lambda" (partial batch
 // responses), with the SQS API Reference's ChangeMessageVisibility (a timeout in whole seconds,
 // 0 to 43,200, counted from the call).

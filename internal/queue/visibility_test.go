@@ -56,15 +56,24 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-// The schedule's sum over the 9 waits before the template's maxReceiveCount (10) moves a message
-// that fails on every receive to the dead-letter queue: README.md, "Asynchronous transfers".
+// The schedule's sum over the 10 waits before the template's maxReceiveCount (10) moves a message
+// that fails on every receive to the dead-letter queue (SQS moves it at the 11th receive, after
+// the 10th failure's wait): README.md, "Asynchronous transfers".
 func TestBackoffLife(t *testing.T) {
-	var life time.Duration
-	for n := 1; n < 10; n++ {
-		life += Backoff(transfer.DefaultLedgerInterval, n)
-	}
-	if life != 1215*time.Second {
-		t.Fatalf("a message retried every ledger lives %v before the dead-letter queue, want 1215 s", life)
+	for _, c := range []struct {
+		retryAfter time.Duration
+		want       time.Duration
+	}{
+		{transfer.DefaultLedgerInterval, 1515 * time.Second}, // about 25 minutes
+		{time.Second, 811 * time.Second},                     // about 13.5 minutes
+	} {
+		var life time.Duration
+		for n := 1; n <= 10; n++ {
+			life += Backoff(c.retryAfter, n)
+		}
+		if life != c.want {
+			t.Errorf("a message retried every %v lives %v before the dead-letter queue, want %v", c.retryAfter, life, c.want)
+		}
 	}
 }
 
