@@ -2072,3 +2072,43 @@ func TestAsyncCampaignQueueDeadLettersAsSQS(t *testing.T) {
 		t.Errorf("dead-lettered %v after the first receive, want 1,515 s (the 10th backoff waited, then the 11th receive)", deadAt)
 	}
 }
+
+// TestAsyncBatchWithTwoCopiesOfOneKey (adversary; passes). Scenario: the API's message and the
+// sweep's copy of it (two SQS messages, one body) arrive in one batch, so SubmitterFunction runs
+// both at once; the first send is refused (TRY_AGAIN_LATER: nothing moved). Whichever copy takes
+// the item requeues it and backs its own message off; the other finds the item taken (stale,
+// acknowledged) or queued again (and takes it). Either way one transaction lands, and while the
+// item is queued some message still names it: neither copy's acknowledgement can leave the
+// requeued transfer without a message, since the two are distinct SQS messages.
+func TestAsyncBatchWithTwoCopiesOfOneKey(t *testing.T) {
+	r, q, _ := asyncRig(t)
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	model := newSQSModel()
+	a, b := model.send(t, m), model.send(t, m)
+	handler := queue.Submitter(r.orch, queue.Visibility{Changer: model, URL: "https://sqs.example/transfers"}, nil)
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater, Count: 1})
+	ev := model.receive(a)
+	ev.Records = append(ev.Records, model.receive(b).Records...)
+	resp, _ := handler(context.Background(), ev)
+	model.answer(ev, resp)
+	t.Logf("batch answered %+v; item %s; changes %v", resp, describe(r.item(t, 0)), model.changes)
+	for round := 0; r.item(t, 0).Status == transfer.StatusQueued; round++ {
+		model.mu.Lock()
+		var ids []string
+		for id := range model.bodies {
+			ids = append(ids, id)
+		}
+		model.mu.Unlock()
+		if len(ids) == 0 {
+			t.Fatalf("the item is queued and no message names it: %s", describe(r.item(t, 0)))
+		}
+		if round == 5 {
+			t.Fatalf("still queued after %d redeliveries", round)
+		}
+		ev := model.receive(ids[0])
+		resp, _ := handler(context.Background(), ev)
+		model.answer(ev, resp)
+	}
+	r.assertPaidOnce(t, 0)
+}
