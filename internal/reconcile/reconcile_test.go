@@ -633,3 +633,44 @@ func TestSweepWithoutAQueueReportsStrandedQueuedItems(t *testing.T) {
 		t.Errorf("with a queue: %+v, sent %v, %d ERROR lines, gauge %v", got, q.sent, errorLines(), stranded.values)
 	}
 }
+
+type deadlineQueue struct {
+	deadline time.Time
+	ok       bool
+}
+
+func (q *deadlineQueue) Send(ctx context.Context, _ transfer.QueueMessage) error {
+	q.deadline, q.ok = ctx.Deadline()
+	return nil
+}
+
+// The sweep's queued phase runs first (an in-doubt backlog the ledger cannot judge cannot starve
+// it) and gets at most half of the invocation's time left (a queue that hangs cannot starve the
+// in-doubt items either): its Send sees a deadline half-way to the sweep's.
+func TestSweepQueuedPhaseGetsHalfTheTime(t *testing.T) {
+	f := newFixture(t)
+	key := "queued-half"
+	rec := transfer.Record{
+		StoreKey: transfer.StoreKey(wallet, key), Status: transfer.StatusQueued, Fingerprint: "fp", Async: true,
+		Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "1", Asset: "USDC", Stroops: 10_000_000},
+		ClaimID: "claim-" + key, ClientKey: key, Version: 1, CreatedAt: t0, UpdatedAt: t0,
+	}
+	if _, won, err := f.store.Claim(context.Background(), rec, t0); err != nil || !won {
+		t.Fatalf("claim: %v %v", won, err)
+	}
+	f.clock.now = t0.Add(11 * time.Minute)
+	q := &deadlineQueue{}
+	log, _ := logtest.New(t)
+	svc := reconcile.New(reconcile.Config{Store: f.store, Settler: f.orch, Ledger: f.ledger, Gauge: &gauge{}, Clock: f.clock, Logger: log,
+		KeyTTL: func() time.Duration { return time.Hour }, Queued: f.store, Queue: q})
+	dl := time.Now().Add(50 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	out, err := svc.Sweep(ctx)
+	if err != nil || out.Partial || out.Queued.Sent != 1 {
+		t.Fatalf("sweep = %+v, %v; want the queued item sent, not partial", out, err)
+	}
+	if !q.ok || q.deadline.After(dl.Add(-24*time.Second)) {
+		t.Fatalf("Send's deadline %v (set %v), want at most half of the 50 s left (%v)", q.deadline, q.ok, dl.Add(-25*time.Second))
+	}
+}

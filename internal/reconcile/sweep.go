@@ -82,28 +82,15 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 		s.cfg.Watch(wctx)
 		cancel()
 	}
-	// Queued items first: each costs a read, a write and a send, at most once per grace (its
-	// queued time restarts), while an in-doubt item the ledger cannot judge yet is judged again
-	// (a lookup) on every sweep. Last, a standing backlog of those could use up every sweep, and
-	// an accepted transfer whose message was dead-lettered would never be sent again.
-	switch {
-	case s.cfg.Queued == nil:
-	case s.cfg.Queue != nil:
-		if err := s.sweepQueued(ctx, &out.Queued, &out.Partial); err != nil {
-			return nil, err
-		}
-	default:
-		if err := s.countStranded(ctx, &out.Queued, &out.Partial); err != nil {
-			return nil, err
-		}
+	queuedPartial, err := s.queuedPhase(ctx, &out.Queued)
+	if err != nil {
+		return nil, err
 	}
 	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
 		return s.cfg.Store.ListInDoubt(ctx, sweepPage, cursor)
 	}
-	if !out.Partial {
-		if err := s.sweepIndex(ctx, list, &out.InDoubt, &out.Partial); err != nil {
-			return nil, err
-		}
+	if err := s.sweepIndex(ctx, list, &out.InDoubt, &out.Partial); err != nil {
+		return nil, err
 	}
 	now := s.cfg.Clock.Now()
 	claims := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
@@ -114,6 +101,7 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 			return nil, err
 		}
 	}
+	out.Partial = out.Partial || queuedPartial
 	n, err := countInDoubt(ctx, s.cfg.Store)
 	if err != nil {
 		return nil, storeErr(err)
@@ -124,6 +112,35 @@ func (s *Service) Sweep(ctx context.Context) (*SweepAnswer, error) {
 	s.cfg.Logger.InfoContext(ctx, "sweep done", "inDoubt", out.InDoubt, "expiredClaims", out.ExpiredClaims,
 		"queued", out.Queued, "inDoubtRemaining", n, "partial", out.Partial, "durationMs", out.DurationMS)
 	return out, nil
+}
+
+// queuedPhase sends the messages of queued items older than the grace again (sweepQueued) or,
+// without a queue, counts them (countStranded). It runs before the in-doubt items and expired
+// claims are judged: each queued item costs a read, a write and a send, at most once per grace
+// (its queued time restarts), while an in-doubt item the ledger cannot judge yet is judged again
+// (a lookup) on every sweep; last, a standing backlog of those could use up every sweep, and an
+// accepted transfer whose message was dead-lettered would never be sent again. It gets at most
+// half of the time left, so that a queue that fails slowly or hangs cannot use up every sweep
+// either; partial says it stopped early. A failure to read the index is an error only while that
+// time lasts.
+func (s *Service) queuedPhase(ctx context.Context, c *QueuedCounts) (partial bool, err error) {
+	if s.cfg.Queued == nil {
+		return false, nil
+	}
+	qctx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		qctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+	}
+	defer cancel()
+	if s.cfg.Queue != nil {
+		err = s.sweepQueued(qctx, c, &partial)
+	} else {
+		err = s.countStranded(qctx, c, &partial)
+	}
+	if err != nil && qctx.Err() != nil && ctx.Err() == nil {
+		return true, nil // its share of the time ended while it read the index
+	}
+	return partial, err
 }
 
 type lister func(ctx context.Context, cursor string) ([]transfer.Record, string, error)
