@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -151,16 +152,17 @@ func TestAsyncAcceptedThenSettled(t *testing.T) {
 }
 
 // The same message delivered again while it runs (its copy reads the item in_flight under a live
-// lease), concurrently, and after it settled: one transaction.
+// lease and is delivered again once the lease ends, never acknowledged: leaseRetry), concurrently,
+// and after it settled: one transaction.
 func TestAsyncDuplicateMessages(t *testing.T) {
 	r, q, _ := asyncRig(t)
 	r.enqueue(t, 0)
 	m := one(t, q.take())
-	var during []transfer.Delivery
+	var during []error
 	r.orch.Hooks = func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
 		if step == transfer.StepClaimed || step == transfer.StepSent {
-			d, _ := r.orch.RunQueued(ctx, m)
-			during = append(during, d)
+			d, err := r.orch.RunQueued(ctx, m)
+			during = append(during, leaseRetry(d, err))
 		}
 		return nil
 	}
@@ -168,9 +170,9 @@ func TestAsyncDuplicateMessages(t *testing.T) {
 		t.Fatalf("delivery = %s, want done", d)
 	}
 	r.orch.Hooks = nil
-	for i, d := range during {
-		if d != transfer.DeliveryStale {
-			t.Fatalf("copy %d delivered while the first ran: %s, want stale", i, d)
+	for i, err := range during {
+		if err != nil {
+			t.Fatalf("copy %d delivered while the first ran: %v", i, err)
 		}
 	}
 	if len(during) < 2 {
@@ -182,7 +184,8 @@ func TestAsyncDuplicateMessages(t *testing.T) {
 	r.assertPaidOnce(t, 0)
 	sends := len(r.net.Envelopes())
 
-	// Concurrent copies of another key's message: one takes the item, the others find it taken.
+	// Concurrent copies of another key's message: one takes the item, the others find it taken
+	// (retry, until the lease ends) or settled (stale).
 	r.enqueue(t, 1)
 	m = one(t, q.take())
 	var wg sync.WaitGroup
@@ -196,7 +199,7 @@ func TestAsyncDuplicateMessages(t *testing.T) {
 		switch d {
 		case transfer.DeliveryDone:
 			done++
-		case transfer.DeliveryStale:
+		case transfer.DeliveryStale, transfer.DeliveryRetry: // found it settled, or held (leaseRetry)
 		default:
 			t.Fatalf("concurrent copies: %v", got)
 		}
@@ -377,9 +380,11 @@ func TestAsyncSubmitterDies(t *testing.T) {
 		r.orch.Hooks = nil
 		r.clock.Advance(ledgerInterval) // the sent envelope lands
 		r.shown(t)
-		// Delivered again before the lease ends: the dead holder still looks alive.
-		if d := r.deliver(t, m); d != transfer.DeliveryStale {
-			t.Fatalf("redelivery within the lease = %s, want stale", d)
+		// Delivered again before the lease ends: the dead holder still looks alive, so the
+		// message waits for the lease.
+		d, err := r.orch.RunQueued(context.Background(), m)
+		if err := leaseRetry(d, err); err != nil {
+			t.Fatalf("redelivery within the lease: %v", err)
 		}
 		r.clock.Advance(2 * time.Minute)
 		if d := r.deliver(t, m); d != transfer.DeliveryDone {
@@ -541,4 +546,22 @@ func TestAsyncSyncTakeOverRequeues(t *testing.T) {
 		t.Fatalf("delivery = %s", d)
 	}
 	r.assertPaidOnce(t, 0)
+}
+
+// leaseRetry says what is wrong with (d, err), RunQueued's answer to a message whose item another
+// invocation holds under a live lease: it must be DeliveryRetry with an *InProgressError whose
+// RetryAfter is the lease's remaining time (positive, and within the two minutes after which these
+// tests find every lease expired), so the message comes back
+// once the holder is done rather than being acknowledged (transfer.RunQueued).
+func leaseRetry(d transfer.Delivery, err error) error {
+	var busy *transfer.InProgressError
+	switch {
+	case d != transfer.DeliveryRetry:
+		return fmt.Errorf("delivery %s (%v), want retry", d, err)
+	case !errors.As(err, &busy):
+		return fmt.Errorf("delivery retry with %v, want TRANSFER_IN_PROGRESS", err)
+	case busy.RetryAfter <= 0 || busy.RetryAfter > 2*time.Minute:
+		return fmt.Errorf("retry after %s, want within the lease", busy.RetryAfter)
+	}
+	return nil
 }

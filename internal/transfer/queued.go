@@ -127,8 +127,9 @@ const (
 	// acknowledge the message.
 	DeliveryDone Delivery = "done"
 	// DeliveryStale: the message names nothing to run (the key is free, holds another incarnation
-	// or a settled or in-doubt item, or another invocation holds a live lease on it); acknowledge
-	// it. A live holder that dies leaves an expired claim, which the sweep requeues.
+	// or a settled or in-doubt item); acknowledge it. An item of its incarnation that another
+	// invocation holds under a live lease is DeliveryRetry instead, with the lease's remaining
+	// time as its RetryAfter (*InProgressError).
 	DeliveryStale Delivery = "stale"
 	// DeliveryRetry: the item is queued again (nothing moved) or could not be read; deliver the
 	// message again after RetryAfter of the error (a batch item failure whose visibility timeout
@@ -162,7 +163,9 @@ const takeAttempts = 3
 // RunQueued runs the transfer that m names, with the same orchestration and proof as Transfer, if
 // the key still holds m's incarnation: a queued item is taken (queued -> in_flight under this
 // call's lease, conditional on the item as read) and built, sent and settled; an in_flight item
-// whose lease expired is taken over (takeover.go); anything else is DeliveryStale. Where a
+// whose lease expired is taken over (takeover.go); one whose lease is live is DeliveryRetry with
+// an *InProgressError whose RetryAfter is the lease's remaining time (the message comes back when
+// the holder is done); anything else is DeliveryStale. Where a
 // synchronous call releases the key, the async item is requeued (Requeued) and the answer is
 // DeliveryRetry. The error, when set, says why (for the log); the Delivery decides.
 func (o *Orchestrator) RunQueued(ctx context.Context, m QueueMessage) (Delivery, error) {
@@ -183,9 +186,17 @@ func (o *Orchestrator) RunQueued(ctx context.Context, m QueueMessage) (Delivery,
 		case rec.ClaimID != m.ClaimID || !rec.Async || rec.Expired(o.Clock.Now()):
 			return DeliveryStale, nil
 		}
-		switch {
+		switch now := o.Clock.Now(); {
 		case rec.Status == StatusQueued:
-		case rec.Status == StatusInFlight && rec.LeaseExpired(o.Clock.Now()):
+		case rec.Status == StatusInFlight && rec.LeaseExpired(now):
+		case rec.Status == StatusInFlight:
+			// Another invocation (a copy of this message, or a synchronous caller that took the
+			// claim over) holds a live lease. The message is delivered again once the lease ends,
+			// not acknowledged: SQS may have delivered one message twice, and acknowledging the
+			// newest receipt deletes the message its holder still needs should it requeue the
+			// item (the SQS API Reference, DeleteMessage). It then finds the item settled
+			// (stale), queued again (it runs) or expired (taken over).
+			return DeliveryRetry, &InProgressError{RetryAfter: rec.LeaseExpiresAt.Sub(now)}
 		default:
 			return DeliveryStale, nil
 		}
