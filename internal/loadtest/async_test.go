@@ -19,6 +19,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -134,10 +135,12 @@ type burst struct {
 	deadLettered                             int   // messages past maxReceiveCount (async)
 	ddbRequests, sqsRequests                 int64 // SQS: SendMessage, ReceiveMessage with messages, DeleteMessageBatch
 	failures                                 int   // answers neither expected nor retryable
+	firstRequeue                             string
 	firstFailure                             string
 	paidTwice, unpaid                        int
-	leftQueued                               int // messages still in the queue at the end (async)
-	notSuccess                               int // async transfers whose GET does not answer success
+	leftQueued                               int               // messages still in the queue at the end (async)
+	notSuccess                               int               // async transfers whose GET does not answer success
+	pool                                     stellar.PoolStats // the submitter containers' channel pools, summed (async)
 	wall                                     time.Duration
 }
 
@@ -290,14 +293,15 @@ func burstAsync(tb testing.TB, channels, n int, es eventSource) burst {
 	r := startRig(tb, rigConfig{backend: "rpc", channels: channels, interval: asyncInterval, roundTrips: true, queue: q})
 	q.clock = r.clock
 	var (
-		mu       sync.Mutex
-		res      = burst{transfers: n}
-		amounts  = make([]int64, n)
-		wg       sync.WaitGroup
-		settled  = map[string]bool{} // store keys whose run settled them
-		lastDone time.Time
-		pending  int // messages waiting out their visibility timeout
-		receives = map[transfer.QueueMessage]int{}
+		mu         sync.Mutex
+		res        = burst{transfers: n}
+		amounts    = make([]int64, n)
+		wg         sync.WaitGroup
+		settled    = map[string]bool{} // store keys whose run settled them
+		lastDone   time.Time
+		pending    int // messages waiting out their visibility timeout
+		receives   = map[transfer.QueueMessage]int{}
+		containers []*wiring.Service
 	)
 	fail := func(format string, args ...any) {
 		mu.Lock()
@@ -338,6 +342,7 @@ func burstAsync(tb testing.TB, channels, n int, es eventSource) burst {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		containers = append(containers, container)
 		r.clock.Go(&wg, func() {
 			for id := 0; !finished(); id++ {
 				batch := q.take(es.batchSize)
@@ -362,7 +367,7 @@ func burstAsync(tb testing.TB, channels, n int, es eventSource) burst {
 				res.sqsRequests++ // the poller's ReceiveMessage
 				res.submitterInvocations++
 				mu.Unlock()
-				inv := newInvocation(r, container.Orchestrator, len(batch), func(m transfer.QueueMessage, d transfer.Delivery, at time.Time) {
+				inv := newInvocation(r, container.Orchestrator, len(batch), func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time) {
 					mu.Lock()
 					defer mu.Unlock()
 					switch d {
@@ -373,6 +378,9 @@ func burstAsync(tb testing.TB, channels, n int, es eventSource) burst {
 						}
 					case transfer.DeliveryRetry:
 						res.requeued++
+						if res.firstRequeue == "" {
+							res.firstRequeue = fmt.Sprintf("%s at %v: %v", m.StoreKey, at.Sub(start), err)
+						}
 					}
 				})
 				c0 := r.clock.Now()
@@ -416,6 +424,13 @@ func burstAsync(tb testing.TB, channels, n int, es eventSource) burst {
 	res.ddbRequests = r.db.Total()
 	res.sqsRequests += q.sends.Load()
 	res.leftQueued = len(q.mem.Drain())
+	for _, c := range containers {
+		st := c.Channels.Stats()
+		res.pool.Leases += st.Leases
+		res.pool.Collisions += st.Collisions
+		res.pool.Waits += st.Waits
+		res.pool.Busy += st.Busy
+	}
 	r.tally(&res, amounts, appliedBefore)
 	for i := range n {
 		req := httptest.NewRequest(http.MethodGet, "/wallets/"+r.wallets[i%len(r.wallets)]+"/transfers/"+fmt.Sprintf("async-%06d", i), nil)
@@ -440,12 +455,12 @@ func burstAsync(tb testing.TB, channels, n int, es eventSource) burst {
 type invocation struct {
 	orch  *transfer.Orchestrator
 	clock interface{ Now() time.Time }
-	done  func(m transfer.QueueMessage, d transfer.Delivery, at time.Time)
+	done  func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time)
 	mu    sync.Mutex
 	holds []func()
 }
 
-func newInvocation(r *rig, orch *transfer.Orchestrator, k int, done func(transfer.QueueMessage, transfer.Delivery, time.Time)) *invocation {
+func newInvocation(r *rig, orch *transfer.Orchestrator, k int, done func(transfer.QueueMessage, transfer.Delivery, error, time.Time)) *invocation {
 	inv := &invocation{orch: orch, clock: r.clock, done: done}
 	for range k - 1 {
 		inv.holds = append(inv.holds, r.clock.Hold())
@@ -456,7 +471,7 @@ func newInvocation(r *rig, orch *transfer.Orchestrator, k int, done func(transfe
 func (inv *invocation) RunQueued(ctx context.Context, m transfer.QueueMessage) (d transfer.Delivery, err error) {
 	defer inv.letGo()
 	d, err = inv.orch.RunQueued(ctx, m)
-	inv.done(m, d, inv.clock.Now())
+	inv.done(m, d, err, inv.clock.Now())
 	return d, err
 }
 
@@ -543,9 +558,9 @@ func logCase(tb testing.TB, c asyncCase) {
 		res  burst
 	}{{"sync", c.sync}, {"async", c.async}} {
 		r := side.res
-		tb.Logf("%d channels, %d transfers, %s: throughput %.2f of the bound over %d ledgers (end to end %.2f), last settled at %v, %.0f billed ms per transfer (%d API calls, %d 503s, %d submitter invocations, %d requeued), wall %v",
+		tb.Logf("%d channels, %d transfers, %s: throughput %.2f of the bound over %d ledgers (end to end %.2f), last settled at %v, %.0f billed ms per transfer (%d API calls, %d 503s, %d submitter invocations, %d requeued, first: %s), pool %+v, wall %v",
 			c.channels, r.transfers, side.name, r.sustained(c.channels), r.ledgers, r.endToEnd(c.channels), r.settled, r.msPerTransfer(),
-			r.apiCalls, r.busy, r.submitterInvocations, r.requeued, r.wall.Round(time.Millisecond))
+			r.apiCalls, r.busy, r.submitterInvocations, r.requeued, r.firstRequeue, r.pool, r.wall.Round(time.Millisecond))
 	}
 }
 
