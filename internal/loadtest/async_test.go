@@ -430,6 +430,7 @@ func burstAsync(tb testing.TB, channels, n int, es eventSource) burst {
 		res.pool.Collisions += st.Collisions
 		res.pool.Waits += st.Waits
 		res.pool.Busy += st.Busy
+		res.pool.Releases += st.Releases
 	}
 	r.tally(&res, amounts, appliedBefore)
 	for i := range n {
