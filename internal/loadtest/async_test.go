@@ -217,9 +217,9 @@ func postBurst(h http.Handler, key, wallet string, stroops int64, async bool) an
 
 // burstSync posts n transfers at one instant without Prefer, one caller each; a caller answered
 // 503 CHANNELS_BUSY sleeps its Retry-After and retries the same key, as rig.run's callers do.
-func burstSync(tb testing.TB, channels, n int) burst {
+func burstSync(tb testing.TB, backend string, channels, n int) burst {
 	tb.Helper()
-	r := startRig(tb, rigConfig{backend: "rpc", channels: channels, interval: asyncInterval, roundTrips: true})
+	r := startRig(tb, rigConfig{backend: backend, channels: channels, interval: asyncInterval, roundTrips: true})
 	var (
 		mu      sync.Mutex
 		res     = burst{transfers: n}
@@ -287,10 +287,10 @@ func later(a, b time.Time) time.Time {
 // the handler reports failed is delivered again after the queue's visibility timeout, or
 // dead-lettered after maxReceiveCount receives. It stops once every transfer settled (or a virtual
 // hour passed) and nothing is waiting to be delivered again.
-func burstAsync(tb testing.TB, channels, n int, es eventSource) burst {
+func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) burst {
 	tb.Helper()
 	q := &sqsQueue{mem: queue.NewMemory()}
-	r := startRig(tb, rigConfig{backend: "rpc", channels: channels, interval: asyncInterval, roundTrips: true, queue: q})
+	r := startRig(tb, rigConfig{backend: backend, channels: channels, interval: asyncInterval, roundTrips: true, queue: q})
 	q.clock = r.clock
 	var (
 		mu         sync.Mutex
@@ -506,6 +506,7 @@ func (inv *invocation) close() {
 // asyncCase is one row of the burst benchmark: both sides for channels and a burst of
 // perChannel transfers per channel.
 type asyncCase struct {
+	backend              string // STELLAR_BACKEND
 	channels, perChannel int
 	es                   eventSource
 	sync, async          burst
@@ -524,13 +525,13 @@ func checkBurst(tb testing.TB, side string, res burst) {
 	}
 }
 
-func measureBurst(tb testing.TB, channels, perChannel int) asyncCase {
+func measureBurst(tb testing.TB, backend string, channels, perChannel int) asyncCase {
 	tb.Helper()
-	c := asyncCase{channels: channels, perChannel: perChannel, es: eventSourceFor(tb, channels)}
+	c := asyncCase{backend: backend, channels: channels, perChannel: perChannel, es: eventSourceFor(tb, channels)}
 	n := channels * perChannel
-	c.async = burstAsync(tb, channels, n, c.es)
+	c.async = burstAsync(tb, backend, channels, n, c.es)
 	checkBurst(tb, "async", c.async)
-	c.sync = burstSync(tb, channels, n)
+	c.sync = burstSync(tb, backend, channels, n)
 	checkBurst(tb, "sync", c.sync)
 	return c
 }
@@ -538,12 +539,12 @@ func measureBurst(tb testing.TB, channels, perChannel int) asyncCase {
 // asyncTable renders the cases as the README's Markdown table.
 func asyncTable(cases []asyncCase) string {
 	var b strings.Builder
-	b.WriteString("| channels | BatchSize x MaxConcurrency | transfers | throughput / bound: sync | async | end to end: sync | async | last settled: sync | async | billed ms per transfer: sync | async | async / sync | 503s per transfer (sync) | DynamoDB requests per transfer: sync | async | SQS requests per transfer |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| backend | channels | BatchSize x MaxConcurrency | transfers | throughput / bound: sync | async | end to end: sync | async | last settled: sync | async | billed ms per transfer: sync | async | async / sync | 503s per transfer (sync) | DynamoDB requests per transfer: sync | async | SQS requests per transfer |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range cases {
 		s, a := c.sync, c.async
-		fmt.Fprintf(&b, "| %d | %d x %d | %d | %.2f | %.2f | %.2f | %.2f | %.0f s | %.0f s | %.0f | %.0f | %.2f | %.1f | %.1f | %.1f | %.1f |\n",
-			c.channels, c.es.batchSize, c.es.maxConcurrency, s.transfers,
+		fmt.Fprintf(&b, "| %s | %d | %d x %d | %d | %.2f | %.2f | %.2f | %.2f | %.0f s | %.0f s | %.0f | %.0f | %.2f | %.1f | %.1f | %.1f | %.1f |\n",
+			c.backend, c.channels, c.es.batchSize, c.es.maxConcurrency, s.transfers,
 			s.sustained(c.channels), a.sustained(c.channels), s.endToEnd(c.channels), a.endToEnd(c.channels),
 			s.settled.Seconds(), a.settled.Seconds(), s.msPerTransfer(), a.msPerTransfer(), a.msPerTransfer()/s.msPerTransfer(),
 			float64(s.busy)/float64(s.transfers), float64(s.ddbRequests)/float64(s.transfers), float64(a.ddbRequests)/float64(a.transfers),
@@ -559,8 +560,8 @@ func logCase(tb testing.TB, c asyncCase) {
 		res  burst
 	}{{"sync", c.sync}, {"async", c.async}} {
 		r := side.res
-		tb.Logf("%d channels, %d transfers, %s: throughput %.2f of the bound over %d ledgers (end to end %.2f), last settled at %v, %.0f billed ms per transfer (%d API calls, %d 503s, %d submitter invocations, %d requeued, first: %s), pool %+v, wall %v",
-			c.channels, r.transfers, side.name, r.sustained(c.channels), r.ledgers, r.endToEnd(c.channels), r.settled, r.msPerTransfer(),
+		tb.Logf("%s, %d channels, %d transfers, %s: throughput %.2f of the bound over %d ledgers (end to end %.2f), last settled at %v, %.0f billed ms per transfer (%d API calls, %d 503s, %d submitter invocations, %d requeued, first: %s), pool %+v, wall %v",
+			c.backend, c.channels, r.transfers, side.name, r.sustained(c.channels), r.ledgers, r.endToEnd(c.channels), r.settled, r.msPerTransfer(),
 			r.apiCalls, r.busy, r.submitterInvocations, r.requeued, r.firstRequeue, r.pool, r.wall.Round(time.Millisecond))
 	}
 }
@@ -570,13 +571,16 @@ func logCase(tb testing.TB, c asyncCase) {
 // the network's payments), nothing fails or is left in the queue, and every async transfer's GET
 // answers success. Speed and cost are measured by BenchmarkAsync, not asserted.
 func TestAsyncBurst(t *testing.T) {
-	c := measureBurst(t, 4, 10)
-	logCase(t, c)
+	for _, backend := range []string{"rpc", "horizon"} {
+		t.Run(backend, func(t *testing.T) {
+			logCase(t, measureBurst(t, backend, 4, 10))
+		})
+	}
 }
 
 // BenchmarkAsync is issue 15's cost and scale of asynchronous transfers (`make bench-async`): for
-// 4, 16 and 64 channels, a burst of 10 and 100 transfers per channel posted at one instant on Stellar
-// RPC with ledgers every 5 s of virtual time and round trips in virtual time (stellarRTT,
+// Stellar RPC and Horizon, 4, 16 and 64 channels, a burst of 10 and 100 transfers per channel posted
+// at one instant, with ledgers every 5 s of virtual time and round trips in virtual time (stellarRTT,
 // dynamoRTT, sqsRTT), once synchronously and once with Prefer: respond-async through
 // SubmitterFunction's event source as template.yaml configures it (eventSourceFor). It reports,
 // side by side: throughput against the channel bound (channels per ledger) over the ledgers that
@@ -594,29 +598,31 @@ func BenchmarkAsync(b *testing.B) {
 		}
 	}
 	var cases []asyncCase
-	for _, channels := range []int{4, 16, 64} {
-		for _, perChannel := range []int{10, 100} {
-			if channels*perChannel > limit {
-				continue
-			}
-			b.Run(fmt.Sprintf("channels=%d/burst=%dx", channels, perChannel), func(b *testing.B) {
-				var c asyncCase
-				for range b.N {
-					c = measureBurst(b, channels, perChannel)
+	for _, backend := range []string{"rpc", "horizon"} {
+		for _, channels := range []int{4, 16, 64} {
+			for _, perChannel := range []int{10, 100} {
+				if channels*perChannel > limit {
+					continue
 				}
-				logCase(b, c)
-				b.ReportMetric(c.sync.sustained(channels), "sync-of-bound")
-				b.ReportMetric(c.async.sustained(channels), "async-of-bound")
-				b.ReportMetric(c.sync.settled.Seconds(), "sync-last-s")
-				b.ReportMetric(c.async.settled.Seconds(), "async-last-s")
-				b.ReportMetric(c.sync.msPerTransfer(), "sync-billed-ms/transfer")
-				b.ReportMetric(c.async.msPerTransfer(), "async-billed-ms/transfer")
-				b.ReportMetric(float64(c.sync.paidTwice+c.async.paidTwice), "paid-twice")
-				b.ReportMetric(float64(c.sync.unpaid+c.async.unpaid), "unpaid")
-				cases = append(cases, c)
-			})
+				b.Run(fmt.Sprintf("%s/channels=%d/burst=%dx", backend, channels, perChannel), func(b *testing.B) {
+					var c asyncCase
+					for range b.N {
+						c = measureBurst(b, backend, channels, perChannel)
+					}
+					logCase(b, c)
+					b.ReportMetric(c.sync.sustained(channels), "sync-of-bound")
+					b.ReportMetric(c.async.sustained(channels), "async-of-bound")
+					b.ReportMetric(c.sync.settled.Seconds(), "sync-last-s")
+					b.ReportMetric(c.async.settled.Seconds(), "async-last-s")
+					b.ReportMetric(c.sync.msPerTransfer(), "sync-billed-ms/transfer")
+					b.ReportMetric(c.async.msPerTransfer(), "async-billed-ms/transfer")
+					b.ReportMetric(float64(c.sync.paidTwice+c.async.paidTwice), "paid-twice")
+					b.ReportMetric(float64(c.sync.unpaid+c.async.unpaid), "unpaid")
+					cases = append(cases, c)
+				})
+			}
 		}
 	}
-	fmt.Printf("\nA burst at one instant, 5 s ledgers, Stellar RPC (round trips: RPC %v, DynamoDB %v, SQS %v):\n\n%s\n",
+	fmt.Printf("\nA burst at one instant, 5 s ledgers (round trips: RPC %v, DynamoDB %v, SQS %v):\n\n%s\n",
 		stellarRTT, dynamoRTT, sqsRTT, asyncTable(cases))
 }
