@@ -217,8 +217,12 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 // acquire leases a channel: rounds of up to TriesPerRound channels in random order, skipping the
 // ones this process holds, until a channel is won or the wait ends (Wait, by default one ledger
 // interval). Between rounds it backs off on the pool's clock: 100 ms doubling to 1 s while rounds
-// meet leases held elsewhere (each try is a conditional write), 100 ms after a round that asked
-// the store nothing (it costs nothing, and a channel this process releases is taken up at once).
+// meet leases held elsewhere (each try is a conditional write) and every channel this process does
+// not hold was found leased elsewhere in this call; 100 ms after a round that asked the store
+// nothing (it costs nothing, and a channel this process releases is taken up at once) or while
+// some channel has not been asked yet (concurrent processes that start together, as a burst's
+// first SubmitterFunction invocations do, fill every channel in a few rounds instead of guessing
+// at random for a ledger: at most one failed write per channel before the backoff grows).
 //
 // When the wait ends it answers *transfer.UnavailableError CHANNELS_BUSY at once, nothing built
 // or sent, with RetryAfter estimated from the transfers ahead of this one:
@@ -314,15 +318,30 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 		if err := clock.Sleep(ctx, backoff); err != nil {
 			return sourceLease{}, err
 		}
-		if tried > 0 {
+		if tried > 0 && !p.unasked(chans, taken, clock.Now()) {
 			// Backing off spares the store; a round that asked it nothing (every channel held by
 			// this process, or not this caller's turn) costs nothing, so the next one comes soon
-			// and a channel this process frees is leased again within firstRound.
+			// and a channel this process frees is leased again within firstRound; nor does one
+			// while channels remain that this call has not asked about.
 			backoff = min(2*backoff, time.Second)
 		} else {
 			backoff = firstRound
 		}
 	}
+}
+
+// unasked reports whether some channel is neither held by this process at now nor in taken (found
+// leased elsewhere by this call).
+func (p *ChannelPool) unasked(chans []*keypair.Full, taken map[string]bool, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range chans {
+		a := c.Address()
+		if h, ok := p.held[a]; (!ok || !now.Before(h.expires)) && !taken[a] {
+			return true
+		}
+	}
+	return false
 }
 
 // tryOrder is the order in which one round of acquire tries chans (indexes): the channels this
