@@ -130,6 +130,7 @@ type burst struct {
 	// billedMs sums every invocation's billed duration: each API call (202s, 200s, 503s and
 	// retries) and each SubmitterFunction invocation.
 	billedMs, apiCalls, submitterInvocations int64
+	apiBilledMs                              int64 // the API calls' share of billedMs
 	busy                                     int   // 503 CHANNELS_BUSY answers (sync)
 	requeued                                 int   // runs answered DeliveryRetry (async)
 	deadLettered                             int   // messages past maxReceiveCount (async)
@@ -242,6 +243,7 @@ func burstSync(tb testing.TB, backend string, channels, n int) burst {
 				mu.Lock()
 				res.apiCalls++
 				res.billedMs += billedMs(c1.Sub(c0))
+				res.apiBilledMs += billedMs(c1.Sub(c0))
 				busy := a.status == http.StatusServiceUnavailable && a.code == transfer.CodeChannelsBusy && a.retryAfter > 0
 				switch {
 				case a.status == http.StatusOK:
@@ -331,6 +333,7 @@ func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) 
 			mu.Lock()
 			res.apiCalls++
 			res.billedMs += billedMs(c1.Sub(c0))
+			res.apiBilledMs += billedMs(c1.Sub(c0))
 			mu.Unlock()
 			if a.status != http.StatusAccepted {
 				fail("%s: %d %s, want 202", key, a.status, a.code)
@@ -560,9 +563,9 @@ func logCase(tb testing.TB, c asyncCase) {
 		res  burst
 	}{{"sync", c.sync}, {"async", c.async}} {
 		r := side.res
-		tb.Logf("%s, %d channels, %d transfers, %s: throughput %.2f of the bound over %d ledgers (end to end %.2f), last settled at %v, %.0f billed ms per transfer (%d API calls, %d 503s, %d submitter invocations, %d requeued, first: %s), pool %+v, wall %v",
+		tb.Logf("%s, %d channels, %d transfers, %s: throughput %.2f of the bound over %d ledgers (end to end %.2f), last settled at %v, %.0f billed ms per transfer (%.0f of them in %d API calls, %d 503s, %d submitter invocations, %d requeued, first: %s), pool %+v, wall %v",
 			c.backend, c.channels, r.transfers, side.name, r.sustained(c.channels), r.ledgers, r.endToEnd(c.channels), r.settled, r.msPerTransfer(),
-			r.apiCalls, r.busy, r.submitterInvocations, r.requeued, r.firstRequeue, r.pool, r.wall.Round(time.Millisecond))
+			float64(r.apiBilledMs)/float64(max(r.transfers, 1)), r.apiCalls, r.busy, r.submitterInvocations, r.requeued, r.firstRequeue, r.pool, r.wall.Round(time.Millisecond))
 	}
 }
 
