@@ -570,7 +570,7 @@ func logCase(tb testing.TB, c asyncCase) {
 }
 
 // TestAsyncBurst is the burst benchmark at a small size, run by every `go test`: 4 channels and a
-// burst of 10 transfers per channel, both sides. Every transfer is paid exactly once (counted from
+// burst of 10 transfers per channel, both sides, on both backends. Every transfer is paid exactly once (counted from
 // the network's payments), nothing fails or is left in the queue, and every async transfer's GET
 // answers success. Speed and cost are measured by BenchmarkAsync, not asserted.
 func TestAsyncBurst(t *testing.T) {
