@@ -22,7 +22,7 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency clean tools test-dynalite check-template \
+.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency bench-async clean tools test-dynalite check-template \
 	sam-build test-lambda test-contract test-clients build-api build-alert build-reconcile build-submitter \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction build-InDoubtReaderFunction build-SubmitterFunction
 
@@ -34,7 +34,7 @@ help: ## this list
 	@echo
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 	@echo
-	@echo "Variables: FUZZTIME (make fuzz, 60s), CHAOS_KEYS and CHAOS_SEED (make chaos), SCAN_SECRETS_RUN=1 (make scan-secrets runs the tests again)"
+	@echo "Variables: FUZZTIME (make fuzz, 60s), CHAOS_KEYS and CHAOS_SEED (make chaos), SCAN_SECRETS_RUN=1 (make scan-secrets runs the tests again), BENCH_ASYNC_MAX (make bench-async, 1600)"
 
 # One linux/arm64 `bootstrap` per function (provided.al2023).
 define lambda_build
@@ -162,6 +162,14 @@ bench: ## the Go benchmarks (README.md, "Benchmarks")
 # BENCH_LATENCY_N=<n> sets the transfers of each side per row (default 400, about 20 s).
 bench-latency: ## the latency benchmark: the service beside a direct submitter (README.md: figures in "Benchmarks", design in "Latency")
 	BENCH_LATENCY=1 $(GO) test -count=1 -v -run '^TestBenchLatency$$' ./internal/loadtest
+
+# The burst benchmark (issue 15): 10 and 100 transfers per channel posted at one instant, at 4, 16
+# and 64 channels, synchronously and with Prefer: respond-async through SubmitterFunction's event
+# source as template.yaml configures it; prints a Markdown table. BENCH_ASYNC_MAX=<n> skips the
+# bursts of more than n transfers: 1600 by default (about 1.5 min); 6400 adds 64 channels at 100x
+# (about 9 min more, the synchronous side's 85,000 calls per backend).
+bench-async: ## the async burst benchmark: throughput, last settlement, Lambda billed ms, sync against async (README.md, "Benchmarks")
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAsync$$' -benchtime 1x -timeout 30m ./internal/loadtest
 
 # The fault campaign at full size: 10,000 calls in each of its four runs (make test runs 5,000 in
 # all). CHAOS_SEED=<seed> replays a failing seed.

@@ -10,5 +10,11 @@
 //   - latency_test.go: one caller at a time, the service beside a direct submitter (the official
 //     Go client, polling getTransaction every 25 ms) on the realistic network, with each Stellar
 //     RPC and DynamoDB request's round trip on the virtual clock: latency percentiles of both,
-//     their ratios and look-ups per transfer (`make bench-latency`, README "Latency").
+//     their ratios and look-ups per transfer (`make bench-latency`, README "Latency");
+//   - async_test.go: a burst of 10 and 100 transfers per channel posted at one instant, through
+//     the sync path and through Prefer: respond-async with SubmitterFunction's SQS event source
+//     modelled as template.yaml configures it (BatchSize, MaxConcurrency, visibility timeout),
+//     with round trips in virtual time: throughput against the channel bound, the time to the
+//     last settlement and Lambda's billed milliseconds per transfer, side by side
+//     (BenchmarkAsync: `make bench-async`, README "Benchmarks"; TestAsyncBurst at 4 channels).
 package loadtest

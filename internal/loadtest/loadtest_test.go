@@ -39,6 +39,10 @@ type rig struct {
 	usdc     stellarsim.Asset
 	interval time.Duration
 	amounts  atomic.Int64 // the last transfer's amount, in stroops: each transfer pays a new one
+	// deps are what svc was built from (without the queue), so that another process of the same
+	// deployment (a SubmitterFunction container: async_test.go) can be built on the same table
+	// and network with its own channel pool.
+	deps wiring.Deps
 }
 
 func newRig(tb testing.TB, backend string, channels int, interval time.Duration) *rig {
@@ -53,6 +57,8 @@ type rigConfig struct {
 	channels   int
 	interval   time.Duration
 	roundTrips bool
+	// queue, when set, carries async transfers: the API answers Prefer: respond-async with 202.
+	queue transfer.Queue
 }
 
 func startRig(tb testing.TB, c rigConfig) *rig {
@@ -113,6 +119,8 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 	}
 	deps.Config = cfg
 	deps.Logger = slog.New(slog.DiscardHandler)
+	r.deps = deps
+	deps.Queue = c.queue
 	r.svc, err = wiring.Build(deps)
 	if err != nil {
 		tb.Fatal(err)

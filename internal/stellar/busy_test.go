@@ -203,3 +203,94 @@ func (e *suiteEnv) otherProcess(t *testing.T) backendLedger {
 	}
 	return l
 }
+
+// 63 of 64 channels are leased by other processes (a burst's first SubmitterFunction invocations
+// starting together): the call asks about every channel at the first round's pace before it backs
+// off, so it finds the free one well within the ledger it may wait, with one failed write per
+// channel at most. Trying 3 random channels per round with the backoff growing to 1 s, it asked
+// about 21 of them in a ledger and missed the free one about twice in three.
+func TestPoolAsksEveryChannelBeforeBackingOff(t *testing.T) {
+	const count = 64
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases := &memLeases{}
+	keys := testKeys(t)
+	keys.Channels = nil // derived from the master seed: as many as count
+	chans, err := ChannelKeys(keys, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := clock.Now()
+	for _, ch := range chans[1:] {
+		if err := leases.LeaseChannel(context.Background(), ch.Address(), "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for run := range 20 {
+		pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: count, Clock: clock,
+			LedgerInterval: func() time.Duration { return 5 * time.Second }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := clock.Now()
+		lease, err := pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: start})
+		if err != nil {
+			t.Fatalf("run %d: acquire = %v, want the free channel", run, err)
+		}
+		if lease.account != chans[0].Address() {
+			t.Fatalf("run %d: leased %s, want the free channel %s", run, lease.account, chans[0].Address())
+		}
+		// 63 taken channels, 3 a round, a round every 100 ms: 21 rounds at most before the free
+		// channel's, which starts by 2.1 s.
+		if waited, st := clock.Now().Sub(start), pool.Stats(); waited > 2100*time.Millisecond || st.Collisions > count-1 {
+			t.Errorf("run %d: found the free channel after %v and %d failed writes, want at most 2.1 s and %d", run, waited, st.Collisions, count-1)
+		}
+		pool.release(context.Background(), lease, transfer.Envelope{Channel: lease.account})
+	}
+}
+
+// A process tries the channels it released first: its next leases go to the channel it had, not
+// to one of the seven others at random, so that processes running side by side settle on
+// disjoint channels. Once another process holds that channel, the call that finds it leased moves
+// on (one failed write) and the channel is no longer preferred.
+func TestPoolTriesItsReleasedChannelsFirst(t *testing.T) {
+	const count = 8
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases := &memLeases{}
+	keys := testKeys(t)
+	keys.Channels = nil // derived from the master seed: as many as count
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: count, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease1 := func() sourceLease {
+		t.Helper()
+		now := clock.Now()
+		lease, err := pool.acquire(context.Background(), keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lease
+	}
+	first := lease1()
+	pool.release(context.Background(), first, transfer.Envelope{Channel: first.account})
+	for i := range 20 {
+		l := lease1()
+		pool.release(context.Background(), l, transfer.Envelope{Channel: l.account})
+		if l.account != first.account {
+			t.Fatalf("lease %d went to %s, want the channel this process released, %s", i, l.account, first.account)
+		}
+	}
+	now := clock.Now()
+	if err := leases.LeaseChannel(context.Background(), first.account, "other-process", now, now.Add(time.Hour), now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	before := pool.Stats().Collisions
+	second := lease1()
+	if second.account == first.account || pool.Stats().Collisions != before+1 {
+		t.Fatalf("leased %s after %d failed writes, want another channel than %s after 1", second.account, pool.Stats().Collisions-before, first.account)
+	}
+	pool.release(context.Background(), second, transfer.Envelope{Channel: second.account})
+	if l := lease1(); l.account != second.account {
+		t.Errorf("leased %s, want %s: the channel taken elsewhere is no longer preferred, the one released since is", l.account, second.account)
+	}
+}

@@ -85,8 +85,12 @@ type PoolStats struct {
 // ChannelPool leases channel accounts as transaction sources. Channels are tried in random
 // order: concurrent invocations (separate Lambda instances) share no memory, so any
 // deterministic order, least-recently-used included, sends them all to the same channel first;
-// a random order spreads them (see the benchmark in internal/loadtest). Channels this process
-// holds are skipped without asking DynamoDB. Safe for concurrent use.
+// a random order spreads them (see the benchmark in internal/loadtest). Two things bend it
+// (tryOrder): the channels this process released last come first, so that processes that run
+// side by side for a while (SubmitterFunction's concurrent invocations, each leasing a batch's
+// worth every ledger) settle on disjoint sets instead of colliding again every ledger; and a
+// channel one call found leased elsewhere comes last for the rest of that call. Channels this
+// process holds are skipped without asking DynamoDB. Safe for concurrent use.
 type ChannelPool struct {
 	cfg ChannelPoolConfig
 
@@ -97,6 +101,9 @@ type ChannelPool struct {
 	// only as many of them as there are channels this process does not hold try at a time, so
 	// a freed channel goes to the longest waiter rather than the luckiest poller.
 	queue tickets
+	// mine are the channels this process released and has not since found leased elsewhere:
+	// tried first (tryOrder).
+	mine map[string]bool
 
 	leases, collisions, waits, releases, busy atomic.Int64
 }
@@ -131,7 +138,7 @@ func NewChannelPool(cfg ChannelPoolConfig) (*ChannelPool, error) {
 	if cfg.TriesPerRound <= 0 {
 		cfg.TriesPerRound = 3
 	}
-	return &ChannelPool{cfg: cfg, held: map[string]heldLease{}}, nil
+	return &ChannelPool{cfg: cfg, held: map[string]heldLease{}, mine: map[string]bool{}}, nil
 }
 
 // Stats returns the pool's counters so far.
@@ -210,8 +217,12 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 // acquire leases a channel: rounds of up to TriesPerRound channels in random order, skipping the
 // ones this process holds, until a channel is won or the wait ends (Wait, by default one ledger
 // interval). Between rounds it backs off on the pool's clock: 100 ms doubling to 1 s while rounds
-// meet leases held elsewhere (each try is a conditional write), 100 ms after a round that asked
-// the store nothing (it costs nothing, and a channel this process releases is taken up at once).
+// meet leases held elsewhere (each try is a conditional write) and every channel this process does
+// not hold was found leased elsewhere in this call; 100 ms after a round that asked the store
+// nothing (it costs nothing, and a channel this process releases is taken up at once) or while
+// some channel has not been asked yet (concurrent processes that start together, as a burst's
+// first SubmitterFunction invocations do, fill every channel in a few rounds instead of guessing
+// at random for a ledger: at most one failed write per channel before the backoff grows).
 //
 // When the wait ends it answers *transfer.UnavailableError CHANNELS_BUSY at once, nothing built
 // or sent, with RetryAfter estimated from the transfers ahead of this one:
@@ -260,7 +271,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	taken := map[string]bool{} // channels found leased by another process
 	for {
 		now := clock.Now()
-		order := mrand.Perm(len(chans))
+		order := p.tryOrder(chans, taken)
 		tried := 0
 		if !p.myTurn(ticket, chans, now) {
 			order = nil
@@ -291,6 +302,9 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 					Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
 			}
 			taken[ch.Address()] = true
+			p.mu.Lock()
+			delete(p.mine, ch.Address())
+			p.mu.Unlock()
 			p.collisions.Add(1)
 		}
 		p.waits.Add(1)
@@ -304,15 +318,51 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 		if err := clock.Sleep(ctx, backoff); err != nil {
 			return sourceLease{}, err
 		}
-		if tried > 0 {
+		if tried > 0 && !p.unasked(chans, taken, clock.Now()) {
 			// Backing off spares the store; a round that asked it nothing (every channel held by
 			// this process, or not this caller's turn) costs nothing, so the next one comes soon
-			// and a channel this process frees is leased again within firstRound.
+			// and a channel this process frees is leased again within firstRound; nor does one
+			// while channels remain that this call has not asked about.
 			backoff = min(2*backoff, time.Second)
 		} else {
 			backoff = firstRound
 		}
 	}
+}
+
+// unasked reports whether some channel is neither held by this process at now nor in taken (found
+// leased elsewhere by this call).
+func (p *ChannelPool) unasked(chans []*keypair.Full, taken map[string]bool, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range chans {
+		a := c.Address()
+		if h, ok := p.held[a]; (!ok || !now.Before(h.expires)) && !taken[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// tryOrder is the order in which one round of acquire tries chans (indexes): the channels this
+// process released and has not since found leased elsewhere (mine), then the others, each group in
+// random order, and last the ones this call found leased by another process (taken), which are
+// held until their transfers settle, about a ledger.
+func (p *ChannelPool) tryOrder(chans []*keypair.Full, taken map[string]bool) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rank := func(i int) int {
+		switch a := chans[i].Address(); {
+		case taken[a]:
+			return 2
+		case p.mine[a]:
+			return 0
+		}
+		return 1
+	}
+	order := mrand.Perm(len(chans))
+	slices.SortStableFunc(order, func(i, j int) int { return rank(i) - rank(j) })
+	return order
 }
 
 // firstRound is the pause after acquire's first round, and after every round that asked the
@@ -438,6 +488,9 @@ func (p *ChannelPool) release(ctx context.Context, lease sourceLease, env transf
 	defer cancel()
 	if err := p.cfg.Leases.ReleaseChannel(rctx, env.Channel, owner); err == nil {
 		p.releases.Add(1)
+		p.mu.Lock()
+		p.mine[env.Channel] = true
+		p.mu.Unlock()
 	}
 }
 
