@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
@@ -134,7 +136,7 @@ type burst struct {
 	busy                                     int   // 503 CHANNELS_BUSY answers (sync)
 	requeued                                 int   // runs answered DeliveryRetry (async)
 	deadLettered                             int   // messages past maxReceiveCount (async)
-	ddbRequests, sqsRequests                 int64 // SQS: SendMessage, ReceiveMessage with messages, DeleteMessageBatch
+	ddbRequests, sqsRequests                 int64 // SQS: SendMessage, ReceiveMessage with messages, DeleteMessageBatch, ChangeMessageVisibility
 	failures                                 int   // answers neither expected nor retryable
 	firstRequeue                             string
 	firstFailure                             string
@@ -286,8 +288,9 @@ func later(a, b time.Time) time.Time {
 // es.batchSize messages through the function's real handler (queue.Submitter), each invocation in
 // its own container (a wiring.Build of its own, with its own channel pool, on the same table and
 // network, as Lambda runs each concurrent invocation in its own execution environment). A message
-// the handler reports failed is delivered again after the queue's visibility timeout, or
-// dead-lettered after maxReceiveCount receives. It stops once every transfer settled (or a virtual
+// the handler reports failed is delivered again after the visibility timeout the handler gave it
+// (ChangeMessageVisibility: queue.Backoff), else the queue's, or dead-lettered after
+// maxReceiveCount receives. It stops once every transfer settled (or a virtual
 // hour passed) and nothing is waiting to be delivered again.
 func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) burst {
 	tb.Helper()
@@ -364,7 +367,7 @@ func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) 
 					receives[m]++
 					msgID := fmt.Sprintf("w%d-%d-%d", w, id, j)
 					byID[msgID] = m
-					ev.Records = append(ev.Records, events.SQSMessage{MessageId: msgID, Body: body, EventSource: "aws:sqs",
+					ev.Records = append(ev.Records, events.SQSMessage{MessageId: msgID, ReceiptHandle: msgID, Body: body, EventSource: "aws:sqs",
 						Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(receives[m])}})
 				}
 				res.sqsRequests++ // the poller's ReceiveMessage
@@ -387,7 +390,8 @@ func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) 
 					}
 				})
 				c0 := r.clock.Now()
-				resp, err := queue.Submitter(inv, nil)(context.Background(), ev)
+				vis := &visibilityLog{timeouts: map[string]time.Duration{}}
+				resp, err := queue.Submitter(inv, queue.Visibility{Changer: vis, URL: "https://sqs.example/transfers"}, nil)(context.Background(), ev)
 				c1 := r.clock.Now()
 				inv.close()
 				if err != nil {
@@ -401,7 +405,12 @@ func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) 
 				mu.Unlock()
 				for _, f := range resp.BatchItemFailures {
 					m := byID[f.ItemIdentifier]
+					wait, changed := vis.timeout(f.ItemIdentifier)
+					if !changed {
+						wait = es.visibility
+					}
 					mu.Lock()
+					res.sqsRequests += vis.calls(f.ItemIdentifier) // ChangeMessageVisibility
 					if receives[m] >= es.maxReceives {
 						res.deadLettered++
 						mu.Unlock()
@@ -410,7 +419,7 @@ func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) 
 					pending++
 					mu.Unlock()
 					r.clock.Go(&wg, func() {
-						_ = r.clock.Sleep(context.Background(), es.visibility)
+						_ = r.clock.Sleep(context.Background(), wait)
 						_ = q.mem.Send(context.Background(), m)
 						mu.Lock()
 						pending--
@@ -630,4 +639,39 @@ func BenchmarkAsync(b *testing.B) {
 	}
 	fmt.Printf("\nA burst at one instant, 5 s ledgers (round trips: RPC %v, DynamoDB %v, SQS %v):\n\n%s\n",
 		stellarRTT, dynamoRTT, sqsRTT, asyncTable(cases))
+}
+
+// visibilityLog is one invocation's queue.VisibilityChanger: it records the timeout the handler
+// gives each receipt handle, for the event-source model to honour.
+type visibilityLog struct {
+	mu       sync.Mutex
+	timeouts map[string]time.Duration
+	n        map[string]int
+}
+
+func (v *visibilityLog) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h := aws.ToString(in.ReceiptHandle)
+	v.timeouts[h] = time.Duration(in.VisibilityTimeout) * time.Second
+	if v.n == nil {
+		v.n = map[string]int{}
+	}
+	v.n[h]++
+	return &sqs.ChangeMessageVisibilityOutput{}, nil
+}
+
+// timeout is the visibility timeout given to the receipt handle h, if any.
+func (v *visibilityLog) timeout(h string) (time.Duration, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	d, ok := v.timeouts[h]
+	return d, ok
+}
+
+// calls is how many ChangeMessageVisibility requests named h.
+func (v *visibilityLog) calls(h string) int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return int64(v.n[h])
 }
