@@ -164,31 +164,8 @@ func (b burst) msPerTransfer() float64 { return float64(b.billedMs) / float64(ma
 // tally counts, from the network's payments since appliedBefore, the amounts paid twice and never,
 // and the span of ledgers that paid them.
 func (r *rig) tally(res *burst, amounts []int64, appliedBefore int) {
-	paid := map[int64]int{}
 	var first, last uint32
-	for _, a := range r.net.Applied()[appliedBefore:] {
-		if a.Status != "SUCCESS" {
-			continue
-		}
-		for _, op := range a.Ops {
-			if op.Type == "payment" && op.Source == r.vault {
-				paid[op.Amount]++
-				if first == 0 || a.Ledger < first {
-					first = a.Ledger
-				}
-				last = max(last, a.Ledger)
-			}
-		}
-	}
-	for _, amount := range amounts {
-		switch paid[amount] {
-		case 0:
-			res.unpaid++
-		case 1:
-		default:
-			res.paidTwice++
-		}
-	}
+	res.paidTwice, res.unpaid, first, last = r.payments(amounts, appliedBefore)
 	if first != 0 {
 		res.ledgers = int(last-first) + 1
 	}

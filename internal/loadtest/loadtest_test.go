@@ -333,26 +333,7 @@ func (r *rig) run(tb testing.TB, callers int, window time.Duration, run int) res
 			res.firstSendRefusals++
 		}
 	}
-	paid := map[int64]int{}
-	for _, a := range r.net.Applied()[appliedBefore:] {
-		if a.Status != "SUCCESS" {
-			continue
-		}
-		for _, op := range a.Ops {
-			if op.Type == "payment" && op.Source == r.vault {
-				paid[op.Amount]++
-			}
-		}
-	}
-	for _, amount := range amounts {
-		switch paid[amount] {
-		case 0:
-			res.unpaid++
-		case 1:
-		default:
-			res.paidTwice++
-		}
-	}
+	res.paidTwice, res.unpaid, _, _ = r.payments(amounts, appliedBefore)
 	if r.svc.Channels != nil {
 		res.stats = r.svc.Channels.Stats()
 	}
@@ -522,4 +503,35 @@ func TestSixteenChannelsSixtyFourCallers(t *testing.T) {
 				res.longestCall, float64(res.ddbRequests)/float64(res.completed), res.stats, res.wall)
 		})
 	}
+}
+
+// payments reads the vault's successful payments applied since appliedBefore (each transfer pays
+// a unique amount in stroops) and counts the amounts paid more than once and never, and the first
+// and last ledger that paid any (0 when none).
+func (r *rig) payments(amounts []int64, appliedBefore int) (paidTwice, unpaid int, first, last uint32) {
+	paid := map[int64]int{}
+	for _, a := range r.net.Applied()[appliedBefore:] {
+		if a.Status != "SUCCESS" {
+			continue
+		}
+		for _, op := range a.Ops {
+			if op.Type == "payment" && op.Source == r.vault {
+				paid[op.Amount]++
+				if first == 0 || a.Ledger < first {
+					first = a.Ledger
+				}
+				last = max(last, a.Ledger)
+			}
+		}
+	}
+	for _, amount := range amounts {
+		switch paid[amount] {
+		case 0:
+			unpaid++
+		case 1:
+		default:
+			paidTwice++
+		}
+	}
+	return paidTwice, unpaid, first, last
 }
