@@ -294,3 +294,65 @@ func TestPoolTriesItsReleasedChannelsFirst(t *testing.T) {
 		t.Errorf("leased %s, want %s: the channel taken elsewhere is no longer preferred, the one released since is", l.account, second.account)
 	}
 }
+
+// TestPoolBusyCallsUnderOverloadCostNoMoreWrites (adversary). Scenario: a sustained overload (more
+// transfers than channels for minutes: a payout burst beside API traffic) keeps every channel
+// leased by other processes. Each API instance gets call after call, and each call waits its
+// ledger and answers CHANNELS_BUSY. Since acquire asks about every channel it does not hold at the
+// first round's pace (100 ms per 3 channels) before it backs off, every such call costs one failed
+// conditional write per channel, then some: 81 writes with 64 channels and 138 with 128, where
+// the doubling backoff alone cost 24 (8 rounds of 3) whatever the count. A failed conditional
+// write is billed as a write; with CHANNEL_COUNT 128 the template admits up to 2B = 520 waiting
+// calls (README.md, "Capacity"), about 520 x 138 / 4.9 s = 14,600 writes a second on 128 items
+// of the transfers table (2,500 before), above DynamoDB's 1,000 write units a second per
+// partition: throttled lease writes are answered STORE_UNAVAILABLE rather than CHANNELS_BUSY, and
+// the transfers' own writes on the same partitions are throttled with them. Asking about every
+// channel pays off when processes start together on free channels; a process whose last call
+// found every channel it does not hold leased elsewhere has learned the pool is full, and its next
+// call within a ledger should back off as before. Severity: medium (cost, and store throttling
+// during the overload it is meant to absorb; nothing paid twice or lost).
+func TestPoolBusyCallsUnderOverloadCostNoMoreWrites(t *testing.T) {
+	for _, count := range []int{16, 64, 128} {
+		clock := vclock.New(time.Unix(1_800_000_000, 0))
+		leases := &memLeases{}
+		keys := testKeys(t)
+		keys.Channels = nil // derived from the master seed: as many as count
+		chans, err := ChannelKeys(keys, count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := clock.Now()
+		for _, ch := range chans {
+			if err := leases.LeaseChannel(context.Background(), ch.Address(), "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: count, Clock: clock,
+			LedgerInterval: func() time.Duration { return 5 * time.Second }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var writes []int64
+		for range 4 { // four calls in a row, each answered CHANNELS_BUSY
+			before := pool.Stats().Collisions
+			now := clock.Now()
+			_, err := pool.acquire(context.Background(), keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now})
+			var ue *transfer.UnavailableError
+			if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+				t.Fatalf("%d channels: acquire = %v, want CHANNELS_BUSY", count, err)
+			}
+			writes = append(writes, pool.Stats().Collisions-before)
+		}
+		t.Logf("%d channels, all leased elsewhere: failed lease writes per busy call %v", count, writes)
+		// The first call may ask about every channel (processes starting together); the next ones,
+		// within a ledger of a call that found them all leased, back off as before: 8 rounds of 3.
+		if writes[0] > int64(count)+24 {
+			t.Errorf("%d channels: the first busy call cost %d writes, want at most %d", count, writes[0], count+24)
+		}
+		for i, w := range writes[1:] {
+			if w > 24 {
+				t.Errorf("%d channels: busy call %d, right after one that found every channel leased, cost %d writes, want at most 24 (the doubling backoff's 8 rounds of 3)", count, i+2, w)
+			}
+		}
+	}
+}
