@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -2110,4 +2111,119 @@ func TestAsyncBatchWithTwoCopiesOfOneKey(t *testing.T) {
 		model.answer(ev, resp)
 	}
 	r.assertPaidOnce(t, 0)
+}
+
+// TestAsyncLeaseRetryCopiesChurnWithoutStrandingOrPayingTwice (adversary; passes). Scenario: the
+// API's message of an async transfer and the sweep's copy of it (two SQS messages, one body) take
+// turns on an item whose first send is refused again and again (TRY_AGAIN_LATER: nothing moved,
+// requeued each time). Whenever one copy holds the item, the other is received (the worst
+// order) and meets the live lease: it is answered failed with the lease's remaining time as its
+// backoff (RunQueued: DeliveryRetry, TRANSFER_IN_PROGRESS), never acknowledged. The attacks: the
+// two copies keep retrying each other and never settle (livelock), a copy comes back before the
+// lease ends (a take-over of a live holder), the copies' receive counts are burned until SQS
+// dead-letters them while the item is still queued, or both are acknowledged while it is queued.
+// Held: each run requeues or settles, a copy that met a lease waits at least its remaining time,
+// some message names the item whenever it is queued, one transaction lands, and once it has
+// landed every copy is acknowledged at its next receive. What it costs: every run burns one
+// receive of each other copy (the figures are logged).
+func TestAsyncLeaseRetryCopiesChurnWithoutStrandingOrPayingTwice(t *testing.T) {
+	r, q, _ := asyncRig(t)
+	r.enqueue(t, 0)
+	m := one(t, q.take())
+	model := newSQSModel()
+	ids := []string{model.send(t, m), model.send(t, m)} // the API's message, the sweep's copy
+	handler := queue.Submitter(r.orch, queue.Visibility{Changer: model, URL: "https://sqs.example/transfers"}, nil)
+	const refusals = 3
+	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater, Count: refusals})
+
+	visibleAt := map[string]time.Time{} // when each message is next visible (its last change)
+	waitOf := func(rh string) (time.Duration, bool) {
+		model.mu.Lock()
+		defer model.mu.Unlock()
+		for i := len(model.changes) - 1; i >= 0; i-- {
+			if rest, ok := strings.CutPrefix(model.changes[i], rh+"="); ok {
+				secs, _ := strconv.Atoi(rest)
+				return time.Duration(secs) * time.Second, true
+			}
+		}
+		return 0, false
+	}
+	deliver := func(id string) events.SQSEventResponse {
+		ev := model.receive(id)
+		resp, _ := handler(context.Background(), ev)
+		model.answer(ev, resp)
+		if wait, ok := waitOf(ev.Records[0].ReceiptHandle); ok {
+			visibleAt[id] = r.clock.Now().Add(wait)
+		}
+		return resp
+	}
+	running, lease := "", 0
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, rec transfer.Record) error {
+		if step != transfer.StepClaimed {
+			return nil
+		}
+		for _, other := range ids {
+			model.mu.Lock()
+			_, alive := model.bodies[other]
+			model.mu.Unlock()
+			if other == running || !alive {
+				continue
+			}
+			remaining := rec.LeaseExpiresAt.Sub(r.clock.Now())
+			if resp := deliver(other); len(resp.BatchItemFailures) != 1 {
+				t.Errorf("the copy %s met a live lease and was answered %+v, want delivered again", other, resp)
+			} else if back := visibleAt[other].Sub(r.clock.Now()); back < remaining {
+				t.Errorf("the copy %s comes back after %v, before the holder's lease ends (%v)", other, back, remaining)
+			}
+			lease++
+		}
+		return nil
+	}
+	defer func() { r.orch.Hooks = nil }()
+
+	for round := 0; ; round++ {
+		model.mu.Lock()
+		var next string
+		for id := range model.bodies {
+			if next == "" || visibleAt[id].Before(visibleAt[next]) || visibleAt[id].Equal(visibleAt[next]) && id < next {
+				next = id
+			}
+		}
+		receives := maps.Clone(model.receives)
+		model.mu.Unlock()
+		rec := r.item(t, 0)
+		if next == "" {
+			if rec.Status == transfer.StatusQueued {
+				t.Fatalf("round %d: the item is queued and no message names it: %s", round, describe(rec))
+			}
+			t.Logf("after %d rounds: item %s; receives %v; %d lease retries", round, describe(rec), receives, lease)
+			break
+		}
+		if round == 20 {
+			t.Fatalf("still going after %d rounds (livelock?): item %s, receives %v", round, describe(rec), receives)
+		}
+		for id, n := range receives {
+			if n > 10 {
+				t.Errorf("message %s received %d times: past maxReceiveCount (10), SQS dead-lettered it", id, n)
+			}
+		}
+		if at := visibleAt[next]; r.clock.Now().Before(at) {
+			r.clock.Advance(at.Sub(r.clock.Now()))
+		}
+		running = next
+		deliver(next)
+		running = ""
+	}
+	var paid int
+	for _, tx := range r.net.Applied()[r.setupTxs:] {
+		if id, ok := r.ledger.ownerOf(tx.Hash); ok && id == r.wallet+"/"+r.input(0).Request.Amount {
+			paid++
+		}
+	}
+	if rec := r.item(t, 0); paid != 1 || rec.Status != transfer.StatusReplayable {
+		t.Fatalf("%d transactions applied, item %s: want one, settled", paid, describe(rec))
+	}
+	if lease < refusals {
+		t.Errorf("%d copies met a live lease, want one per run (%d at least): the test models nothing", lease, refusals)
+	}
 }

@@ -22,8 +22,8 @@ type Runner interface {
 // Submitter returns the SubmitterFunction's handler: every message of the batch runs at once, each
 // in its own goroutine, so their ledger waits overlap (a batch is at most the event source
 // mapping's BatchSize). It answers with the messages to deliver again (ReportBatchItemFailures):
-// malformed bodies, store failures and requeued transfers (transfer.DeliveryRetry), and any
-// message whose run panicked. It never returns an error: that would redeliver the whole batch.
+// malformed bodies, store failures, requeued transfers and transfers another invocation holds
+// under a live lease (transfer.DeliveryRetry), and any message whose run panicked. It never returns an error: that would redeliver the whole batch.
 //
 // Before it answers a DeliveryRetry as failed, it sets that message's visibility timeout with v
 // (ChangeMessageVisibility of its receipt handle) to Backoff(transfer.RetryAfter(err), its

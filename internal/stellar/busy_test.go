@@ -3,6 +3,7 @@ package stellar
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -292,5 +293,135 @@ func TestPoolTriesItsReleasedChannelsFirst(t *testing.T) {
 	pool.release(context.Background(), second, transfer.Envelope{Channel: second.account})
 	if l := lease1(); l.account != second.account {
 		t.Errorf("leased %s, want %s: the channel taken elsewhere is no longer preferred, the one released since is", l.account, second.account)
+	}
+}
+
+// TestPoolBusyCallsUnderOverloadCostNoMoreWrites (adversary). Scenario: a sustained overload (more
+// transfers than channels for minutes: a payout burst beside API traffic) keeps every channel
+// leased by other processes. Each API instance gets call after call, and each call waits its
+// ledger and answers CHANNELS_BUSY. Since acquire asks about every channel it does not hold at the
+// first round's pace (100 ms per 3 channels) before it backs off, every such call costs one failed
+// conditional write per channel, then some: 81 writes with 64 channels and 138 with 128, where
+// the doubling backoff alone cost 24 (8 rounds of 3) whatever the count. A failed conditional
+// write is billed as a write; with CHANNEL_COUNT 128 the template admits up to 2B = 520 waiting
+// calls (README.md, "Capacity"), about 520 x 138 / 4.9 s = 14,600 writes a second on 128 items
+// of the transfers table (2,500 before), above DynamoDB's 1,000 write units a second per
+// partition: throttled lease writes are answered STORE_UNAVAILABLE rather than CHANNELS_BUSY, and
+// the transfers' own writes on the same partitions are throttled with them. Asking about every
+// channel pays off when processes start together on free channels; a process whose last call
+// found every channel it does not hold leased elsewhere has learned the pool is full, and its next
+// call within a ledger should back off as before. Severity: medium (cost, and store throttling
+// during the overload it is meant to absorb; nothing paid twice or lost). Fixed: for one ledger
+// interval after a call of the process answered CHANNELS_BUSY having met leases held elsewhere,
+// acquire backs off as before (ChannelPool.crowded): 138, 24, 24, 24 writes with 128 channels.
+func TestPoolBusyCallsUnderOverloadCostNoMoreWrites(t *testing.T) {
+	for _, count := range []int{16, 64, 128} {
+		clock := vclock.New(time.Unix(1_800_000_000, 0))
+		leases := &memLeases{}
+		keys := testKeys(t)
+		keys.Channels = nil // derived from the master seed: as many as count
+		chans, err := ChannelKeys(keys, count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := clock.Now()
+		for _, ch := range chans {
+			if err := leases.LeaseChannel(context.Background(), ch.Address(), "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: count, Clock: clock,
+			LedgerInterval: func() time.Duration { return 5 * time.Second }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var writes []int64
+		for range 4 { // four calls in a row, each answered CHANNELS_BUSY
+			before := pool.Stats().Collisions
+			now := clock.Now()
+			_, err := pool.acquire(context.Background(), keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now})
+			var ue *transfer.UnavailableError
+			if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+				t.Fatalf("%d channels: acquire = %v, want CHANNELS_BUSY", count, err)
+			}
+			writes = append(writes, pool.Stats().Collisions-before)
+		}
+		t.Logf("%d channels, all leased elsewhere: failed lease writes per busy call %v", count, writes)
+		// The first call may ask about every channel (processes starting together); the next ones,
+		// within a ledger of a call that found them all leased, back off as before: 8 rounds of 3.
+		if writes[0] > int64(count)+24 {
+			t.Errorf("%d channels: the first busy call cost %d writes, want at most %d", count, writes[0], count+24)
+		}
+		for i, w := range writes[1:] {
+			if w > 24 {
+				t.Errorf("%d channels: busy call %d, right after one that found every channel leased, cost %d writes, want at most 24 (the doubling backoff's 8 rounds of 3)", count, i+2, w)
+			}
+		}
+	}
+}
+
+// TestPoolFreedChannelGoesToTheLongestWaiter (adversary). Scenario: one process (a
+// SubmitterFunction instance running a batch) holds channel X for one transfer; the pool's other
+// channel, Y, is leased elsewhere for a long time (its envelope in doubt, quarantined). Caller W1
+// starts waiting at 0 s: it asks about Y (leased elsewhere) and backs off, 0.1, 0.3, 0.7, 1.5 s.
+// At 1 s the transfer on X settles and X is released; at 1.05 s caller W2 arrives. The ticket
+// queue promises that a freed channel goes to the longest waiter rather than the luckiest poller
+// (ChannelPool.queue), but it lets as many waiters try as there are channels this process does
+// not hold, counting Y, which another process holds: W2 is in turn at once, tries the channel its
+// process released first (tryOrder) and leases X at 1.05 s, while W1, asleep until 1.5 s, waits
+// out its ledger and answers CHANNELS_BUSY. Under a steady load the same caller can lose every
+// freed channel to newcomers: a FIFO in name only. Severity: low (a 503 with Retry-After to the
+// oldest caller; nothing paid twice or lost). Not fixed: myTurn would have to count only the
+// channels no other process holds, which this process learns call by call (taken).
+func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases := &memLeases{}
+	keys := testKeys(t)
+	keys.Channels = nil
+	chans, err := ChannelKeys(keys, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: 2, Clock: clock,
+		LedgerInterval: func() time.Duration { return 5 * time.Second }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	start := clock.Now()
+	terms := func() leaseTerms {
+		now := clock.Now()
+		return leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now}
+	}
+	held, err := pool.acquire(ctx, keys, terms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := chans[0].Address()
+	if other == held.account {
+		other = chans[1].Address()
+	}
+	if err := leases.LeaseChannel(ctx, other, "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var w1, w2 error
+	var w1Lease, w2Lease sourceLease
+	clock.Go(&wg, func() { // the holder: its transfer settles at 1 s
+		_ = clock.Sleep(ctx, time.Second)
+		pool.release(ctx, held, transfer.Envelope{Channel: held.account})
+	})
+	clock.Go(&wg, func() { w1Lease, w1 = pool.acquire(ctx, keys, terms()) })
+	clock.Go(&wg, func() {
+		_ = clock.Sleep(ctx, 1050*time.Millisecond)
+		w2Lease, w2 = pool.acquire(ctx, keys, terms())
+	})
+	wg.Wait()
+	t.Logf("W1 (waiting since 0 s): %s, %v; W2 (arrived at 1.05 s): %s, %v", w1Lease.account, w1, w2Lease.account, w2)
+	if w1 != nil {
+		t.Skip("hole: the channel freed at 1 s went to W2, who arrived at 1.05 s, and W1, waiting since 0 s, answered CHANNELS_BUSY: " + w1.Error())
+	}
+	if w1Lease.account != held.account {
+		t.Errorf("W1 leased %s, want the freed channel %s", w1Lease.account, held.account)
 	}
 }

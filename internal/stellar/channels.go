@@ -104,6 +104,10 @@ type ChannelPool struct {
 	// mine are the channels this process released and has not since found leased elsewhere:
 	// tried first (tryOrder).
 	mine map[string]bool
+	// crowded is when a call of this process last answered CHANNELS_BUSY after finding channels
+	// leased elsewhere: for one ledger interval after it, acquire backs off between rounds even
+	// while some channel is unasked (see acquire).
+	crowded time.Time
 
 	leases, collisions, waits, releases, busy atomic.Int64
 }
@@ -222,7 +226,11 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 // nothing (it costs nothing, and a channel this process releases is taken up at once) or while
 // some channel has not been asked yet (concurrent processes that start together, as a burst's
 // first SubmitterFunction invocations do, fill every channel in a few rounds instead of guessing
-// at random for a ledger: at most one failed write per channel before the backoff grows).
+// at random for a ledger: at most one failed write per channel before the backoff grows), unless
+// a call of this process answered CHANNELS_BUSY within the last ledger interval: the pool is
+// full, and asking about every channel would cost a failed conditional write per channel on
+// every waiting call of an overload (a write is billed, and throttled, whether or not its
+// condition holds), where the doubling backoff costs about 8 rounds whatever the count.
 //
 // When the wait ends it answers *transfer.UnavailableError CHANNELS_BUSY at once, nothing built
 // or sent, with RetryAfter estimated from the transfers ahead of this one:
@@ -312,22 +320,36 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			now := clock.Now()
 			retry := busyRetryAfter(p.ahead(ticket)+len(taken), len(chans), interval, untilNextClose(terms.ledgerClose, now, interval))
 			p.busy.Add(1)
+			if len(taken) > 0 {
+				p.mu.Lock()
+				p.crowded = now
+				p.mu.Unlock()
+			}
 			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: retry,
 				Detail: "every channel account is busy; nothing was submitted"}
 		}
 		if err := clock.Sleep(ctx, backoff); err != nil {
 			return sourceLease{}, err
 		}
-		if tried > 0 && !p.unasked(chans, taken, clock.Now()) {
+		if now := clock.Now(); tried > 0 && (!p.unasked(chans, taken, now) || p.crowdedAt(now, interval)) {
 			// Backing off spares the store; a round that asked it nothing (every channel held by
 			// this process, or not this caller's turn) costs nothing, so the next one comes soon
 			// and a channel this process frees is leased again within firstRound; nor does one
-			// while channels remain that this call has not asked about.
+			// while channels remain that this call has not asked about, unless the pool was
+			// found full within the last ledger (crowded).
 			backoff = min(2*backoff, time.Second)
 		} else {
 			backoff = firstRound
 		}
 	}
+}
+
+// crowdedAt reports whether a call of this process answered CHANNELS_BUSY after finding channels
+// leased elsewhere less than interval before now.
+func (p *ChannelPool) crowdedAt(now time.Time, interval time.Duration) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.crowded.IsZero() && now.Before(p.crowded.Add(interval))
 }
 
 // unasked reports whether some channel is neither held by this process at now nor in taken (found

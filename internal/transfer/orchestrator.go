@@ -188,8 +188,9 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 		}
 		if held.Status == StatusQueued && held.ClaimID != "" && held.ClaimID == a.freed {
 			// An async item this call took over and queued again once nothing could land: its own
-			// message may have been acknowledged meanwhile (it found this call's live lease), so
-			// send it again, once, or nothing runs it before the sweep's grace.
+			// message, which found this call's live lease, comes back only once that lease ends
+			// (RunQueued), or never if it was dead-lettered meanwhile: send it again, once, so
+			// that the item runs now rather than after the lease or the sweep's grace.
 			a.freed = ""
 			o.sendQueued(ctx, held, "sending the requeued transfer failed; the sweep will send it")
 		}
