@@ -1899,8 +1899,8 @@ func sqsModel(t *testing.T, r *rig, m ...transfer.QueueMessage) (*sqsQueue, []st
 // again and the handler backs M off with ChangeMessageVisibility(R1), which fails: M is gone. Its
 // log says the message "waits the queue's visibility timeout" (false: nothing will deliver it),
 // and no message names the accepted transfer until the sweep's grace (10 minutes) has passed.
-// The campaign cannot find this: its duplicates are separate messages, so deleting one never
-// deletes another's. Severity: low (a delay of one grace, a false log line; nothing paid twice
+// The campaign could not find this while its duplicates were separate messages, so deleting one
+// never deleted another's; its SQS model (sqs.go) now receives the same message again. Severity: low (a delay of one grace, a false log line; nothing paid twice
 // or lost while the sweep has a queue). Fixed: RunQueued answers a live lease held by another
 // invocation DeliveryRetry with the lease's remaining time, so the copy is delivered again once
 // the lease ends rather than acknowledged (it costs every such duplicate one more receive).
