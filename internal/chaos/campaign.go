@@ -74,8 +74,9 @@ type Config struct {
 	// balancer is not supported for proofs (README, "Which RPC and Horizon deployments the proof
 	// supports"), so a Horizon run never arms instances.
 	LoadBalanced bool
-	// Async: callers post with Prefer: respond-async (async.go): a submitter actor delivers the
-	// messages, which the queue loses, duplicates, reorders and delays past healing.
+	// Async: callers post with Prefer: respond-async (async.go): SubmitterFunction's handler
+	// delivers the messages in batches, several invocations at once, from an SQS model (sqs.go)
+	// that loses, duplicates (receives again), reorders and delays them past healing.
 	Async bool
 }
 
