@@ -4,150 +4,127 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/stellar-transfer/orchestrator/internal/queue"
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // The campaign's async mode (Config.Async; README.md, "Asynchronous transfers"): callers post
-// with Prefer: respond-async (Orchestrator.Enqueue), the queue loses, duplicates, reorders and
-// delays their messages, a submitter actor delivers them beside each wave (crashing as any caller
-// does), and the sweep sends queued items again. After healing, the queue is drained and the late
-// messages arrive: each must do nothing.
+// with Prefer: respond-async (Orchestrator.Enqueue) and their messages go to an SQS model
+// (sqs.go) that loses, duplicates (the same message received again), reorders and delays them.
+// Beside each wave, the event source mapping's pollers (submitterMapping) invoke SubmitterFunction's
+// real handler (queue.Submitter) with batches, several invocations at once, each of which may
+// crash as any caller does; the mapping deletes what an invocation acknowledged, and the handler
+// backs failed messages off with ChangeMessageVisibility, which may fail. The sweep sends queued
+// items again. After healing, the queue is drained and the late messages arrive: each must do
+// nothing.
 
 // asyncGraceInCampaign is the sweep's grace for queued items in the campaign: a couple of sweeps.
 const asyncGraceInCampaign = 2 * time.Minute
 
-// campaignQueue is the campaign's SQS: what is sent is lost, duplicated or held back until after
-// healing (late) by its own dice, and delivered in random order. Each message counts its receives
-// (ApproximateReceiveCount) and goes to the dead-letter queue (dropped: the sweep sends its item
-// again) when a receive would count more than maxReceivesInCampaign, as SQS moves it: after the
-// last failed receive's visibility timeout has passed.
-type campaignQueue struct {
-	mu      sync.Mutex
-	dice    *rand.Rand
-	faulty  bool
-	pending []sqsMessage
-	late    []transfer.QueueMessage
-	faults  *counter
-	// hidden are messages delivered but not deleted, invisible until their time (the visibility
-	// timeout, or what the submitter changed it to); clock tells the time.
-	hidden []hiddenMessage
-	clock  interface{ Now() time.Time }
+// submitterMapping is SubmitterFunction's event source mapping in the campaign for its channel
+// count: BatchSize about half the channels (template.yaml's Submitter mapping: 4 for 8 channels),
+// at least 1 and at most 8, and MaxConcurrency 3, one more than the template's 2, so that two
+// invocations hold copies of one key's message more often.
+func (r *rig) submitterMapping() (batch, concurrency int) {
+	return min(max(r.cfg.Channels/2, 1), 8), 3
 }
 
-// sqsMessage is one message in the campaign's queue and how often it was received.
-type sqsMessage struct {
-	m        transfer.QueueMessage
-	receives int
+// invocation is one SubmitterFunction invocation: the records of its batch run at once in the
+// real handler (queue.Submitter), and when one of them crashes the whole invocation dies: its
+// other runs crash at their next step, it changes no more visibility and answers nothing, so
+// the event source mapping deletes none of its messages.
+type invocation struct {
+	r      *rig
+	n      int
+	faulty bool
+	dead   atomic.Bool
+	// left is how many of the batch's runs still hold a place on the virtual clock (invoke).
+	mu   sync.Mutex
+	left int
+	// seen, when set, is told every run's outcome (the late messages' check).
+	seen func(m transfer.QueueMessage, d transfer.Delivery, err error)
 }
 
-type hiddenMessage struct {
-	sqsMessage
-	at time.Time
+type invocationKey struct{}
+
+func invocationOf(ctx context.Context) *invocation {
+	inv, _ := ctx.Value(invocationKey{}).(*invocation)
+	return inv
 }
 
-// visibilityInCampaign is the campaign queue's visibility timeout: how long a message whose
-// invocation died (no answer, no ChangeMessageVisibility) stays hidden.
-const visibilityInCampaign = 30 * time.Second
-
-// maxReceivesInCampaign is the template's TransferQueue maxReceiveCount.
-const maxReceivesInCampaign = 10
-
-func (q *campaignQueue) Send(_ context.Context, m transfer.QueueMessage) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	switch x := q.dice.Float64(); {
-	case q.faulty && x < 0.1:
-		q.faults.add("queue_lost")
-	case q.faulty && x < 0.25:
-		q.faults.add("queue_duplicated")
-		q.pending = append(q.pending, sqsMessage{m: m}, sqsMessage{m: m})
-	case q.faulty && x < 0.35:
-		q.faults.add("queue_late")
-		q.late = append(q.late, m)
-	default:
-		q.pending = append(q.pending, sqsMessage{m: m})
+// release hands a finished run's place on the virtual clock back; the last one is the invoking
+// participant's own, which it keeps.
+func (inv *invocation) release() {
+	inv.mu.Lock()
+	inv.left--
+	last := inv.left == 0
+	inv.mu.Unlock()
+	if !last {
+		inv.r.clock.Done()
 	}
-	return nil
 }
 
-// next receives a pending message at random (SQS standard queues do not keep order), counting
-// the receive.
-func (q *campaignQueue) next() (sqsMessage, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.clock.Now()
-	kept := q.hidden[:0]
-	for _, h := range q.hidden {
-		switch {
-		case now.Before(h.at):
-			kept = append(kept, h)
-		case h.receives >= maxReceivesInCampaign:
-			q.faults.add("queue_dead_lettered") // its next receive would exceed maxReceiveCount
-		default:
-			q.pending = append(q.pending, h.sqsMessage)
+// campaignRunner is the queue.Runner of the campaign's SubmitterFunction: the orchestrator's
+// RunQueued, each record with its own caller (its fault and crash dice) of the invocation in ctx.
+type campaignRunner struct{ r *rig }
+
+func (cr campaignRunner) RunQueued(ctx context.Context, m transfer.QueueMessage) (d transfer.Delivery, err error) {
+	inv := invocationOf(ctx)
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(m.StoreKey + "\x00" + m.ClaimID))
+	c := &caller{name: fmt.Sprintf("submitter %d (%s)", inv.n, m.StoreKey), faulty: inv.faulty, inv: inv,
+		rng: rand.New(rand.NewPCG(cr.r.cfg.Seed, 1<<42+uint64(inv.n)<<20^h.Sum64()))}
+	// The handler changes the visibility of a message exactly when its run answers DeliveryRetry
+	// (queue.Submitter): the run's place on the clock is handed back then, else now.
+	defer func() {
+		if v := recover(); v != nil {
+			inv.release()
+			panic(v)
 		}
-	}
-	q.hidden = kept
-	if len(q.pending) == 0 {
-		return sqsMessage{}, false
-	}
-	i := q.dice.IntN(len(q.pending))
-	m := q.pending[i]
-	q.pending = append(q.pending[:i], q.pending[i+1:]...)
-	m.receives++
-	return m, true
-}
-
-// again puts m back, visible after wait (the visibility timeout, or what the submitter changed it
-// to), as SQS does without a delete; once visible after maxReceivesInCampaign receives it is
-// dead-lettered (next).
-func (q *campaignQueue) again(m sqsMessage, wait time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.hidden = append(q.hidden, hiddenMessage{sqsMessage: m, at: q.clock.Now().Add(wait)})
-}
-
-func (q *campaignQueue) heal() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.faulty = false
-}
-
-func (q *campaignQueue) takeLate() []transfer.QueueMessage {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := q.late
-	q.late = nil
-	return out
-}
-
-// deliverer returns a new invocation of SubmitterFunction for one message: its own dice, faulty
-// or not.
-func (r *rig) deliverer(n *int, faulty bool) *caller {
-	*n++
-	return &caller{name: fmt.Sprintf("submitter %d", *n), rng: rand.New(rand.NewPCG(r.cfg.Seed, 1<<42+uint64(*n))), faulty: faulty}
-}
-
-// deliverOnce runs one message as SubmitterFunction does and puts it back when it is to be
-// delivered again: a requeued transfer or a store failure after queue.Backoff, as the submitter's
-// ChangeMessageVisibility sets it; a crash (the invocation died: no answer, no change) after the
-// queue's visibility timeout.
-func (r *rig) deliverOnce(ctx context.Context, m sqsMessage) {
-	d, err := r.orch.RunQueued(ctx, m.m)
-	r.events.add("delivery_" + string(d))
+		if d != transfer.DeliveryRetry {
+			inv.release()
+		}
+	}()
+	d, err = cr.r.orch.RunQueued(withCaller(ctx, c), m)
+	cr.r.events.add("delivery_" + string(d))
 	switch {
 	case errors.Is(err, errCrash):
-		r.events.add("delivery_crashed")
-		r.queue.again(m, visibilityInCampaign)
+		cr.r.events.add("delivery_crashed")
+		inv.dead.Store(true)
 	case d == transfer.DeliveryRetry:
-		r.events.add("delivery_retry_" + retryCause(err))
-		r.queue.again(m, queue.Backoff(transfer.RetryAfter(err), m.receives))
+		cr.r.events.add("delivery_retry_" + retryCause(err))
 	}
+	if inv.seen != nil {
+		inv.seen(m, d, err)
+	}
+	return d, err
+}
+
+// invoke runs SubmitterFunction's handler on ev as the event source mapping does, from a
+// participant of the virtual clock, then deletes what it acknowledged (nothing if it died). The
+// handler runs each record in a goroutine of its own; each of those is a participant in the
+// caller's stead until its run is over (Clock.Add, invocation.release).
+func (r *rig) invoke(ev events.SQSEvent, n int, faulty bool, seen func(transfer.QueueMessage, transfer.Delivery, error)) {
+	inv := &invocation{r: r, n: n, faulty: faulty, left: len(ev.Records), seen: seen}
+	r.clock.Add(len(ev.Records) - 1)
+	resp, err := r.handler(context.WithValue(context.Background(), invocationKey{}, inv), ev)
+	if err != nil {
+		r.events.add("delivery_batch_error") // the handler never answers an error: the whole batch again
+		inv.dead.Store(true)
+	}
+	died := inv.dead.Load()
+	if died {
+		r.events.add("invocation_died")
+	}
+	r.events.addN("delivery_batch_item_failures", len(resp.BatchItemFailures))
+	r.queue.answer(ev, resp, died)
 }
 
 // retryCause names why a run answered DeliveryRetry: its problem's code, "requeued" without an
@@ -163,27 +140,38 @@ func retryCause(err error) string {
 	return "other"
 }
 
-// submitter delivers messages while active says the wave's callers are at work, a message at a
-// time, each as a new invocation that may crash; with none pending it waits a fifth of a second.
-func (r *rig) submitter(wave int, active func() bool) {
-	n := wave << 20
-	idle := withCaller(context.Background(), r.deliverer(&n, false))
+// submitter is one of the event source mapping's pollers beside a wave: while active says the
+// wave's callers are at work it receives a batch and invokes SubmitterFunction with it (a new
+// invocation each time, which may crash); with nothing visible it waits a fifth of a second.
+func (r *rig) submitter(wave, poller int, active func() bool) {
+	n := wave<<20 | poller<<16
+	batch, _ := r.submitterMapping()
+	idle := withCaller(context.Background(), &caller{name: "submitter poller", rng: rand.New(rand.NewPCG(r.cfg.Seed, 1<<41+uint64(n)))})
 	for active() {
-		m, ok := r.queue.next()
-		if !ok {
+		ev := r.queue.receive(batch)
+		if len(ev.Records) == 0 {
 			_ = r.clock.Sleep(idle, 200*time.Millisecond)
 			continue
 		}
-		r.deliverOnce(withCaller(context.Background(), r.deliverer(&n, true)), m)
+		n++
+		r.invoke(ev, n, true, nil)
 	}
 }
 
-// drainAsync runs after healing: every pending message is delivered, and the sweep sends the
-// queued items again, until no item is queued, in flight or in doubt (or 200 rounds). Then the
-// late messages arrive; each must be stale and send nothing. It returns the violations.
+// drainAsync runs after healing: every message is delivered as it becomes visible, and the sweep
+// sends the queued items again, until no item is queued, in flight or in doubt (or 200 rounds).
+// Then the late messages arrive; each must be stale, send nothing and be deleted. It returns the
+// violations.
 func (r *rig) drainAsync(ctx context.Context) []string {
 	var bad []string
 	n := 1 << 30
+	batch, _ := r.submitterMapping()
+	deliver := func(seen func(transfer.QueueMessage, transfer.Delivery, error)) {
+		for ev := r.queue.receive(batch); len(ev.Records) > 0; ev = r.queue.receive(batch) {
+			n++
+			r.invoke(ev, n, false, seen)
+		}
+	}
 	open := func() int {
 		k := 0
 		for i := range r.cfg.Keys {
@@ -195,9 +183,7 @@ func (r *rig) drainAsync(ctx context.Context) []string {
 		return k
 	}
 	for round := 0; ; round++ {
-		for m, ok := r.queue.next(); ok; m, ok = r.queue.next() {
-			r.deliverOnce(withCaller(ctx, r.deliverer(&n, false)), m)
-		}
+		deliver(nil)
 		left := open()
 		if left == 0 {
 			break
@@ -212,12 +198,25 @@ func (r *rig) drainAsync(ctx context.Context) []string {
 			break
 		}
 	}
+	// What is still in the queue (requeued copies of settled items, copies left by deletes) is
+	// delivered as it becomes visible: each must be stale.
 	sends := len(r.net.Envelopes())
-	for _, m := range r.queue.takeLate() {
-		if d, err := r.orch.RunQueued(withCaller(ctx, r.deliverer(&n, false)), m); d != transfer.DeliveryStale {
-			bad = append(bad, fmt.Sprintf("async: a late message for %s after healing: %s (%v), want stale", m.StoreKey, d, err))
+	var mu sync.Mutex
+	stale := func(m transfer.QueueMessage, d transfer.Delivery, err error) {
+		if d != transfer.DeliveryStale {
+			mu.Lock()
+			bad = append(bad, fmt.Sprintf("async: a message for %s after draining: %s (%v), want stale", m.StoreKey, d, err))
+			mu.Unlock()
 		}
-		r.events.add("late_messages")
+	}
+	for wait, ok := r.queue.visibleIn(); ok; wait, ok = r.queue.visibleIn() {
+		_ = r.clock.Sleep(ctx, wait)
+		deliver(stale)
+	}
+	r.events.addN("late_messages", r.queue.sendLate())
+	deliver(stale)
+	if left := r.queue.alive(); left > 0 {
+		bad = append(bad, fmt.Sprintf("async: %d messages left in the queue after the late ones", left))
 	}
 	if len(r.net.Envelopes()) != sends {
 		bad = append(bad, "async: a late message sent an envelope")

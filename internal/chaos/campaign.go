@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
@@ -72,8 +74,9 @@ type Config struct {
 	// balancer is not supported for proofs (README, "Which RPC and Horizon deployments the proof
 	// supports"), so a Horizon run never arms instances.
 	LoadBalanced bool
-	// Async: callers post with Prefer: respond-async (async.go): a submitter actor delivers the
-	// messages, which the queue loses, duplicates, reorders and delays past healing.
+	// Async: callers post with Prefer: respond-async (async.go): SubmitterFunction's handler
+	// delivers the messages in batches, several invocations at once, from an SQS model (sqs.go)
+	// that loses, duplicates (receives again), reorders and delays them past healing.
 	Async bool
 }
 
@@ -230,8 +233,10 @@ type rig struct {
 	ops       *reconcile.Service
 	stale     counter
 	operators counter
-	// queue is the async mode's SQS (Config.Async), nil otherwise.
-	queue *campaignQueue
+	// queue is the async mode's SQS (Config.Async), nil otherwise; handler is SubmitterFunction's
+	// handler on it.
+	queue   *sqsQueue
+	handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 }
 
 func newRig(cfg Config) (*rig, func(), error) {
@@ -352,7 +357,14 @@ func newRig(cfg Config) (*rig, func(), error) {
 		if step == transfer.StepSettling {
 			rate *= 5 // reached once per decided call, far less often than the other steps
 		}
-		if c := callerOf(ctx); c != nil && !c.crashed && c.faulty && c.rng.Float64() < rate {
+		c := callerOf(ctx)
+		if c != nil && !c.crashed && c.inv != nil && c.inv.dead.Load() {
+			// Another record of its SubmitterFunction invocation crashed: the process is gone.
+			c.crashed = true
+			r.events.add("delivery_killed_with_its_invocation")
+			return errCrash
+		}
+		if c != nil && !c.crashed && c.faulty && c.rng.Float64() < rate {
 			c.crashed = true
 			r.crashes.add(string(step))
 			return errCrash
@@ -363,8 +375,10 @@ func newRig(cfg Config) (*rig, func(), error) {
 	rcfg := reconcile.Config{Store: r.held, Settler: r.orch, Ledger: r.ledger, Gauge: noGauge{}, Clock: r.clock,
 		KeyTTL: func() time.Duration { return keyTTL }, Logger: slog.New(slog.DiscardHandler)}
 	if cfg.Async {
-		r.queue = &campaignQueue{dice: rand.New(rand.NewPCG(cfg.Seed, 1<<43)), faulty: true, faults: &r.faults, clock: r.clock}
+		r.queue = newSQSQueue(r.clock, rand.New(rand.NewPCG(cfg.Seed, 1<<43)), &r.faults, &r.events)
+		r.queue.faulty = true
 		r.orch.Queue = r.queue
+		r.handler = queue.Submitter(campaignRunner{r}, queue.Visibility{Changer: r.queue, URL: "https://sqs.chaos.invalid/transfers"}, nil)
 		rcfg.Queue, rcfg.Queued, rcfg.QueuedGrace = r.queue, r.held, asyncGraceInCampaign
 	}
 	r.ops = reconcile.New(rcfg)
@@ -564,7 +578,10 @@ func Run(cfg Config) (Report, error) {
 		}
 		if cfg.Async {
 			wave := w / cfg.Wave
-			r.clock.Go(&wg, func() { r.submitter(wave, active) })
+			_, pollers := r.submitterMapping()
+			for p := range pollers {
+				r.clock.Go(&wg, func() { r.submitter(wave, p, active) })
+			}
 		}
 		if cfg.Actors {
 			wave := w / cfg.Wave

@@ -172,9 +172,9 @@ func b2i(b bool) int {
 }
 
 // TestCampaignAsync runs the campaign in its async mode (chaos.Config.Async): every call posts
-// with Prefer: respond-async, and the queue loses, duplicates, reorders and delays the messages
-// that a submitter actor delivers beside each wave, with the default faults, crashes, stale
-// actors and read faults. 100 keys (800 first calls) by default; CHAOS_KEYS and CHAOS_SEED as in
+// with Prefer: respond-async, and the SQS model loses, duplicates (receives again), reorders and
+// delays the messages that SubmitterFunction's handler receives in batches, several invocations
+// at once, beside each wave, with the default faults, crashes, stale actors and read faults. 100 keys (800 first calls) by default; CHAOS_KEYS and CHAOS_SEED as in
 // TestCampaign.
 func TestCampaignAsync(t *testing.T) {
 	if testing.Short() {
@@ -211,12 +211,13 @@ func TestCampaignAsync(t *testing.T) {
 	if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
 		t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read", n)
 	}
-	for _, kind := range []string{"queue_lost", "queue_duplicated", "queue_late"} {
+	for _, kind := range []string{"queue_lost", "queue_duplicated", "queue_late", "queue_visibility_change_failed"} {
 		if rep.Faults[kind] == 0 {
 			t.Errorf("queue fault %s never happened", kind)
 		}
 	}
-	if rep.Answers["accepted"] == 0 || rep.Events["delivery_done"] == 0 || rep.Events["delivery_stale"] == 0 {
+	if rep.Answers["accepted"] == 0 || rep.Events["delivery_done"] == 0 || rep.Events["delivery_stale"] == 0 ||
+		rep.Events["queue_received_while_held"] == 0 || rep.Events["invocation_died"] == 0 || rep.Events["delivery_killed_with_its_invocation"] == 0 {
 		t.Errorf("async mode not exercised: answers %v, events %v", rep.Answers, rep.Events)
 	}
 }

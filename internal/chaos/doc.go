@@ -25,6 +25,13 @@
 // counts each of these (faults, "stale actors", "operators"); a broken invariant prints the
 // key's applied transactions and the trace of every write to its item.
 //
+// In the async mode (Config.Async, async.go) every call posts with Prefer: respond-async and
+// SubmitterFunction's real handler (queue.Submitter) settles the transfers in batches, several
+// invocations at once, each dying whole when one of its records crashes, from a model of an SQS
+// standard queue (sqs.go): receipt handles per receive, duplicates as the same message received
+// again, visibility timeouts set by ChangeMessageVisibility (which may fail), the dead-letter
+// queue, loss, and messages delivered late, after healing, which must do nothing.
+//
 // The report also gives the in-doubt rate and the rebuild rate (per 1,000 calls) and how long
 // items stayed in doubt (from the write that made an item in_doubt to the one that settled or
 // released it: median and longest).

@@ -26,6 +26,8 @@ type caller struct {
 	rng     *rand.Rand
 	faulty  bool // faults are on (off once healed)
 	crashed bool
+	// inv is the SubmitterFunction invocation the call runs in (async mode), nil otherwise.
+	inv *invocation
 	// applied says whether the caller's last DynamoDB write changed the table, whatever answer
 	// the caller got (an answer lost after the write, or a retry that failed its condition
 	// against the item the first attempt wrote).

@@ -1877,82 +1877,16 @@ func (c *movableDeadline) Deadline() (time.Time, bool) {
 	return c.dl, true
 }
 
-// sqsModel is the part of a real SQS standard queue that the at-least-once tests need: messages
-// by ID, a fresh receipt handle per receive (ApproximateReceiveCount counted), DeleteMessage by
-// the most recent receipt handle deletes the message even while another receiver holds it, and
-// ChangeMessageVisibility of a deleted message fails (ReceiptHandleIsInvalid). The SQS API
-// Reference, DeleteMessage and ChangeMessageVisibility.
-type sqsModel struct {
-	mu       sync.Mutex
-	bodies   map[string]string // message ID -> body, while the message exists
-	receives map[string]int
-	latest   map[string]string // message ID -> its most recent receipt handle
-	of       map[string]string // receipt handle -> message ID
-	changes  []string          // "receipt=seconds" or "receipt:error"
-	n        int
-}
-
-func newSQSModel() *sqsModel {
-	return &sqsModel{bodies: map[string]string{}, receives: map[string]int{}, latest: map[string]string{}, of: map[string]string{}}
-}
-
-func (s *sqsModel) send(t *testing.T, m transfer.QueueMessage) string {
+// sqsModel is the campaign's SQS model (sqs.go) without faults, on the test's clock, holding m.
+func sqsModel(t *testing.T, r *rig, m ...transfer.QueueMessage) (*sqsQueue, []string) {
 	t.Helper()
-	body, err := queue.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.n++
-	id := fmt.Sprintf("msg-%d", s.n)
-	s.bodies[id] = body
-	return id
-}
-
-// receive is one receive of message id (by any consumer): a one-record SQS event.
-func (s *sqsModel) receive(id string) events.SQSEvent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.n++
-	s.receives[id]++
-	rh := fmt.Sprintf("rh-%d", s.n)
-	s.latest[id], s.of[rh] = rh, id
-	return events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, ReceiptHandle: rh, Body: s.bodies[id], EventSource: "aws:sqs",
-		Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(s.receives[id])}}}}
-}
-
-// answer is the event source mapping after the handler answered ev: it deletes every record not
-// reported failed (DeleteMessage with the record's receipt handle).
-func (s *sqsModel) answer(ev events.SQSEvent, resp events.SQSEventResponse) {
-	failed := map[string]bool{}
-	for _, f := range resp.BatchItemFailures {
-		failed[f.ItemIdentifier] = true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, rec := range ev.Records {
-		if id := s.of[rec.ReceiptHandle]; !failed[rec.MessageId] && s.latest[id] == rec.ReceiptHandle {
-			delete(s.bodies, id)
+	model := newSQSQueue(r.clock, rand.New(rand.NewPCG(1, 2)), nil, nil)
+	for _, m := range m {
+		if err := model.Send(context.Background(), m); err != nil {
+			t.Fatal(err)
 		}
 	}
-}
-
-func (s *sqsModel) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.bodies[s.of[*in.ReceiptHandle]]; !ok {
-		s.changes = append(s.changes, *in.ReceiptHandle+":error")
-		return nil, errors.New("ReceiptHandleIsInvalid: the message was deleted")
-	}
-	s.changes = append(s.changes, fmt.Sprintf("%s=%d", *in.ReceiptHandle, in.VisibilityTimeout))
-	return &sqs.ChangeMessageVisibilityOutput{}, nil
-}
-
-func (s *sqsModel) alive() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bodies)
+	return model, model.ids()
 }
 
 // TestAsyncSQSDuplicateReceiveDeletesTheHoldersMessage (adversary). Scenario: SQS standard queues
@@ -1966,16 +1900,16 @@ func (s *sqsModel) alive() int {
 // again and the handler backs M off with ChangeMessageVisibility(R1), which fails: M is gone. Its
 // log says the message "waits the queue's visibility timeout" (false: nothing will deliver it),
 // and no message names the accepted transfer until the sweep's grace (10 minutes) has passed.
-// The campaign cannot find this: its duplicates are separate messages, so deleting one never
-// deletes another's. Severity: low (a delay of one grace, a false log line; nothing paid twice
+// The campaign could not find this while its duplicates were separate messages, so deleting one
+// never deleted another's; its SQS model (sqs.go) now receives the same message again. Severity: low (a delay of one grace, a false log line; nothing paid twice
 // or lost while the sweep has a queue). Fixed: RunQueued answers a live lease held by another
 // invocation DeliveryRetry with the lease's remaining time, so the copy is delivered again once
 // the lease ends rather than acknowledged (it costs every such duplicate one more receive).
 func TestAsyncSQSDuplicateReceiveDeletesTheHoldersMessage(t *testing.T) {
 	r, q, _ := asyncRig(t)
 	r.enqueue(t, 0)
-	model := newSQSModel()
-	id := model.send(t, one(t, q.take()))
+	model, ids := sqsModel(t, r, one(t, q.take()))
+	id := ids[0]
 	var logged strings.Builder
 	var logMu sync.Mutex
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logged, mu: &logMu}, nil))
@@ -1986,18 +1920,18 @@ func TestAsyncSQSDuplicateReceiveDeletesTheHoldersMessage(t *testing.T) {
 	r.orch.Hooks = func(ctx context.Context, step transfer.Step, _ transfer.Record) error {
 		if step == transfer.StepClaimed && !duplicated {
 			duplicated = true
-			ev := model.receive(id) // the at-least-once duplicate, in another invocation
+			ev := model.receiveID(id) // the at-least-once duplicate, in another invocation
 			resp, _ := handler(context.Background(), ev)
-			model.answer(ev, resp)
+			model.answer(ev, resp, false)
 			if len(resp.BatchItemFailures) != 1 {
 				t.Errorf("the duplicate was answered %+v, want delivered again once the lease ends", resp)
 			}
 		}
 		return nil
 	}
-	ev := model.receive(id)
+	ev := model.receiveID(id)
 	resp, _ := handler(context.Background(), ev)
-	model.answer(ev, resp)
+	model.answer(ev, resp, false)
 	r.orch.Hooks = nil
 	if !duplicated {
 		t.Fatal("the run took nothing")
@@ -2045,19 +1979,26 @@ func TestAsyncCampaignQueueDeadLettersAsSQS(t *testing.T) {
 	start := time.Unix(2_000_000_000, 0)
 	clock := vclock.New(start)
 	var faults counter
-	q := &campaignQueue{dice: rand.New(rand.NewPCG(1, 2)), faults: &faults, clock: clock}
+	q := newSQSQueue(clock, rand.New(rand.NewPCG(1, 2)), &faults, nil)
 	if err := q.Send(context.Background(), transfer.QueueMessage{StoreKey: "transfer:0123456789abcdef:k", ClaimID: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	receives := 0
 	var deadAt time.Duration
 	for step := 0; step < 10_000 && deadAt == 0; step++ {
-		if m, ok := q.next(); ok {
+		if ev := q.receive(4); len(ev.Records) > 0 {
 			receives++
-			if m.receives != receives {
-				t.Fatalf("receive %d counted as %d", receives, m.receives)
+			rec := ev.Records[0]
+			if got := rec.Attributes["ApproximateReceiveCount"]; got != strconv.Itoa(receives) {
+				t.Fatalf("receive %d counted as %s", receives, got)
 			}
-			q.again(m, queue.Backoff(transfer.DefaultLedgerInterval, m.receives))
+			// SubmitterFunction's answer to a requeued transfer: backoff, then failed.
+			wait := queue.Backoff(transfer.DefaultLedgerInterval, receives)
+			if _, err := q.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+				ReceiptHandle: &rec.ReceiptHandle, VisibilityTimeout: int32(wait / time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+			q.answer(ev, events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: rec.MessageId}}}, false)
 		}
 		if faults.snapshot()["queue_dead_lettered"] > 0 {
 			deadAt = clock.Now().Sub(start)
@@ -2084,31 +2025,26 @@ func TestAsyncBatchWithTwoCopiesOfOneKey(t *testing.T) {
 	r, q, _ := asyncRig(t)
 	r.enqueue(t, 0)
 	m := one(t, q.take())
-	model := newSQSModel()
-	a, b := model.send(t, m), model.send(t, m)
+	model, ids := sqsModel(t, r, m, m)
+	a, b := ids[0], ids[1]
 	handler := queue.Submitter(r.orch, queue.Visibility{Changer: model, URL: "https://sqs.example/transfers"}, nil)
 	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater, Count: 1})
-	ev := model.receive(a)
-	ev.Records = append(ev.Records, model.receive(b).Records...)
+	ev := model.receiveID(a)
+	ev.Records = append(ev.Records, model.receiveID(b).Records...)
 	resp, _ := handler(context.Background(), ev)
-	model.answer(ev, resp)
+	model.answer(ev, resp, false)
 	t.Logf("batch answered %+v; item %s; changes %v", resp, describe(r.item(t, 0)), model.changes)
 	for round := 0; r.item(t, 0).Status == transfer.StatusQueued; round++ {
-		model.mu.Lock()
-		var ids []string
-		for id := range model.bodies {
-			ids = append(ids, id)
-		}
-		model.mu.Unlock()
+		ids := model.ids()
 		if len(ids) == 0 {
 			t.Fatalf("the item is queued and no message names it: %s", describe(r.item(t, 0)))
 		}
 		if round == 5 {
 			t.Fatalf("still queued after %d redeliveries", round)
 		}
-		ev := model.receive(ids[0])
+		ev := model.receiveID(ids[0])
 		resp, _ := handler(context.Background(), ev)
-		model.answer(ev, resp)
+		model.answer(ev, resp, false)
 	}
 	r.assertPaidOnce(t, 0)
 }

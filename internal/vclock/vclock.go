@@ -85,6 +85,27 @@ func (c *Clock) Go(wg *sync.WaitGroup, fn func()) {
 	}()
 }
 
+// Add counts n more participants, running, for goroutines that the caller does not start with Go
+// (a library's own workers, such as the SQS handler's one goroutine per record) but that Sleep on
+// this clock. Each of them must be handed back with Done once it will Sleep no more. A participant
+// that waits for such goroutines without sleeping (sync.WaitGroup.Wait) still counts as running:
+// it lends its own place to one of them by adding one fewer and handing that one back itself.
+func (c *Clock) Add(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.active += n
+	c.managed += n
+}
+
+// Done hands back one participant counted with Add: time may move once every other participant
+// sleeps.
+func (c *Clock) Done() {
+	c.mu.Lock()
+	c.active--
+	c.managed--
+	c.advanceLocked()
+}
+
 // Sleep waits d of virtual time. It returns ctx.Err() once awake if ctx is done; a done context
 // does not wake a participant early (time would otherwise fork).
 func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {

@@ -69,3 +69,43 @@ func TestBusyParticipantHoldsTime(t *testing.T) {
 		t.Fatalf("woke at %v", got)
 	}
 }
+
+// A participant that waits, without sleeping, for goroutines it did not start with Go lends them
+// its place (Add one fewer, Done all but its own): they share the timeline, and time moves while
+// the waiting participant is blocked.
+func TestAddLendsPlacesToOtherGoroutines(t *testing.T) {
+	start := time.Unix(100, 0)
+	c := vclock.New(start)
+	var wg sync.WaitGroup
+	var woke [3]time.Duration
+	c.Go(&wg, func() {
+		c.Add(3 - 1)
+		var mu sync.Mutex
+		left := 3
+		var workers sync.WaitGroup
+		for i, d := range []time.Duration{2 * time.Second, 5 * time.Second, 3 * time.Second} {
+			workers.Go(func() {
+				_ = c.Sleep(context.Background(), d)
+				woke[i] = c.Now().Sub(start)
+				mu.Lock()
+				left--
+				last := left == 0
+				mu.Unlock()
+				if !last {
+					c.Done()
+				}
+			})
+		}
+		workers.Wait()
+		_ = c.Sleep(context.Background(), time.Second)
+	})
+	// Another participant sleeping past the workers: time must not jump to it while they work.
+	c.Go(&wg, func() { _ = c.Sleep(context.Background(), 10*time.Second) })
+	wg.Wait()
+	if woke != [3]time.Duration{2 * time.Second, 5 * time.Second, 3 * time.Second} {
+		t.Errorf("workers woke at %v, want [2s 5s 3s]", woke)
+	}
+	if got := c.Now().Sub(start); got != 10*time.Second {
+		t.Errorf("the clock ended at +%v, want +10s", got)
+	}
+}
