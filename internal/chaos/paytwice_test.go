@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -2066,8 +2065,7 @@ func TestAsyncLeaseRetryCopiesChurnWithoutStrandingOrPayingTwice(t *testing.T) {
 	r, q, _ := asyncRig(t)
 	r.enqueue(t, 0)
 	m := one(t, q.take())
-	model := newSQSModel()
-	ids := []string{model.send(t, m), model.send(t, m)} // the API's message, the sweep's copy
+	model, ids := sqsModel(t, r, m, m) // the API's message, the sweep's copy
 	handler := queue.Submitter(r.orch, queue.Visibility{Changer: model, URL: "https://sqs.example/transfers"}, nil)
 	const refusals = 3
 	r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater, Count: refusals})
@@ -2085,9 +2083,9 @@ func TestAsyncLeaseRetryCopiesChurnWithoutStrandingOrPayingTwice(t *testing.T) {
 		return 0, false
 	}
 	deliver := func(id string) events.SQSEventResponse {
-		ev := model.receive(id)
+		ev := model.receiveID(id)
 		resp, _ := handler(context.Background(), ev)
-		model.answer(ev, resp)
+		model.answer(ev, resp, false)
 		if wait, ok := waitOf(ev.Records[0].ReceiptHandle); ok {
 			visibleAt[id] = r.clock.Now().Add(wait)
 		}
@@ -2099,10 +2097,7 @@ func TestAsyncLeaseRetryCopiesChurnWithoutStrandingOrPayingTwice(t *testing.T) {
 			return nil
 		}
 		for _, other := range ids {
-			model.mu.Lock()
-			_, alive := model.bodies[other]
-			model.mu.Unlock()
-			if other == running || !alive {
+			if other == running || !model.holds(other) {
 				continue
 			}
 			remaining := rec.LeaseExpiresAt.Sub(r.clock.Now())
@@ -2118,15 +2113,13 @@ func TestAsyncLeaseRetryCopiesChurnWithoutStrandingOrPayingTwice(t *testing.T) {
 	defer func() { r.orch.Hooks = nil }()
 
 	for round := 0; ; round++ {
-		model.mu.Lock()
 		var next string
-		for id := range model.bodies {
+		for _, id := range model.ids() {
 			if next == "" || visibleAt[id].Before(visibleAt[next]) || visibleAt[id].Equal(visibleAt[next]) && id < next {
 				next = id
 			}
 		}
-		receives := maps.Clone(model.receives)
-		model.mu.Unlock()
+		receives := model.receivesByID()
 		rec := r.item(t, 0)
 		if next == "" {
 			if rec.Status == transfer.StatusQueued {

@@ -323,3 +323,26 @@ func (q *sqsQueue) sendLate() int {
 	}
 	return len(late)
 }
+
+// holds says whether the queue still holds the message id (not deleted nor dead-lettered).
+func (q *sqsQueue) holds(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range q.msgs {
+		if m.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// receivesByID is each held message's receive count (ApproximateReceiveCount), by message ID.
+func (q *sqsQueue) receivesByID() map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := map[string]int{}
+	for _, m := range q.msgs {
+		out[m.id] = m.receives
+	}
+	return out
+}
