@@ -371,8 +371,10 @@ func TestPoolBusyCallsUnderOverloadCostNoMoreWrites(t *testing.T) {
 // process released first (tryOrder) and leases X at 1.05 s, while W1, asleep until 1.5 s, waits
 // out its ledger and answers CHANNELS_BUSY. Under a steady load the same caller can lose every
 // freed channel to newcomers: a FIFO in name only. Severity: low (a 503 with Retry-After to the
-// oldest caller; nothing paid twice or lost). Not fixed: myTurn would have to count only the
-// channels no other process holds, which this process learns call by call (taken).
+// oldest caller; nothing paid twice or lost). Fixed: the pool remembers for one ledger interval
+// the channels its calls found leased elsewhere (ChannelPool.elsewhere), and myTurn counts as
+// free only the channels neither held by this process nor known leased elsewhere, never fewer
+// than one: W2 waits its turn, and W1 leases X when it wakes at 1.5 s.
 func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	leases := &memLeases{}
@@ -419,9 +421,13 @@ func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 	wg.Wait()
 	t.Logf("W1 (waiting since 0 s): %s, %v; W2 (arrived at 1.05 s): %s, %v", w1Lease.account, w1, w2Lease.account, w2)
 	if w1 != nil {
-		t.Skip("hole: the channel freed at 1 s went to W2, who arrived at 1.05 s, and W1, waiting since 0 s, answered CHANNELS_BUSY: " + w1.Error())
+		t.Fatalf("W1, waiting since 0 s, answered %v; the channel freed at 1 s went to W2, who arrived at 1.05 s (%s)", w1, w2Lease.account)
 	}
 	if w1Lease.account != held.account {
 		t.Errorf("W1 leased %s, want the freed channel %s", w1Lease.account, held.account)
+	}
+	var ue *transfer.UnavailableError
+	if !errors.As(w2, &ue) || ue.Code != CodeChannelsBusy {
+		t.Errorf("W2 = %s, %v; want CHANNELS_BUSY: the one free channel went to the longer waiter", w2Lease.account, w2)
 	}
 }

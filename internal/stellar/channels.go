@@ -98,9 +98,14 @@ type ChannelPool struct {
 	held    map[string]heldLease // channels this process leased and has not released
 	derived derivedKeys
 	// queue holds the tickets of this process's callers waiting for a channel, oldest first:
-	// only as many of them as there are channels this process does not hold try at a time, so
-	// a freed channel goes to the longest waiter rather than the luckiest poller.
+	// only as many of them as there are channels neither held by this process nor known leased
+	// elsewhere try at a time (myTurn), so a freed channel goes to the longest waiter rather than
+	// the luckiest poller.
 	queue tickets
+	// elsewhere maps the channels a call of this process found leased by another process (a lease
+	// write whose condition failed) to when it last found them so: for one ledger interval after
+	// that, myTurn does not count them as free.
+	elsewhere map[string]time.Time
 	// mine are the channels this process released and has not since found leased elsewhere:
 	// tried first (tryOrder).
 	mine map[string]bool
@@ -142,7 +147,7 @@ func NewChannelPool(cfg ChannelPoolConfig) (*ChannelPool, error) {
 	if cfg.TriesPerRound <= 0 {
 		cfg.TriesPerRound = 3
 	}
-	return &ChannelPool{cfg: cfg, held: map[string]heldLease{}, mine: map[string]bool{}}, nil
+	return &ChannelPool{cfg: cfg, held: map[string]heldLease{}, mine: map[string]bool{}, elsewhere: map[string]time.Time{}}, nil
 }
 
 // Stats returns the pool's counters so far.
@@ -281,7 +286,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 		now := clock.Now()
 		order := p.tryOrder(chans, taken)
 		tried := 0
-		if !p.myTurn(ticket, chans, now) {
+		if !p.myTurn(ticket, chans, now, interval) {
 			order = nil
 		}
 		for _, i := range order {
@@ -299,6 +304,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 				p.leases.Add(1)
 				p.mu.Lock()
 				p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin)}
+				delete(p.elsewhere, ch.Address())
 				p.mu.Unlock()
 				return sourceLease{account: ch.Address(), opSource: vault,
 					signers: []Signer{SeedSigner{KP: ch}, vaultKey}, feeSource: feeKey, owner: owner}, nil
@@ -312,6 +318,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			taken[ch.Address()] = true
 			p.mu.Lock()
 			delete(p.mine, ch.Address())
+			p.elsewhere[ch.Address()] = clock.Now()
 			p.mu.Unlock()
 			p.collisions.Add(1)
 		}
@@ -421,18 +428,31 @@ func (p *ChannelPool) dequeue(ticket uint64) {
 	p.queue.remove(ticket)
 }
 
-// myTurn reports whether ticket is among the oldest waiters, as many as there are channels this
-// process does not hold at now.
-func (p *ChannelPool) myTurn(ticket uint64, chans []*keypair.Full, now time.Time) bool {
+// myTurn reports whether ticket is among the oldest waiters, as many as there are channels that
+// look free at now, and never fewer than one: channels neither held by this process nor found
+// leased by another process less than interval (one ledger, about as long as a leased channel's
+// transfer takes to settle) before now. Counting a channel held elsewhere as free would let a
+// newcomer take a channel this process has just released while an older waiter sleeps out its
+// backoff (TestPoolFreedChannelGoesToTheLongestWaiter); the oldest waiter always tries, so a
+// channel freed elsewhere is still found.
+func (p *ChannelPool) myTurn(ticket uint64, chans []*keypair.Full, now time.Time, interval time.Duration) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	free := 0
 	for _, c := range chans {
-		if h, ok := p.held[c.Address()]; !ok || !now.Before(h.expires) {
-			free++
+		a := c.Address()
+		if h, ok := p.held[a]; ok && now.Before(h.expires) {
+			continue
 		}
+		if at, ok := p.elsewhere[a]; ok {
+			if now.Before(at.Add(interval)) {
+				continue
+			}
+			delete(p.elsewhere, a) // stale: its transfer has likely settled
+		}
+		free++
 	}
-	return p.queue.index(ticket) < free
+	return p.queue.index(ticket) < max(free, 1)
 }
 
 // tickets is a first-in first-out queue of waiting callers, by ticket number: the channel pool
