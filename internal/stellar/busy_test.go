@@ -374,7 +374,8 @@ func TestPoolBusyCallsUnderOverloadCostNoMoreWrites(t *testing.T) {
 // oldest caller; nothing paid twice or lost). Fixed: the pool remembers for one ledger interval
 // the channels its calls found leased elsewhere (ChannelPool.elsewhere), and myTurn counts as
 // free only the channels neither held by this process nor known leased elsewhere, never fewer
-// than one: W2 waits its turn, and W1 leases X when it wakes at 1.5 s.
+// than one: W2 waits its turn. And a waiter's backoff ends early once its process frees a
+// channel for it (ChannelPool.nap): W1 leases X by 1.1 s rather than at 1.5 s.
 func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	leases := &memLeases{}
@@ -409,11 +410,15 @@ func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 	var wg sync.WaitGroup
 	var w1, w2 error
 	var w1Lease, w2Lease sourceLease
+	var w1At time.Duration
 	clock.Go(&wg, func() { // the holder: its transfer settles at 1 s
 		_ = clock.Sleep(ctx, time.Second)
 		pool.release(ctx, held, transfer.Envelope{Channel: held.account})
 	})
-	clock.Go(&wg, func() { w1Lease, w1 = pool.acquire(ctx, keys, terms()) })
+	clock.Go(&wg, func() {
+		w1Lease, w1 = pool.acquire(ctx, keys, terms())
+		w1At = clock.Now().Sub(start)
+	})
 	clock.Go(&wg, func() {
 		_ = clock.Sleep(ctx, 1050*time.Millisecond)
 		w2Lease, w2 = pool.acquire(ctx, keys, terms())
@@ -425,6 +430,10 @@ func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 	}
 	if w1Lease.account != held.account {
 		t.Errorf("W1 leased %s, want the freed channel %s", w1Lease.account, held.account)
+	}
+	// Released at 1 s; W1 looks every firstRound (100 ms) within its backoff.
+	if w1At < time.Second || w1At > 1100*time.Millisecond {
+		t.Errorf("W1 leased the channel freed at 1 s at %v, want by 1.1 s", w1At)
 	}
 	var ue *transfer.UnavailableError
 	if !errors.As(w2, &ue) || ue.Code != CodeChannelsBusy {

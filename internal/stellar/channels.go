@@ -335,7 +335,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: retry,
 				Detail: "every channel account is busy; nothing was submitted"}
 		}
-		if err := clock.Sleep(ctx, backoff); err != nil {
+		if err := p.nap(ctx, ticket, backoff); err != nil {
 			return sourceLease{}, err
 		}
 		if now := clock.Now(); tried > 0 && (!p.unasked(chans, taken, now) || p.crowdedAt(now, interval)) {
@@ -349,6 +349,39 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			backoff = firstRound
 		}
 	}
+}
+
+// nap sleeps d on the pool's clock, in steps of firstRound, and ends early once a channel this
+// process released is free for ticket: fewer of this process's callers are queued before it than
+// there are channels it released and does not hold (mine). The longest waiter thus leases a
+// channel its process frees within firstRound, however far its backoff has grown, instead of
+// leaving it idle while newcomers wait their turn (myTurn). A step costs no store request.
+func (p *ChannelPool) nap(ctx context.Context, ticket uint64, d time.Duration) error {
+	for d > 0 {
+		step := min(d, firstRound)
+		if err := p.cfg.Clock.Sleep(ctx, step); err != nil {
+			return err
+		}
+		d -= step
+		if d > 0 && p.releasedFor(ticket) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// releasedFor reports whether fewer callers are queued before ticket than there are channels
+// this process released (mine) and does not hold.
+func (p *ChannelPool) releasedFor(ticket uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	freed := 0
+	for a := range p.mine {
+		if _, ok := p.held[a]; !ok {
+			freed++
+		}
+	}
+	return p.queue.ahead(ticket) < freed
 }
 
 // crowdedAt reports whether a call of this process answered CHANNELS_BUSY after finding channels
