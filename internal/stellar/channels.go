@@ -106,9 +106,10 @@ type ChannelPool struct {
 	// write whose condition failed) to when it last found them so: for one ledger interval after
 	// that, myTurn does not count them as free.
 	elsewhere map[string]time.Time
-	// mine are the channels this process released and has not since found leased elsewhere:
-	// tried first (tryOrder).
-	mine map[string]bool
+	// mine maps the channels this process released and has not since found leased elsewhere to
+	// when it released them: tried first (tryOrder), and a waiter's backoff ends when one is
+	// released for it (nap).
+	mine map[string]time.Time
 	// crowded is when a call of this process last answered CHANNELS_BUSY after finding channels
 	// leased elsewhere: for one ledger interval after it, acquire backs off between rounds even
 	// while some channel is unasked (see acquire).
@@ -147,7 +148,7 @@ func NewChannelPool(cfg ChannelPoolConfig) (*ChannelPool, error) {
 	if cfg.TriesPerRound <= 0 {
 		cfg.TriesPerRound = 3
 	}
-	return &ChannelPool{cfg: cfg, held: map[string]heldLease{}, mine: map[string]bool{}, elsewhere: map[string]time.Time{}}, nil
+	return &ChannelPool{cfg: cfg, held: map[string]heldLease{}, mine: map[string]time.Time{}, elsewhere: map[string]time.Time{}}, nil
 }
 
 // Stats returns the pool's counters so far.
@@ -351,19 +352,20 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	}
 }
 
-// nap sleeps d on the pool's clock, in steps of firstRound, and ends early once a channel this
-// process released is free for ticket: fewer of this process's callers are queued before it than
-// there are channels it released and does not hold (mine). The longest waiter thus leases a
+// nap sleeps d on the pool's clock, in steps of firstRound, and ends early once this process
+// releases a channel for ticket: fewer of its callers are queued before ticket than there are
+// channels it released since the nap began and does not hold. The longest waiter thus leases a
 // channel its process frees within firstRound, however far its backoff has grown, instead of
-// leaving it idle while newcomers wait their turn (myTurn). A step costs no store request.
+// leaving it idle while newer callers wait their turn (myTurn). A step asks the store nothing.
 func (p *ChannelPool) nap(ctx context.Context, ticket uint64, d time.Duration) error {
+	since := p.cfg.Clock.Now()
 	for d > 0 {
 		step := min(d, firstRound)
 		if err := p.cfg.Clock.Sleep(ctx, step); err != nil {
 			return err
 		}
 		d -= step
-		if d > 0 && p.releasedFor(ticket) {
+		if d > 0 && p.releasedFor(ticket, since) {
 			return nil
 		}
 	}
@@ -371,13 +373,13 @@ func (p *ChannelPool) nap(ctx context.Context, ticket uint64, d time.Duration) e
 }
 
 // releasedFor reports whether fewer callers are queued before ticket than there are channels
-// this process released (mine) and does not hold.
-func (p *ChannelPool) releasedFor(ticket uint64) bool {
+// this process released at or after since (mine) and does not hold.
+func (p *ChannelPool) releasedFor(ticket uint64, since time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	freed := 0
-	for a := range p.mine {
-		if _, ok := p.held[a]; !ok {
+	for a, at := range p.mine {
+		if _, ok := p.held[a]; !ok && !at.Before(since) {
 			freed++
 		}
 	}
@@ -417,7 +419,7 @@ func (p *ChannelPool) tryOrder(chans []*keypair.Full, taken map[string]bool) []i
 		switch a := chans[i].Address(); {
 		case taken[a]:
 			return 2
-		case p.mine[a]:
+		case !p.mine[a].IsZero():
 			return 0
 		}
 		return 1
@@ -463,8 +465,8 @@ func (p *ChannelPool) dequeue(ticket uint64) {
 
 // myTurn reports whether ticket is among the oldest waiters, as many as there are channels that
 // look free at now, and never fewer than one: channels neither held by this process nor found
-// leased by another process less than interval (one ledger, about as long as a leased channel's
-// transfer takes to settle) before now. Counting a channel held elsewhere as free would let a
+// leased by another process less than interval before now (one ledger: a channel carries one
+// transaction per ledger, and a served transfer holds it about that long; README.md, "Capacity"). Counting a channel held elsewhere as free would let a
 // newcomer take a channel this process has just released while an older waiter sleeps out its
 // backoff (TestPoolFreedChannelGoesToTheLongestWaiter); the oldest waiter always tries, so a
 // channel freed elsewhere is still found.
@@ -564,7 +566,7 @@ func (p *ChannelPool) release(ctx context.Context, lease sourceLease, env transf
 	if err := p.cfg.Leases.ReleaseChannel(rctx, env.Channel, owner); err == nil {
 		p.releases.Add(1)
 		p.mu.Lock()
-		p.mine[env.Channel] = true
+		p.mine[env.Channel] = p.cfg.Clock.Now()
 		p.mu.Unlock()
 	}
 }
