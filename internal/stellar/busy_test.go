@@ -440,3 +440,72 @@ func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 		t.Errorf("W2 = %s, %v; want CHANNELS_BUSY: the one free channel went to the longer waiter", w2Lease.account, w2)
 	}
 }
+
+// Both channels are leased by another process; three callers of this process wait, from 0, 0.05
+// and 0.1 s. Once the first has found both leased elsewhere, only it asks the store (myTurn: no
+// channel looks free, and the oldest waiter still tries): 2 failed writes a round at 0, 0.1, 0.3,
+// 0.7 and 1.5 s, 10 by 2.45 s, where counting the channels held elsewhere as free let the second
+// caller ask too (20). The other process releases one channel at 2 s; the oldest caller finds it
+// at its next round, 2.5 s, and the two others answer CHANNELS_BUSY.
+func TestPoolOnlyTheOldestWaiterAsksAFullPool(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases := &memLeases{}
+	keys := testKeys(t)
+	keys.Channels = nil
+	chans, err := ChannelKeys(keys, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: 2, Clock: clock,
+		LedgerInterval: func() time.Duration { return 5 * time.Second }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	start := clock.Now()
+	for _, ch := range chans {
+		if err := leases.LeaseChannel(ctx, ch.Address(), "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		wg         sync.WaitGroup
+		errs       [3]error
+		got        [3]sourceLease
+		gotAt      [3]time.Duration
+		collisions int64
+	)
+	release := clock.Hold()
+	for i, arrives := range []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond} {
+		clock.Go(&wg, func() {
+			_ = clock.Sleep(ctx, arrives)
+			now := clock.Now()
+			got[i], errs[i] = pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now})
+			gotAt[i] = clock.Now().Sub(start)
+		})
+	}
+	clock.Go(&wg, func() { // the other process
+		_ = clock.Sleep(ctx, 2*time.Second)
+		if err := leases.ReleaseChannel(ctx, chans[0].Address(), "other-process"); err != nil {
+			t.Error(err)
+		}
+	})
+	clock.Go(&wg, func() {
+		_ = clock.Sleep(ctx, 2450*time.Millisecond)
+		collisions = pool.Stats().Collisions
+	})
+	release()
+	wg.Wait()
+	if collisions != 10 {
+		t.Errorf("%d failed lease writes by 2.45 s, want 10: only the oldest waiter asks about channels known leased elsewhere", collisions)
+	}
+	if errs[0] != nil || got[0].account != chans[0].Address() || gotAt[0] != 2500*time.Millisecond {
+		t.Errorf("oldest caller: %s at %v, %v; want %s at 2.5 s", got[0].account, gotAt[0], errs[0], chans[0].Address())
+	}
+	for i := 1; i < 3; i++ {
+		var ue *transfer.UnavailableError
+		if !errors.As(errs[i], &ue) || ue.Code != CodeChannelsBusy {
+			t.Errorf("caller %d: %s, %v; want CHANNELS_BUSY", i+1, got[i].account, errs[i])
+		}
+	}
+}
