@@ -466,10 +466,11 @@ func (p *ChannelPool) dequeue(ticket uint64) {
 // myTurn reports whether ticket is among the oldest waiters, as many as there are channels that
 // look free at now, and never fewer than one: channels neither held by this process nor found
 // leased by another process less than interval before now (one ledger: a channel carries one
-// transaction per ledger, and a served transfer holds it about that long; README.md, "Capacity"). Counting a channel held elsewhere as free would let a
-// newcomer take a channel this process has just released while an older waiter sleeps out its
-// backoff (TestPoolFreedChannelGoesToTheLongestWaiter); the oldest waiter always tries, so a
-// channel freed elsewhere is still found.
+// transaction per ledger, and a served transfer holds it about that long; README.md,
+// "Capacity"). Counting a channel held elsewhere as free would let a newcomer take a channel
+// this process has just released while an older waiter sleeps out its backoff
+// (TestPoolFreedChannelGoesToTheLongestWaiter); the oldest waiter always tries, so a channel
+// freed elsewhere is still found.
 func (p *ChannelPool) myTurn(ticket uint64, chans []*keypair.Full, now time.Time, interval time.Duration) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
