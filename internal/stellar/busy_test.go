@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
@@ -377,19 +378,7 @@ func TestPoolBusyCallsUnderOverloadCostNoMoreWrites(t *testing.T) {
 // than one: W2 waits its turn. And a waiter's backoff ends early once its process frees a
 // channel for it (ChannelPool.nap): W1 leases X by 1.1 s rather than at 1.5 s.
 func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
-	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases := &memLeases{}
-	keys := testKeys(t)
-	keys.Channels = nil
-	chans, err := ChannelKeys(keys, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: 2, Clock: clock,
-		LedgerInterval: func() time.Duration { return 5 * time.Second }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clock, leases, keys, chans, pool := twoChannelPool(t)
 	ctx := context.Background()
 	start := clock.Now()
 	terms := func() leaseTerms {
@@ -448,19 +437,7 @@ func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 // caller ask too (20). The other process releases one channel at 2 s; the oldest caller finds it
 // at its next round, 2.5 s, and the two others answer CHANNELS_BUSY.
 func TestPoolOnlyTheOldestWaiterAsksAFullPool(t *testing.T) {
-	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases := &memLeases{}
-	keys := testKeys(t)
-	keys.Channels = nil
-	chans, err := ChannelKeys(keys, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: 2, Clock: clock,
-		LedgerInterval: func() time.Duration { return 5 * time.Second }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	clock, leases, keys, chans, pool := twoChannelPool(t)
 	ctx := context.Background()
 	start := clock.Now()
 	for _, ch := range chans {
@@ -508,4 +485,25 @@ func TestPoolOnlyTheOldestWaiterAsksAFullPool(t *testing.T) {
 			t.Errorf("caller %d: %s, %v; want CHANNELS_BUSY", i+1, got[i].account, errs[i])
 		}
 	}
+}
+
+
+// twoChannelPool is a pool of two channel accounts on an in-memory lease store and a virtual
+// clock, with 5 s ledgers: what the waiting-queue tests share.
+func twoChannelPool(t *testing.T) (*vclock.Clock, *memLeases, Keys, []*keypair.Full, *ChannelPool) {
+	t.Helper()
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases := &memLeases{}
+	keys := testKeys(t)
+	keys.Channels = nil
+	chans, err := ChannelKeys(keys, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: 2, Clock: clock,
+		LedgerInterval: func() time.Duration { return 5 * time.Second }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clock, leases, keys, chans, pool
 }
