@@ -9,11 +9,12 @@
 //
 // The submitter answers with partial batch responses (events.SQSEventResponse, the event source
 // mapping's ReportBatchItemFailures): a message is reported failed, and so delivered again (to the
-// dead-letter queue after maxReceiveCount), when its body is malformed, the store could not be
-// read, or its transfer was queued again because nothing moved (transfer.DeliveryRetry). A
-// DeliveryRetry's message comes back after Backoff (ChangeMessageVisibility before the answer:
-// seconds for a transient failure, doubling with each receive, at most MaxBackoff); any other
-// failed message after the queue's visibility timeout. Every other message is acknowledged,
+// dead-letter queue after maxReceiveCount), when its body is malformed, its run panicked, the
+// store could not be read, its transfer was queued again because nothing moved, or another
+// invocation holds its transfer under a live lease (transfer.DeliveryRetry). A DeliveryRetry's
+// message comes back after Backoff (ChangeMessageVisibility before the answer: seconds for a
+// transient failure, the lease's remaining time for a live lease, doubling with each receive, at
+// most MaxBackoff); any other failed message after the queue's visibility timeout. Every other message is acknowledged,
 // whether it ran or was stale: whether a message may run anything is decided by the item alone
 // (transfer.RunQueued), so a message delivered twice, late or out of order does nothing.
 package queue

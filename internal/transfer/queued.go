@@ -131,17 +131,19 @@ const (
 	// invocation holds under a live lease is DeliveryRetry instead, with the lease's remaining
 	// time as its RetryAfter (*InProgressError).
 	DeliveryStale Delivery = "stale"
-	// DeliveryRetry: the item is queued again (nothing moved) or could not be read; deliver the
-	// message again after RetryAfter of the error (a batch item failure whose visibility timeout
-	// the submitter shortens to a backoff; after maxReceiveCount SQS moves it to the dead-letter
-	// queue; the sweep still finds the item).
+	// DeliveryRetry: the item is queued again (nothing moved), another invocation holds it under
+	// a live lease, it could not be read, or the run could not start (circuit open, invalid
+	// configuration); deliver the message again after RetryAfter of the error (a batch item
+	// failure whose visibility timeout the submitter shortens to a backoff; after maxReceiveCount SQS
+	// moves it to the dead-letter queue; the sweep still finds the item).
 	DeliveryRetry Delivery = "retry"
 )
 
 // RetryAfter is how long a message answered DeliveryRetry with err should wait before it is
 // delivered again: the RetryAfter of err's Problem (errors.As a ProblemError) when it sets one
 // (CHANNELS_BUSY: when a source should be free; SOROBAN_CIRCUIT_OPEN: until the circuit half-opens;
-// RPC_ERROR, TRANSACTION_EXPIRED: 1 s; CONFIGURATION_INVALID: 1 min), else DefaultLedgerInterval
+// TRANSFER_IN_PROGRESS: the live lease's remaining time; RPC_ERROR, TRANSACTION_EXPIRED: 1 s;
+// CONFIGURATION_INVALID: 1 min), else DefaultLedgerInterval
 // (5 s): a requeue with no error (the first send refused, the envelope proven dead) or one whose
 // problem says nothing (STORE_UNAVAILABLE), for which a new ledger, or a store's brief outage,
 // is the next chance. It is never below zero; the submitter clamps and backs it off by the
