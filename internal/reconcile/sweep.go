@@ -34,7 +34,8 @@ type SweepAnswer struct {
 	Action        string      `json:"action"`
 	InDoubt       SweepCounts `json:"inDoubt"`
 	ExpiredClaims SweepCounts `json:"expiredClaims"`
-	// Queued: queued items older than the grace whose message the sweep sent again.
+	// Queued: queued items older than the grace, whose message the sweep sent again (or, without
+	// a queue, counted as stranded).
 	Queued QueuedCounts `json:"queued"`
 	// InDoubtRemaining is the in-doubt index's count after the sweep (the gauge's value).
 	InDoubtRemaining int `json:"inDoubtRemaining"`

@@ -86,11 +86,12 @@ type PoolStats struct {
 // order: concurrent invocations (separate Lambda instances) share no memory, so any
 // deterministic order, least-recently-used included, sends them all to the same channel first;
 // a random order spreads them (see the benchmark in internal/loadtest). Two things bend it
-// (tryOrder): the channels this process released last come first, so that processes that run
-// side by side for a while (SubmitterFunction's concurrent invocations, each leasing a batch's
-// worth every ledger) settle on disjoint sets instead of colliding again every ledger; and a
-// channel one call found leased elsewhere comes last for the rest of that call. Channels this
-// process holds are skipped without asking DynamoDB. Safe for concurrent use.
+// (tryOrder): the channels this process released (and has not since found leased elsewhere)
+// come first, so that processes that run side by side for a while (SubmitterFunction's
+// concurrent invocations, each leasing a batch's worth every ledger) settle on disjoint sets
+// instead of colliding again every ledger; and a channel one call found leased elsewhere comes
+// last for the rest of that call. Channels this process holds are skipped without asking
+// DynamoDB. Safe for concurrent use.
 type ChannelPool struct {
 	cfg ChannelPoolConfig
 
