@@ -487,7 +487,6 @@ func TestPoolOnlyTheOldestWaiterAsksAFullPool(t *testing.T) {
 	}
 }
 
-
 // twoChannelPool is a pool of two channel accounts on an in-memory lease store and a virtual
 // clock, with 5 s ledgers: what the waiting-queue tests share.
 func twoChannelPool(t *testing.T) (*vclock.Clock, *memLeases, Keys, []*keypair.Full, *ChannelPool) {
