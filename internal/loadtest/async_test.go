@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,6 +272,40 @@ func later(a, b time.Time) time.Time {
 // hour passed) and nothing is waiting to be delivered again.
 func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) burst {
 	tb.Helper()
+	res, _ := burstAsyncWith(tb, backend, channels, n, es, trickle{})
+	return res
+}
+
+// trickle is a steady stream of synchronous callers during an async burst: one new caller every
+// every, count of them, the first at the burst's instant. Each posts without Prefer and, answered
+// 503 CHANNELS_BUSY, sleeps its Retry-After and retries the same key, as burstSync's callers do,
+// until a 200 or patience (virtual, from its first POST) has passed.
+type trickle struct {
+	count    int
+	every    time.Duration
+	patience time.Duration
+}
+
+// trickleFigures is what the trickle's callers saw.
+type trickleFigures struct {
+	calls        int             // sync transfers
+	endToEnd     []time.Duration // per served transfer: first POST to its 200
+	busy         int             // 503 CHANNELS_BUSY answers
+	longest      time.Duration   // the longest single sync POST
+	longest202   time.Duration   // the longest single async POST (the burst's)
+	servedAt     []time.Duration // per served transfer: its 200, from the burst's instant
+	mostBusy     int             // the most 503s one transfer met
+	gaveUp       int             // transfers never answered 200 within patience
+	failures     int             // answers neither 200 nor 503 CHANNELS_BUSY
+	firstFailure string
+}
+
+// burstAsyncWith is burstAsync with the synchronous callers of tr alongside the burst (none when
+// tr.count is 0); every transfer of both, async and sync, is tallied in the burst's paid-twice and
+// unpaid counts.
+func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSource, tr trickle) (burst, trickleFigures) {
+	tb.Helper()
+	var tf trickleFigures
 	q := &sqsQueue{mem: queue.NewMemory()}
 	r := startRig(tb, rigConfig{backend: backend, channels: channels, interval: asyncInterval, roundTrips: true, queue: q})
 	q.clock = r.clock
@@ -314,12 +349,56 @@ func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) 
 			res.apiCalls++
 			res.billedMs += billedMs(c1.Sub(c0))
 			res.apiBilledMs += billedMs(c1.Sub(c0))
+			tf.longest202 = max(tf.longest202, c1.Sub(c0))
 			mu.Unlock()
 			if a.status != http.StatusAccepted {
 				fail("%s: %d %s, want 202", key, a.status, a.code)
 			}
 		})
 	}
+	syncAmounts := make([]int64, tr.count)
+	for i := range tr.count {
+		syncAmounts[i] = r.amounts.Add(1)
+		r.clock.Go(&wg, func() {
+			_ = r.clock.Sleep(context.Background(), time.Duration(i)*tr.every)
+			key := fmt.Sprintf("sync-%06d", i)
+			first := r.clock.Now()
+			for try := 0; ; try++ {
+				c0 := r.clock.Now()
+				a := postBurst(r.svc.Handler, key, r.wallets[i%len(r.wallets)], syncAmounts[i], false)
+				c1 := r.clock.Now()
+				busy := a.status == http.StatusServiceUnavailable && a.code == transfer.CodeChannelsBusy && a.retryAfter > 0
+				mu.Lock()
+				res.apiCalls++
+				res.billedMs += billedMs(c1.Sub(c0))
+				res.apiBilledMs += billedMs(c1.Sub(c0))
+				tf.longest = max(tf.longest, c1.Sub(c0))
+				switch {
+				case a.status == http.StatusOK:
+					tf.endToEnd = append(tf.endToEnd, c1.Sub(first))
+					tf.servedAt = append(tf.servedAt, c1.Sub(start))
+					tf.mostBusy = max(tf.mostBusy, try)
+				case busy:
+					tf.busy++
+				default:
+					tf.failures++
+					if tf.firstFailure == "" {
+						tf.firstFailure = fmt.Sprintf("%s: %d %s", key, a.status, a.code)
+					}
+				}
+				giveUp := busy && c1.Add(a.retryAfter).Sub(first) > tr.patience
+				if giveUp {
+					tf.gaveUp++
+				}
+				mu.Unlock()
+				if !busy || giveUp {
+					return
+				}
+				_ = r.clock.Sleep(context.Background(), a.retryAfter)
+			}
+		})
+	}
+	tf.calls = tr.count
 	for w := range es.maxConcurrency {
 		container, err := wiring.Build(r.deps) // SubmitterFunction sends nothing: no queue
 		if err != nil {
@@ -421,7 +500,8 @@ func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) 
 		res.pool.Busy += st.Busy
 		res.pool.Releases += st.Releases
 	}
-	r.tally(&res, amounts, appliedBefore)
+	r.tally(&res, amounts, appliedBefore) // the burst's ledgers: the async transfers' only
+	res.paidTwice, res.unpaid, _, _ = r.payments(append(amounts[:n:n], syncAmounts...), appliedBefore)
 	for i := range n {
 		req := httptest.NewRequest(http.MethodGet, "/wallets/"+r.wallets[i%len(r.wallets)]+"/transfers/"+fmt.Sprintf("async-%06d", i), nil)
 		rec := httptest.NewRecorder()
@@ -431,7 +511,7 @@ func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) 
 			res.notSuccess++
 		}
 	}
-	return res
+	return res, tf
 }
 
 // invocation is the transfer Runner of one SubmitterFunction invocation. queue.Submitter runs
@@ -616,6 +696,72 @@ func BenchmarkAsync(b *testing.B) {
 	}
 	fmt.Printf("\nA burst at one instant, 5 s ledgers (round trips: RPC %v, DynamoDB %v, SQS %v):\n\n%s\n",
 		stellarRTT, dynamoRTT, sqsRTT, asyncTable(cases))
+}
+
+// BenchmarkMixed is what a client of the synchronous API sees while a payout backlog drains
+// (README.md, "Benchmarks"): on Stellar RPC with 16 channels, an async burst of 100 transfers per
+// channel (1,600) posted at one instant, as BenchmarkAsync's, and alongside it a trickle of
+// synchronous transfers, one new caller every 2.5 s of virtual time for the first 400 s (160
+// callers), each honouring Retry-After on 503 CHANNELS_BUSY and retrying the same key, giving up
+// after an hour (virtual) without a 200. The same burst without the trickle runs first, for the
+// async side's comparison. It reports the sync transfers' end-to-end time (first POST to 200)
+// p50/p90/max, 503s per sync transfer, the longest single API call, how many gave up, and the
+// async side's last settlement and throughput with and without the trickle. Every transfer, async
+// and sync, is paid exactly once (rig.payments). Not run by `make test`: about a minute on 2 cores.
+//
+//	go test -count=1 -run '^$' -bench '^BenchmarkMixed$' -benchtime 1x -timeout 30m ./internal/loadtest
+func BenchmarkMixed(b *testing.B) {
+	const backend, channels, perChannel = "rpc", 16, 100
+	tr := trickle{count: 160, every: 2500 * time.Millisecond, patience: time.Hour}
+	es := eventSourceFor(b, channels)
+	n := channels * perChannel
+	var alone, mixed burst
+	var tf trickleFigures
+	for range b.N {
+		alone = burstAsync(b, backend, channels, n, es)
+		checkBurst(b, "async alone", alone)
+		mixed, tf = burstAsyncWith(b, backend, channels, n, es, tr)
+		checkBurst(b, "async with the trickle", mixed)
+	}
+	if tf.failures != 0 {
+		b.Errorf("sync: %d answers neither 200 nor 503 CHANNELS_BUSY (first: %s)", tf.failures, tf.firstFailure)
+	}
+	if len(tf.endToEnd)+tf.gaveUp != tf.calls {
+		b.Errorf("sync: %d served and %d gave up of %d callers", len(tf.endToEnd), tf.gaveUp, tf.calls)
+	}
+	e2e := slices.Clone(tf.endToEnd)
+	slices.Sort(e2e)
+	pct := func(p float64) time.Duration {
+		if len(e2e) == 0 {
+			return 0
+		}
+		return e2e[min(len(e2e)-1, int(math.Ceil(p*float64(len(e2e))))-1)]
+	}
+	during := 0
+	for _, at := range tf.servedAt {
+		if at <= mixed.settled {
+			during++
+		}
+	}
+	b.Logf("sync trickle (%d callers, one every %v): %d served (%d of them before the backlog's last settlement), %d gave up; first POST to 200: p50 %v, p90 %v, max %v; %.2f 503s per sync transfer (at most %d for one); longest single sync POST %v, longest async POST %v",
+		tf.calls, tr.every, len(e2e), during, tf.gaveUp, pct(0.5), pct(0.9), pct(1), float64(tf.busy)/float64(tf.calls), tf.mostBusy, tf.longest, tf.longest202)
+	for _, side := range []struct {
+		name string
+		res  burst
+	}{{"async alone", alone}, {"async with the trickle", mixed}} {
+		r := side.res
+		b.Logf("%s: %d transfers, last settled at %v, throughput %.2f of the bound over %d ledgers, end to end %.2f, %d requeued, pool %+v",
+			side.name, r.transfers, r.settled, r.sustained(channels), r.ledgers, r.endToEnd(channels), r.requeued, r.pool)
+	}
+	b.ReportMetric(pct(0.5).Seconds(), "sync-p50-s")
+	b.ReportMetric(pct(0.9).Seconds(), "sync-p90-s")
+	b.ReportMetric(pct(1).Seconds(), "sync-max-s")
+	b.ReportMetric(float64(tf.busy)/float64(tf.calls), "503s/sync-transfer")
+	b.ReportMetric(float64(tf.gaveUp), "sync-gave-up")
+	b.ReportMetric(alone.settled.Seconds(), "async-alone-last-s")
+	b.ReportMetric(mixed.settled.Seconds(), "async-mixed-last-s")
+	b.ReportMetric(float64(alone.paidTwice+mixed.paidTwice), "paid-twice")
+	b.ReportMetric(float64(alone.unpaid+mixed.unpaid), "unpaid")
 }
 
 // visibilityLog is one invocation's queue.VisibilityChanger: it records the timeout the handler
