@@ -707,7 +707,7 @@ func BenchmarkAsync(b *testing.B) {
 // async side's comparison. It reports the sync transfers' end-to-end time (first POST to 200)
 // p50/p90/max, 503s per sync transfer, the longest single API call, how many gave up, and the
 // async side's last settlement and throughput with and without the trickle. Every transfer, async
-// and sync, is paid exactly once (rig.payments). Not run by `make test`: about a minute on 2 cores.
+// and sync, is paid exactly once (rig.payments). Not run by `make test`: about 20 s on 2 cores.
 //
 //	go test -count=1 -run '^$' -bench '^BenchmarkMixed$' -benchtime 1x -timeout 30m ./internal/loadtest
 func BenchmarkMixed(b *testing.B) {
