@@ -302,7 +302,8 @@ type trickleFigures struct {
 
 // burstAsyncWith is burstAsync with the synchronous callers of tr alongside the burst (none when
 // tr.count is 0); every transfer of both, async and sync, is tallied in the burst's paid-twice and
-// unpaid counts.
+// unpaid counts, and the sync calls in its apiCalls and billed ms; its ledgers and settled time
+// are the async transfers' only.
 func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSource, tr trickle) (burst, trickleFigures) {
 	tb.Helper()
 	var tf trickleFigures
