@@ -250,10 +250,7 @@ func countInDoubt(ctx context.Context, store Store) (int, error) {
 // restarted with a conditional write on the item as read (so each item is sent at most once per
 // grace, and never after the submitter took it), before its message is sent.
 func (s *Service) sweepQueued(ctx context.Context, c *QueuedCounts, partial *bool) error {
-	before := s.cfg.Clock.Now().Add(-s.queuedGrace())
-	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
-		return s.cfg.Queued.ListQueued(ctx, before, sweepPage, cursor)
-	}
+	_, list := s.queuedBeforeGrace()
 	return walkIndex(ctx, list, partial, func(listed transfer.Record) { s.resendQueued(ctx, listed, c) })
 }
 
@@ -265,11 +262,7 @@ func (s *Service) sweepQueued(ctx context.Context, c *QueuedCounts, partial *boo
 // count is the index's (eventually consistent; no item is read again): it is a report, not a
 // write's condition.
 func (s *Service) countStranded(ctx context.Context, c *QueuedCounts, partial *bool) error {
-	grace := s.queuedGrace()
-	before := s.cfg.Clock.Now().Add(-grace)
-	list := func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
-		return s.cfg.Queued.ListQueued(ctx, before, sweepPage, cursor)
-	}
+	before, list := s.queuedBeforeGrace()
 	if err := walkIndex(ctx, list, partial, func(transfer.Record) { c.Stranded++ }); err != nil {
 		return err
 	}
@@ -284,11 +277,18 @@ func (s *Service) countStranded(ctx context.Context, c *QueuedCounts, partial *b
 	return nil
 }
 
-func (s *Service) queuedGrace() time.Duration {
-	if s.cfg.QueuedGrace > 0 {
-		return s.cfg.QueuedGrace
+// queuedBeforeGrace is the time before which a queued item has waited longer than QueuedGrace
+// (DefaultQueuedGrace when unset), and the lister of the queued index's items queued before it:
+// what the sweep resends, or without a queue counts as stranded.
+func (s *Service) queuedBeforeGrace() (time.Time, lister) {
+	grace := s.cfg.QueuedGrace
+	if grace <= 0 {
+		grace = DefaultQueuedGrace
 	}
-	return DefaultQueuedGrace
+	before := s.cfg.Clock.Now().Add(-grace)
+	return before, func(ctx context.Context, cursor string) ([]transfer.Record, string, error) {
+		return s.cfg.Queued.ListQueued(ctx, before, sweepPage, cursor)
+	}
 }
 
 func (s *Service) resendQueued(ctx context.Context, listed transfer.Record, c *QueuedCounts) {
