@@ -69,41 +69,46 @@ func newKMSClient(url string) *kms.Client {
 	})
 }
 
-// addVaultSigner makes signer the vault's only effective key, as README.md ("Signing keys in
-// KMS") tells an operator to do for an existing vault: one SetOptions transaction from the vault,
-// signed by its master key, adds signer at weight 1, sets the low, medium and high thresholds to
-// 1 and the master weight to 0. The vault keeps its address; from then on only the KMS key signs
-// for it (payments are medium, changing signers high: the KMS key alone reaches both, so it can
-// later rotate itself). now is the network's clock (the transaction's timebounds end 5 minutes
-// after it). It waits for the transaction's ledger.
-func addVaultSigner(ctx context.Context, n *stellarsim.Network, vault *keypair.Full, signer string, now time.Time) error {
+// vaultSignerOptions is the SetOptions that makes signer the vault's only effective key, as
+// README.md ("Signing keys in KMS") tells an operator to do for an existing vault: signer at weight
+// 1, the low, medium and high thresholds at 1 and the master weight at 0. The vault keeps its
+// address; from then on only the KMS key signs for it (payments are medium, changing signers
+// high: the KMS key alone reaches both, so it can later rotate itself).
+func vaultSignerOptions(signer string) *txnbuild.SetOptions {
 	one, zero := txnbuild.Threshold(1), txnbuild.Threshold(0)
+	return &txnbuild.SetOptions{
+		Signer:       &txnbuild.Signer{Address: signer, Weight: 1},
+		LowThreshold: &one, MediumThreshold: &one, HighThreshold: &one, MasterWeight: &zero,
+	}
+}
+
+// addVaultSigner applies so (vaultSignerOptions) to the vault in one transaction from the vault,
+// signed by its master key, and returns the ledger it was applied in. now is the network's clock
+// (the transaction's timebounds end 5 minutes after it).
+func addVaultSigner(ctx context.Context, n *stellarsim.Network, vault *keypair.Full, so *txnbuild.SetOptions, now time.Time) (uint32, error) {
 	acct, ok := n.Account(vault.Address())
 	if !ok {
-		return fmt.Errorf("devstack: the vault %s does not exist", vault.Address())
+		return 0, fmt.Errorf("devstack: the vault %s does not exist", vault.Address())
 	}
 	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
 		SourceAccount:        &txnbuild.SimpleAccount{AccountID: vault.Address(), Sequence: acct.Sequence},
 		IncrementSequenceNum: true, BaseFee: txnbuild.MinBaseFee,
-		Operations: []txnbuild.Operation{&txnbuild.SetOptions{
-			Signer:       &txnbuild.Signer{Address: signer, Weight: 1},
-			LowThreshold: &one, MediumThreshold: &one, HighThreshold: &one, MasterWeight: &zero,
-		}},
+		Operations:    []txnbuild.Operation{so},
 		Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, now.Add(5*time.Minute).Unix())},
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if tx, err = tx.Sign(n.Passphrase(), vault); err != nil {
-		return err
+		return 0, err
 	}
 	b64, err := tx.Base64()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	hash, err := tx.HashHex(n.Passphrase())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	rpc := rpcclient.NewClient(n.RPCURL(), nil)
 	defer func() { _ = rpc.Close() }()
@@ -111,14 +116,36 @@ func addVaultSigner(ctx context.Context, n *stellarsim.Network, vault *keypair.F
 	defer cancel()
 	r, err := rpc.SendTransaction(ctx, protocol.SendTransactionRequest{Transaction: b64})
 	if err != nil {
-		return fmt.Errorf("devstack: sending the vault's SetOptions: %w", err)
+		return 0, fmt.Errorf("devstack: sending the vault's SetOptions: %w", err)
 	}
 	if r.Status != "PENDING" {
-		return fmt.Errorf("devstack: the vault's SetOptions was answered %s %s", r.Status, r.ErrorResultXDR)
+		return 0, fmt.Errorf("devstack: the vault's SetOptions was answered %s %s", r.Status, r.ErrorResultXDR)
 	}
 	n.CloseLedger()
-	if a, ok := n.Transaction(hash); !ok || a.Status != "SUCCESS" {
-		return fmt.Errorf("devstack: the vault's SetOptions did not succeed: %+v", a)
+	a, ok := n.Transaction(hash)
+	if !ok || a.Status != "SUCCESS" {
+		return 0, fmt.Errorf("devstack: the vault's SetOptions did not succeed: %+v", a)
 	}
-	return nil
+	return a.Ledger, nil
+}
+
+// waitRPCShows waits, on the wall clock, until the local network's Stellar RPC shows ledger (RPC
+// ingests a closed ledger 1 to 3 s after it closes), so that the service's first read sees what
+// that ledger changed. It is for `make run`, where the network's clock is the wall clock.
+func waitRPCShows(ctx context.Context, n *stellarsim.Network, ledger uint32) error {
+	rpc := rpcclient.NewClient(n.RPCURL(), nil)
+	defer func() { _ = rpc.Close() }()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		latest, err := rpc.GetLatestLedger(ctx)
+		if err == nil && latest.Sequence >= ledger {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devstack: waiting for RPC to show ledger %d: %w", ledger, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -68,7 +68,7 @@ func newTransferRig(tb testing.TB, useKMS bool) (*wiring.Service, string) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := addVaultSigner(ctx, n, keys.Vault, signer.Address(), clock.Now()); err != nil {
+		if _, err := addVaultSigner(ctx, n, keys.Vault, vaultSignerOptions(signer.Address()), clock.Now()); err != nil {
 			tb.Fatal(err)
 		}
 		client = c

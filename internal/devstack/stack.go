@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/truora/minidyn/server"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
@@ -43,6 +44,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Ops configures the alert and reconcile functions and the Lambda Invoke API (lambda_api.go).
 	Ops OpsOptions
+
+	// vaultSigner, set by tests, replaces the SetOptions that hands the vault over to its KMS key
+	// with SIGNER=kms (vaultSignerOptions(kmsKey)); nil from it sends none.
+	vaultSigner func(vault, kmsKey string) *txnbuild.SetOptions
 }
 
 // Stack is the running local stack.
@@ -171,8 +176,18 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if km != nil {
 		// The vault keeps its address; its master key hands over to the KMS key.
-		if err := addVaultSigner(ctx, net0, keys.Vault, km.vault.Address(), time.Now()); err != nil {
-			return nil, err
+		so := vaultSignerOptions(km.vault.Address())
+		if o.vaultSigner != nil {
+			so = o.vaultSigner(keys.Vault.Address(), km.vault.Address())
+		}
+		if so != nil {
+			applied, err := addVaultSigner(ctx, net0, keys.Vault, so, time.Now())
+			if err == nil {
+				err = waitRPCShows(ctx, net0, applied)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	contract, useContract, err := deployVaultContract(vaults, keys.Vault.Address(), o.Getenv)
@@ -235,6 +250,13 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	// SIGNER=kms: the KMS keys are checked against their accounts before the API serves, as the
+	// functions' init does (wiring.Init.TransferService).
+	var check *wiring.SignerCheck
+	if km != nil {
+		check = &wiring.SignerCheck{Source: keySource, Logger: o.Logger}
+		keySource = check
+	}
 	// Async transfers go through an in-process queue to the submitter (submitter.go).
 	ops.queue = queue.NewMemory()
 	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: ops.wrap(db), Keys: keySource, Logger: o.Logger,
@@ -243,6 +265,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Service = svc
+	if check != nil {
+		check.Ledger = svc.Ledger
+	}
 
 	apiLn, err := listen("API", "API_ADDR", o.APIAddr)
 	if err != nil {
@@ -270,6 +295,13 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w.Address()})
 	}
 	s.serve(stellarLn, s.stellarHandler())
+	if check != nil {
+		// The local network runs in this process, so a read that fails is a failure here too
+		// (the functions start with the check pending instead; wiring.SignerCheck).
+		if err := check.Start(ctx); err != nil {
+			return nil, fmt.Errorf("devstack: SIGNER=kms: %w", err)
+		}
+	}
 	if s.Info.Channels, err = createChannels(ctx, svc); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,9 @@
 // Signing keys come from one secret document (keys.go), or, with SIGNER=kms, the vault's and the
 // fee account's keys are AWS KMS Ed25519 keys that sign over KMS's Sign API (signer.go: Signer,
 // KMSSigner, KMSKeys; README.md, "Signing keys in KMS"); secret seeds never appear in errors, logs
-// or formatted output of this package's types.
+// or formatted output of this package's types. CheckSigners (signercheck.go) reads the accounts the
+// keys sign for and refuses, with a *SignerError naming the account, the key and the weights, a
+// key whose weight there is below a threshold stellar-core will check its signatures against.
 //
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.

@@ -22,6 +22,8 @@ type StellarLedger interface {
 	CheckNetwork(ctx context.Context) error
 	// Balances reads an account's XLM and configured assets (the scheduled sweep's Watch).
 	Balances(ctx context.Context, account string) (stellar.Balances, error)
+	// CheckSigners fails if a key cannot sign for the account it signs for (SignerCheck).
+	SignerChecker
 }
 
 // buildLedger picks the backend and, when CHANNEL_COUNT > 0, a channel pool whose leases live in
