@@ -135,7 +135,7 @@ type Network struct {
 	served       map[string]uint32 // per API and instance, the latest ledger it has shown (readView.served)
 	retention    uint32
 	rpcMethods   map[string]RPCHandler
-	closeMeta    closeMetaCache // the latest encoded LedgerCloseMeta (ledger_meta.go)
+	closeMeta    closeMetaCache  // the latest encoded LedgerCloseMeta (ledger_meta.go)
 	cong         congestionState // lanes, queue limits, fee stats, background traffic (congestion.go)
 
 	ln      net.Listener
