@@ -365,3 +365,27 @@ func TestSorobanLaneAndInclusionFeeStats(t *testing.T) {
 		t.Fatalf("soroban %+v classic %+v: want 700 (surge priced) and 100", s, fs.InclusionFee)
 	}
 }
+
+// A transaction larger than the whole queue gets TRY_AGAIN_LATER, no fee would do
+// (canFitWithEviction answers (false, 0)), and is banned.
+func TestTransactionLargerThanTheQueueIsTryAgainLater(t *testing.T) {
+	if got := stellarsim.PubnetLaneLimits.Scaled(0.01); got != (stellarsim.LaneLimits{ClassicOps: 10, SorobanTxs: 20,
+		SorobanInstructions: 5_800_000, SorobanWriteEntries: 10, SorobanWriteBytes: 2868}) {
+		t.Fatalf("Scaled(0.01) = %+v", got)
+	}
+	e := newEnv(t, stellarsim.Options{Lanes: stellarsim.LaneLimits{ClassicOps: 1}, QueueMultiplier: 1})
+	src, dst, payer := e.funded(10*xlm), e.funded(10*xlm), e.funded(10*xlm)
+	inner := e.build(src, []txnbuild.Operation{payment(dst.Address(), txnbuild.NativeAsset{}, "1")}, 100, 0)
+	fb, _ := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: inner, FeeAccount: payer.Address(), BaseFee: 10_000})
+	fb, _ = fb.Sign(e.n.Passphrase(), payer)
+	for i := range 2 {
+		if r := e.send(b64(t, fb)); r.Status != "TRY_AGAIN_LATER" {
+			t.Fatalf("send %d: %+v, want TRY_AGAIN_LATER", i, r)
+		}
+	}
+	if e.n.Queued() != 0 {
+		t.Fatalf("queued %d", e.n.Queued())
+	}
+	// The inner transaction alone fits.
+	e.mustPending(inner)
+}
