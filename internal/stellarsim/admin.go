@@ -20,6 +20,9 @@ import (
 //	GET    /_sim/envelopes     every envelope received and what it was answered
 //	POST   /_sim/close         close one ledger now
 //	GET    /_sim/ledger        the latest ledger
+//	GET    /_sim/congestion    lanes, queue limits, background traffic, clearing fees (congestion.go)
+//	POST   /_sim/congestion    start background traffic (a Congestion profile)
+//	DELETE /_sim/congestion    stop it
 func (n *Network) adminRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /_sim/{$}", n.AdminIndex())
 	mux.HandleFunc("POST /_sim/faults", n.adminAddFaults)
@@ -42,6 +45,7 @@ func (n *Network) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /_sim/ledger", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, ledgerJSON(n.LatestLedger()))
 	})
+	n.congestionRoutes(mux)
 }
 
 // AdminRoute is one route of the /_sim/ admin API, as GET /_sim/ lists it.
@@ -61,6 +65,9 @@ var adminRouteList = []AdminRoute{
 	{"GET", "/_sim/envelopes", "every envelope received and what it was answered"},
 	{"POST", "/_sim/close", "close one ledger now"},
 	{"GET", "/_sim/ledger", "the latest ledger"},
+	{"GET", "/_sim/congestion", "lane and queue limits, the background traffic profile, the last ledgers' clearing fees"},
+	{"POST", "/_sim/congestion", `start background traffic: {"seed":1,"per_ledger":120,"fee_min":100,"fee_max":1000,"spikes":[{"after":"2m","for":"2m","multiplier":10}]}`},
+	{"DELETE", "/_sim/congestion", "stop the background traffic"},
 }
 
 var vaultRouteList = []AdminRoute{

@@ -29,7 +29,8 @@ func (n *Network) CloseLedger() LedgerInfo {
 	c := checkCtx{closeTime: closeTime, ledgerSeq: seq}
 
 	var order int32
-	due := n.dueLocked(seq)
+	// The lanes' limits leave the lowest bids queued and set what each lane charges (lanes.go).
+	due := n.txSetLocked(seq, n.dueLocked(seq), c)
 	// The transaction set as the nominating node trims it, against the last closed ledger
 	// (HerderImpl::triggerNextLedger -> TxSetUtils::trimInvalid): what was valid then is in the
 	// set even if an earlier transaction of this ledger changes its source's signers.
@@ -65,6 +66,7 @@ func (n *Network) CloseLedger() LedgerInfo {
 	n.closedAt = append(n.closedAt, now)
 	n.visibleAt = append(n.visibleAt, now.Add(n.visibilityLag(seq)))
 	n.updateQueueLocked(seq, closeTime)
+	n.afterCloseLocked(seq)
 	close(n.ledgerClosed)
 	n.ledgerClosed = make(chan struct{})
 	return LedgerInfo{Sequence: seq, CloseTime: time.Unix(closeTime, 0).UTC()}

@@ -88,10 +88,59 @@
 //     (entries as of the shown ledger), sendTransaction's latestLedger, and
 //     Horizon's root, /accounts, /transactions and /ledgers answer as of the
 //     previous ledger. Submission is judged by core at once.
-//   - Apply at close, in submission order: the fee (BaseFee x ops, capped by
-//     the bid) is charged and the sequence number consumed even if an
+//   - Apply at close, in submission order: the fee (the lane's base fee x
+//     ops, see below, capped by the bid's inclusion fee, plus the declared
+//     resource fee) is charged and the sequence number consumed even if an
 //     operation fails; operations apply all-or-nothing; a failed
 //     transaction is included as FAILED with its result codes.
+//   - Ledger capacity and surge pricing (lanes.go; src/herder/TxSetFrame.cpp,
+//     SurgePricingUtils.cpp): the classic phase takes at most
+//     Options.Lanes.ClassicOps operations per ledger (maxTxSetSize; a fee
+//     bump counts its operations plus one, getNumOperations), the Soroban
+//     phase at most SorobanTxs transactions (a fee bump counts two),
+//     SorobanInstructions, SorobanWriteEntries and SorobanWriteBytes; zero
+//     fields take pubnet's values (PubnetLaneLimits: 1,000; 2,000, 580M,
+//     1,000, 286,720), PubnetLaneLimits.Scaled(f) shrinks them. When the
+//     valid due transactions of a phase fit, all are taken; otherwise the
+//     highest fee rates (inclusion fee per operation, compared exactly,
+//     feeRate3WayCompare) are taken, skipping one that does not fit and
+//     trying the next (getMostTopTxsWithinLimits), and the rest stay queued.
+//     A phase that left a valid transaction out charges every transaction
+//     it took the lowest included per-operation fee, rounded down
+//     (computeLaneBaseFee, computePerOpFee); otherwise the base fee. The
+//     fee charged is in the result (getTransaction, Horizon's fee_charged),
+//     the ledger close meta's component baseFee, and ClearingFee.
+//   - Queue limits (queuelimit.go; TxQueueLimiter::canAddTx,
+//     SurgePricingPriorityQueue::canFitWithEviction): each queue (classic,
+//     Soroban) holds Options.QueueMultiplier (default 2,
+//     TRANSACTION_QUEUE_SIZE_MULTIPLIER) times its ledger limits. A new
+//     transaction that does not fit evicts the lowest bids if it outbids
+//     each of them (evicted ones are banned); otherwise it is banned and
+//     answered ERROR txINSUFFICIENT_FEE with feeCharged the full fee it
+//     would need (computeBetterFee: floor(bid x ops / its ops) + 1, plus the
+//     resource fee), or TRY_AGAIN_LATER when it is larger than the queue or
+//     only its own source's transaction is cheaper. Until the next close a
+//     new transaction must also beat the best bid evicted from its lane,
+//     even when it would fit. The check runs before validity, as in
+//     TransactionQueue::canAdd.
+//   - Fee statistics from what ledgers charged (feestats.go): getFeeStats as
+//     stellar-rpc's fee windows (feewindow.go, IngestFees): inclusionFee is
+//     feeCharged / inner operations over 10 ledgers (a fee bump's fee is
+//     divided by its inner operations alone), sorobanInclusionFee the
+//     inclusion part of a Soroban transaction's fee over 50 ledgers, all
+//     zeros for a window without transactions; Horizon's /fee_stats as
+//     history.Q.FeeStats over the last 5 ledgers: fee_charged and max_fee
+//     over operations plus one for a fee bump, Soroban included, the base
+//     fee everywhere when no transaction, and ledger_capacity_usage.
+//   - Background congestion (congestion.go, POST /_sim/congestion,
+//     Options.Congestion, SetCongestion): after every close, PerLedger
+//     one-payment transactions from accounts the network creates for itself
+//     enter the queue like any other, bidding a seeded log-uniform fee per
+//     operation in FeeMin..FeeMax; a spike bids at least Multiplier x the
+//     clearing fee of the ledger before it, for a duration counted on the
+//     network's clock. Same profile, seed, clock and submissions: same
+//     ledgers. Fee-rate ties break by hash and Options.SurgeSeed (core: at
+//     random).
 //   - History: getTransaction and GET /transactions/{hash} find a
 //     transaction by inner or outer hash within the retention window
 //     (oldestLedger = max(1, latest - retention + 1)).
@@ -99,9 +148,14 @@
 // # Not modelled
 //
 // Consensus (a ledger's close time is the clock at CloseLedger, not the
-// proposer's clock at nomination), surge pricing (fee charged is always BaseFee
-// per op; no higher-fee transaction evicts a lower one from a full queue,
-// since the queue has no size limit), offers and
+// proposer's clock at nomination); among the lane limits, transaction bytes
+// (the classic and Soroban byte allowances, ledgerMaxTransactionsSizeBytes)
+// and Soroban disk reads (bytes and entries), the DEX lane
+// (MAX_DEX_TX_OPERATIONS_IN_TX_SET, unset on pubnet) and the packing of
+// Soroban instructions into stages and clusters since protocol 23
+// (ParallelTxSetBuilder: here instructions are one per-ledger sum);
+// flooding (the queue's broadcast order); background traffic other than
+// classic payments; offers and
 // the DEX, path payments, liquidity pools, claimable balances, account merge,
 // manage data, SetOptions' other fields (inflation destination, flags, home
 // domain: refused with opNOT_SUPPORTED) and signer types other than ed25519

@@ -4,16 +4,15 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
-// chargedFee is what core charges before apply without surge pricing: base
-// fee per operation (plus one for the fee-bump wrapper), capped by the bid,
+// chargedFee is what core charges before apply (TransactionFrame::getFee and
+// FeeBumpTransactionFrame::getFee with applying): its lane's base fee per
+// operation (the surge price of a full lane while a ledger closes, lanes.go;
+// a fee bump counts one more operation), capped by the bid's inclusion fee,
 // plus the whole declared Soroban resource fee. Since protocol 23 (unless
 // Legacy.RestorePreamble) the unused refundable part is given back after
 // apply (sorobanRefund).
 func (n *Network) chargedFee(t *txInfo) int64 {
-	if t.feeBump {
-		return min(t.outerFee-t.resourceFee, n.opts.BaseFee*int64(len(t.ops)+1)) + t.resourceFee
-	}
-	return min(t.innerFee-t.resourceFee, n.opts.BaseFee*int64(len(t.ops))) + t.resourceFee
+	return min(t.inclusionFee(), satMul(n.laneBaseFee(t), max(t.numOps(), 1))) + t.resourceFee
 }
 
 // Stand-in resource schedule. The shape follows the network's (instructions,

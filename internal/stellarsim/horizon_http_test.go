@@ -263,7 +263,9 @@ func TestHTTPHorizonFeeBumpLedgersFeeStats(t *testing.T) {
 	}
 	var fs hProtocol.FeeStats
 	e.hDo("GET", "/fee_stats", nil, &fs)
-	if fs.LastLedger != l.Sequence || fs.LastLedgerBaseFee != 100 || fs.MaxFee.P50 != 100 {
+	// Horizon divides a fee bump's fee by its operations plus one (history.Q.FeeStats): 200 charged
+	// and a 400 bid over 2.
+	if fs.LastLedger != l.Sequence || fs.LastLedgerBaseFee != 100 || fs.FeeCharged.P50 != 100 || fs.MaxFee.P50 != 200 {
 		t.Fatalf("%+v", fs)
 	}
 }

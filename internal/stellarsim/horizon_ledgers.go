@@ -13,7 +13,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
-// Horizon's ledger resources and fee stats: /ledgers, /ledgers/{seq}, /fee_stats.
+// Horizon's ledger resources: /ledgers, /ledgers/{seq} (/fee_stats is in feestats.go).
 
 func (n *Network) ledgerResource(lb links, seq uint32) hProtocol.Ledger {
 	ct := n.closeTimeOf(seq)
@@ -41,7 +41,7 @@ func (n *Network) ledgerResource(lb links, seq uint32) hProtocol.Ledger {
 	l.TotalCoins = amount.StringFromInt64(rootBalance)
 	l.FeePool = "0.0000000"
 	l.BaseFee, l.BaseReserve = int32(n.opts.BaseFee), int32(n.opts.BaseReserve)
-	l.MaxTxSetSize = 1000
+	l.MaxTxSetSize = int32(n.opts.Lanes.ClassicOps)
 	l.ProtocolVersion = protocolVersion
 	// Horizon's header_xdr is the bare LedgerHeader (resourceadapter/ledger.go, PopulateLedger).
 	l.HeaderXDR, _ = xdr.MarshalBase64(n.ledgerHeaderLocked(seq).Header)
@@ -126,14 +126,4 @@ func (n *Network) hLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeHAL(w, http.StatusOK, n.ledgerResource(n.links(r), uint32(seq)))
-}
-
-func (n *Network) hFeeStats(w http.ResponseWriter, r *http.Request) {
-	n.mu.Lock()
-	latest := n.viewOf(r, "horizon").latest
-	n.mu.Unlock()
-	f := n.opts.BaseFee
-	d := hProtocol.FeeDistribution{Max: f, Min: f, Mode: f, P10: f, P20: f, P30: f, P40: f, P50: f,
-		P60: f, P70: f, P80: f, P90: f, P95: f, P99: f}
-	writeJSON(w, http.StatusOK, hProtocol.FeeStats{LastLedger: latest, LastLedgerBaseFee: f, FeeCharged: d, MaxFee: d})
 }

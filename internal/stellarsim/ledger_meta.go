@@ -51,7 +51,7 @@ func (n *Network) ledgerHeaderLocked(seq uint32) xdr.LedgerHeaderHistoryEntry {
 		TotalCoins:    xdr.Int64(rootBalance),
 		BaseFee:       xdr.Uint32(n.opts.BaseFee),
 		BaseReserve:   xdr.Uint32(n.opts.BaseReserve),
-		MaxTxSetSize:  1000,
+		MaxTxSetSize:  xdr.Uint32(n.opts.Lanes.ClassicOps),
 	}}
 	if seq > 1 {
 		e.Header.PreviousLedgerHash = hashFromHex(ledgerHash(seq-1, n.closeTimeOf(seq-1)))
@@ -87,7 +87,12 @@ func (n *Network) appliedInLocked(seq uint32) []*AppliedTx {
 // the ledger's transactions from it, as stellar-rpc's getTransactions does. Callers hold n.mu.
 func (n *Network) ledgerCloseMetaLocked(seq uint32) (xdr.LedgerCloseMeta, error) {
 	hdr := n.ledgerHeaderLocked(seq)
-	baseFee := xdr.Int64(n.opts.BaseFee)
+	// Each component carries the base fee its lane charged (TxSetFrame.cpp, applySurgePricing).
+	lf := n.cong.ledgerFees[seq]
+	baseFee, sorobanBaseFee := xdr.Int64(n.opts.BaseFee), xdr.Int64(n.opts.BaseFee)
+	if lf.baseFee[laneClassic] > 0 {
+		baseFee, sorobanBaseFee = xdr.Int64(lf.baseFee[laneClassic]), xdr.Int64(lf.baseFee[laneSoroban])
+	}
 	var classic []xdr.TransactionEnvelope
 	var clusters []xdr.DependentTxCluster
 	var processing []xdr.TransactionResultMetaV1
@@ -137,7 +142,7 @@ func (n *Network) ledgerCloseMetaLocked(seq uint32) (xdr.LedgerCloseMeta, error)
 			PreviousLedgerHash: hdr.Header.PreviousLedgerHash,
 			Phases: []xdr.TransactionPhase{
 				{V: 0, V0Components: &classicPhase},
-				{V: 1, ParallelTxsComponent: &xdr.ParallelTxsComponent{BaseFee: &baseFee, ExecutionStages: stages}},
+				{V: 1, ParallelTxsComponent: &xdr.ParallelTxsComponent{BaseFee: &sorobanBaseFee, ExecutionStages: stages}},
 			},
 		}},
 		TxProcessing:       processing,

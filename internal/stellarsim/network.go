@@ -56,6 +56,17 @@ type Options struct {
 	// sequence, so a run under a virtual clock is repeatable.
 	VisibilityLagMin, VisibilityLagMax time.Duration
 	VisibilitySeed                     uint64
+	// Lanes are the per-ledger limits of the transaction set (lanes.go); zero fields take
+	// pubnet's values (PubnetLaneLimits). PubnetLaneLimits.Scaled(f) makes a small network.
+	Lanes LaneLimits
+	// QueueMultiplier is how many ledgers' worth of each lane the queue holds
+	// (TRANSACTION_QUEUE_SIZE_MULTIPLIER), default 2.
+	QueueMultiplier int
+	// SurgeSeed breaks fee-rate ties when a lane or the queue is full (core breaks them at
+	// random), so a run is repeatable.
+	SurgeSeed uint64
+	// Congestion, when set, starts background traffic at Start (see SetCongestion).
+	Congestion *Congestion
 	// Legacy switches realistic behaviours off, for tests written against the
 	// earlier, kinder network. The zero value is the realistic network.
 	Legacy Legacy
@@ -124,7 +135,8 @@ type Network struct {
 	served       map[string]uint32 // per API and instance, the latest ledger it has shown (readView.served)
 	retention    uint32
 	rpcMethods   map[string]RPCHandler
-	closeMeta    closeMetaCache // the latest encoded LedgerCloseMeta (ledger_meta.go)
+	closeMeta    closeMetaCache  // the latest encoded LedgerCloseMeta (ledger_meta.go)
+	cong         congestionState // lanes, queue limits, fee stats, background traffic (congestion.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -195,6 +207,12 @@ func newNetwork(opts Options) (*Network, error) {
 	if opts.VisibilityLagMin < 0 || opts.VisibilityLagMax < opts.VisibilityLagMin {
 		return nil, fmt.Errorf("stellarsim: visibility lag: want 0 <= min <= max, got %v and %v", opts.VisibilityLagMin, opts.VisibilityLagMax)
 	}
+	congestionDefaults(&opts)
+	if opts.Congestion != nil {
+		if err := opts.Congestion.validate(opts.BaseFee); err != nil {
+			return nil, fmt.Errorf("stellarsim: %w", err)
+		}
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{}
@@ -217,8 +235,14 @@ func newNetwork(opts Options) (*Network, error) {
 		banned:       map[string]uint32{},
 		retention:    opts.RetentionLedgers,
 		stop:         make(chan struct{}),
+		cong:         newCongestionState(),
 	}
 	n.state.accounts[n.root.Address()] = &account{id: n.root.Address(), balance: rootBalance, lastModified: 1}
+	if opts.Congestion != nil {
+		if err := n.setCongestionLocked(*opts.Congestion); err != nil {
+			return nil, fmt.Errorf("stellarsim: %w", err)
+		}
+	}
 	n.rpcMethods = n.defaultRPCMethods()
 	if _, ok := opts.Contracts.(simulator); ok {
 		n.rpcMethods[protocol.SimulateTransactionMethodName] = n.rpcSimulateTransaction

@@ -115,6 +115,15 @@ func (n *Network) acceptLocked(s *submission) {
 		}
 		replace = true
 	}
+	// TxQueueLimiter::canAddTx runs before the validity checks (queuelimit.go).
+	var old *pendingTx
+	if replace {
+		old = queued
+	}
+	evict, room := n.queueRoomLocked(s, old)
+	if !room {
+		return
+	}
 	if terr := n.checkTx(t, n.submitCtx()); terr != nil {
 		s.status = StatusError
 		s.errResult, s.errCode = &terr.result, terr.code
@@ -126,6 +135,7 @@ func (n *Network) acceptLocked(s *submission) {
 		queued.envelope.Outcome = "replaced in queue by fee bump " + t.fullHash
 		delete(n.queue, t.source)
 	}
+	n.evictLocked(evict, t)
 	if s.faults.dropEnvelope {
 		s.rec.Outcome = "evicted from queue (drop_envelope fault): never applied"
 		return

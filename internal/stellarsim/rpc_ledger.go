@@ -140,13 +140,3 @@ func (n *Network) rpcGetLedgerEntries(r *http.Request, params json.RawMessage) (
 	}
 	return resp, nil
 }
-
-func (n *Network) rpcGetFeeStats(r *http.Request, _ json.RawMessage) (any, error) {
-	n.mu.Lock()
-	latest := n.viewOf(r, "rpc").latest
-	n.mu.Unlock()
-	f := uint64(n.opts.BaseFee)
-	d := protocol.FeeDistribution{Max: f, Min: f, Mode: f, P10: f, P20: f, P30: f, P40: f, P50: f,
-		P60: f, P70: f, P80: f, P90: f, P95: f, P99: f, LedgerCount: 1}
-	return protocol.GetFeeStatsResponse{SorobanInclusionFee: d, InclusionFee: d, LatestLedger: latest}, nil
-}

@@ -105,7 +105,7 @@ func (s *sigSet) authorizes(id string, acct *account, level int) bool {
 	total := 0
 	for i, sig := range s.sigs {
 		for j, c := range cands {
-			if sig.Hint != c.hint || c.kp.Verify(s.hash[:], sig.Signature) != nil {
+			if sig.Hint != c.hint || !verifySig(c.kp, s.hash[:], sig.Signature) {
 				continue
 			}
 			s.used[i] = true
