@@ -111,13 +111,21 @@
 //     SIGNING_KEYS_UNAVAILABLE), any other error as 503 RPC_ERROR.
 //   - Send answers PENDING or DUPLICATE: await the ledger.
 //   - Send answers TRY_AGAIN_LATER or ERROR with a code on a first send: released, 503 RPC_ERROR
-//     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken). On a
-//     re-send: nothing is proven, await the ledger.
+//     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken;
+//     FEE_ACCOUNT_UNDERFUNDED or VAULT_UNDERFUNDED, paging, for txINSUFFICIENT_BALANCE: the fee
+//     payer cannot pay this fee on top of those it has queued). On a re-send: nothing is proven,
+//     await the ledger.
 //   - Send fails with ErrNotSent (or the breaker is open): nothing reached the network; send again. If no send
 //     ever left, the key is released: 503 NETWORK_UNAVAILABLE.
 //   - Send fails any other way (timeout, EOF after the request was written, HTTP 5xx,
 //     ErrUnexpectedAnswer): the envelope may be on the network; the same envelope is re-sent.
-//   - Lookup SUCCESS: replayable, 200. FAILED: rejected, 422 TRANSACTION_FAILED.
+//   - Lookup SUCCESS: replayable, 200. FAILED on the destination's side (op_no_trust,
+//     op_not_authorized, op_line_full, op_no_destination, anything not below): rejected, 422
+//     TRANSACTION_FAILED. FAILED because the paying side lacked funds (SourceShortfall:
+//     op_underfunded, tx_insufficient_balance): released, 503 VAULT_UNDERFUNDED or
+//     FEE_ACCOUNT_UNDERFUNDED, and it pages (an ERROR line with "alert"); no new envelope in the
+//     same call. Safe because the included envelope's sequence number is consumed and it can
+//     never apply again (releaseShortfall).
 //   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).
 //   - The budget ends with the envelope undecided: in_doubt, 409 TRANSFER_IN_DOUBT with the
 //     failing code (TRANSFER_TIMEOUT, SUBMISSION_FAILED, INTERNAL_ERROR; LEASE_EXPIRED for a
