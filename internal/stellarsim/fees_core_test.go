@@ -313,3 +313,31 @@ func mustFromRawSeed(t *testing.T, seed [32]byte) *keypair.Full {
 	}
 	return kp
 }
+
+// A fee bump that replaces a queued transaction of the same fee source counts only the difference
+// (TransactionQueue::canAdd: newFullFee -= currentTx->getFullFee()): a payer holding its reserve
+// plus 2,000 can replace its queued fee bump of 200 by one of 2,000 (10x the rate), though it
+// could not queue both.
+func TestReplaceByFeeCountsTheDifference(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	payer := e.funded(reserve + 2_000)
+	src := e.funded(10 * xlm)
+	wallet := e.funded(10 * xlm)
+	inner := e.build(src, []txnbuild.Operation{payment(wallet.Address(), txnbuild.NativeAsset{}, "1")}, 100, 0)
+	if r := e.send(b64(t, e.feeBump(inner, payer, 100))); r.Status != "PENDING" {
+		t.Fatalf("fee bump of 200: %s", r.Status)
+	}
+	bigger := e.feeBump(inner, payer, 1_000)
+	if r := e.send(b64(t, bigger)); r.Status != "PENDING" {
+		outer, _ := errorCode(t, r)
+		t.Fatalf("replacement of 2,000: %s %s, want PENDING (only 1,800 more is queued)", r.Status, outer)
+	}
+	e.n.CloseLedger()
+	h, err := bigger.HashHex(e.n.Passphrase())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := e.getTx(h); g.Status != protocol.TransactionStatusSuccess {
+		t.Fatalf("replacement: %s", g.Status)
+	}
+}
