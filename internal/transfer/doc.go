@@ -97,6 +97,12 @@
 //     reaches back to the ledger seen before the first send, or its source account's sequence
 //     number, read at or after that ledger, is still below the envelope's. Never the local clock.
 //
+//   - An inclusion FAILED after stellar-core's sequence check (op_underfunded,
+//     tx_insufficient_balance, any operation failure): its sequence number is consumed and a
+//     transaction applies at most once, so nothing can land under it again. It is stored as a
+//     rejection, or, when the paying side lacked funds (SourceShortfall), its key is released
+//     (releaseShortfall).
+//
 // Which RPC and Horizon deployments can give each corroboration is README.md's "Which RPC and
 // Horizon deployments the proof supports". Anything else that may have reached the network is
 // indeterminate.

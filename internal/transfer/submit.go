@@ -198,15 +198,15 @@ func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk 
 // paying side lacked funds (SourceShortfall gave code), pages, and returns the retryable answer.
 //
 // Releasing after a FAILED inclusion is safe because nothing can land under that envelope ever
-// again (DESIGN.md section 1: a new envelope only once the previous one is proven dead): the
+// again (doc.go, "Proof rules": a new envelope only once the previous one is proven dead): the
 // failure came after stellar-core's sequence check (op_underfunded in applyOperations,
 // txINSUFFICIENT_BALANCE in TransactionFrame::commonValid's kInvalidPostAuth), so
 // TransactionFrame::processSeqNum consumed the envelope's sequence number, and a transaction
 // applies at most once: its source's sequence number is now at or past the envelope's, which
 // every later submission of the same hash fails (txBAD_SEQ). Nothing moved: a FAILED
 // transaction's operations are rolled back, only the fee was charged. The write is the release of
-// DESIGN.md section 3, conditional on the incarnation, status, version, lease owner and inner
-// hash as read (free -> DeleteItem(Expect(rec)); an async item is requeued, ReplaceItem).
+// doc.go, "The item" and "Incarnations": conditional on the incarnation, status, version, lease
+// owner and inner hash as read (free -> DeleteItem(Expect(rec)); an async item is requeued).
 func (o *Orchestrator) releaseShortfall(ctx context.Context, rec Record, lk Lookup, code string) error {
 	env := *rec.Envelope
 	if err := o.release(ctx, rec); err != nil {
