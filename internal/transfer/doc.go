@@ -92,6 +92,7 @@
 //     answer was lost, or a take-over or reconciliation re-sends, no refusal proves anything: an
 //     included envelope is answered TRY_AGAIN_LATER or txBAD_SEQ too. This assumes nothing
 //     between the service and the node re-sends a POST by itself.
+//
 //   - ProvenDead: its hashes are NOT_FOUND, a ledger whose close time is after its maxTime had
 //     closed before the search began (Lookup.LatestLedger), and either the search's history
 //     reaches back to the ledger seen before the first send, or its source account's sequence
