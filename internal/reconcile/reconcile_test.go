@@ -150,7 +150,7 @@ func (f *fixture) put(t *testing.T, key string, status transfer.Status, leaseUnt
 
 func (f *fixture) land(rec transfer.Record, status transfer.LookupStatus, ledgerSeq uint32) {
 	f.ledger.landed[rec.Envelope.InnerHash] = transfer.Lookup{Status: status, Hash: rec.Envelope.InnerHash, Ledger: ledgerSeq,
-		ResultCodes: map[bool][]string{true: {"tx_failed", "op_underfunded"}}[status == transfer.LookupFailed]}
+		ResultCodes: map[bool][]string{true: {"tx_failed", "op_no_trust"}}[status == transfer.LookupFailed]}
 }
 
 // afterMaxTime makes the network close a ledger after every test envelope's maxTime.

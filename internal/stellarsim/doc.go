@@ -52,7 +52,11 @@
 //     HerderImpl.cpp): one transaction per source account (another gets
 //     TRY_AGAIN_LATER, except a fee bump of the same sequence number at 10x
 //     the fee rate, which replaces it); the identical envelope while queued
-//     gets DUPLICATE. A queued transaction not included within 4 ledger
+//     gets DUPLICATE. A transaction whose fee source (a fee bump's outer one)
+//     cannot pay its full fee on top of the full fees already queued for that
+//     fee source is ERROR txINSUFFICIENT_BALANCE, feeCharged 0, the code at
+//     the top level for a fee bump too (TransactionQueue::canAdd, mTotalFees;
+//     txset.go). A queued transaction not included within 4 ledger
 //     closes (TRANSACTION_QUEUE_TIMEOUT_LEDGERS, TransactionQueue::shift) is
 //     evicted and banned. Banned hashes are answered TRY_AGAIN_LATER: an
 //     applied one while the last closed ledger is N..N+8
@@ -71,15 +75,18 @@
 //   - After every close (HerderImpl::updateTransactionQueue): applied
 //     transactions leave the queue, the queue ages (above), and what is left
 //     is re-validated against the new last closed ledger with the same
-//     upper-bound offset (TxSetUtils::getInvalidTxListWithErrors); the
-//     invalid ones are dropped and banned (TransactionQueue::ban).
+//     upper-bound offset (TxSetUtils::getInvalidTxListWithErrors, which also
+//     drops every transaction of a fee source that cannot pay all their full
+//     fees, ACCOUNT_CANT_PAY_FEE); the invalid ones are dropped and banned
+//     (TransactionQueue::ban).
 //   - Time: ledger close time is max(Clock.Now(), previous close + 1s), in
-//     whole seconds. At close, every due queued transaction is re-validated
-//     against the closing ledger (no offset): one no longer valid is dropped
-//     from the queue and banned, never applied, no fee charged, as the
-//     nominating node trims it from the transaction set
-//     (HerderImpl::triggerNextLedger), except one whose signatures alone no
-//     longer authorize after an earlier transaction of the ledger (above).
+//     whole seconds. At close, the due queued transactions are trimmed as the
+//     nominating node trims its candidates (HerderImpl::triggerNextLedger ->
+//     TxSetUtils::trimInvalid): judged against the last closed ledger's state
+//     at the closing ledger's close time and sequence, with the same fee
+//     source check; one not valid then is dropped from the queue and banned,
+//     never applied, no fee charged. Every transaction of the set that
+//     remains is included, SUCCESS or FAILED (below).
 //   - Visibility lag (history.go, readview.go): core has a ledger when it
 //     closes; RPC and Horizon show it VisibilityLagMin..VisibilityLagMax
 //     later (default 1-3 s, picked per ledger from VisibilitySeed, so the
@@ -88,11 +95,26 @@
 //     (entries as of the shown ledger), sendTransaction's latestLedger, and
 //     Horizon's root, /accounts, /transactions and /ledgers answer as of the
 //     previous ledger. Submission is judged by core at once.
-//   - Apply at close, in submission order: the fee (the lane's base fee x
-//     ops, see below, capped by the bid's inclusion fee, plus the declared
-//     resource fee) is charged and the sequence number consumed even if an
-//     operation fails; operations apply all-or-nothing; a failed
-//     transaction is included as FAILED with its result codes.
+//   - Apply at close (txset.go, apply.go): the fees of the whole set (the
+//     lane's base fee x ops, capped by the bid's inclusion fee, plus the
+//     declared resource fee; see below) are charged before any transaction applies
+//     (LedgerManagerImpl::processFeesSeqNums), each fee source paying
+//     min(balance, fee), even below its reserve; then the set applies in
+//     core's shuffled order (classic, then Soroban; each sorted by full hash
+//     XOR the set's hash, ApplyTxSorter), the set's hash a stand-in seeded by
+//     Options.ApplyOrderSeed, so a run is repeatable. Each transaction is
+//     judged again as it applies (TransactionFrame::commonPreApply,
+//     commonValid with applying=true): a source left below its reserve after
+//     the fees is txINSUFFICIENT_BALANCE; a fee bump's outer transaction is
+//     not judged again and its inner one runs even if its fee source was
+//     charged short (FeeBumpTransactionFrame::apply). A failure there, or an
+//     operation that fails (op_underfunded, op_no_trust, op_line_full,
+//     op_no_destination, ...), is included FAILED with its result codes and
+//     its fee charged; its sequence number is consumed unless it failed
+//     before the sequence check (txTOO_LATE, txBAD_SEQ...). Operations apply
+//     all-or-nothing. On one node a fee source is never charged short, since
+//     the nomination's fee source check keeps the set payable; the apply
+//     rule is tested on a set built by hand.
 //   - Ledger capacity and surge pricing (lanes.go; src/herder/TxSetFrame.cpp,
 //     SurgePricingUtils.cpp): the classic phase takes at most
 //     Options.Lanes.ClassicOps operations per ledger (maxTxSetSize; a fee
@@ -190,7 +212,8 @@
 //
 // Options.Legacy brings back, one by one, the kinder behaviours of earlier
 // versions (next-close time bounds at submission, no queue ageing, no
-// visibility lag, the protocol 22 restore flow), for callers still adapting.
+// visibility lag, the protocol 22 restore flow, submission-order apply), for
+// callers still adapting.
 //
 // # Soroban
 //

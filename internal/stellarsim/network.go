@@ -67,6 +67,9 @@ type Options struct {
 	SurgeSeed uint64
 	// Congestion, when set, starts background traffic at Start (see SetCongestion).
 	Congestion *Congestion
+	// ApplyOrderSeed seeds the shuffled order a ledger's transactions apply in (txset.go,
+	// applyOrder; stellar-core's ApplyTxSorter), so a run is repeatable.
+	ApplyOrderSeed uint64
 	// Legacy switches realistic behaviours off, for tests written against the
 	// earlier, kinder network. The zero value is the realistic network.
 	Legacy Legacy
@@ -92,12 +95,15 @@ type Legacy struct {
 	// with ENTRY_ARCHIVED, the whole declared resource fee is charged (no
 	// refund) and the declared fee is checked only at apply.
 	RestorePreamble bool
+	// SubmissionOrder applies a ledger's transactions in the order they were submitted instead
+	// of stellar-core's shuffled order (Options.ApplyOrderSeed).
+	SubmissionOrder bool
 }
 
 // AllLegacy is every Legacy behaviour: the network as it was before issue 12,
 // except that an applied transaction is banned while the last closed ledger
 // is N..N+8 (it was N..N+9), as core does.
-var AllLegacy = Legacy{SubmitTimeBounds: true, NoQueueAgeing: true, NoVisibilityLag: true, RestorePreamble: true}
+var AllLegacy = Legacy{SubmitTimeBounds: true, NoQueueAgeing: true, NoVisibilityLag: true, RestorePreamble: true, SubmissionOrder: true}
 
 const defaultRetention = 120960
 

@@ -87,7 +87,8 @@ func (n *Network) banAtClose(fullHash string, seq uint32) {
 // transaction per source (another one gets TRY_AGAIN_LATER; a fee bump of the
 // same sequence number replaces the queued one at 10x its fee rate, below
 // that it gets ERROR txINSUFFICIENT_FEE), then validity for the next ledger
-// with the upper-bound close time offset.
+// with the upper-bound close time offset, then whether the fee source can also pay the fees
+// already queued for it (canPayQueuedFees: ERROR txINSUFFICIENT_BALANCE).
 func (n *Network) acceptLocked(s *submission) {
 	t := s.tx
 	queued := n.queue[t.source]
@@ -125,6 +126,15 @@ func (n *Network) acceptLocked(s *submission) {
 		return
 	}
 	if terr := n.checkTx(t, n.submitCtx()); terr != nil {
+		s.status = StatusError
+		s.errResult, s.errCode = &terr.result, terr.code
+		return
+	}
+	var replaced *pendingTx
+	if replace {
+		replaced = queued
+	}
+	if terr := n.canPayQueuedFees(t, replaced); terr != nil {
 		s.status = StatusError
 		s.errResult, s.errCode = &terr.result, terr.code
 		return
@@ -167,7 +177,8 @@ func (n *Network) dueLocked(seq uint32) []*pendingTx {
 // transaction and evicts and bans one that has waited
 // TRANSACTION_QUEUE_TIMEOUT_LEDGERS closes; then the rest are re-validated
 // against the new last closed ledger with the upper-bound close time offset
-// (TxSetUtils::getInvalidTxListWithErrors) and the invalid ones banned
+// (TxSetUtils::getInvalidTxListWithErrors: each transaction's validity, then whether each fee
+// source can pay all its queued fees; invalidTxs) and the invalid ones banned
 // (TransactionQueue::ban). Callers hold n.mu.
 func (n *Network) updateQueueLocked(seq uint32, closeTime int64) {
 	for _, p := range n.sortedQueue() {
@@ -185,11 +196,13 @@ func (n *Network) updateQueueLocked(seq uint32, closeTime int64) {
 		return
 	}
 	c := checkCtx{closeTime: closeTime, upperOffset: n.upperBoundCloseTimeOffset(closeTime), ledgerSeq: seq + 1}
-	for _, p := range n.sortedQueue() {
-		if terr := n.checkTx(p.tx, c); terr != nil {
+	queued := n.sortedQueue()
+	invalid := n.invalidTxs(queued, c)
+	for _, p := range queued {
+		if why, bad := invalid[p]; bad {
 			delete(n.queue, p.tx.source)
 			n.banAtClose(p.tx.fullHash, seq)
-			p.envelope.Outcome = "dropped from queue after ledger " + itoa(int64(seq)) + ": " + terr.name() + ": never applied"
+			p.envelope.Outcome = "dropped from queue after ledger " + itoa(int64(seq)) + ": " + why + ": never applied"
 		}
 	}
 }
