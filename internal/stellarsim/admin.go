@@ -20,6 +20,8 @@ import (
 //	GET    /_sim/envelopes     every envelope received and what it was answered
 //	POST   /_sim/close         close one ledger now
 //	GET    /_sim/ledger        the latest ledger
+//	GET    /_sim/rpc_version   the stellar-rpc profile RPC answers as (versions.go)
+//	PUT    /_sim/rpc_version   {"rpc_version": "current" | "v25.0" | "v24" | "v23"}
 func (n *Network) adminRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /_sim/{$}", n.AdminIndex())
 	mux.HandleFunc("POST /_sim/faults", n.adminAddFaults)
@@ -42,6 +44,8 @@ func (n *Network) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /_sim/ledger", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, ledgerJSON(n.LatestLedger()))
 	})
+	mux.HandleFunc("GET /_sim/rpc_version", n.adminRPCVersion)
+	mux.HandleFunc("PUT /_sim/rpc_version", n.adminRPCVersion)
 }
 
 // AdminRoute is one route of the /_sim/ admin API, as GET /_sim/ lists it.
@@ -61,6 +65,8 @@ var adminRouteList = []AdminRoute{
 	{"GET", "/_sim/envelopes", "every envelope received and what it was answered"},
 	{"POST", "/_sim/close", "close one ledger now"},
 	{"GET", "/_sim/ledger", "the latest ledger"},
+	{"GET", "/_sim/rpc_version", "the stellar-rpc profile RPC answers as, its release and the profiles"},
+	{"PUT", "/_sim/rpc_version", `switch the stellar-rpc profile: {"rpc_version": "current" (v25.1.0+), "v25.0", "v24" or "v23"}`},
 }
 
 var vaultRouteList = []AdminRoute{
@@ -98,7 +104,7 @@ var FaultKinds = []FaultKind{
 		"close attempts; default: until healed", `{"kind":"stall","count":2}`},
 	{FaultRetention, "shrink the getTransaction history window to that many ledgers", "ledgers (required, > 0)",
 		"none: until healed", `{"kind":"retention","ledgers":2}`},
-	{FaultReadOrder, "getTransaction answers NOT_FOUND for a transaction in the latest ledger (stellar-rpc's read order during ingestion)",
+	{FaultReadOrder, "getTransaction answers NOT_FOUND for a transaction in the latest ledger (stellar-rpc's read order during ingestion); under the rpc_version profiles before v25.1 it finds it with a latestLedger below its ledger",
 		`ledgers (n: any of the latest n+1 ledgers), api ("rpc" or empty)`, "lookups; default 1", `{"kind":"read_order"}`},
 	{FaultDBLag, "RPC's database trails its core by that many ledgers", `ledgers (required, > 0), api ("rpc" or empty)`,
 		"none: until healed", `{"kind":"db_lag","ledgers":2}`},

@@ -56,6 +56,10 @@ type Options struct {
 	// sequence, so a run under a virtual clock is repeatable.
 	VisibilityLagMin, VisibilityLagMax time.Duration
 	VisibilitySeed                     uint64
+	// RPCVersion is the stellar-rpc release RPC answers as (versions.go):
+	// RPCCurrent (the default: v25.1.0 and later), RPCv25_0, RPCv24 or RPCv23.
+	// PUT /_sim/rpc_version and SetRPCVersion change it while running.
+	RPCVersion RPCVersion
 	// Legacy switches realistic behaviours off, for tests written against the
 	// earlier, kinder network. The zero value is the realistic network.
 	Legacy Legacy
@@ -125,6 +129,7 @@ type Network struct {
 	retention    uint32
 	rpcMethods   map[string]RPCHandler
 	closeMeta    closeMetaCache // the latest encoded LedgerCloseMeta (ledger_meta.go)
+	rpcVersion   RPCVersion     // the stellar-rpc profile (versions.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -195,6 +200,9 @@ func newNetwork(opts Options) (*Network, error) {
 	if opts.VisibilityLagMin < 0 || opts.VisibilityLagMax < opts.VisibilityLagMin {
 		return nil, fmt.Errorf("stellarsim: visibility lag: want 0 <= min <= max, got %v and %v", opts.VisibilityLagMin, opts.VisibilityLagMax)
 	}
+	if !opts.RPCVersion.valid() {
+		return nil, fmt.Errorf("stellarsim: unknown stellar-rpc profile %q (want one of %v)", opts.RPCVersion, RPCVersions)
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{}
@@ -216,6 +224,7 @@ func newNetwork(opts Options) (*Network, error) {
 		byHash:       map[string]*AppliedTx{},
 		banned:       map[string]uint32{},
 		retention:    opts.RetentionLedgers,
+		rpcVersion:   opts.RPCVersion.orCurrent(),
 		stop:         make(chan struct{}),
 	}
 	n.state.accounts[n.root.Address()] = &account{id: n.root.Address(), balance: rootBalance, lastModified: 1}
