@@ -117,6 +117,7 @@ type Network struct {
 	visibleAt    []time.Time // clock time RPC and Horizon show it from, index = sequence-1
 	undo         undoLogs    // entry states before each recent ledger, for lagging reads
 	ledgerClosed chan struct{}
+	timeMoved    chan struct{}         // closed and replaced at every move of a clock that reports them (horizon_wait.go)
 	queue        map[string]*pendingTx // by inner source account
 	nextOrder    uint64
 	byHash       map[string]*AppliedTx // inner and outer hashes
@@ -220,6 +221,7 @@ func newNetwork(opts Options) (*Network, error) {
 		instanceTurn: map[string]uint64{},
 		undo:         undoLogs{},
 		ledgerClosed: make(chan struct{}),
+		timeMoved:    make(chan struct{}),
 		queue:        map[string]*pendingTx{},
 		byHash:       map[string]*AppliedTx{},
 		banned:       map[string]uint32{},
@@ -235,6 +237,7 @@ func newNetwork(opts Options) (*Network, error) {
 	if a, ok := opts.Contracts.(networkAttacher); ok {
 		a.attach(n)
 	}
+	n.watchClock()
 	return n, nil
 }
 
