@@ -16,6 +16,12 @@
 // KMSSigner, KMSKeys; README.md, "Signing keys in KMS"); secret seeds never appear in errors, logs
 // or formatted output of this package's types.
 //
+// Supported backends (versions.go; README.md, "Supported Stellar RPC and Horizon versions"):
+// stellar-rpc 23.0.0 and later, Horizon 22.0.0 and later, checked by CheckNetwork at start (an
+// *UnsupportedVersionError otherwise). Before stellar-rpc 25.0.0 getLatestLedger has no closeTime:
+// RPCLedger reads that ledger's close time with getLedgers (rpcLatest), which keeps the proof of
+// death sound whichever order getTransaction reads in.
+//
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.
 package stellar
