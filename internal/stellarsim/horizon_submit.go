@@ -67,8 +67,9 @@ func (n *Network) noteHTTPStatus(s *submission, status int) {
 // PENDING, DUPLICATE and TRY_AGAIN_LATER all leave the request open
 // (submitter.go, Submit: a nil error) until the transaction is in the ledgers
 // the instance that took the request has ingested, then it is answered 200
-// (or 400 when it failed), or 504 after HorizonSubmitTimeout. An ERROR is a
-// 400 at once, except txBAD_SEQ: Horizon first waits until its history shows
+// (or 400 when it failed), or 504 after HorizonSubmitTimeout. A transaction
+// its history already shows is answered from it at once. An ERROR is a 400
+// at once, except txBAD_SEQ: Horizon first waits until its history shows
 // the source account at the envelope's sequence number or has caught up with
 // core (waitUntilAccountSequence, isSyncedUp), then answers from history if
 // the transaction is there. The waits follow the network's own visibility of
@@ -83,9 +84,15 @@ func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
 	if n.horizonTransport(w, r, s) {
 		return
 	}
+	hash := s.tx.fullHash
+	if a, ok := n.shownTx(r, hash); ok && s.faults.answer == nil {
+		// Already in Horizon's history: System.Submit answers from it (txResultByHash) before
+		// submitting to core.
+		n.respondApplied(w, r, s, &a)
+		return
+	}
 	timeout := time.NewTimer(n.opts.HorizonSubmitTimeout)
 	defer timeout.Stop()
-	hash := s.tx.fullHash
 	if s.status == StatusError && s.errCode == xdr.TransactionResultCodeTxBadSeq && s.faults.answer == nil {
 		n.awaitShown(r, timeout.C, func(shown uint32) bool {
 			a := n.accountAt(s.tx.source, shown)
