@@ -82,15 +82,19 @@ func (n *Network) banAtClose(fullHash string, seq uint32) {
 	n.banned[fullHash] = max(n.banned[fullHash], seq+banLedgers-1)
 }
 
+// Against a source's queued transaction (HerderImpl::recvTransaction, then
+// TransactionQueue::tryAdd and canAdd): one of the other kind (classic or
+// Soroban) gets TRY_AGAIN_LATER before anything else (queueAnswer); the ban
+// check comes next, then the duplicate or the inner transaction of the queued
+// fee bump gets DUPLICATE and an older sequence number ERROR txBAD_SEQ
+// (queuedAnswer), before the rules below.
+//
 // acceptLocked applies the queue rules in stellar-core's order
-// (HerderImpl::recvTransaction, then TransactionQueue::tryAdd and canAdd):
-// a source with a transaction of the other kind (classic or Soroban) queued
-// gets TRY_AGAIN_LATER; a banned hash TRY_AGAIN_LATER; then, against the
-// source's queued transaction, the duplicate (DUPLICATE), an older sequence
-// number (ERROR txBAD_SEQ), any other transaction (TRY_AGAIN_LATER; a fee bump
-// of the same sequence number replaces the queued one at 10x its fee rate,
-// below that it gets ERROR txINSUFFICIENT_FEE); then validity for the next
-// ledger with the upper-bound close time offset.
+// (TransactionQueue::canAdd): duplicate, banned (TRY_AGAIN_LATER), one
+// transaction per source (another one gets TRY_AGAIN_LATER; a fee bump of the
+// same sequence number replaces the queued one at 10x its fee rate, below
+// that it gets ERROR txINSUFFICIENT_FEE), then validity for the next ledger
+// with the upper-bound close time offset.
 func (n *Network) acceptLocked(s *submission) {
 	t := s.tx
 	queued := n.queue[t.source]
