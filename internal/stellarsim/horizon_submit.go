@@ -94,10 +94,14 @@ func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
 	timeout := time.NewTimer(n.opts.HorizonSubmitTimeout)
 	defer timeout.Stop()
 	if s.status == StatusError && s.errCode == xdr.TransactionResultCodeTxBadSeq && s.faults.answer == nil {
-		n.awaitShown(r, timeout.C, func(shown uint32) bool {
+		caughtUp := n.awaitShown(r, timeout.C, func(shown uint32) bool {
 			a := n.accountAt(s.tx.source, shown)
 			return shown >= uint32(len(n.closeTimes)) || a != nil && a.seq >= s.tx.seq
 		})
+		if !caughtUp {
+			n.waitFailed(w, r, s)
+			return
+		}
 		if a, ok := n.shownTx(r, hash); ok {
 			n.respondApplied(w, r, s, &a)
 			return
@@ -116,18 +120,26 @@ func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		return found != nil
 	})
-	switch {
-	case ok:
-		n.respondApplied(w, r, s, found)
-	case r.Context().Err() != nil:
+	if !ok {
+		n.waitFailed(w, r, s)
+		return
+	}
+	n.respondApplied(w, r, s, found)
+}
+
+// waitFailed answers a synchronous submission whose wait ended without an
+// answer: nothing to a client that left, 503 when the network closes, else
+// Horizon's 504 timeout (txsub ErrTimeout).
+func (n *Network) waitFailed(w http.ResponseWriter, r *http.Request, s *submission) {
+	if r.Context().Err() != nil {
+		return
+	}
+	select {
+	case <-n.stop:
+		writeProblem(w, problemForStatus(http.StatusServiceUnavailable))
 	default:
-		select {
-		case <-n.stop:
-			writeProblem(w, problemForStatus(http.StatusServiceUnavailable))
-		default:
-			n.noteHTTPStatus(s, http.StatusGatewayTimeout)
-			writeProblem(w, problemTimeout)
-		}
+		n.noteHTTPStatus(s, http.StatusGatewayTimeout)
+		writeProblem(w, problemTimeout)
 	}
 }
 

@@ -187,3 +187,20 @@ func TestHorizonSyncBadSeqWaitsForHistory(t *testing.T) {
 		t.Fatalf("re-send: %v %+v", err, got)
 	}
 }
+
+// When Horizon's history does not reach the account's sequence number before the submission
+// timeout, the answer is Horizon's 504, not the txBAD_SEQ its history cannot confirm yet.
+func TestHorizonSyncBadSeqTimesOut(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{HorizonSubmitTimeout: 50 * time.Millisecond,
+		VisibilityLagMin: 2 * time.Second, VisibilityLagMax: 2 * time.Second})
+	a, b := e.funded(10*xlm), e.funded(10*xlm)
+	tx := e.build(a, []txnbuild.Operation{payment(b.Address(), txnbuild.NativeAsset{}, "1")}, 0, 0)
+	e.send(b64(t, tx))
+	for range 10 {
+		e.n.CloseLedger()
+	}
+	_, err := e.horizon().SubmitTransaction(tx)
+	if herr := horizonErr(t, err); herr.Problem.Status != 504 {
+		t.Fatalf("%+v", herr.Problem)
+	}
+}
