@@ -85,3 +85,29 @@ func TestInnerOfQueuedFeeBumpIsDuplicate(t *testing.T) {
 		t.Fatalf("applied %+v, want the fee bump once", applied)
 	}
 }
+
+// Core keeps classic and Soroban transactions in two queues with one transaction per source
+// across both (HerderImpl::recvTransaction): a classic transaction from a source whose contract
+// call is queued gets TRY_AGAIN_LATER, even with an older sequence number, before any queue check.
+func TestOtherKindQueuedIsTryAgainLater(t *testing.T) {
+	v := newVaultEnv(t, stellarsim.VaultOptions{})
+	wallet := v.funded(10 * xlm)
+	op := v.invokeOp("deposit", wallet.Address(), 5)
+	sim := v.simulate(v.operator, op)
+	if sim.Error != "" {
+		t.Fatalf("simulate: %s", sim.Error)
+	}
+	call := v.assemble(op, sim)
+	if r := v.send(b64(t, call)); r.Status != "PENDING" {
+		t.Fatalf("contract call: %+v", r)
+	}
+	older := v.buildSeq(v.operator, call.SequenceNumber()-1, []txnbuild.Operation{payment(wallet.Address(), txnbuild.NativeAsset{}, "1")}, 0, 0)
+	if r := v.send(b64(t, older)); r.Status != "TRY_AGAIN_LATER" {
+		t.Fatalf("classic transaction with an older sequence number: %+v, want TRY_AGAIN_LATER", r)
+	}
+	sameKind := v.buildSeq(v.operator, call.SequenceNumber()-1, []txnbuild.Operation{op}, 0, 0)
+	r := v.send(b64(t, sameKind))
+	if code, _ := errorCode(t, r); code != xdr.TransactionResultCodeTxBadSeq {
+		t.Fatalf("contract call with an older sequence number: %s, want txBAD_SEQ", stellarsim.TxCodeName(code))
+	}
+}
