@@ -18,6 +18,12 @@
 // keys sign for and refuses, with a *SignerError naming the account, the key and the weights, a
 // key whose weight there is below a threshold stellar-core will check its signatures against.
 //
+// Supported backends (versions.go; README.md, "Supported Stellar RPC and Horizon versions"):
+// stellar-rpc 23.0.0 and later, Horizon 22.0.0 and later, checked by CheckNetwork at start (an
+// *UnsupportedVersionError otherwise). Before stellar-rpc 25.0.0 getLatestLedger has no closeTime:
+// RPCLedger reads that ledger's close time with getLedgers (rpcLatest), which keeps the proof of
+// death sound whichever order getTransaction reads in.
+//
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.
 package stellar

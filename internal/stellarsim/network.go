@@ -70,6 +70,10 @@ type Options struct {
 	// ApplyOrderSeed seeds the shuffled order a ledger's transactions apply in (txset.go,
 	// applyOrder; stellar-core's ApplyTxSorter), so a run is repeatable.
 	ApplyOrderSeed uint64
+	// RPCVersion is the stellar-rpc release RPC answers as (versions.go):
+	// RPCCurrent (the default: v25.1.0 and later), RPCv25_0, RPCv24 or RPCv23.
+	// PUT /_sim/rpc_version and SetRPCVersion change it while running.
+	RPCVersion RPCVersion
 	// Legacy switches realistic behaviours off, for tests written against the
 	// earlier, kinder network. The zero value is the realistic network.
 	Legacy Legacy
@@ -130,6 +134,7 @@ type Network struct {
 	visibleAt    []time.Time // clock time RPC and Horizon show it from, index = sequence-1
 	undo         undoLogs    // entry states before each recent ledger, for lagging reads
 	ledgerClosed chan struct{}
+	timeMoved    chan struct{}         // closed and replaced at every move of a clock that reports them (horizon_wait.go)
 	queue        map[string]*pendingTx // by inner source account
 	nextOrder    uint64
 	byHash       map[string]*AppliedTx // inner and outer hashes
@@ -143,6 +148,7 @@ type Network struct {
 	rpcMethods   map[string]RPCHandler
 	closeMeta    closeMetaCache  // the latest encoded LedgerCloseMeta (ledger_meta.go)
 	cong         congestionState // lanes, queue limits, fee stats, background traffic (congestion.go)
+	rpcVersion   RPCVersion      // the stellar-rpc profile (versions.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -219,6 +225,9 @@ func newNetwork(opts Options) (*Network, error) {
 			return nil, fmt.Errorf("stellarsim: %w", err)
 		}
 	}
+	if !opts.RPCVersion.valid() {
+		return nil, fmt.Errorf("stellarsim: unknown stellar-rpc profile %q (want one of %v)", opts.RPCVersion, RPCVersions)
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{}
@@ -236,10 +245,12 @@ func newNetwork(opts Options) (*Network, error) {
 		instanceTurn: map[string]uint64{},
 		undo:         undoLogs{},
 		ledgerClosed: make(chan struct{}),
+		timeMoved:    make(chan struct{}),
 		queue:        map[string]*pendingTx{},
 		byHash:       map[string]*AppliedTx{},
 		banned:       map[string]uint32{},
 		retention:    opts.RetentionLedgers,
+		rpcVersion:   opts.RPCVersion.orCurrent(),
 		stop:         make(chan struct{}),
 		cong:         newCongestionState(),
 	}
@@ -256,6 +267,7 @@ func newNetwork(opts Options) (*Network, error) {
 	if a, ok := opts.Contracts.(networkAttacher); ok {
 		a.attach(n)
 	}
+	n.watchClock()
 	return n, nil
 }
 

@@ -82,6 +82,13 @@ func (n *Network) banAtClose(fullHash string, seq uint32) {
 	n.banned[fullHash] = max(n.banned[fullHash], seq+banLedgers-1)
 }
 
+// Against a source's queued transaction (HerderImpl::recvTransaction, then
+// TransactionQueue::tryAdd and canAdd): one of the other kind (classic or
+// Soroban) gets TRY_AGAIN_LATER before anything else (queueAnswer); the ban
+// check comes next, then the duplicate or the inner transaction of the queued
+// fee bump gets DUPLICATE and an older sequence number ERROR txBAD_SEQ
+// (queuedAnswer), before the rules below.
+//
 // acceptLocked applies the queue rules in stellar-core's order
 // (TransactionQueue::canAdd): duplicate, banned (TRY_AGAIN_LATER), one
 // transaction per source (another one gets TRY_AGAIN_LATER; a fee bump of the
@@ -92,8 +99,7 @@ func (n *Network) banAtClose(fullHash string, seq uint32) {
 func (n *Network) acceptLocked(s *submission) {
 	t := s.tx
 	queued := n.queue[t.source]
-	if queued != nil && queued.tx.fullHash == t.fullHash {
-		s.status = StatusDuplicate
+	if queued != nil && queueAnswer(s, queued.tx) {
 		return
 	}
 	if n.isBanned(t.fullHash) {
@@ -102,6 +108,9 @@ func (n *Network) acceptLocked(s *submission) {
 	}
 	replace := false
 	if queued != nil {
+		if queuedAnswer(s, queued.tx) {
+			return
+		}
 		if !t.feeBump || t.seq != queued.tx.seq {
 			s.status = StatusTryAgainLater
 			return
@@ -157,6 +166,42 @@ func (n *Network) acceptLocked(s *submission) {
 		includeAt: s.latest.Sequence + 1 + uint32(s.faults.delayInclusion),
 		envelope:  s.rec,
 	}
+}
+
+// queueAnswer is HerderImpl::recvTransaction's check before the queue
+// (src/herder/HerderImpl.cpp): core keeps classic and Soroban transactions in
+// two queues and allows one transaction per source account across both, so
+// a transaction of the other kind than the source's queued one gets
+// TRY_AGAIN_LATER before its own queue sees it (no duplicate or sequence
+// check). It reports whether s is answered.
+func queueAnswer(s *submission, queued *txInfo) bool {
+	if (queued.soroban != nil) == (s.tx.soroban != nil) {
+		return false
+	}
+	s.status = StatusTryAgainLater
+	return true
+}
+
+// queuedAnswer is TransactionQueue::canAdd against the source's queued
+// transaction (src/herder/TransactionQueue.cpp, after the ban check):
+// isDuplicateTx answers DUPLICATE for the same envelope and for the inner
+// transaction of a queued fee bump sent on its own (it compares the fee
+// bump's getInnerFullHash with the new envelope's hash); then a sequence
+// number below the queued one is ERROR txBAD_SEQ (createTxErrorResult: no
+// fee charged). It reports whether s is answered; a higher or equal sequence
+// number goes on to the one-per-source rule.
+func queuedAnswer(s *submission, queued *txInfo) bool {
+	t := s.tx
+	if queued.fullHash == t.fullHash || (queued.feeBump && !t.feeBump && queued.innerHash == t.fullHash) {
+		s.status = StatusDuplicate
+		return true
+	}
+	if t.seq < queued.seq {
+		r := simpleResult(0, xdr.TransactionResultCodeTxBadSeq, nil)
+		s.status, s.errResult, s.errCode = StatusError, &r, xdr.TransactionResultCodeTxBadSeq
+		return true
+	}
+	return false
 }
 
 // dueLocked lists the queued transactions that may be included in ledger
