@@ -321,7 +321,7 @@ func FuzzHistoryCursor(f *testing.F) {
 		start, err := historyStart(cursorWallet, partition, c)
 		if err != nil {
 			if !errors.Is(err, ErrBadCursor) {
-				t.Fatalf("%q: %v is not ErrBadCursor", c, err)
+				t.Fatalf("%.200q: %v is not ErrBadCursor", c, err)
 			}
 			return
 		}
@@ -335,11 +335,11 @@ func FuzzHistoryCursor(f *testing.F) {
 		sk, _ := stringAttr(start, AttrGSI2SK)
 		if !strings.HasPrefix(pk, transfer.StoreKey(cursorWallet, "")) || !transfer.ValidStoreKey(pk) ||
 			len(pk) > maxPartitionKeyBytes || len(sk) > maxSortKeyBytes || !strings.HasSuffix(sk, "#"+pk) {
-			t.Fatalf("%q accepted as pk %q gsi2sk %q", c, pk, sk)
+			t.Fatalf("%.200q accepted as pk %q gsi2sk %q", c, pk, sk)
 		}
 		again, err := historyCursor(partition, start)
 		if err != nil || again != c {
-			t.Fatalf("%q accepted, but the store would write %q (%v)", c, again, err)
+			t.Fatalf("%.200q accepted, but the store would write %.200q (%v)", c, again, err)
 		}
 	})
 }
@@ -351,7 +351,7 @@ func FuzzIndexCursor(f *testing.F) {
 		start, err := indexStart(InDoubtPartition, c)
 		if err != nil {
 			if !errors.Is(err, ErrBadCursor) {
-				t.Fatalf("%q: %v is not ErrBadCursor", c, err)
+				t.Fatalf("%.200q: %v is not ErrBadCursor", c, err)
 			}
 			return
 		}
@@ -366,11 +366,11 @@ func FuzzIndexCursor(f *testing.F) {
 		sk, _ := stringAttr(start, AttrGSI1SK)
 		if part != InDoubtPartition || !transfer.ValidStoreKey(pk) || len(pk) > maxPartitionKeyBytes ||
 			len(sk) > maxSortKeyBytes || !strings.HasSuffix(sk, "#"+pk) {
-			t.Fatalf("%q accepted as gsi1pk %q pk %q gsi1sk %q", c, part, pk, sk)
+			t.Fatalf("%.200q accepted as gsi1pk %q pk %q gsi1sk %q", c, part, pk, sk)
 		}
 		again, err := indexCursor(InDoubtPartition, start)
 		if err != nil || again != c {
-			t.Fatalf("%q accepted, but the store would write %q (%v)", c, again, err)
+			t.Fatalf("%.200q accepted, but the store would write %.200q (%v)", c, again, err)
 		}
 	})
 }
