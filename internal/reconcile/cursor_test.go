@@ -92,3 +92,24 @@ func TestListCursorAsReturnedPages(t *testing.T) {
 		t.Fatalf("second page %v after %d queries", second, counter.Count("Query"))
 	}
 }
+
+// get reads any transfer the configuration can have stored: a key of MaxKeyLengthBound
+// characters (a store key of 999) is read, not refused as malformed; a key one longer, or a store
+// key of another form, is refused before any request.
+func TestGetReadsTheLongestKeyAndRefusesOthersWithoutARequest(t *testing.T) {
+	f, counter := countingFixture(t, true)
+	long := strings.Repeat("k", transfer.MaxKeyLengthBound)
+	rec := f.put(t, long, transfer.StatusInDoubt, t0.Add(time.Hour), true)
+	if got := mustDo(t, f, `{"action":"get","storeKey":"`+rec.StoreKey+`"}`)["item"].(map[string]any); got["storeKey"] != rec.StoreKey {
+		t.Fatalf("get of a %d-character store key: %v", len(rec.StoreKey), got)
+	}
+	refused(t, f, `{"action":"get","storeKey":"`+transfer.StoreKey(wallet, "k"+long[1:len(long)-1]+"j")+`"}`, reconcile.CodeNotFound)
+	counter.Reset()
+	for _, key := range []string{transfer.StoreKey(wallet, long+"k"), transfer.StoreKey(wallet, "short"), transfer.StoreKey(wallet, "order 0001"),
+		"transfer:ABCDEF0123456789:order-0001", "channel:GABC"} {
+		refused(t, f, `{"action":"get","storeKey":"`+key+`"}`, reconcile.CodeBadRequest)
+	}
+	if n := counter.Total(); n != 0 {
+		t.Errorf("%d DynamoDB requests for malformed store keys, want 0", n)
+	}
+}
