@@ -41,8 +41,8 @@ const sortKeyTimeLayout = "2006-01-02T15:04:05.000Z"
 // gsi1pk 9, about 2,070 bytes of JSON and 2,760 characters of base64.
 const maxCursorLen = 3072
 
-// indexPosition is a gsi1 cursor. Its fields are in the order of their names, as json.Marshal
-// wrote the map this package used before, so a cursor issued by the previous version still reads.
+// indexPosition is a gsi1 cursor. Its fields are in name order, the order json.Marshal gives a
+// map's keys: cursors already in clients' hands were written from a map and keep reading.
 type indexPosition struct {
 	GSI1PK string `json:"gsi1pk"`
 	GSI1SK string `json:"gsi1sk"`

@@ -109,7 +109,7 @@ func TestIssuedCursorsAreAcceptedUpToTheLongestKey(t *testing.T) {
 			}
 		}
 	}
-	// The form of a cursor the previous version issued (json.Marshal of a map: names sorted).
+	// A cursor written from a map (json.Marshal sorts the names) reads as the struct's.
 	pk := transfer.StoreKey(cursorWallet, "order-0001")
 	old := forge(`{"gsi1pk":"in_doubt","gsi1sk":"2026-03-01T12:00:00.000Z#` + pk + `","pk":"` + pk + `"}`)
 	if _, err := indexStart(InDoubtPartition, old); err != nil {
