@@ -456,7 +456,7 @@ func TestStoreFailuresAreTyped(t *testing.T) {
 	log, _ := logtest.New(t)
 	svc := reconcile.New(reconcile.Config{Store: brokenStore{}, Settler: nil, Ledger: &ledger{}, Gauge: &gauge{}, Clock: &clock{now: t0},
 		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
-	for _, p := range []string{`{"action":"list"}`, `{"action":"sweep"}`, `{"action":"get","storeKey":"transfer:0:abcdefgh"}`} {
+	for _, p := range []string{`{"action":"list"}`, `{"action":"sweep"}`, `{"action":"get","storeKey":"transfer:0123456789abcdef:abcdefgh"}`} {
 		_, err := svc.Answer(context.Background(), json.RawMessage(p))
 		var ie messages.InvokeResponse_Error
 		if !errors.As(err, &ie) || ie.Type != reconcile.CodeStoreUnavailable || strings.Contains(ie.Message, "boom") {
