@@ -52,6 +52,14 @@ func storeUnavailableHeld(err error) *UnavailableError {
 		Detail: "the idempotency store is unavailable; a transfer under this key may already be under way: retry with the same key to learn its outcome (it never runs twice)"}
 }
 
+// storeUnavailableUnknown is STORE_UNAVAILABLE for a claim that failed and whose key could not be
+// read back: nothing of this call was sent, but the key may hold this request's earlier transfer
+// (landed, accepted or in doubt), so only "retry with the same key" is true.
+func storeUnavailableUnknown(err error) *UnavailableError {
+	return &UnavailableError{Code: CodeStoreUnavailable, Err: err,
+		Detail: "the idempotency store is unavailable and the key could not be read; a transfer under this key may already have been submitted: retry with the same key to learn its outcome (it never runs twice)"}
+}
+
 // storeUnreadable is STORE_UNAVAILABLE for a read (GET, history, a message's item) that failed:
 // it says nothing of what was submitted.
 func storeUnreadable(err error) *UnavailableError {

@@ -156,11 +156,15 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 				// in doubt, coalesce, conflict). "Nothing was submitted" would be false whenever
 				// that item is this request's, accepted, sent or settled.
 				held = cur
-			default:
+			case gerr == nil || errors.Is(gerr, ErrNotFound):
 				// The key is free (or holds only an expired item the claim would have replaced):
-				// nothing runs under it, or the read failed and a claim of ours that applied holds
-				// no envelope.
+				// nothing runs under it.
 				return Outcome{}, storeUnavailable(err)
+			default:
+				// The read failed too: a claim of ours that applied holds no envelope, but the key
+				// may hold this request's transfer, landed, accepted or in doubt (its answer lost
+				// to the client), so "nothing was submitted" could be false.
+				return Outcome{}, storeUnavailableUnknown(err)
 			}
 		}
 		if !won && held.ClaimID == rec.ClaimID && held.LeaseOwner == rec.LeaseOwner {
