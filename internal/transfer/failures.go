@@ -38,8 +38,33 @@ func notSent(err error) bool {
 	return errors.Is(err, ErrNotSent) || errors.As(err, &u) && u.Code == CodeCircuitOpen
 }
 
+// storeUnavailable is STORE_UNAVAILABLE for a write that failed where nothing of the request was
+// sent and nothing can land: the key is free, or holds only this call's own envelope-less or
+// proven-dead claim. Only then is "nothing was submitted" true.
 func storeUnavailable(err error) *UnavailableError {
 	return &UnavailableError{Code: CodeStoreUnavailable, Detail: "the idempotency store is unavailable; nothing was submitted", Err: err}
+}
+
+// storeUnavailableHeld is STORE_UNAVAILABLE where the key holds an item whose envelope may land
+// (a take-over of an expired lease that could not be written): the client must not read it as
+// "nothing moved", only as "retry with the same key".
+func storeUnavailableHeld(err error) *UnavailableError {
+	return &UnavailableError{Code: CodeStoreUnavailable, Err: err,
+		Detail: "the idempotency store is unavailable; a transfer under this key may already be under way: retry with the same key to learn its outcome (it never runs twice)"}
+}
+
+// storeUnavailableUnknown is STORE_UNAVAILABLE for a claim that failed and whose key could not be
+// read back: nothing of this call was sent, but the key may hold this request's earlier transfer
+// (landed, accepted or in doubt), so only "retry with the same key" is true.
+func storeUnavailableUnknown(err error) *UnavailableError {
+	return &UnavailableError{Code: CodeStoreUnavailable, Err: err,
+		Detail: "the idempotency store is unavailable and the key could not be read; a transfer under this key may already have been submitted: retry with the same key to learn its outcome (it never runs twice)"}
+}
+
+// storeUnreadable is STORE_UNAVAILABLE for a read (GET, history, a message's item) that failed:
+// it says nothing of what was submitted.
+func storeUnreadable(err error) *UnavailableError {
+	return &UnavailableError{Code: CodeStoreUnavailable, Detail: "the idempotency store is unavailable; retry", Err: err}
 }
 
 // prepareFailure types an error from Ledger.Prepare: nothing was sent, so it is retryable unless

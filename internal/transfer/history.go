@@ -97,7 +97,7 @@ func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cu
 		return HistoryPage{}, CursorInvalid()
 	}
 	if err != nil {
-		return HistoryPage{}, storeUnavailable(err)
+		return HistoryPage{}, storeUnreadable(err)
 	}
 	now := o.Clock.Now()
 	page := HistoryPage{Entries: make([]HistoryEntry, 0, len(recs)), Next: next}

@@ -147,10 +147,25 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			// block the client's retry until its lease expires. If the read fails too, a claim that
 			// applied holds no envelope: a retry takes it over once its lease ends.
 			cur, gerr := o.Store.Get(ctx, a.key)
-			if gerr != nil || cur.ClaimID != rec.ClaimID {
+			switch {
+			case gerr == nil && cur.ClaimID == rec.ClaimID:
+				held, won = cur, true
+			case gerr == nil && !cur.Expired(now):
+				// Another incarnation holds the key, so our claim did not apply: answer what it
+				// holds exactly as a claim that lost its condition would (replay, rejection,
+				// in doubt, coalesce, conflict). "Nothing was submitted" would be false whenever
+				// that item is this request's, accepted, sent or settled.
+				held = cur
+			case gerr == nil || errors.Is(gerr, ErrNotFound):
+				// The key is free (or holds only an expired item the claim would have replaced):
+				// nothing runs under it.
 				return Outcome{}, storeUnavailable(err)
+			default:
+				// The read failed too: a claim of ours that applied holds no envelope, but the key
+				// may hold this request's transfer, landed, accepted or in doubt (its answer lost
+				// to the client), so "nothing was submitted" could be false.
+				return Outcome{}, storeUnavailableUnknown(err)
 			}
-			held, won = cur, true
 		}
 		if !won && held.ClaimID == rec.ClaimID && held.LeaseOwner == rec.LeaseOwner {
 			// Our own claim: the write applied, its answer was lost and the SDK's retry failed its

@@ -76,8 +76,14 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 		switch {
 		case gerr == nil && cur.ClaimID == rec.ClaimID:
 			held, won = cur, true
+		case gerr == nil && !cur.Expired(now):
+			// Another incarnation holds the key, so our claim did not apply: answer what it holds
+			// as a claim that lost its condition would (202 for an accepted async transfer of this
+			// request, a replay, a rejection, in progress, in doubt, a conflict), never "nothing
+			// was submitted" about a transfer that runs.
+			held = cur
 		case gerr == nil || errors.Is(gerr, ErrNotFound):
-			return Enqueued{}, storeUnavailable(err) // the claim did not apply: nothing was accepted
+			return Enqueued{}, storeUnavailable(err) // the key is free: the claim did not apply, nothing was accepted
 		default:
 			// Unknown. Unlike a synchronous claim, which the sweep releases unsent, a queued one
 			// that applied runs once the sweep finds it: "nothing was submitted" could be false.
@@ -184,7 +190,7 @@ func (o *Orchestrator) RunQueued(ctx context.Context, m QueueMessage) (Delivery,
 		case errors.Is(err, ErrNotFound):
 			return DeliveryStale, nil
 		case err != nil:
-			return DeliveryRetry, storeUnavailable(err)
+			return DeliveryRetry, storeUnreadable(err)
 		case rec.ClaimID != m.ClaimID || !rec.Async || rec.Expired(o.Clock.Now()):
 			return DeliveryStale, nil
 		}

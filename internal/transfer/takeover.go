@@ -21,6 +21,9 @@ func (o *Orchestrator) takeOver(ctx context.Context, a *attempt, held Record) (O
 		if errors.Is(err, ErrConditionFailed) {
 			return Outcome{}, true, nil // another caller took it over first
 		}
+		if held.Envelope != nil {
+			return Outcome{}, false, storeUnavailableHeld(err)
+		}
 		return Outcome{}, false, storeUnavailable(err)
 	}
 	o.log().WarnContext(ctx, "took over an expired lease", "storeKey", held.StoreKey, "hasEnvelope", held.Envelope != nil)

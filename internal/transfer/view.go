@@ -28,7 +28,7 @@ func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View
 		return View{}, &NotFoundError{}
 	}
 	if err != nil {
-		return View{}, storeUnavailable(err)
+		return View{}, storeUnreadable(err)
 	}
 	return viewOf(rec), nil
 }
