@@ -80,10 +80,11 @@ func TestContractDepositWithdrawOverHTTP(t *testing.T) {
 		t.Fatalf("after withdraw: %d", got)
 	}
 
-	// Above the balance: SIMULATION_ERROR, retryable (503), nothing lands.
+	// Above the balance: VAULT_UNDERFUNDED, retryable (503), refused before sending as in
+	// classic mode; nothing lands.
 	applied := len(s.Network.Applied())
 	r = post(t, s, "contract-withdraw-2", contractTransfer("withdraw", wallet, "10.0000001"))
-	if r.status != http.StatusServiceUnavailable || r.body["code"] != "SIMULATION_ERROR" || r.body["classification"] != "retryable" {
+	if r.status != http.StatusServiceUnavailable || r.body["code"] != "VAULT_UNDERFUNDED" || r.body["classification"] != "retryable" {
 		t.Fatalf("withdraw above balance: %d %v", r.status, r.body)
 	}
 	if len(s.Network.Applied()) != applied || vaultBalance(t, s, wallet) != 100_000_000 {
