@@ -75,6 +75,7 @@ var titles = map[string]string{
 	transfer.CodeChannelsBusy:           "Channel accounts busy",
 	transfer.CodeSigningKeysUnavailable: "Signing keys unavailable",
 	transfer.CodeConfigurationInvalid:   "Configuration invalid",
+	transfer.CodeFeeAboveCap:            "Network fee above the cap",
 	transfer.CodeLeaseExpired:           "Lease expired",
 	transfer.CodeLimitInvalid:           "Page size invalid",
 	transfer.CodeCursorInvalid:          "Cursor invalid",

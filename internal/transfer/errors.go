@@ -50,6 +50,10 @@ const (
 	CodeChannelsBusy = "CHANNELS_BUSY"
 	// CodeSigningKeysUnavailable: the signing keys could not be loaded; nothing was signed.
 	CodeSigningKeysUnavailable = "SIGNING_KEYS_UNAVAILABLE"
+	// CodeFeeAboveCap: the fee the network needs now (its recent fees, or the fee it named when
+	// it refused a transaction as paying too little) is above MAX_FEE_STROOPS; nothing was sent
+	// and the key is free. RetryAfter is when that figure may have moved.
+	CodeFeeAboveCap = "FEE_ABOVE_CAP"
 )
 
 // Problem is what a typed error says about itself, for an HTTP layer to render as RFC 9457
