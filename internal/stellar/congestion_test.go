@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
@@ -291,4 +292,65 @@ func TestCongestionMarketAboveTheCapSendsNothing(t *testing.T) {
 			t.Fatalf("the same key once the market fell: %v", err)
 		}
 	})
+}
+
+// A contract call bids the Soroban lane's inclusion fee (getFeeStats sorobanInclusionFee), not
+// the classic one: the classic lane is congested (others bid 1,000 to 3,000 stroops for 8
+// operations a ledger into 4) while the Soroban lane clears at the base fee. With and without a
+// fee bump.
+func TestCongestionContractCallBidsTheSorobanLane(t *testing.T) {
+	for _, channels := range []int{0, 1} {
+		t.Run(fmt.Sprintf("channels=%d", channels), func(t *testing.T) {
+			r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{channels: channels, lanes: stellarsim.LaneLimits{ClassicOps: 4}})
+			r.inner.FeePercentile = 90
+			r.ledger = r.ledgerWithCap(r.inner.MaxFeeStroops)
+			r.orch.Ledger = r.ledger
+			// One call lands at the base fee, so the Soroban window is not empty.
+			r.mustTransfer("soroban-0001", transfer.Deposit, r.wallet, 5)
+			if err := r.net.SetCongestion(stellarsim.Congestion{Seed: 3, PerLedger: 8, FeeMin: 1_000, FeeMax: 3_000}); err != nil {
+				t.Fatal(err)
+			}
+			for range 10 {
+				_ = r.clock.Sleep(context.Background(), 5*time.Second)
+			}
+			_ = r.clock.Sleep(context.Background(), contractLagMax)
+			fs, err := rpcclient.NewClient(r.net.RPCURL(), nil).GetFeeStats(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fs.InclusionFee.P90 < 1_000 || fs.SorobanInclusionFee.TransactionCount == 0 {
+				t.Fatalf("fee stats %+v: want a congested classic lane and a Soroban window with the first call", fs)
+			}
+			before := len(r.ours())
+			out := r.mustTransfer("soroban-0002", transfer.Deposit, r.wallet, 2)
+			sent := r.ours()[before:]
+			if len(sent) == 0 || sent[0].InnerHash != out.TransactionHash {
+				t.Fatalf("sent %+v for %s", sent, out.TransactionHash)
+			}
+			var e xdr.TransactionEnvelope
+			if err := xdr.SafeUnmarshalBase64(sent[0].EnvelopeXDR, &e); err != nil {
+				t.Fatal(err)
+			}
+			fee, slots, inner := int64(e.Fee()), int64(1), e.V1
+			if e.IsFeeBump() {
+				fee, slots, inner = e.FeeBumpFee(), 2, e.FeeBump.Tx.InnerTx.V1
+			}
+			resource := int64(inner.Tx.Ext.SorobanData.ResourceFee)
+			want := max(int64(fs.SorobanInclusionFee.P90), 100)
+			if got := (fee - resource) / slots; got != want {
+				t.Errorf("inclusion fee %d stroops per slot, want the Soroban lane's p90 %d (the classic p90 is %d)", got, want, fs.InclusionFee.P90)
+			}
+		})
+	}
+}
+
+// ours is every envelope the rig's service sent (background traffic left out).
+func (r *contractRig) ours() []stellarsim.ReceivedEnvelope {
+	var out []stellarsim.ReceivedEnvelope
+	for _, e := range r.net.Envelopes() {
+		if e.API != "background" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
