@@ -354,3 +354,28 @@ func (r *contractRig) ours() []stellarsim.ReceivedEnvelope {
 	}
 	return out
 }
+
+// The fee the network names can also be above the cap: the queue is full of bids at 5,000
+// stroops while the fee stats show no surge yet. The first envelope (base fee) is refused
+// txINSUFFICIENT_FEE naming 5,001 per operation; its refusal proves it dead, and the rebuild is
+// not sent: FEE_ABOVE_CAP, with a Retry-After until the named fee lapses. One envelope reached
+// the network, and the queue never held it.
+func TestCongestionNamedFeeAboveTheCap(t *testing.T) {
+	eachPayMode(t, func(t *testing.T, backend string, channels int) {
+		r := newPayRig(t, payRigOpts{backend: backend, channels: channels, classicOps: 2, maxFee: 1_000, feePercentile: 90})
+		if err := r.net.SetCongestion(stellarsim.Congestion{Seed: 5, PerLedger: 4, FeeMin: 5_000, FeeMax: 5_000}); err != nil {
+			t.Fatal(err)
+		}
+		r.ledgers(1)
+		_, err := r.transfer("named-1", 5)
+		var u *transfer.UnavailableError
+		if !errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || u.RetryAfter < 5*time.Second || u.RetryAfter > stellar.FeeHintTTL {
+			t.Fatalf("err = %v, want FEE_ABOVE_CAP with a Retry-After up to FeeHintTTL", err)
+		}
+		sent := r.ours()
+		if len(sent) != 1 || sent[0].Status != "ERROR" || sent[0].Code != "txINSUFFICIENT_FEE" || sent[0].Accepted {
+			t.Fatalf("our envelopes %+v, want the one refusal", sent)
+		}
+		t.Logf("detail: %s; Retry-After %v", u.Detail, u.RetryAfter)
+	})
+}
