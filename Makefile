@@ -88,7 +88,8 @@ test-short: ## every test but the fault campaign and the benchmarks, with -race,
 # New inputs are minimised by count (100 runs), not time: a 10s budget stalled both workers on
 # each new input of the slower targets (a fresh table per reconcile input).
 FUZZ_TARGETS := ./internal/transfer:FuzzCanonicalize ./internal/wiring:FuzzHandler \
-	./internal/wiring:FuzzLambdaAdapter ./internal/reconcile:FuzzReconcilePayload ./internal/alert:FuzzStreamRecord
+	./internal/wiring:FuzzLambdaAdapter ./internal/reconcile:FuzzReconcilePayload ./internal/alert:FuzzStreamRecord \
+	./internal/dynamo:FuzzHistoryCursor ./internal/dynamo:FuzzIndexCursor
 FUZZTIME ?= 60s
 TEST_FUZZTIME ?= 3s
 fuzz: ## each fuzz target at the doors for FUZZTIME (60s), one after another

@@ -4,7 +4,7 @@
 // by its hash. STACK_URL is the devstack's GET /_sim/stack; every URL must be on 127.0.0.1.
 // Run by .ci/clients/run.sh (make test-clients).
 import assert from "node:assert/strict";
-import { Asset, Keypair, Operation, TransactionBuilder, Horizon, rpc } from "@stellar/stellar-sdk";
+import { Account, Asset, Keypair, Operation, TransactionBuilder, Horizon, rpc } from "@stellar/stellar-sdk";
 
 const local = (u) => (assert.match(u, /^http:\/\/127\.0\.0\.1:\d+(\/|$)/, `not local: ${u}`), u);
 const stack = await (await fetch(local(process.env.STACK_URL))).json();
@@ -69,14 +69,77 @@ bump.sign(b);
 const [innerHash, outerHash] = [inner.hash().toString("hex"), bump.hash().toString("hex")];
 const submitted = await horizon.submitTransaction(bump);
 assert.equal(submitted.successful, true);
-// Horizon's synchronous submit answers at apply; RPC shows the ledger 1-3 s later (visibility lag),
-// so a client polls, as the SDK's pollTransaction does.
+// Horizon's synchronous submit answers once its own history has the transaction; a client reading
+// it from RPC still polls, as the SDK's pollTransaction does (another service, its own lag).
 for (const h of [innerHash, outerHash]) {
   const t = await server.pollTransaction(h, { attempts: 30, sleepStrategy: () => 500 });
   assert.equal(t.status, "SUCCESS", `rpc getTransaction ${h}`);
   assert.equal(t.feeBump, true);
   assert.equal(t.envelopeXdr.switch().name, "envelopeTypeTxFeeBump");
   assert.equal((await horizonFind(horizon, h)).hash, h, `Horizon by ${h}`);
+}
+
+// Horizon's synchronous submit answers from its own history (stellar-horizon txsub), so the
+// ordinary pattern needs no retry: submit, read the transaction and the account back at once,
+// build the next one on the sequence number Horizon shows.
+step("submit, load the account, submit again through Horizon (20 payments and a fee bump)");
+for (let i = 0; i < 20; i++) {
+  const tx = payment(await horizon.loadAccount(a.publicKey()), b.publicKey(), "0.1");
+  tx.sign(a);
+  const res = await horizon.submitTransaction(tx);
+  assert.equal(res.successful, true, `payment ${i}`);
+  assert.equal((await horizon.transactions().transaction(res.hash).call()).hash, res.hash, `payment ${i} read back`);
+  assert.equal((await horizon.loadAccount(a.publicKey())).sequenceNumber(), tx.sequence, `payment ${i}: sequence shown`);
+}
+{
+  const inner = payment(await horizon.loadAccount(a.publicKey()), b.publicKey(), "0.1");
+  inner.sign(a);
+  const bump = TransactionBuilder.buildFeeBumpTransaction(b, String(Number(fee) * 10), inner, passphrase);
+  bump.sign(b);
+  assert.equal((await horizon.submitTransaction(bump)).successful, true);
+  for (const h of [inner.hash().toString("hex"), bump.hash().toString("hex")]) {
+    assert.equal((await horizon.transactions().transaction(h).call()).hash, h, `fee bump read back by ${h}`);
+  }
+  assert.equal((await horizon.loadAccount(a.publicKey())).sequenceNumber(), inner.sequence);
+}
+
+// Core's queue (TransactionQueue::canAdd), with ledger closes stalled so the fee bump stays queued.
+step("queue answers: the inner transaction of a queued fee bump is DUPLICATE, an older sequence number txBAD_SEQ");
+const sim = (path, init) => fetch(local(new URL(path, horizonUrl).href), init);
+assert.ok((await sim("/_sim/faults", { method: "POST", body: JSON.stringify({ kind: "stall" }) })).ok);
+try {
+  const acct = await horizon.loadAccount(a.publicKey());
+  const seq = acct.sequenceNumber();
+  const inner = payment(acct, b.publicKey(), "0.1");
+  inner.sign(a);
+  const bump = TransactionBuilder.buildFeeBumpTransaction(b, String(Number(fee) * 10), inner, passphrase);
+  bump.sign(b);
+  assert.equal((await server.sendTransaction(bump)).status, "PENDING");
+  assert.equal((await server.sendTransaction(inner)).status, "DUPLICATE");
+  const older = payment(new Account(a.publicKey(), (BigInt(seq) - 1n).toString()), b.publicKey(), "0.2");
+  older.sign(a);
+  const refused = await server.sendTransaction(older);
+  assert.equal(refused.status, "ERROR");
+  assert.equal(refused.errorResult.result().switch().name, "txBadSeq");
+} finally {
+  assert.ok((await sim("/_sim/faults", { method: "DELETE" })).ok);
+}
+
+// The stellar-rpc release profiles: getVersionInfo names the release; before v25.0.0
+// getLatestLedger has no closeTime.
+step("stellar-rpc profiles: getVersionInfo's release, getLatestLedger's closeTime");
+const setProfile = async (v) =>
+  assert.ok((await sim("/_sim/rpc_version", { method: "PUT", body: JSON.stringify({ rpc_version: v }) })).ok);
+assert.match((await server.getVersionInfo()).version, /^\d+\.\d+\.\d+/);
+await setProfile("v24");
+try {
+  assert.equal((await server.getVersionInfo()).version, "24.0.0");
+  const raw = await (await fetch(rpcUrl, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getLatestLedger" }) })).json();
+  assert.equal(raw.result.closeTime, undefined, JSON.stringify(raw));
+  assert.ok(raw.result.sequence > 0);
+} finally {
+  await setProfile("current");
 }
 
 step("getLedgers, getTransactions");

@@ -9,7 +9,7 @@ import re
 import time
 
 import requests
-from stellar_sdk import Asset, Keypair, Server, SorobanServer, TransactionBuilder, xdr
+from stellar_sdk import Account, Asset, Keypair, Server, SorobanServer, TransactionBuilder, xdr
 from stellar_sdk.exceptions import NotFoundError
 from stellar_sdk.soroban_rpc import GetTransactionStatus, SendTransactionStatus
 
@@ -102,6 +102,49 @@ for h in (inner_hash, outer_hash):
     assert t.status == GetTransactionStatus.SUCCESS and t.fee_bump, f"rpc get_transaction {h}"
     assert t.transaction_hash == outer_hash  # stellar-rpc names the envelope's own (outer) hash
     assert horizon_find(horizon, h)["hash"] == h, f"Horizon by {h}"
+
+# Horizon's synchronous submit answers from its own history (stellar-horizon txsub), so the
+# ordinary pattern needs no retry: submit, read the transaction and the account back at once,
+# build the next one on the sequence number Horizon shows.
+step("submit, load the account, submit again through Horizon (20 payments and a fee bump)")
+for i in range(20):
+    tx = payment(horizon.load_account(a.public_key), b.public_key, "0.1")
+    tx.sign(a)
+    res = horizon.submit_transaction(tx)
+    assert res["successful"] is True, f"payment {i}"
+    assert horizon.transactions().transaction(res["hash"]).call()["hash"] == res["hash"], f"payment {i} read back"
+    shown = horizon.load_account(a.public_key).sequence
+    assert shown == tx.transaction.sequence, f"payment {i}: sequence shown {shown}, sent {tx.transaction.sequence}"
+inner2 = payment(horizon.load_account(a.public_key), b.public_key, "0.1")
+inner2.sign(a)
+bump2 = TransactionBuilder.build_fee_bump_transaction(b, fee * 10, inner2, passphrase)
+bump2.sign(b)
+assert horizon.submit_transaction(bump2)["successful"] is True
+for h in (inner2.hash_hex(), bump2.hash_hex()):
+    assert horizon.transactions().transaction(h).call()["hash"] == h, f"fee bump read back by {h}"
+assert horizon.load_account(a.public_key).sequence == inner2.transaction.sequence
+
+# Core's queue (TransactionQueue::canAdd), with ledger closes stalled so the fee bump stays queued.
+step("queue answers: the inner transaction of a queued fee bump is DUPLICATE, an older sequence number txBAD_SEQ")
+faults = local(horizon_url.rstrip("/") + "/_sim/faults")
+assert requests.post(faults, json={"kind": "stall"}, timeout=10).ok
+try:
+    acct = horizon.load_account(a.public_key)
+    seq = acct.sequence
+    inner3 = payment(acct, b.public_key, "0.1")
+    inner3.sign(a)
+    bump3 = TransactionBuilder.build_fee_bump_transaction(b, fee * 10, inner3, passphrase)
+    bump3.sign(b)
+    assert rpc.send_transaction(bump3).status == SendTransactionStatus.PENDING
+    assert rpc.send_transaction(inner3).status == SendTransactionStatus.DUPLICATE
+    older = payment(Account(a.public_key, seq - 1), b.public_key, "0.2")
+    older.sign(a)
+    refused = rpc.send_transaction(older)
+    assert refused.status == SendTransactionStatus.ERROR, refused
+    code = xdr.TransactionResult.from_xdr(refused.error_result_xdr).result.code
+    assert code == xdr.TransactionResultCode.txBAD_SEQ, code
+finally:
+    assert requests.delete(faults, timeout=10).ok
 
 step("get_ledgers, get_transactions")
 ledgers = rpc.get_ledgers(start_ledger=got.ledger, limit=2)

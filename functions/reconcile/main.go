@@ -56,6 +56,8 @@ func main() {
 		Observer:   tracing.Observer{},
 	})
 	in.Check("assembling the service", err)
+	// The sweep and resolve prove deaths: a backend release they cannot work with ends the init.
+	in.CheckBackend(svc.Ledger)
 	rcfg := reconcile.Config{
 		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: emf, Clock: transfer.SystemClock{},
 		KeyTTL: func() time.Duration { return config.Settings(os.Getenv).KeyTTL }, Logger: in.Logger,

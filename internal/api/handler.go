@@ -393,42 +393,6 @@ func transferPath(wallet, key string) string {
 	return "/wallets/" + url.PathEscape(wallet) + "/transfers/" + url.PathEscape(key)
 }
 
-// prefersAsync reports whether the Prefer headers hold respond-async (RFC 7240 section 2: a
-// comma-separated list of preferences, each a token, an optional "=value" and ";" parameters;
-// names compare case-insensitively; several headers are one list). A quoted value is skipped whole,
-// so a comma or "respond-async" inside quotes is never read as a preference.
-func prefersAsync(h http.Header) bool {
-	for _, v := range h.Values(PreferHeader) {
-		for _, pref := range splitPreferences(v) {
-			name, _, _ := strings.Cut(pref, ";")
-			name, _, _ = strings.Cut(name, "=")
-			if strings.EqualFold(strings.TrimSpace(name), RespondAsync) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// splitPreferences splits a Prefer value at the commas outside quoted strings (RFC 9110 section
-// 5.6.4: a backslash escapes the next character inside quotes).
-func splitPreferences(v string) []string {
-	var out []string
-	start, quoted := 0, false
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case quoted && c == '\\':
-			i++
-		case c == '"':
-			quoted = !quoted
-		case c == ',' && !quoted:
-			out = append(out, v[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, v[start:])
-}
-
 func (h *handler) tooLarge(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, r, httpProblem(r, http.StatusRequestEntityTooLarge, CodeRequestTooLarge,
 		"the request body exceeds "+strconv.FormatInt(h.maxBody, 10)+" bytes"))

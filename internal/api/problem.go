@@ -74,6 +74,8 @@ var titles = map[string]string{
 	transfer.CodeNotFound:               "Transfer not found",
 	transfer.CodeChannelsBusy:           "Channel accounts busy",
 	transfer.CodeSigningKeysUnavailable: "Signing keys unavailable",
+	transfer.CodeVaultUnderfunded:       "Vault underfunded",
+	transfer.CodeFeeAccountUnderfunded:  "Fee account underfunded",
 	transfer.CodeConfigurationInvalid:   "Configuration invalid",
 	transfer.CodeFeeAboveCap:            "Network fee above the cap",
 	transfer.CodeLeaseExpired:           "Lease expired",

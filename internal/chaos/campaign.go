@@ -250,7 +250,8 @@ func newRig(cfg Config) (*rig, func(), error) {
 	fail := func(err error) (*rig, func(), error) { cleanup(); return nil, nil, err }
 
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	n, err := stellarsim.Start(stellarsim.Options{Clock: r.clock, Contracts: host, Legacy: cfg.SimLegacy})
+	// The ledger's apply order (core's shuffle) follows the campaign's seed, so a run repeats.
+	n, err := stellarsim.Start(stellarsim.Options{Clock: r.clock, Contracts: host, Legacy: cfg.SimLegacy, ApplyOrderSeed: cfg.Seed})
 	if err != nil {
 		return fail(err)
 	}

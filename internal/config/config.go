@@ -29,7 +29,7 @@ func Settings(getenv Getenv) transfer.Settings {
 	s.KeyTTL = millis(getenv, "IDEMPOTENCY_KEY_TTL_MS", s.KeyTTL)
 	s.ProofWindow = millis(getenv, "TRANSFER_PROOF_WINDOW_MS", s.ProofWindow)
 	s.MinValidity = millis(getenv, "TRANSFER_MIN_VALIDITY_MS", s.MinValidity)
-	if n, err := positiveInt(getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH")); err == nil && n >= transfer.MinKeyLength {
+	if n, err := positiveInt(getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH")); err == nil && n >= transfer.MinKeyLength && n <= transfer.MaxKeyLengthBound {
 		s.MaxKeyLength = n
 	}
 	return s
@@ -204,8 +204,13 @@ func Load(getenv Getenv) (Config, error) {
 		}
 	}
 	if v := getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH"); v != "" {
-		if n, err := positiveInt(v); err != nil || n < transfer.MinKeyLength {
-			errs = append(errs, fmt.Errorf("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH must be a whole number >= %d, not %q", transfer.MinKeyLength, v))
+		// The upper bound is the longest client key whose store key still fits DynamoDB's index
+		// sort keys (gsi1sk, gsi2sk: "<time>#transfer:<16 hex>:<key>", at most 1,024 bytes);
+		// transfer.MaxKeyLengthBound derives it. A longer setting would accept keys that no write
+		// can store, found only at the first such claim.
+		if n, err := positiveInt(v); err != nil || n < transfer.MinKeyLength || n > transfer.MaxKeyLengthBound {
+			errs = append(errs, fmt.Errorf("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH must be a whole number from %d to %d (a longer key's store key would not fit DynamoDB's 1,024-byte index sort keys), not %q",
+				transfer.MinKeyLength, transfer.MaxKeyLengthBound, v))
 		}
 	}
 	if v := strings.TrimSpace(getenv("STELLAR_RPC_LOAD_BALANCED")); v != "" && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -24,9 +23,8 @@ import (
 // eventually consistent index: re-read an item with Get before acting on it.
 func (s *Store) ListExpiredClaims(ctx context.Context, now time.Time, limit int, cursor string) ([]transfer.Record, string, error) {
 	// Sort keys are "<lease expiry>#pk": every one below "<now>" expired before now.
-	key := expression.Key(AttrGSI1PK).Equal(expression.Value(ClaimsPartition)).
-		And(expression.Key(AttrGSI1SK).LessThan(expression.Value(inDoubtSortKey(now, ""))))
-	return s.queryIndex(ctx, "list expired claims", key, limit, cursor)
+	below := inDoubtSortKey(now, "")
+	return s.queryIndex(ctx, "list expired claims", ClaimsPartition, &below, limit, cursor)
 }
 
 // ListQueued queries gsi1 for queued items (async transfers waiting for the submitter) queued
@@ -35,9 +33,8 @@ func (s *Store) ListExpiredClaims(ctx context.Context, now time.Time, limit int,
 // now minus its grace, so that a message still on its way is not sent twice for nothing. The index
 // is eventually consistent: re-read an item with Get before acting on it.
 func (s *Store) ListQueued(ctx context.Context, before time.Time, limit int, cursor string) ([]transfer.Record, string, error) {
-	key := expression.Key(AttrGSI1PK).Equal(expression.Value(QueuedPartition)).
-		And(expression.Key(AttrGSI1SK).LessThan(expression.Value(inDoubtSortKey(before, ""))))
-	return s.queryIndex(ctx, "list queued", key, limit, cursor)
+	below := inDoubtSortKey(before, "")
+	return s.queryIndex(ctx, "list queued", QueuedPartition, &below, limit, cursor)
 }
 
 // DecodeItem maps a stored item (for example a DynamoDB stream record's image, converted to the

@@ -3,8 +3,6 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -29,19 +27,17 @@ import (
 
 var _ transfer.HistoryStore = (*Store)(nil)
 
-// sortKeyTimeLen is the length of the time at the start of gsi1sk and gsi2sk
-// ("2006-01-02T15:04:05.000Z").
-const sortKeyTimeLen = len("2006-01-02T15:04:05.000Z")
-
 // ListByWallet queries gsi2 for wallet's items (wallet canonical, upper case), newest createdAt
 // first (ScanIndexForward false), at most limit items (transfer.DefaultHistoryLimit when
 // limit <= 0) after cursor ("" for the start). It returns the records as projected (the fields
 // transfer.HistoryStore names) and the next cursor, "" when the query reported no more.
 //
-// The cursor is base64url of JSON {"pk","gsi2sk"} of the query's LastEvaluatedKey; the partition
-// is the wallet's own, never read from the cursor. A cursor is refused (ErrBadCursor) unless its
-// pk is one of this wallet's store keys (transfer.StoreKey's prefix) and its gsi2sk is a time
-// then "#" and that pk: a cursor issued for another wallet, or edited, names no position in this
+// The cursor is base64url of JSON {"gsi2sk","pk"} of the query's LastEvaluatedKey (cursor.go);
+// the partition is the wallet's own, never read from the cursor. A cursor is refused
+// (ErrBadCursor), before any request, unless it is exactly as this package writes it, its pk is
+// one of this wallet's store keys whose client key obeys the key rules
+// (transfer.ValidStoreKey), and its gsi2sk is a time then "#" and that pk, within DynamoDB's key
+// sizes: a cursor issued for another wallet, edited or forged names no position in this
 // wallet's partition. Like ListInDoubt it reads an eventually consistent index.
 func (s *Store) ListByWallet(ctx context.Context, wallet string, limit int, cursor string) ([]transfer.Record, string, error) {
 	const what = "list by wallet"
@@ -77,40 +73,11 @@ func (s *Store) ListByWallet(ctx context.Context, wallet string, limit int, curs
 	if err != nil {
 		return nil, "", err
 	}
-	last := out.LastEvaluatedKey
-	if len(last) > 0 {
-		if pk, ok := last[AttrGSI2PK].(*types.AttributeValueMemberS); !ok || pk.Value != partition {
-			return nil, "", fmt.Errorf("dynamo: %s: LastEvaluatedKey outside the wallet's partition", what)
-		}
-		last = map[string]types.AttributeValue{AttrPK: last[AttrPK], AttrGSI2SK: last[AttrGSI2SK]}
-	}
-	next, err := historyCursor.encode(last)
+	next, err := historyCursor(partition, out.LastEvaluatedKey)
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
 	return recs, next, nil
-}
-
-// historyStart is the ExclusiveStartKey that cursor names in wallet's partition, nil for "".
-func historyStart(wallet, partition, cursor string) (map[string]types.AttributeValue, error) {
-	key, err := historyCursor.decode(cursor)
-	if err != nil || key == nil {
-		return nil, err
-	}
-	pk := key[AttrPK].(*types.AttributeValueMemberS).Value
-	sk := key[AttrGSI2SK].(*types.AttributeValueMemberS).Value
-	if !strings.HasPrefix(pk, transfer.StoreKey(wallet, "")) || len(pk) == len(transfer.StoreKey(wallet, "")) {
-		return nil, fmt.Errorf("%w: not a position in this wallet's history", ErrBadCursor)
-	}
-	at, rest, ok := strings.Cut(sk, "#")
-	if !ok || rest != pk || len(at) != sortKeyTimeLen {
-		return nil, fmt.Errorf("%w: malformed position", ErrBadCursor)
-	}
-	if _, err := time.Parse("2006-01-02T15:04:05.000Z", at); err != nil {
-		return nil, fmt.Errorf("%w: malformed position", ErrBadCursor)
-	}
-	key[AttrGSI2PK] = &types.AttributeValueMemberS{Value: partition}
-	return key, nil
 }
 
 // unmarshalAll maps a Query's items to records; what names the listing in errors.

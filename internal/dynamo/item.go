@@ -85,7 +85,7 @@ type resultItem struct {
 // inDoubtSortKey is gsi1sk: a time (in doubt since, or the claim's lease expiry) in RFC 3339 UTC
 // with milliseconds, then the key. Fixed width, so the index sorts by time.
 func inDoubtSortKey(at time.Time, pk string) string {
-	return at.UTC().Format("2006-01-02T15:04:05.000Z") + "#" + pk
+	return at.UTC().Format(sortKeyTimeLayout) + "#" + pk
 }
 
 // historySortKey is gsi2sk: the claim's createdAt in the same fixed-width form as gsi1sk, then

@@ -69,31 +69,6 @@ func TestUnmarshalMalformedNeverPanics(t *testing.T) {
 	}
 }
 
-func TestCursorRoundTrip(t *testing.T) {
-	key := map[string]types.AttributeValue{"pk": s("transfer:a:b"), "gsi1pk": s("in_doubt"), "gsi1sk": s("2026-03-01T12:00:00.000Z#transfer:a:b")}
-	c, err := encodeCursor(key)
-	if err != nil || c == "" {
-		t.Fatalf("encode: %q %v", c, err)
-	}
-	got, err := decodeCursor(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range key {
-		if got[k].(*types.AttributeValueMemberS).Value != v.(*types.AttributeValueMemberS).Value {
-			t.Errorf("%s differs", k)
-		}
-	}
-	if c, err := encodeCursor(nil); c != "" || err != nil {
-		t.Errorf("empty key: %q %v", c, err)
-	}
-	for _, bad := range []string{"%%%", "bnVsbA", "e30", "eyJwayI6IngiLCJhIjoiYiIsImMiOiJkIn0"} { // null, {}, unknown attrs
-		if _, err := decodeCursor(bad); !errors.Is(err, ErrBadCursor) {
-			t.Errorf("decodeCursor(%q): %v", bad, err)
-		}
-	}
-}
-
 // lostForever answers every PutItem with a condition failure without the old item and every
 // GetItem with nothing: the claim must give up after ClaimAttempts writes.
 type lostForever struct{ puts, gets int }

@@ -169,24 +169,31 @@ func (s *Store) Delete(ctx context.Context, storeKey string, cond transfer.Condi
 // ListInDoubt queries the sparse index gsi1 (gsi1pk = "in_doubt"), oldest in-doubt time first, at
 // most limit items (DefaultListLimit when limit <= 0) after cursor ("" for the start). It returns
 // the next cursor, "" when the query reported no more. The cursor is opaque: base64url of JSON of
-// the query's LastEvaluatedKey. A global secondary index is eventually consistent: an item may
+// the query's LastEvaluatedKey (cursor.go); one that is not this listing's, exactly as written,
+// is ErrBadCursor before any request. A global secondary index is eventually consistent: an item may
 // appear a little after it became in_doubt and linger a little after it left, so callers re-read
 // each item with Get before acting on it. A page may be non-empty cursor followed by an empty page.
 func (s *Store) ListInDoubt(ctx context.Context, limit int, cursor string) ([]transfer.Record, string, error) {
-	return s.queryIndex(ctx, "list in doubt", expression.Key(AttrGSI1PK).Equal(expression.Value(InDoubtPartition)), limit, cursor)
+	return s.queryIndex(ctx, "list in doubt", InDoubtPartition, nil, limit, cursor)
 }
 
-// queryIndex reads one page of gsi1 under key, at most limit items (DefaultListLimit when
-// limit <= 0) after cursor, and returns the records and the next cursor ("" when there is no
-// more). what names the listing in errors.
-func (s *Store) queryIndex(ctx context.Context, what string, key expression.KeyConditionBuilder, limit int, cursor string) ([]transfer.Record, string, error) {
+// queryIndex reads one page of gsi1's partition (gsi1pk = partition), with gsi1sk below
+// sortBelow when it is not nil, at most limit items (DefaultListLimit when limit <= 0) after
+// cursor, and returns the records and the next cursor ("" when there is no more). A cursor that
+// is not one of this partition's (indexStart) is ErrBadCursor before any request. what names the
+// listing in errors.
+func (s *Store) queryIndex(ctx context.Context, what, partition string, sortBelow *string, limit int, cursor string) ([]transfer.Record, string, error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, 1<<31-1)
-	start, err := decodeCursor(cursor)
+	start, err := indexStart(partition, cursor)
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+	}
+	key := expression.Key(AttrGSI1PK).Equal(expression.Value(partition))
+	if sortBelow != nil {
+		key = key.And(expression.Key(AttrGSI1SK).LessThan(expression.Value(*sortBelow)))
 	}
 	expr, err := expression.NewBuilder().WithKeyCondition(key).Build()
 	if err != nil {
@@ -208,7 +215,7 @@ func (s *Store) queryIndex(ctx context.Context, what string, key expression.KeyC
 	if err != nil {
 		return nil, "", err
 	}
-	next, err := encodeCursor(out.LastEvaluatedKey)
+	next, err := indexCursor(partition, out.LastEvaluatedKey)
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}

@@ -545,7 +545,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		f := newFixture(t)
 		var want []string
 		for i := range 5 {
-			rec := claimRecord(key(fmt.Sprintf("doubt-%d", i)), "owner-a", "fp")
+			rec := claimRecord(key(fmt.Sprintf("in-doubt-%d", i)), "owner-a", "fp")
 			rec.UpdatedAt = t0.Add(time.Duration(10-i) * time.Minute) // listed oldest first: reverse order
 			store(t, f.store, settle(rec, transfer.StatusInDoubt, 0))
 			want = append([]string{rec.StoreKey}, want...)

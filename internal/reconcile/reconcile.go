@@ -279,8 +279,11 @@ func (s *Service) view(ctx context.Context, rec transfer.Record) Item {
 }
 
 func (s *Service) read(ctx context.Context, key string) (transfer.Record, error) {
-	if !strings.HasPrefix(key, "transfer:") || len(key) > 300 {
-		return transfer.Record{}, badRequest("storeKey must be a transfer's store key (transfer:<16 hex>:<idempotency key>)")
+	// The store key's whole form, up to the longest key the configuration can allow
+	// (transfer.MaxKeyLengthBound), so every stored transfer can be read and nothing else is asked.
+	if !transfer.ValidStoreKey(key) {
+		return transfer.Record{}, badRequest("storeKey must be a transfer's store key (transfer:<16 hex>:<idempotency key of %d to %d characters>)",
+			transfer.MinKeyLength, transfer.MaxKeyLengthBound)
 	}
 	rec, err := s.cfg.Store.Get(ctx, key)
 	if errors.Is(err, transfer.ErrNotFound) {

@@ -150,7 +150,7 @@ func (f *fixture) put(t *testing.T, key string, status transfer.Status, leaseUnt
 
 func (f *fixture) land(rec transfer.Record, status transfer.LookupStatus, ledgerSeq uint32) {
 	f.ledger.landed[rec.Envelope.InnerHash] = transfer.Lookup{Status: status, Hash: rec.Envelope.InnerHash, Ledger: ledgerSeq,
-		ResultCodes: map[bool][]string{true: {"tx_failed", "op_underfunded"}}[status == transfer.LookupFailed]}
+		ResultCodes: map[bool][]string{true: {"tx_failed", "op_no_trust"}}[status == transfer.LookupFailed]}
 }
 
 // afterMaxTime makes the network close a ledger after every test envelope's maxTime.
@@ -456,7 +456,7 @@ func TestStoreFailuresAreTyped(t *testing.T) {
 	log, _ := logtest.New(t)
 	svc := reconcile.New(reconcile.Config{Store: brokenStore{}, Settler: nil, Ledger: &ledger{}, Gauge: &gauge{}, Clock: &clock{now: t0},
 		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
-	for _, p := range []string{`{"action":"list"}`, `{"action":"sweep"}`, `{"action":"get","storeKey":"transfer:0:abcdefgh"}`} {
+	for _, p := range []string{`{"action":"list"}`, `{"action":"sweep"}`, `{"action":"get","storeKey":"transfer:0123456789abcdef:abcdefgh"}`} {
 		_, err := svc.Answer(context.Background(), json.RawMessage(p))
 		var ie messages.InvokeResponse_Error
 		if !errors.As(err, &ie) || ie.Type != reconcile.CodeStoreUnavailable || strings.Contains(ie.Message, "boom") {

@@ -18,6 +18,12 @@
 // keys sign for and refuses, with a *SignerError naming the account, the key and the weights, a
 // key whose weight there is below a threshold stellar-core will check its signatures against.
 //
+// Supported backends (versions.go; README.md, "Supported Stellar RPC and Horizon versions"):
+// stellar-rpc 23.0.0 and later, Horizon 22.0.0 and later, checked by CheckNetwork at start (an
+// *UnsupportedVersionError otherwise). Before stellar-rpc 25.0.0 getLatestLedger has no closeTime:
+// RPCLedger reads that ledger's close time with getLedgers (rpcLatest), which keeps the proof of
+// death sound whichever order getTransaction reads in.
+//
 // Fees (fees.go): each envelope bids, per operation slot, the highest of the base fee, its
 // surge-pricing lane's recent fees at FEE_PERCENTILE (RPC getFeeStats inclusionFee for payments,
 // sorobanInclusionFee for contract calls; Horizon /fee_stats fee_charged) and the fee the network

@@ -102,16 +102,18 @@ func hcall[T any](ctx context.Context, l *HorizonLedger, fn func(*horizonclient.
 	}
 }
 
-// CheckNetwork reads Horizon's root and fails if it serves another network.
+// CheckNetwork reads Horizon's root and fails if it serves another network, or with an
+// *UnsupportedVersionError when its horizon_version is before MinHorizonRelease or cannot be read
+// (versions.go).
 func (l *HorizonLedger) CheckNetwork(ctx context.Context) error {
 	root, err := hcall(ctx, l, func(c *horizonclient.Client) (hProtocol.Root, error) { return c.Root() })
 	if err != nil {
 		return fmt.Errorf("stellar: Horizon root: %w", err)
 	}
 	if root.NetworkPassphrase != l.cfg.Passphrase {
-		return fmt.Errorf("stellar: Horizon serves network %q, configured %q", root.NetworkPassphrase, l.cfg.Passphrase)
+		return fmt.Errorf("%w: Horizon serves network %q, configured %q", ErrWrongNetwork, root.NetworkPassphrase, l.cfg.Passphrase)
 	}
-	return nil
+	return checkRelease("Horizon", root.HorizonVersion, MinHorizonRelease)
 }
 
 // Prepare builds and signs the envelope exactly as RPCLedger.Prepare does, reading sequence

@@ -1,7 +1,6 @@
 package stellar
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/stellar/go-stellar-sdk/keypair"
+
+	"github.com/stellar-transfer/orchestrator/internal/strictjson"
 )
 
 // The signing secret (README.md, "Configuration") is one JSON document, the SecretString of the AWS
@@ -28,9 +29,11 @@ import (
 //	                                        // seed in hex, to derive channel keys (issue 5)
 //	}
 //
-// Seeds are ed25519 secret seeds in strkey form (SEP-23, "S..."). Unknown fields are refused, so a
-// misspelt field fails loudly at load instead of silently dropping a key. Error messages name
-// fields, never values.
+// Seeds are ed25519 secret seeds in strkey form (SEP-23, "S..."). The document is read with
+// internal/strictjson, so it has one meaning or none: an unknown field (a misspelt one, or one in
+// another case such as "VAULTSEED") is refused rather than a key silently dropped or taken, and a
+// field named twice is refused rather than the last value loaded. Error messages name fields,
+// never values.
 
 // Keys are the signing keys. Vault is required; Fee and the channel keys are optional (used by
 // fee bumps and channel accounts, issue 5). Keys formats, logs and marshals to JSON with public
@@ -215,33 +218,9 @@ func ParseKeys(doc []byte) (Keys, error) { return parseKeys(doc, false) }
 func ParseChannelKeys(doc []byte) (Keys, error) { return parseKeys(doc, true) }
 
 func parseKeys(doc []byte, channelsOnly bool) (Keys, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
 	var d secretDocument
-	if err := dec.Decode(&d); err != nil {
-		// The decoder's messages can quote input (a syntax error shows the offending character);
-		// keep only what is safe to show.
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syn):
-			return Keys{}, badSecret("not valid JSON (at byte %d)", syn.Offset)
-		case errors.As(err, &typ):
-			return Keys{}, badSecret("field %q must be a %s", typ.Field, typ.Type)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			// The name is quoted only when too short to hold a seed (56 characters): a seed
-			// pasted as a name would otherwise be in the error.
-			name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-			if len(name) > maxQuotedField {
-				name = fmt.Sprintf("(a name of %d bytes, not shown)", len(name)-2)
-			}
-			return Keys{}, badSecret("unknown field %s; the fields are vaultSeed, feeSeed, channelSeeds, channelMasterSeed", name)
-		default:
-			return Keys{}, badSecret("not a JSON object")
-		}
-	}
-	if dec.More() {
-		return Keys{}, badSecret("trailing data after the JSON object")
+	if err := strictjson.Decode(doc, &d); err != nil {
+		return Keys{}, secretDocumentError(err)
 	}
 	var k Keys
 	var err error
@@ -282,6 +261,49 @@ func parseKeys(doc []byte, channelsOnly bool) (Keys, error) {
 		k.ChannelMaster = NewMasterSeed(b)
 	}
 	return k, nil
+}
+
+// secretDocumentError is a strictjson refusal of the secret document as an ErrBadSecret. The
+// messages are written here rather than taken from strictjson: theirs may quote a character of the
+// input (a syntax error) or a field name up to strictjson.MaxQuotedName bytes, long enough to be a
+// seed pasted as a name; these quote a name only when it is shorter than any seed
+// (maxQuotedField) and never quote input.
+func secretDocumentError(err error) error {
+	const fields = "vaultSeed, feeSeed, channelSeeds, channelMasterSeed"
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return badSecret("not a JSON object")
+	}
+	name := func() string {
+		if q := fmt.Sprintf("%q", se.Field); len(q) <= maxQuotedField {
+			return q
+		}
+		return fmt.Sprintf("(a name of %d bytes, not shown)", len(se.Field))
+	}
+	switch se.Kind {
+	case strictjson.KindEmpty:
+		return badSecret("empty: not a JSON object; the fields are %s", fields)
+	case strictjson.KindSyntax:
+		return badSecret("not valid JSON (at byte %d)", se.Offset)
+	case strictjson.KindTruncated:
+		return badSecret("not valid JSON (it ends inside a value)")
+	case strictjson.KindNotObject:
+		return badSecret("must be a JSON object, not a JSON %s", se.JSONType)
+	case strictjson.KindUnknownField:
+		if se.CaseOf != "" {
+			return badSecret("unknown field %s; field names are case-sensitive: did you mean %q?", name(), se.CaseOf)
+		}
+		return badSecret("unknown field %s; the fields are %s", name(), fields)
+	case strictjson.KindDuplicateField:
+		// Two values for one key: encoding/json would load the last, a reader of the secret may
+		// take the first. Neither value is shown.
+		return badSecret("field %s appears more than once; keep one", name())
+	case strictjson.KindWrongType:
+		return badSecret("field %s must be a %s", name(), se.Want)
+	case strictjson.KindTrailingData:
+		return badSecret("trailing data after the JSON object (at byte %d)", se.Offset)
+	}
+	return badSecret("not a JSON object")
 }
 
 func parseSeed(field, seed string) (*keypair.Full, error) {

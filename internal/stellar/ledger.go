@@ -81,6 +81,7 @@ type RPCConfig struct {
 type RPCLedger struct {
 	cfg RPCConfig
 	*common
+	closeTimes ledgerCloseTimes // getLedgers' close times, for releases without closeTime (rpcLatest)
 }
 
 var _ transfer.Ledger = (*RPCLedger)(nil)
@@ -104,7 +105,9 @@ func NewRPCLedger(cfg RPCConfig) (*RPCLedger, error) {
 }
 
 // CheckNetwork asks the RPC server for its network passphrase and fails if it is not the
-// configured one (a mismatch would make every signature invalid).
+// configured one (a mismatch would make every signature invalid), then for its release
+// (getVersionInfo) and fails with an *UnsupportedVersionError before MinRPCRelease or when the
+// release cannot be read (versions.go).
 func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 	got, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetNetworkResponse, error) {
 		return c.GetNetwork(ctx)
@@ -113,9 +116,9 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 		return fmt.Errorf("stellar: getNetwork: %w", err)
 	}
 	if got.Passphrase != l.cfg.Passphrase {
-		return fmt.Errorf("stellar: RPC serves network %q, configured %q", got.Passphrase, l.cfg.Passphrase)
+		return fmt.Errorf("%w: RPC serves network %q, configured %q", ErrWrongNetwork, got.Passphrase, l.cfg.Passphrase)
 	}
-	return nil
+	return l.checkVersion(ctx)
 }
 
 // Prepare builds and signs the envelope for req: a withdraw is one Payment of req.Stroops of the
@@ -155,16 +158,7 @@ func (r rpcChain) sequence(ctx context.Context, account string) (int64, error) {
 }
 
 func (r rpcChain) latest(ctx context.Context) (uint32, time.Time, error) {
-	resp, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
-		return c.GetLatestLedger(ctx)
-	})
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
-	}
-	if resp.Sequence == 0 {
-		return 0, time.Time{}, errors.New("stellar: getLatestLedger returned ledger 0")
-	}
-	return resp.Sequence, closeTime(resp.LedgerCloseTime), nil
+	return r.l.rpcLatest(ctx)
 }
 
 // feeStats reads getFeeStats: inclusionFee (classic, per operation) and sorobanInclusionFee
@@ -295,14 +289,13 @@ func (l *RPCLedger) Lookup(ctx context.Context, env transfer.Envelope) (transfer
 	}
 	// The ledger fact first. stellar-rpc's getTransaction reads the transaction and only then the
 	// ledger range (internal/methods/get_transaction.go, GetTransaction: GetTransaction on the
-	// transaction reader, then GetLedgerRange), so the latestLedger of a NOT_FOUND answer can
-	// include a ledger the search did not see. A ledger read before the search began is covered
-	// by it, on one instance.
-	before, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
-		return c.GetLatestLedger(ctx)
-	})
+	// transaction reader, then GetLedgerRange; from 25.1.0), so the latestLedger of a NOT_FOUND
+	// answer can include a ledger the search did not see. A ledger read before the search began is
+	// covered by it, on one instance. Its close time comes with it, or from getLedgers before
+	// 25.0.0 (rpcLatest, which also says why the earlier read order changes nothing here).
+	beforeSeq, beforeClose, err := l.rpcLatest(ctx)
 	if err != nil {
-		return transfer.Lookup{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
+		return transfer.Lookup{}, err
 	}
 	lk, err := l.getTransaction(ctx, env.InnerHash)
 	if err != nil || lk.Status != transfer.LookupNotFound {
@@ -319,7 +312,7 @@ func (l *RPCLedger) Lookup(ctx context.Context, env transfer.Envelope) (transfer
 		lk.OldestLedger = max(lk.OldestLedger, outer.OldestLedger)
 		lk.LatestLedger = min(lk.LatestLedger, outer.LatestLedger)
 	}
-	return l.notFound(ctx, env, lk, before), nil
+	return l.notFound(ctx, env, lk, beforeSeq, beforeClose), nil
 }
 
 // notFound is the Lookup of an envelope neither of whose hashes was found, stated so that
@@ -331,10 +324,10 @@ func (l *RPCLedger) Lookup(ctx context.Context, env transfer.Envelope) (transfer
 // corroborates on its own: read in one snapshot at or after that ledger, below the envelope's
 // sequence number, it proves the envelope had not applied then and never can
 // (Lookup.SourceNotAdvanced).
-func (l *RPCLedger) notFound(ctx context.Context, env transfer.Envelope, lk transfer.Lookup, before protocol.GetLatestLedgerResponse) transfer.Lookup {
+func (l *RPCLedger) notFound(ctx context.Context, env transfer.Envelope, lk transfer.Lookup, before uint32, beforeClose time.Time) transfer.Lookup {
 	searched := lk.LatestLedger
-	lk.LatestLedger, lk.LatestLedgerCloseTime = before.Sequence, closeTime(before.LedgerCloseTime)
-	if searched < before.Sequence || l.cfg.LoadBalanced {
+	lk.LatestLedger, lk.LatestLedgerCloseTime = before, beforeClose
+	if searched < before || l.cfg.LoadBalanced {
 		lk.OldestLedger = 0
 	}
 	if env.MaxTime <= 0 || lk.LatestLedgerCloseTime.IsZero() || lk.LatestLedgerCloseTime.Unix() <= env.MaxTime {
@@ -345,7 +338,7 @@ func (l *RPCLedger) notFound(ctx context.Context, env transfer.Envelope, lk tran
 		return lk
 	}
 	current, at, err := l.sequenceAt(ctx, source)
-	if err == nil && at >= before.Sequence && current < seq {
+	if err == nil && at >= before && current < seq {
 		lk.SourceNotAdvanced = true
 	}
 	return lk
@@ -416,15 +409,14 @@ func (l *RPCLedger) Done(ctx context.Context, env transfer.Envelope) {
 }
 
 // LatestLedger reads getLatestLedger: the latest ledger the RPC ingested and its close time
-// (transfer.LatestReader; the await loop probes with it between Lookups).
+// (transfer.LatestReader; the await loop probes with it between Lookups). Before stellar-rpc
+// 25.0.0 the close time is read with getLedgers (rpcLatest).
 func (l *RPCLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, error) {
-	r, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
-		return c.GetLatestLedger(ctx)
-	})
+	seq, at, err := l.rpcLatest(ctx)
 	if err != nil {
-		return transfer.LedgerInfo{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
+		return transfer.LedgerInfo{}, err
 	}
-	return transfer.LedgerInfo{Sequence: r.Sequence, CloseTime: closeTime(r.LedgerCloseTime)}, nil
+	return transfer.LedgerInfo{Sequence: seq, CloseTime: at}, nil
 }
 
 var _ transfer.LatestReader = (*RPCLedger)(nil)

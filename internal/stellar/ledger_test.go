@@ -493,6 +493,7 @@ func TestLookup(t *testing.T) {
 func TestCheckNetwork(t *testing.T) {
 	e := newUnitEnv(t)
 	e.fake.answer("getNetwork", protocol.GetNetworkResponse{Passphrase: testPassphrase})
+	e.fake.answer("getVersionInfo", protocol.GetVersionInfoResponse{Version: "25.1.1", ProtocolVersion: 25})
 	if err := e.ledger.CheckNetwork(context.Background()); err != nil {
 		t.Error(err)
 	}

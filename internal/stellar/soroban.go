@@ -162,6 +162,10 @@ var symbolRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
 
 func validSymbol(s string) bool { return symbolRE.MatchString(s) }
 
+// VaultErrInsufficientBalance is the vault contract's error code for a withdrawal above its
+// balance (README.md, "The vault contract": #1 = insufficient balance).
+const VaultErrInsufficientBalance = 1
+
 // contractErrorRE finds the contract's own error code in a simulation error ("Error(Contract, #1)").
 var contractErrorRE = regexp.MustCompile(`Error\(Contract, #(\d+)\)`)
 
@@ -348,8 +352,18 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 
 // simulationError types a failed simulation: SIMULATION_ERROR, retryable (README.md, "Problem types": raised on
 // the simulate path, nothing sent), with the contract's error code in the detail when there is one.
+//
+// A withdraw refused with the vault contract's insufficient-balance error (VaultErrInsufficientBalance,
+// README.md, "The vault contract") is VAULT_UNDERFUNDED instead, the answer a classic vault gives
+// when its payment is included FAILED op_underfunded (transfer.SourceShortfall): one answer for an
+// empty vault in both modes, retryable, and it pages; here nothing was sent and no fee spent.
 func simulationError(fn, simError string) *transfer.UnavailableError {
 	detail := fmt.Sprintf("simulating %s failed; nothing was submitted", fn)
+	if code, ok := ContractErrorCode(simError); ok && code == VaultErrInsufficientBalance && fn == "withdraw" {
+		return &transfer.UnavailableError{Code: transfer.CodeVaultUnderfunded, RetryAfter: time.Minute,
+			Detail: "the vault contract's balance cannot cover the withdrawal (contract error #1); nothing was submitted: retry with the same key once the vault is funded",
+			Err:    errors.New(firstLine(simError))}
+	}
 	if code, ok := ContractErrorCode(simError); ok {
 		detail = fmt.Sprintf("simulating %s failed with contract error #%d; nothing was submitted", fn, code)
 	} else if m := hostErrorRE.FindString(simError); m != "" {

@@ -239,15 +239,17 @@ func TestContractDepositThenWithdraw(t *testing.T) {
 	}
 }
 
-// SIMULATION_ERROR: retryable, nothing sent, the contract's error code in the detail.
-func TestContractWithdrawAboveBalanceIsSimulationError(t *testing.T) {
+// A withdrawal above the balance is refused by the simulation with the vault contract's error #1
+// (insufficient balance): VAULT_UNDERFUNDED, retryable, nothing sent, the answer a classic vault
+// gives when its payment fails op_underfunded (transfer.SourceShortfall): one answer in both modes.
+func TestContractWithdrawAboveBalanceIsVaultUnderfunded(t *testing.T) {
 	r := newContractRig(t, stellar.ContractConfig{})
 	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 3)
 	sent := len(r.net.Envelopes())
 	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
 	p := problemOf(t, err)
-	if p.Code != transfer.CodeSimulationError || p.Classification != transfer.Retryable || p.Status != 503 ||
-		!strings.Contains(p.Detail, "contract error #1") {
+	if p.Code != transfer.CodeVaultUnderfunded || p.Classification != transfer.Retryable || p.Status != 503 ||
+		!strings.Contains(p.Detail, "contract error #1") || p.RetryAfter <= 0 {
 		t.Fatalf("problem %+v", p)
 	}
 	if len(r.net.Envelopes()) != sent || r.vaultBalance(r.wallet) != 3*unit {

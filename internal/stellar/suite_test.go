@@ -105,12 +105,16 @@ type suiteOpts struct {
 	feePercentile int
 	// assets replaces the one USDC asset the ledger is configured with.
 	assets []txnbuild.CreditAsset
+	// rpcVersion is the stellar-rpc profile the local network answers as ("": current).
+	rpcVersion stellarsim.RPCVersion
 }
 
 func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	t.Helper()
 	clock := &simClock{fakeClock: fakeClock{now: time.Unix(1_750_000_000, 0)}}
-	n, err := stellarsim.Start(simOptions(clock))
+	opts := simOptions(clock)
+	opts.RPCVersion = o.rpcVersion
+	n, err := stellarsim.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

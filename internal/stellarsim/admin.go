@@ -23,6 +23,8 @@ import (
 //	GET    /_sim/congestion    lanes, queue limits, background traffic, clearing fees (congestion.go)
 //	POST   /_sim/congestion    start background traffic (a Congestion profile)
 //	DELETE /_sim/congestion    stop it
+//	GET    /_sim/rpc_version   the stellar-rpc profile RPC answers as (versions.go)
+//	PUT    /_sim/rpc_version   {"rpc_version": "current" | "v25.0" | "v24" | "v23"}
 func (n *Network) adminRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /_sim/{$}", n.AdminIndex())
 	mux.HandleFunc("POST /_sim/faults", n.adminAddFaults)
@@ -46,6 +48,8 @@ func (n *Network) adminRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, ledgerJSON(n.LatestLedger()))
 	})
 	n.congestionRoutes(mux)
+	mux.HandleFunc("GET /_sim/rpc_version", n.adminRPCVersion)
+	mux.HandleFunc("PUT /_sim/rpc_version", n.adminRPCVersion)
 }
 
 // AdminRoute is one route of the /_sim/ admin API, as GET /_sim/ lists it.
@@ -68,6 +72,8 @@ var adminRouteList = []AdminRoute{
 	{"GET", "/_sim/congestion", "lane and queue limits, the background traffic profile, the last ledgers' clearing fees"},
 	{"POST", "/_sim/congestion", `start background traffic: {"seed":1,"per_ledger":120,"fee_min":100,"fee_max":1000,"spikes":[{"after":"2m","for":"2m","multiplier":10}]}`},
 	{"DELETE", "/_sim/congestion", "stop the background traffic"},
+	{"GET", "/_sim/rpc_version", "the stellar-rpc profile RPC answers as, its release and the profiles"},
+	{"PUT", "/_sim/rpc_version", `switch the stellar-rpc profile: {"rpc_version": "current" (v25.1.0+), "v25.0", "v24" or "v23"}`},
 }
 
 var vaultRouteList = []AdminRoute{
@@ -105,7 +111,7 @@ var FaultKinds = []FaultKind{
 		"close attempts; default: until healed", `{"kind":"stall","count":2}`},
 	{FaultRetention, "shrink the getTransaction history window to that many ledgers", "ledgers (required, > 0)",
 		"none: until healed", `{"kind":"retention","ledgers":2}`},
-	{FaultReadOrder, "getTransaction answers NOT_FOUND for a transaction in the latest ledger (stellar-rpc's read order during ingestion)",
+	{FaultReadOrder, "getTransaction answers NOT_FOUND for a transaction in the latest ledger (stellar-rpc's read order during ingestion); under the rpc_version profiles before v25.1 it finds it with a latestLedger below its ledger",
 		`ledgers (n: any of the latest n+1 ledgers), api ("rpc" or empty)`, "lookups; default 1", `{"kind":"read_order"}`},
 	{FaultDBLag, "RPC's database trails its core by that many ledgers", `ledgers (required, > 0), api ("rpc" or empty)`,
 		"none: until healed", `{"kind":"db_lag","ledgers":2}`},

@@ -6,21 +6,31 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
-// applyTx charges the fee, consumes the sequence number and applies the
-// operations all-or-nothing. Callers hold n.mu and have validated t.
+// applyTx applies t, a transaction of ledger seq's set whose fee (charged, stroops) was charged
+// with the set's (applySetLocked), and includes it in the ledger, SUCCESS or FAILED. Callers hold
+// n.mu.
 //
-// failed, when set, is the (inner) transaction's signature failure found at apply (close.go):
-// its operations are not applied and it is included FAILED with that result.
-func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, failed *authFailure) *AppliedTx {
-	fee := n.chargedFee(t)
-	n.saveAccount(seq, t.feeSource)
-	n.saveAccount(seq, t.source)
-	feeAcct := n.state.accounts[t.feeSource]
-	feeAcct.balance -= min(fee, feeAcct.balance)
-	feeAcct.lastModified = seq
-	src := n.state.accounts[t.source]
-	src.seq = t.seq
-	src.lastModified = seq
+// It is judged again first, as stellar-core applies it: TransactionFrame::commonPreApply runs
+// commonValid with applying=true (the closing ledger's close time and sequence, no offsets; the
+// fee already charged, so the source fails txINSUFFICIENT_BALANCE only once below its reserve)
+// and processSignatures; FeeBumpTransactionFrame::apply judges only the inner transaction, with
+// chargeFee false (its fee source is not judged again, even if it was charged short). A
+// transaction that fails there is included FAILED with that code, its operations not applied, its
+// sequence number consumed once past the sequence check (applyFailureOf). Otherwise its sequence
+// number is consumed and its operations apply all-or-nothing (TransactionFrame::applyOperations).
+func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, charged int64) *AppliedTx {
+	fee := charged
+	var failed *applyFailure
+	if terr := n.checkTx(t, checkCtx{closeTime: closeTime, ledgerSeq: seq, applying: true}); terr != nil {
+		failed = applyFailureOf(t, terr)
+	}
+	if failed == nil || failed.seqConsumed {
+		n.saveAccount(seq, t.source)
+		if src := n.state.accounts[t.source]; src != nil {
+			src.seq = t.seq
+			src.lastModified = seq
+		}
+	}
 
 	v := newView(n.state)
 	ac := &applyCtx{n: n, v: v, t: t, ledger: seq, closeTime: closeTime, sponsors: map[string]string{}}
@@ -46,9 +56,9 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, f
 		v.commit(seq, n)
 	}
 	// Protocol 23: the unused refundable resource fee goes back to the fee
-	// source (TransactionFrame::refundSorobanFee).
-	if refund := n.sorobanRefund(t, ac.refundable, code == xdr.TransactionResultCodeTxSuccess); refund > 0 {
-		n.state.accounts[t.feeSource].balance += refund // commit may have replaced feeAcct
+	// source (TransactionFrame::refundSorobanFee), never more than was charged.
+	if refund := min(n.sorobanRefund(t, ac.refundable, code == xdr.TransactionResultCodeTxSuccess), fee); refund > 0 {
+		n.state.accounts[t.feeSource].balance += refund // commit may have replaced the entry
 		fee -= refund
 	}
 

@@ -8,6 +8,15 @@
 // against the behaviours that matter: what is accepted, what is answered,
 // what lands, when, and what a lookup can still see.
 //
+// Versions it follows (versions.go): ledger protocol 23 with stellar-core
+// 23.0.1's ledger shapes and the queue rules of current stellar-core (read up
+// to v27.1.0); stellar-rpc as the release profile says (Options.RPCVersion:
+// "current" = v25.1.0 and later, read up to v27.1.1, the default; "v25.0",
+// "v24", "v23"); Horizon as stellar-horizon 28.0.0. getVersionInfo reports the
+// profile's release and captiveCoreVersion "stellar-core 23.0.1 (stellarsim)";
+// Horizon's root the same core_version and protocol, horizon_version
+// "28.0.0-stellarsim".
+//
 // # Modelled
 //
 //   - Accounts: native balance, sequence number (new accounts start at
@@ -49,10 +58,19 @@
 //     amounts) reported as txFAILED, txBAD_AUTH_EXTRA. Fee-bump inner
 //     failures are txFEE_BUMP_INNER_FAILED with the inner result pair.
 //   - The queue (queue.go; stellar-core src/herder/TransactionQueue.cpp and
-//     HerderImpl.cpp): one transaction per source account (another gets
-//     TRY_AGAIN_LATER, except a fee bump of the same sequence number at 10x
-//     the fee rate, which replaces it); the identical envelope while queued
-//     gets DUPLICATE. A queued transaction not included within 4 ledger
+//     HerderImpl.cpp): one transaction per source account, across classic
+//     and Soroban (HerderImpl::recvTransaction: one of the other kind gets
+//     TRY_AGAIN_LATER); against the queued one (TransactionQueue::canAdd) the
+//     identical envelope, or the inner transaction of a queued fee bump sent
+//     on its own (isDuplicateTx), gets DUPLICATE, a lower sequence number
+//     ERROR txBAD_SEQ, any other TRY_AGAIN_LATER, except a fee bump of the
+//     same sequence number at 10x the fee rate, which replaces it (below
+//     that: ERROR txINSUFFICIENT_FEE with the fee it needs). A transaction
+//     whose fee source (a fee bump's outer one) cannot pay its full fee on
+//     top of the full fees already queued for that fee source is ERROR
+//     txINSUFFICIENT_BALANCE, feeCharged 0, the code at the top level for a
+//     fee bump too (TransactionQueue::canAdd, mTotalFees; txset.go). A
+//     queued transaction not included within 4 ledger
 //     closes (TRANSACTION_QUEUE_TIMEOUT_LEDGERS, TransactionQueue::shift) is
 //     evicted and banned. Banned hashes are answered TRY_AGAIN_LATER: an
 //     applied one while the last closed ledger is N..N+8
@@ -71,15 +89,18 @@
 //   - After every close (HerderImpl::updateTransactionQueue): applied
 //     transactions leave the queue, the queue ages (above), and what is left
 //     is re-validated against the new last closed ledger with the same
-//     upper-bound offset (TxSetUtils::getInvalidTxListWithErrors); the
-//     invalid ones are dropped and banned (TransactionQueue::ban).
+//     upper-bound offset (TxSetUtils::getInvalidTxListWithErrors, which also
+//     drops every transaction of a fee source that cannot pay all their full
+//     fees, ACCOUNT_CANT_PAY_FEE); the invalid ones are dropped and banned
+//     (TransactionQueue::ban).
 //   - Time: ledger close time is max(Clock.Now(), previous close + 1s), in
-//     whole seconds. At close, every due queued transaction is re-validated
-//     against the closing ledger (no offset): one no longer valid is dropped
-//     from the queue and banned, never applied, no fee charged, as the
-//     nominating node trims it from the transaction set
-//     (HerderImpl::triggerNextLedger), except one whose signatures alone no
-//     longer authorize after an earlier transaction of the ledger (above).
+//     whole seconds. At close, the due queued transactions are trimmed as the
+//     nominating node trims its candidates (HerderImpl::triggerNextLedger ->
+//     TxSetUtils::trimInvalid): judged against the last closed ledger's state
+//     at the closing ledger's close time and sequence, with the same fee
+//     source check; one not valid then is dropped from the queue and banned,
+//     never applied, no fee charged. Every transaction of the set that
+//     remains is included, SUCCESS or FAILED (below).
 //   - Visibility lag (history.go, readview.go): core has a ledger when it
 //     closes; RPC and Horizon show it VisibilityLagMin..VisibilityLagMax
 //     later (default 1-3 s, picked per ledger from VisibilitySeed, so the
@@ -88,11 +109,26 @@
 //     (entries as of the shown ledger), sendTransaction's latestLedger, and
 //     Horizon's root, /accounts, /transactions and /ledgers answer as of the
 //     previous ledger. Submission is judged by core at once.
-//   - Apply at close, in submission order: the fee (the lane's base fee x
-//     ops, see below, capped by the bid's inclusion fee, plus the declared
-//     resource fee) is charged and the sequence number consumed even if an
-//     operation fails; operations apply all-or-nothing; a failed
-//     transaction is included as FAILED with its result codes.
+//   - Apply at close (txset.go, apply.go): the fees of the whole set (the
+//     lane's base fee x ops, capped by the bid's inclusion fee, plus the
+//     declared resource fee; see below) are charged before any transaction applies
+//     (LedgerManagerImpl::processFeesSeqNums), each fee source paying
+//     min(balance, fee), even below its reserve; then the set applies in
+//     core's shuffled order (classic, then Soroban; each sorted by full hash
+//     XOR the set's hash, ApplyTxSorter), the set's hash a stand-in seeded by
+//     Options.ApplyOrderSeed, so a run is repeatable. Each transaction is
+//     judged again as it applies (TransactionFrame::commonPreApply,
+//     commonValid with applying=true): a source left below its reserve after
+//     the fees is txINSUFFICIENT_BALANCE; a fee bump's outer transaction is
+//     not judged again and its inner one runs even if its fee source was
+//     charged short (FeeBumpTransactionFrame::apply). A failure there, or an
+//     operation that fails (op_underfunded, op_no_trust, op_line_full,
+//     op_no_destination, ...), is included FAILED with its result codes and
+//     its fee charged; its sequence number is consumed unless it failed
+//     before the sequence check (txTOO_LATE, txBAD_SEQ...). Operations apply
+//     all-or-nothing. On one node a fee source is never charged short, since
+//     the nomination's fee source check keeps the set payable; the apply
+//     rule is tested on a set built by hand.
 //   - Ledger capacity and surge pricing (lanes.go; src/herder/TxSetFrame.cpp,
 //     SurgePricingUtils.cpp): the classic phase takes at most
 //     Options.Lanes.ClassicOps operations per ledger (maxTxSetSize; a fee
@@ -141,6 +177,26 @@
 //     network's clock. Same profile, seed, clock and submissions: same
 //     ledgers. Fee-rate ties break by hash and Options.SurgeSeed (core: at
 //     random).
+//   - Horizon's synchronous POST /transactions (horizon_submit.go;
+//     stellar-horizon internal/txsub/system.go) answers from its own
+//     history: core's PENDING, DUPLICATE and TRY_AGAIN_LATER leave it open
+//     until the instance that took it shows the transaction (then 200, or 400
+//     for a FAILED one), or 504 after HorizonSubmitTimeout; txBAD_SEQ first
+//     waits until that history shows the account at the envelope's sequence
+//     number (or has caught up with core) and is then answered from history
+//     when the transaction is there. So a GET /transactions/{hash} or
+//     /accounts/{id} right after a 200 shows it. The wait follows the
+//     network's visibility of each ledger (horizon_wait.go): it wakes at each
+//     ledger close, at each move of a clock that reports its moves (Advancer,
+//     internal/vclock), at the next visibility time on the real clock and
+//     every 10 ms on any other clock, and never moves the clock itself.
+//   - stellar-rpc release profiles (versions.go; Options.RPCVersion, PUT
+//     /_sim/rpc_version): getLatestLedger has closeTime, headerXdr and
+//     metadataXdr from v25.0 only (get_latest_ledger.go); getTransaction reads
+//     the transaction before the ledger range from v25.1 (get_transaction.go),
+//     the range first before, which is how the read_order fault shows its
+//     race (NOT_FOUND with a latestLedger holding the transaction, or, before
+//     v25.1, the transaction found above the answer's latestLedger).
 //   - History: getTransaction and GET /transactions/{hash} find a
 //     transaction by inner or outer hash within the retention window
 //     (oldestLedger = max(1, latest - retention + 1)).
@@ -165,7 +221,9 @@
 // liabilities, muxed-account semantics beyond resolving to the account,
 // preconditions other than time and ledger bounds (minSeqNum, minSeqAge,
 // minSeqLedgerGap, extraSigners are refused with txMALFORMED), more than one
-// transaction per source account in the queue. Unsupported classic
+// transaction per source account in the queue, stellar-rpc releases before
+// v23 (no profile) and the other differences between stellar-rpc releases
+// (method shapes are the current ones except getLatestLedger's). Unsupported classic
 // operations are refused at submission as txFAILED with opNOT_SUPPORTED.
 // Ledger headers and meta have stellar-core 23's shapes (LedgerCloseMeta v2,
 // TransactionMeta v4 with a Soroban invocation's return value, see
@@ -175,9 +233,14 @@
 //
 // # Where it deliberately differs
 //
-//   - The synchronous POST /transactions answers when the transaction is
-//     applied, without waiting for Horizon's visibility lag (a waiting
-//     handler would stop a virtual clock). The service uses
+//   - The synchronous POST /transactions hands every envelope to core, also
+//     one already in its history, which Horizon answers from its database
+//     without submitting (System.Submit); the answer is the same (from
+//     history), only the envelope record shows core's TRY_AGAIN_LATER or
+//     txBAD_SEQ. Its timeout (HorizonSubmitTimeout) is real time, also under
+//     a virtual clock. A client on internal/vclock that counts as running
+//     while it waits on it holds the clock still, so the transaction never
+//     lands: drive the clock from elsewhere. The service uses
 //     /transactions_async.
 //   - getLedgerEntries serves an archived contract entry with its past
 //     liveUntilLedgerSeq; stellar-rpc (ledgerentries/main.go) reports 0 for
@@ -190,7 +253,8 @@
 //
 // Options.Legacy brings back, one by one, the kinder behaviours of earlier
 // versions (next-close time bounds at submission, no queue ageing, no
-// visibility lag, the protocol 22 restore flow), for callers still adapting.
+// visibility lag, the protocol 22 restore flow, submission-order apply), for
+// callers still adapting.
 //
 // # Soroban
 //
@@ -223,9 +287,10 @@
 //	                            HandleRPC adds more. xdrFormat json is refused.
 //	GET  /                      Horizon root
 //	GET  /accounts/{id}         account with balances (credit first, native last)
-//	POST /transactions          synchronous submit: waits for inclusion up to
-//	                            HorizonSubmitTimeout, then 504; an envelope already
-//	                            in history is answered with its stored result
+//	POST /transactions          synchronous submit: answered from Horizon's history once
+//	                            it shows the transaction, up to HorizonSubmitTimeout,
+//	                            then 504; an envelope already in history is answered
+//	                            with its stored result
 //	POST /transactions_async    201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER, 400 ERROR
 //	GET  /transactions/{hash}   inner or outer hash; 404 outside the history window
 //	GET  /ledgers, /ledgers/{n} order, limit, cursor

@@ -107,8 +107,8 @@ func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
 	fb := lb.link("/friendbot{?addr}")
 	fb.Templated = true
 	root.Links.Friendbot = &fb
-	root.HorizonVersion = "stellarsim"
-	root.StellarCoreVersion = "stellarsim"
+	root.HorizonVersion = horizonVersionString
+	root.StellarCoreVersion = coreVersionString
 	root.IngestSequence = latest.Sequence
 	root.HorizonSequence = int32(latest.Sequence)
 	root.HorizonLatestClosedAt = latest.CloseTime

@@ -60,9 +60,20 @@ func (n *Network) noteHTTPStatus(s *submission, status int) {
 	n.mu.Unlock()
 }
 
-// hSubmit is the synchronous POST /transactions: it waits for the
-// transaction to be included (up to HorizonSubmitTimeout, then 504), and
-// answers an envelope already in history with its stored result at once.
+// hSubmit is the synchronous POST /transactions as Horizon's submission
+// system answers it (stellar-horizon internal/txsub/system.go, System.Submit
+// and System.Tick): from its own history, so that a GET /transactions/{hash}
+// or /accounts/{id} right after a 200 already shows the transaction. Core's
+// PENDING, DUPLICATE and TRY_AGAIN_LATER all leave the request open
+// (submitter.go, Submit: a nil error) until the transaction is in the ledgers
+// the instance that took the request has ingested, then it is answered 200
+// (or 400 when it failed), or 504 after HorizonSubmitTimeout. A transaction
+// its history already shows is answered from it at once. An ERROR is a 400
+// at once, except txBAD_SEQ: Horizon first waits until its history shows
+// the source account at the envelope's sequence number or has caught up with
+// core (waitUntilAccountSequence, isSyncedUp), then answers from history if
+// the transaction is there. The waits follow the network's own visibility of
+// each ledger (awaitShown), never moving the clock.
 func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
 	b64 := readTx(r)
 	s, err := n.submit("horizon", b64)
@@ -73,48 +84,75 @@ func (n *Network) hSubmit(w http.ResponseWriter, r *http.Request) {
 	if n.horizonTransport(w, r, s) {
 		return
 	}
-	if s.status == StatusTryAgainLater || s.status == StatusError {
-		// A re-send of an envelope that already landed is answered from history.
-		if a, ok := n.Transaction(s.tx.fullHash); ok && s.faults.answer == nil {
-			n.respondApplied(w, r, s, &a)
-			return
-		}
-	}
-	switch s.status {
-	case StatusError:
-		n.noteHTTPStatus(s, http.StatusBadRequest)
-		writeProblem(w, txFailedProblem(b64, *s.errResult))
-		return
-	case StatusTryAgainLater:
-		n.noteHTTPStatus(s, http.StatusServiceUnavailable)
-		writeProblem(w, problemTryAgainLater)
+	hash := s.tx.fullHash
+	if a, ok := n.shownTx(r, hash); ok && s.faults.answer == nil {
+		// Already in Horizon's history: System.Submit answers from it (txResultByHash) before
+		// submitting to core.
+		n.respondApplied(w, r, s, &a)
 		return
 	}
 	timeout := time.NewTimer(n.opts.HorizonSubmitTimeout)
 	defer timeout.Stop()
-	for {
-		n.mu.Lock()
-		a := n.byHash[s.tx.fullHash]
-		closed := n.ledgerClosed
-		n.mu.Unlock()
-		if a != nil {
-			c := *a
-			n.respondApplied(w, r, s, &c)
+	if s.status == StatusError && s.errCode == xdr.TransactionResultCodeTxBadSeq && s.faults.answer == nil {
+		caughtUp := n.awaitShown(r, timeout.C, func(shown uint32) bool {
+			a := n.accountAt(s.tx.source, shown)
+			return shown >= uint32(len(n.closeTimes)) || a != nil && a.seq >= s.tx.seq
+		})
+		if !caughtUp {
+			n.waitFailed(w, r, s)
 			return
 		}
-		select {
-		case <-closed:
-		case <-timeout.C:
-			n.noteHTTPStatus(s, http.StatusGatewayTimeout)
-			writeProblem(w, problemTimeout)
-			return
-		case <-r.Context().Done():
-			return
-		case <-n.stop:
-			writeProblem(w, problemForStatus(http.StatusServiceUnavailable))
+		if a, ok := n.shownTx(r, hash); ok {
+			n.respondApplied(w, r, s, &a)
 			return
 		}
 	}
+	if s.status == StatusError {
+		n.noteHTTPStatus(s, http.StatusBadRequest)
+		writeProblem(w, txFailedProblem(b64, *s.errResult))
+		return
+	}
+	var found *AppliedTx
+	ok := n.awaitShown(r, timeout.C, func(shown uint32) bool {
+		if a := n.byHash[hash]; a != nil && a.Ledger <= shown {
+			c := *a
+			found = &c
+		}
+		return found != nil
+	})
+	if !ok {
+		n.waitFailed(w, r, s)
+		return
+	}
+	n.respondApplied(w, r, s, found)
+}
+
+// waitFailed answers a synchronous submission whose wait ended without an
+// answer: nothing to a client that left, 503 when the network closes, else
+// Horizon's 504 timeout (txsub ErrTimeout).
+func (n *Network) waitFailed(w http.ResponseWriter, r *http.Request, s *submission) {
+	if r.Context().Err() != nil {
+		return
+	}
+	select {
+	case <-n.stop:
+		writeProblem(w, problemForStatus(http.StatusServiceUnavailable))
+	default:
+		n.noteHTTPStatus(s, http.StatusGatewayTimeout)
+		writeProblem(w, problemTimeout)
+	}
+}
+
+// shownTx is the applied transaction with this hash if the Horizon instance
+// that took r shows its ledger now.
+func (n *Network) shownTx(r *http.Request, hash string) (AppliedTx, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a := n.byHash[hash]
+	if a == nil || a.Ledger > n.horizonShownLocked(n.viewOf(r, "horizon")) {
+		return AppliedTx{}, false
+	}
+	return *a, true
 }
 
 func (n *Network) respondApplied(w http.ResponseWriter, r *http.Request, s *submission, a *AppliedTx) {

@@ -67,6 +67,13 @@ type Options struct {
 	SurgeSeed uint64
 	// Congestion, when set, starts background traffic at Start (see SetCongestion).
 	Congestion *Congestion
+	// ApplyOrderSeed seeds the shuffled order a ledger's transactions apply in (txset.go,
+	// applyOrder; stellar-core's ApplyTxSorter), so a run is repeatable.
+	ApplyOrderSeed uint64
+	// RPCVersion is the stellar-rpc release RPC answers as (versions.go):
+	// RPCCurrent (the default: v25.1.0 and later), RPCv25_0, RPCv24 or RPCv23.
+	// PUT /_sim/rpc_version and SetRPCVersion change it while running.
+	RPCVersion RPCVersion
 	// Legacy switches realistic behaviours off, for tests written against the
 	// earlier, kinder network. The zero value is the realistic network.
 	Legacy Legacy
@@ -92,12 +99,15 @@ type Legacy struct {
 	// with ENTRY_ARCHIVED, the whole declared resource fee is charged (no
 	// refund) and the declared fee is checked only at apply.
 	RestorePreamble bool
+	// SubmissionOrder applies a ledger's transactions in the order they were submitted instead
+	// of stellar-core's shuffled order (Options.ApplyOrderSeed).
+	SubmissionOrder bool
 }
 
 // AllLegacy is every Legacy behaviour: the network as it was before issue 12,
 // except that an applied transaction is banned while the last closed ledger
 // is N..N+8 (it was N..N+9), as core does.
-var AllLegacy = Legacy{SubmitTimeBounds: true, NoQueueAgeing: true, NoVisibilityLag: true, RestorePreamble: true}
+var AllLegacy = Legacy{SubmitTimeBounds: true, NoQueueAgeing: true, NoVisibilityLag: true, RestorePreamble: true, SubmissionOrder: true}
 
 const defaultRetention = 120960
 
@@ -124,6 +134,7 @@ type Network struct {
 	visibleAt    []time.Time // clock time RPC and Horizon show it from, index = sequence-1
 	undo         undoLogs    // entry states before each recent ledger, for lagging reads
 	ledgerClosed chan struct{}
+	timeMoved    chan struct{}         // closed and replaced at every move of a clock that reports them (horizon_wait.go)
 	queue        map[string]*pendingTx // by inner source account
 	nextOrder    uint64
 	byHash       map[string]*AppliedTx // inner and outer hashes
@@ -137,6 +148,7 @@ type Network struct {
 	rpcMethods   map[string]RPCHandler
 	closeMeta    closeMetaCache  // the latest encoded LedgerCloseMeta (ledger_meta.go)
 	cong         congestionState // lanes, queue limits, fee stats, background traffic (congestion.go)
+	rpcVersion   RPCVersion      // the stellar-rpc profile (versions.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -213,6 +225,9 @@ func newNetwork(opts Options) (*Network, error) {
 			return nil, fmt.Errorf("stellarsim: %w", err)
 		}
 	}
+	if !opts.RPCVersion.valid() {
+		return nil, fmt.Errorf("stellarsim: unknown stellar-rpc profile %q (want one of %v)", opts.RPCVersion, RPCVersions)
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{}
@@ -230,10 +245,12 @@ func newNetwork(opts Options) (*Network, error) {
 		instanceTurn: map[string]uint64{},
 		undo:         undoLogs{},
 		ledgerClosed: make(chan struct{}),
+		timeMoved:    make(chan struct{}),
 		queue:        map[string]*pendingTx{},
 		byHash:       map[string]*AppliedTx{},
 		banned:       map[string]uint32{},
 		retention:    opts.RetentionLedgers,
+		rpcVersion:   opts.RPCVersion.orCurrent(),
 		stop:         make(chan struct{}),
 		cong:         newCongestionState(),
 	}
@@ -250,6 +267,7 @@ func newNetwork(opts Options) (*Network, error) {
 	if a, ok := opts.Contracts.(networkAttacher); ok {
 		a.attach(n)
 	}
+	n.watchClock()
 	return n, nil
 }
 

@@ -82,17 +82,24 @@ func (n *Network) banAtClose(fullHash string, seq uint32) {
 	n.banned[fullHash] = max(n.banned[fullHash], seq+banLedgers-1)
 }
 
+// Against a source's queued transaction (HerderImpl::recvTransaction, then
+// TransactionQueue::tryAdd and canAdd): one of the other kind (classic or
+// Soroban) gets TRY_AGAIN_LATER before anything else (queueAnswer); the ban
+// check comes next, then the duplicate or the inner transaction of the queued
+// fee bump gets DUPLICATE and an older sequence number ERROR txBAD_SEQ
+// (queuedAnswer), before the rules below.
+//
 // acceptLocked applies the queue rules in stellar-core's order
 // (TransactionQueue::canAdd): duplicate, banned (TRY_AGAIN_LATER), one
 // transaction per source (another one gets TRY_AGAIN_LATER; a fee bump of the
 // same sequence number replaces the queued one at 10x its fee rate, below
 // that it gets ERROR txINSUFFICIENT_FEE), then validity for the next ledger
-// with the upper-bound close time offset.
+// with the upper-bound close time offset, then whether the fee source can also pay the fees
+// already queued for it (canPayQueuedFees: ERROR txINSUFFICIENT_BALANCE).
 func (n *Network) acceptLocked(s *submission) {
 	t := s.tx
 	queued := n.queue[t.source]
-	if queued != nil && queued.tx.fullHash == t.fullHash {
-		s.status = StatusDuplicate
+	if queued != nil && queueAnswer(s, queued.tx) {
 		return
 	}
 	if n.isBanned(t.fullHash) {
@@ -101,6 +108,9 @@ func (n *Network) acceptLocked(s *submission) {
 	}
 	replace := false
 	if queued != nil {
+		if queuedAnswer(s, queued.tx) {
+			return
+		}
 		if !t.feeBump || t.seq != queued.tx.seq {
 			s.status = StatusTryAgainLater
 			return
@@ -129,6 +139,15 @@ func (n *Network) acceptLocked(s *submission) {
 		s.errResult, s.errCode = &terr.result, terr.code
 		return
 	}
+	var replaced *pendingTx
+	if replace {
+		replaced = queued
+	}
+	if terr := n.canPayQueuedFees(t, replaced); terr != nil {
+		s.status = StatusError
+		s.errResult, s.errCode = &terr.result, terr.code
+		return
+	}
 	s.status = StatusPending
 	s.rec.Accepted = true
 	if replace {
@@ -149,6 +168,42 @@ func (n *Network) acceptLocked(s *submission) {
 	}
 }
 
+// queueAnswer is HerderImpl::recvTransaction's check before the queue
+// (src/herder/HerderImpl.cpp): core keeps classic and Soroban transactions in
+// two queues and allows one transaction per source account across both, so
+// a transaction of the other kind than the source's queued one gets
+// TRY_AGAIN_LATER before its own queue sees it (no duplicate or sequence
+// check). It reports whether s is answered.
+func queueAnswer(s *submission, queued *txInfo) bool {
+	if (queued.soroban != nil) == (s.tx.soroban != nil) {
+		return false
+	}
+	s.status = StatusTryAgainLater
+	return true
+}
+
+// queuedAnswer is TransactionQueue::canAdd against the source's queued
+// transaction (src/herder/TransactionQueue.cpp, after the ban check):
+// isDuplicateTx answers DUPLICATE for the same envelope and for the inner
+// transaction of a queued fee bump sent on its own (it compares the fee
+// bump's getInnerFullHash with the new envelope's hash); then a sequence
+// number below the queued one is ERROR txBAD_SEQ (createTxErrorResult: no
+// fee charged). It reports whether s is answered; a higher or equal sequence
+// number goes on to the one-per-source rule.
+func queuedAnswer(s *submission, queued *txInfo) bool {
+	t := s.tx
+	if queued.fullHash == t.fullHash || (queued.feeBump && !t.feeBump && queued.innerHash == t.fullHash) {
+		s.status = StatusDuplicate
+		return true
+	}
+	if t.seq < queued.seq {
+		r := simpleResult(0, xdr.TransactionResultCodeTxBadSeq, nil)
+		s.status, s.errResult, s.errCode = StatusError, &r, xdr.TransactionResultCodeTxBadSeq
+		return true
+	}
+	return false
+}
+
 // dueLocked lists the queued transactions that may be included in ledger
 // seq, in submission order.
 func (n *Network) dueLocked(seq uint32) []*pendingTx {
@@ -167,7 +222,8 @@ func (n *Network) dueLocked(seq uint32) []*pendingTx {
 // transaction and evicts and bans one that has waited
 // TRANSACTION_QUEUE_TIMEOUT_LEDGERS closes; then the rest are re-validated
 // against the new last closed ledger with the upper-bound close time offset
-// (TxSetUtils::getInvalidTxListWithErrors) and the invalid ones banned
+// (TxSetUtils::getInvalidTxListWithErrors: each transaction's validity, then whether each fee
+// source can pay all its queued fees; invalidTxs) and the invalid ones banned
 // (TransactionQueue::ban). Callers hold n.mu.
 func (n *Network) updateQueueLocked(seq uint32, closeTime int64) {
 	for _, p := range n.sortedQueue() {
@@ -185,11 +241,13 @@ func (n *Network) updateQueueLocked(seq uint32, closeTime int64) {
 		return
 	}
 	c := checkCtx{closeTime: closeTime, upperOffset: n.upperBoundCloseTimeOffset(closeTime), ledgerSeq: seq + 1}
-	for _, p := range n.sortedQueue() {
-		if terr := n.checkTx(p.tx, c); terr != nil {
+	queued := n.sortedQueue()
+	invalid := n.invalidTxs(queued, c)
+	for _, p := range queued {
+		if why, bad := invalid[p]; bad {
 			delete(n.queue, p.tx.source)
 			n.banAtClose(p.tx.fullHash, seq)
-			p.envelope.Outcome = "dropped from queue after ledger " + itoa(int64(seq)) + ": " + terr.name() + ": never applied"
+			p.envelope.Outcome = "dropped from queue after ledger " + itoa(int64(seq)) + ": " + why + ": never applied"
 		}
 	}
 }

@@ -20,16 +20,15 @@ const (
 	rpcDefaultPageLimit = 50
 )
 
-// rpcVersion is getVersionInfo's version and captiveCoreVersion: this network, not a release of
-// stellar-rpc or stellar-core.
-const rpcVersion = "stellarsim"
-
 // rpcGetVersionInfo follows stellar-rpc (cmd/stellar-rpc/internal/methods/get_version_info.go,
-// NewGetVersionInfoHandler); there is no commit or build time to report, so those are empty.
+// NewGetVersionInfoHandler): version is the release of the profile RPC answers as (versions.go),
+// captiveCoreVersion the core this network models; commitHash names this network and there is
+// no build time.
 func (n *Network) rpcGetVersionInfo(_ *http.Request, _ json.RawMessage) (any, error) {
 	return protocol.GetVersionInfoResponse{
-		Version:            rpcVersion,
-		CaptiveCoreVersion: rpcVersion,
+		Version:            n.RPCVersion().Release(),
+		CommitHash:         "stellarsim",
+		CaptiveCoreVersion: coreVersionString,
 		ProtocolVersion:    protocolVersion,
 	}, nil
 }

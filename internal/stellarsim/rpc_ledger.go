@@ -40,13 +40,28 @@ func (n *Network) rpcGetNetwork(r *http.Request, _ json.RawMessage) (any, error)
 	}, nil
 }
 
+// getLatestLedgerV24 is getLatestLedger's answer before stellar-rpc v25.0.0
+// (v24.0.0 get_latest_ledger.go: id, protocolVersion and sequence; no close
+// time, header or meta).
+type getLatestLedgerV24 struct {
+	Hash            string `json:"id"`
+	ProtocolVersion uint32 `json:"protocolVersion"`
+	Sequence        uint32 `json:"sequence"`
+}
+
 // rpcGetLatestLedger follows stellar-rpc (cmd/stellar-rpc/internal/methods/get_latest_ledger.go,
 // NewGetLatestLedgerHandler): headerXdr is the bare LedgerHeader (not the history entry that
 // getLedgers sends) and metadataXdr the ledger's LedgerCloseMeta. The ledger is the one the
-// answering instance shows (viewOf: visibility lag and read faults).
+// answering instance shows (viewOf: visibility lag and read faults). Under the v23 and v24
+// profiles the answer has no closeTime, headerXdr or metadataXdr (versions.go).
 func (n *Network) rpcGetLatestLedger(r *http.Request, _ json.RawMessage) (any, error) {
 	n.mu.Lock()
 	latest := n.ledgerInfo(n.viewOf(r, "rpc").latest)
+	if !n.rpcVersion.latestHasCloseTime() {
+		hdr := n.ledgerHeaderLocked(latest.Sequence)
+		n.mu.Unlock()
+		return getLatestLedgerV24{Hash: hex.EncodeToString(hdr.Hash[:]), ProtocolVersion: protocolVersion, Sequence: latest.Sequence}, nil
+	}
 	hdr := n.ledgerHeaderLocked(latest.Sequence)
 	metaXDR, err := n.closeMetaXDRLocked(latest.Sequence)
 	n.mu.Unlock()

@@ -77,10 +77,16 @@ func (n *Network) rpcGetTransaction(r *http.Request, params json.RawMessage) (an
 		return resp, nil
 	}
 	if a.Ledger > view.served && n.takeReadOrder(a.Ledger, view.latest) {
-		// The transaction was read before its ledger's ingestion committed,
-		// the ledger range after (FaultReadOrder).
-		resp.Status = protocol.TransactionStatusNotFound
-		return resp, nil
+		if !n.rpcVersion.rangeReadFirst() {
+			// The transaction was read before its ledger's ingestion committed,
+			// the ledger range after (FaultReadOrder).
+			resp.Status = protocol.TransactionStatusNotFound
+			return resp, nil
+		}
+		// Before v25.1.0 the range was read first (versions.go): the range
+		// from before the ledger's ingestion committed, the transaction after.
+		before := n.ledgerInfo(a.Ledger - 1)
+		resp.LatestLedger, resp.LatestLedgerCloseTime = before.Sequence, before.CloseTime.Unix()
 	}
 	resp.Status = a.Status
 	// stellar-rpc reports the envelope's own hash: the outer one for a fee bump.

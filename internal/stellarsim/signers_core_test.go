@@ -28,7 +28,8 @@ import (
 // KMS key (SetOptions removing the old key) while a channel's payment signed by the old key is
 // queued.
 func TestApplyTimeSignatureCheckIncludesFailed(t *testing.T) {
-	e := newEnv(t, stellarsim.Options{})
+	// The removal must apply first: submission order (core shuffles the set: txset.go, applyOrder).
+	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmissionOrder: true}})
 	vault := e.funded(1000 * xlm)
 	channel := e.funded(10 * xlm)
 	wallet := e.funded(10 * xlm)
@@ -200,7 +201,8 @@ func TestSponsoredSignerReserveIsTheSponsors(t *testing.T) {
 // fee bump in the set whose fee source's signer an earlier transaction of the same ledger removed
 // is therefore applied, and its payment made.
 func TestFeeBumpOuterSignaturesNotJudgedAtApply(t *testing.T) {
-	e := newEnv(t, stellarsim.Options{})
+	// The removal must apply first: submission order (core shuffles the set: txset.go, applyOrder).
+	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmissionOrder: true}})
 	payer := e.funded(100 * xlm)
 	src := e.funded(10 * xlm)
 	wallet := e.funded(10 * xlm)

@@ -11,9 +11,11 @@ type checkCtx struct {
 	closeTime   int64  // unix seconds
 	upperOffset int64  // seconds added to closeTime for the maxTime check (TransactionFrame::isTooLate)
 	ledgerSeq   uint32 // sequence of the ledger it would be in
-	// applying is the check of a transaction of the set as it is applied: a fee bump's own
-	// signatures are not judged again (FeeBumpTransactionFrame::apply applies the inner
-	// transaction; its fee was charged with the set's).
+	// applying is the check of a transaction of the set as it is applied (applyTx), its fee
+	// already charged with the set's: a transaction's source fails txINSUFFICIENT_BALANCE only
+	// below its reserve (TransactionFrame::commonValid: feeToPay 0 when applying), and a fee
+	// bump's outer transaction is not judged at all (FeeBumpTransactionFrame::apply applies the
+	// inner transaction with chargeFee false).
 	applying bool
 }
 
@@ -28,6 +30,12 @@ func (n *Network) checkTx(t *txInfo, c checkCtx) *txError {
 		}
 		return &txError{result: simpleResult(fee, code, ops), code: code}
 	}
+	if c.applying {
+		if code, ops := n.checkInner(t, c, false); code != xdr.TransactionResultCodeTxSuccess {
+			return &txError{result: feeBumpResult(fee, t.innerRaw, code, ops), code: xdr.TransactionResultCodeTxFeeBumpInnerFailed, inner: code}
+		}
+		return nil
+	}
 	fail := func(code xdr.TransactionResultCode) *txError {
 		return &txError{result: simpleResult(fee, code, nil), code: code}
 	}
@@ -41,7 +49,7 @@ func (n *Network) checkTx(t *txInfo, c checkCtx) *txError {
 	}
 	outer := newSigSet(t.fullRaw, t.env.FeeBumpSignatures())
 	// FeeBumpTransactionFrame::commonValid: the fee source's low threshold.
-	if !c.applying && !outer.authorizes(t.feeSource, feeAcct, thLow) {
+	if !outer.authorizes(t.feeSource, feeAcct, thLow) {
 		return fail(xdr.TransactionResultCodeTxBadAuth)
 	}
 	if feeAcct.balance-minBalance(feeAcct, n.opts.BaseReserve) < t.outerFee {
@@ -49,7 +57,7 @@ func (n *Network) checkTx(t *txInfo, c checkCtx) *txError {
 	}
 	// FeeBumpTransactionFrame::checkValidImpl: the outer signatures' extras are judged before the
 	// inner transaction.
-	if !c.applying && !outer.allUsed() {
+	if !outer.allUsed() {
 		return fail(xdr.TransactionResultCodeTxBadAuthExtra)
 	}
 	if code, ops := n.checkInner(t, c, false); code != xdr.TransactionResultCodeTxSuccess {
@@ -123,7 +131,13 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 	if !sigs.authorizes(t.source, src, thLow) {
 		return xdr.TransactionResultCodeTxBadAuth, nil
 	}
-	if chargeFee && src.balance-minBalance(src, n.opts.BaseReserve) < t.innerFee {
+	// TransactionFrame::commonValid: the fee still to pay must leave the source at or above its
+	// reserve; when applying it was charged already (feeToPay 0).
+	feeToPay := t.innerFee
+	if c.applying {
+		feeToPay = 0
+	}
+	if chargeFee && src.balance-minBalance(src, n.opts.BaseReserve) < feeToPay {
 		return xdr.TransactionResultCodeTxInsufficientBalance, nil
 	}
 	results := make([]xdr.OperationResult, len(t.ops))

@@ -92,10 +92,17 @@
 //     answer was lost, or a take-over or reconciliation re-sends, no refusal proves anything: an
 //     included envelope is answered TRY_AGAIN_LATER or txBAD_SEQ too. This assumes nothing
 //     between the service and the node re-sends a POST by itself.
+//
 //   - ProvenDead: its hashes are NOT_FOUND, a ledger whose close time is after its maxTime had
 //     closed before the search began (Lookup.LatestLedger), and either the search's history
 //     reaches back to the ledger seen before the first send, or its source account's sequence
 //     number, read at or after that ledger, is still below the envelope's. Never the local clock.
+//
+//   - An inclusion FAILED after stellar-core's sequence check (op_underfunded,
+//     tx_insufficient_balance, any operation failure): its sequence number is consumed and a
+//     transaction applies at most once, so nothing can land under it again. It is stored as a
+//     rejection, or, when the paying side lacked funds (SourceShortfall), its key is released
+//     (releaseShortfall).
 //
 // Which RPC and Horizon deployments can give each corroboration is README.md's "Which RPC and
 // Horizon deployments the proof supports". Anything else that may have reached the network is
@@ -113,13 +120,21 @@
 //     above the cap now, which a rebuild within the same second cannot change.
 //   - Send answers PENDING or DUPLICATE: await the ledger.
 //   - Send answers TRY_AGAIN_LATER or ERROR with a code on a first send: released, 503 RPC_ERROR
-//     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken). On a
-//     re-send: nothing is proven, await the ledger.
+//     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken;
+//     FEE_ACCOUNT_UNDERFUNDED or VAULT_UNDERFUNDED, paging, for txINSUFFICIENT_BALANCE: the fee
+//     payer cannot pay this fee on top of those it has queued). On a re-send: nothing is proven,
+//     await the ledger.
 //   - Send fails with ErrNotSent (or the breaker is open): nothing reached the network; send again. If no send
 //     ever left, the key is released: 503 NETWORK_UNAVAILABLE.
 //   - Send fails any other way (timeout, EOF after the request was written, HTTP 5xx,
 //     ErrUnexpectedAnswer): the envelope may be on the network; the same envelope is re-sent.
-//   - Lookup SUCCESS: replayable, 200. FAILED: rejected, 422 TRANSACTION_FAILED.
+//   - Lookup SUCCESS: replayable, 200. FAILED on the destination's side (op_no_trust,
+//     op_not_authorized, op_line_full, op_no_destination, anything not below): rejected, 422
+//     TRANSACTION_FAILED. FAILED because the paying side lacked funds (SourceShortfall:
+//     op_underfunded, tx_insufficient_balance): released, 503 VAULT_UNDERFUNDED or
+//     FEE_ACCOUNT_UNDERFUNDED, and it pages (an ERROR line with "alert"); no new envelope in the
+//     same call. Safe because the included envelope's sequence number is consumed and it can
+//     never apply again (releaseShortfall).
 //   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).
 //   - The budget ends with the envelope undecided: in_doubt, 409 TRANSFER_IN_DOUBT with the
 //     failing code (TRANSFER_TIMEOUT, SUBMISSION_FAILED, INTERNAL_ERROR; LEASE_EXPIRED for a

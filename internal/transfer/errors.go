@@ -50,6 +50,14 @@ const (
 	CodeChannelsBusy = "CHANNELS_BUSY"
 	// CodeSigningKeysUnavailable: the signing keys could not be loaded; nothing was signed.
 	CodeSigningKeysUnavailable = "SIGNING_KEYS_UNAVAILABLE"
+	// CodeVaultUnderfunded: the vault could not cover the transfer (its balance of the asset, or
+	// of XLM for the fee while it is the transaction's source); nothing moved and the key is free.
+	// Retry with the same key once the vault is funded. It pages (alert "vault-underfunded").
+	CodeVaultUnderfunded = "VAULT_UNDERFUNDED"
+	// CodeFeeAccountUnderfunded: the fee account could not pay the fee of the transfer's fee bump
+	// on top of the fees it already has queued; nothing moved and the key is free. Retry with the
+	// same key once the fee account is funded. It pages (alert "fee-account-underfunded").
+	CodeFeeAccountUnderfunded = "FEE_ACCOUNT_UNDERFUNDED"
 	// CodeFeeAboveCap: the fee the network needs now (its recent fees, or the fee it named when
 	// it refused a transaction as paying too little) is above MAX_FEE_STROOPS; nothing was sent
 	// and the key is free. RetryAfter is when that figure may have moved.

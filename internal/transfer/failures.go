@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -51,13 +52,22 @@ func prepareFailure(err error) error {
 	return &UnavailableError{Code: CodeRPCError, Detail: "the transaction could not be prepared; nothing was submitted", Err: err}
 }
 
-// refused is the answer to a first send the network refused before inclusion (nothing moved, the
-// key is released): CHANNELS_BUSY with the ledger's Retry-After when the refusal says the
-// transaction source's queue slot is taken (SendResult.SourceBusy), else RPC_ERROR.
-func refused(res SendResult) *UnavailableError {
+// refused is the answer to a first send of env the network refused before inclusion (nothing
+// moved, the key is released): CHANNELS_BUSY with the ledger's Retry-After when the refusal says
+// the transaction source's queue slot is taken (SendResult.SourceBusy); FEE_ACCOUNT_UNDERFUNDED
+// (a fee bump) or VAULT_UNDERFUNDED (the vault pays its own fee) when the fee payer cannot pay
+// the fee on top of the fees it has queued (ERROR txINSUFFICIENT_BALANCE: stellar-core's
+// TransactionQueue::canAdd, or checkValid's fee check); else RPC_ERROR.
+func refused(res SendResult, env Envelope) *UnavailableError {
 	if res.Status == SendTryAgainLater && res.SourceBusy > 0 {
 		return &UnavailableError{Code: CodeChannelsBusy, RetryAfter: res.SourceBusy,
 			Detail: "the transaction source account is busy with another transfer; nothing moved"}
+	}
+	if res.Status == SendError && res.Code == "txINSUFFICIENT_BALANCE" {
+		if env.OuterHash != "" {
+			return underfunded(CodeFeeAccountUnderfunded, "the fee account cannot pay the network fee on top of the fees it has queued (txINSUFFICIENT_BALANCE); nothing moved")
+		}
+		return underfunded(CodeVaultUnderfunded, "the vault cannot pay the network fee above its reserve (txINSUFFICIENT_BALANCE); nothing moved")
 	}
 	detail := "the network refused the transaction before inclusion; nothing moved"
 	if res.Code != "" {
@@ -76,4 +86,58 @@ func sourceBusy(err error) bool {
 
 func expired() *UnavailableError {
 	return &UnavailableError{Code: CodeTransactionExpired, Detail: "the transaction expired without landing; nothing moved", RetryAfter: time.Second}
+}
+
+// underfundedRetryAfter is the Retry-After of VAULT_UNDERFUNDED and FEE_ACCOUNT_UNDERFUNDED: an
+// operator has to fund the account, which takes longer than a ledger.
+const underfundedRetryAfter = time.Minute
+
+func underfunded(code, detail string) *UnavailableError {
+	return &UnavailableError{Code: code, Detail: detail, RetryAfter: underfundedRetryAfter}
+}
+
+// isUnderfunded reports whether err is VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED.
+func isUnderfunded(err error) bool { return underfundedCode(err) != "" }
+
+// underfundedCode is err's code if it is VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED, else "".
+func underfundedCode(err error) string {
+	var u *UnavailableError
+	if errors.As(err, &u) && (u.Code == CodeVaultUnderfunded || u.Code == CodeFeeAccountUnderfunded) {
+		return u.Code
+	}
+	return ""
+}
+
+// SourceShortfall judges a FAILED inclusion of env by its result codes (Lookup.ResultCodes:
+// Horizon's spelling, a fee bump's inner codes; README.md, "When the ledger answers FAILED"). It
+// returns the code of the retryable answer when the paying side lacked funds, and "" for any other
+// failure, which is stored as a terminal rejection (TRANSACTION_FAILED) with the ledger's codes:
+//
+//   - tx_failed with op_underfunded: the payment's source, the vault, lacks the asset:
+//     VAULT_UNDERFUNDED.
+//   - tx_insufficient_balance: the transaction's source was left below its reserve after the fees
+//     were charged (stellar-core's TransactionFrame::commonValid at apply). Without a fee bump the
+//     vault pays its own fee: VAULT_UNDERFUNDED; a fee bump's inner transaction is never judged so
+//     (FeeBumpTransactionFrame::apply), but if it were, the fee account is the one to fund:
+//     FEE_ACCOUNT_UNDERFUNDED.
+//
+// Destination-side codes (op_no_trust, op_not_authorized, op_line_full, op_no_destination) and
+// everything else return "". A fee bump whose fee account was charged short is not a failure:
+// its inner transaction still runs.
+func SourceShortfall(env Envelope, lk Lookup) string {
+	if lk.Status != LookupFailed || len(lk.ResultCodes) == 0 {
+		return ""
+	}
+	switch lk.ResultCodes[0] {
+	case "tx_insufficient_balance":
+		if env.OuterHash != "" {
+			return CodeFeeAccountUnderfunded
+		}
+		return CodeVaultUnderfunded
+	case "tx_failed":
+		if slices.Contains(lk.ResultCodes[1:], "op_underfunded") {
+			return CodeVaultUnderfunded
+		}
+	}
+	return ""
 }

@@ -135,7 +135,11 @@ type fakeLedger struct {
 	// script, when set, decides a send's answer; accept says whether the envelope is queued.
 	script     func(n int, env transfer.Envelope) (res transfer.SendResult, accept bool, err error)
 	failResult func(env transfer.Envelope) bool // land as FAILED
+	// failCodes are a FAILED transaction's result codes; nil: a destination-side failure
+	// (tx_failed, op_no_trust), stored as a rejection.
+	failCodes  []string
 	prepareErr error
+	feeBump    bool // Prepare wraps its envelopes in a fee bump (an outer hash)
 	lookupErr  error
 	hang       bool // sends hang until their context ends
 	noClose    bool // ledgers stall
@@ -185,7 +189,11 @@ func (l *fakeLedger) Prepare(_ context.Context, req transfer.Request, terms tran
 	}
 	l.prepares++
 	h := fmt.Sprintf("%064x", l.prepares)
-	return transfer.Envelope{XDR: "xdr-" + h, InnerHash: h, MaxTime: maxTime.Unix(), SubmittedLedger: l.latest, Channel: "GVAULT", FeeStroops: 100}, nil
+	env := transfer.Envelope{XDR: "xdr-" + h, InnerHash: h, MaxTime: maxTime.Unix(), SubmittedLedger: l.latest, Channel: "GVAULT", FeeStroops: 100}
+	if l.feeBump {
+		env.OuterHash = fmt.Sprintf("%064x", 1<<40+l.prepares)
+	}
+	return env, nil
 }
 
 func (l *fakeLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.SendResult, error) {
@@ -226,7 +234,10 @@ func (l *fakeLedger) Lookup(_ context.Context, env transfer.Envelope) (transfer.
 		lk.Status = transfer.LookupSuccess
 		if got.failed {
 			lk.Status = transfer.LookupFailed
-			lk.ResultCodes = []string{"tx_failed", "op_underfunded"}
+			lk.ResultCodes = []string{"tx_failed", "op_no_trust"}
+			if l.failCodes != nil {
+				lk.ResultCodes = l.failCodes
+			}
 		}
 	}
 	return lk, nil

@@ -163,9 +163,11 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 				a.freed = rec.ClaimID
 			}
 			lastRefusal = err
-			if freed && sourceBusy(err) {
+			if freed && (sourceBusy(err) || isUnderfunded(err)) {
 				// A busy source (CHANNELS_BUSY) is answered at once: it stays busy for about a
-				// ledger, and the caller is told when to come back, with its key free.
+				// ledger, and the caller is told when to come back, with its key free. So is an
+				// account that cannot pay (VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED): a new
+				// envelope would fail the same way until an operator funds it.
 				return out, o.freeOwnLeftover(ctx, a, err)
 			}
 			if freed && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {

@@ -243,7 +243,7 @@ func TestFailedTransactionIsStoredAndReplayed(t *testing.T) {
 	h.ledger.failResult = func(transfer.Envelope) bool { return true }
 	_, err := h.orch.Transfer(context.Background(), input("order-0008", "5"))
 	var r *transfer.RejectedError
-	if !errors.As(err, &r) || r.Problem().Status != 422 || strings.Join(r.ResultCodes, ",") != "tx_failed,op_underfunded" {
+	if !errors.As(err, &r) || r.Problem().Status != 422 || strings.Join(r.ResultCodes, ",") != "tx_failed,op_no_trust" {
 		t.Fatalf("err = %#v", err)
 	}
 	_, err2 := h.orch.Transfer(context.Background(), input("order-0008", "5"))

@@ -29,6 +29,22 @@ const DefaultMaxKeyLength = 255
 // MinKeyLength is the shortest idempotency key accepted (README.md, "The HTTP API").
 const MinKeyLength = 8
 
+// MaxKeyLengthBound is the largest TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH allowed: the longest
+// client key whose every DynamoDB key attribute stays within DynamoDB's limits (Amazon DynamoDB
+// Developer Guide, "Constraints in Amazon DynamoDB", "Partition keys and sort keys": a partition
+// key value is at most 2,048 bytes, a sort key value at most 1,024). A client key of n characters
+// is n bytes (keyCharset is ASCII) and is held by these key attributes (internal/dynamo/doc.go,
+// "Table layout"):
+//
+//	pk      table partition key  StoreKey: "transfer:" + 16 hex + ":" + key       26 + n <= 2,048
+//	gsi1sk  gsi1 sort key        "2006-01-02T15:04:05.000Z" + "#" + StoreKey      51 + n <= 1,024
+//	gsi2sk  gsi2 sort key        the same form as gsi1sk                          51 + n <= 1,024
+//
+// gsi1pk and gsi2pk never hold it (a partition name; a hash of the wallet). The sort keys bind:
+// n <= 1,024 - 51 = 973. internal/dynamo's tests rebuild both sort keys at this length and one
+// more, so a change of the key layout that breaks the bound fails there.
+const MaxKeyLengthBound = 973
+
 // RawRequest is a transfer request as the client sent it, before validation.
 type RawRequest struct {
 	OperationType string `json:"operationType"`
@@ -100,13 +116,15 @@ var keyCharset = regexp.MustCompile(`^[A-Za-z0-9._:~-]+$`)
 var amountPattern = regexp.MustCompile(`^\d+(\.\d+)?$`)
 
 // ParseKey validates a client's Idempotency-Key: MinKeyLength to MaxKeyLength characters of
-// [A-Za-z0-9._:~-] (README.md, "The HTTP API"). Errors: *ValidationError with
-// IDEMPOTENCY_KEY_MISSING or IDEMPOTENCY_KEY_INVALID (400).
+// [A-Za-z0-9._:~-] (README.md, "The HTTP API"). A MaxKeyLength above MaxKeyLengthBound counts as
+// MaxKeyLengthBound (the configuration refuses it; a longer key could not be stored). Errors:
+// *ValidationError with IDEMPOTENCY_KEY_MISSING or IDEMPOTENCY_KEY_INVALID (400).
 func (r Rules) ParseKey(key string) (string, error) {
 	max := r.MaxKeyLength
 	if max <= 0 {
 		max = DefaultMaxKeyLength
 	}
+	max = min(max, MaxKeyLengthBound)
 	switch {
 	case key == "":
 		return "", badRequest(CodeKeyMissing, "Idempotency-Key", "the Idempotency-Key header is required")
@@ -258,6 +276,20 @@ func toStroops(whole, frac string) (int64, bool) {
 func StoreKey(wallet, clientKey string) string {
 	sum := sha256.Sum256([]byte(strings.ToUpper(wallet)))
 	return "transfer:" + hex.EncodeToString(sum[:])[:16] + ":" + clientKey
+}
+
+// storeKeyShape is StoreKey's form for any wallet and any key ParseKey can accept under
+// MaxKeyLengthBound: "transfer:", 16 lower-case hex, ":", MinKeyLength to MaxKeyLengthBound
+// characters of the key alphabet.
+var storeKeyShape = regexp.MustCompile(`^transfer:[0-9a-f]{16}:[A-Za-z0-9._:~-]{` +
+	strconv.Itoa(MinKeyLength) + `,` + strconv.Itoa(MaxKeyLengthBound) + `}$`)
+
+// ValidStoreKey reports whether pk has the form StoreKey gives a client key that obeys the key
+// rules at the largest configurable length (MaxKeyLengthBound). It does not say which wallet the
+// key belongs to: compare with StoreKey(wallet, "") for that. A lowered
+// TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH does not make stored keys invalid, so neither does it here.
+func ValidStoreKey(pk string) bool {
+	return storeKeyShape.MatchString(pk)
 }
 
 // Fingerprint is the hex sha256 of the canonical request. Two calls with one key and different

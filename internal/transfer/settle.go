@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -41,7 +42,8 @@ type Settlement struct {
 // Settle judges rec, an in_doubt item or an in_flight item whose lease expired, from the ledger
 // and writes only what the ledger proves (doc.go, "Proof rules"), conditional on rec exactly as read
 // (Expect: its incarnation, status, version, lease owner and envelope), so a stale reader can never
-// touch a later claim of the key: SUCCESS -> replayable; FAILED -> rejected; proven dead or never sent -> released
+// touch a later claim of the key: SUCCESS -> replayable; FAILED -> rejected, unless the vault or the
+// fee account lacked funds (SourceShortfall): then released, and it pages; proven dead or never sent -> released
 // (an async item: requeued, ResolvedRequeued); an
 // expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. It is
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
@@ -73,6 +75,16 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 		return Settlement{}, err
 	}
 	switch {
+	case SourceShortfall(env, lk) != "":
+		// Included FAILED because the vault or the fee account lacked funds: nothing moved and
+		// the envelope can never land again (releaseShortfall says why that makes the release
+		// safe). The key is freed, conditional on rec as read, and the shortfall pages.
+		if err := o.free(ctx, rec); err != nil {
+			return Settlement{Lookup: &lk}, err
+		}
+		o.Ledger.Done(ctx, env)
+		o.pageUnderfunded(ctx, rec, SourceShortfall(env, lk), fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
+		return o.freed(rec, &lk), nil
 	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
 		next := SettledRecord(rec, lk, now, o.settings().KeyTTL)
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {

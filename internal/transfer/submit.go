@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,9 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 		return err
 	})
 	end(err)
+	if code := underfundedCode(err); code != "" {
+		o.pageUnderfunded(ctx, rec, code, "refused before sending: "+err.Error())
+	}
 	var refusal *ValidationError
 	if err != nil && rec.Async && errors.As(err, &refusal) {
 		// The client's mistake, which no run can change (queued.go, rejectQueued): an async item
@@ -107,7 +111,11 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 			case err == nil && RefusedBeforeInclusion(res, maybeDelivered):
 				o.release(ctx, rec)
 				o.Ledger.Done(ctx, env)
-				return Outcome{}, true, refused(res)
+				refusal := refused(res, env)
+				if isUnderfunded(refusal) {
+					o.pageUnderfunded(ctx, rec, refusal.Code, "the network refused the first send: "+res.Code)
+				}
+				return Outcome{}, true, refusal
 			case err == nil:
 				// PENDING or DUPLICATE, or a refusal of a re-send, which proves nothing.
 				maybeDelivered = true
@@ -167,6 +175,9 @@ func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk 
 		return Outcome{}, false, err
 	}
 	env := *rec.Envelope
+	if code := SourceShortfall(env, lk); code != "" {
+		return Outcome{}, true, o.releaseShortfall(ctx, rec, lk, code)
+	}
 	next := settled(rec, lk, o.Clock.Now(), a.settings.KeyTTL)
 	sctx, end := o.observer().StartStep(ctx, TraceSettle)
 	err := ReplaceItem(sctx, o.Store, rec, next)
@@ -181,6 +192,58 @@ func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk 
 		return Outcome{TransactionHash: env.InnerHash, Ledger: lk.Ledger}, false, nil
 	}
 	return Outcome{}, false, storedRejection(next)
+}
+
+// releaseShortfall frees the key of rec, whose envelope the ledger included FAILED because the
+// paying side lacked funds (SourceShortfall gave code), pages, and returns the retryable answer.
+//
+// Releasing after a FAILED inclusion is safe because nothing can land under that envelope ever
+// again (doc.go, "Proof rules": a new envelope only once the previous one is proven dead): the
+// failure came after stellar-core's sequence check (op_underfunded in applyOperations,
+// txINSUFFICIENT_BALANCE in TransactionFrame::commonValid's kInvalidPostAuth), so
+// TransactionFrame::processSeqNum consumed the envelope's sequence number, and a transaction
+// applies at most once: its source's sequence number is now at or past the envelope's, which
+// every later submission of the same hash fails (txBAD_SEQ). Nothing moved: a FAILED
+// transaction's operations are rolled back, only the fee was charged. The write is the release of
+// doc.go, "The item" and "Incarnations": conditional on the incarnation, status, version, lease
+// owner and inner hash as read (free -> DeleteItem(Expect(rec)); an async item is requeued).
+func (o *Orchestrator) releaseShortfall(ctx context.Context, rec Record, lk Lookup, code string) error {
+	env := *rec.Envelope
+	if err := o.release(ctx, rec); err != nil {
+		o.log().WarnContext(ctx, "releasing the key after a source-side failure failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
+	}
+	o.Ledger.Done(ctx, env)
+	o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
+	who := "the vault lacks the funds"
+	if code == CodeFeeAccountUnderfunded {
+		who = "the fee account lacks the funds"
+	}
+	return underfunded(code, fmt.Sprintf("%s: the transaction was included in ledger %d and failed (%s); nothing moved and it can never land: retry with the same key once the account is funded",
+		who, lk.Ledger, strings.Join(lk.ResultCodes, ", ")))
+}
+
+// Alert names of the pages for an account that cannot pay (README.md, "Operating it").
+const (
+	AlertVaultUnderfunded      = "vault-underfunded"
+	AlertFeeAccountUnderfunded = "fee-account-underfunded"
+)
+
+// pageUnderfunded writes the ERROR line that pages when the vault or the fee account could not
+// pay for rec (code VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED); why says what the ledger
+// answered. The call's Report carries the code into transfer_orchestration_failure_total, which
+// the template's alarm watches.
+func (o *Orchestrator) pageUnderfunded(ctx context.Context, rec Record, code, why string) {
+	alert := AlertVaultUnderfunded
+	if code == CodeFeeAccountUnderfunded {
+		alert = AlertFeeAccountUnderfunded
+	}
+	attrs := []any{"alert", alert, "code", code, "why", why, "storeKey", rec.StoreKey,
+		"walletAddress", rec.Request.WalletAddress, "operationType", string(rec.Request.OperationType),
+		"amount", rec.Request.Amount, "asset", rec.Request.Asset, "idempotencyKey", rec.ClientKey, "traceId", rec.TraceID}
+	if rec.Envelope != nil {
+		attrs = append(attrs, "innerHash", rec.Envelope.InnerHash, "outerHash", rec.Envelope.OuterHash)
+	}
+	o.log().ErrorContext(ctx, "an account cannot pay for transfers; fund it", attrs...)
 }
 
 // settled is rec after the ledger included its envelope: replayable on SUCCESS, rejected on

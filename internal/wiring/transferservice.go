@@ -23,7 +23,8 @@ import (
 // a network that cannot be read leaves the check pending (logged at ERROR). Only public keys
 // are logged. With sends, the async queue (QUEUE_URL; none when empty: Prefer: respond-async is
 // then ignored) is wired for the API's 202s; with QUEUE_URL set, Service.Redelivery is the SQS
-// client on it, for the submitter's backoff. Any failure ends the init (Init.Check).
+// client on it, for the submitter's backoff. The Stellar backend's network and release are checked
+// (Init.CheckBackend). Any failure ends the init (Init.Check).
 func (in *Init) TransferService(sends bool) *Service {
 	cfg, err := config.Load(os.Getenv)
 	in.Check("invalid configuration", err)
@@ -54,6 +55,7 @@ func (in *Init) TransferService(sends bool) *Service {
 	}
 	svc, err := Build(deps)
 	in.Check("assembling the service", err)
+	in.CheckBackend(svc.Ledger)
 	if check != nil {
 		check.Ledger = svc.Ledger
 		in.checkSigners(ctx, check)
