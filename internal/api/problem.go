@@ -77,6 +77,7 @@ var titles = map[string]string{
 	transfer.CodeVaultUnderfunded:       "Vault underfunded",
 	transfer.CodeFeeAccountUnderfunded:  "Fee account underfunded",
 	transfer.CodeConfigurationInvalid:   "Configuration invalid",
+	transfer.CodeFeeAboveCap:            "Network fee above the cap",
 	transfer.CodeLeaseExpired:           "Lease expired",
 	transfer.CodeLimitInvalid:           "Page size invalid",
 	transfer.CodeCursorInvalid:          "Cursor invalid",

@@ -13,6 +13,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // awsMetric is what AWS publishes in one namespace: the metric names the template may use and
@@ -332,5 +333,32 @@ func TestMetricChecksCanFail(t *testing.T) {
 	if got := expressionRefs("x", `SELECT MIN(transfer_orchestration_balance) FROM SCHEMA(TransferOrchestration, account, asset) WHERE account = 'vault'`); len(got) != 1 ||
 		got[0].name != metrics.Balance || !slices.Equal(got[0].dims, []string{"account", "asset"}) {
 		t.Errorf("Metrics Insights query read as %+v", got)
+	}
+}
+
+// FEE_ABOVE_CAP pages: an alarm notifying AlertTopic sums the failure counter (with the exact
+// dimension set the code writes it with) over the transfers answered with that code.
+func TestFeeAboveCapPages(t *testing.T) {
+	tpl := load(t)
+	where := regexp.MustCompile(`WHERE\s+code\s*=\s*'` + transfer.CodeFeeAboveCap + `'`)
+	found := false
+	for id, rs := range alarmRefs(t, tpl) {
+		for _, r := range rs {
+			if r.namespace != metrics.Namespace || r.name != metrics.FailureTotal {
+				continue
+			}
+			for _, p := range checkRef(tpl, r) {
+				t.Error(p)
+			}
+			list, _ := tpl.Resources[id].Properties["Metrics"].([]any)
+			for _, q := range list {
+				if expr, ok := get(t, q, "Expression").(string); ok && where.MatchString(expr) {
+					found = true
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no alarm counts %s answered %s", metrics.FailureTotal, transfer.CodeFeeAboveCap)
 	}
 }

@@ -56,6 +56,12 @@ func TestGolden(t *testing.T) {
 			w.Finished(context.Background(), transfer.Report{Operation: transfer.Withdraw, Outcome: transfer.OutcomeInDoubt,
 				Classification: transfer.Indeterminate, Code: "TRANSFER_TIMEOUT", Duration: 45 * time.Second})
 		}},
+		{"fee_above_cap", func(w *metrics.Writer) {
+			// The network's fee above MAX_FEE_STROOPS: counted by its own code, which the
+			// fee-above-cap alarm sums.
+			w.Finished(context.Background(), transfer.Report{Operation: transfer.Withdraw, Outcome: transfer.OutcomeFailed,
+				Classification: transfer.Retryable, Code: transfer.CodeFeeAboveCap, Duration: 35 * time.Millisecond})
+		}},
 		{"gauge", func(w *metrics.Writer) {
 			w.InDoubtGauge(context.Background(), 3)
 			w.InDoubtGauge(context.Background(), 0)

@@ -24,6 +24,13 @@
 // RPCLedger reads that ledger's close time with getLedgers (rpcLatest), which keeps the proof of
 // death sound whichever order getTransaction reads in.
 //
+// Fees (fees.go): each envelope bids, per operation slot, the highest of the base fee, its
+// surge-pricing lane's recent fees at FEE_PERCENTILE (RPC getFeeStats inclusionFee for payments,
+// sorobanInclusionFee for contract calls; Horizon /fee_stats fee_charged) and the fee the network
+// last named in a txINSUFFICIENT_FEE answer (its feeCharged, for FeeHintTTL). A rate that does
+// not fit MAX_FEE_STROOPS is refused before anything is signed: 503 FEE_ABOVE_CAP. bidRate is
+// the one place the rate is computed (a replacement by fee would pass its minimum there).
+//
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.
 package stellar

@@ -6,139 +6,292 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
+
+// How an envelope's fee is bid. stellar-core fills each ledger per surge-pricing lane (classic
+// operations; Soroban transactions) with the highest fee rates (inclusion fee per operation, a fee
+// bump counting one operation more: TransactionFrameBase::getNumOperations) and, when a lane left
+// a valid transaction out, charges every transaction it took the lowest included rate
+// (src/herder/SurgePricingUtils.cpp, TxSetUtils computeLaneBaseFee): a bid is the most an
+// envelope pays, not what it pays, so bidding above the clearing rate costs (nearly) nothing.
+// A bid below it waits in the queue, is evicted by higher bids or aged out after 4 ledgers
+// (TRANSACTION_QUEUE_TIMEOUT_LEDGERS) and banned, and the transfer then waits for its maxTime.
+//
+// The rate per operation slot is therefore the highest of:
+//   - the base fee (BaseFeeStroops);
+//   - the lane's recent fees at FEE_PERCENTILE: RPC getFeeStats inclusionFee for classic
+//     payments, sorobanInclusionFee for contract calls; Horizon /fee_stats fee_charged;
+//   - the fee the network last named for the lane (a txINSUFFICIENT_FEE answer's feeCharged,
+//     refusedAsTooLow), for FeeHintTTL;
+//   - a floor the caller sets (a replacement by fee would pass core's 10x rule here).
+//
+// When that rate does not fit MAX_FEE_STROOPS the transfer is answered FEE_ABOVE_CAP at once and
+// nothing is sent: an envelope capped below the market would only sit in the queue until it is
+// evicted.
+//
+// stellar-rpc's classic window divides a fee bump's charge by its inner operations alone
+// (cmd/stellar-rpc/internal/feewindow/feewindow.go, FeeWindows.IngestFees: feeCharged /
+// len(tx.Envelope.Operations())), where core divides by one more, so a one-payment fee bump
+// enters the window at twice its rate; sorobanInclusionFee likewise holds a fee bump's whole
+// inclusion fee, over two slots. The figure is used as it is, as a rate per slot: it is at most
+// (ops+1)/ops too high, which raises the bid only (charged at the clearing rate all the same),
+// never lowers it below what the market pays; the price is that FEE_ABOVE_CAP can answer while
+// the true clearing rate is up to half the cap per slot when the window is all one-operation fee
+// bumps: give MAX_FEE_STROOPS that headroom. Deflating the figure instead would underbid a window
+// of plain transactions by as much, and an underbid is the failure this avoids. Horizon counts the
+// bump as core does (history.Q.FeeStats: operation_count + 1), but its fee_charged mixes Soroban
+// transactions in, resource fee included, which can raise its high percentiles the same way.
 
 // FeeStatsTTL is how long the network's fee statistics are reused: about one ledger, the rate at
 // which they change.
 const FeeStatsTTL = 5 * time.Second
 
-// validPercentile reports whether p is a percentile both fee stats APIs publish (RPC getFeeStats
-// inclusionFee and Horizon /fee_stats fee_charged: p10 ... p90, p95, p99).
-func validPercentile(p int) bool {
-	return slices.Contains([]int{10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99}, p)
-}
+// FeeHintTTL is how long the fee the network named in a txINSUFFICIENT_FEE answer holds, in
+// ledgers (DefaultLedgerInterval each): after TRANSACTION_QUEUE_TIMEOUT_LEDGERS (4) every
+// transaction queued when it was named has been included, evicted or aged out, so the queue it
+// described is gone; the fee stats have caught up by then.
+const FeeHintTTL = 4 * DefaultLedgerInterval
 
-// FeeBoostTTL is how long a raised fee holds after the network last refused one as too low.
-const FeeBoostTTL = time.Minute
-
-// maxFeeBoost bounds how far refusals raise the fee; MAX_FEE_STROOPS still caps it.
+// maxFeeBoost bounds how far refusals that name no fee raise the rate: at most this many times
+// the rate the fee stats call for. MAX_FEE_STROOPS still caps it.
 const maxFeeBoost = 16
 
-// feeCache keeps the last inclusion fee read per percentile, and the boost that first-send
-// txINSUFFICIENT_FEE refusals put on it.
+// feePercentiles are the percentiles both fee stats APIs publish (RPC getFeeStats and Horizon
+// /fee_stats: p10 ... p90, p95, p99).
+var feePercentiles = [...]int{10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99}
+
+// validPercentile reports whether p is a percentile both fee stats APIs publish.
+func validPercentile(p int) bool { return slices.Contains(feePercentiles[:], p) }
+
+// feeDistribution is one lane's recent fees per operation, in stroops, at feePercentiles.
+type feeDistribution [len(feePercentiles)]int64
+
+func newFeeDistribution(p10, p20, p30, p40, p50, p60, p70, p80, p90, p95, p99 int64) feeDistribution {
+	return feeDistribution{p10, p20, p30, p40, p50, p60, p70, p80, p90, p95, p99}
+}
+
+// at is percentile p (one of feePercentiles; p99 otherwise).
+func (d feeDistribution) at(p int) int64 {
+	if i := slices.Index(feePercentiles[:], p); i >= 0 {
+		return d[i]
+	}
+	return d[len(d)-1]
+}
+
+// feeLane is a surge-pricing lane.
+type feeLane int
+
+const (
+	laneClassic feeLane = iota
+	laneSoroban
+	laneCount
+)
+
+func (l feeLane) String() string {
+	if l == laneSoroban {
+		return "Soroban"
+	}
+	return "classic"
+}
+
+// marketFees is what one fee stats read says, per lane.
+type marketFees [laneCount]feeDistribution
+
+// feeHint is a rate per operation slot the network named for a lane, and until when it holds.
+type feeHint struct {
+	rate  int64
+	until time.Time
+}
+
+// feeCache keeps the last fee stats read and the fee the network last named per lane.
 type feeCache struct {
 	mu      sync.Mutex
-	fee     int64
-	p       int
+	market  marketFees
 	readAt  time.Time
 	hasRead bool
-
-	boost     int64 // multiplier of the fee rate, 1 when the network took our fees
-	boostedAt time.Time
+	hints   [laneCount]feeHint
 }
 
-// refusedAsTooLow doubles the fee rate the next envelopes offer (up to maxFeeBoost times), for
-// FeeBoostTTL: the network refused an envelope with txINSUFFICIENT_FEE, so the rebuild the domain
-// makes after that proven refusal must offer more (issue 5: "rebuilds with a higher fee").
-func (c *common) refusedAsTooLow() {
-	fc := c.fees
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	now := c.clock.Now()
-	if fc.boost < 1 || now.Sub(fc.boostedAt) > FeeBoostTTL {
-		fc.boost = 1
-	}
-	fc.boost = min(fc.boost*2, maxFeeBoost)
-	fc.boostedAt = now
+// feeBid is what an envelope's fee has to cover.
+type feeBid struct {
+	lane feeLane
+	// slots is the operation count, plus one for a fee bump (CAP-15 counts the bump as an
+	// operation).
+	slots int64
+	// resourceFee is a Soroban transaction's declared resource fee, in stroops (0 for classic).
+	resourceFee int64
+	// atLeast is a rate per slot the bid must reach, 0 for none (a replacement by fee would set
+	// core's FEE_MULTIPLIER x the queued rate).
+	atLeast int64
 }
 
-// feeBoost is the current multiplier (1 when none holds).
-func (c *common) feeBoost() int64 {
-	fc := c.fees
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	if fc.boost < 1 || c.clock.Now().Sub(fc.boostedAt) > FeeBoostTTL {
-		return 1
-	}
-	return fc.boost
-}
-
-// feeRate is the fee per operation slot an envelope offers, in stroops: the base fee, raised to
-// the network's inclusion fee at the configured percentile (FEE_PERCENTILE), and lowered so that
-// the whole envelope stays within MAX_FEE_STROOPS. slots is the operation count, plus one for a
-// fee bump (CAP-15 counts the bump as an operation). It fails when even the base fee would exceed
-// the cap.
-func (c *common) feeRate(ctx context.Context, ch chain, ops int, feeBumped bool) (int64, error) {
-	slots := int64(ops)
-	if feeBumped {
-		slots++
-	}
-	rate := c.baseFeeStroops
+// bidRate is the inclusion fee per operation slot an envelope of b offers, in stroops: the
+// highest of the base fee, the lane's recent fees at FEE_PERCENTILE, the fee the network last
+// named for the lane (FeeHintTTL) and b.atLeast. Nothing is ever lowered to fit the cap.
+//
+// Errors: *transfer.UnavailableError FEE_ABOVE_CAP (503, retryable, nothing sent) when that rate
+// times b.slots plus b.resourceFee exceeds MAX_FEE_STROOPS, its RetryAfter when the figure that
+// decided may have moved (the hint's end, else the next fee stats read, at least a ledger); a
+// plain error when even the base fee exceeds the cap (a configuration the network can never
+// serve) or the fee stats cannot be read and none were read before.
+func (c *common) bidRate(ctx context.Context, ch chain, b feeBid) (int64, error) {
+	slots := max(b.slots, 1)
+	rate, why := c.baseFeeStroops, "the base fee"
 	if c.feePercentile > 0 {
-		f, err := c.inclusionFee(ctx, ch)
+		m, err := c.marketFees(ctx, ch)
 		if err != nil {
 			return 0, err
 		}
-		rate = max(rate, f)
-	}
-	rate *= c.feeBoost()
-	if c.maxFeeStroops > 0 && rate*slots > c.maxFeeStroops {
-		rate = c.maxFeeStroops / slots
-		if rate < c.baseFeeStroops {
-			return 0, fmt.Errorf("stellar: fee %d stroops exceeds MAX_FEE_STROOPS %d", c.baseFeeStroops*slots, c.maxFeeStroops)
+		if f := m[b.lane].at(c.feePercentile); f > rate {
+			rate, why = f, fmt.Sprintf("the %s fee stats' p%d", b.lane, c.feePercentile)
 		}
 	}
-	return rate, nil
+	now := c.clock.Now()
+	hint := c.hint(b.lane, now)
+	if hint.rate > rate {
+		rate, why = hint.rate, "the fee the network named when it last refused a transaction as paying too little"
+	}
+	if b.atLeast > rate {
+		rate, why = b.atLeast, "the replacement's minimum"
+	}
+	if c.maxFeeStroops <= 0 {
+		return rate, nil
+	}
+	budget := (c.maxFeeStroops - b.resourceFee) / slots
+	if budget < c.baseFeeStroops {
+		return 0, fmt.Errorf("stellar: fee %d stroops exceeds MAX_FEE_STROOPS %d", c.baseFeeStroops*slots+b.resourceFee, c.maxFeeStroops)
+	}
+	if rate <= budget {
+		return rate, nil
+	}
+	interval := ledgerInterval(c.interval)
+	retry := interval
+	if hint.rate == rate {
+		retry = max(retry, hint.until.Sub(now))
+	}
+	return 0, &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, RetryAfter: retry.Round(time.Second),
+		Detail: fmt.Sprintf("the %s lane needs %d stroops per operation (%s); this transaction would need %d stroops in all, above MAX_FEE_STROOPS %d; nothing was submitted",
+			b.lane, rate, why, rate*slots+b.resourceFee, c.maxFeeStroops)}
 }
 
-// inclusionFee returns the cached inclusion fee, reading it again after FeeStatsTTL. When a read
-// fails it keeps using the last value it has.
-func (c *common) inclusionFee(ctx context.Context, ch chain) (int64, error) {
+// hint is the lane's fee hint if it still holds at now.
+func (c *common) hint(lane feeLane, now time.Time) feeHint {
+	fc := c.fees
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if h := fc.hints[lane]; now.Before(h.until) {
+		return h
+	}
+	return feeHint{}
+}
+
+// refusedAsTooLow learns from an ERROR txINSUFFICIENT_FEE answer to env, whose result is tr:
+// the envelopes built after it, for FeeHintTTL, offer at least the rate it names. stellar-core
+// puts the full fee the transaction would need in feeCharged when its queue is full
+// (TransactionQueue::canAdd after TxQueueLimiter::canAddTx, the inclusion fee from
+// computeBetterFee plus the resource fee) or a fee bump offers less than its inner transaction
+// (FeeBumpTransactionFrame::commonValidPreSeqNum); the rate is that fee, less the envelope's
+// resource fee, over its operation slots, rounded up. An answer that names no more than env
+// already offered (core's own fee floor check leaves feeCharged 0) says only "more": the rate
+// doubles, up to maxFeeBoost times what the fee stats call for. The refusal proves env dead only
+// under the domain's rule (a first send); the fee it names is a fact about the queue either way.
+func (c *common) refusedAsTooLow(env transfer.Envelope, tr xdr.TransactionResult) {
+	shape, err := envelopeFee(env.XDR)
+	if err != nil {
+		return
+	}
+	rate := shape.rate()
+	named := int64(tr.FeeCharged)
+	if tr.Result.Code == xdr.TransactionResultCodeTxInsufficientFee && named > shape.fee {
+		rate = ceilDiv(named-shape.resourceFee, shape.slots)
+	} else {
+		c.fees.mu.Lock()
+		market := c.fees.market[shape.lane].at(c.feePercentile)
+		c.fees.mu.Unlock()
+		rate = min(2*max(rate, 1), maxFeeBoost*max(market, c.baseFeeStroops))
+	}
+	fc := c.fees
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.hints[shape.lane] = feeHint{rate: rate, until: c.clock.Now().Add(FeeHintTTL)}
+}
+
+// envelopeShape is what an envelope's fee covers.
+type envelopeShape struct {
+	lane        feeLane
+	slots       int64 // operations, plus one for a fee bump
+	fee         int64 // the whole fee offered (a fee bump's outer fee), stroops
+	resourceFee int64 // declared Soroban resource fee
+}
+
+// rate is the inclusion fee per slot the envelope offers.
+func (s envelopeShape) rate() int64 { return (s.fee - s.resourceFee) / max(s.slots, 1) }
+
+// envelopeFee reads env's lane, slots and fees from its XDR.
+func envelopeFee(b64 string) (envelopeShape, error) {
+	var e xdr.TransactionEnvelope
+	if err := xdr.SafeUnmarshalBase64(b64, &e); err != nil {
+		return envelopeShape{}, err
+	}
+	var s envelopeShape
+	var ext xdr.TransactionExt
+	switch e.Type {
+	case xdr.EnvelopeTypeEnvelopeTypeTxFeeBump:
+		s.fee, s.slots = e.FeeBumpFee(), 1
+		ext = e.FeeBump.Tx.InnerTx.V1.Tx.Ext
+	case xdr.EnvelopeTypeEnvelopeTypeTx:
+		s.fee = int64(e.V1.Tx.Fee)
+		ext = e.V1.Tx.Ext
+	case xdr.EnvelopeTypeEnvelopeTypeTxV0:
+		s.fee = int64(e.V0.Tx.Fee)
+	default:
+		return envelopeShape{}, fmt.Errorf("stellar: envelope type %s", e.Type)
+	}
+	ops := e.Operations()
+	s.slots += int64(len(ops))
+	if ext.V == 1 && ext.SorobanData != nil {
+		s.resourceFee = int64(ext.SorobanData.ResourceFee)
+	}
+	if len(ops) == 1 {
+		switch ops[0].Body.Type {
+		case xdr.OperationTypeInvokeHostFunction, xdr.OperationTypeExtendFootprintTtl, xdr.OperationTypeRestoreFootprint:
+			s.lane = laneSoroban
+		}
+	}
+	return s, nil
+}
+
+func ceilDiv(a, b int64) int64 {
+	if b <= 0 {
+		return a
+	}
+	return (a + b - 1) / b
+}
+
+// marketFees returns the cached fee stats, reading them again after FeeStatsTTL. When a read
+// fails it keeps using the last ones it has.
+func (c *common) marketFees(ctx context.Context, ch chain) (marketFees, error) {
 	fc := c.fees
 	now := c.clock.Now()
 	fc.mu.Lock()
-	if fc.hasRead && fc.p == c.feePercentile && now.Sub(fc.readAt) < FeeStatsTTL {
+	if fc.hasRead && now.Sub(fc.readAt) < FeeStatsTTL {
 		defer fc.mu.Unlock()
-		return fc.fee, nil
+		return fc.market, nil
 	}
 	fc.mu.Unlock()
-	f, err := ch.inclusionFee(ctx, c.feePercentile)
+	m, err := ch.feeStats(ctx)
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if err != nil {
-		if fc.hasRead && fc.p == c.feePercentile {
-			return fc.fee, nil
+		if fc.hasRead {
+			return fc.market, nil
 		}
-		return 0, fmt.Errorf("stellar: reading fee stats: %w", err)
+		return marketFees{}, fmt.Errorf("stellar: reading fee stats: %w", err)
 	}
-	fc.fee, fc.p, fc.readAt, fc.hasRead = f, c.feePercentile, now, true
-	return f, nil
-}
-
-// percentileOf picks percentile p from a fee distribution's fields.
-func percentileOf(p int, p10, p20, p30, p40, p50, p60, p70, p80, p90, p95, p99 int64) int64 {
-	switch p {
-	case 10:
-		return p10
-	case 20:
-		return p20
-	case 30:
-		return p30
-	case 40:
-		return p40
-	case 50:
-		return p50
-	case 60:
-		return p60
-	case 70:
-		return p70
-	case 80:
-		return p80
-	case 90:
-		return p90
-	case 95:
-		return p95
-	default:
-		return p99
-	}
+	fc.market, fc.readAt, fc.hasRead = m, now, true
+	return m, nil
 }

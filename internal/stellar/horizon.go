@@ -165,13 +165,17 @@ func (h horizonChain) latest(ctx context.Context) (uint32, time.Time, error) {
 	return uint32(r.Sequence), r.ClosedAt.UTC(), nil
 }
 
-func (h horizonChain) inclusionFee(ctx context.Context, p int) (int64, error) {
+// feeStats reads GET /fee_stats: fee_charged per operation (a fee bump counting one more) over
+// every transaction of the last ledgers. Horizon publishes one distribution; it stands for both
+// lanes (the service calls contracts over Stellar RPC only).
+func (h horizonChain) feeStats(ctx context.Context) (marketFees, error) {
 	fs, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.FeeStats, error) { return c.FeeStats() })
 	if err != nil {
-		return 0, fmt.Errorf("stellar: GET /fee_stats: %w", err)
+		return marketFees{}, fmt.Errorf("stellar: GET /fee_stats: %w", err)
 	}
 	d := fs.FeeCharged
-	return percentileOf(p, d.P10, d.P20, d.P30, d.P40, d.P50, d.P60, d.P70, d.P80, d.P90, d.P95, d.P99), nil
+	all := newFeeDistribution(d.P10, d.P20, d.P30, d.P40, d.P50, d.P60, d.P70, d.P80, d.P90, d.P95, d.P99)
+	return marketFees{all, all}, nil
 }
 
 // Send submits env.XDR once with POST /transactions_async and maps Horizon's answer
@@ -218,7 +222,7 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 				res.Code = TxCode(tr)
 			}
 			if res.Code == "txINSUFFICIENT_FEE" {
-				l.refusedAsTooLow()
+				l.refusedAsTooLow(env, tr)
 			}
 		}
 		if !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {

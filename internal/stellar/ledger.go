@@ -161,16 +161,22 @@ func (r rpcChain) latest(ctx context.Context) (uint32, time.Time, error) {
 	return r.l.rpcLatest(ctx)
 }
 
-func (r rpcChain) inclusionFee(ctx context.Context, p int) (int64, error) {
+// feeStats reads getFeeStats: inclusionFee (classic, per operation) and sorobanInclusionFee
+// (Soroban, per transaction: one operation) as the two lanes (fees.go on fee bumps).
+func (r rpcChain) feeStats(ctx context.Context) (marketFees, error) {
 	resp, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetFeeStatsResponse, error) {
 		return c.GetFeeStats(ctx)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("stellar: getFeeStats: %w", err)
+		return marketFees{}, fmt.Errorf("stellar: getFeeStats: %w", err)
 	}
-	d := resp.InclusionFee
-	return int64(percentileOf(p, int64(d.P10), int64(d.P20), int64(d.P30), int64(d.P40), int64(d.P50), int64(d.P60),
-		int64(d.P70), int64(d.P80), int64(d.P90), int64(d.P95), int64(d.P99))), nil
+	dist := func(d protocol.FeeDistribution) feeDistribution {
+		return newFeeDistribution(int64(d.P10), int64(d.P20), int64(d.P30), int64(d.P40), int64(d.P50), int64(d.P60),
+			int64(d.P70), int64(d.P80), int64(d.P90), int64(d.P95), int64(d.P99))
+	}
+	var m marketFees
+	m[laneClassic], m[laneSoroban] = dist(resp.InclusionFee), dist(resp.SorobanInclusionFee)
+	return m, nil
 }
 
 // sequence reads account's current sequence number (getLedgerEntries).
@@ -259,7 +265,7 @@ func (l *RPCLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.S
 			res.Code = TxCode(tr)
 		}
 		if res.Code == "txINSUFFICIENT_FEE" {
-			l.refusedAsTooLow()
+			l.refusedAsTooLow(env, tr)
 		}
 	default:
 		return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w: unknown status %q", env.InnerHash, transfer.ErrUnexpectedAnswer, resp.Status)

@@ -21,9 +21,9 @@ type chain interface {
 	sequence(ctx context.Context, account string) (int64, error)
 	// latest returns the latest closed ledger's sequence and close time.
 	latest(ctx context.Context) (uint32, time.Time, error)
-	// inclusionFee returns the network's recent inclusion fee per operation at percentile p
-	// (10, 20, ..., 90, 95 or 99), in stroops.
-	inclusionFee(ctx context.Context, p int) (int64, error)
+	// feeStats returns the network's recent inclusion fees per operation, per lane, in stroops
+	// (fees.go).
+	feeStats(ctx context.Context) (marketFees, error)
 }
 
 // common is the configuration both backends share.
@@ -209,7 +209,11 @@ func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet 
 		SourceAccount: lease.opSource,
 	}}
 	feeBumped := lease.feeSource != nil
-	rate, err := c.feeRate(ctx, ch, len(ops), feeBumped)
+	slots := int64(len(ops))
+	if feeBumped {
+		slots++
+	}
+	rate, err := c.bidRate(ctx, ch, feeBid{lane: laneClassic, slots: slots})
 	if err != nil {
 		return transfer.Envelope{}, err
 	}

@@ -98,7 +98,7 @@ func (c *common) createChannels(ctx context.Context, ch chain, io ledgerIO, fee 
 		signers = append(signers, SeedSigner{KP: kp})
 	}
 	maxTime := c.clock.Now().Add(channelTxValidity)
-	rate, err := c.feeRate(ctx, ch, 1, false)
+	rate, err := c.bidRate(ctx, ch, feeBid{lane: laneClassic, slots: 1})
 	if err != nil {
 		return err
 	}

@@ -25,9 +25,10 @@ import (
 // writes) is in the declared resource fee, so a call on an archived vault balance costs more
 // than a plain one and is the one most likely to meet MAX_FEE_STROOPS.
 
-// sign sets the fees (resource fee from the operation's Soroban data plus the inclusion fee,
-// within MAX_FEE_STROOPS), signs, and fee-bumps when the lease has a fee source. Over the cap it
-// returns checkSorobanFeeCap's error and signs nothing.
+// sign sets the fees (resource fee from the operation's Soroban data plus the inclusion fee bid
+// for the Soroban lane, within MAX_FEE_STROOPS), signs, and fee-bumps when the lease has a fee
+// source. Over the cap it returns checkSorobanFeeCap's error (the resource fee alone does not
+// fit) or bidRate's FEE_ABOVE_CAP (the lane's market does not), and signs nothing.
 func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, op txnbuild.Operation, terms transfer.Terms) (transfer.Envelope, error) {
 	var data *xdr.SorobanTransactionData
 	restoring := 0
@@ -53,19 +54,11 @@ func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLeas
 	if err := l.checkSorobanFeeCap(resourceFee, slots, restoring); err != nil {
 		return transfer.Envelope{}, err
 	}
-	rate := l.baseFeeStroops
-	if l.feePercentile > 0 {
-		f, err := l.inclusionFee(ctx, ch)
-		if err != nil {
-			return transfer.Envelope{}, err
-		}
-		rate = max(rate, f)
-	}
-	// After a first-send txINSUFFICIENT_FEE refusal the rebuild offers more, as payments do
-	// (feeRate); MAX_FEE_STROOPS still caps it.
-	rate *= l.feeBoost()
-	if l.maxFeeStroops > 0 {
-		rate = min(rate, (l.maxFeeStroops-resourceFee)/slots)
+	// The Soroban lane's own market (sorobanInclusionFee), not the classic one: the lanes clear
+	// apart (fees.go).
+	rate, err := l.bidRate(ctx, ch, feeBid{lane: laneSoroban, slots: slots, resourceFee: resourceFee})
+	if err != nil {
+		return transfer.Envelope{}, err
 	}
 	innerRate := rate
 	if feeBumped {

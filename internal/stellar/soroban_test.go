@@ -51,6 +51,8 @@ type contractRigOpts struct {
 	legacy stellarsim.Legacy
 	// channels > 0 builds the calls on that many channel accounts, fee-bumped by the fee account.
 	channels int
+	// lanes are the network's per-ledger lane limits (zero: pubnet's).
+	lanes stellarsim.LaneLimits
 }
 
 func newContractRig(t *testing.T, cc stellar.ContractConfig) *contractRig {
@@ -62,7 +64,7 @@ func newContractRigWith(t *testing.T, cc stellar.ContractConfig, o contractRigOp
 	clock := vclock.New(time.Unix(2_000_000_000, 0))
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{MinPersistentTTL: 1000})
 	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Contracts: host,
-		VisibilityLagMin: time.Second, VisibilityLagMax: contractLagMax, Legacy: o.legacy})
+		VisibilityLagMin: time.Second, VisibilityLagMax: contractLagMax, Legacy: o.legacy, Lanes: o.lanes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -519,8 +519,8 @@ func TestSuiteFees(t *testing.T) {
 }
 
 // TestSuiteInsufficientFeeRaisesTheFee: after the network refuses an envelope as paying too
-// little, the rebuild offers twice the fee (MAX_FEE_STROOPS still caps it), and the boost wears
-// off after FeeBoostTTL.
+// little without naming the fee it needs, the rebuild offers twice the fee (MAX_FEE_STROOPS still
+// caps it), and the raise wears off after FeeHintTTL.
 func TestSuiteInsufficientFeeRaisesTheFee(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
 		e := newEnv(suiteOpts{})
@@ -534,7 +534,7 @@ func TestSuiteInsufficientFeeRaisesTheFee(t *testing.T) {
 			t.Errorf("rebuilt fee %d stroops, want twice %d", rebuilt.FeeStroops, first.FeeStroops)
 		}
 		e.ledger.Done(ctx, rebuilt)
-		e.clock.advance(FeeBoostTTL + time.Second)
+		e.clock.advance(FeeHintTTL + time.Second)
 		if later := e.prepare(t, e.wallet, unit); later.FeeStroops != first.FeeStroops {
 			t.Errorf("fee %d stroops a while later, want %d again", later.FeeStroops, first.FeeStroops)
 		}

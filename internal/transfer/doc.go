@@ -115,7 +115,9 @@
 //
 //   - Prepare fails: nothing was sent, the key is released; the Ledger's typed error is returned
 //     (422 for what it cannot do, 503 CHANNELS_BUSY, SIMULATION_ERROR, RESTORE_REQUIRED,
-//     SIGNING_KEYS_UNAVAILABLE), any other error as 503 RPC_ERROR.
+//     SIGNING_KEYS_UNAVAILABLE, FEE_ABOVE_CAP), any other error as 503 RPC_ERROR. A typed 503 is
+//     answered at once, not retried within the call: FEE_ABOVE_CAP says the network's fee is
+//     above the cap now, which a rebuild within the same second cannot change.
 //   - Send answers PENDING or DUPLICATE: await the ledger.
 //   - Send answers TRY_AGAIN_LATER or ERROR with a code on a first send: released, 503 RPC_ERROR
 //     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken;

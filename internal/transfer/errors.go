@@ -58,6 +58,10 @@ const (
 	// on top of the fees it already has queued; nothing moved and the key is free. Retry with the
 	// same key once the fee account is funded. It pages (alert "fee-account-underfunded").
 	CodeFeeAccountUnderfunded = "FEE_ACCOUNT_UNDERFUNDED"
+	// CodeFeeAboveCap: the fee the network needs now (its recent fees, or the fee it named when
+	// it refused a transaction as paying too little) is above MAX_FEE_STROOPS; nothing was sent
+	// and the key is free. RetryAfter is when that figure may have moved.
+	CodeFeeAboveCap = "FEE_ABOVE_CAP"
 )
 
 // Problem is what a typed error says about itself, for an HTTP layer to render as RFC 9457

@@ -389,6 +389,33 @@ func TestPrepareValidationErrorReleasesKey(t *testing.T) {
 	}
 }
 
+// TestFeeAboveCapAnswersAtOnce: a Ledger that finds the network's fee above the cap answers
+// FEE_ABOVE_CAP from Prepare; the call answers it at once, retryable with its Retry-After, with
+// nothing sent, the key free, and the code in the call's Report (the metric and its alarm).
+func TestFeeAboveCapAnswersAtOnce(t *testing.T) {
+	h := newHarness(t)
+	rep := &reports{}
+	h.orch.Observer = rep
+	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, RetryAfter: 5 * time.Second,
+		Detail: "the classic lane needs 2001 stroops per operation; above MAX_FEE_STROOPS 1000; nothing was submitted"}
+	start := h.clock.Now()
+	_, err := h.orch.Transfer(context.Background(), input("order-0013", "1"))
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || u.Problem().Status != 503 ||
+		u.Problem().Classification != transfer.Retryable || u.Problem().RetryAfter != 5*time.Second {
+		t.Fatalf("err = %v, want 503 FEE_ABOVE_CAP, retryable, Retry-After 5s", err)
+	}
+	if len(h.ledger.sends) != 0 || !h.clock.Now().Equal(start) {
+		t.Fatalf("%d sends, %v waited; want nothing sent and no wait", len(h.ledger.sends), h.clock.Now().Sub(start))
+	}
+	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0013")); ok {
+		t.Fatal("the key should be released when nothing was sent")
+	}
+	if len(rep.all) != 1 || rep.all[0].Code != transfer.CodeFeeAboveCap || rep.all[0].Outcome != transfer.OutcomeFailed {
+		t.Fatalf("reports %+v, want one failed FEE_ABOVE_CAP", rep.all)
+	}
+}
+
 func TestStoreFailureOnClaimIsRetryable(t *testing.T) {
 	h := newHarness(t)
 	h.store.fail = func(op string) error {
