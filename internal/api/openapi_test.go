@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -408,29 +411,73 @@ func TestProblemTypeOfAnAnswer(t *testing.T) {
 }
 
 // API Gateway's own answers ({"message"} as application/json) conform to the document on every
-// operation, at each status it gives them.
+// operation, at each status it gives them. At 500 and 503, where the service answers problems
+// too, both media types declare ServerError, one of Problem and GatewayMessage (a generator may
+// parse every body of a status with its first media type's schema): each body passes as one of
+// them (and only one: a problem has no message member, Problem takes no other), and a body that
+// is neither passes as none.
+// At 403, 429 and 504 only API Gateway answers: application/json only, and a problem is refused.
 func TestOpenAPIGatewayAnswers(t *testing.T) {
 	_, v := loadOpenAPI(t)
 	viewPath := "/wallets/" + wallet + "/transfers/" + goodKey
+	problemBody := map[string]any{"type": problemType(transfer.CodeStoreUnavailable), "title": "Store unavailable", "status": 503,
+		"code": transfer.CodeStoreUnavailable, "classification": "retryable"}
 	for _, status := range []int{403, 429, 500, 503, 504} {
+		both := status == 500 || status == 503
 		for _, r := range []req{post(goodBody(wallet), nil), {"GET", viewPath, "", nil}, {"GET", "/wallets/" + wallet + "/transfers?limit=5", "", nil}} {
 			hr := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
 			for k, val := range r.header {
 				hr.Header.Set(k, val)
 			}
-			rec := httptest.NewRecorder()
-			writeJSON(rec, status, "application/json", map[string]string{"message": "Forbidden"})
-			if ok, errs := v.ValidateHttpResponse(hr, rec.Result()); !ok {
-				for _, e := range errs {
-					t.Errorf("API Gateway's %d on %s %s does not conform: %s: %s", status, r.method, r.path, e.Message, e.Reason)
+			answer := func(contentType string, body any) bool {
+				rec := httptest.NewRecorder()
+				writeJSON(rec, status, contentType, body)
+				ok, _ := v.ValidateHttpResponse(hr, rec.Result())
+				return ok
+			}
+			if !answer("application/json", map[string]string{"message": "Forbidden"}) {
+				t.Errorf("API Gateway's %d on %s %s does not conform", status, r.method, r.path)
+			}
+			if got := answer("application/problem+json", problemBody); got != both {
+				t.Errorf("a problem as a %d on %s %s conforms: %v, want %v", status, r.method, r.path, got, both)
+			}
+			if got := answer("application/json", problemBody); got != both {
+				t.Errorf("a problem as application/json, a %d on %s %s, conforms: %v, want %v", status, r.method, r.path, got, both)
+			}
+			for _, ct := range []string{"application/json", "application/problem+json"} {
+				if answer(ct, map[string]string{"error": "neither"}) {
+					t.Errorf("a body that is neither a problem nor a gateway message passes as a %d %s on %s %s", status, ct, r.method, r.path)
 				}
 			}
-			// A {"message"} body is not a problem: it does not pass as application/problem+json.
-			rec = httptest.NewRecorder()
-			writeJSON(rec, status, "application/problem+json", map[string]string{"message": "Forbidden"})
-			if ok, _ := v.ValidateHttpResponse(hr, rec.Result()); ok {
-				t.Errorf("a {\"message\"} body passes as a %d problem on %s %s", status, r.method, r.path)
-			}
+		}
+	}
+}
+
+// A method a path does not take answers the 405 each operation declares: a problem and Allow.
+func TestOpenAPIMethodNotAllowed(t *testing.T) {
+	spec, v := loadOpenAPI(t)
+	doc := parseOpenAPI(t, spec)
+	for _, c := range []struct{ method, path, route, declared, allow string }{
+		{"PUT", "/transfers", "/transfers", "POST", "POST"},
+		{"DELETE", "/wallets/" + wallet + "/transfers", "/wallets/{walletAddress}/transfers", "GET", "GET, HEAD"},
+		{"PATCH", "/wallets/" + wallet + "/transfers/" + goodKey, "/wallets/{walletAddress}/transfers/{idempotencyKey}", "GET", "GET, HEAD"},
+	} {
+		f := newFixture(t)
+		rec := f.do(req{c.method, c.path, "", nil})
+		if rec.Code != 405 || rec.Header().Get("Allow") != c.allow {
+			t.Fatalf("%s %s: %d, Allow %q; want 405, Allow %q", c.method, c.path, rec.Code, rec.Header().Get("Allow"), c.allow)
+		}
+		// Validated as the answer of the path's operation, which declares it.
+		hr := httptest.NewRequest(c.declared, c.path, nil)
+		if c.declared == "POST" {
+			hr.Header.Set("Content-Type", "application/json")
+			hr.Header.Set(IdempotencyKeyHeader, goodKey)
+		}
+		if ok, errs := v.ValidateHttpResponse(hr, rec.Result()); !ok {
+			t.Errorf("%s %s -> 405 does not conform to the declared 405: %v", c.method, c.path, errs)
+		}
+		if desc := responseDescription(t, doc, c.route, c.declared, 405); !strings.Contains(desc, CodeMethodNotAllowed) || !strings.Contains(desc, "Allow") {
+			t.Errorf("the 405 of %s %s does not name %s and Allow: %q", c.declared, c.path, CodeMethodNotAllowed, desc)
 		}
 	}
 }
@@ -518,5 +565,241 @@ func TestOpenAPIMatchesTheTemplate(t *testing.T) {
 	}
 	if d := doc.Components.Responses["Unavailable"].Description; !strings.Contains(d, "30 seconds") {
 		t.Errorf("the 503 response does not name the integration's 30 seconds: %q", d)
+	}
+}
+
+// The Idempotency-Key header's pattern in the document is the grammar the service parses: a
+// value matches it exactly when parseKeyHeader takes it (with the default maximum length), but
+// for a key holding a secret seed, which matches and is refused. Client generators and
+// schemathesis build and check header values from this pattern.
+func keyFieldPattern(t testing.TB) *regexp.Regexp {
+	t.Helper()
+	spec, err := os.ReadFile("openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d openAPIDoc
+	if err := yaml.Unmarshal(spec, &d); err != nil {
+		t.Fatal(err)
+	}
+	p := d.Components.Schemas["IdempotencyKeyField"].Pattern
+	if p == "" {
+		t.Fatal("openapi.yaml: IdempotencyKeyField has no pattern")
+	}
+	return regexp.MustCompile(p)
+}
+
+// keyHeaderTaken reports whether the service takes v as the one Idempotency-Key header.
+func keyHeaderTaken(v string) bool {
+	_, err := parseKeyHeader(transfer.Rules{}, http.Header{IdempotencyKeyHeader: {v}})
+	return err == nil
+}
+
+func TestOpenAPIKeyPatternIsTheParser(t *testing.T) {
+	pattern := keyFieldPattern(t)
+	k := "order-00000001"
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{
+		{k, true}, {`"` + k + `"`, true}, {strings.Repeat("a", 255), true}, {strings.Repeat("a", 256), false},
+		{"short", false}, {`"short"`, false}, {`""`, false}, {`"` + k, false}, {k + `"`, false},
+		{`"` + k + `";a`, true}, {`"` + k + `";a=1;b=?0`, true}, {`"` + k + `"; a=1`, true}, {`"` + k + `";  *x.y-z_1=tok/en:1`, true},
+		{`"` + k + `";a=-123456789012345`, true}, {`"` + k + `";a=1234567890123456`, false},
+		{`"` + k + `";a=123456789012.123`, true}, {`"` + k + `";a=1234567890123.1`, false}, {`"` + k + `";a=1.1234`, false}, {`"` + k + `";a=1.`, false},
+		{`"` + k + `";a="x \" \\ y"`, true}, {`"` + k + `";a="x \n"`, false}, {`"` + k + `";a="x`, false},
+		{`"` + k + `";a=:aGk=:`, true}, {`"` + k + `";a=::`, true}, {`"` + k + `";a=:aGk:`, false}, {`"` + k + `";a=:a*==:`, false},
+		{`"` + k + `";a=?1`, true}, {`"` + k + `";a=?2`, false},
+		{`"` + k + `";a=@1659578233`, true}, {`"` + k + `";a=@-1`, true}, {`"` + k + `";a=@1.5`, false},
+		{`"` + k + `";a=%"caf%c3%a9 \ ok"`, true}, {`"` + k + `";a=%"%f0%9f%98%80"`, true},
+		{`"` + k + `";a=%"%c3"`, false}, {`"` + k + `";a=%"%ed%a0%80"`, false}, {`"` + k + `";a=%"%C3%A9"`, false}, {`"` + k + `";a=%"%"`, false},
+		{`"` + k + `";A=1`, false}, {`"` + k + `";1a=1`, false}, {`"` + k + `";`, false}, {`"` + k + `";a=`, false}, {`"` + k + `" ;a`, false},
+		{`"` + k + `";a=1,b`, false}, {`"` + k + `";a=(1)`, false}, {`"` + k + `"x`, false},
+		{`"order\-0001"`, false}, {`"order\"00001"`, false}, {`?1`, false}, {`order-0001;a=1`, false},
+	} {
+		if got := keyHeaderTaken(c.v); got != c.want {
+			t.Errorf("the service takes Idempotency-Key %s: %v, the case says %v", c.v, got, c.want)
+		}
+		if got := pattern.MatchString(c.v); got != c.want {
+			t.Errorf("openapi.yaml's pattern matches Idempotency-Key %s: %v, the service takes it: %v", c.v, got, c.want)
+		}
+	}
+	// The one difference, said in the document: a key holding a secret seed matches and is refused.
+	seed := randomAddress(versionSeed)
+	if !pattern.MatchString(seed) || keyHeaderTaken(seed) {
+		t.Error("a seed as the key: the pattern should match it and the service refuse it")
+	}
+}
+
+// FuzzOpenAPIKeyPattern: for any header value net/http can deliver (no surrounding white space),
+// the document's pattern and the service agree, seeds aside.
+func FuzzOpenAPIKeyPattern(f *testing.F) {
+	pattern := keyFieldPattern(f)
+	for _, s := range []string{"order-00000001", `"order-00000001"`, `"order-00000001";a=%"%e2%82%ac"`, `"order-00000001";b=:AAAA:;c="x"`, `"order-00000001";d=*t;e=@0`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.Trim(v, " \t") != v || logging.ContainsSeed(v) {
+			t.Skip()
+		}
+		if m, taken := pattern.MatchString(v), keyHeaderTaken(v); m != taken {
+			t.Fatalf("Idempotency-Key %q: the pattern matches %v, the service takes it %v", v, m, taken)
+		}
+	})
+}
+
+// The fields each kind of object may carry (OpenAPI 3.1.0, section 4.8, and the JSON Schema
+// 2020-12 keywords with OpenAPI's own), besides x- extensions. OpenAPI 3.1 lets a schema carry
+// unknown keywords, so the validators take a description that YAML split into stray keys (an
+// unquoted ", " inside a { } flow mapping: `description: the amount, e.g. "1000.5"` becomes a
+// description and a key `e.g. "1000.5"` with no value); this walk refuses them.
+var openAPIFields = map[string][]string{
+	"root":           {"openapi", "info", "jsonSchemaDialect", "servers", "paths", "webhooks", "components", "security", "tags", "externalDocs"},
+	"info":           {"title", "summary", "description", "termsOfService", "contact", "license", "version"},
+	"license":        {"name", "identifier", "url"},
+	"server":         {"url", "description", "variables"},
+	"serverVariable": {"enum", "default", "description"},
+	"tag":            {"name", "description", "externalDocs"},
+	"components":     {"schemas", "responses", "parameters", "examples", "requestBodies", "headers", "securitySchemes", "links", "callbacks", "pathItems"},
+	"pathItem":       {"$ref", "summary", "description", "get", "put", "post", "delete", "options", "head", "patch", "trace", "servers", "parameters"},
+	"operation":      {"tags", "summary", "description", "externalDocs", "operationId", "parameters", "requestBody", "responses", "callbacks", "deprecated", "security", "servers"},
+	"parameter":      {"name", "in", "description", "required", "deprecated", "allowEmptyValue", "style", "explode", "allowReserved", "schema", "example", "examples", "content"},
+	"header":         {"description", "required", "deprecated", "allowEmptyValue", "style", "explode", "allowReserved", "schema", "example", "examples", "content"},
+	"requestBody":    {"description", "content", "required"},
+	"mediaType":      {"schema", "example", "examples", "encoding"},
+	"response":       {"description", "headers", "content", "links"},
+	"securityScheme": {"type", "description", "name", "in", "scheme", "bearerFormat", "flows", "openIdConnectUrl"},
+	"reference":      {"$ref", "summary", "description"},
+	"schema": {"$schema", "$id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$defs", "$comment", "$vocabulary",
+		"type", "enum", "const", "title", "description", "default", "examples", "example", "deprecated", "readOnly", "writeOnly",
+		"format", "pattern", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+		"items", "prefixItems", "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems",
+		"properties", "patternProperties", "additionalProperties", "propertyNames", "required", "minProperties", "maxProperties",
+		"dependentRequired", "dependentSchemas", "unevaluatedProperties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+		"contentEncoding", "contentMediaType", "contentSchema", "discriminator", "xml", "externalDocs"},
+}
+
+// openAPIStrayKeys walks the document and returns, as "path: problem", every key its object may
+// not carry and every key whose value is null (YAML's reading of a key with no value).
+func openAPIStrayKeys(root *yaml.Node) []string {
+	var out []string
+	var walk func(n *yaml.Node, kind, at string)
+	each := func(n *yaml.Node, kind, at string) { // a map of name -> object, or a list of objects
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				walk(n.Content[i+1], kind, at+"/"+n.Content[i].Value)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, kind, at+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk = func(n *yaml.Node, kind, at string) {
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		allowed := openAPIFields[kind]
+		if kind != "schema" && kind != "pathItem" {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == "$ref" {
+					allowed = openAPIFields["reference"]
+				}
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i].Value, n.Content[i+1]
+			where := at + "/" + k
+			if v.Tag == "!!null" {
+				out = append(out, fmt.Sprintf("%s (line %d): a key with no value", where, n.Content[i].Line))
+			}
+			if !strings.HasPrefix(k, "x-") && !slices.Contains(allowed, k) {
+				out = append(out, fmt.Sprintf("%s (line %d): %q is not a field of a %s object", where, n.Content[i].Line, k, kind))
+				continue
+			}
+			switch kind + "." + k {
+			case "root.info":
+				walk(v, "info", where)
+			case "info.license":
+				walk(v, "license", where)
+			case "root.servers", "pathItem.servers", "operation.servers":
+				each(v, "server", where)
+			case "server.variables":
+				each(v, "serverVariable", where)
+			case "root.tags":
+				each(v, "tag", where)
+			case "root.paths":
+				each(v, "pathItem", where)
+			case "root.components":
+				walk(v, "components", where)
+			case "components.schemas", "schema.properties", "schema.$defs", "schema.patternProperties", "schema.dependentSchemas",
+				"schema.allOf", "schema.anyOf", "schema.oneOf", "schema.prefixItems":
+				each(v, "schema", where)
+			case "components.responses", "operation.responses":
+				each(v, "response", where)
+			case "components.parameters", "pathItem.parameters", "operation.parameters":
+				each(v, "parameter", where)
+			case "components.headers", "response.headers":
+				each(v, "header", where)
+			case "components.securitySchemes":
+				each(v, "securityScheme", where)
+			case "components.requestBodies":
+				each(v, "requestBody", where)
+			case "operation.requestBody":
+				walk(v, "requestBody", where)
+			case "requestBody.content", "response.content", "parameter.content", "header.content":
+				each(v, "mediaType", where)
+			case "mediaType.schema", "parameter.schema", "header.schema", "schema.items", "schema.additionalProperties", "schema.not",
+				"schema.if", "schema.then", "schema.else", "schema.contains", "schema.propertyNames", "schema.unevaluatedItems",
+				"schema.unevaluatedProperties", "schema.contentSchema":
+				walk(v, "schema", where)
+			}
+			if kind == "pathItem" && slices.Contains([]string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}, k) {
+				walk(v, "operation", where)
+			}
+		}
+	}
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		walk(root.Content[0], "root", "#")
+	}
+	return out
+}
+
+func TestOpenAPIHasNoStrayKeys(t *testing.T) {
+	spec, _ := loadOpenAPI(t)
+	var root yaml.Node
+	if err := yaml.Unmarshal(spec, &root); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range openAPIStrayKeys(&root) {
+		t.Errorf("openapi.yaml: %s", s)
+	}
+	// The walk reaches the places such keys hide (a property's schema, a response's header, a
+	// server variable) and finds them there.
+	var broken yaml.Node
+	if err := yaml.Unmarshal([]byte(`openapi: 3.1.0
+info: { title: t, version: "1" }
+servers: [{ url: "http://x", variables: { v: { default: a, description: one, two } } }]
+paths:
+  /x:
+    get:
+      responses:
+        '200': { description: ok, headers: { H: { description: a, b, schema: { type: string } } } }
+components:
+  schemas:
+    S:
+      properties:
+        amount: { type: string, description: the amount, e.g. "1000.5" }
+        at: { type: string, description: when (RFC 3339, UTC, milliseconds) }
+        items: { type: array, items: { type: string, descripton: typo } }
+`), &broken); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(openAPIStrayKeys(&broken), "\n")
+	for _, want := range []string{`variables/v/two`, `headers/H/b`, `amount/e.g. "1000.5"`, `at/UTC`, `at/milliseconds)`, `items/items/descripton`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the walk misses %s in the broken document; it found:\n%s", want, got)
+		}
 	}
 }
