@@ -30,8 +30,8 @@ import (
 // file and lambda.go (package doc, "The OpenTelemetry path").
 
 // ExportTimeout bounds one export of spans, the flush at the end of each sampled invocation
-// included: X-Ray's endpoint answers in the same region in milliseconds, and an invocation never
-// waits longer than this for its spans to leave.
+// included (one HTTPS request to the endpoint in the function's own region): an invocation never
+// holds its answer longer than this for its spans.
 const ExportTimeout = 2 * time.Second
 
 // The environment the OpenTelemetry path reads (Lambda sets the AWS_ ones).
@@ -48,8 +48,8 @@ const (
 // ScopeName names the tracer of the invocations and the steps.
 const ScopeName = "github.com/stellar-transfer/orchestrator/internal/tracing"
 
-// XRayEndpoint is X-Ray's OTLP/HTTP traces endpoint in region (AWS X-Ray Developer Guide,
-// "OTLP endpoint"; it needs Transaction Search).
+// XRayEndpoint is X-Ray's OTLP/HTTP traces endpoint in region (Amazon CloudWatch User Guide,
+// "OTLP endpoints"; it takes SigV4 for service "xray" and needs Transaction Search).
 func XRayEndpoint(region string) string {
 	return "https://xray." + region + ".amazonaws.com/v1/traces"
 }

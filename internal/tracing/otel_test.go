@@ -456,3 +456,22 @@ func TestModeAndConfiguration(t *testing.T) {
 	}
 	configure(t, map[string]string{"TRACING": "off"})
 }
+
+// What Configure adds to a function's init, per mode (README.md, "Tracing: X-Ray or
+// OpenTelemetry"): go test -run '^$' -bench Configure ./internal/tracing/
+func BenchmarkConfigure(b *testing.B) {
+	for _, mode := range []string{"xray", "otel", "off"} {
+		b.Run(mode, func(b *testing.B) {
+			env := otelEnv("http://127.0.0.1:1/v1/traces")
+			env["TRACING"] = mode
+			getenv := func(k string) string { return env[k] }
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := tracing.Configure(getenv, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	_ = tracing.Configure(func(string) string { return "off" }, nil)
+}
