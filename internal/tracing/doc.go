@@ -30,8 +30,8 @@
 // Joining AWS's traces. Lambda hands each invocation the X-Ray trace header of the caller (API
 // Gateway, SQS's AWSTraceHeader, EventBridge) or one it started, with Parent the function's own
 // segment and Sampled its sampling decision (aws-lambda-go puts it in the context under
-// "x-amzn-trace-id", and in _X_AMZN_TRACE_ID while one invocation runs at a time). Lambda reads it
-// from the context with the X-Ray propagator (go.opentelemetry.io/contrib/propagators/aws/xray) and
+// "x-amzn-trace-id", and in _X_AMZN_TRACE_ID while one invocation runs at a time). The handler
+// wrapper (Lambda, StartInvocation) reads it from the context with the X-Ray propagator (go.opentelemetry.io/contrib/propagators/aws/xray) and
 // starts the invocation's span, kind SERVER and named for the function (AWS_LAMBDA_FUNCTION_NAME),
 // as the remote parent's child; the steps, the AWS calls (otelaws) and the Stellar requests
 // (otelhttp) are its children. The sampler is ParentBased(NeverSample): Lambda's decision is
@@ -42,8 +42,8 @@
 // sends it, so SQS passes the trace on to the submitter.
 //
 // Flushing. Lambda freezes the process once the invocation's answer is sent, so spans waiting in
-// the batch processor would leave only at the next invocation, or never. Lambda ends the
-// invocation's span and force-flushes the provider before it returns the answer: one OTLP request
+// the batch processor would leave only at the next invocation, or never. The handler wrapper ends
+// the invocation's span and force-flushes the provider before it returns the answer: one OTLP request
 // per sampled invocation, bounded by ExportTimeout, without retries (a lost batch of spans costs
 // less than an answer held back). An export that fails is logged (WARN "traces not exported") and
 // fails nothing.
