@@ -8,7 +8,6 @@ import (
 	"context"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/stellar-transfer/orchestrator/internal/alert"
@@ -35,5 +34,5 @@ func main() {
 		// AWS_ENDPOINT_URL_EVENTBRIDGE points it elsewhere (the SDK reads it).
 		ac.Events, ac.EventBus, ac.EventFailures = eventbridge.NewFromConfig(clients.Config), cfg.EventBus, emf
 	}
-	lambda.Start(alert.New(ac).Handle)
+	in.Start(alert.New(ac).Handle)
 }

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/stellar-transfer/orchestrator/internal/api"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -12,5 +10,5 @@ import (
 func main() {
 	in := wiring.Begin()
 	svc := in.TransferService(true)
-	lambda.Start(api.NewLambdaHandler(svc.Handler))
+	in.Start(api.NewLambdaHandler(svc.Handler))
 }

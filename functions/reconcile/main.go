@@ -18,8 +18,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
@@ -86,7 +84,7 @@ func main() {
 	}
 	rcfg.Watch = watch.Run
 	rec := reconcile.New(rcfg)
-	lambda.Start(rec) // a lambda.Handler: the payload's bytes, every one of them (reconcile.Service.Invoke)
+	in.Start(rec) // a lambda.Handler: the payload's bytes, every one of them (reconcile.Service.Invoke)
 }
 
 // noSigning is the key source of a function that never signs.

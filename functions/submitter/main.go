@@ -8,8 +8,6 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -18,5 +16,5 @@ func main() {
 	in := wiring.Begin()
 	// As the API function's start-up (wiring.Init.TransferService), without the queue's sender.
 	svc := in.TransferService(false)
-	lambda.Start(queue.Submitter(svc.Orchestrator, svc.Redelivery, in.Logger))
+	in.Start(queue.Submitter(svc.Orchestrator, svc.Redelivery, in.Logger))
 }

@@ -77,7 +77,9 @@ type operations struct {
 	watch     *wiring.Watch
 	functions map[string]lambda.Handler
 	// queue carries async transfers to submit (set by Start before the service is built).
-	queue   *queue.Memory
+	queue *queue.Memory
+	// tracing is TRACING=otel's local setup (tracing.go), nil otherwise.
+	tracing *localTracing
 	submit  *submitter
 	stop    chan struct{}
 	stopped chan struct{}
@@ -102,7 +104,8 @@ func (p *operations) wrap(db dynamo.Client) dynamo.Client {
 	return p.stream
 }
 
-// observer is the API function's observer: EMF metrics and (inert locally) X-Ray steps.
+// observer is the API function's observer: EMF metrics and the steps' spans (TRACING=otel; X-Ray
+// records nothing locally).
 func (p *operations) observer() transfer.Observer {
 	return wiring.Observers{p.emf, tracing.Observer{}}
 }
@@ -190,11 +193,14 @@ func (p *operations) sweepLoop() {
 	}
 }
 
-// invocation is the context a Lambda invocation of name would have: a request ID and the
-// function's timeout.
+// invocation is the context a Lambda invocation of name would have: a request ID, the function's
+// timeout and, with TRACING=otel, its span under a new trace header (tracing.go); cancel ends and
+// flushes the span.
 func (p *operations) invocation(parent context.Context, name string) (context.Context, context.CancelFunc) {
 	ctx := lambdacontext.NewContext(parent, &lambdacontext.LambdaContext{AwsRequestID: newRequestID(), InvokedFunctionArn: functionARN(name)})
-	return context.WithTimeout(ctx, p.opts.FunctionTimeout)
+	ctx, end := p.tracing.invocation(ctx, name)
+	ctx, cancel := context.WithTimeout(ctx, p.opts.FunctionTimeout)
+	return ctx, func() { cancel(); end(nil) }
 }
 
 func functionARN(name string) string {

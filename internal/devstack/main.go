@@ -6,7 +6,8 @@
 // 127.0.0.1:3001), KMS_ADDR (the KMS emulator, 127.0.0.1:8020) override the listen addresses;
 // SIGNER=kms signs the vault's and the fee account's transactions with Ed25519 keys in a local
 // KMS emulator (kms.go) through the AWS SDK's KMS client, the KMS key added as the vault's
-// signer; SWEEP_INTERVAL_MS the sweep's period (1 minute); DYNAMODB_ENDPOINT uses an existing DynamoDB endpoint instead of the embedded one;
+// signer; TRACING=otel traces with OpenTelemetry into a local OTLP receiver on TRACES_ADDR
+// (127.0.0.1:4318; tracing.go); SWEEP_INTERVAL_MS the sweep's period (1 minute); DYNAMODB_ENDPOINT uses an existing DynamoDB endpoint instead of the embedded one;
 // LEDGER_INTERVAL_MS sets the ledger close interval; every setting the API function reads per call
 // (TRANSFER_ORCHESTRATION_TIMEOUT_MS, ...) applies too.
 package main
@@ -37,7 +38,8 @@ func run(logger *slog.Logger) error {
 	opts := Options{
 		APIAddr: envOr("API_ADDR", "127.0.0.1:3000"), DynamoAddr: envOr("DYNAMODB_ADDR", "127.0.0.1:8000"),
 		StellarAddr: envOr("STELLAR_ADDR", "127.0.0.1:8010"), KMSAddr: envOr("KMS_ADDR", "127.0.0.1:8020"),
-		Getenv: os.Getenv, Logger: logger,
+		TracesAddr: envOr("TRACES_ADDR", "127.0.0.1:4318"),
+		Getenv:     os.Getenv, Logger: logger,
 		Ops: OpsOptions{LambdaAddr: envOr("LAMBDA_ADDR", "127.0.0.1:3001"), Metrics: os.Stdout, Events: os.Stdout},
 	}
 	if ms, err := strconv.Atoi(os.Getenv("SWEEP_INTERVAL_MS")); err == nil && ms > 0 {
@@ -82,6 +84,9 @@ func printBanner(i Info) {
 		fmt.Fprintf(w, "    fee account      %s  (key %s)\n", i.FeeKMSKey.Account, i.FeeKMSKey.ARN)
 	} else {
 		fmt.Fprintf(w, "  Signer             secrets (SIGNER=kms signs through a local KMS emulator instead)\n")
+	}
+	if i.TracesURL != "" {
+		fmt.Fprintf(w, "  Traces (OTLP)      %s  (TRACING=otel; GET lists the spans received)\n", i.TracesURL)
 	}
 	for _, a := range i.Assets {
 		fmt.Fprintf(w, "  Asset              %s issued by %s\n", a.Code, a.Issuer)

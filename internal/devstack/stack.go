@@ -32,6 +32,7 @@ type Options struct {
 	DynamoAddr  string // the embedded DynamoDB-compatible server (127.0.0.1:8000)
 	StellarAddr string // the local Stellar network (127.0.0.1:8010)
 	KMSAddr     string // the local KMS emulator, with SIGNER=kms (127.0.0.1:8020)
+	TracesAddr  string // the OTLP traces receiver, with TRACING=otel (127.0.0.1:4318; tracing.go)
 	// LedgerInterval is how often the local network closes a ledger (default 5 s).
 	LedgerInterval time.Duration
 	// FunctionTimeout emulates the Lambda function's timeout: each API request gets this deadline
@@ -99,6 +100,8 @@ type Info struct {
 	FeeKMSKey   *KMSKey `json:"feeKmsKey,omitempty"`
 	// EventsURL streams the settlement events as server-sent events (events.go).
 	EventsURL string `json:"eventsUrl"`
+	// TracesURL is the OTLP receiver the spans go to with TRACING=otel (tracing.go); GET lists them.
+	TracesURL string `json:"tracesUrl,omitempty"`
 }
 
 // KMSKey is a KMS key and its public key as a Stellar account ID.
@@ -129,6 +132,13 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		}
 	}()
 
+	// TRACING=otel: the traces receiver, and the process's tracing pointed at it, before any client.
+	tr, err := s.startTracing(o)
+	if err != nil {
+		return nil, err
+	}
+	ops.tracing = tr
+
 	// The embedded DynamoDB (minidyn), unless DYNAMODB_ENDPOINT points elsewhere.
 	dynamoURL := o.Getenv("DYNAMODB_ENDPOINT")
 	if dynamoURL == "" {
@@ -142,6 +152,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	db := dynamodb.New(dynamodb.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(dynamoURL),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+		APIOptions:  tr.awsOptions(),
 	})
 	if err := dynamo.EnsureTable(ctx, db, table); err != nil {
 		return nil, fmt.Errorf("devstack: table: %w", err)
@@ -260,7 +271,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// Async transfers go through an in-process queue to the submitter (submitter.go).
 	ops.queue = queue.NewMemory()
 	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: ops.wrap(db), Keys: keySource, Logger: o.Logger,
-		Observer: ops.observer(), Queue: ops.queue})
+		Observer: ops.observer(), Queue: ops.queue, HTTPClient: tr.httpClient()})
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +289,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		NetworkPassphrase: net0.Passphrase(), HorizonURL: stellarURL, RPCURL: stellarURL + "/rpc",
 		FriendbotURL: stellarURL + "/friendbot", AdminURL: stellarURL + "/_sim/",
 		Vault: Account{Account: keys.Vault.Address()}, Assets: assets, VaultContract: contract,
-		Signer: cfg.Signer,
+		Signer: cfg.Signer, TracesURL: tr.tracesURL(),
 	}
 	if km != nil {
 		s.Info.FeeAccount = Account{Account: km.fee.Address()}
@@ -305,7 +316,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if s.Info.Channels, err = createChannels(ctx, svc); err != nil {
 		return nil, err
 	}
-	s.serve(apiLn, withDeadline(svc.Handler, o.FunctionTimeout))
+	s.serve(apiLn, tr.handler(withDeadline(svc.Handler, o.FunctionTimeout)))
 	// As in AWS (functions/reconcile): every sweep writes the balances and the leases in use.
 	ops.watch = &wiring.Watch{Ledger: svc.Ledger, Gauges: ops.emf, Vault: cfg.VaultAccount, Assets: cfg.AssetCodes(),
 		Accounts: wiring.KeyAccounts(keySource, svc.Channels), Clock: svc.Orchestrator.Clock, Logger: o.Logger}
@@ -335,7 +346,7 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, a := range []*string{&o.APIAddr, &o.DynamoAddr, &o.StellarAddr, &o.KMSAddr} {
+	for _, a := range []*string{&o.APIAddr, &o.DynamoAddr, &o.StellarAddr, &o.KMSAddr, &o.TracesAddr} {
 		if *a == "" {
 			*a = "127.0.0.1:0"
 		}

@@ -75,7 +75,7 @@ func hcall[T any](ctx context.Context, l *HorizonLedger, fn func(*horizonclient.
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	rec := &recorder{base: base}
+	rec := &recorder{base: base, call: ctx}
 	hc := *l.cfg.HTTPClient
 	hc.Transport = rec
 	type outcome struct {

@@ -21,15 +21,23 @@ import (
 // others: rpcclient replaces its shared jrpc2 client after any error, under a lock, and closing a
 // jrpc2 HTTP channel waits for its requests in flight.
 
-// recorder is an http.RoundTripper that keeps the first transport error of its one call.
+// recorder is an http.RoundTripper that keeps the first transport error of its one call. It also
+// hands the call's context values (the trace: X-Ray's segment, OpenTelemetry's span) to the
+// request, which rpcclient and horizonclient make without the call's context, so that the
+// instrumented transport below (internal/tracing.HTTPClient) traces it as part of the call.
 type recorder struct {
 	base http.RoundTripper
+	// call is the call's context; nil hands nothing on.
+	call context.Context
 
 	mu  sync.Mutex
 	err error
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.call != nil {
+		req = req.WithContext(callValues{Context: req.Context(), call: r.call})
+	}
 	resp, err := r.base.RoundTrip(req)
 	if err != nil {
 		r.mu.Lock()
@@ -39,6 +47,21 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.mu.Unlock()
 	}
 	return resp, err
+}
+
+// callValues is a request's context that also answers the call context's values. Its deadline and
+// cancellation stay the request's own: binding the request to the call's context is what
+// rpcclient and horizonclient do not do, and call and hcall rely on that (see call).
+type callValues struct {
+	context.Context
+	call context.Context
+}
+
+func (c callValues) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.call.Value(key)
 }
 
 func (r *recorder) transportErr() error {
@@ -57,7 +80,7 @@ func call[T any](ctx context.Context, l *RPCLedger, fn func(context.Context, *rp
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	rec := &recorder{base: base}
+	rec := &recorder{base: base, call: ctx}
 	hc := *l.cfg.HTTPClient
 	hc.Transport = rec
 	type outcome struct {

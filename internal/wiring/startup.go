@@ -9,7 +9,8 @@ import (
 )
 
 // Init is the start-up every function shares (functions/*/main.go): a JSON logger on standard
-// output that redacts secret seeds, and X-Ray configured. A step that fails calls Fatal: it logs
+// output that redacts secret seeds, and tracing configured (TRACING: X-Ray by default, OpenTelemetry
+// or off; internal/tracing). A step that fails calls Fatal: it logs
 // the step and the error and exits 1, which Lambda reports as an init failure, so a misconfigured
 // function never takes an invocation.
 type Init struct {
@@ -18,8 +19,9 @@ type Init struct {
 	exit func(code int)
 }
 
-// Begin makes the logger at the level of AWS_LAMBDA_LOG_LEVEL (LogLevel) and configures X-Ray
-// (tracing.Configure); a failure is Fatal.
+// Begin makes the logger at the level of AWS_LAMBDA_LOG_LEVEL (LogLevel) and configures tracing
+// (tracing.Configure: an invalid TRACING, or TRACING=otel without its region or credentials); a
+// failure is Fatal.
 func Begin() *Init {
 	level, known := LogLevel(os.Getenv)
 	in := &Init{Logger: logging.New(os.Stdout, level), exit: os.Exit}
@@ -27,8 +29,8 @@ func Begin() *Init {
 		in.Logger.Warn("AWS_LAMBDA_LOG_LEVEL is not TRACE, DEBUG, INFO, WARN, ERROR or FATAL; logging at INFO",
 			"value", logging.Clip(os.Getenv(envLogLevel), 16))
 	}
-	if err := tracing.Configure(); err != nil {
-		in.Fatal("X-Ray configuration", err)
+	if err := tracing.Configure(os.Getenv, in.Logger); err != nil {
+		in.Fatal("tracing configuration", err)
 	}
 	return in
 }
