@@ -55,3 +55,37 @@ func TestCheckNetworkRefusesRPCWithoutGetVersionInfo(t *testing.T) {
 		t.Errorf("error %q does not say what is supported", err)
 	}
 }
+
+// Rule: only a release read whole is judged (ParseRelease); anything else is refused as a
+// release that cannot be read. Odd spellings: a "v" prefix and a pre-release or build suffix are
+// read, a version without its patch number, extra components, a leading or trailing space or a
+// line break are not.
+func TestParseReleaseOddSpellings(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Release
+		ok   bool
+	}{
+		{"25.0.0-rc1", Release{25, 0, 0}, true},
+		{"v25.1.0", Release{25, 1, 0}, true},
+		{"25.1.0+build.7", Release{25, 1, 0}, true},
+		{"horizon-v2.32.0", Release{2, 32, 0}, true},
+		{"25.1", Release{}, false},
+		{"25", Release{}, false},
+		{"25.1.0.1", Release{}, false},
+		{" 25.1.0", Release{}, false},
+		{"25.1.0\n", Release{}, false},
+		{"25.1.0\nv99.0.0", Release{}, false},
+		{"1234567.0.0", Release{}, false},
+		{"V25.1.0", Release{}, false},
+	}
+	for _, c := range cases {
+		got, ok := ParseRelease(c.in)
+		if ok != c.ok || got != c.want {
+			t.Errorf("ParseRelease(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+	if err := checkRelease("stellar-rpc", "22.9.9-rc1", MinRPCRelease); err == nil {
+		t.Error("22.9.9-rc1 accepted")
+	}
+}
