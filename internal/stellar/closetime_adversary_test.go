@@ -58,9 +58,11 @@ func TestCloseTimeOnlyOfTheLedgerRead(t *testing.T) {
 	closeTimes := map[uint32]int64{100: 1_400, 101: 1_600, 102: 1_700}
 	for name, ledgers := range map[string]func(uint32) (any, *rpcError){
 		"page starts later": func(uint32) (any, *rpcError) { return ledgerPage(101, 102)(closeTimes), nil },
-		"error":             func(uint32) (any, *rpcError) { return nil, &rpcError{Code: -32600, Message: "start ledger out of range"} },
-		"empty page":        func(uint32) (any, *rpcError) { return protocol.GetLedgersResponse{LatestLedger: 99}, nil },
-		"no close time":     func(uint32) (any, *rpcError) { return ledgerPage(100)(map[uint32]int64{}), nil },
+		"error": func(uint32) (any, *rpcError) {
+			return nil, &rpcError{Code: -32600, Message: "start ledger out of range"}
+		},
+		"empty page":    func(uint32) (any, *rpcError) { return protocol.GetLedgersResponse{LatestLedger: 99}, nil },
+		"no close time": func(uint32) (any, *rpcError) { return ledgerPage(100)(map[uint32]int64{}), nil },
 	} {
 		t.Run(name, func(t *testing.T) {
 			latest, searched := uint32(100), uint32(100)
