@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/creachadair/jrpc2"
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 )
@@ -102,6 +103,13 @@ func (l *RPCLedger) checkVersion(ctx context.Context) error {
 	v, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetVersionInfoResponse, error) {
 		return c.GetVersionInfo(ctx)
 	})
+	if jrpc2.ErrorCode(err) == jrpc2.MethodNotFound {
+		// An answer, not an outage: the server has no getVersionInfo, so it is a soroban-rpc
+		// before 21.1.0 (its CHANGELOG, stellar/soroban-rpc #132), which has no getLedgers either
+		// and so can never give the close time the death proof needs. Refused as a release that
+		// cannot be read, so that Init.CheckBackend ends the init instead of warning.
+		return &UnsupportedVersionError{Backend: "stellar-rpc", Reported: "(no getVersionInfo method)", Minimum: MinRPCRelease}
+	}
 	if err != nil {
 		return fmt.Errorf("stellar: getVersionInfo: %w", err)
 	}
