@@ -142,28 +142,14 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 		held, won, err := o.Store.Claim(cctx, rec, now)
 		end(err)
 		if err != nil {
-			// The write may have applied with its answer lost (and the SDK's retries refused): read
-			// the key back, and if our own claim is there, carry on with it rather than leave it to
-			// block the client's retry until its lease expires. If the read fails too, a claim that
-			// applied holds no envelope: a retry takes it over once its lease ends.
-			cur, gerr := o.Store.Get(ctx, a.key)
-			switch {
-			case gerr == nil && cur.ClaimID == rec.ClaimID:
-				held, won = cur, true
-			case gerr == nil && !cur.Expired(now):
-				// Another incarnation holds the key, so our claim did not apply: answer what it
-				// holds exactly as a claim that lost its condition would (replay, rejection,
-				// in doubt, coalesce, conflict). "Nothing was submitted" would be false whenever
-				// that item is this request's, accepted, sent or settled.
-				held = cur
-			case gerr == nil || errors.Is(gerr, ErrNotFound):
-				// The key is free (or holds only an expired item the claim would have replaced):
-				// nothing runs under it.
+			var found claimReadBack
+			switch held, won, found = o.readBackClaim(ctx, rec, now); found {
+			case readBackHeld:
+			case readBackFree:
 				return Outcome{}, storeUnavailable(err)
 			default:
-				// The read failed too: a claim of ours that applied holds no envelope, but the key
-				// may hold this request's transfer, landed, accepted or in doubt (its answer lost
-				// to the client), so "nothing was submitted" could be false.
+				// A claim of ours that applied holds no envelope, but the key may hold this
+				// request's transfer, landed, accepted or in doubt (its answer lost to the client).
 				return Outcome{}, storeUnavailableUnknown(err)
 			}
 		}
@@ -219,6 +205,38 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			return out, err
 		}
 	}
+}
+
+// claimReadBack is what a claim whose conditional write failed learns by reading its key back.
+type claimReadBack int
+
+const (
+	// readBackHeld: the key holds an item, answered as a claim that lost its condition would be
+	// (replay, rejection, in doubt, coalesce, 202, conflict), or our own claim, whose write
+	// applied with its answer lost; "nothing was submitted" would be false whenever the item is
+	// this request's, accepted, sent or settled.
+	readBackHeld claimReadBack = iota
+	// readBackFree: the key is free, or holds only an expired item the claim would have
+	// replaced: the claim did not apply and nothing runs under the key.
+	readBackFree
+	// readBackUnknown: the read failed too.
+	readBackUnknown
+)
+
+// readBackClaim reads rec's key after its claim failed: the write may have applied with its answer
+// lost (and the SDK's retries failed their condition against it). won reports our own claim (a
+// ClaimID is never reused).
+func (o *Orchestrator) readBackClaim(ctx context.Context, rec Record, now time.Time) (held Record, won bool, found claimReadBack) {
+	cur, err := o.Store.Get(ctx, rec.StoreKey)
+	switch {
+	case err == nil && cur.ClaimID == rec.ClaimID:
+		return cur, true, readBackHeld
+	case err == nil && !cur.Expired(now):
+		return cur, false, readBackHeld
+	case err == nil || errors.Is(err, ErrNotFound):
+		return Record{}, false, readBackFree
+	}
+	return Record{}, false, readBackUnknown
 }
 
 // freeOwnLeftover makes sure the key is free before busy (an answer that says nothing was sent:

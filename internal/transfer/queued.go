@@ -71,19 +71,11 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 	}
 	held, won, err := o.Store.Claim(ctx, rec, now)
 	if err != nil {
-		// As in Transfer: the write may have applied with its answer lost.
-		cur, gerr := o.Store.Get(ctx, rec.StoreKey)
-		switch {
-		case gerr == nil && cur.ClaimID == rec.ClaimID:
-			held, won = cur, true
-		case gerr == nil && !cur.Expired(now):
-			// Another incarnation holds the key, so our claim did not apply: answer what it holds
-			// as a claim that lost its condition would (202 for an accepted async transfer of this
-			// request, a replay, a rejection, in progress, in doubt, a conflict), never "nothing
-			// was submitted" about a transfer that runs.
-			held = cur
-		case gerr == nil || errors.Is(gerr, ErrNotFound):
-			return Enqueued{}, storeUnavailable(err) // the key is free: the claim did not apply, nothing was accepted
+		var found claimReadBack
+		switch held, won, found = o.readBackClaim(ctx, rec, now); found {
+		case readBackHeld:
+		case readBackFree:
+			return Enqueued{}, storeUnavailable(err) // the claim did not apply: nothing was accepted
 		default:
 			// Unknown. Unlike a synchronous claim, which the sweep releases unsent, a queued one
 			// that applied runs once the sweep finds it: "nothing was submitted" could be false.
