@@ -501,9 +501,12 @@ func congTable(p congParams, sides []*congSide, lanes []stellarsim.LedgerLanes) 
 		return "> " + seconds(p.Budget)
 	}
 	for i, s := range sides {
-		doubt := "-"
+		// In doubt and FEE_ABOVE_CAP are the service's answers; refusals, the submitters'
+		// sendTransaction answers other than PENDING (the service's own are inside its calls).
+		doubt, aboveCap, refused := "-", "-", strconv.Itoa(s.refused)
 		if i < 2 {
 			doubt = fmt.Sprintf("%.1f", 1000*float64(s.inDoubt)/float64(max(s.calls, 1)))
+			aboveCap, refused = strconv.Itoa(s.aboveCap), "-"
 		}
 		ratios := "- | - | -"
 		if len(s.feeRatios) > 0 {
@@ -522,9 +525,9 @@ func congTable(p congParams, sides []*congSide, lanes []stellarsim.LedgerLanes) 
 				}
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %.1f%% (%d/%d) | %d | %d | %s | %s | %s | %s | %d | %d | %s | %d | %d |\n", s.name,
+		fmt.Fprintf(&b, "| %s | %.1f%% (%d/%d) | %d | %d | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", s.name,
 			100*float64(len(s.landed))/float64(max(s.arrivals, 1)), len(s.landed), s.arrivals,
-			inSpike, len(s.missed)-inSpike, lat(s, 0.5), lat(s, 0.9), lat(s, 0.99), doubt, s.aboveCap, s.refused, ratios, payments, s.paidTwice())
+			inSpike, len(s.missed)-inSpike, lat(s, 0.5), lat(s, 0.9), lat(s, 0.99), doubt, aboveCap, refused, ratios, payments, s.paidTwice())
 	}
 	surged, maxClear := 0, int64(0)
 	for _, l := range lanes {
