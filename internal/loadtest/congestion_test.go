@@ -85,11 +85,14 @@ type congSide struct {
 	failures  int // anything unexpected (a terminal answer, a transport error)
 	firstFail error
 	// Payments on the network (from the applied transactions), per transfer amount.
-	paid      map[int64]int
-	feeRatios []float64 // per included transaction of the side: fee charged / classic clearing fee of its ledger
-	slotRatio []float64 // the same per operation slot (a fee bump's counts one more: CAP-15)
-	feeSum    int64     // every fee the side's transactions were charged, stroops
-	mu        sync.Mutex
+	paid map[int64]int
+	// lastAnswer counts, per code, the last answer a service transfer that missed its budget got
+	// ("none" when its only call was still running at the deadline).
+	lastAnswer map[string]int
+	feeRatios  []float64 // per included transaction of the side: fee charged / classic clearing fee of its ledger
+	slotRatio  []float64 // the same per operation slot (a fee bump's counts one more: CAP-15)
+	feeSum     int64     // every fee the side's transactions were charged, stroops
+	mu         sync.Mutex
 }
 
 func (s *congSide) fail(err error) {
@@ -410,6 +413,9 @@ func measureCongestion(tb testing.TB, p congParams) ([]*congSide, []stellarsim.L
 	for _, s := range sides {
 		slices.Sort(s.landed)
 		slices.Sort(s.missed)
+		if len(s.lastAnswer) > 0 {
+			tb.Logf("%s: the last answers of the transfers that missed the budget: %v", s.name, s.lastAnswer)
+		}
 		s.paid = map[int64]int{}
 	}
 	for _, a := range n.Applied() {
@@ -446,12 +452,27 @@ func measureCongestion(tb testing.TB, p congParams) ([]*congSide, []stellarsim.L
 // passes, honouring Retry-After on a retryable answer with the same key, as a client does. It
 // reports whether the transfer landed, counting calls, in-doubt and FEE_ABOVE_CAP answers.
 func serviceCall(ctx context.Context, clock *vclock.Clock, svc *wiring.Service, key, wallet string, stroops int64, deadline time.Time, side *congSide) bool {
+	last := "none"
+	landed := serviceCalls(ctx, clock, svc, key, wallet, stroops, deadline, side, &last)
+	if !landed {
+		side.add(func(c *congSide) {
+			if c.lastAnswer == nil {
+				c.lastAnswer = map[string]int{}
+			}
+			c.lastAnswer[last]++
+		})
+	}
+	return landed
+}
+
+func serviceCalls(ctx context.Context, clock *vclock.Clock, svc *wiring.Service, key, wallet string, stroops int64, deadline time.Time, side *congSide, last *string) bool {
 	req := transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: stroops,
 		Amount: strings.TrimRight(strings.TrimRight(fmt.Sprintf("%d.%07d", stroops/10_000_000, stroops%10_000_000), "0"), ".")}
 	for clock.Now().Before(deadline) {
 		side.add(func(c *congSide) { c.calls++ })
 		_, err := svc.Orchestrator.Transfer(ctx, transfer.Input{ClientKey: key, Request: req})
 		if err == nil {
+			*last = "200 after the deadline"
 			return !clock.Now().After(deadline)
 		}
 		var pe transfer.ProblemError
@@ -460,6 +481,7 @@ func serviceCall(ctx context.Context, clock *vclock.Clock, svc *wiring.Service, 
 			return false
 		}
 		pr := pe.Problem()
+		*last = pr.Code
 		if pr.Code == transfer.CodeFeeAboveCap {
 			side.add(func(c *congSide) { c.aboveCap++ })
 		}
