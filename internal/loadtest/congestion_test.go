@@ -174,7 +174,8 @@ func newCongService(tb testing.TB, clock *vclock.Clock, n *stellarsim.Network, u
 // Stellar Disbursement Platform bids its MAX_BASE_FEE (default 100 stroops); otherwise it reads
 // getFeeStats before every envelope and bids the classic inclusionFee p90, and after a refusal
 // (ERROR, TRY_AGAIN_LATER) re-reads it and sends again a second later, as OpenZeppelin's relayer
-// re-submits after insufficient fee or TRY_AGAIN_LATER. An envelope accepted but not included by
+// re-submits after insufficient fee or TRY_AGAIN_LATER (the static-fee submitter re-sends a
+// second after a refusal too, at its same fee, until the budget ends). An envelope accepted but not included by
 // its maxTime is rebuilt once getTransaction still answers NOT_FOUND after the RPC lag (a ledger
 // past maxTime), at the same sequence number: the sequence did not move, so nothing pays twice.
 type submitter struct {
@@ -602,8 +603,8 @@ func congTable(p congParams, sides []*congSide, lanes []stellarsim.LedgerLanes) 
 }
 
 // TestCongestionSmall is the congestion benchmark at a small size, run by every `go test`: every
-// row runs, the lane is surge priced at least once, nothing is paid twice, and a transfer the
-// network took was answered to the service's caller.
+// row runs without an unexpected error, the lane is surge priced at least once, nothing is paid
+// twice, and every transfer answered landed is a payment on the network.
 func TestCongestionSmall(t *testing.T) {
 	p := defaultCongParams()
 	p.Arrivals, p.Channels = 6, 4
