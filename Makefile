@@ -22,7 +22,7 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency bench-async clean tools test-dynalite check-template \
+.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency bench-async bench-congestion clean tools test-dynalite check-template \
 	sam-build test-lambda test-contract test-clients test-openapi-clients build-api build-alert build-reconcile build-submitter \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction build-InDoubtReaderFunction build-SubmitterFunction
 
@@ -188,6 +188,14 @@ bench-latency: ## the latency benchmark: the service beside a direct submitter (
 # (about 9 min more, the synchronous side's 85,000 calls per backend).
 bench-async: ## the async burst benchmark: throughput, last settlement, Lambda billed ms, sync against async (README.md, "Benchmarks")
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAsync$$' -benchtime 1x -timeout 30m ./internal/loadtest
+
+# The congestion benchmark: on a local network with 60 classic operations per ledger, background
+# traffic that keeps the lane surge priced and a 10x spike for two minutes, the service (RPC and
+# Horizon, 16 channels) beside a fee-stats p90 submitter and a static 100-stroop submitter, at
+# MAX_FEE_STROOPS 100,000 and 2,000; prints Markdown tables with the goals met or missed.
+# BENCH_CONGESTION_N=<n> sets the arrivals per side (default 120, about 1 min).
+bench-congestion: ## the congestion benchmark: the service beside a fee-stats and a static-fee submitter under surge pricing and a fee spike (README.md, "Benchmarks")
+	BENCH_CONGESTION=1 $(GO) test -count=1 -v -run '^TestBenchCongestion$$' -timeout 30m ./internal/loadtest
 
 # The fault campaign at full size: 10,000 calls in each of its four runs (make test runs 5,000 in
 # all), then its async mode at 1,250 keys (make test: 100). CHAOS_SEED=<seed> replays a failing

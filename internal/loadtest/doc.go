@@ -16,5 +16,12 @@
 //     modelled as template.yaml configures it (BatchSize, MaxConcurrency, visibility timeout),
 //     with round trips in virtual time: throughput against the channel bound, the time to the
 //     last settlement and Lambda's billed milliseconds per transfer, side by side
-//     (BenchmarkAsync: `make bench-async`, README "Benchmarks"; TestAsyncBurst at 4 channels).
+//     (BenchmarkAsync: `make bench-async`, README "Benchmarks"; TestAsyncBurst at 4 channels);
+//   - congestion_test.go: the local network with its classic lane scaled down, background traffic
+//     that keeps it surge priced and a fee spike; the service on RPC and on Horizon beside a
+//     submitter bidding fee stats p90 (re-sending after a refusal, as OpenZeppelin's relayer does)
+//     and one bidding a static 100 stroops (the Stellar Disbursement Platform's default), on the
+//     same arrivals and ledgers: share landed within a budget, latency percentiles, in doubt per
+//     1,000 calls, fee charged against the ledger's clearing fee, and every payment counted on
+//     the network (TestBenchCongestion: `make bench-congestion`; TestCongestionSmall at 6 arrivals).
 package loadtest
