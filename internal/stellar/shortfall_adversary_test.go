@@ -1,0 +1,156 @@
+package stellar_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
+)
+
+// The release after a FAILED op_underfunded rests on one fact: the envelope's sequence number was
+// consumed, so nothing signed for that incarnation can ever land. Here the FAILED envelope is kept
+// (as anything that saw it could keep it: a retrying proxy, a log, a second submitter), the vault
+// is funded, and then, while the client's retry pays, the old envelope is sent again as it was
+// and, with a fee bump, wrapped again around the same inner transaction by the fee account at a
+// higher fee. Neither may land: the wallet is paid exactly once.
+func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
+	for _, channels := range []int{0, 2} {
+		clock := vclock.New(time.Unix(2_000_000_000, 0))
+		n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: stellarsim.Legacy{NoVisibilityLag: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		var mu sync.Mutex
+		var last time.Time
+		clock.OnAdvance(func(now time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			if now.Sub(last) >= 5*time.Second {
+				last = now
+				n.CloseLedger()
+			}
+		})
+		keys, err := stellar.GenerateKeys(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
+		issuer := keypair.MustRandom()
+		usdc := n.IssueAsset("USDC", issuer)
+		vault, wallet := keys.Vault.Address(), keypair.MustRandom().Address()
+		for _, step := range []error{
+			n.CreateAccount(vault, 100*unit), n.AddTrustline(vault, usdc, 0), n.Mint(vault, usdc, 1*unit),
+			n.CreateAccount(keys.Fee.Address(), 100*unit), n.CreateAccount(wallet, 10*unit), n.AddTrustline(wallet, usdc, 0),
+		} {
+			if step != nil {
+				t.Fatal(step)
+			}
+		}
+		db, _ := dynamotest.Minidyn(t)
+		store := dynamotest.NewStore(t, db)
+		cfg := stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
+			Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+			MaxFeeStroops: 1_000_000, Clock: clock}
+		if channels > 0 {
+			pool, err := stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()), Count: channels, Clock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Channels = pool
+		}
+		ledger, err := stellar.NewRPCLedger(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if channels > 0 {
+			if _, err := ledger.EnsureChannels(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var sent []transfer.Envelope
+		orch := &transfer.Orchestrator{Store: store, Ledger: ledger, Clock: clock, Logger: slog.New(slog.DiscardHandler),
+			Hooks: func(_ context.Context, s transfer.Step, rec transfer.Record) error {
+				if s == transfer.StepSent && rec.Envelope != nil {
+					sent = append(sent, *rec.Envelope)
+				}
+				return nil
+			}}
+		in := transfer.Input{ClientKey: "payout-0001", Request: transfer.Request{OperationType: transfer.Withdraw,
+			WalletAddress: wallet, Amount: "5", Asset: "USDC", Stroops: 5 * unit}}
+		ctx := context.Background()
+
+		_, err = orch.Transfer(ctx, in)
+		var u *transfer.UnavailableError
+		if !errors.As(err, &u) || u.Code != transfer.CodeVaultUnderfunded {
+			t.Fatalf("channels %d: %v, want 503 VAULT_UNDERFUNDED", channels, err)
+		}
+		if len(sent) != 1 {
+			t.Fatalf("channels %d: %d envelopes sent, want 1", channels, len(sent))
+		}
+		old := sent[0]
+		if err := n.Mint(vault, usdc, 10*unit); err != nil { // an operator funds the vault
+			t.Fatal(err)
+		}
+		before, _ := n.Balance(wallet, usdc)
+
+		// The old envelope again, and (with a fee bump) a new fee bump around its inner transaction.
+		resend := []transfer.Envelope{{XDR: old.XDR, InnerHash: old.InnerHash, OuterHash: old.OuterHash}}
+		if old.OuterHash != "" {
+			gen, err := txnbuild.TransactionFromXDR(old.XDR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb, _ := gen.FeeBump()
+			bump, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{
+				Inner: fb.InnerTransaction(), FeeAccount: keys.Fee.Address(), BaseFee: 10_000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bump, err = bump.Sign(n.Passphrase(), keys.Fee); err != nil {
+				t.Fatal(err)
+			}
+			x, _ := bump.Base64()
+			h, _ := bump.HashHex(n.Passphrase())
+			resend = append(resend, transfer.Envelope{XDR: x, InnerHash: old.InnerHash, OuterHash: h})
+		}
+		for _, e := range resend {
+			if _, err := ledger.Send(ctx, e); err != nil {
+				t.Fatalf("channels %d: re-send: %v", channels, err)
+			}
+		}
+		out, err := orch.Transfer(ctx, in)
+		if err != nil || out.Replayed {
+			t.Fatalf("channels %d: retry after funding: %+v %v", channels, out, err)
+		}
+		clock.Advance(30 * time.Second) // let anything still queued close
+		for _, e := range resend {
+			if _, err := ledger.Send(ctx, e); err != nil {
+				t.Fatalf("channels %d: re-send: %v", channels, err)
+			}
+		}
+		clock.Advance(30 * time.Second)
+		if got, _ := n.Balance(wallet, usdc); got != before+5*unit {
+			t.Fatalf("channels %d: wallet %d -> %d, want exactly one payment of 5", channels, before, got)
+		}
+		for _, tx := range n.Applied() {
+			if tx.Hash == old.InnerHash || tx.Hash == old.OuterHash || len(resend) > 1 && tx.Hash == resend[1].OuterHash {
+				if tx.Status == "SUCCESS" {
+					t.Fatalf("channels %d: the FAILED incarnation's envelope landed later: %+v", channels, tx)
+				}
+			}
+		}
+	}
+}
