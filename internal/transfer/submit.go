@@ -214,7 +214,13 @@ func (o *Orchestrator) releaseShortfall(ctx context.Context, rec Record, lk Look
 	}
 	o.Ledger.Done(ctx, env)
 	o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
-	who := "the vault lacks the funds"
+	return shortfallAnswer(code, lk)
+}
+
+// shortfallAnswer is the retryable answer to a call whose envelope the ledger included FAILED
+// because the paying side could not pay (SourceShortfall gave code), once its key is free.
+func shortfallAnswer(code string, lk Lookup) *UnavailableError {
+	who := "the vault cannot pay"
 	if code == CodeFeeAccountUnderfunded {
 		who = "the fee account lacks the funds"
 	}
