@@ -108,3 +108,42 @@ func TestSettleShortfallNeverReleasesLaterIncarnation(t *testing.T) {
 		t.Fatalf("the later incarnation was touched: %+v", got)
 	}
 }
+
+// An async transfer whose envelope is included FAILED op_underfunded is queued again (never
+// dropped), but each run against an empty vault builds, sends and pays the fee of one more
+// envelope. What bounds that cost is the delivery's backoff: every run that meets the shortfall
+// answers DeliveryRetry with VAULT_UNDERFUNDED's Retry-After (a minute), never the ledger interval
+// that a proven-dead requeue gets, and each run is one envelope, one fee and one page.
+func TestAsyncShortfallRequeueWaitsRetryAfterAndPaysOneFeePerRun(t *testing.T) {
+	ctx := context.Background()
+	h, logs := pagingHarness(t)
+	q := &recordingQueue{}
+	h.orch.Queue = q
+	h.ledger.failResult = func(transfer.Envelope) bool { return true }
+	h.ledger.failCodes = []string{"tx_failed", "op_underfunded"}
+	if res, err := h.orch.Enqueue(ctx, input("async-short-1", "5")); err != nil || !res.Accepted {
+		t.Fatalf("enqueue = %+v, %v", res, err)
+	}
+	m := q.sent[0]
+	const runs = 3
+	for i := 1; i <= runs; i++ {
+		d, err := h.orch.RunQueued(ctx, m)
+		if d != transfer.DeliveryRetry || problemCode(err) != transfer.CodeVaultUnderfunded {
+			t.Fatalf("run %d: %s %v, want DeliveryRetry with VAULT_UNDERFUNDED", i, d, err)
+		}
+		if got := transfer.RetryAfter(err); got < time.Minute {
+			t.Fatalf("run %d: Retry-After %s, want at least a minute (an operator has to fund the vault)", i, got)
+		}
+		rec := h.item(t, "async-short-1")
+		if rec.Status != transfer.StatusQueued || rec.ClaimID != m.ClaimID || rec.Envelope != nil {
+			t.Fatalf("run %d: item %+v, want queued again under the same incarnation", i, rec)
+		}
+		if p, s := h.ledger.counts(); p != i || s != i {
+			t.Fatalf("run %d: %d envelopes, %d sends; want one of each per run", i, p, s)
+		}
+		if pages := logs.alerts(t); len(pages) != i {
+			t.Fatalf("run %d: %d pages, want one per run", i, len(pages))
+		}
+		h.clock.Advance(time.Minute)
+	}
+}
