@@ -147,3 +147,39 @@ func TestAsyncShortfallRequeueWaitsRetryAfterAndPaysOneFeePerRun(t *testing.T) {
 		h.clock.Advance(time.Minute)
 	}
 }
+
+// The underfunded answers to a refusal (txINSUFFICIENT_BALANCE) and the fee bid's refusal
+// (txINSUFFICIENT_FEE, whose named fee may lead to FEE_ABOVE_CAP) prove the envelope dead only on a
+// first send. Here the first send's answer is lost although the network queued the envelope, and
+// the re-send is refused with each code: the call must not release the key, answer
+// FEE_ACCOUNT_UNDERFUNDED, page, or build a second envelope; the queued envelope lands and the
+// call answers it, paid once.
+func TestResendRefusedForFeesProvesNothing(t *testing.T) {
+	for _, code := range []string{"txINSUFFICIENT_BALANCE", "txINSUFFICIENT_FEE"} {
+		t.Run(code, func(t *testing.T) {
+			h, logs := pagingHarness(t)
+			h.ledger.feeBump = true
+			h.ledger.script = func(n int, _ transfer.Envelope) (transfer.SendResult, bool, error) {
+				if n == 0 {
+					return transfer.SendResult{}, true, errors.New("read tcp: i/o timeout after the request was written")
+				}
+				return transfer.SendResult{Status: transfer.SendError, Code: code}, false, nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			out, err := h.orch.Transfer(ctx, input("payout-resend-1", "5"))
+			if err != nil || out.TransactionHash == "" {
+				t.Fatalf("err = %v, out = %+v: want the queued envelope's landing answered", err, out)
+			}
+			if p, s := h.ledger.counts(); p != 1 || s < 2 {
+				t.Fatalf("prepares = %d, sends = %d; want 1 envelope, re-sent and refused at least once", p, s)
+			}
+			if h.ledger.landedCount() != 1 {
+				t.Fatalf("landed = %d, want 1", h.ledger.landedCount())
+			}
+			if pages := logs.alerts(t); len(pages) != 0 {
+				t.Fatalf("pages = %v, want none: nothing was underfunded", pages)
+			}
+		})
+	}
+}
