@@ -26,7 +26,18 @@ import (
 // and, with a fee bump, wrapped again around the same inner transaction by the fee account at a
 // higher fee. Neither may land: the wallet is paid exactly once.
 func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
-	for _, channels := range []int{0, 2} {
+	for _, async := range []bool{false, true} {
+		for _, channels := range []int{0, 2} {
+			failedShortfallNeverLands(t, channels, async)
+		}
+	}
+}
+
+// failedShortfallNeverLands is TestFailedShortfallEnvelopeNeverLandsAfterFunding with channels
+// channel accounts (0: the vault is the source), synchronously or as an async transfer run by the
+// submitter (the item requeued, not deleted, on the real store).
+func failedShortfallNeverLands(t *testing.T, channels int, async bool) {
+	{
 		clock := vclock.New(time.Unix(2_000_000_000, 0))
 		n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: stellarsim.Legacy{NoVisibilityLag: true}})
 		if err != nil {
@@ -92,10 +103,39 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 			WalletAddress: wallet, Amount: "5", Asset: "USDC", Stroops: 5 * unit}}
 		ctx := context.Background()
 
-		_, err = orch.Transfer(ctx, in)
+		q := &queueRecorder{}
+		orch.Queue = q
+		run := func() (transfer.Outcome, error) {
+			if !async {
+				return orch.Transfer(ctx, in)
+			}
+			if len(q.sent) == 0 {
+				if res, err := orch.Enqueue(ctx, in); err != nil || !res.Accepted {
+					t.Fatalf("enqueue: %+v %v", res, err)
+				}
+			}
+			d, err := orch.RunQueued(ctx, q.sent[0])
+			if err == nil && d != transfer.DeliveryDone {
+				t.Fatalf("channels %d: delivery %s without an error", channels, d)
+			}
+			if err != nil {
+				return transfer.Outcome{}, err
+			}
+			rec, gerr := store.Get(ctx, transfer.StoreKey(wallet, in.ClientKey))
+			if gerr != nil || rec.Result == nil {
+				t.Fatalf("channels %d: after the run: %+v %v", channels, rec, gerr)
+			}
+			return transfer.Outcome{TransactionHash: rec.Result.TransactionHash}, nil
+		}
+		_, err = run()
 		var u *transfer.UnavailableError
 		if !errors.As(err, &u) || u.Code != transfer.CodeVaultUnderfunded {
-			t.Fatalf("channels %d: %v, want 503 VAULT_UNDERFUNDED", channels, err)
+			t.Fatalf("channels %d async %v: %v, want 503 VAULT_UNDERFUNDED", channels, async, err)
+		}
+		if rec, gerr := store.Get(ctx, transfer.StoreKey(wallet, in.ClientKey)); async && (gerr != nil || rec.Status != transfer.StatusQueued) {
+			t.Fatalf("channels %d: async item %+v %v, want it queued again", channels, rec, gerr)
+		} else if !async && !errors.Is(gerr, transfer.ErrNotFound) {
+			t.Fatalf("channels %d: key held (%v), want it released", channels, gerr)
 		}
 		if len(sent) != 1 {
 			t.Fatalf("channels %d: %d envelopes sent, want 1", channels, len(sent))
@@ -131,7 +171,7 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 				t.Fatalf("channels %d: re-send: %v", channels, err)
 			}
 		}
-		out, err := orch.Transfer(ctx, in)
+		out, err := run()
 		if err != nil || out.Replayed {
 			t.Fatalf("channels %d: retry after funding: %+v %v", channels, out, err)
 		}
@@ -153,4 +193,11 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 			}
 		}
 	}
+}
+
+type queueRecorder struct{ sent []transfer.QueueMessage }
+
+func (q *queueRecorder) Send(_ context.Context, m transfer.QueueMessage) error {
+	q.sent = append(q.sent, m)
+	return nil
 }
