@@ -3,6 +3,7 @@ package stellar_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -26,9 +27,13 @@ import (
 // and, with a fee bump, wrapped again around the same inner transaction by the fee account at a
 // higher fee. Neither may land: the wallet is paid exactly once.
 func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
-	for _, async := range []bool{false, true} {
-		for _, channels := range []int{0, 2} {
-			failedShortfallNeverLands(t, channels, async)
+	for _, backend := range []string{"rpc", "horizon"} {
+		for _, async := range []bool{false, true} {
+			for _, channels := range []int{0, 2} {
+				t.Run(fmt.Sprintf("%s/async=%v/channels=%d", backend, async, channels), func(t *testing.T) {
+					failedShortfallNeverLands(t, backend, channels, async)
+				})
+			}
 		}
 	}
 }
@@ -36,7 +41,7 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 // failedShortfallNeverLands is TestFailedShortfallEnvelopeNeverLandsAfterFunding with channels
 // channel accounts (0: the vault is the source), synchronously or as an async transfer run by the
 // submitter (the item requeued, not deleted, on the real store).
-func failedShortfallNeverLands(t *testing.T, channels int, async bool) {
+func failedShortfallNeverLands(t *testing.T, backend string, channels int, async bool) {
 	{
 		clock := vclock.New(time.Unix(2_000_000_000, 0))
 		n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: stellarsim.Legacy{NoVisibilityLag: true}})
@@ -82,7 +87,13 @@ func failedShortfallNeverLands(t *testing.T, channels int, async bool) {
 			}
 			cfg.Channels = pool
 		}
-		ledger, err := stellar.NewRPCLedger(cfg)
+		var ledger shortfallLedger
+		if backend == "rpc" {
+			ledger, err = stellar.NewRPCLedger(cfg)
+		} else {
+			ledger, err = stellar.NewHorizonLedger(stellar.HorizonConfig{URL: n.URL(), Passphrase: cfg.Passphrase, VaultAccount: vault,
+				Assets: cfg.Assets, Keys: cfg.Keys, MaxFeeStroops: cfg.MaxFeeStroops, Channels: cfg.Channels, Clock: clock})
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,4 +211,10 @@ type queueRecorder struct{ sent []transfer.QueueMessage }
 func (q *queueRecorder) Send(_ context.Context, m transfer.QueueMessage) error {
 	q.sent = append(q.sent, m)
 	return nil
+}
+
+// shortfallLedger is what the test needs of either backend.
+type shortfallLedger interface {
+	transfer.Ledger
+	EnsureChannels(ctx context.Context) ([]stellar.ChannelAccount, error)
 }
