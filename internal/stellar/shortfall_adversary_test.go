@@ -31,7 +31,7 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 		for _, async := range []bool{false, true} {
 			for _, channels := range []int{0, 2} {
 				t.Run(fmt.Sprintf("%s/async=%v/channels=%d", backend, async, channels), func(t *testing.T) {
-					failedShortfallNeverLands(t, backend, channels, async)
+					failedShortfallNeverLands(t, backend, channels, async, false)
 				})
 			}
 		}
@@ -41,7 +41,7 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 // failedShortfallNeverLands is TestFailedShortfallEnvelopeNeverLandsAfterFunding with channels
 // channel accounts (0: the vault is the source), synchronously or as an async transfer run by the
 // submitter (the item requeued, not deleted, on the real store).
-func failedShortfallNeverLands(t *testing.T, backend string, channels int, async bool) {
+func failedShortfallNeverLands(t *testing.T, backend string, channels int, async, noTrust bool) {
 	{
 		clock := vclock.New(time.Unix(2_000_000_000, 0))
 		n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: stellarsim.Legacy{NoVisibilityLag: true}})
@@ -67,8 +67,20 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 		issuer := keypair.MustRandom()
 		usdc := n.IssueAsset("USDC", issuer)
 		vault, wallet := keys.Vault.Address(), keypair.MustRandom().Address()
+		trustline := func() error {
+			if noTrust {
+				return nil
+			}
+			return n.AddTrustline(vault, usdc, 0)
+		}
+		mint := func(amount int64) error {
+			if noTrust {
+				return nil
+			}
+			return n.Mint(vault, usdc, amount)
+		}
 		for _, step := range []error{
-			n.CreateAccount(vault, 100*unit), n.AddTrustline(vault, usdc, 0), n.Mint(vault, usdc, 1*unit),
+			n.CreateAccount(vault, 100*unit), trustline(), mint(1 * unit),
 			n.CreateAccount(keys.Fee.Address(), 100*unit), n.CreateAccount(wallet, 10*unit), n.AddTrustline(wallet, usdc, 0),
 		} {
 			if step != nil {
@@ -152,7 +164,13 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 			t.Fatalf("channels %d: %d envelopes sent, want 1", channels, len(sent))
 		}
 		old := sent[0]
-		if err := n.Mint(vault, usdc, 10*unit); err != nil { // an operator funds the vault
+		if noTrust {
+			noTrust = false
+			if err := trustline(); err != nil { // an operator gives the vault its trustline
+				t.Fatal(err)
+			}
+		}
+		if err := mint(10 * unit); err != nil { // an operator funds the vault
 			t.Fatal(err)
 		}
 		before, _ := n.Balance(wallet, usdc)
@@ -211,6 +229,18 @@ type queueRecorder struct{ sent []transfer.QueueMessage }
 func (q *queueRecorder) Send(_ context.Context, m transfer.QueueMessage) error {
 	q.sent = append(q.sent, m)
 	return nil
+}
+
+// A vault without a trustline for the asset: its payment is included FAILED op_src_no_trust on
+// the local network. The answer is VAULT_UNDERFUNDED with the key released (not a stored 422
+// blaming the destination); once an operator adds the trustline and funds the vault, the retry
+// with the same key pays exactly once and the FAILED envelope never lands.
+func TestVaultWithoutTrustlineFailedIsReleasedAndRetryPaysOnce(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) {
+			failedShortfallNeverLands(t, "rpc", 2, async, true)
+		})
+	}
 }
 
 // shortfallLedger is what the test needs of either backend.
