@@ -359,6 +359,11 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	forced := false
 	switch {
 	case lk.Status == transfer.LookupSuccess:
+	case lk.Status == transfer.LookupFailed && transfer.SourceShortfall(env, lk) != "":
+		// The paying side could not pay: the sweep (or a discard) releases the key and pages
+		// (transfer.Orchestrator.Settle); nothing moved and the client may retry once funded.
+		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s): %s; nothing moved, the sweep (or a discard) releases the key and the client retries once the account is funded",
+			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), transfer.SourceShortfall(env, lk))
 	case lk.Status == transfer.LookupFailed:
 		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s); the sweep will store the rejection",
 			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "))

@@ -130,10 +130,10 @@
 //     ErrUnexpectedAnswer): the envelope may be on the network; the same envelope is re-sent.
 //   - Lookup SUCCESS: replayable, 200. FAILED on the destination's side (op_no_trust,
 //     op_not_authorized, op_line_full, op_no_destination, anything not below): rejected, 422
-//     TRANSACTION_FAILED. FAILED because the paying side lacked funds (SourceShortfall:
-//     op_underfunded, tx_insufficient_balance): released, 503 VAULT_UNDERFUNDED or
-//     FEE_ACCOUNT_UNDERFUNDED, and it pages (an ERROR line with "alert"); no new envelope in the
-//     same call. Safe because the included envelope's sequence number is consumed and it can
+//     TRANSACTION_FAILED. FAILED because the paying side could not pay (SourceShortfall:
+//     op_underfunded, op_src_no_trust, op_src_not_authorized, tx_insufficient_balance): released,
+//     503 VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED, and it pages (an ERROR line with "alert");
+//     no new envelope in the same call, nor in a retry that settles it inline. Safe because the included envelope's sequence number is consumed and it can
 //     never apply again (releaseShortfall).
 //   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).
 //   - The budget ends with the envelope undecided: in_doubt, 409 TRANSFER_IN_DOUBT with the

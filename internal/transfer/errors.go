@@ -50,8 +50,9 @@ const (
 	CodeChannelsBusy = "CHANNELS_BUSY"
 	// CodeSigningKeysUnavailable: the signing keys could not be loaded; nothing was signed.
 	CodeSigningKeysUnavailable = "SIGNING_KEYS_UNAVAILABLE"
-	// CodeVaultUnderfunded: the vault could not cover the transfer (its balance of the asset, or
-	// of XLM for the fee while it is the transaction's source); nothing moved and the key is free.
+	// CodeVaultUnderfunded: the vault could not cover the transfer (its balance of the asset, its
+	// trustline for the asset missing or not authorized by the issuer, or its XLM for the fee while
+	// it is the transaction's source); nothing moved and the key is free.
 	// Retry with the same key once the vault is funded. It pages (alert "vault-underfunded").
 	CodeVaultUnderfunded = "VAULT_UNDERFUNDED"
 	// CodeFeeAccountUnderfunded: the fee account could not pay the fee of the transfer's fee bump

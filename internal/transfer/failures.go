@@ -139,7 +139,10 @@ func underfundedCode(err error) string {
 // failure, which is stored as a terminal rejection (TRANSACTION_FAILED) with the ledger's codes:
 //
 //   - tx_failed with op_underfunded: the payment's source, the vault, lacks the asset:
-//     VAULT_UNDERFUNDED.
+//     VAULT_UNDERFUNDED. So with op_src_no_trust (the vault holds no trustline for the asset)
+//     and op_src_not_authorized (the issuer has not authorized, or has frozen, the vault's
+//     trustline): the vault cannot pay, nothing about the destination or the request is wrong,
+//     and an operator has to act before any retry can pay.
 //   - tx_insufficient_balance: the transaction's source was left below its reserve after the fees
 //     were charged (stellar-core's TransactionFrame::commonValid at apply). Without a fee bump the
 //     vault pays its own fee: VAULT_UNDERFUNDED; a fee bump's inner transaction is never judged so
@@ -160,9 +163,17 @@ func SourceShortfall(env Envelope, lk Lookup) string {
 		}
 		return CodeVaultUnderfunded
 	case "tx_failed":
-		if slices.Contains(lk.ResultCodes[1:], "op_underfunded") {
-			return CodeVaultUnderfunded
+		for _, op := range lk.ResultCodes[1:] {
+			if slices.Contains(vaultSideOpCodes, op) {
+				return CodeVaultUnderfunded
+			}
 		}
 	}
 	return ""
 }
+
+// vaultSideOpCodes are the payment results (Horizon's spelling) that say its source, the vault,
+// could not pay (stellar-core's Stellar-transaction.x, PaymentResultCode: PAYMENT_UNDERFUNDED "not
+// enough funds in source account", PAYMENT_SRC_NO_TRUST "no trust line on source account",
+// PAYMENT_SRC_NOT_AUTHORIZED "source not authorized to transfer").
+var vaultSideOpCodes = []string{"op_underfunded", "op_src_no_trust", "op_src_not_authorized"}

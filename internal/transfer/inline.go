@@ -24,6 +24,12 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 	case ResolvedFailed:
 		return Outcome{}, false, replayedRejection(s.Record)
 	case ResolvedReleased:
+		if code := shortfallOf(held, s.Lookup); code != "" {
+			// Included FAILED because the paying side could not pay: Settle released the key and
+			// paged. Answered as the call that sent it would have been (releaseShortfall): a new
+			// envelope now would fail the same way, costing a fee and another page.
+			return Outcome{}, false, shortfallAnswer(code, *s.Lookup)
+		}
 		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey)
 		return Outcome{}, true, nil
 	case ResolvedRequeued:
@@ -45,4 +51,12 @@ func (o *Orchestrator) inDoubtAnswer(a *attempt, rec Record) *InDoubtError {
 		d.RetryAfter = o.inDoubtRetryAfter(a, *rec.Envelope)
 	}
 	return d
+}
+
+// shortfallOf is SourceShortfall of rec's envelope and lk, "" when either is missing.
+func shortfallOf(rec Record, lk *Lookup) string {
+	if rec.Envelope == nil || lk == nil {
+		return ""
+	}
+	return SourceShortfall(*rec.Envelope, *lk)
 }

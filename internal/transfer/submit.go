@@ -214,12 +214,18 @@ func (o *Orchestrator) releaseShortfall(ctx context.Context, rec Record, lk Look
 	}
 	o.Ledger.Done(ctx, env)
 	o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
-	who := "the vault lacks the funds"
+	return shortfallAnswer(code, lk)
+}
+
+// shortfallAnswer is the retryable answer to a call whose envelope the ledger included FAILED
+// because the paying side could not pay (SourceShortfall gave code), once its key is free.
+func shortfallAnswer(code string, lk Lookup) *UnavailableError {
+	who, until := "the vault cannot pay", "the vault is funded and holds an authorized trustline for the asset"
 	if code == CodeFeeAccountUnderfunded {
-		who = "the fee account lacks the funds"
+		who, until = "the fee account lacks the funds", "the fee account is funded"
 	}
-	return underfunded(code, fmt.Sprintf("%s: the transaction was included in ledger %d and failed (%s); nothing moved and it can never land: retry with the same key once the account is funded",
-		who, lk.Ledger, strings.Join(lk.ResultCodes, ", ")))
+	return underfunded(code, fmt.Sprintf("%s: the transaction was included in ledger %d and failed (%s); nothing moved and it can never land: retry with the same key once %s",
+		who, lk.Ledger, strings.Join(lk.ResultCodes, ", "), until))
 }
 
 // Alert names of the pages for an account that cannot pay (README.md, "Operating it").
