@@ -50,7 +50,7 @@ func envelopeFor() transfer.Envelope {
 	return transfer.Envelope{InnerHash: strings.Repeat("ab", 32), MaxTime: 1_500, SubmittedLedger: 50}
 }
 
-// Rule (DESIGN.md §1 rule 2): the ledger whose close time is after maxTime must be the ledger
+// Rule (internal/transfer/doc.go and proof.go: when an envelope is proven dead): the ledger whose close time is after maxTime must be the ledger
 // read before the lookup began. On a stellar-rpc without closeTime, a getLedgers page that does
 // not start at that ledger (an instance that pruned it, or answers from a later one) or an error
 // gives no close time: a later ledger's close time is never lent to the one read.

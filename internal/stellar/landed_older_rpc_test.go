@@ -8,7 +8,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// Rule (DESIGN.md §1 rule 2): an envelope that landed is never proven dead. On every stellar-rpc
+// Rule (internal/transfer/doc.go and proof.go: when an envelope is proven dead): an envelope that landed is never proven dead. On every stellar-rpc
 // profile (getLatestLedger without closeTime before v25.0, the range read first before v25.1),
 // with RPC's database trailing its core by 1 to 30 ledgers (db_lag: getLatestLedger, getLedgers
 // and getTransaction from the database, getLedgerEntries from core) and the read order race armed,
