@@ -71,7 +71,7 @@ run: ## the local stack: API :3000, Lambda Invoke API :3001, DynamoDB :8000, Ste
 # Every test once with the race detector (the fuzz targets' checked-in corpora included), verbose
 # into .ci/work/test-output.txt (scan-secrets scans it), a line per package here (.ci/go-test.sh);
 # then each fuzz target fuzzed for a few seconds.
-test: ## every test with -race (about 12 min; output in .ci/work/test-output.txt), then each fuzz target 3 s
+test: ## every test with -race (about 20 min; output in .ci/work/test-output.txt), then each fuzz target 3 s
 	.ci/go-test.sh
 	$(MAKE) fuzz FUZZTIME=$(TEST_FUZZTIME)
 
