@@ -86,7 +86,10 @@ func (j *jitterSource) draw(base time.Duration) time.Duration {
 type jitterDynamo struct {
 	j     *jitterSource
 	base  time.Duration
-	inner dynamo.Client
+	inner interface {
+		dynamo.Client
+		dynamo.TicketClient
+	}
 }
 
 func (s jitterDynamo) wait(ctx context.Context) { _ = s.j.clock.Sleep(ctx, s.j.draw(s.base)) }
@@ -104,6 +107,11 @@ func (s jitterDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o 
 func (s jitterDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	s.wait(ctx)
 	return s.inner.DeleteItem(ctx, in, o...)
+}
+
+func (s jitterDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	s.wait(ctx)
+	return s.inner.UpdateItem(ctx, in, o...)
 }
 
 func (s jitterDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
@@ -312,6 +320,8 @@ func addStats(a, b stellar.PoolStats) stellar.PoolStats {
 	a.Waits += b.Waits
 	a.Releases += b.Releases
 	a.Busy += b.Busy
+	a.Tickets += b.Tickets
+	a.Reused += b.Reused
 	return a
 }
 
@@ -321,6 +331,8 @@ func subStats(a, b stellar.PoolStats) stellar.PoolStats {
 	a.Waits -= b.Waits
 	a.Releases -= b.Releases
 	a.Busy -= b.Busy
+	a.Tickets -= b.Tickets
+	a.Reused -= b.Reused
 	return a
 }
 
@@ -394,4 +406,5 @@ func TestChannelsLambdaSmall(t *testing.T) {
 	checkOverload(t, res.result)
 	t.Logf("%d transfers, bound share %.2f, %.1f DynamoDB requests per transfer, %.3f failed lease writes per lease, %d of %d calls 503, pool %+v, wall %v",
 		res.transfers, res.perSecond()/(4.0/5), float64(res.ddbRequests)/float64(max(res.completed, 1)), res.failedPerLease(), res.busy, res.calls, res.stats, res.wall)
+	t.Logf("DynamoDB requests by operation: %v", r.db.Counts())
 }
