@@ -147,6 +147,9 @@ func (t jitterRPC) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// noTickets hides a client's UpdateItem.
+type noTickets struct{ dynamo.Client }
+
 // environments builds n execution environments of the rig's deployment: each its own
 // wiring.Build (channel pool, cadence, clients) on the rig's table and network, its DynamoDB
 // and Stellar requests charged rtt.
@@ -155,6 +158,11 @@ func (r *rig) environments(tb testing.TB, n int, rtt envRTT) []*wiring.Service {
 	j := newJitterSource(r.clock, rtt)
 	deps := r.deps
 	deps.Dynamo = jitterDynamo{j: j, base: rtt.dynamo, inner: r.db}
+	if os.Getenv("BENCH_UNSCHEDULED") != "" {
+		// The pool as it was before the channel calendar: a client without UpdateItem leaves
+		// wiring's pool unscheduled (channels tried in random order).
+		deps.Dynamo = noTickets{deps.Dynamo}
+	}
 	deps.HTTPClient = &http.Client{Transport: jitterRPC{j: j, base: rtt.stellar, next: http.DefaultTransport}, Timeout: stellar.DefaultHTTPTimeout}
 	envs := make([]*wiring.Service, n)
 	for i := range envs {
@@ -360,7 +368,8 @@ func reportEnvs(b *testing.B, res envResult, limit float64) {
 // Stellar RPC at 4, 16 and 64 channels, four callers per channel, ledgers every 5 s of virtual
 // time, a window of 12 ledgers. Goals (README "Benchmarks", channel assignment): bound-share at
 // least 0.95, ddb-req/transfer at most 8, failed-lease-writes/lease at most 0.05, paid-twice 0.
-// BENCH_LAMBDA_CHANNELS (comma-separated) picks the channel counts.
+// BENCH_LAMBDA_CHANNELS (comma-separated) picks the channel counts; BENCH_UNSCHEDULED=1 runs the
+// pool without the channel calendar (channels tried in random order, as before it).
 func BenchmarkChannelsLambda(b *testing.B) {
 	benchLambda(b, 4)
 }
@@ -397,13 +406,21 @@ func benchLambda(b *testing.B, perChannel int) {
 }
 
 // TestChannelsLambdaSmall is BenchmarkChannelsLambda at 4 channels and 16 environments over 8
-// ledgers: every call ends within its budget, every 503 has a Retry-After and every transfer is
-// paid exactly once; the figures are logged, and asserted by the goals below.
+// ledgers: every call ends within its budget, every 503 has a Retry-After, every transfer is paid
+// exactly once, at most 0.05 failed lease writes per lease, at least 0.95 of the channel bound and
+// at most 8.5 DynamoDB requests per transfer (8.0 measured; the benchmark's goal is 8). Without
+// the channel calendar (BENCH_UNSCHEDULED=1) it fails: about 30 failed writes per lease and 66
+// requests per transfer.
 func TestChannelsLambdaSmall(t *testing.T) {
 	r := newRig(t, "rpc", 4, 5*time.Second)
 	envs := r.environments(t, 16, defaultEnvRTT())
 	res := r.runEnvs(t, envs, 8*5*time.Second, 0)
 	checkOverload(t, res.result)
+	share, perTransfer := res.perSecond()/(4.0/5), float64(res.ddbRequests)/float64(max(res.completed, 1))
+	if res.failedPerLease() > 0.05 || share < 0.95 || perTransfer > 8.5 {
+		t.Errorf("%.3f failed lease writes per lease (want <= 0.05), %.2f of the bound (>= 0.95), %.2f DynamoDB requests per transfer (<= 8.5)",
+			res.failedPerLease(), share, perTransfer)
+	}
 	t.Logf("%d transfers, bound share %.2f, %.1f DynamoDB requests per transfer, %.3f failed lease writes per lease, %d of %d calls 503, pool %+v, wall %v",
 		res.transfers, res.perSecond()/(4.0/5), float64(res.ddbRequests)/float64(max(res.completed, 1)), res.failedPerLease(), res.busy, res.calls, res.stats, res.wall)
 	t.Logf("DynamoDB requests by operation: %v", r.db.Counts())
