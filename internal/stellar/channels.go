@@ -100,8 +100,11 @@ type PoolStats struct {
 	Tickets, Reused int64
 }
 
-// ChannelPool leases channel accounts as transaction sources. Channels are tried in random
-// order: concurrent invocations (separate Lambda instances) share no memory, so any
+// ChannelPool leases channel accounts as transaction sources. With Tickets (as wiring builds it)
+// every lease is scheduled on the deployment's channel calendar: ticket n leases channel n mod
+// count at the slot's time, and a slot beyond the wait answers CHANNELS_BUSY at once
+// (acquireScheduled, channelsched.go, where the design is argued). Without it, or when the
+// calendar fails, channels are tried in random order: concurrent invocations (separate Lambda instances) share no memory, so any
 // deterministic order, least-recently-used included, sends them all to the same channel first;
 // a random order spreads them (see the benchmark in internal/loadtest). Two things bend it
 // (tryOrder): the channels this process released (and has not since found leased elsewhere)
@@ -247,7 +250,8 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 	return out, nil
 }
 
-// acquire leases a channel: rounds of up to TriesPerRound channels in random order, skipping the
+// acquire leases a channel: on the calendar when the pool has one (acquireScheduled); else, or
+// when the calendar cannot book, rounds of up to TriesPerRound channels in random order, skipping the
 // ones this process holds, until a channel is won or the wait ends (Wait, by default one ledger
 // interval). Between rounds it backs off on the pool's clock: 100 ms doubling to 1 s while rounds
 // meet leases held elsewhere (each try is a conditional write) and every channel this process does
