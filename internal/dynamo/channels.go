@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,6 +37,9 @@ const (
 type ChannelLeases struct {
 	client Client
 	table  string
+	// seenNextAt is the calendar's next slot time (epoch ms) as this process last saw it
+	// (TakeTicket): which of the two booking writes to try first.
+	seenNextAt atomic.Int64
 }
 
 // NewChannelLeases returns the lease store on table through client.

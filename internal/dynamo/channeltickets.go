@@ -73,7 +73,23 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 	if step < 1 {
 		step = 1
 	}
+	// The order of the two writes follows what this process last saw: a calendar whose next slot
+	// was before now is restarted first (one request at light load instead of two), one ahead of
+	// it is queued on first (one request under load). Either write's condition makes the other
+	// order correct too; the guess only saves a failed condition.
+	seen := c.seenNextAt.Load()
+	restartFirst := seen != 0 && seen < nowMs
 	for range ticketAttempts {
+		if restartFirst {
+			restartFirst = false
+			n, ok, err := c.restart(ctx, tc, nowMs, step)
+			if err != nil {
+				return 0, time.Time{}, err
+			}
+			if ok {
+				return n, fromEpochMillis(nowMs), nil
+			}
+		}
 		out, err := c.update(ctx, tc,
 			expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
 				Set(expression.Name(AttrTicketNextAt), expression.Name(AttrTicketNextAt).Plus(expression.Value(step))),
@@ -83,29 +99,44 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 			if perr != nil {
 				return 0, time.Time{}, perr
 			}
+			c.seenNextAt.Store(nextAt + step)
 			return next, fromEpochMillis(nextAt), nil
 		}
 		if !conditionFailed(err) {
 			return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %w", err)
 		}
-		out, err = c.update(ctx, tc,
-			expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
-				Set(expression.Name(AttrTicketNextAt), expression.Value(nowMs+step)),
-			expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(expression.Value(nowMs))),
-			types.ReturnValueUpdatedNew)
-		if err == nil {
-			next, _, perr := ticketAttrs(out.Attributes)
-			if perr != nil {
-				return 0, time.Time{}, perr
-			}
-			return next - 1, fromEpochMillis(nowMs), nil
+		n, ok, err := c.restart(ctx, tc, nowMs, step)
+		if err != nil {
+			return 0, time.Time{}, err
 		}
-		if !conditionFailed(err) {
-			return 0, time.Time{}, fmt.Errorf("dynamo: restart the channel calendar: %w", err)
+		if ok {
+			return n, fromEpochMillis(nowMs), nil
 		}
 		// Another caller restarted it between the two writes: it is ahead of now again.
 	}
 	return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %d attempts lost to concurrent bookings", ticketAttempts)
+}
+
+// restart books ticket next at now on a calendar that has fallen behind now; ok is false when
+// it has not (the condition failed).
+func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, step int64) (n int64, ok bool, err error) {
+	out, err := c.update(ctx, tc,
+		expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
+			Set(expression.Name(AttrTicketNextAt), expression.Value(nowMs+step)),
+		expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(expression.Value(nowMs))),
+		types.ReturnValueUpdatedNew)
+	if err != nil {
+		if conditionFailed(err) {
+			return 0, false, nil
+		}
+		return 0, false, fmt.Errorf("dynamo: restart the channel calendar: %w", err)
+	}
+	next, _, err := ticketAttrs(out.Attributes)
+	if err != nil {
+		return 0, false, err
+	}
+	c.seenNextAt.Store(nowMs + step)
+	return next - 1, true, nil
 }
 
 func (c *ChannelLeases) update(ctx context.Context, tc TicketClient, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (*dynamodb.UpdateItemOutput, error) {

@@ -90,6 +90,34 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		}
 	})
 
+	t.Run("one request per booking, at light load and under load", func(t *testing.T) {
+		_, client, table := newCalendar(t)
+		counting := dynamotest.NewCountingClient(client)
+		l := dynamo.NewChannelLeases(counting, table)
+		// Under load: the calendar ahead of now, queued on.
+		for i := range 3 {
+			if _, _, err := l.TakeTicket(ctx, t0, spacing); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				counting.Reset() // the first booking of a new calendar restarts it: two requests
+			}
+		}
+		if n := counting.Count("UpdateItem"); n != 2 {
+			t.Errorf("two bookings on a calendar ahead of now took %d requests, want 2", n)
+		}
+		// Light load: every booking finds the calendar behind now, restarted first.
+		counting.Reset()
+		for i := range 3 {
+			if _, at, err := l.TakeTicket(ctx, t0.Add(time.Duration(i+1)*time.Minute), spacing); err != nil || !at.Equal(t0.Add(time.Duration(i+1)*time.Minute)) {
+				t.Fatalf("idle booking %d: %v, %v", i, at, err)
+			}
+		}
+		if n := counting.Count("UpdateItem"); n > 4 {
+			t.Errorf("three bookings an idle minute apart took %d requests, want at most 4 (the first may guess wrong)", n)
+		}
+	})
+
 	t.Run("concurrent bookings get distinct numbers and distinct times", func(t *testing.T) {
 		l, _, _ := newCalendar(t)
 		var (
