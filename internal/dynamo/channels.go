@@ -37,9 +37,9 @@ const (
 type ChannelLeases struct {
 	client Client
 	table  string
-	// seenNextAt is the calendar's next slot time (epoch ms) as this process last saw it
-	// (TakeTicket): which of the two booking writes to try first.
-	seenNextAt atomic.Int64
+	// restarted is whether this process's last calendar booking restarted the calendar (it had
+	// fallen behind now): which of TakeTicket's two writes to try first.
+	restarted atomic.Bool
 }
 
 // NewChannelLeases returns the lease store on table through client.

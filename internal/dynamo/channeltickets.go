@@ -73,12 +73,11 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 	if step < 1 {
 		step = 1
 	}
-	// The order of the two writes follows what this process last saw: a calendar whose next slot
-	// was before now is restarted first (one request at light load instead of two), one ahead of
-	// it is queued on first (one request under load). Either write's condition makes the other
-	// order correct too; the guess only saves a failed condition.
-	seen := c.seenNextAt.Load()
-	restartFirst := seen != 0 && seen < nowMs
+	// The order of the two writes follows this process's last booking: after a restart (light
+	// load: the calendar behind now) the restart is tried first, one request instead of two;
+	// after a booking queued on the calendar (under load), that write first. Either write's
+	// condition makes the other order correct too; the guess only saves a failed condition.
+	restartFirst := c.restarted.Load()
 	for range ticketAttempts {
 		if restartFirst {
 			restartFirst = false
@@ -99,7 +98,7 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 			if perr != nil {
 				return 0, time.Time{}, perr
 			}
-			c.seenNextAt.Store(nextAt + step)
+			c.restarted.Store(false)
 			return next, fromEpochMillis(nextAt), nil
 		}
 		if !conditionFailed(err) {
@@ -135,7 +134,7 @@ func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, ste
 	if err != nil {
 		return 0, false, err
 	}
-	c.seenNextAt.Store(nowMs + step)
+	c.restarted.Store(true)
 	return next - 1, true, nil
 }
 
