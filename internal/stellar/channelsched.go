@@ -85,7 +85,14 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 					Err:    fmt.Errorf("stellar: booking a channel slot: %w", err)}
 			}
 			p.tickets.Add(1)
-			r = reservation{n: n, at: alignToLedger(at, terms.ledgerClose, interval), channel: int(uint64(n) % uint64(len(chans)))}
+			if at.After(now) {
+				// Queued: the slot's channel was leased an interval before (the calendar is full),
+				// so the lease waits for the point in a ledger where its transfer is released. A
+				// slot at now (the calendar idle) leases at once: its channel's previous slot was at
+				// least an interval ago, and moving it could cost the envelope a ledger.
+				at = alignToLedger(at, terms.ledgerClose, interval)
+			}
+			r = reservation{n: n, at: at, channel: int(uint64(n) % uint64(len(chans)))}
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
 			if writes >= p.cfg.TriesPerRound {
