@@ -54,8 +54,9 @@ type reservation struct {
 }
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
-// could not book a slot for the call's first attempt (an error other than a failed condition):
-// acquire then leases unscheduled, so a calendar outage costs the old collisions, not transfers.
+// could not book a slot (an error other than a failed condition: throttled, unavailable, its
+// answer lost): acquire then leases unscheduled, so a calendar outage costs the old collisions,
+// not transfers.
 // A call makes at most TriesPerRound lease writes: a slot whose channel is still held (its
 // transfer not settled yet, its envelope in quarantine, or its holder dead with the lease not
 // expired) is a failed write, after which the call books the next slot. build makes the lease of a
@@ -69,7 +70,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 	grace := interval / 2
 	taken := map[string]bool{}
 	writes := 0
-	for booked := 0; ; booked++ {
+	for {
 		now := clock.Now()
 		r, ok := p.reserved(now, grace)
 		if ok {
@@ -77,12 +78,10 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		} else {
 			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing)
 			if err != nil {
-				if booked == 0 && ctx.Err() == nil {
-					return sourceLease{}, false, nil
+				if ctx.Err() != nil {
+					return sourceLease{}, true, ctx.Err()
 				}
-				return sourceLease{}, true, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
-					Detail: "the channel lease store is unavailable; nothing was submitted",
-					Err:    fmt.Errorf("stellar: booking a channel slot: %w", err)}
+				return sourceLease{}, false, nil
 			}
 			p.tickets.Add(1)
 			if at.After(now) {

@@ -25,6 +25,8 @@ type memTickets struct {
 	fail  error
 	lose  int
 	calls int
+	// failFrom, when positive, fails every booking from that call on (1: the first).
+	failFrom int
 }
 
 func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing time.Duration) (int64, time.Time, error) {
@@ -33,6 +35,9 @@ func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing time.D
 	m.calls++
 	if m.fail != nil {
 		return 0, time.Time{}, m.fail
+	}
+	if m.failFrom > 0 && m.calls >= m.failFrom {
+		return 0, time.Time{}, errors.New("ThrottlingException")
 	}
 	n, at := m.next, m.nextAt
 	if at.Before(now) {
@@ -243,6 +248,27 @@ func TestScheduledSlotOnAQuarantinedChannelMovesOn(t *testing.T) {
 	later := start.Add(21 * time.Second)
 	if err := leases.LeaseChannel(ctx, chans[0].Address(), "x", later, later.Add(time.Minute), later.Add(time.Minute), start.Add(20*time.Second)); !errors.Is(err, transfer.ErrConditionFailed) {
 		t.Errorf("quarantined channel leased: %v", err)
+	}
+}
+
+// A slot on a held channel, then the calendar throttled: the call leases unscheduled (the free
+// channel), rather than answering STORE_UNAVAILABLE.
+func TestScheduledCalendarFailingAfterACollision(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	leases := &memLeases{}
+	tickets := &memTickets{failFrom: 2}
+	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 2)
+	ctx := context.Background()
+	if err := leases.LeaseChannel(ctx, chans[0].Address(), "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := pool.acquire(ctx, keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: start})
+	if err != nil {
+		t.Fatalf("acquire = %v, want the free channel leased unscheduled", err)
+	}
+	if lease.account != chans[1].Address() {
+		t.Errorf("leased %s, want %s", lease.account, chans[1].Address())
 	}
 }
 
