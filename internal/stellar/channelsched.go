@@ -16,17 +16,19 @@ import (
 //
 // Lambda runs each concurrent invocation in an execution environment of its own: the pool's
 // processes share nothing but the table. Left to guess, they collide: at 4 callers per channel,
-// one environment per caller, tried in random order, 28 to 43 failed lease writes per lease and 64
-// to 94 DynamoDB requests per transfer (README, "Channel assignment"). So every lease is scheduled
+// one environment per caller, channels tried in random order cost 28 to 92 failed lease writes
+// per lease and 64 to 192 DynamoDB requests per transfer at 4 to 64 channels (README, "Channel
+// assignment across processes"; internal/loadtest's BenchmarkChannelsLambda). So every lease is scheduled
 // on a calendar kept in one item (TicketStore; internal/dynamo/channeltickets.go), a virtual
 // scheduler (the generic cell rate algorithm): each booking gets the next ticket n and a time,
 // spacing = interval / channels after the previous booking's and never before now. Ticket n leases
 // channel n mod channels at its time. So:
 //
 //   - consecutive bookings, from any processes, go to distinct channels, and a channel's slots
-//     come one ledger interval apart: as often as it can carry a transaction (stellar-core queues
-//     one per source account), so a slot usually finds the previous holder's transfer settled and
-//     released;
+//     come at least one ledger interval apart: as often as it can carry a transaction
+//     (stellar-core queues one per source account). A queued slot is moved to 0.6 of the ledger
+//     it falls in or the next (alignToLedger), when the previous slot's transfer, which landed at
+//     that ledger's opening close, has been seen and released;
 //   - the calendar is a queue in arrival order across every process: a booking more than the wait
 //     (about a ledger) ahead is answered CHANNELS_BUSY at once, no lease write made, with the
 //     Retry-After its slot's time gives: the time the pool has for it, not a guess;
