@@ -18,11 +18,11 @@ import (
 // processes share nothing but the table. Left to guess, they collide: at 4 callers per channel,
 // one environment per caller, channels tried in random order cost 28 to 92 failed lease writes
 // per lease and 64 to 192 DynamoDB requests per transfer at 4 to 64 channels (README, "Channel
-// assignment across processes"; internal/loadtest's BenchmarkChannelsLambda). So every lease is scheduled
-// on a calendar kept in one item (TicketStore; internal/dynamo/channeltickets.go), a virtual
-// scheduler (the generic cell rate algorithm): each booking gets the next ticket n and a time,
-// spacing = interval / channels after the previous booking's and never before now. Ticket n leases
-// channel n mod channels at its time. So:
+// assignment across processes"; internal/loadtest's BenchmarkChannelsLambda). So every lease is
+// scheduled on a calendar kept in one item (TicketStore; internal/dynamo/channeltickets.go), a
+// virtual scheduler (the generic cell rate algorithm): each booking gets the next ticket n and a
+// time, spacing = interval / channels after the previous booking's and never before now. Ticket n
+// leases channel n mod channels at its time. So:
 //
 //   - consecutive bookings, from any processes, go to distinct channels, and a channel's slots
 //     come at least one ledger interval apart: as often as it can carry a transaction
