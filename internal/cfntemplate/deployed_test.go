@@ -387,9 +387,35 @@ func TestLeastPrivilege(t *testing.T) {
 	for i := range ct.NumMethod() {
 		want = append(want, "dynamodb:"+ct.Method(i).Name)
 	}
-	for _, role := range []string{"ApiFunctionRole", "ReconcileFunctionRole", "SubmitterFunctionRole"} {
+	// The functions that lease channels also book slots of the channel calendar
+	// (dynamo.TicketClient), on its one item only.
+	tt := reflect.TypeFor[dynamo.TicketClient]()
+	var withTickets []string
+	for i := range tt.NumMethod() {
+		withTickets = append(withTickets, "dynamodb:"+tt.Method(i).Name)
+	}
+	withTickets = append(withTickets, want...)
+	sort.Strings(withTickets)
+	for role, want := range map[string][]string{"ApiFunctionRole": withTickets, "SubmitterFunctionRole": withTickets, "ReconcileFunctionRole": want} {
 		if got := dynamoActions(t, tpl, role); !slices.Equal(got, want) {
-			t.Errorf("%s DynamoDB actions = %v, want dynamo.Client's %v", role, got, want)
+			t.Errorf("%s DynamoDB actions = %v, want %v", role, got, want)
+		}
+	}
+	for _, role := range []string{"ApiFunctionRole", "SubmitterFunctionRole"} {
+		for _, st := range statements(t, tpl, role) {
+			if slices.Contains(st.actions, "dynamodb:UpdateItem") && (st.sid != "ChannelCalendar" || len(st.actions) != 1) {
+				t.Errorf("%s statement %s allows UpdateItem beside %v; only ChannelCalendar may, alone", role, st.sid, st.actions)
+			}
+		}
+		var cond any
+		for _, st := range statements(t, tpl, role) {
+			if st.sid == "ChannelCalendar" {
+				cond = st.condition
+			}
+		}
+		want := map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:LeadingKeys": []any{dynamo.ChannelTicketsKey}}}
+		if !reflect.DeepEqual(cond, want) {
+			t.Errorf("%s ChannelCalendar condition = %v, want %v", role, cond, want)
 		}
 	}
 	// The wallet index (a wallet's history) is queried by the API function alone, and only
@@ -448,6 +474,8 @@ type statement struct {
 	sid      string
 	actions  []string
 	resource string // the resource as JSON, or "*"
+	// condition is the statement's Condition as parsed (nil without one).
+	condition any
 }
 
 func statements(t *testing.T, tpl *cfntemplate.Template, role string) []statement {
@@ -465,6 +493,7 @@ func statements(t *testing.T, tpl *cfntemplate.Template, role string) []statemen
 			if sid, ok := cfntemplate.Lookup(st, "Sid"); ok {
 				s.sid, _ = sid.(string)
 			}
+			s.condition, _ = cfntemplate.Lookup(st, "Condition")
 			switch a := get(t, st, "Action").(type) {
 			case string:
 				s.actions = []string{a}

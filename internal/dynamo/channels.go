@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,6 +37,9 @@ const (
 type ChannelLeases struct {
 	client Client
 	table  string
+	// restarted is whether this process's last calendar booking restarted the calendar (it had
+	// fallen behind now): which of TakeTicket's two writes to try first.
+	restarted atomic.Bool
 }
 
 // NewChannelLeases returns the lease store on table through client.

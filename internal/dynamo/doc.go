@@ -24,6 +24,9 @@
 //   - A channel lease, pk "channel:<G...>" (ChannelLeases): leaseOwner, leaseExpiresAt and
 //     leasedAt (epoch ms), quarantinedUntil (epoch s: the maxTime of the envelope built on the
 //     lease). A free channel has no item.
+//   - The channel calendar, pk "channels:tickets" (ChannelLeases.TakeTicket; channeltickets.go):
+//     next (N, the next ticket number) and nextAt (N, epoch ms, the time booked for it). One item
+//     per table, about 60 bytes; every process of the deployment books its channel leases on it.
 //
 // gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL) is sparse: gsi1pk is "in_doubt" on
 // in_doubt items (the durable in-doubt queue, ListInDoubt), "in_flight" on in_flight items (the
@@ -47,7 +50,11 @@
 // claimId, status, version, leaseOwner and innerHash exactly as read (transfer.Condition; an
 // empty value is attribute_not_exists). A lease is PutItem with `attribute_not_exists(pk) OR
 // (leaseExpiresAt < :now AND quarantinedUntil < :ledgerClose)`, its release DeleteItem with
-// `leaseOwner = :owner`. Every read that decides a write is a consistent GetItem; the index is
+// `leaseOwner = :owner`. A calendar booking is UpdateItem `ADD next :1 SET nextAt = nextAt +
+// :spacing` if `nextAt >= :now` (ReturnValues UPDATED_OLD), or, when that condition fails,
+// `ADD next :1 SET nextAt = :now + :spacing` if `attribute_not_exists(nextAt) OR nextAt < :now`
+// (UPDATED_NEW); neither is idempotent, and a booking repeated after a lost answer only skips a
+// ticket (TakeTicket). Every read that decides a write is a consistent GetItem; the index is
 // eventually consistent, so what it lists is read again before it is acted on.
 //
 // Counting requests: the package keeps no global state. Wrap the client handed to New (and to

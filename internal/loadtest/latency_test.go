@@ -135,6 +135,11 @@ func (s slowDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput
 	return s.inner.DeleteItem(ctx, in, o...)
 }
 
+func (s slowDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	_ = s.clock.Sleep(ctx, dynamoRTT)
+	return s.inner.(dynamo.TicketClient).UpdateItem(ctx, in, o...)
+}
+
 func (s slowDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	_ = s.clock.Sleep(ctx, dynamoRTT)
 	return s.inner.Query(ctx, in, o...)

@@ -62,8 +62,22 @@ type ChannelPoolConfig struct {
 	// maxTime.
 	Wait time.Duration
 	// TriesPerRound is how many free-looking channels one round tries before it backs off;
-	// 0 means 3.
+	// 0 means 3. With Tickets, it bounds the lease writes of one call.
 	TriesPerRound int
+	// Tickets, when set, schedules every lease on the channel calendar it keeps (see
+	// acquireScheduled): internal/dynamo's ChannelLeases. Nil, or a calendar that fails, leases
+	// unscheduled (channels tried in random order).
+	Tickets TicketStore
+}
+
+// TicketStore books slots of the channel calendar shared by every process of a deployment
+// (internal/dynamo/channeltickets.go: one item, one UpdateItem per booking). internal/dynamo's
+// ChannelLeases implements it.
+type TicketStore interface {
+	// TakeTicket books the next slot: ticket number n (consecutive across every process, but a
+	// number may be skipped) and the time at which it may lease, spacing after the previous
+	// slot's time and never before now.
+	TakeTicket(ctx context.Context, now time.Time, spacing time.Duration) (n int64, at time.Time, err error)
 }
 
 // DefaultLedgerInterval is the ledger interval assumed when none is configured: the domain's
@@ -80,10 +94,17 @@ type PoolStats struct {
 	// rounds that found nothing and backed off; Releases are leases released by Done; Busy are
 	// acquires that ended in CHANNELS_BUSY.
 	Leases, Collisions, Waits, Releases, Busy int64
+	// Tickets are slots booked on the channel calendar (TicketStore requests that answered);
+	// Reused are calls served by a slot an earlier call of this process booked and left
+	// (CHANNELS_BUSY), without booking.
+	Tickets, Reused int64
 }
 
-// ChannelPool leases channel accounts as transaction sources. Channels are tried in random
-// order: concurrent invocations (separate Lambda instances) share no memory, so any
+// ChannelPool leases channel accounts as transaction sources. With Tickets (as wiring builds it)
+// every lease is scheduled on the deployment's channel calendar: ticket n leases channel n mod
+// count at the slot's time, and a slot beyond the wait answers CHANNELS_BUSY at once
+// (acquireScheduled, channelsched.go, where the design is argued). Without it, or when the
+// calendar fails, channels are tried in random order: concurrent invocations (separate Lambda instances) share no memory, so any
 // deterministic order, least-recently-used included, sends them all to the same channel first;
 // a random order spreads them (see the benchmark in internal/loadtest). Two things bend it
 // (tryOrder): the channels this process released (and has not since found leased elsewhere)
@@ -116,7 +137,11 @@ type ChannelPool struct {
 	// while some channel is unasked (see acquire).
 	crowded time.Time
 
-	leases, collisions, waits, releases, busy atomic.Int64
+	// reservations are calendar slots this process booked and has not used (a call answered
+	// CHANNELS_BUSY left its slot for a later call of the process): see acquireScheduled.
+	reservations []reservation
+
+	leases, collisions, waits, releases, busy, tickets, reused atomic.Int64
 }
 
 // heldLease is a lease this process holds. Past expires (its deadline or maxTime, and a margin)
@@ -155,7 +180,7 @@ func NewChannelPool(cfg ChannelPoolConfig) (*ChannelPool, error) {
 // Stats returns the pool's counters so far.
 func (p *ChannelPool) Stats() PoolStats {
 	return PoolStats{Leases: p.leases.Load(), Collisions: p.collisions.Load(), Waits: p.waits.Load(), Releases: p.releases.Load(),
-		Busy: p.busy.Load()}
+		Busy: p.busy.Load(), Tickets: p.tickets.Load(), Reused: p.reused.Load()}
 }
 
 // Channels returns the channel keys the pool uses with keys (see ChannelKeys), derived once per
@@ -225,7 +250,8 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 	return out, nil
 }
 
-// acquire leases a channel: rounds of up to TriesPerRound channels in random order, skipping the
+// acquire leases a channel: on the calendar when the pool has one (acquireScheduled); else, or
+// when the calendar cannot book, rounds of up to TriesPerRound channels in random order, skipping the
 // ones this process holds, until a channel is won or the wait ends (Wait, by default one ledger
 // interval). Between rounds it backs off on the pool's clock: 100 ms doubling to 1 s while rounds
 // meet leases held elsewhere (each try is a conditional write) and every channel this process does
@@ -279,6 +305,13 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	waitUntil := start.Add(wait)
 	if last := terms.maxTime.Add(-minValidity); last.Before(waitUntil) {
 		waitUntil = last
+	}
+	if p.cfg.Tickets != nil {
+		if lease, done, err := p.acquireScheduled(ctx, chans, terms, interval, waitUntil, func(ch *keypair.Full) sourceLease {
+			return sourceLease{account: ch.Address(), opSource: vault, signers: []Signer{SeedSigner{KP: ch}, vaultKey}, feeSource: feeKey}
+		}); done {
+			return lease, err
+		}
 	}
 	backoff := firstRound
 	ticket := p.enqueue()

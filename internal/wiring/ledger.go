@@ -40,10 +40,17 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 	var pool *stellar.ChannelPool
 	if d.Config.ChannelCount > 0 {
 		var err error
-		pool, err = stellar.NewChannelPool(stellar.ChannelPoolConfig{
-			Leases: dynamo.NewChannelLeases(d.Dynamo, d.Config.Table), Count: d.Config.ChannelCount, Clock: clock,
+		leases := dynamo.NewChannelLeases(d.Dynamo, d.Config.Table)
+		cfg := stellar.ChannelPoolConfig{
+			Leases: leases, Count: d.Config.ChannelCount, Clock: clock,
 			LedgerInterval: ledgerInterval,
-		})
+		}
+		// Leases are scheduled on the channel calendar (internal/stellar/channelsched.go) when
+		// the client can make its UpdateItem; without it, unscheduled.
+		if _, ok := d.Dynamo.(dynamo.TicketClient); ok {
+			cfg.Tickets = leases
+		}
+		pool, err = stellar.NewChannelPool(cfg)
 		if err != nil {
 			return nil, nil, err
 		}

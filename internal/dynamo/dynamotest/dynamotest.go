@@ -124,9 +124,9 @@ func (c *CountingClient) Total() int64 {
 	return n
 }
 
-// Writes returns the number of item writes (PutItem, DeleteItem) so far.
+// Writes returns the number of item writes (PutItem, DeleteItem, UpdateItem) so far.
 func (c *CountingClient) Writes() int64 {
-	return c.Count("PutItem") + c.Count("DeleteItem")
+	return c.Count("PutItem") + c.Count("DeleteItem") + c.Count("UpdateItem")
 }
 
 // Counts returns a copy of the counters by operation.
@@ -169,6 +169,16 @@ func (c *CountingClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItem
 func (c *CountingClient) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	c.add("Query")
 	return c.Inner.Query(ctx, in, optFns...)
+}
+
+// UpdateItem counts and forwards (dynamo.TicketClient); it fails when Inner has no UpdateItem.
+func (c *CountingClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.add("UpdateItem")
+	tc, ok := c.Inner.(dynamo.TicketClient)
+	if !ok {
+		return nil, dynamo.ErrNoTickets
+	}
+	return tc.UpdateItem(ctx, in, optFns...)
 }
 
 // CreateTable counts and forwards.

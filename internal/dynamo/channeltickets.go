@@ -1,0 +1,171 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The channel calendar is one small item in the transfers table (doc.go, "Table layout"):
+// pk "channels:tickets" (not under ChannelPrefix: it is no lease), holding the next ticket number
+// and the time booked for it.
+const (
+	// ChannelTicketsKey is the calendar item's pk.
+	ChannelTicketsKey = "channels:tickets"
+	// AttrTicketNext is the next ticket number to hand out (N).
+	AttrTicketNext = "next"
+	// AttrTicketNextAt is the time booked for the next ticket, epoch milliseconds (N): the
+	// calendar's theoretical arrival time.
+	AttrTicketNextAt = "nextAt"
+)
+
+// TicketClient is the request the channel calendar makes beyond Client's: UpdateItem, whose ADD
+// hands out numbers atomically (PutItem cannot read and add in one request). The SDK's client
+// has it; a Client that lacks it leaves ChannelLeases without a calendar (TakeTicket answers
+// ErrNoTickets) and the pool leases unscheduled.
+type TicketClient interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// ErrNoTickets is returned by TakeTicket when the client cannot make UpdateItem requests.
+var ErrNoTickets = errors.New("dynamo: the client has no UpdateItem: no channel calendar")
+
+// ticketAttempts bounds TakeTicket's requests: a booking on a calendar ahead of now succeeds at
+// once; one behind now takes the restart, and loses it only to a concurrent restart, after which
+// the calendar is ahead of now.
+const ticketAttempts = 4
+
+// TakeTicket books the next slot of the channel calendar: the ticket number n (0, 1, 2, ...) and
+// the time at which it may lease (at, milliseconds), every slot spacing after the previous one
+// and never before now. It is the generic cell rate algorithm (ITU-T I.371's virtual scheduling)
+// on one item:
+//
+//   - while the calendar runs ahead of now (callers are waiting): UpdateItem
+//     `ADD next :1 SET nextAt = nextAt + :spacing` if `nextAt >= :now`, ReturnValues UPDATED_OLD:
+//     the old next and nextAt are this caller's ticket and time. One request.
+//   - when it has fallen behind (the pool was idle, or the item is new): UpdateItem
+//     `ADD next :1 SET nextAt = :now + :spacing` if `attribute_not_exists(nextAt) OR nextAt < :now`,
+//     ReturnValues UPDATED_NEW: the ticket is next - 1, its time now. Two requests, the first a
+//     failed condition.
+//
+// Neither write is idempotent, and neither needs to be: a ticket only schedules an attempt (the
+// lease's own conditional write still decides who holds a channel), so a write the SDK retries
+// after its answer was lost books one slot nobody uses, and the channel of that slot stays idle
+// for one slot; nothing else changes. The item is about 60 bytes: one write capacity unit per
+// booking, far below a partition's 1,000 per second (the API's throttling caps bookings at twice
+// the channels per ledger, 52/s at 128 channels).
+func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing time.Duration) (n int64, at time.Time, err error) {
+	tc, ok := c.client.(TicketClient)
+	if !ok {
+		return 0, time.Time{}, ErrNoTickets
+	}
+	if spacing <= 0 {
+		spacing = time.Millisecond
+	}
+	nowMs, step := epochMillis(now), spacing.Milliseconds()
+	if step < 1 {
+		step = 1
+	}
+	// The order of the two writes follows this process's last booking: after a restart (light
+	// load: the calendar behind now) the restart is tried first, one request instead of two;
+	// after a booking queued on the calendar (under load), that write first. Either write's
+	// condition makes the other order correct too; the guess only saves a failed condition.
+	restartFirst := c.restarted.Load()
+	for range ticketAttempts {
+		if restartFirst {
+			restartFirst = false
+			n, ok, err := c.restart(ctx, tc, nowMs, step)
+			if err != nil {
+				return 0, time.Time{}, err
+			}
+			if ok {
+				return n, fromEpochMillis(nowMs), nil
+			}
+		}
+		out, err := c.update(ctx, tc,
+			expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
+				Set(expression.Name(AttrTicketNextAt), expression.Name(AttrTicketNextAt).Plus(expression.Value(step))),
+			expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs)), types.ReturnValueUpdatedOld)
+		if err == nil {
+			next, nextAt, perr := ticketAttrs(out.Attributes)
+			if perr != nil {
+				return 0, time.Time{}, perr
+			}
+			c.restarted.Store(false)
+			return next, fromEpochMillis(nextAt), nil
+		}
+		if !conditionFailed(err) {
+			return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %w", err)
+		}
+		n, ok, err := c.restart(ctx, tc, nowMs, step)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		if ok {
+			return n, fromEpochMillis(nowMs), nil
+		}
+		// Another caller restarted it between the two writes: it is ahead of now again.
+	}
+	return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %d attempts lost to concurrent bookings", ticketAttempts)
+}
+
+// restart books ticket next at now on a calendar that has fallen behind now; ok is false when
+// it has not (the condition failed).
+func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, step int64) (n int64, ok bool, err error) {
+	out, err := c.update(ctx, tc,
+		expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
+			Set(expression.Name(AttrTicketNextAt), expression.Value(nowMs+step)),
+		expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(expression.Value(nowMs))),
+		types.ReturnValueUpdatedNew)
+	if err != nil {
+		if conditionFailed(err) {
+			return 0, false, nil
+		}
+		return 0, false, fmt.Errorf("dynamo: restart the channel calendar: %w", err)
+	}
+	next, _, err := ticketAttrs(out.Attributes)
+	if err != nil {
+		return 0, false, err
+	}
+	c.restarted.Store(true)
+	return next - 1, true, nil
+}
+
+func (c *ChannelLeases) update(ctx context.Context, tc TicketClient, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (*dynamodb.UpdateItemOutput, error) {
+	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: channel ticket: build expression: %w", err)
+	}
+	return tc.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(c.table), Key: map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: ChannelTicketsKey}},
+		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(), ReturnValues: rv,
+	})
+}
+
+// ticketAttrs reads next and nextAt from an UpdateItem answer; nextAt is 0 when absent (an
+// UPDATED_NEW answer of a restart carries it, an UPDATED_OLD one always does).
+func ticketAttrs(m map[string]types.AttributeValue) (next, nextAt int64, err error) {
+	get := func(name string, required bool) (int64, error) {
+		v, ok := m[name].(*types.AttributeValueMemberN)
+		if !ok {
+			if required {
+				return 0, fmt.Errorf("dynamo: channel ticket answer lacks %s", name)
+			}
+			return 0, nil
+		}
+		return strconv.ParseInt(v.Value, 10, 64)
+	}
+	if next, err = get(AttrTicketNext, true); err != nil {
+		return 0, 0, err
+	}
+	nextAt, err = get(AttrTicketNextAt, false)
+	return next, nextAt, err
+}

@@ -1,0 +1,212 @@
+package stellar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Channel assignment across processes.
+//
+// Lambda runs each concurrent invocation in an execution environment of its own: the pool's
+// processes share nothing but the table. Left to guess, they collide: at 4 callers per channel,
+// one environment per caller, channels tried in random order cost 28 to 92 failed lease writes
+// per lease and 64 to 192 DynamoDB requests per transfer at 4 to 64 channels (README, "Channel
+// assignment across processes"; internal/loadtest's BenchmarkChannelsLambda). So every lease is
+// scheduled on a calendar kept in one item (TicketStore; internal/dynamo/channeltickets.go), a
+// virtual scheduler (the generic cell rate algorithm): each booking gets the next ticket n and a
+// time, spacing = interval / channels after the previous booking's and never before now. Ticket n
+// leases channel n mod channels at its time. So:
+//
+//   - consecutive bookings, from any processes, go to distinct channels, and a channel's slots
+//     come at least one ledger interval apart: as often as it can carry a transaction
+//     (stellar-core queues one per source account). A queued slot is moved to 0.6 of the ledger
+//     it falls in or the next (alignToLedger), when the previous slot's transfer, which landed at
+//     that ledger's opening close, has been seen and released;
+//   - the calendar is a queue in arrival order across every process: a booking more than the wait
+//     (about a ledger) ahead is answered CHANNELS_BUSY at once, no lease write made, with the
+//     Retry-After its slot's time gives: the time the pool has for it, not a guess;
+//   - the process keeps that slot (reservations) and gives it to its next call, which then asks
+//     nothing until the slot's time: a Lambda environment takes its next invocation as soon as it
+//     is idle, so an environment under overload answers CHANNELS_BUSY from its reservation with no
+//     request, and leases at the slot's time with one write. Bookings are at most one per waiting
+//     call, not one per poll.
+//
+// The alternatives weighed: ranges of channels per environment need a count of environments,
+// which nothing knows (Lambda adds and reaps them); one pool item of free channels puts every
+// lease and release on one item that grows with the channels (a write costs a unit per KB: 8 units
+// per write at 64 channels, every write on one partition's 1,000 units a second) and makes a read
+// before every lease; a queue of free channels (SQS) loses a channel whose holder dies until a
+// sweep puts it back, and adds a service. A calendar slot costs one small UpdateItem per booking,
+// keeps the lease items and every lease rule unchanged (the lease's conditional write still decides
+// who holds a channel: quarantine, one envelope per channel, lost answers), and degrades to the
+// unscheduled pool when the calendar fails.
+
+// reservation is a calendar slot: ticket n's channel and time.
+type reservation struct {
+	n       int64
+	at      time.Time
+	channel int // index into the pool's channels
+}
+
+// acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
+// could not book a slot (an error other than a failed condition: throttled, unavailable, its
+// answer lost): acquire then leases unscheduled, so a calendar outage costs the old collisions,
+// not transfers.
+// A call makes at most TriesPerRound lease writes: a slot whose channel is still held (its
+// transfer not settled yet, its envelope in quarantine, or its holder dead with the lease not
+// expired) is a failed write, after which the call books the next slot. build makes the lease of a
+// channel key (everything but its owner).
+func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Full, terms leaseTerms, interval time.Duration, waitUntil time.Time,
+	build func(*keypair.Full) sourceLease) (sourceLease, bool, error) {
+	clock := p.cfg.Clock
+	spacing := interval / time.Duration(len(chans))
+	// A slot left unused this long after its time is dropped: by then the channel's next slot,
+	// an interval later, is near, and leasing it late would meet that slot's caller.
+	grace := interval / 2
+	taken := map[string]bool{}
+	writes := 0
+	for {
+		now := clock.Now()
+		r, ok := p.reserved(now, grace)
+		if ok {
+			p.reused.Add(1)
+		} else {
+			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing)
+			if err != nil {
+				if ctx.Err() != nil {
+					return sourceLease{}, true, ctx.Err()
+				}
+				return sourceLease{}, false, nil
+			}
+			p.tickets.Add(1)
+			if at.After(now) {
+				// Queued: the slot's channel was leased an interval before (the calendar is full),
+				// so the lease waits for the point in a ledger where its transfer is released. A
+				// slot at now (the calendar idle) leases at once: its channel's previous slot was at
+				// least an interval ago, and moving it could cost the envelope a ledger.
+				at = alignToLedger(at, terms.ledgerClose, interval)
+			}
+			r = reservation{n: n, at: at, channel: int(uint64(n) % uint64(len(chans)))}
+		}
+		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
+			if writes >= p.cfg.TriesPerRound {
+				// The calendar's slots keep meeting held channels (quarantined envelopes, dead
+				// holders): the slot is kept for a later call, this one answers busy.
+				r.at = later(r.at, now.Add(interval))
+			}
+			p.keep(r)
+			p.busy.Add(1)
+			p.waits.Add(1)
+			if len(taken) > 0 {
+				p.mu.Lock()
+				p.crowded = now
+				p.mu.Unlock()
+			}
+			return sourceLease{}, true, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: slotRetryAfter(r.at.Sub(now)),
+				Detail: "every channel account is busy; nothing was submitted"}
+		}
+		if d := r.at.Sub(now); d > 0 {
+			p.waits.Add(1)
+			if err := clock.Sleep(ctx, d); err != nil {
+				p.keep(r)
+				return sourceLease{}, true, err
+			}
+		}
+		now = clock.Now()
+		ch := chans[r.channel]
+		if !p.hold(ch.Address(), now) {
+			continue // another call of this process holds it: the next slot, without a write
+		}
+		owner := newLeaseOwner()
+		writes++
+		err := p.cfg.Leases.LeaseChannel(ctx, ch.Address(), owner, now, terms.until, terms.maxTime, terms.ledgerClose)
+		if err == nil {
+			p.leases.Add(1)
+			p.mu.Lock()
+			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin)}
+			delete(p.elsewhere, ch.Address())
+			p.mu.Unlock()
+			l := build(ch)
+			l.owner = owner
+			return l, true, nil
+		}
+		p.unhold(ch.Address())
+		if !errors.Is(err, transfer.ErrConditionFailed) {
+			return sourceLease{}, true, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
+				Detail: "the channel lease store is unavailable; nothing was submitted",
+				Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
+		}
+		taken[ch.Address()] = true
+		p.mu.Lock()
+		delete(p.mine, ch.Address())
+		p.elsewhere[ch.Address()] = now
+		p.mu.Unlock()
+		p.collisions.Add(1)
+	}
+}
+
+// releaseOffset is how far into a ledger a slot's lease is written, as a share of the interval:
+// the previous slot's transfer on the channel, sent a ledger earlier, landed at the close that
+// began the ledger, and its caller releases the channel once the ledger shows through RPC or
+// Horizon (1 to 3 s after the close at 5 s ledgers) and it has written the outcome; there is
+// still time to build and send before the next close.
+const releaseOffset = 0.6
+
+// alignToLedger moves at to the first point releaseOffset into a ledger at or after it, ledgers
+// closing every interval from lastClose on (at itself when lastClose is unknown). Every channel's
+// slots come one interval apart, so they stay one ledger apart once aligned: a transfer landing at
+// one close has been released by its channel's next slot.
+func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
+	if lastClose.IsZero() || interval <= 0 {
+		return at
+	}
+	point := lastClose.Add(time.Duration(float64(interval) * releaseOffset))
+	if !at.After(point) {
+		for point.Sub(at) >= interval {
+			point = point.Add(-interval)
+		}
+		return point
+	}
+	k := (at.Sub(point) + interval - 1) / interval
+	return point.Add(k * interval)
+}
+
+// reserved takes this process's earliest kept slot, dropping those more than grace past their
+// time.
+func (p *ChannelPool) reserved(now time.Time, grace time.Duration) (reservation, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reservations = slices.DeleteFunc(p.reservations, func(r reservation) bool { return now.After(r.at.Add(grace)) })
+	if len(p.reservations) == 0 {
+		return reservation{}, false
+	}
+	i := 0
+	for j, r := range p.reservations {
+		if r.at.Before(p.reservations[i].at) {
+			i = j
+		}
+	}
+	r := p.reservations[i]
+	p.reservations = slices.Delete(p.reservations, i, i+1)
+	return r, true
+}
+
+// keep gives r back to the process for a later call.
+func (p *ChannelPool) keep(r reservation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reservations = append(p.reservations, r)
+}
+
+// slotRetryAfter is the Retry-After of a call whose slot is d away: d in whole seconds, rounded
+// up, at least one.
+func slotRetryAfter(d time.Duration) time.Duration {
+	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
+}

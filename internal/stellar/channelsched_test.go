@@ -1,0 +1,393 @@
+package stellar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
+)
+
+// memTickets is the channel calendar in memory, as internal/dynamo's TakeTicket keeps it: the
+// next number, and the time booked for it, never before now.
+type memTickets struct {
+	mu     sync.Mutex
+	next   int64
+	nextAt time.Time
+	// fail is returned without booking (a throttled or failed request); lose counts bookings
+	// that apply but whose answer is lost (the caller sees an error, the number is used up).
+	fail  error
+	lose  int
+	calls int
+	// failFrom, when positive, fails every booking from that call on (1: the first).
+	failFrom int
+}
+
+func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing time.Duration) (int64, time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	if m.fail != nil {
+		return 0, time.Time{}, m.fail
+	}
+	if m.failFrom > 0 && m.calls >= m.failFrom {
+		return 0, time.Time{}, errors.New("ThrottlingException")
+	}
+	n, at := m.next, m.nextAt
+	if at.Before(now) {
+		at = now
+	}
+	m.next, m.nextAt = n+1, at.Add(spacing)
+	if m.lose > 0 {
+		m.lose--
+		return 0, time.Time{}, errors.New("read tcp: i/o timeout (the booking applied, its answer lost)")
+	}
+	return n, at, nil
+}
+
+func (m *memTickets) booked() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
+}
+
+// scheduledPool is a pool of count channels on leases and the calendar tickets, 5 s ledgers.
+func scheduledPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int) (Keys, []*keypair.Full, *ChannelPool) {
+	t.Helper()
+	keys := testKeys(t)
+	keys.Channels = nil
+	chans, err := ChannelKeys(keys, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Tickets: tickets, Count: count, Clock: clock,
+		LedgerInterval: func() time.Duration { return 5 * time.Second }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, chans, pool
+}
+
+// Many processes, one calendar: 16 pools (Lambda environments: no shared memory) on 4 channels,
+// one caller each, sending back to back; a transfer holds its channel until the first ledger
+// close after its lease plus 2 s (the ledger shown by RPC, the outcome written), and a caller
+// answered CHANNELS_BUSY sleeps its Retry-After. Scheduled, the slots of a channel come a ledger
+// apart, aligned past the release, and calls beyond the wait answer at once: at most 0.05 failed
+// lease writes per lease and every channel used every ledger. Unscheduled (Tickets nil, the pool
+// before the calendar) the same run costs about 34 failed writes per lease.
+func TestScheduledPoolSpreadsProcessesWithoutCollisions(t *testing.T) {
+	const channels, processes, ledgers = 4, 16, 12
+	interval := 5 * time.Second
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases, tickets := &memLeases{}, &memTickets{}
+	start := clock.Now()
+	end := start.Add(ledgers * interval)
+	lastClose := func(now time.Time) time.Time { return start.Add(now.Sub(start).Truncate(interval)) }
+	pools := make([]*ChannelPool, processes)
+	var keys Keys
+	for i := range pools {
+		keys, _, pools[i] = scheduledPool(t, clock, leases, tickets, channels)
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		landed  = map[string]map[int64]bool{} // channel -> ledgers (by index) it carried a transfer in
+		errs    []error
+		release = clock.Hold()
+	)
+	ctx := context.Background()
+	for _, pool := range pools {
+		clock.Go(&wg, func() {
+			for clock.Now().Before(end) {
+				now := clock.Now()
+				lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(25 * time.Second), maxTime: now.Add(20 * time.Second), ledgerClose: lastClose(now)})
+				var ue *transfer.UnavailableError
+				if errors.As(err, &ue) && ue.Code == CodeChannelsBusy {
+					if ue.RetryAfter <= 0 {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("CHANNELS_BUSY without a Retry-After"))
+						mu.Unlock()
+					}
+					_ = clock.Sleep(ctx, ue.RetryAfter)
+					continue
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				leasedAt := clock.Now()
+				closeAt := lastClose(leasedAt).Add(interval) // the transfer lands at the next close
+				mu.Lock()
+				if landed[lease.account] == nil {
+					landed[lease.account] = map[int64]bool{}
+				}
+				ledger := int64(closeAt.Sub(start) / interval)
+				if landed[lease.account][ledger] {
+					errs = append(errs, fmt.Errorf("channel %s carried two transfers into ledger %d", lease.account, ledger))
+				}
+				landed[lease.account][ledger] = true
+				mu.Unlock()
+				_ = clock.Sleep(ctx, closeAt.Add(2*time.Second).Sub(leasedAt))
+				pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
+			}
+		})
+	}
+	release()
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d errors, first: %v", len(errs), errs[0])
+	}
+	var st PoolStats
+	for _, p := range pools {
+		s := p.Stats()
+		st.Leases += s.Leases
+		st.Collisions += s.Collisions
+		st.Busy += s.Busy
+		st.Waits += s.Waits
+		st.Releases += s.Releases
+		st.Tickets += s.Tickets
+		st.Reused += s.Reused
+	}
+	used, first, last := 0, int64(1<<62), int64(0)
+	for _, ls := range landed {
+		used += len(ls)
+		for l := range ls {
+			first, last = min(first, l), max(last, l)
+		}
+	}
+	failed := float64(st.Collisions) / float64(max(st.Leases, 1))
+	share := float64(used) / float64(channels*(last-first+1))
+	t.Logf("%d processes on %d channels over %d ledgers: %+v; %.3f failed lease writes per lease; channel-ledgers used %d (%.2f of the bound); %d bookings",
+		processes, channels, ledgers, st, failed, used, share, tickets.booked())
+	if failed > 0.05 {
+		t.Errorf("%.3f failed lease writes per lease, want at most 0.05", failed)
+	}
+	if share < 0.9 {
+		t.Errorf("%.2f of the channel bound used, want at least 0.9", share)
+	}
+}
+
+// A slot more than the wait ahead is answered CHANNELS_BUSY at once: no time waited, no lease
+// written, Retry-After the time to the slot. The process keeps the slot: its next call asks the
+// calendar nothing (answered busy again while the slot is ahead), and the call that comes at the
+// slot's time leases its channel without booking another.
+func TestScheduledBusyAnswersAtOnceAndKeepsTheSlot(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	leases := &memLeases{}
+	tickets := &memTickets{next: 6, nextAt: start.Add(20 * time.Second)} // the calendar booked 20 s ahead
+	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 4)
+	ctx := context.Background()
+	terms := func() leaseTerms {
+		now := clock.Now()
+		return leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second)}
+	}
+	for i, want := range []time.Duration{20 * time.Second, 15 * time.Second} {
+		_, err := pool.acquire(ctx, keys, terms())
+		var ue *transfer.UnavailableError
+		if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy || ue.RetryAfter != want {
+			t.Fatalf("call %d: %v, want CHANNELS_BUSY with Retry-After %v", i+1, err, want)
+		}
+		if waited := clock.Now().Sub(start); waited != time.Duration(i)*5*time.Second {
+			t.Errorf("call %d answered after %v of waiting", i+1, waited-time.Duration(i)*5*time.Second)
+		}
+		_ = clock.Sleep(ctx, 5*time.Second)
+	}
+	if len(leases.granted) != 0 || pool.Stats().Collisions != 0 {
+		t.Fatalf("busy calls wrote leases: granted %v, stats %+v", leases.granted, pool.Stats())
+	}
+	_ = clock.Sleep(ctx, 10*time.Second) // the slot's time
+	lease, err := pool.acquire(ctx, keys, terms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := chans[6%4].Address(); lease.account != want {
+		t.Errorf("leased %s, want ticket 6's channel %s", lease.account, want)
+	}
+	if n := tickets.booked(); n != 1 {
+		t.Errorf("%d bookings for three calls, want 1 (the slot kept by the process)", n)
+	}
+	if st := pool.Stats(); st.Reused != 2 || st.Tickets != 1 || st.Busy != 2 || st.Leases != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A slot whose channel is still quarantined (its lease expired, its envelope could land until a
+// ledger closes after maxTime: a holder that died in doubt) costs one failed lease write, and the
+// call books the next slot, another channel; the quarantined channel is not leased.
+func TestScheduledSlotOnAQuarantinedChannelMovesOn(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	leases := &memLeases{}
+	tickets := &memTickets{}
+	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 2)
+	ctx := context.Background()
+	// A dead holder's lease on ticket 0's channel: expired, quarantined until start + 20 s.
+	if err := leases.LeaseChannel(ctx, chans[0].Address(), "dead-process", start.Add(-time.Minute), start.Add(-time.Second), start.Add(20*time.Second), start.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := pool.acquire(ctx, keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.account != chans[1].Address() {
+		t.Errorf("leased %s, want the next slot's channel %s", lease.account, chans[1].Address())
+	}
+	if st := pool.Stats(); st.Collisions != 1 || st.Tickets != 2 {
+		t.Errorf("stats %+v, want one failed write and two bookings", st)
+	}
+	// The quarantine ends only with a ledger closed after its maxTime.
+	later := start.Add(21 * time.Second)
+	if err := leases.LeaseChannel(ctx, chans[0].Address(), "x", later, later.Add(time.Minute), later.Add(time.Minute), start.Add(20*time.Second)); !errors.Is(err, transfer.ErrConditionFailed) {
+		t.Errorf("quarantined channel leased: %v", err)
+	}
+}
+
+// A slot on a held channel, then the calendar throttled: the call leases unscheduled (the free
+// channel), rather than answering STORE_UNAVAILABLE.
+func TestScheduledCalendarFailingAfterACollision(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	leases := &memLeases{}
+	tickets := &memTickets{failFrom: 2}
+	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 2)
+	ctx := context.Background()
+	if err := leases.LeaseChannel(ctx, chans[0].Address(), "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := pool.acquire(ctx, keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: start})
+	if err != nil {
+		t.Fatalf("acquire = %v, want the free channel leased unscheduled", err)
+	}
+	if lease.account != chans[1].Address() {
+		t.Errorf("leased %s, want %s", lease.account, chans[1].Address())
+	}
+}
+
+// A process that leased a slot's channel and died (no release; its lease runs to its deadline):
+// the channel's next slot meets the live lease, one failed write, and the call leases the next
+// slot's channel. Once the lease has expired and a ledger has closed past its envelope's maxTime,
+// the channel's slot leases it again.
+func TestScheduledCrashedHolder(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases, tickets := &memLeases{}, &memTickets{}
+	keys, chans, dead := scheduledPool(t, clock, leases, tickets, 2)
+	_, _, live := scheduledPool(t, clock, leases, tickets, 2)
+	ctx := context.Background()
+	terms := func() leaseTerms {
+		now := clock.Now()
+		return leaseTerms{until: now.Add(14 * time.Second), maxTime: now.Add(12 * time.Second), ledgerClose: now.Add(-time.Second)}
+	}
+	held, err := dead.acquire(ctx, keys, terms()) // ticket 0, then the process dies
+	if err != nil || held.account != chans[0].Address() {
+		t.Fatalf("dead process: %s, %v", held.account, err)
+	}
+	// acquire answers a lease, sleeping out CHANNELS_BUSY's Retry-After as a client would.
+	acquire := func() sourceLease {
+		t.Helper()
+		for range 10 {
+			l, err := live.acquire(ctx, keys, terms())
+			var ue *transfer.UnavailableError
+			if errors.As(err, &ue) && ue.Code == CodeChannelsBusy {
+				_ = clock.Sleep(ctx, ue.RetryAfter)
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		t.Fatal("ten calls answered CHANNELS_BUSY")
+		return sourceLease{}
+	}
+	got := []string{}
+	for range 3 { // channel 0's slots meet the dead lease: only channel 1 is leased
+		l := acquire()
+		got = append(got, l.account)
+		live.release(ctx, l, transfer.Envelope{Channel: l.account})
+	}
+	for i, a := range got {
+		if a != chans[1].Address() {
+			t.Errorf("call %d leased %s while the dead process holds channel 0", i+1, a)
+		}
+	}
+	if st := live.Stats(); st.Collisions < 1 || st.Collisions > st.Leases {
+		t.Errorf("stats %+v: want one failed write per slot on the held channel", st)
+	}
+	// 12 s later the dead lease has expired and a ledger closed after its maxTime (start + 8 s).
+	_ = clock.Sleep(ctx, 12*time.Second)
+	seen := map[string]bool{}
+	for range 2 {
+		l := acquire()
+		seen[l.account] = true
+		live.release(ctx, l, transfer.Envelope{Channel: l.account})
+	}
+	if !seen[chans[0].Address()] {
+		t.Errorf("the dead process's channel never leased again after its lease and quarantine ended: %v", seen)
+	}
+}
+
+// The calendar failing (throttled, unavailable) costs no transfer: the call leases unscheduled, as
+// the pool did before. A booking that applied but whose answer was lost skips one ticket: the next
+// booking is the one after it, and nobody holds the skipped one.
+func TestScheduledCalendarFailureLeasesUnscheduled(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	leases := &memLeases{}
+	tickets := &memTickets{fail: errors.New("ProvisionedThroughputExceededException")}
+	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 2)
+	ctx := context.Background()
+	now := clock.Now()
+	terms := leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second)}
+	l, err := pool.acquire(ctx, keys, terms)
+	if err != nil {
+		t.Fatalf("calendar throttled: %v, want an unscheduled lease", err)
+	}
+	pool.release(ctx, l, transfer.Envelope{Channel: l.account})
+	if st := pool.Stats(); st.Leases != 1 || st.Tickets != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	tickets.mu.Lock()
+	tickets.fail, tickets.lose = nil, 1
+	tickets.mu.Unlock()
+	if l, err = pool.acquire(ctx, keys, terms); err != nil { // ticket 0 applied, its answer lost: unscheduled
+		t.Fatal(err)
+	}
+	pool.release(ctx, l, transfer.Envelope{Channel: l.account})
+	if l, err = pool.acquire(ctx, keys, terms); err != nil {
+		t.Fatal(err)
+	}
+	if l.account != chans[1].Address() {
+		t.Errorf("leased %s, want ticket 1's channel %s (ticket 0 skipped)", l.account, chans[1].Address())
+	}
+}
+
+func TestAlignToLedger(t *testing.T) {
+	close0 := time.Unix(1_800_000_000, 0)
+	iv := 5 * time.Second
+	for _, c := range []struct {
+		at, want time.Duration // from close0
+	}{
+		{0, 3 * time.Second},
+		{3 * time.Second, 3 * time.Second},
+		{3*time.Second + time.Millisecond, 8 * time.Second},
+		{-7 * time.Second, -7 * time.Second},   // before the close read: the point of that ledger
+		{-9 * time.Second, -7 * time.Second},   //
+		{12 * time.Second, 13 * time.Second},   //
+		{40*time.Second + 1, 43 * time.Second}, //
+	} {
+		if got := alignToLedger(close0.Add(c.at), close0, iv); !got.Equal(close0.Add(c.want)) {
+			t.Errorf("alignToLedger(close+%v) = close+%v, want close+%v", c.at, got.Sub(close0), c.want)
+		}
+	}
+	if at := close0.Add(time.Second); !alignToLedger(at, time.Time{}, iv).Equal(at) {
+		t.Error("no close known: the slot's own time")
+	}
+}
