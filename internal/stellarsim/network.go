@@ -74,6 +74,10 @@ type Options struct {
 	// RPCCurrent (the default: v25.1.0 and later), RPCv25_0, RPCv24 or RPCv23.
 	// PUT /_sim/rpc_version and SetRPCVersion change it while running.
 	RPCVersion RPCVersion
+	// HorizonVersion is the Horizon release the root reports (versions.go): HorizonCurrent (the
+	// default: 28.0.0), HorizonV27, HorizonV26, HorizonV25 or HorizonV22. PUT
+	// /_sim/horizon_version and SetHorizonVersion change it while running.
+	HorizonVersion HorizonVersion
 	// Legacy switches realistic behaviours off, for tests written against the
 	// earlier, kinder network. The zero value is the realistic network.
 	Legacy Legacy
@@ -136,6 +140,7 @@ type Network struct {
 	ledgerClosed chan struct{}
 	timeMoved    chan struct{}         // closed and replaced at every move of a clock that reports them (horizon_wait.go)
 	queue        map[string]*pendingTx // by inner source account
+	frozen       map[string]bool       // frozen ledger keys, XDR-encoded (frozen.go)
 	nextOrder    uint64
 	byHash       map[string]*AppliedTx // inner and outer hashes
 	applied      []*AppliedTx
@@ -149,6 +154,7 @@ type Network struct {
 	closeMeta    closeMetaCache  // the latest encoded LedgerCloseMeta (ledger_meta.go)
 	cong         congestionState // lanes, queue limits, fee stats, background traffic (congestion.go)
 	rpcVersion   RPCVersion      // the stellar-rpc profile (versions.go)
+	horizonVer   HorizonVersion  // the Horizon profile (versions.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -228,6 +234,9 @@ func newNetwork(opts Options) (*Network, error) {
 	if !opts.RPCVersion.valid() {
 		return nil, fmt.Errorf("stellarsim: unknown stellar-rpc profile %q (want one of %v)", opts.RPCVersion, RPCVersions)
 	}
+	if !opts.HorizonVersion.valid() {
+		return nil, fmt.Errorf("stellarsim: unknown Horizon profile %q (want one of %v)", opts.HorizonVersion, HorizonVersions)
+	}
 	clock := opts.Clock
 	if clock == nil {
 		clock = realClock{}
@@ -251,6 +260,7 @@ func newNetwork(opts Options) (*Network, error) {
 		banned:       map[string]uint32{},
 		retention:    opts.RetentionLedgers,
 		rpcVersion:   opts.RPCVersion.orCurrent(),
+		horizonVer:   opts.HorizonVersion.orCurrent(),
 		stop:         make(chan struct{}),
 		cong:         newCongestionState(),
 	}
