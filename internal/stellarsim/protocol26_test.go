@@ -300,3 +300,54 @@ func TestFeeSourceCheckSpansPhasesClassicFirst(t *testing.T) {
 		t.Fatalf("Soroban fee bump: %s, want NOT_FOUND (the classic fee counts against it)", g.Status)
 	}
 }
+
+// The admin routes of the Horizon profiles and the frozen keys, through HTTP and horizonclient.
+func TestAdminHorizonVersionAndFrozenKeys(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	var hv struct {
+		Profile  string   `json:"horizon_version"`
+		Release  string   `json:"release"`
+		Profiles []string `json:"profiles"`
+	}
+	if code := e.admin("GET", "/_sim/horizon_version", "", &hv); code != 200 || hv.Profile != "current" || hv.Release != "28.0.0" || len(hv.Profiles) != 5 {
+		t.Fatalf("GET horizon_version %d %+v", code, hv)
+	}
+	if code := e.admin("PUT", "/_sim/horizon_version", `{"horizon_version":"v25"}`, &hv); code != 200 || hv.Release != "25.1.0" {
+		t.Fatalf("PUT horizon_version %d %+v", code, hv)
+	}
+	root, err := e.horizon().Root()
+	if err != nil || root.HorizonVersion != "25.1.0-stellarsim" || root.SupportedProtocolVersion != 25 || root.CurrentProtocolVersion != 26 {
+		t.Fatalf("root under v25: %+v %v", root, err)
+	}
+	if code := e.admin("PUT", "/_sim/horizon_version", `{"horizon_version":"v2"}`, nil); code != 400 {
+		t.Fatalf("unknown profile: %d, want 400", code)
+	}
+	if code := e.admin("PUT", "/_sim/horizon_version", `{}`, nil); code != 400 {
+		t.Fatalf("no profile: %d, want 400", code)
+	}
+
+	acct := e.funded(10 * xlm)
+	key, err := xdr.MarshalBase64(accountKey(t, acct.Address()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fk struct {
+		Frozen []string `json:"frozen"`
+	}
+	if code := e.admin("PUT", "/_sim/frozen_keys", `{"freeze":["`+key+`"]}`, &fk); code != 200 || len(fk.Frozen) != 1 || fk.Frozen[0] != key {
+		t.Fatalf("PUT frozen_keys %d %+v", code, fk)
+	}
+	tx := e.build(acct, []txnbuild.Operation{payment(e.funded(xlm).Address(), txnbuild.NativeAsset{}, "1")}, 100, 0)
+	if outer, _ := errorCode(t, e.send(b64(t, tx))); outer != xdr.TransactionResultCodeTxFrozenKeyAccessed {
+		t.Fatalf("frozen source: %s, want txFROZEN_KEY_ACCESSED", outer)
+	}
+	if code := e.admin("PUT", "/_sim/frozen_keys", `{"freeze":["not xdr"]}`, nil); code != 400 {
+		t.Fatalf("bad key: %d, want 400", code)
+	}
+	if code := e.admin("PUT", "/_sim/frozen_keys", `{"unfreeze":["`+key+`"]}`, &fk); code != 200 || len(fk.Frozen) != 0 {
+		t.Fatalf("unfreeze %d %+v", code, fk)
+	}
+	if r := e.send(b64(t, tx)); r.Status != "PENDING" {
+		t.Fatalf("after unfreezing: %s", r.Status)
+	}
+}
