@@ -153,7 +153,14 @@
 //     fees, ACCOUNT_CANT_PAY_FEE); the invalid ones are dropped and banned
 //     (TransactionQueue::ban).
 //   - Time: ledger close time is max(Clock.Now(), previous close + 1s), in
-//     whole seconds. At close, the due queued transactions are trimmed as the
+//     whole seconds (HerderImpl::triggerNextLedger: nextCloseTime is the
+//     clock's to_time_t, raised to the last close time + 1). When ledgers close
+//     is the caller's (CloseLedger) or CloseInterval's; Options.LedgerClock
+//     (ledgerclock.go; LEDGER_CLOCK for the local stack) varies the gaps,
+//     seeded per ledger: a fixed beat, uniform within +-20% of the interval,
+//     or pubnet's recorded gaps (5 to 9 s at the 5 s target, median 6 s,
+//     scaled to the interval). NewLedgerSchedule gives the same schedule to a
+//     caller that closes ledgers on a virtual clock. At close, the due queued transactions are trimmed as the
 //     nominating node trims its candidates (HerderImpl::triggerNextLedger ->
 //     TxSetUtils::trimInvalid): judged against the last closed ledger's state
 //     at the closing ledger's close time and sequence, with the same fee

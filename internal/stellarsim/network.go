@@ -32,9 +32,14 @@ func (realClock) Now() time.Time { return time.Now() }
 
 // Options configures Start. Zero values take the defaults in the comments.
 type Options struct {
-	Addr                 string        // listen address, default "127.0.0.1:0"
-	NetworkPassphrase    string        // default StandalonePassphrase
-	CloseInterval        time.Duration // >0: close a ledger every interval (real time); 0: only on CloseLedger()
+	Addr              string        // listen address, default "127.0.0.1:0"
+	NetworkPassphrase string        // default StandalonePassphrase
+	CloseInterval     time.Duration // >0: close a ledger every interval (real time; gaps by LedgerClock); 0: only on CloseLedger()
+	// LedgerClock varies the gaps between the closes CloseInterval schedules (ledgerclock.go): the
+	// zero value closes on a fixed beat; LedgerClockUniform draws each gap within +-20% (Spread),
+	// LedgerClockPubnet from pubnet's recorded close times, seeded. A caller that closes ledgers
+	// itself (on a virtual clock) schedules them with NewLedgerSchedule.
+	LedgerClock          LedgerClock
 	Clock                Clock         // nil = real clock
 	RetentionLedgers     uint32        // getTransaction history window, default 120960
 	HorizonSubmitTimeout time.Duration // synchronous POST /transactions waits this long for inclusion, default 30s
@@ -231,6 +236,9 @@ func newNetwork(opts Options) (*Network, error) {
 			return nil, fmt.Errorf("stellarsim: %w", err)
 		}
 	}
+	if err := opts.LedgerClock.validate(); err != nil {
+		return nil, err
+	}
 	if !opts.RPCVersion.valid() {
 		return nil, fmt.Errorf("stellarsim: unknown stellar-rpc profile %q (want one of %v)", opts.RPCVersion, RPCVersions)
 	}
@@ -281,9 +289,12 @@ func newNetwork(opts Options) (*Network, error) {
 	return n, nil
 }
 
+// closeLoop closes a ledger at each time the schedule names, on the real clock: every interval,
+// or at the gaps Options.LedgerClock draws.
 func (n *Network) closeLoop(every time.Duration) {
 	defer n.wg.Done()
-	t := time.NewTicker(every)
+	sched := NewLedgerSchedule(n.opts.LedgerClock, every, time.Now(), n.LatestLedger().Sequence+1)
+	t := time.NewTimer(time.Until(sched.Due()))
 	defer t.Stop()
 	for {
 		select {
@@ -291,6 +302,12 @@ func (n *Network) closeLoop(every time.Duration) {
 			return
 		case <-t.C:
 			n.CloseLedger()
+			// Closes missed while this process did not run are skipped, as a ticker drops ticks.
+			sched.Advance()
+			for time.Until(sched.Due()) < 0 {
+				sched.Advance()
+			}
+			t.Reset(time.Until(sched.Due()))
 		}
 	}
 }
