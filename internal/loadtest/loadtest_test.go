@@ -39,6 +39,7 @@ type rig struct {
 	usdc     stellarsim.Asset
 	interval time.Duration
 	// sched is when the next ledger is due (the rig's LedgerClock around interval); mu guards it.
+	// nil for a rig that closes ledgers on its own fixed beat of interval.
 	mu      sync.Mutex
 	sched   *stellarsim.LedgerSchedule
 	amounts atomic.Int64 // the last transfer's amount, in stroops: each transfer pays a new one
@@ -159,10 +160,14 @@ func (r *rig) closeOnTime() (stop func()) {
 			if done {
 				return
 			}
-			r.mu.Lock()
-			due := r.sched.Due()
-			r.mu.Unlock()
-			_ = r.clock.Sleep(context.Background(), due.Sub(r.clock.Now()))
+			now := r.clock.Now()
+			due := now.Truncate(r.interval).Add(r.interval) // a rig that closes on its own fixed beat
+			if r.sched != nil {
+				r.mu.Lock()
+				due = r.sched.Due()
+				r.mu.Unlock()
+			}
+			_ = r.clock.Sleep(context.Background(), due.Sub(now))
 		}
 	})
 	return func() {
