@@ -175,9 +175,11 @@ scan-secrets: ## fail if make test's output holds anything shaped like a secret 
 bench: ## the Go benchmarks (README.md, "Benchmarks")
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The latency benchmark side by side (issue 13): the service and a direct submitter interleaved on
-# the local network at 5 s and 1 s ledgers, 0 and 4 channel accounts; prints a Markdown table.
-# BENCH_LATENCY_N=<n> sets the transfers of each side per row (default 400, about 20 s).
+# The latency benchmark side by side: the service and a direct submitter interleaved on the local
+# network at 5 s and 1 s ledgers, 0 and 4 channel accounts, under three ledger clocks (a fixed beat,
+# each gap within +-20%, pubnet's recorded gaps); prints a Markdown table. BENCH_LATENCY_N=<n> sets
+# the transfers of each side per row (default 400); BENCH_LATENCY_CLOCKS=fixed,uniform,pubnet picks
+# the clocks (all three by default).
 bench-latency: ## the latency benchmark: the service beside a direct submitter (README.md: figures in "Benchmarks", design in "Latency")
 	BENCH_LATENCY=1 $(GO) test -count=1 -v -run '^TestBenchLatency$$' ./internal/loadtest
 

@@ -30,9 +30,9 @@ const step = (name) => console.log(`js: ${name}`);
 step("getNetwork, getVersionInfo, getHealth");
 const net = await server.getNetwork();
 assert.equal(net.passphrase, passphrase);
-assert.equal(net.protocolVersion, 23);
+assert.equal(net.protocolVersion, 26);
 assert.ok(net.friendbotUrl.startsWith(horizonUrl), `friendbotUrl ${net.friendbotUrl} is not on ${horizonUrl}`);
-assert.equal((await server.getVersionInfo()).protocolVersion, 23);
+assert.equal((await server.getVersionInfo()).protocolVersion, 26);
 assert.equal((await server.getHealth()).status, "healthy");
 
 step("getLatestLedger");

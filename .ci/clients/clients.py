@@ -31,9 +31,9 @@ horizon = Server(horizon_url)
 
 step("get_network, get_version_info, get_health")
 net = rpc.get_network()
-assert net.passphrase == passphrase and net.protocol_version == 23
+assert net.passphrase == passphrase and net.protocol_version == 26
 assert net.friendbot_url.startswith(horizon_url), f"friendbotUrl {net.friendbot_url} is not on {horizon_url}"
-assert rpc.get_version_info().protocol_version == 23
+assert rpc.get_version_info().protocol_version == 26
 assert rpc.get_health().status == "healthy"
 
 step("get_latest_ledger")

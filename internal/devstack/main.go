@@ -8,7 +8,9 @@
 // KMS emulator (kms.go) through the AWS SDK's KMS client, the KMS key added as the vault's
 // signer; TRACING=otel traces with OpenTelemetry into a local OTLP receiver on TRACES_ADDR
 // (127.0.0.1:4318; tracing.go); SWEEP_INTERVAL_MS the sweep's period (1 minute); DYNAMODB_ENDPOINT uses an existing DynamoDB endpoint instead of the embedded one;
-// LEDGER_INTERVAL_MS sets the ledger close interval; every setting the API function reads per call
+// LEDGER_INTERVAL_MS sets the ledger close interval; LEDGER_CLOCK varies the gaps around it
+// ("fixed", the default; "uniform" for +-20%, "uniform:0.1" for another spread; "pubnet" for
+// pubnet's recorded close times), seeded by LEDGER_CLOCK_SEED (1); every setting the API function reads per call
 // (TRANSFER_ORCHESTRATION_TIMEOUT_MS, ...) applies too.
 package main
 
@@ -16,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -48,6 +51,19 @@ func run(logger *slog.Logger) error {
 	if ms, err := strconv.Atoi(os.Getenv("LEDGER_INTERVAL_MS")); err == nil && ms > 0 {
 		opts.LedgerInterval = time.Duration(ms) * time.Millisecond
 	}
+	seed := uint64(1)
+	if v := os.Getenv("LEDGER_CLOCK_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("LEDGER_CLOCK_SEED=%q: want a whole number", v)
+		}
+		seed = n
+	}
+	clock, err := stellarsim.ParseLedgerClock(os.Getenv("LEDGER_CLOCK"), seed)
+	if err != nil {
+		return fmt.Errorf("LEDGER_CLOCK: %w", err)
+	}
+	opts.LedgerClock = clock
 	s, err := Start(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {

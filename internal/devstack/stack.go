@@ -35,6 +35,9 @@ type Options struct {
 	TracesAddr  string // the OTLP traces receiver, with TRACING=otel (127.0.0.1:4318; tracing.go)
 	// LedgerInterval is how often the local network closes a ledger (default 5 s).
 	LedgerInterval time.Duration
+	// LedgerClock varies the gaps between closes around LedgerInterval (stellarsim.LedgerClock:
+	// fixed by default, uniform +-20%, or pubnet's recorded distribution; seeded).
+	LedgerClock stellarsim.LedgerClock
 	// FunctionTimeout emulates the Lambda function's timeout: each API request gets this deadline
 	// (default 29 s, inside API Gateway's 30 s integration limit).
 	FunctionTimeout time.Duration
@@ -160,7 +163,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 
 	// The local Stellar network and its accounts.
 	vaults := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	net0, err := stellarsim.Start(stellarsim.Options{CloseInterval: o.LedgerInterval, Contracts: vaults})
+	net0, err := stellarsim.Start(stellarsim.Options{CloseInterval: o.LedgerInterval, LedgerClock: o.LedgerClock, Contracts: vaults})
 	if err != nil {
 		return nil, fmt.Errorf("devstack: local network: %w", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -229,6 +230,7 @@ func (d *direct) pay(ctx context.Context, wallet string) (time.Duration, error) 
 // transfer of each side.
 type sideBySide struct {
 	interval        time.Duration
+	clock           stellarsim.LedgerClock
 	channels        int
 	service, direct []time.Duration
 	serviceLookups  float64 // getTransaction requests per transfer
@@ -248,12 +250,16 @@ type sideBySide struct {
 // phase of a later ledger: both sides start at the same phases (common random numbers), so their
 // percentiles differ by what each does, not by where in a ledger each happened to start. The service runs on Stellar RPC with channels channel
 // accounts (0: the vault is the source).
-func measureLatency(tb testing.TB, interval time.Duration, channels, n int, seed uint64) sideBySide {
+//
+// clock varies the gaps between ledgers around interval (stellarsim.LedgerClock; the zero value
+// closes on a fixed beat). The phases are still drawn from one interval: against an irregular
+// clock they are as random, and both sides still start at the same ones.
+func measureLatency(tb testing.TB, interval time.Duration, clock stellarsim.LedgerClock, channels, n int, seed uint64) sideBySide {
 	tb.Helper()
-	r := startRig(tb, rigConfig{backend: "rpc", channels: channels, interval: interval, roundTrips: true})
+	r := startRig(tb, rigConfig{backend: "rpc", channels: channels, interval: interval, ledgerClock: clock, roundTrips: true})
 	d := newDirect(tb, r)
 	rng := rand.New(rand.NewPCG(seed, uint64(interval)+uint64(channels)))
-	res := sideBySide{interval: interval, channels: channels}
+	res := sideBySide{interval: interval, clock: clock, channels: channels}
 	fail := func(who string, err error) {
 		res.failures++
 		if res.firstFailure == nil {
@@ -318,10 +324,10 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds())
 // table renders the results as the README's Markdown table.
 func table(results []sideBySide) string {
 	var b strings.Builder
-	b.WriteString("| ledger interval | channels | service p50 | p90 | p99 | direct p50 | p90 | p99 | ratio p50 | p90 | p99 | look-ups per transfer: service | direct | RPC requests per transfer: service | direct |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| ledger interval | ledger clock | channels | service p50 | p90 | p99 | direct p50 | p90 | p99 | ratio p50 | p90 | p99 | look-ups per transfer: service | direct | RPC requests per transfer: service | direct |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %g s | %d |", r.interval.Seconds(), r.channels)
+		fmt.Fprintf(&b, "| %g s | %s | %d |", r.interval.Seconds(), r.clock, r.channels)
 		for _, lat := range [][]time.Duration{r.service, r.direct} {
 			for _, p := range []float64{0.5, 0.9, 0.99} {
 				fmt.Fprintf(&b, " %s |", seconds(percentile(lat, p)))
@@ -340,27 +346,40 @@ func table(results []sideBySide) string {
 func checkSane(tb testing.TB, r sideBySide, n int) {
 	tb.Helper()
 	if r.failures != 0 || len(r.service) != n || len(r.direct) != n {
-		tb.Fatalf("%v, %d channels: %d failures (first: %v), %d service and %d direct latencies, want %d each",
-			r.interval, r.channels, r.failures, r.firstFailure, len(r.service), len(r.direct), n)
+		tb.Fatalf("%v %s, %d channels: %d failures (first: %v), %d service and %d direct latencies, want %d each",
+			r.interval, r.clock, r.channels, r.failures, r.firstFailure, len(r.service), len(r.direct), n)
 	}
 	if r.service[0] <= 0 || r.direct[0] <= 0 || r.serviceLookups <= 0 || r.directLookups <= 0 || r.dynamoRequests <= 0 {
 		tb.Fatalf("%v, %d channels: a figure is not positive: %+v", r.interval, r.channels, r)
 	}
 }
 
+// latencyClocks are the ledger clocks the latency benchmark runs under: a fixed beat, each gap
+// within +-20%, and gaps drawn from pubnet's recorded close times (stellarsim.LedgerClock).
+var latencyClocks = []stellarsim.LedgerClock{
+	{},
+	{Kind: stellarsim.LedgerClockUniform, Seed: 20261201},
+	{Kind: stellarsim.LedgerClockPubnet, Seed: 20261201},
+}
+
 // TestLatencySideBySide is the latency benchmark at a small size, run by every `go test`: both
-// sides at both intervals, with and without channel accounts, every transfer succeeds and every
-// figure is positive.
+// sides at both intervals, with and without channel accounts, under each ledger clock (the
+// irregular ones with channel accounts), every transfer succeeds and every figure is positive.
 func TestLatencySideBySide(t *testing.T) {
 	const n = 4
 	for _, interval := range []time.Duration{time.Second, 5 * time.Second} {
-		for _, channels := range []int{0, 4} {
-			t.Run(fmt.Sprintf("%v/channels=%d", interval, channels), func(t *testing.T) {
-				r := measureLatency(t, interval, channels, n, 1)
-				checkSane(t, r, n)
-				t.Logf("service p50 %v, direct p50 %v, getTransaction per transfer %.1f / %.1f", percentile(r.service, 0.5),
-					percentile(r.direct, 0.5), r.serviceLookups, r.directLookups)
-			})
+		for _, clock := range latencyClocks {
+			for _, channels := range []int{0, 4} {
+				if clock.Kind != "" && channels == 0 {
+					continue
+				}
+				t.Run(fmt.Sprintf("%v/%s/channels=%d", interval, clock, channels), func(t *testing.T) {
+					r := measureLatency(t, interval, clock, channels, n, 1)
+					checkSane(t, r, n)
+					t.Logf("service p50 %v, direct p50 %v, getTransaction per transfer %.1f / %.1f", percentile(r.service, 0.5),
+						percentile(r.direct, 0.5), r.serviceLookups, r.directLookups)
+				})
+			}
 		}
 	}
 }
@@ -369,7 +388,8 @@ func TestLatencySideBySide(t *testing.T) {
 // service (wiring.Build on Stellar RPC, as the Lambda runs it) and a direct submitter interleaved
 // on one realistic local network (internal/stellarsim's defaults: each ledger shown by RPC 1 to
 // 3 s after it closes), BENCH_LATENCY_N transfers each (default 400) at 5 s and 1 s ledgers, with
-// 0 and 4 channel accounts. It prints the percentiles of both, their ratios (service / direct) and
+// 0 and 4 channel accounts, under each ledger clock of latencyClocks (BENCH_LATENCY_CLOCKS, a
+// comma-separated list of "fixed", "uniform", "pubnet", runs some of them). It prints the percentiles of both, their ratios (service / direct) and
 // the getTransaction requests per transfer of each, as a Markdown table.
 func TestBenchLatency(t *testing.T) {
 	if os.Getenv("BENCH_LATENCY") == "" {
@@ -382,14 +402,27 @@ func TestBenchLatency(t *testing.T) {
 			t.Fatalf("BENCH_LATENCY_N=%q: want a positive integer", s)
 		}
 	}
+	clocks := latencyClocks
+	if s := os.Getenv("BENCH_LATENCY_CLOCKS"); s != "" {
+		clocks = nil
+		for _, name := range strings.Split(s, ",") {
+			i := slices.IndexFunc(latencyClocks, func(c stellarsim.LedgerClock) bool { return c.String() == name || c.Kind == name })
+			if i < 0 {
+				t.Fatalf("BENCH_LATENCY_CLOCKS=%q: %q is not one of fixed, uniform, pubnet", s, name)
+			}
+			clocks = append(clocks, latencyClocks[i])
+		}
+	}
 	var results []sideBySide
-	for _, interval := range []time.Duration{5 * time.Second, time.Second} {
-		for _, channels := range []int{0, 4} {
-			r := measureLatency(t, interval, channels, n, 20261201)
-			checkSane(t, r, n)
-			t.Logf("%v ledgers, %d channels: %d transfers each in %v virtual, %v wall; per transfer: Stellar RPC requests %.1f service / %.1f direct, DynamoDB requests %.1f (service)",
-				interval, channels, n, r.virtual.Round(time.Second), r.wall.Round(time.Millisecond), r.serviceRequests, r.directRequests, r.dynamoRequests)
-			results = append(results, r)
+	for _, clock := range clocks {
+		for _, interval := range []time.Duration{5 * time.Second, time.Second} {
+			for _, channels := range []int{0, 4} {
+				r := measureLatency(t, interval, clock, channels, n, 20261201)
+				checkSane(t, r, n)
+				t.Logf("%v ledgers (%s), %d channels: %d transfers each in %v virtual, %v wall; per transfer: Stellar RPC requests %.1f service / %.1f direct, DynamoDB requests %.1f (service)",
+					interval, clock, channels, n, r.virtual.Round(time.Second), r.wall.Round(time.Millisecond), r.serviceRequests, r.directRequests, r.dynamoRequests)
+				results = append(results, r)
+			}
 		}
 	}
 	fmt.Printf("\nLatency, %d transfers each side per row (RPC round trip %v, DynamoDB %v, direct polls every %v):\n\n%s\n",

@@ -27,7 +27,7 @@ import (
 )
 
 // rig is the service on minidyn and the local network, on one virtual clock that closes a ledger
-// every interval.
+// every interval, or at the gaps of its LedgerClock around it.
 type rig struct {
 	clock    *vclock.Clock
 	net      *stellarsim.Network
@@ -38,7 +38,11 @@ type rig struct {
 	vault    string
 	usdc     stellarsim.Asset
 	interval time.Duration
-	amounts  atomic.Int64 // the last transfer's amount, in stroops: each transfer pays a new one
+	// sched is when the next ledger is due (the rig's LedgerClock around interval); mu guards it.
+	// nil for a rig that closes ledgers on its own fixed beat of interval.
+	mu      sync.Mutex
+	sched   *stellarsim.LedgerSchedule
+	amounts atomic.Int64 // the last transfer's amount, in stroops: each transfer pays a new one
 	// deps are what svc was built from (without the queue), so that another process of the same
 	// deployment (a SubmitterFunction container: async_test.go) can be built on the same table
 	// and network with its own channel pool.
@@ -53,10 +57,12 @@ func newRig(tb testing.TB, backend string, channels int, interval time.Duration)
 // takes stellarRTT of virtual time and every DynamoDB request dynamoRTT (latency_test.go);
 // without, requests take no virtual time (the throughput benchmark, where queueing dominates).
 type rigConfig struct {
-	backend    string
-	channels   int
-	interval   time.Duration
-	roundTrips bool
+	backend  string
+	channels int
+	interval time.Duration
+	// ledgerClock varies the gaps between ledger closes around interval (zero: a fixed beat).
+	ledgerClock stellarsim.LedgerClock
+	roundTrips  bool
 	// queue, when set, carries async transfers: the API answers Prefer: respond-async with 202.
 	queue transfer.Queue
 }
@@ -70,13 +76,12 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = n.Close() })
-	var mu sync.Mutex
-	lastClose := clock.Now()
+	r := &rig{clock: clock, net: n, interval: interval, sched: stellarsim.NewLedgerSchedule(c.ledgerClock, interval, clock.Now(), 2)}
 	clock.OnAdvance(func(now time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		for !lastClose.Add(interval).After(now) {
-			lastClose = lastClose.Add(interval)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for !r.sched.Due().After(now) {
+			r.sched.Advance()
 			n.CloseLedger()
 		}
 	})
@@ -91,7 +96,7 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
 	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
 	must(tb, n.CreateAccount(keys.Fee.Address(), 1e13))
-	r := &rig{clock: clock, net: n, interval: interval, vault: keys.Vault.Address(), usdc: usdc}
+	r.vault, r.usdc = keys.Vault.Address(), usdc
 	for range 8 {
 		w := keypair.MustRandom()
 		must(tb, n.CreateAccount(w.Address(), 1e11))
@@ -156,7 +161,13 @@ func (r *rig) closeOnTime() (stop func()) {
 				return
 			}
 			now := r.clock.Now()
-			_ = r.clock.Sleep(context.Background(), now.Truncate(r.interval).Add(r.interval).Sub(now))
+			due := now.Truncate(r.interval).Add(r.interval) // a rig that closes on its own fixed beat
+			if r.sched != nil {
+				r.mu.Lock()
+				due = r.sched.Due()
+				r.mu.Unlock()
+			}
+			_ = r.clock.Sleep(context.Background(), due.Sub(now))
 		}
 	})
 	return func() {

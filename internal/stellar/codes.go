@@ -31,6 +31,7 @@ var txCodeNames = map[xdr.TransactionResultCode][2]string{
 	xdr.TransactionResultCodeTxBadMinSeqAgeOrGap:   {"txBAD_MIN_SEQ_AGE_OR_GAP", "tx_bad_minseq_age_or_gap"},
 	xdr.TransactionResultCodeTxMalformed:           {"txMALFORMED", "tx_malformed"},
 	xdr.TransactionResultCodeTxSorobanInvalid:      {"txSOROBAN_INVALID", "tx_soroban_invalid"},
+	xdr.TransactionResultCodeTxFrozenKeyAccessed:   {"txFROZEN_KEY_ACCESSED", "tx_frozen_key_accessed"}, // protocol 26, CAP-77; Horizon internal/codes/main.go,
 }
 
 // CoreTxCode returns stellar-core's name of a transaction result code, e.g. "txBAD_SEQ"; an

@@ -19,8 +19,10 @@
 // key whose weight there is below a threshold stellar-core will check its signatures against.
 //
 // Supported backends (versions.go; README.md, "Supported Stellar RPC and Horizon versions"):
-// stellar-rpc 23.0.0 and later, Horizon 22.0.0 and later, checked by CheckNetwork at start (an
-// *UnsupportedVersionError otherwise). Before stellar-rpc 25.0.0 getLatestLedger has no closeTime:
+// stellar-rpc 23.0.0 and later, Horizon 22.0.0 and later that ingests the network's protocol
+// (its root's supported_protocol_version at least current_protocol_version: Horizon 26.0.0 and
+// later on pubnet's protocol 26), checked by CheckNetwork at start (an *UnsupportedVersionError
+// otherwise). Before stellar-rpc 25.0.0 getLatestLedger has no closeTime:
 // RPCLedger reads that ledger's close time with getLedgers (rpcLatest), which keeps the proof of
 // death sound whichever order getTransaction reads in.
 //

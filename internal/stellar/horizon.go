@@ -102,9 +102,11 @@ func hcall[T any](ctx context.Context, l *HorizonLedger, fn func(*horizonclient.
 	}
 }
 
-// CheckNetwork reads Horizon's root and fails if it serves another network, or with an
-// *UnsupportedVersionError when its horizon_version is before MinHorizonRelease or cannot be read
-// (versions.go).
+// CheckNetwork reads Horizon's root (GET /: network_passphrase, horizon_version,
+// current_protocol_version, supported_protocol_version) and fails if it serves another network
+// (ErrWrongNetwork), or with an *UnsupportedVersionError when its horizon_version is before
+// MinHorizonRelease or cannot be read, or when it cannot ingest the network's protocol
+// (checkHorizonRoot, versions.go). A root that cannot be read is a plain error.
 func (l *HorizonLedger) CheckNetwork(ctx context.Context) error {
 	root, err := hcall(ctx, l, func(c *horizonclient.Client) (hProtocol.Root, error) { return c.Root() })
 	if err != nil {
@@ -113,7 +115,7 @@ func (l *HorizonLedger) CheckNetwork(ctx context.Context) error {
 	if root.NetworkPassphrase != l.cfg.Passphrase {
 		return fmt.Errorf("%w: Horizon serves network %q, configured %q", ErrWrongNetwork, root.NetworkPassphrase, l.cfg.Passphrase)
 	}
-	return checkRelease("Horizon", root.HorizonVersion, MinHorizonRelease)
+	return checkHorizonRoot(root.HorizonVersion, int32(root.CurrentProtocolVersion), int32(root.SupportedProtocolVersion))
 }
 
 // Prepare builds and signs the envelope exactly as RPCLedger.Prepare does, reading sequence

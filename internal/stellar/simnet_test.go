@@ -6,7 +6,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
-// The local network these tests run on is the realistic one (stellarsim's defaults: protocol 23
+// The local network these tests run on is the realistic one (stellarsim's defaults: protocol 26
 // Soroban, core's TOO_LATE offset at submission, queue ageing), with the visibility lag set
 // explicitly: RPC and Horizon show a ledger simLagMin..simLagMax after it closes, as their
 // ingestion does. A test that closes a ledger and then reads what it holds moves its clock on by

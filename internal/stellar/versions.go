@@ -30,7 +30,15 @@ import (
 //
 // Horizon 22.0.0 and later: POST /transactions_async (since 2.31.0) answering error_result_xdr
 // (named so from 22.0.0; stellar-horizon CHANGELOG), which Send decodes. Earlier releases are
-// refused.
+// refused. And a Horizon that can ingest the network's ledgers: its root's
+// supported_protocol_version (the release's ingest.MaxSupportedProtocolVersion; from 22.0.0 the
+// major release is that protocol) at least current_protocol_version (core's current ledger
+// protocol: stellar-horizon internal/actions/root.go, internal/corestate/main.go). A release
+// below the network's protocol stops ingesting at the upgrade (internal/ingest/
+// processor_runner.go: "This Horizon version does not support protocol version ..."), so its
+// history and its root's latest ledger stop: no envelope could be proven landed or dead on it.
+// Refused (checkHorizonRoot). Pubnet runs protocol 26 since 2026-05-06, so it needs Horizon
+// 26.0.0 or later.
 var (
 	MinRPCRelease     = Release{23, 0, 0}
 	MinHorizonRelease = Release{22, 0, 0}
@@ -79,11 +87,37 @@ type UnsupportedVersionError struct {
 	Backend  string // "stellar-rpc" or "Horizon"
 	Reported string // the version string as the server reported it (clipped)
 	Minimum  Release
+	// Protocol, when set, is why a release at or after Minimum is refused: the ledger protocol the
+	// network runs, above the highest one the release ingests (Supported).
+	Protocol, Supported uint32
 }
 
 func (e *UnsupportedVersionError) Error() string {
+	if e.Protocol != 0 {
+		return fmt.Sprintf("stellar: %s %q ingests ledger protocols up to %d but the network runs protocol %d: it cannot ingest the network's ledgers; this service supports %s %d.0.0 and later on this network (README, \"Supported Stellar RPC and Horizon versions\")",
+			e.Backend, e.Reported, e.Supported, e.Protocol, e.Backend, e.Protocol)
+	}
 	return fmt.Sprintf("stellar: %s reports version %q; this service supports %s %s and later (README, \"Supported Stellar RPC and Horizon versions\")",
 		e.Backend, e.Reported, e.Backend, e.Minimum)
+}
+
+// checkHorizonRoot refuses a Horizon root whose release is before MinHorizonRelease or cannot be
+// read, or whose supported_protocol_version is below current_protocol_version (see
+// MinHorizonRelease). A root without supported_protocol_version (0) is judged on its release
+// alone: the proofs stay sound on a Horizon that stopped ingesting (its latest ledger stops, so
+// nothing is proven and items wait in doubt), the check only refuses what is known not to work.
+func checkHorizonRoot(horizonVersion string, current, supported int32) error {
+	if err := checkRelease("Horizon", horizonVersion, MinHorizonRelease); err != nil {
+		return err
+	}
+	if supported > 0 && current > supported {
+		if len(horizonVersion) > 64 {
+			horizonVersion = horizonVersion[:64]
+		}
+		return &UnsupportedVersionError{Backend: "Horizon", Reported: horizonVersion, Minimum: MinHorizonRelease,
+			Protocol: uint32(current), Supported: uint32(supported)}
+	}
+	return nil
 }
 
 // checkRelease refuses reported when it is not a release at or after minimum.

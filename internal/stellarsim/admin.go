@@ -25,6 +25,10 @@ import (
 //	DELETE /_sim/congestion    stop it
 //	GET    /_sim/rpc_version   the stellar-rpc profile RPC answers as (versions.go)
 //	PUT    /_sim/rpc_version   {"rpc_version": "current" | "v25.0" | "v24" | "v23"}
+//	GET    /_sim/horizon_version the Horizon profile the root answers as (versions.go)
+//	PUT    /_sim/horizon_version {"horizon_version": "current" | "v27" | "v26" | "v25" | "v22"}
+//	GET    /_sim/frozen_keys   the frozen ledger keys (protocol 26, CAP-77; frozen.go)
+//	PUT    /_sim/frozen_keys   {"freeze": [base64 LedgerKey...], "unfreeze": [...]}
 func (n *Network) adminRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /_sim/{$}", n.AdminIndex())
 	mux.HandleFunc("POST /_sim/faults", n.adminAddFaults)
@@ -50,6 +54,10 @@ func (n *Network) adminRoutes(mux *http.ServeMux) {
 	n.congestionRoutes(mux)
 	mux.HandleFunc("GET /_sim/rpc_version", n.adminRPCVersion)
 	mux.HandleFunc("PUT /_sim/rpc_version", n.adminRPCVersion)
+	mux.HandleFunc("GET /_sim/horizon_version", n.adminHorizonVersion)
+	mux.HandleFunc("PUT /_sim/horizon_version", n.adminHorizonVersion)
+	mux.HandleFunc("GET /_sim/frozen_keys", n.adminFrozenKeys)
+	mux.HandleFunc("PUT /_sim/frozen_keys", n.adminFrozenKeys)
 }
 
 // AdminRoute is one route of the /_sim/ admin API, as GET /_sim/ lists it.
@@ -74,6 +82,10 @@ var adminRouteList = []AdminRoute{
 	{"DELETE", "/_sim/congestion", "stop the background traffic"},
 	{"GET", "/_sim/rpc_version", "the stellar-rpc profile RPC answers as, its release and the profiles"},
 	{"PUT", "/_sim/rpc_version", `switch the stellar-rpc profile: {"rpc_version": "current" (v25.1.0+), "v25.0", "v24" or "v23"}`},
+	{"GET", "/_sim/horizon_version", "the Horizon release profile the root answers as, its release and the profiles"},
+	{"PUT", "/_sim/horizon_version", `switch the Horizon profile: {"horizon_version": "current" (28.0.0), "v27", "v26", "v25" or "v22"}`},
+	{"GET", "/_sim/frozen_keys", "the frozen ledger keys (protocol 26, CAP-77), base64 XDR"},
+	{"PUT", "/_sim/frozen_keys", `freeze or unfreeze ledger keys: {"freeze": [base64 LedgerKey...], "unfreeze": [...]}`},
 }
 
 var vaultRouteList = []AdminRoute{

@@ -8,14 +8,73 @@
 // against the behaviours that matter: what is accepted, what is answered,
 // what lands, when, and what a lookup can still see.
 //
-// Versions it follows (versions.go): ledger protocol 23 with stellar-core
-// 23.0.1's ledger shapes and the queue rules of current stellar-core (read up
-// to v27.1.0); stellar-rpc as the release profile says (Options.RPCVersion:
-// "current" = v25.1.0 and later, read up to v27.1.1, the default; "v25.0",
-// "v24", "v23"); Horizon as stellar-horizon 28.0.0. getVersionInfo reports the
-// profile's release and captiveCoreVersion "stellar-core 23.0.1 (stellarsim)";
-// Horizon's root the same core_version and protocol, horizon_version
-// "28.0.0-stellarsim".
+// Versions it follows (versions.go): ledger protocol 26 (pubnet's since
+// 2026-05-06), with the ledger shapes stellar-core writes at it and the queue
+// and transaction rules of current stellar-core (read up to v27.1.0; see
+// "Protocols 24 to 26" below); stellar-rpc as the release profile says
+// (Options.RPCVersion: "current" = v25.1.0 and later, read up to v27.1.1, the
+// default; "v25.0", "v24", "v23"); Horizon as the release profile says
+// (Options.HorizonVersion: "current" = stellar-horizon 28.0.0, the default;
+// "v27", "v26", "v25", "v22"). Every answer that names a protocol says 26:
+// getVersionInfo, getNetwork, getLatestLedger and getLedgers (protocolVersion),
+// the ledger headers' ledgerVersion, Horizon's root (current_protocol_version,
+// core_supported_protocol_version) and /ledgers (protocol_version).
+// getVersionInfo reports the RPC profile's release and captiveCoreVersion
+// "stellar-core 26.1.0 (stellarsim)"; Horizon's root the same core_version,
+// the Horizon profile's horizon_version ("28.0.0-stellarsim") and
+// supported_protocol_version (its release's MaxSupportedProtocolVersion).
+//
+// # Protocols 24 to 26
+//
+// Read in stellar-protocol (core/README.md's CAP table) and stellar-core
+// (master after v27.1.0; protocolVersionStartsFrom / IsBefore V_24, V_25, V_26
+// in src/transactions, src/herder, src/ledger). Protocol 24 is CAP-76 (the
+// protocol 23 archival bug remediation), 25 is CAP-74 and CAP-75 (BN254 and
+// Poseidon host functions), 26 is CAP-73 (the Stellar Asset Contract creates
+// G-account trustlines and accounts), CAP-77 (frozen ledger keys), CAP-78,
+// CAP-79, CAP-80 and CAP-82 (host functions). None of them changes classic
+// payments, fees (inclusion fee, surge pricing, the refundable Soroban fee
+// and its refund), sequence numbers, time bounds, the queue's limits, bans or
+// replace-by-fee rule, getTransaction's answer or the meta's shape
+// (TransactionMeta v4 and LedgerCloseMeta v2 since protocol 23; go-stellar-sdk
+// v0.7.3 decodes both and the protocol 26 result codes). Followed here:
+//
+//   - CAP-77, frozen ledger keys (frozen.go; FreezeKeys, PUT /_sim/frozen_keys):
+//     a transaction that accesses a frozen account or trustline (its source,
+//     an operation's source, a payment's destination account or either
+//     trustline, a CreateAccount's destination, a ChangeTrust's trustline, a
+//     Soroban footprint, a fee bump's fee source) is txFROZEN_KEY_ACCESSED at
+//     submission (TransactionFrame::commonValidPreSeqNum ->
+//     accessesFrozenKey; FeeBumpTransactionFrame::checkValid), and dropped
+//     and banned at the next close if a key it accesses is frozen while it
+//     waits (TxSetUtils::trimInvalid judges it with the same checkValid).
+//   - Fee-source accounting across phases (protocol 26: TxSetFrame.cpp,
+//     ApplicableTxSetFrame::checkValid, useCrossPhaseFeeMap; TxSetUtils::
+//     getInvalidTxListWithErrors with one accountFeeMap over the classic then
+//     the Soroban phase in makeTxSetFromTransactions and HerderImpl::
+//     updateTransactionQueue): a fee source's classic fees count against its
+//     Soroban transactions; its classic transactions are judged on their own.
+//   - A fee bump's inner result has feeCharged 0 and the outer one the whole
+//     fee, refund included (protocol 25: FeeBumpTransactionFrame::
+//     processFeeSeqNum sets innerFeeCharged only before V_25;
+//     FeeBumpMutableTransactionResult::finalizeFeeRefund).
+//   - A Soroban transaction with a memo or a muxed source is txSOROBAN_INVALID
+//     wherever it is judged, at submission and at close (protocol 25:
+//     TransactionFrame::commonValidPreSeqNum, validateSorobanMemo; before,
+//     only the queue refused it, TransactionQueue::canAdd).
+//
+// Deliberately not modelled: CAP-73 (this network has no Stellar Asset
+// Contract: the vault contract keeps its own book and moves no asset, see
+// VaultHost), CAP-74/75/78/79/80/82 (host functions the vault does not
+// call), CAP-76's one-off ledger entry repair at the protocol 24 upgrade,
+// CAP-77's freeze-bypass transaction list and the claimable balance and
+// liquidity pool results it adds (those operations are not modelled), the
+// validator vote that changes the frozen keys (FreezeKeys acts at once),
+// and protocol 25's switch of ed25519 verification to ed25519-dalek
+// (LedgerManagerImpl: enableRustDalekVerify; Go's crypto/ed25519 verifies
+// here, which differs only on non-canonical encodings no SDK produces).
+// Protocol upgrades themselves are not modelled: the network is at 26 from
+// genesis.
 //
 // # Modelled
 //
@@ -94,7 +153,14 @@
 //     fees, ACCOUNT_CANT_PAY_FEE); the invalid ones are dropped and banned
 //     (TransactionQueue::ban).
 //   - Time: ledger close time is max(Clock.Now(), previous close + 1s), in
-//     whole seconds. At close, the due queued transactions are trimmed as the
+//     whole seconds (HerderImpl::triggerNextLedger: nextCloseTime is the
+//     clock's to_time_t, raised to the last close time + 1). When ledgers close
+//     is the caller's (CloseLedger) or CloseInterval's; Options.LedgerClock
+//     (ledgerclock.go; LEDGER_CLOCK for the local stack) varies the gaps,
+//     seeded per ledger: a fixed beat, uniform within +-20% of the interval,
+//     or pubnet's recorded gaps (5 to 9 s at the 5 s target, median 6 s,
+//     scaled to the interval). NewLedgerSchedule gives the same schedule to a
+//     caller that closes ledgers on a virtual clock. At close, the due queued transactions are trimmed as the
 //     nominating node trims its candidates (HerderImpl::triggerNextLedger ->
 //     TxSetUtils::trimInvalid): judged against the last closed ledger's state
 //     at the closing ledger's close time and sequence, with the same fee

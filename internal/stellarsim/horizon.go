@@ -98,6 +98,7 @@ func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
 	view := n.viewOf(r, "horizon")
 	latest := n.ledgerInfo(view.latest)
 	oldest := n.oldestAt(view.latest)
+	hv := n.horizonVer
 	n.mu.Unlock()
 	var root hProtocol.Root
 	root.Links.Self = lb.link("/")
@@ -107,7 +108,7 @@ func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
 	fb := lb.link("/friendbot{?addr}")
 	fb.Templated = true
 	root.Links.Friendbot = &fb
-	root.HorizonVersion = horizonVersionString
+	root.HorizonVersion = hv.versionString()
 	root.StellarCoreVersion = coreVersionString
 	root.IngestSequence = latest.Sequence
 	root.HorizonSequence = int32(latest.Sequence)
@@ -115,8 +116,12 @@ func (n *Network) hRoot(w http.ResponseWriter, r *http.Request) {
 	root.HistoryElderSequence = int32(oldest)
 	root.CoreSequence = int32(core.Sequence)
 	root.NetworkPassphrase = n.passphrase
+	// stellar-horizon internal/actions/root.go, GetRootHandler.GetResource: current_protocol_version
+	// is core's current ledger protocol (internal/corestate/main.go, info.ledger.version),
+	// supported_protocol_version the release's ingest.MaxSupportedProtocolVersion
+	// (internal/ingest/main.go), core_supported_protocol_version core's own.
 	root.CurrentProtocolVersion = protocolVersion
-	root.SupportedProtocolVersion = protocolVersion
+	root.SupportedProtocolVersion = hv.supportedProtocol()
 	root.CoreSupportedProtocolVersion = protocolVersion
 	writeHAL(w, http.StatusOK, root)
 }

@@ -32,9 +32,14 @@ func (realClock) Now() time.Time { return time.Now() }
 
 // Options configures Start. Zero values take the defaults in the comments.
 type Options struct {
-	Addr                 string        // listen address, default "127.0.0.1:0"
-	NetworkPassphrase    string        // default StandalonePassphrase
-	CloseInterval        time.Duration // >0: close a ledger every interval (real time); 0: only on CloseLedger()
+	Addr              string        // listen address, default "127.0.0.1:0"
+	NetworkPassphrase string        // default StandalonePassphrase
+	CloseInterval     time.Duration // >0: close a ledger every interval (real time; gaps by LedgerClock); 0: only on CloseLedger()
+	// LedgerClock varies the gaps between the closes CloseInterval schedules (ledgerclock.go): the
+	// zero value closes on a fixed beat; LedgerClockUniform draws each gap within +-20% (Spread),
+	// LedgerClockPubnet from pubnet's recorded close times, seeded. A caller that closes ledgers
+	// itself (on a virtual clock) schedules them with NewLedgerSchedule.
+	LedgerClock          LedgerClock
 	Clock                Clock         // nil = real clock
 	RetentionLedgers     uint32        // getTransaction history window, default 120960
 	HorizonSubmitTimeout time.Duration // synchronous POST /transactions waits this long for inclusion, default 30s
@@ -74,6 +79,10 @@ type Options struct {
 	// RPCCurrent (the default: v25.1.0 and later), RPCv25_0, RPCv24 or RPCv23.
 	// PUT /_sim/rpc_version and SetRPCVersion change it while running.
 	RPCVersion RPCVersion
+	// HorizonVersion is the Horizon release the root reports (versions.go): HorizonCurrent (the
+	// default: 28.0.0), HorizonV27, HorizonV26, HorizonV25 or HorizonV22. PUT
+	// /_sim/horizon_version and SetHorizonVersion change it while running.
+	HorizonVersion HorizonVersion
 	// Legacy switches realistic behaviours off, for tests written against the
 	// earlier, kinder network. The zero value is the realistic network.
 	Legacy Legacy
@@ -136,6 +145,7 @@ type Network struct {
 	ledgerClosed chan struct{}
 	timeMoved    chan struct{}         // closed and replaced at every move of a clock that reports them (horizon_wait.go)
 	queue        map[string]*pendingTx // by inner source account
+	frozen       map[string]bool       // frozen ledger keys, XDR-encoded (frozen.go)
 	nextOrder    uint64
 	byHash       map[string]*AppliedTx // inner and outer hashes
 	applied      []*AppliedTx
@@ -149,6 +159,7 @@ type Network struct {
 	closeMeta    closeMetaCache  // the latest encoded LedgerCloseMeta (ledger_meta.go)
 	cong         congestionState // lanes, queue limits, fee stats, background traffic (congestion.go)
 	rpcVersion   RPCVersion      // the stellar-rpc profile (versions.go)
+	horizonVer   HorizonVersion  // the Horizon profile (versions.go)
 
 	ln      net.Listener
 	srv     *http.Server
@@ -225,8 +236,14 @@ func newNetwork(opts Options) (*Network, error) {
 			return nil, fmt.Errorf("stellarsim: %w", err)
 		}
 	}
+	if err := opts.LedgerClock.validate(); err != nil {
+		return nil, err
+	}
 	if !opts.RPCVersion.valid() {
 		return nil, fmt.Errorf("stellarsim: unknown stellar-rpc profile %q (want one of %v)", opts.RPCVersion, RPCVersions)
+	}
+	if !opts.HorizonVersion.valid() {
+		return nil, fmt.Errorf("stellarsim: unknown Horizon profile %q (want one of %v)", opts.HorizonVersion, HorizonVersions)
 	}
 	clock := opts.Clock
 	if clock == nil {
@@ -251,6 +268,7 @@ func newNetwork(opts Options) (*Network, error) {
 		banned:       map[string]uint32{},
 		retention:    opts.RetentionLedgers,
 		rpcVersion:   opts.RPCVersion.orCurrent(),
+		horizonVer:   opts.HorizonVersion.orCurrent(),
 		stop:         make(chan struct{}),
 		cong:         newCongestionState(),
 	}
@@ -271,9 +289,12 @@ func newNetwork(opts Options) (*Network, error) {
 	return n, nil
 }
 
+// closeLoop closes a ledger at each time the schedule names, on the real clock: every interval,
+// or at the gaps Options.LedgerClock draws.
 func (n *Network) closeLoop(every time.Duration) {
 	defer n.wg.Done()
-	t := time.NewTicker(every)
+	sched := NewLedgerSchedule(n.opts.LedgerClock, every, time.Now(), n.LatestLedger().Sequence+1)
+	t := time.NewTimer(time.Until(sched.Due()))
 	defer t.Stop()
 	for {
 		select {
@@ -281,6 +302,12 @@ func (n *Network) closeLoop(every time.Duration) {
 			return
 		case <-t.C:
 			n.CloseLedger()
+			// Closes missed while this process did not run are skipped, as a ticker drops ticks.
+			sched.Advance()
+			for time.Until(sched.Due()) < 0 {
+				sched.Advance()
+			}
+			t.Reset(time.Until(sched.Due()))
 		}
 	}
 }

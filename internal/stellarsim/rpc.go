@@ -12,8 +12,11 @@ import (
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 )
 
-// protocolVersion is the ledger protocol the network claims.
-const protocolVersion = 23
+// protocolVersion is the ledger protocol the network runs and reports (getVersionInfo,
+// getNetwork, getLatestLedger, getLedgers, Horizon's root and /ledgers, the ledger headers'
+// ledgerVersion): protocol 26, which pubnet runs since 2026-05-06. What this network follows of
+// protocols 24 to 26, and what it leaves out, is in doc.go.
+const protocolVersion = 26
 
 // JSON-RPC 2.0 error codes.
 const (

@@ -42,13 +42,13 @@ func TestGetLatestLedgerSendsBareHeaderAndCloseMeta(t *testing.T) {
 	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmissionOrder: true}})
 	pay, outer, _ := e.history()
 	ll, err := e.rpc.GetLatestLedger(e.ctx)
-	if err != nil || ll.Sequence != 4 || ll.ProtocolVersion != 23 {
+	if err != nil || ll.Sequence != 4 || ll.ProtocolVersion != 26 {
 		t.Fatalf("%v %+v", err, ll)
 	}
 	// stellar-rpc sends the bare LedgerHeader here (the JS SDK decodes it as one).
 	var hdr xdr.LedgerHeader
 	if err := xdr.SafeUnmarshalBase64(ll.LedgerHeader, &hdr); err != nil || uint32(hdr.LedgerSeq) != ll.Sequence ||
-		int64(hdr.ScpValue.CloseTime) != ll.LedgerCloseTime || hdr.LedgerVersion != 23 || hdr.BaseFee != 100 {
+		int64(hdr.ScpValue.CloseTime) != ll.LedgerCloseTime || hdr.LedgerVersion != 26 || hdr.BaseFee != 100 {
 		t.Fatalf("header %v %+v", err, hdr)
 	}
 	var lcm xdr.LedgerCloseMeta
@@ -188,7 +188,7 @@ func TestLedgerCloseMetaMatchesResultsToEnvelopes(t *testing.T) {
 func TestGetVersionInfo(t *testing.T) {
 	e := newEnv(t, stellarsim.Options{})
 	v, err := e.rpc.GetVersionInfo(e.ctx)
-	if err != nil || v.ProtocolVersion != 23 || v.Version == "" || v.CaptiveCoreVersion == "" {
+	if err != nil || v.ProtocolVersion != 26 || v.Version == "" || v.CaptiveCoreVersion == "" {
 		t.Fatalf("%v %+v", err, v)
 	}
 }

@@ -70,26 +70,42 @@ func (n *Network) canPayQueuedFees(t *txInfo, replaced *pendingTx) *txError {
 const cantPayFee = "fee source cannot pay the full fees of all its transactions (ACCOUNT_CANT_PAY_FEE)"
 
 // invalidTxs is TxSetUtils::getInvalidTxListWithErrors (src/herder/TxSetUtils.cpp) over txs,
-// judged by c: each transaction's own validity (checkValid), then, for the valid ones, whether
-// each fee source's available balance covers the full fees of all its valid transactions
-// (accountFeeMap); every transaction of a fee source that cannot is invalid. It returns why each
-// invalid one is, keyed by the pending transaction. Callers hold n.mu.
+// judged by c, phase by phase: the classic transactions, then the Soroban ones
+// (TxSetPhaseFrame order in TxSetFrame.cpp makeTxSetFromTransactions, and HerderImpl::
+// updateTransactionQueue's classic queue before the Soroban one). Within a phase, each
+// transaction's own validity first (checkValid); then every valid one whose fee source's
+// available balance is below the full fees of that fee source's valid transactions counted so far
+// (accountFeeMap) is invalid too. The fee map is one for both phases (protocol 26: TxSetFrame.cpp,
+// ApplicableTxSetFrame::checkValid, useCrossPhaseFeeMap; the nominating node has shared it since
+// the same change): a fee source's classic fees count against its Soroban transactions, not the
+// other way round. It returns why each invalid one is, keyed by the pending transaction. Callers
+// hold n.mu.
 func (n *Network) invalidTxs(txs []*pendingTx, c checkCtx) map[*pendingTx]string {
 	invalid := map[*pendingTx]string{}
 	total := map[string]int64{}
+	var classic, soroban []*pendingTx
 	for _, p := range txs {
-		if terr := n.checkTx(p.tx, c); terr != nil {
-			invalid[p] = terr.name()
-			continue
+		if p.tx.soroban != nil {
+			soroban = append(soroban, p)
+		} else {
+			classic = append(classic, p)
 		}
-		total[p.tx.feeSource] = addSaturated(total[p.tx.feeSource], p.tx.fullFee())
 	}
-	for _, p := range txs {
-		if _, bad := invalid[p]; bad {
-			continue
+	for _, phase := range [][]*pendingTx{classic, soroban} {
+		for _, p := range phase {
+			if terr := n.checkTx(p.tx, c); terr != nil {
+				invalid[p] = terr.name()
+				continue
+			}
+			total[p.tx.feeSource] = addSaturated(total[p.tx.feeSource], p.tx.fullFee())
 		}
-		if acct := n.state.accounts[p.tx.feeSource]; acct == nil || n.availableBalance(acct) < total[p.tx.feeSource] {
-			invalid[p] = cantPayFee
+		for _, p := range phase {
+			if _, bad := invalid[p]; bad {
+				continue
+			}
+			if acct := n.state.accounts[p.tx.feeSource]; acct == nil || n.availableBalance(acct) < total[p.tx.feeSource] {
+				invalid[p] = cantPayFee
+			}
 		}
 	}
 	return invalid

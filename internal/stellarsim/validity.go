@@ -55,6 +55,11 @@ func (n *Network) checkTx(t *txInfo, c checkCtx) *txError {
 	if feeAcct.balance-minBalance(feeAcct, n.opts.BaseReserve) < t.outerFee {
 		return fail(xdr.TransactionResultCodeTxInsufficientBalance)
 	}
+	// FeeBumpTransactionFrame::checkValid (protocol 26, CAP-77): a frozen fee source, after its own
+	// checks and before the extra signatures.
+	if n.accountFrozen(t.feeSource) {
+		return fail(xdr.TransactionResultCodeTxFrozenKeyAccessed)
+	}
 	// FeeBumpTransactionFrame::checkValidImpl: the outer signatures' extras are judged before the
 	// inner transaction.
 	if !outer.allUsed() {
@@ -92,6 +97,16 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 	if soroban != (t.soroban != nil) {
 		return xdr.TransactionResultCodeTxMalformed, nil
 	}
+	// TransactionFrame::validateSorobanMemo, judged in commonValidPreSeqNum from protocol 25 (so at
+	// submission and again at close): an InvokeHostFunction transaction may carry no memo and no
+	// muxed source, of the transaction or of the operation.
+	if soroban && t.ops[0].Body.Type == xdr.OperationTypeInvokeHostFunction {
+		op := t.ops[0]
+		if t.env.Memo().Type != xdr.MemoTypeMemoNone || t.env.SourceAccount().Type == xdr.CryptoKeyTypeKeyTypeMuxedEd25519 ||
+			(op.SourceAccount != nil && op.SourceAccount.Type == xdr.CryptoKeyTypeKeyTypeMuxedEd25519) {
+			return xdr.TransactionResultCodeTxSorobanInvalid, nil
+		}
+	}
 	if t.resourceFee < 0 || (chargeFee && t.resourceFee > t.innerFee) {
 		return xdr.TransactionResultCodeTxSorobanInvalid, nil
 	}
@@ -122,6 +137,11 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 	src := n.state.accounts[t.source]
 	if src == nil {
 		return xdr.TransactionResultCodeTxNoAccount, nil
+	}
+	// TransactionFrame::commonValidPreSeqNum (protocol 26, CAP-77): a transaction that accesses a
+	// frozen ledger key is invalid (frozen.go), before the sequence number is judged.
+	if n.accessesFrozenKey(t) {
+		return xdr.TransactionResultCodeTxFrozenKeyAccessed, nil
 	}
 	if t.seq != src.seq+1 {
 		return xdr.TransactionResultCodeTxBadSeq, nil

@@ -59,10 +59,118 @@ var rpcReleases = map[RPCVersion]string{
 // their real shapes: "stellar-core X.Y.Z (commit)" and Horizon's
 // "X.Y.Z-commit". The ledger protocol is protocolVersion (rpc.go); the core
 // release is the one whose ledger shapes this network produces (doc.go).
+const coreVersionString = "stellar-core 26.1.0 (stellarsim)"
+
+// HorizonVersion names a Horizon release profile: what the root (GET /) reports as
+// horizon_version and supported_protocol_version. Since 22.0.0 stellar-horizon's major release is
+// the highest ledger protocol it ingests (CHANGELOG: "This release adds support for Protocol N";
+// internal/ingest/main.go, MaxSupportedProtocolVersion: 25 in v25.0.0 ... 28 in v28.0.0). A
+// release below the network's protocol cannot ingest its ledgers (internal/ingest/
+// processor_runner.go: "This Horizon version does not support protocol version ..."), and its
+// root says so: current_protocol_version (core's) above supported_protocol_version. The rest of
+// Horizon's answers are the same under every profile here: what the service reads of them
+// (/transactions_async with error_result_xdr, /transactions/{hash} by inner or outer hash, the
+// root's ledger) has the same shape from 22.0.0 on, and the halted ingestion of a release below
+// the network's protocol is not modelled (its root is).
+type HorizonVersion string
+
+// The Horizon profiles.
 const (
-	coreVersionString    = "stellar-core 23.0.1 (stellarsim)"
-	horizonVersionString = "28.0.0-stellarsim"
+	// HorizonCurrent is stellar-horizon 28.0.0 (protocols up to 28): the default.
+	HorizonCurrent HorizonVersion = "current"
+	// HorizonV27 is 27.0.1 (protocols up to 27).
+	HorizonV27 HorizonVersion = "v27"
+	// HorizonV26 is 26.0.0, the first release that ingests protocol 26 (CAP-73, CAP-77).
+	HorizonV26 HorizonVersion = "v26"
+	// HorizonV25 is 25.1.0: it cannot ingest this network's protocol 26 ledgers.
+	HorizonV25 HorizonVersion = "v25"
+	// HorizonV22 is 22.0.3, the first release whose /transactions_async answers
+	// error_result_xdr; protocols up to 22.
+	HorizonV22 HorizonVersion = "v22"
 )
+
+// HorizonVersions lists the profiles, the default first.
+var HorizonVersions = []HorizonVersion{HorizonCurrent, HorizonV27, HorizonV26, HorizonV25, HorizonV22}
+
+// horizonReleases is each profile's release and the highest protocol it ingests.
+var horizonReleases = map[HorizonVersion]struct {
+	release   string
+	protocols uint32
+}{
+	HorizonCurrent: {"28.0.0", 28},
+	HorizonV27:     {"27.0.1", 27},
+	HorizonV26:     {"26.0.0", 26},
+	HorizonV25:     {"25.1.0", 25},
+	HorizonV22:     {"22.0.3", 22},
+}
+
+func (v HorizonVersion) orCurrent() HorizonVersion {
+	if v == "" {
+		return HorizonCurrent
+	}
+	return v
+}
+
+func (v HorizonVersion) valid() bool { return v == "" || slices.Contains(HorizonVersions, v) }
+
+// Release is the stellar-horizon release the profile reports.
+func (v HorizonVersion) Release() string { return horizonReleases[v.orCurrent()].release }
+
+// versionString is the root's horizon_version in Horizon's shape ("X.Y.Z-commit").
+func (v HorizonVersion) versionString() string { return v.Release() + "-stellarsim" }
+
+// supportedProtocol is the root's supported_protocol_version.
+func (v HorizonVersion) supportedProtocol() uint32 {
+	return horizonReleases[v.orCurrent()].protocols
+}
+
+// SetHorizonVersion switches the Horizon profile the root answers with from the next request on.
+// An unknown name is an error and changes nothing.
+func (n *Network) SetHorizonVersion(v HorizonVersion) error {
+	if !v.valid() {
+		return fmt.Errorf("stellarsim: unknown Horizon profile %q (want one of %v)", v, HorizonVersions)
+	}
+	n.mu.Lock()
+	n.horizonVer = v.orCurrent()
+	n.mu.Unlock()
+	return nil
+}
+
+// HorizonVersion is the Horizon profile the root answers with.
+func (n *Network) HorizonVersion() HorizonVersion {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.horizonVer
+}
+
+// horizonVersionJSON is GET and PUT /_sim/horizon_version's body.
+type horizonVersionJSON struct {
+	Profile  HorizonVersion   `json:"horizon_version"`
+	Release  string           `json:"release,omitempty"`
+	Profiles []HorizonVersion `json:"profiles,omitempty"`
+}
+
+func (n *Network) adminHorizonVersion(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPut {
+		var req horizonVersionJSON
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<10))
+		if err == nil {
+			err = json.Unmarshal(body, &req)
+		}
+		if err == nil && req.Profile == "" {
+			err = fmt.Errorf(`want {"horizon_version": one of %v}`, HorizonVersions)
+		}
+		if err == nil {
+			err = n.SetHorizonVersion(req.Profile)
+		}
+		if err != nil {
+			adminError(w, http.StatusBadRequest, err)
+			return
+		}
+	}
+	v := n.HorizonVersion()
+	writeJSON(w, http.StatusOK, horizonVersionJSON{Profile: v, Release: v.Release(), Profiles: HorizonVersions})
+}
 
 // Release is the stellar-rpc release a profile reports (getVersionInfo's version).
 func (v RPCVersion) Release() string { return rpcReleases[v.orCurrent()] }

@@ -49,7 +49,7 @@ func TestRPCVersionProfiles(t *testing.T) {
 		t.Run(string(c.profile), func(t *testing.T) {
 			e := newEnv(t, stellarsim.Options{RPCVersion: c.profile})
 			v, err := e.rpc.GetVersionInfo(e.ctx)
-			if err != nil || v.Version != c.release || v.ProtocolVersion != 23 || !strings.HasPrefix(v.CaptiveCoreVersion, "stellar-core 23.") {
+			if err != nil || v.Version != c.release || v.ProtocolVersion != 26 || !strings.HasPrefix(v.CaptiveCoreVersion, "stellar-core 26.") {
 				t.Fatalf("getVersionInfo %v %+v", err, v)
 			}
 			raw := e.rawRPC("getLatestLedger")

@@ -14,7 +14,7 @@ const backendCheckTimeout = 10 * time.Second
 // CheckBackend reads the Stellar backend's network and release at start (StellarLedger.
 // CheckNetwork: getNetwork and getVersionInfo, or Horizon's root). Another network, or a release
 // the proofs do not support (*stellar.UnsupportedVersionError: stellar-rpc before 23.0.0,
-// Horizon before 22.0.0, or a release it cannot read), is Fatal: the function never takes an
+// Horizon before 22.0.0 or below the network's protocol, or a release it cannot read), is Fatal: the function never takes an
 // invocation on it. A backend that cannot be reached now, or answers with an error, is only a
 // warning: an outage at a cold
 // start must not also stop the calls that need no ledger (replays, status reads), and the ledger
