@@ -131,6 +131,7 @@ func (l *HorizonLedger) EnsureChannels(ctx context.Context) ([]ChannelAccount, e
 
 // Done releases the envelope's channel lease (see RPCLedger.Done).
 func (l *HorizonLedger) Done(ctx context.Context, env transfer.Envelope) {
+	l.guard.forget(env)
 	l.source.release(ctx, sourceLease{}, env)
 }
 
