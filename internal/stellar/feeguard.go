@@ -199,10 +199,7 @@ func (c *common) checkFunds(ctx context.Context, ch chain, lease sourceLease, sn
 				amountText(t.balance-t.sellingLiabilities), asset.credit.Code, amountText(stroops)))
 		}
 	}
-	reserve, err := c.reserve.baseReserve(ctx, c.clock.Now(), ch.baseReserve)
-	if err != nil {
-		return err
-	}
+	reserve := c.reserve.baseReserve(ctx, c.clock.Now(), ch.baseReserve)
 	if lease.feeSource == nil {
 		if avail := snap.source.available(reserve); avail < env.FeeStroops {
 			return vaultShort(fmt.Sprintf("the vault, which pays its own fee, has %d stroops above its reserve, below the fee of %d stroops", max(avail, 0), env.FeeStroops))

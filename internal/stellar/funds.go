@@ -31,7 +31,7 @@ import (
 // sequence number (rpcChain.accounts). Horizon has no multi-account read; its GET /accounts/{id}
 // requests run in parallel (horizonChain.accounts). The base reserve, a network setting that
 // changes only by a validators' upgrade vote, is read from the latest ledger header once an hour
-// per process (reserveCache).
+// per process, from the latest-ledger reads Prepare makes anyway (reserveCache).
 
 // accountQuery names the ledger entries one envelope's checks need.
 type accountQuery struct {
@@ -46,8 +46,8 @@ type accountQuery struct {
 
 // accountState is an account entry's fields that core's getAvailableBalance reads, in stroops.
 type accountState struct {
-	seq, balance, sellingLiabilities int64
-	subentries, sponsoring, sponsored  int64
+	seq, balance, sellingLiabilities  int64
+	subentries, sponsoring, sponsored int64
 }
 
 // trustState is a trustline entry: found, its balance and selling liabilities in stroops, and
@@ -274,26 +274,51 @@ type reserveCache struct {
 // network's own queue check stays the backstop).
 const reserveTTL = time.Hour
 
-// baseReserve returns the cached base reserve, reading it with read when older than reserveTTL.
-func (r *reserveCache) baseReserve(ctx context.Context, now time.Time, read func(context.Context) (int64, error)) (int64, error) {
+// DefaultBaseReserveStroops is the base reserve assumed when the ledger header cannot be read:
+// pubnet's and testnet's (0.5 XLM).
+const DefaultBaseReserveStroops = 5_000_000
+
+// observe records a base reserve read at now from a ledger the service read anyway (the latest
+// ledger before the source is acquired: Horizon's GET /ledgers, stellar-rpc's headerXdr).
+func (r *reserveCache) observe(stroops int64, now time.Time) {
+	if stroops <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stroops, r.at = stroops, now
+}
+
+// observeHeader records the base reserve of a getLatestLedger headerXdr (a bare LedgerHeader;
+// stellar-rpc 25.0.0 and later), if there is one.
+func (r *reserveCache) observeHeader(headerXDR string, now time.Time) {
+	if headerXDR == "" {
+		return
+	}
+	var hdr xdr.LedgerHeader
+	if xdr.SafeUnmarshalBase64(headerXDR, &hdr) == nil {
+		r.observe(int64(hdr.BaseReserve), now)
+	}
+}
+
+// baseReserve returns the base reserve seen within reserveTTL, else reads it with read. A read
+// that fails leaves DefaultBaseReserveStroops for this call (not cached): the check before sending
+// is an estimate whose backstop is the network's own, and a transfer is not refused because an
+// auxiliary read failed.
+func (r *reserveCache) baseReserve(ctx context.Context, now time.Time, read func(context.Context) (int64, error)) int64 {
 	r.mu.Lock()
 	if r.stroops > 0 && now.Sub(r.at) < reserveTTL && !now.Before(r.at) {
 		v := r.stroops
 		r.mu.Unlock()
-		return v, nil
+		return v
 	}
 	r.mu.Unlock()
 	v, err := read(ctx)
-	if err != nil {
-		return 0, err
+	if err != nil || v <= 0 {
+		return DefaultBaseReserveStroops
 	}
-	if v <= 0 {
-		return 0, fmt.Errorf("stellar: the ledger header's base reserve is %d", v)
-	}
-	r.mu.Lock()
-	r.stroops, r.at = v, now
-	r.mu.Unlock()
-	return v, nil
+	r.observe(v, now)
+	return v
 }
 
 // baseReserve reads the latest ledger header's baseReserve: getLatestLedger's headerXdr (a bare

@@ -163,6 +163,7 @@ func (h horizonChain) latest(ctx context.Context) (uint32, time.Time, error) {
 		return 0, time.Time{}, errors.New("stellar: GET /ledgers returned no ledger")
 	}
 	r := page.Embedded.Records[0]
+	h.l.reserve.observe(int64(r.BaseReserve), h.l.clock.Now())
 	return uint32(r.Sequence), r.ClosedAt.UTC(), nil
 }
 

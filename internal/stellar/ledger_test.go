@@ -61,9 +61,12 @@ func newUnitEnv(t *testing.T, mutate ...func(*RPCConfig)) *unitEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake.answer("getLedgerEntries", protocol.GetLedgerEntriesResponse{LatestLedger: 77,
-		Entries: []protocol.LedgerEntryResult{{DataXDR: accountEntryXDR(t, keys.Vault.Address(), 41)}}})
-	fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000})
+	answerEntries(t, fake, 41)
+	header, err := xdr.MarshalBase64(xdr.LedgerHeader{LedgerSeq: 77, BaseReserve: 5_000_000, BaseFee: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000, LedgerHeader: header})
 	return &unitEnv{fake: fake, url: srv.URL, keys: keys, issuer: issuer, ledger: l}
 }
 

@@ -36,3 +36,28 @@ func (n *Network) Burn(from string, asset Asset, amount int64) error {
 	t.lastModified = latest
 	return nil
 }
+
+// RemoveTrustline deletes account's trustline to asset, outside any ledger close, as an operator's
+// ChangeTrust with limit 0 would (the balance must be 0; a sponsored trustline is refused).
+func (n *Network) RemoveTrustline(account string, asset Asset) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a := n.state.accounts[account]
+	if a == nil {
+		return fmt.Errorf("stellarsim: account %s: %w", account, ErrNotFound)
+	}
+	k := tlKey{account, asset}
+	t := n.state.trustlines[k]
+	switch {
+	case t == nil:
+		return fmt.Errorf("stellarsim: trustline %s/%s: %w", account, asset, ErrNotFound)
+	case t.balance != 0:
+		return fmt.Errorf("stellarsim: trustline %s/%s holds %d stroops", account, asset, t.balance)
+	case t.sponsor != "":
+		return fmt.Errorf("stellarsim: trustline %s/%s is sponsored", account, asset)
+	}
+	delete(n.state.trustlines, k)
+	a.numSubEntries--
+	a.lastModified = uint32(len(n.closeTimes))
+	return nil
+}
