@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -164,11 +165,20 @@ func (c *common) queuedElsewhere(ctx context.Context, channels []string, mine st
 	return total, nil
 }
 
+// addCapped is a + b for non-negative a and b, math.MaxInt64 when that overflows.
 func addCapped(a, b int64) int64 {
 	if s := a + b; s >= a {
 		return s
 	}
-	return int64(^uint64(0) >> 1)
+	return math.MaxInt64
+}
+
+// mulCapped is a x n for non-negative a and n, math.MaxInt64 when that overflows.
+func mulCapped(a, n int64) int64 {
+	if n != 0 && a > math.MaxInt64/n {
+		return math.MaxInt64
+	}
+	return a * n
 }
 
 // checkFunds refuses env before it is sent when the paying side cannot pay (see funds.go):
@@ -233,7 +243,7 @@ func (c *common) checkFunds(ctx context.Context, ch chain, lease sourceLease, sn
 		// estimate, and the network's check the backstop.
 		perChannel = env.FeeStroops
 	}
-	worst := addCapped(env.FeeStroops, perChannel*int64(max(len(channels)-1, 0)))
+	worst := addCapped(env.FeeStroops, mulCapped(perChannel, int64(max(len(channels)-1, 0))))
 	if avail >= worst {
 		return nil
 	}

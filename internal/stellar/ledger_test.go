@@ -33,17 +33,6 @@ type unitEnv struct {
 	ledger *RPCLedger
 }
 
-func accountEntryXDR(t *testing.T, address string, seq int64) string {
-	t.Helper()
-	entry := xdr.LedgerEntryData{Type: xdr.LedgerEntryTypeAccount, Account: &xdr.AccountEntry{
-		AccountId: xdr.MustAddress(address), Balance: 100_0000000, SeqNum: xdr.SequenceNumber(seq)}}
-	b64, err := xdr.MarshalBase64(entry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b64
-}
-
 func newUnitEnv(t *testing.T, mutate ...func(*RPCConfig)) *unitEnv {
 	t.Helper()
 	fake, srv := newFakeRPC(t)

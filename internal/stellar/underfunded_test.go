@@ -328,3 +328,51 @@ func TestFeeAccountCoversOneQueuedEnvelopeNotTwo(t *testing.T) {
 		})
 	}
 }
+
+// An asynchronous transfer from an empty classic vault: every run of the submitter is refused
+// before sending (DeliveryRetry, VAULT_UNDERFUNDED, the item queued again under its incarnation),
+// so the queue retrying it burns no fee and sends nothing; after funding, the next run pays once.
+func TestAsyncEmptyVaultBurnsNoFees(t *testing.T) {
+	for _, channels := range []int{0, 2} {
+		t.Run(fmt.Sprintf("channels=%d", channels), func(t *testing.T) {
+			r := newFundsRig(t, "rpc", channels, 0)
+			wallet := r.wallet(t)
+			in := payout("payout-async-1", wallet, 5)
+			ctx := context.Background()
+			q := &queueRecorder{}
+			r.orch.Queue = q
+			if res, err := r.orch.Enqueue(ctx, in); err != nil || !res.Accepted {
+				t.Fatalf("enqueue: %+v %v", res, err)
+			}
+			envelopes := len(r.n.Envelopes())
+			vaultXLM, feeXLM := r.balance(r.vault), r.balance(r.keys.Fee.Address())
+			for run := range 3 {
+				d, err := r.orch.RunQueued(ctx, q.sent[0])
+				if d != transfer.DeliveryRetry {
+					t.Fatalf("run %d: delivery %s (%v), want retry", run, d, err)
+				}
+				wantCode(t, err, transfer.CodeVaultUnderfunded)
+				rec, gerr := r.store.Get(ctx, transfer.StoreKey(wallet, in.ClientKey))
+				if gerr != nil || rec.Status != transfer.StatusQueued || rec.Envelope != nil {
+					t.Fatalf("run %d: item %+v %v, want it queued again with no envelope", run, rec, gerr)
+				}
+				r.clock.Advance(time.Minute) // the message's Retry-After
+			}
+			if got := r.n.Envelopes()[envelopes:]; len(got) != 0 {
+				t.Fatalf("the network received %d envelopes, want none", len(got))
+			}
+			if v, f := r.balance(r.vault), r.balance(r.keys.Fee.Address()); v != vaultXLM || f != feeXLM {
+				t.Fatalf("XLM vault %d -> %d, fee account %d -> %d: want no fee charged", vaultXLM, v, feeXLM, f)
+			}
+			if err := r.n.Mint(r.vault, r.usdc, 5*unit); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := r.orch.RunQueued(ctx, q.sent[0]); d != transfer.DeliveryDone || err != nil {
+				t.Fatalf("run after funding: %s %v", d, err)
+			}
+			if got, _ := r.n.Balance(wallet, r.usdc); got != 5*unit {
+				t.Fatalf("wallet holds %d, want one payment of 5", got)
+			}
+		})
+	}
+}
