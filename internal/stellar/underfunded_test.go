@@ -34,6 +34,9 @@ type fundsRig struct {
 	ledger  transfer.Ledger
 	maxFee  int64
 	balance func(account string) int64
+	// environment builds another Lambda environment's ledger: its own channel pool (and this
+	// process's book of fees) over the same lease store and network.
+	environment func() transfer.Ledger
 }
 
 func newFundsRig(t *testing.T, backend string, channels int, vaultUSDC int64) *fundsRig {
@@ -77,29 +80,35 @@ func newFundsRig(t *testing.T, backend string, channels int, vaultUSDC int64) *f
 	store := dynamotest.NewStore(t, db)
 	const maxFee = 1_000_000
 	assets := []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}
-	var pool *stellar.ChannelPool
-	if channels > 0 {
-		if pool, err = stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()), Count: channels, Clock: clock}); err != nil {
+	newLedger := func() shortfallLedger {
+		t.Helper()
+		var pool *stellar.ChannelPool
+		if channels > 0 {
+			if pool, err = stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()), Count: channels, Clock: clock}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ledger shortfallLedger
+		if backend == "rpc" {
+			ledger, err = stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
+				Assets: assets, Keys: stellar.StaticKeys{K: keys}, MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
+		} else {
+			ledger, err = stellar.NewHorizonLedger(stellar.HorizonConfig{URL: n.URL(), Passphrase: n.Passphrase(), VaultAccount: vault,
+				Assets: assets, Keys: stellar.StaticKeys{K: keys}, MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
+		return ledger
 	}
-	var ledger shortfallLedger
-	if backend == "rpc" {
-		ledger, err = stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-			Assets: assets, Keys: stellar.StaticKeys{K: keys}, MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
-	} else {
-		ledger, err = stellar.NewHorizonLedger(stellar.HorizonConfig{URL: n.URL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-			Assets: assets, Keys: stellar.StaticKeys{K: keys}, MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	ledger := newLedger()
 	if channels > 0 {
 		if _, err := ledger.EnsureChannels(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := &fundsRig{n: n, clock: clock, keys: keys, usdc: usdc, vault: vault, store: store, ledger: ledger, maxFee: maxFee}
+	r := &fundsRig{n: n, clock: clock, keys: keys, usdc: usdc, vault: vault, store: store, ledger: ledger, maxFee: maxFee,
+		environment: func() transfer.Ledger { return newLedger() }}
 	r.orch = &transfer.Orchestrator{Store: store, Ledger: ledger, Clock: clock, Logger: slog.New(slog.DiscardHandler)}
 	r.balance = func(account string) int64 {
 		a, ok := n.Account(account)
@@ -374,5 +383,67 @@ func TestAsyncEmptyVaultBurnsNoFees(t *testing.T) {
 				t.Fatalf("wallet holds %d, want one payment of 5", got)
 			}
 		})
+	}
+}
+
+// Two Lambda environments (each its own channel pool and book of fees, one lease store) send at
+// the same virtual instant while the fee account can pay one fee bump only: at most one envelope
+// reaches the network, the network never has to refuse one txINSUFFICIENT_BALANCE, and every
+// transfer not sent is 503 FEE_ACCOUNT_UNDERFUNDED with its key free. Each environment writes its
+// lease before it reads the other's, so they cannot both miss each other. With the fee account
+// funded, both pay.
+func TestFeeAccountTwoEnvironmentsNeverQueueMoreThanItHolds(t *testing.T) {
+	for _, funded := range []bool{false, true} {
+		for round := range 5 {
+			t.Run(fmt.Sprintf("funded=%v/%d", funded, round), func(t *testing.T) {
+				r := newFundsRig(t, "rpc", 2, 100*unit)
+				fee := r.keys.Fee.Address()
+				if !funded {
+					acct, _ := r.n.Account(fee)
+					reserve := int64(2+acct.NumSubEntries+acct.NumSponsoring-acct.NumSponsored) * stellar.DefaultBaseReserveStroops
+					if err := r.n.Burn(fee, stellarsim.Native, acct.Balance-reserve-300); err != nil {
+						t.Fatal(err)
+					}
+				}
+				orchs := []*transfer.Orchestrator{r.orch,
+					{Store: r.store, Ledger: r.environment(), Clock: r.clock, Logger: slog.New(slog.DiscardHandler)}}
+				wallets := []string{r.wallet(t), r.wallet(t)}
+				envelopes := len(r.n.Envelopes())
+				errs := make([]error, 2)
+				var wg sync.WaitGroup
+				release := r.clock.Hold()
+				for i := range 2 {
+					r.clock.Go(&wg, func() {
+						_, errs[i] = orchs[i].Transfer(context.Background(), payout(fmt.Sprintf("payout-%d", i), wallets[i], 5))
+					})
+				}
+				release()
+				wg.Wait()
+				sent := r.n.Envelopes()[envelopes:]
+				for _, e := range sent {
+					if e.Code == "txINSUFFICIENT_BALANCE" {
+						t.Fatalf("the network refused %+v: the service queued more fees than the fee account holds", e)
+					}
+				}
+				paid := 0
+				for i, err := range errs {
+					got, _ := r.n.Balance(wallets[i], r.usdc)
+					switch {
+					case err == nil && got == 5*unit:
+						paid++
+					case err != nil && !funded && got == 0:
+						wantCode(t, err, transfer.CodeFeeAccountUnderfunded)
+						if _, gerr := r.store.Get(context.Background(), transfer.StoreKey(wallets[i], fmt.Sprintf("payout-%d", i))); !errors.Is(gerr, transfer.ErrNotFound) {
+							t.Fatalf("transfer %d: key held (%v) after %v", i, gerr, err)
+						}
+					default:
+						t.Fatalf("transfer %d: %v, wallet holds %d", i, err, got)
+					}
+				}
+				if funded && paid != 2 || !funded && (paid > 1 || len(sent) > 1) {
+					t.Fatalf("funded %v: %d paid, %d envelopes sent", funded, paid, len(sent))
+				}
+			})
+		}
 	}
 }
