@@ -186,7 +186,9 @@ func mulCapped(a, n int64) int64 {
 //   - vault (an authorized trustline for asset holding stroops above its selling liabilities;
 //     nothing to check when the vault issues the asset): else VAULT_UNDERFUNDED. This is what
 //     the payment's apply judges: PAYMENT_SRC_NO_TRUST, PAYMENT_SRC_NOT_AUTHORIZED,
-//     PAYMENT_UNDERFUNDED (src/transactions/PathPaymentOpFrameBase.cpp, updateSourceBalance).
+//     PAYMENT_UNDERFUNDED (src/transactions/PaymentOpFrame.cpp, doApply, through
+//     PathPaymentOpFrameBase::updateSourceBalance: no trustline, not isAuthorized, or a balance
+//     that would fall below the selling liabilities).
 //     checkAsset false skips it (a contract call, whose simulation judged the vault).
 //   - the fee payer: without a fee bump the vault pays its own fee, and its available XLM must
 //     cover env's maximum fee (else VAULT_UNDERFUNDED, the tx_insufficient_balance a FAILED
@@ -225,7 +227,7 @@ func (c *common) checkFunds(ctx context.Context, ch chain, lease sourceLease, sn
 	}
 	var channels []string
 	if c.pool != nil {
-		keys, err := c.keys.Keys(ctx)
+		keys, err := c.loadKeys(ctx)
 		if err != nil {
 			return err
 		}
