@@ -20,8 +20,9 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
-// The release after a FAILED op_underfunded rests on one fact: the envelope's sequence number was
-// consumed, so nothing signed for that incarnation can ever land. Here the FAILED envelope is kept
+// The release after a FAILED op_underfunded (the vault drained between the check before sending
+// and the ledger) rests on one fact: the envelope's sequence number was consumed, so nothing
+// signed for that incarnation can ever land. Here the FAILED envelope is kept
 // (as anything that saw it could keep it: a retrying proxy, a log, a second submitter), the vault
 // is funded, and then, while the client's retry pays, the old envelope is sent again as it was
 // and, with a fee bump, wrapped again around the same inner transaction by the fee account at a
@@ -237,8 +238,9 @@ func (q *queueRecorder) Send(_ context.Context, m transfer.QueueMessage) error {
 	return nil
 }
 
-// A vault without a trustline for the asset: its payment is included FAILED op_src_no_trust on
-// the local network. The answer is VAULT_UNDERFUNDED with the key released (not a stored 422
+// A vault without a trustline for the asset when the ledger applies its payment (it had one when
+// Prepare checked it, and lost it before the send): the payment is included FAILED
+// op_src_no_trust on the local network. The answer is VAULT_UNDERFUNDED with the key released (not a stored 422
 // blaming the destination); once an operator adds the trustline and funds the vault, the retry
 // with the same key pays exactly once and the FAILED envelope never lands.
 func TestVaultWithoutTrustlineFailedIsReleasedAndRetryPaysOnce(t *testing.T) {
