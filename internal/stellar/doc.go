@@ -33,6 +33,22 @@
 // not fit MAX_FEE_STROOPS is refused before anything is signed: 503 FEE_ABOVE_CAP. bidRate is
 // the one place the rate is computed (a replacement by fee would pass its minimum there).
 //
+// Funds before sending (funds.go, feeguard.go): Prepare refuses, with nothing sent, what the
+// paying side cannot pay. The vault's trustline for a classic withdraw must exist, be authorized
+// and hold the amount above its selling liabilities (else VAULT_UNDERFUNDED, as the payment's
+// apply would fail op_src_no_trust, op_src_not_authorized or op_underfunded). The fee payer must
+// cover the envelope's maximum fee with its available balance (stellar-core's getAvailableBalance:
+// balance - reserve - selling liabilities): the vault when it is the source (else
+// VAULT_UNDERFUNDED), the fee account on top of the fees it may have queued when it pays a fee
+// bump (else FEE_ACCOUNT_UNDERFUNDED; TransactionQueue::canAdd). Queued fees are at most one
+// envelope per channel whose lease is held or quarantined: this process's at their exact maximum
+// fee, another process's at MAX_FEE_STROOPS, read from the lease store (LeaseReader) only when the
+// fee account is within (channels - 1) x MAX_FEE_STROOPS of it (feeGuard says why that is sound
+// across Lambda environments). The entries come in the getLedgerEntries that reads the source's
+// sequence number (Horizon: GET /accounts in parallel); the base reserve from the latest ledger
+// read anyway. A FAILED inclusion stays the backstop (transfer.SourceShortfall): the balance may
+// change between the read and the ledger.
+//
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.
 package stellar

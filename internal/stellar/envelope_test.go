@@ -284,8 +284,7 @@ func newContractEnv(t *testing.T, channels bool, decimals int, assets []txnbuild
 		t.Fatal(err)
 	}
 	// Every account (the vault, a channel) is at sequence number 41.
-	fake.answer("getLedgerEntries", protocol.GetLedgerEntriesResponse{LatestLedger: 77,
-		Entries: []protocol.LedgerEntryResult{{DataXDR: accountEntryXDR(t, keys.Vault.Address(), 41)}}})
+	answerEntries(t, fake, 41)
 	fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000})
 	data, err := xdr.MarshalBase64(xdr.SorobanTransactionData{ResourceFee: xdr.Int64(e.resourceFee),
 		Resources: xdr.SorobanResources{Instructions: 1000, Footprint: xdr.LedgerFootprint{ReadOnly: []xdr.LedgerKey{}, ReadWrite: []xdr.LedgerKey{}}}})

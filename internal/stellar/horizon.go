@@ -133,6 +133,7 @@ func (l *HorizonLedger) EnsureChannels(ctx context.Context) ([]ChannelAccount, e
 
 // Done releases the envelope's channel lease (see RPCLedger.Done).
 func (l *HorizonLedger) Done(ctx context.Context, env transfer.Envelope) {
+	l.guard.forget(env)
 	l.source.release(ctx, sourceLease{}, env)
 }
 
@@ -164,6 +165,7 @@ func (h horizonChain) latest(ctx context.Context) (uint32, time.Time, error) {
 		return 0, time.Time{}, errors.New("stellar: GET /ledgers returned no ledger")
 	}
 	r := page.Embedded.Records[0]
+	h.l.reserve.observe(int64(r.BaseReserve), h.l.clock.Now())
 	return uint32(r.Sequence), r.ClosedAt.UTC(), nil
 }
 

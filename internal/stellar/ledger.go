@@ -405,6 +405,7 @@ func (l *RPCLedger) getTransaction(ctx context.Context, hash string) (transfer.L
 // never fails: a lease it cannot release ends at its deadline, and its quarantine once a ledger
 // closes after the envelope's maxTime. Without channels it does nothing.
 func (l *RPCLedger) Done(ctx context.Context, env transfer.Envelope) {
+	l.guard.forget(env)
 	l.source.release(ctx, sourceLease{}, env)
 }
 

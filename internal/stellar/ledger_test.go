@@ -33,17 +33,6 @@ type unitEnv struct {
 	ledger *RPCLedger
 }
 
-func accountEntryXDR(t *testing.T, address string, seq int64) string {
-	t.Helper()
-	entry := xdr.LedgerEntryData{Type: xdr.LedgerEntryTypeAccount, Account: &xdr.AccountEntry{
-		AccountId: xdr.MustAddress(address), Balance: 100_0000000, SeqNum: xdr.SequenceNumber(seq)}}
-	b64, err := xdr.MarshalBase64(entry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b64
-}
-
 func newUnitEnv(t *testing.T, mutate ...func(*RPCConfig)) *unitEnv {
 	t.Helper()
 	fake, srv := newFakeRPC(t)
@@ -61,9 +50,12 @@ func newUnitEnv(t *testing.T, mutate ...func(*RPCConfig)) *unitEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake.answer("getLedgerEntries", protocol.GetLedgerEntriesResponse{LatestLedger: 77,
-		Entries: []protocol.LedgerEntryResult{{DataXDR: accountEntryXDR(t, keys.Vault.Address(), 41)}}})
-	fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000})
+	answerEntries(t, fake, 41)
+	header, err := xdr.MarshalBase64(xdr.LedgerHeader{LedgerSeq: 77, BaseReserve: 5_000_000, BaseFee: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000, LedgerHeader: header})
 	return &unitEnv{fake: fake, url: srv.URL, keys: keys, issuer: issuer, ledger: l}
 }
 

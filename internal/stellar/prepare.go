@@ -24,6 +24,11 @@ type chain interface {
 	// feeStats returns the network's recent inclusion fees per operation, per lane, in stroops
 	// (fees.go).
 	feeStats(ctx context.Context) (marketFees, error)
+	// accounts reads the source's sequence number with what checkFunds judges: the fee account
+	// and the vault's trustline (funds.go); a missing source is as for sequence.
+	accounts(ctx context.Context, q accountQuery) (accountSnapshot, error)
+	// baseReserve reads the latest ledger header's base reserve, in stroops (funds.go).
+	baseReserve(ctx context.Context) (int64, error)
 }
 
 // common is the configuration both backends share.
@@ -40,6 +45,8 @@ type common struct {
 	pool           *ChannelPool // nil without channels
 	clock          transfer.Clock
 	fees           *feeCache
+	guard          feeGuard     // this process's envelopes and their fees (feeguard.go)
+	reserve        reserveCache // the network's base reserve (funds.go)
 	// interval is the ledger interval (RPCConfig.LedgerInterval): how long a busy vault's slot is
 	// waited for, and the Retry-After of a busy vault (SendResult.SourceBusy).
 	interval func() time.Duration
@@ -183,6 +190,7 @@ func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime ti
 		}
 		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "no transaction source is available", Err: err}
 	}
+	lease.ledgerClose = ledgerClose
 	env, err := build(lease)
 	if err != nil {
 		c.source.release(ctx, lease, transfer.Envelope{Channel: lease.account})
@@ -190,18 +198,23 @@ func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime ti
 	}
 	env.SubmittedLedger = latest
 	c.source.bind(lease, env)
+	if lease.feeSource != nil {
+		c.guard.note(lease, env)
+	}
 	return env, nil
 }
 
 // build reads the source's sequence number from the network (never from a cache: a stale one
-// would be refused with txBAD_SEQ), builds the payment of stroops of asset (its code as
-// configured) to wallet (its canonical strkey), signs it, and wraps it in a fee bump when the
-// lease has a fee source.
+// would be refused with txBAD_SEQ), with the vault's trustline and the fee account in the same
+// read, builds the payment of stroops of asset (its code as configured) to wallet (its canonical
+// strkey), signs it, wraps it in a fee bump when the lease has a fee source, and refuses it
+// before it is sent when the vault or the fee payer cannot pay (checkFunds).
 func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet rawAddress, stroops int64, asset vaultAsset, terms transfer.Terms) (transfer.Envelope, error) {
-	seq, err := ch.sequence(ctx, lease.account)
+	snap, err := ch.accounts(ctx, c.fundsQuery(lease, asset.credit, true))
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
+	seq := snap.source.seq
 	ops := []txnbuild.Operation{&txnbuild.Payment{
 		Destination:   wallet.String(),
 		Amount:        amount.StringFromInt64(stroops),
@@ -232,7 +245,14 @@ func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet 
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the transaction: %w", err)
 	}
-	return c.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
+	env, err := c.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if err := c.checkFunds(ctx, ch, lease, snap, env, stroops, asset, true); err != nil {
+		return transfer.Envelope{}, err
+	}
+	return env, nil
 }
 
 // seal signs tx with the lease's signers and, when feeBumped, wraps it in a fee bump paid and

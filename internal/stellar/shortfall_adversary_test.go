@@ -20,8 +20,9 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
-// The release after a FAILED op_underfunded rests on one fact: the envelope's sequence number was
-// consumed, so nothing signed for that incarnation can ever land. Here the FAILED envelope is kept
+// The release after a FAILED op_underfunded (the vault drained between the check before sending
+// and the ledger) rests on one fact: the envelope's sequence number was consumed, so nothing
+// signed for that incarnation can ever land. Here the FAILED envelope is kept
 // (as anything that saw it could keep it: a retrying proxy, a log, a second submitter), the vault
 // is funded, and then, while the client's retry pays, the old envelope is sent again as it was
 // and, with a fee bump, wrapped again around the same inner transaction by the fee account at a
@@ -67,20 +68,22 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 		issuer := keypair.MustRandom()
 		usdc := n.IssueAsset("USDC", issuer)
 		vault, wallet := keys.Vault.Address(), keypair.MustRandom().Address()
-		trustline := func() error {
+		trustline := func() error { return n.AddTrustline(vault, usdc, 0) }
+		mint := func(amount int64) error { return n.Mint(vault, usdc, amount) }
+		// The vault can pay when Prepare checks it (6 units for a payment of 5) and is drained
+		// before the ledger applies the payment (drain, at StepPrepared): the check before
+		// sending passes, and the FAILED inclusion is the backstop under test.
+		drain := func() error {
 			if noTrust {
-				return nil
+				if err := n.Burn(vault, usdc, 6*unit); err != nil {
+					return err
+				}
+				return n.RemoveTrustline(vault, usdc)
 			}
-			return n.AddTrustline(vault, usdc, 0)
-		}
-		mint := func(amount int64) error {
-			if noTrust {
-				return nil
-			}
-			return n.Mint(vault, usdc, amount)
+			return n.Burn(vault, usdc, 5*unit)
 		}
 		for _, step := range []error{
-			n.CreateAccount(vault, 100*unit), trustline(), mint(1 * unit),
+			n.CreateAccount(vault, 100*unit), trustline(), mint(6 * unit),
 			n.CreateAccount(keys.Fee.Address(), 100*unit), n.CreateAccount(wallet, 10*unit), n.AddTrustline(wallet, usdc, 0),
 		} {
 			if step != nil {
@@ -117,6 +120,11 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 		var sent []transfer.Envelope
 		orch := &transfer.Orchestrator{Store: store, Ledger: ledger, Clock: clock, Logger: slog.New(slog.DiscardHandler),
 			Hooks: func(_ context.Context, s transfer.Step, rec transfer.Record) error {
+				if s == transfer.StepPrepared && len(sent) == 0 {
+					if err := drain(); err != nil {
+						t.Errorf("draining the vault: %v", err)
+					}
+				}
 				if s == transfer.StepSent && rec.Envelope != nil {
 					sent = append(sent, *rec.Envelope)
 				}
@@ -165,7 +173,6 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 		}
 		old := sent[0]
 		if noTrust {
-			noTrust = false
 			if err := trustline(); err != nil { // an operator gives the vault its trustline
 				t.Fatal(err)
 			}
@@ -231,8 +238,9 @@ func (q *queueRecorder) Send(_ context.Context, m transfer.QueueMessage) error {
 	return nil
 }
 
-// A vault without a trustline for the asset: its payment is included FAILED op_src_no_trust on
-// the local network. The answer is VAULT_UNDERFUNDED with the key released (not a stored 422
+// A vault without a trustline for the asset when the ledger applies its payment (it had one when
+// Prepare checked it, and lost it before the send): the payment is included FAILED
+// op_src_no_trust on the local network. The answer is VAULT_UNDERFUNDED with the key released (not a stored 422
 // blaming the destination); once an operator adds the trustline and funds the vault, the retry
 // with the same key pays exactly once and the FAILED envelope never lands.
 func TestVaultWithoutTrustlineFailedIsReleasedAndRetryPaysOnce(t *testing.T) {

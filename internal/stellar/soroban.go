@@ -302,10 +302,13 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 	amount := call.amount
 	operator := l.vaultAccount
 	for restored := 0; ; restored++ {
-		seq, err := ch.sequence(ctx, lease.account)
+		// The fee account comes with the sequence number (one getLedgerEntries): checkFunds. The
+		// vault's balance is the simulation's to judge (simulationError).
+		snap, err := ch.accounts(ctx, l.fundsQuery(lease, txnbuild.CreditAsset{}, false))
 		if err != nil {
 			return transfer.Envelope{}, err
 		}
+		seq := snap.source.seq
 		op := &txnbuild.InvokeHostFunction{
 			HostFunction: xdr.HostFunction{Type: xdr.HostFunctionTypeHostFunctionTypeInvokeContract, InvokeContract: &xdr.InvokeContractArgs{
 				ContractAddress: contract, FunctionName: xdr.ScSymbol(fn),
@@ -346,7 +349,14 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 		if err := assemble(op, sim); err != nil {
 			return transfer.Envelope{}, err
 		}
-		return l.sign(ctx, ch, lease, seq, op, terms)
+		env, err := l.sign(ctx, ch, lease, seq, op, terms)
+		if err != nil {
+			return transfer.Envelope{}, err
+		}
+		if err := l.checkFunds(ctx, ch, lease, snap, env, 0, vaultAsset{}, false); err != nil {
+			return transfer.Envelope{}, err
+		}
+		return env, nil
 	}
 }
 

@@ -48,6 +48,9 @@ type sourceLease struct {
 	feeSource Signer
 	// owner identifies the lease: in the lease store for a channel, in this process for the vault.
 	owner string
+	// ledgerClose is the latest ledger's close time read before the lease was acquired: an older
+	// envelope's quarantine ended if it is before it (feeGuard).
+	ledgerClose time.Time
 }
 
 // vaultSource uses the vault as the transaction source: the mode without channels. stellar-core

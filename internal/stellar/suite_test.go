@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -155,6 +156,16 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	assets := []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer.Address()}}
 	if o.assets != nil {
 		assets = o.assets
+		// The vault holds every asset, as much as a trustline can: Prepare checks its balance.
+		for _, a := range assets {
+			asset := stellarsim.Asset{Code: a.Code, Issuer: a.Issuer}
+			if err := n.AddTrustline(e.vault, asset, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Mint(e.vault, asset, math.MaxInt64); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	switch backend {
 	case "rpc":
@@ -305,7 +316,12 @@ func TestSuiteWithdrawLands(t *testing.T) {
 func TestSuiteFailedPayment(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
 		e := newEnv(suiteOpts{})
-		env := e.prepare(t, e.wallet, 5_000*unit)
+		// Prepare checks the vault's balance; the vault is drained between that check and the
+		// ledger that applies the payment.
+		env := e.prepare(t, e.wallet, 5*unit)
+		if err := e.net.Burn(e.vault, e.usdc, 998*unit); err != nil {
+			t.Fatal(err)
+		}
 		e.send(t, env, transfer.SendPending)
 		e.closeLedger()
 		lk := e.lookup(t, env)

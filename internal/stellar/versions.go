@@ -187,6 +187,7 @@ func (l *RPCLedger) rpcLatest(ctx context.Context) (uint32, time.Time, error) {
 	if resp.Sequence == 0 {
 		return 0, time.Time{}, fmt.Errorf("stellar: getLatestLedger returned ledger 0")
 	}
+	l.reserve.observeHeader(resp.LedgerHeader, l.clock.Now())
 	if resp.LedgerCloseTime > 0 {
 		return resp.Sequence, closeTime(resp.LedgerCloseTime), nil
 	}

@@ -392,6 +392,7 @@
 // (the call returns only when the answer arrives, then reports the deadline);
 // give rpcclient an http.Client with a Timeout to bound a delayed answer.
 //
-// The test helpers (CreateAccount, IssueAsset, AddTrustline, Mint) change
-// the ledger directly, like genesis, without a transaction.
+// The test helpers (CreateAccount, IssueAsset, AddTrustline, Mint, Burn,
+// RemoveTrustline) change the ledger directly, like genesis, without a
+// transaction.
 package stellarsim

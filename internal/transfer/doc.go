@@ -115,7 +115,9 @@
 //
 //   - Prepare fails: nothing was sent, the key is released; the Ledger's typed error is returned
 //     (422 for what it cannot do, 503 CHANNELS_BUSY, SIMULATION_ERROR, RESTORE_REQUIRED,
-//     SIGNING_KEYS_UNAVAILABLE, FEE_ABOVE_CAP), any other error as 503 RPC_ERROR. A typed 503 is
+//     SIGNING_KEYS_UNAVAILABLE, FEE_ABOVE_CAP, and VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED
+//     when the paying side's balance, read before sending, cannot pay: these page as a FAILED
+//     shortfall does), any other error as 503 RPC_ERROR. A typed 503 is
 //     answered at once, not retried within the call: FEE_ABOVE_CAP says the network's fee is
 //     above the cap now, which a rebuild within the same second cannot change.
 //   - Send answers PENDING or DUPLICATE: await the ledger.
