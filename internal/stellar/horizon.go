@@ -238,7 +238,8 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 	return res, nil
 }
 
-// Lookup asks GET /transactions/{hash} for env.InnerHash, then env.OuterHash (404 = not found).
+// Lookup asks GET /transactions/{hash} for env.InnerHash, then each of env.Outers() (every fee
+// bump sent around it, oldest first; 404 = not found).
 // The history facts come from Horizon's root: the latest ledger and its close time read before
 // the lookups (so the lookups saw at least that far), history_elder_ledger read after them (so no
 // ledger the lookups missed is claimed as covered).
