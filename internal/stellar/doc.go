@@ -29,7 +29,9 @@
 // sorobanInclusionFee for contract calls; Horizon /fee_stats fee_charged) and the fee the network
 // last named in a txINSUFFICIENT_FEE answer (its feeCharged, for FeeHintTTL). A rate that does
 // not fit MAX_FEE_STROOPS is refused before anything is signed: 503 FEE_ABOVE_CAP. bidRate is
-// the one place the rate is computed (a replacement by fee would pass its minimum there).
+// the one place the rate is computed; a replacement by fee (replace.go, transfer.Replacer) passes
+// core's minimum there: the same signed inner transaction in a new fee bump at 10x the queued
+// rate per slot, only while the lane is surge priced, never above MAX_FEE_STROOPS.
 //
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.
