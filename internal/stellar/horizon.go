@@ -225,8 +225,8 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 				l.refusedAsTooLow(env, tr)
 			}
 		}
-		if !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {
-			return transfer.SendResult{}, fmt.Errorf("stellar: %w: POST /transactions_async answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.TxStatus, resp.Hash, env.Hashes())
+		if !slices.Contains(sentHashes(env), strings.ToLower(resp.Hash)) {
+			return transfer.SendResult{}, fmt.Errorf("stellar: %w: POST /transactions_async answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.TxStatus, resp.Hash, sentHashes(env))
 		}
 	}
 	if seq, closed, err := (horizonChain{l}).latest(ctx); err == nil {

@@ -270,10 +270,10 @@ func (l *RPCLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.S
 	default:
 		return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w: unknown status %q", env.InnerHash, transfer.ErrUnexpectedAnswer, resp.Status)
 	}
-	if resp.Hash != "" && !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {
+	if resp.Hash != "" && !slices.Contains(sentHashes(env), strings.ToLower(resp.Hash)) {
 		// The server hashed something else: a wrong passphrase or a broken server. What it did
 		// with the envelope is unknown.
-		return transfer.SendResult{}, fmt.Errorf("stellar: %w: sendTransaction answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.Status, resp.Hash, env.Hashes())
+		return transfer.SendResult{}, fmt.Errorf("stellar: %w: sendTransaction answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.Status, resp.Hash, sentHashes(env))
 	}
 	return res, nil
 }

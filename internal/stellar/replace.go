@@ -134,3 +134,13 @@ func (c *common) surgePriced(ctx context.Context, ch chain, lane feeLane) (bool,
 	}
 	return m[lane].at(99) > 2*c.baseFeeStroops, nil
 }
+
+// sentHashes are the hashes a send of env.XDR may be answered with: the inner hash and the outer
+// hash of the fee bump XDR holds, never an earlier fee bump's (a server naming one hashed
+// something else).
+func sentHashes(env transfer.Envelope) []string {
+	if env.OuterHash == "" {
+		return []string{env.InnerHash}
+	}
+	return []string{env.InnerHash, env.OuterHash}
+}
