@@ -307,35 +307,58 @@ func TestReplaceByFeeOuterHashWriteAnswerLost(t *testing.T) {
 // replacement is not sent (only an envelope whose hash is surely on the item may be), and the
 // call goes on with the first envelope, which lands. The write did apply, so the call's settle,
 // conditional on the item it read before, fails and the item stays in_flight holding both outer
-// hashes; the sweep (Settle, after the lease) settles it from the ledger, replayable, and the
-// same key then replays it.
+// hashes. After its lease, the sweep (Settle) or a retry with the same key (a take-over, which
+// re-sends the item's envelope, the replacement, refused now, and looks up every hash) settles it
+// from the ledger, replayable, and the same key then replays it.
 func TestReplaceByFeeUnknownWriteIsNotSent(t *testing.T) {
-	r := surged(t, "rpc", 100_000)
-	r.refuseReplacements(2)
-	ls := &lossyStore{Store: r.store, armed: true, failGet: true}
-	r.orch.Store = ls
-	out, err := r.transfer("unknown-1", 5)
-	if err != nil {
-		t.Fatalf("transfer: %v", err)
-	}
-	rec := r.item("unknown-1")
-	outers := rec.Envelope.Outers()
-	if len(outers) != 2 || rec.Status != transfer.StatusInFlight {
-		t.Fatalf("item %s %v, want in_flight holding both outer hashes (the write applied, the settle's condition failed)", rec.Status, outers)
-	}
-	if _, ok := r.sentHashes()[outers[1]]; ok {
-		t.Fatalf("the replacement %s was sent although its write's fate was unknown", outers[1])
-	}
-	// The sweep after the lease (no deadline here: the lease is the zero time, expired at once
-	// for Settle's purposes once the clock passes it).
-	r.clock.Advance(time.Minute)
-	s, err := r.orch.Settle(context.Background(), r.item("unknown-1"))
-	if err != nil || s.Resolution != transfer.ResolvedLanded || s.Record.Result.TransactionHash != out.TransactionHash {
-		t.Fatalf("settle: %+v, %v; want replayable with %s", s, err, out.TransactionHash)
-	}
-	again, err := r.transfer("unknown-1", 5)
-	if err != nil || !again.Replayed || again.TransactionHash != out.TransactionHash {
-		t.Fatalf("replay: %+v, %v", again, err)
+	for _, by := range []string{"sweep", "retry"} {
+		t.Run(by, func(t *testing.T) {
+			r := surged(t, "rpc", 100_000)
+			r.refuseReplacements(2)
+			ls := &lossyStore{Store: r.store, armed: true, failGet: true}
+			r.orch.Store = ls
+			out, err := r.transfer("unknown-1", 5)
+			if err != nil {
+				t.Fatalf("transfer: %v", err)
+			}
+			rec := r.item("unknown-1")
+			outers := rec.Envelope.Outers()
+			if len(outers) != 2 || rec.Status != transfer.StatusInFlight {
+				t.Fatalf("item %s %v, want in_flight holding both outer hashes (the write applied, the settle's condition failed)", rec.Status, outers)
+			}
+			if _, ok := r.sentHashes()[outers[1]]; ok {
+				t.Fatalf("the replacement %s was sent although its write's fate was unknown", outers[1])
+			}
+			r.clock.Advance(transfer.DefaultSettings().Timeout + time.Minute) // the lease ends
+			switch by {
+			case "sweep":
+				s, err := r.orch.Settle(context.Background(), r.item("unknown-1"))
+				if err != nil || s.Resolution != transfer.ResolvedLanded || s.Record.Result.TransactionHash != out.TransactionHash {
+					t.Fatalf("settle: %+v, %v; want replayable with %s", s, err, out.TransactionHash)
+				}
+			default:
+				got, err := r.transfer("unknown-1", 5)
+				if err != nil || got.TransactionHash != out.TransactionHash {
+					t.Fatalf("retry: %+v, %v; want %s", got, err, out.TransactionHash)
+				}
+				if st := r.item("unknown-1").Status; st != transfer.StatusReplayable {
+					t.Fatalf("after the retry: %s", st)
+				}
+			}
+			again, err := r.transfer("unknown-1", 5)
+			if err != nil || !again.Replayed || again.TransactionHash != out.TransactionHash {
+				t.Fatalf("replay: %+v, %v", again, err)
+			}
+			paid := 0
+			for _, ap := range r.net.Applied() {
+				if ap.Hash == rec.Envelope.InnerHash {
+					paid++
+				}
+			}
+			if paid != 1 {
+				t.Errorf("the transfer applied %d times", paid)
+			}
+		})
 	}
 }
 
