@@ -104,17 +104,20 @@ const (
 // the store key and what is needed to find the envelope on chain. Never the fingerprint, never
 // the signed XDR, never a key.
 type Details struct {
-	Alert           string    `json:"alert"`
-	StoreKey        string    `json:"storeKey"`
-	WalletAddress   string    `json:"walletAddress"`
-	OperationType   string    `json:"operationType"`
-	Amount          string    `json:"amount"`
-	Asset           string    `json:"asset"`
-	FailingCode     string    `json:"failingCode"`
-	IdempotencyKey  string    `json:"idempotencyKey"`
-	TraceID         string    `json:"traceId,omitempty"`
-	InnerHash       string    `json:"innerHash,omitempty"`
-	OuterHash       string    `json:"outerHash,omitempty"`
+	Alert          string `json:"alert"`
+	StoreKey       string `json:"storeKey"`
+	WalletAddress  string `json:"walletAddress"`
+	OperationType  string `json:"operationType"`
+	Amount         string `json:"amount"`
+	Asset          string `json:"asset"`
+	FailingCode    string `json:"failingCode"`
+	IdempotencyKey string `json:"idempotencyKey"`
+	TraceID        string `json:"traceId,omitempty"`
+	InnerHash      string `json:"innerHash,omitempty"`
+	OuterHash      string `json:"outerHash,omitempty"`
+	// OuterHashes is every fee bump sent around the inner transaction, oldest first, when it was
+	// replaced by fee (more than one); any of them may be the one that lands.
+	OuterHashes     []string  `json:"outerHashes,omitempty"`
 	MaxTime         int64     `json:"maxTime,omitempty"` // epoch seconds
 	SubmittedLedger uint32    `json:"submittedLedger,omitempty"`
 	InDoubtSince    time.Time `json:"inDoubtSince,omitzero"`
@@ -133,6 +136,9 @@ func DetailsOf(rec transfer.Record) Details {
 	}
 	if e := rec.Envelope; e != nil {
 		d.InnerHash, d.OuterHash, d.MaxTime, d.SubmittedLedger = e.InnerHash, e.OuterHash, e.MaxTime, e.SubmittedLedger
+		if outers := e.Outers(); len(outers) > 1 {
+			d.OuterHashes = outers
+		}
 	}
 	return d
 }
@@ -142,7 +148,7 @@ func (d Details) attrs() []any {
 		"alert", d.Alert, "storeKey", d.StoreKey, "walletAddress", d.WalletAddress,
 		"operationType", d.OperationType, "amount", d.Amount, "asset", d.Asset, "failingCode", d.FailingCode,
 		"idempotencyKey", d.IdempotencyKey, "traceId", d.TraceID, "innerHash", d.InnerHash,
-		"outerHash", d.OuterHash, "maxTime", d.MaxTime, "submittedLedger", d.SubmittedLedger,
+		"outerHash", d.OuterHash, "outerHashes", d.OuterHashes, "maxTime", d.MaxTime, "submittedLedger", d.SubmittedLedger,
 		"inDoubtSince", d.InDoubtSince,
 	}
 }

@@ -16,7 +16,8 @@
 //     incarnation), status, version, fingerprint, request (a map: operationType, walletAddress,
 //     amount, asset, stroops), clientKey, traceId; leaseOwner and leaseExpiresAt (epoch ms) while
 //     in_flight; envelopeXdr, innerHash, outerHash, maxTime (epoch s), submittedLedger, channel
-//     and feeStroops once an envelope is attached (a settled item keeps the hashes and drops
+//     and feeStroops once an envelope is attached, outerHashes (L of S, every fee bump sent, oldest
+//     first) once it was replaced by fee (a settled item keeps the hashes and drops
 //     envelopeXdr); result (a map); audit (an operator's resolution); createdAt and updatedAt
 //     (epoch ms); expiresAt (epoch s) on replayable and rejected items only; async (BOOL) on the
 //     items of an asynchronous transfer (a queued item holds no lease, envelope or expiresAt);

@@ -26,13 +26,17 @@ type item struct {
 
 	// Envelope, written before the first send. Present iff innerHash is; a settled item keeps the
 	// hashes but drops envelopeXdr (it can never land again).
-	EnvelopeXDR     string `dynamodbav:"envelopeXdr,omitempty"` // base64 TransactionEnvelope
-	InnerHash       string `dynamodbav:"innerHash,omitempty"`   // hex
-	OuterHash       string `dynamodbav:"outerHash,omitempty"`   // hex; fee-bumped only
-	MaxTime         int64  `dynamodbav:"maxTime,omitempty"`     // timebounds maxTime, epoch seconds
-	SubmittedLedger uint32 `dynamodbav:"submittedLedger,omitempty"`
-	Channel         string `dynamodbav:"channel,omitempty"`    // G... account
-	FeeStroops      int64  `dynamodbav:"feeStroops,omitempty"` // stroops
+	EnvelopeXDR string `dynamodbav:"envelopeXdr,omitempty"` // base64 TransactionEnvelope
+	InnerHash   string `dynamodbav:"innerHash,omitempty"`   // hex
+	OuterHash   string `dynamodbav:"outerHash,omitempty"`   // hex; fee-bumped only: the fee bump envelopeXdr holds
+	// OuterHashes (L of S, oldest first, ending with outerHash) lists every fee bump sent around
+	// the inner transaction once it was replaced by fee; absent when there was one, and on items
+	// written before replacement existed: outerHash is then the only one (transfer.Envelope.Outers).
+	OuterHashes     []string `dynamodbav:"outerHashes,omitempty"`
+	MaxTime         int64    `dynamodbav:"maxTime,omitempty"` // timebounds maxTime, epoch seconds
+	SubmittedLedger uint32   `dynamodbav:"submittedLedger,omitempty"`
+	Channel         string   `dynamodbav:"channel,omitempty"`    // G... account
+	FeeStroops      int64    `dynamodbav:"feeStroops,omitempty"` // stroops
 
 	Result *resultItem `dynamodbav:"result,omitempty"`
 
@@ -150,6 +154,9 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		it.EnvelopeXDR = e.XDR
 		it.InnerHash = e.InnerHash
 		it.OuterHash = e.OuterHash
+		if outers := e.Outers(); len(outers) > 1 {
+			it.OuterHashes = outers
+		}
 		it.MaxTime = e.MaxTime
 		it.SubmittedLedger = e.SubmittedLedger
 		it.Channel = e.Channel
@@ -251,6 +258,7 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			XDR:             it.EnvelopeXDR,
 			InnerHash:       it.InnerHash,
 			OuterHash:       it.OuterHash,
+			OuterHashes:     it.OuterHashes,
 			MaxTime:         it.MaxTime,
 			SubmittedLedger: it.SubmittedLedger,
 			Channel:         it.Channel,

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -349,8 +350,8 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	if !isHexHash(hash) {
 		return nil, badRequest("transactionHash must be 64 hex characters")
 	}
-	if hash != env.InnerHash && (env.OuterHash == "" || hash != env.OuterHash) {
-		return nil, refuse(CodeHashMismatch, "%s is neither the inner nor the outer hash of this transfer's envelope", hash)
+	if !slices.Contains(env.Hashes(), hash) {
+		return nil, refuse(CodeHashMismatch, "%s is neither the inner hash nor one of the outer hashes of this transfer's envelope", hash)
 	}
 	lk, err := s.cfg.Ledger.Lookup(ctx, env)
 	if err != nil {

@@ -11,17 +11,20 @@ import (
 // amount, asset, failing code, the client's idempotency key, trace ID), the envelope's hashes and
 // what the chain says now. Never the fingerprint, never the signed XDR.
 type Item struct {
-	StoreKey        string     `json:"storeKey"`
-	Status          string     `json:"status"`
-	WalletAddress   string     `json:"walletAddress"`
-	OperationType   string     `json:"operationType"`
-	Amount          string     `json:"amount"`
-	Asset           string     `json:"asset"`
-	IdempotencyKey  string     `json:"idempotencyKey"`
-	TraceID         string     `json:"traceId,omitempty"`
-	FailingCode     string     `json:"failingCode,omitempty"` // in_doubt
-	InnerHash       string     `json:"innerHash,omitempty"`
-	OuterHash       string     `json:"outerHash,omitempty"`
+	StoreKey       string `json:"storeKey"`
+	Status         string `json:"status"`
+	WalletAddress  string `json:"walletAddress"`
+	OperationType  string `json:"operationType"`
+	Amount         string `json:"amount"`
+	Asset          string `json:"asset"`
+	IdempotencyKey string `json:"idempotencyKey"`
+	TraceID        string `json:"traceId,omitempty"`
+	FailingCode    string `json:"failingCode,omitempty"` // in_doubt
+	InnerHash      string `json:"innerHash,omitempty"`
+	OuterHash      string `json:"outerHash,omitempty"`
+	// OuterHashes is every fee bump sent around the inner transaction, oldest first, when it was
+	// replaced by fee (more than one); any of them may be the one that landed.
+	OuterHashes     []string   `json:"outerHashes,omitempty"`
 	MaxTime         int64      `json:"maxTime,omitempty"` // epoch seconds
 	SubmittedLedger uint32     `json:"submittedLedger,omitempty"`
 	Channel         string     `json:"channel,omitempty"`
@@ -86,6 +89,9 @@ func itemOf(rec transfer.Record) Item {
 	}
 	if e := rec.Envelope; e != nil {
 		it.InnerHash, it.OuterHash, it.MaxTime, it.SubmittedLedger, it.Channel = e.InnerHash, e.OuterHash, e.MaxTime, e.SubmittedLedger, e.Channel
+		if outers := e.Outers(); len(outers) > 1 {
+			it.OuterHashes = outers
+		}
 	}
 	if rec.Status == transfer.StatusInFlight && !rec.LeaseExpiresAt.IsZero() {
 		t := rec.LeaseExpiresAt

@@ -37,6 +37,9 @@ type payRig struct {
 	usdc   stellarsim.Asset
 	ledger transfer.Ledger
 	orch   *transfer.Orchestrator
+	store  transfer.Store
+	// foreign are the hashes of others' transactions a test submitted (spikeNow).
+	foreign map[string]bool
 }
 
 type payRigOpts struct {
@@ -124,7 +127,7 @@ func newPayRig(t *testing.T, o payRigOpts) *payRig {
 			t.Fatal(err)
 		}
 	}
-	r := &payRig{t: t, clock: clock, net: n, vault: keys.Vault.Address(), wallet: wallet, usdc: usdc, ledger: l}
+	r := &payRig{t: t, clock: clock, net: n, vault: keys.Vault.Address(), wallet: wallet, usdc: usdc, ledger: l, store: store, foreign: map[string]bool{}}
 	r.orch = &transfer.Orchestrator{Store: store, Ledger: l, Clock: clock,
 		Logger: slog.New(slog.DiscardHandler), Breaker: transfer.NewBreaker(transfer.BreakerSettings{})}
 	return r
@@ -148,7 +151,7 @@ func (r *payRig) transfer(key string, units int64) (transfer.Outcome, error) {
 func (r *payRig) ours() []stellarsim.ReceivedEnvelope {
 	var out []stellarsim.ReceivedEnvelope
 	for _, e := range r.net.Envelopes() {
-		if e.API != "background" {
+		if e.API != "background" && !r.foreign[e.Hash] {
 			out = append(out, e)
 		}
 	}

@@ -31,7 +31,9 @@
 // sorobanInclusionFee for contract calls; Horizon /fee_stats fee_charged) and the fee the network
 // last named in a txINSUFFICIENT_FEE answer (its feeCharged, for FeeHintTTL). A rate that does
 // not fit MAX_FEE_STROOPS is refused before anything is signed: 503 FEE_ABOVE_CAP. bidRate is
-// the one place the rate is computed (a replacement by fee would pass its minimum there).
+// the one place the rate is computed; a replacement by fee (replace.go, transfer.Replacer) passes
+// core's minimum there: the same signed inner transaction in a new fee bump at 10x the queued
+// rate per slot, only while the lane is surge priced, never above MAX_FEE_STROOPS.
 //
 // Funds before sending (funds.go, feeguard.go): Prepare refuses, with nothing sent, what the
 // paying side cannot pay. The vault's trustline for a classic withdraw must exist, be authorized

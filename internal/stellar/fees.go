@@ -27,7 +27,7 @@ import (
 //     payments, sorobanInclusionFee for contract calls; Horizon /fee_stats fee_charged;
 //   - the fee the network last named for the lane (a txINSUFFICIENT_FEE answer's feeCharged,
 //     refusedAsTooLow), for FeeHintTTL;
-//   - a floor the caller sets (a replacement by fee would pass core's 10x rule here).
+//   - a floor the caller sets (a replacement by fee passes core's 10x rule here: replace.go).
 //
 // When that rate does not fit MAX_FEE_STROOPS the transfer is answered FEE_ABOVE_CAP at once and
 // nothing is sent: an envelope capped below the market would only sit in the queue until it is
@@ -124,8 +124,8 @@ type feeBid struct {
 	slots int64
 	// resourceFee is a Soroban transaction's declared resource fee, in stroops (0 for classic).
 	resourceFee int64
-	// atLeast is a rate per slot the bid must reach, 0 for none (a replacement by fee would set
-	// core's FEE_MULTIPLIER x the queued rate).
+	// atLeast is a rate per slot the bid must reach, 0 for none (a replacement by fee sets
+	// core's FEE_MULTIPLIER x the queued rate: replace.go).
 	atLeast int64
 }
 

@@ -229,8 +229,8 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 				l.refusedAsTooLow(env, tr)
 			}
 		}
-		if !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {
-			return transfer.SendResult{}, fmt.Errorf("stellar: %w: POST /transactions_async answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.TxStatus, resp.Hash, env.Hashes())
+		if !slices.Contains(sentHashes(env), strings.ToLower(resp.Hash)) {
+			return transfer.SendResult{}, fmt.Errorf("stellar: %w: POST /transactions_async answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.TxStatus, resp.Hash, sentHashes(env))
 		}
 	}
 	if seq, closed, err := (horizonChain{l}).latest(ctx); err == nil {
@@ -242,7 +242,8 @@ func (l *HorizonLedger) Send(ctx context.Context, env transfer.Envelope) (transf
 	return res, nil
 }
 
-// Lookup asks GET /transactions/{hash} for env.InnerHash, then env.OuterHash (404 = not found).
+// Lookup asks GET /transactions/{hash} for env.InnerHash, then each of env.Outers() (every fee
+// bump sent around it, oldest first; 404 = not found).
 // The history facts come from Horizon's root: the latest ledger and its close time read before
 // the lookups (so the lookups saw at least that far), history_elder_ledger read after them (so no
 // ledger the lookups missed is claimed as covered).

@@ -270,16 +270,16 @@ func (l *RPCLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.S
 	default:
 		return transfer.SendResult{}, fmt.Errorf("stellar: sendTransaction %s: %w: unknown status %q", env.InnerHash, transfer.ErrUnexpectedAnswer, resp.Status)
 	}
-	if resp.Hash != "" && !slices.Contains(env.Hashes(), strings.ToLower(resp.Hash)) {
+	if resp.Hash != "" && !slices.Contains(sentHashes(env), strings.ToLower(resp.Hash)) {
 		// The server hashed something else: a wrong passphrase or a broken server. What it did
 		// with the envelope is unknown.
-		return transfer.SendResult{}, fmt.Errorf("stellar: %w: sendTransaction answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.Status, resp.Hash, env.Hashes())
+		return transfer.SendResult{}, fmt.Errorf("stellar: %w: sendTransaction answered %s for hash %s, not the envelope's %v", transfer.ErrUnexpectedAnswer, resp.Status, resp.Hash, sentHashes(env))
 	}
 	return res, nil
 }
 
-// Lookup asks getTransaction for env.InnerHash, then for env.OuterHash when set and the inner one
-// is NOT_FOUND. It reports SUCCESS or FAILED with the hash found, its ledger, the fee charged and,
+// Lookup asks getTransaction for env.InnerHash, then, while NOT_FOUND, for each of env.Outers()
+// (every fee bump sent around it, oldest first). It reports SUCCESS or FAILED with the hash found, its ledger, the fee charged and,
 // for FAILED, ResultCodes ("tx_failed", "op_underfunded", ...); or NOT_FOUND. LatestLedger,
 // LatestLedgerCloseTime and OldestLedger describe the history searched; across two calls they are
 // the conservative pair (the earlier latest, the later oldest).
@@ -301,8 +301,11 @@ func (l *RPCLedger) Lookup(ctx context.Context, env transfer.Envelope) (transfer
 	if err != nil || lk.Status != transfer.LookupNotFound {
 		return lk, err
 	}
-	if env.OuterHash != "" {
-		outer, err := l.getTransaction(ctx, env.OuterHash)
+	// Every fee bump sent around the inner transaction (a replacement by fee leaves several; any
+	// one of them may be the one that landed). stellar-rpc finds a fee bump by its inner hash too,
+	// so these searches only confirm what the first one would have found.
+	for _, hash := range env.Outers() {
+		outer, err := l.getTransaction(ctx, hash)
 		if err != nil {
 			return transfer.Lookup{}, err
 		}

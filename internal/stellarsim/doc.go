@@ -124,7 +124,11 @@
 //     on its own (isDuplicateTx), gets DUPLICATE, a lower sequence number
 //     ERROR txBAD_SEQ, any other TRY_AGAIN_LATER, except a fee bump of the
 //     same sequence number at 10x the fee rate, which replaces it (below
-//     that: ERROR txINSUFFICIENT_FEE with the fee it needs). A transaction
+//     that: ERROR txINSUFFICIENT_FEE with the fee it needs; canReplaceByFee,
+//     FEE_MULTIPLIER, exact on inclusion fees per operation). The replaced
+//     one is dropped, not banned, and the replacement keeps its age
+//     (TransactionQueue::tryAdd: the age is the source account's), so it is
+//     evicted at the close the replaced one would have been. A transaction
 //     whose fee source (a fee bump's outer one) cannot pay its full fee on
 //     top of the full fees already queued for that fee source is ERROR
 //     txINSUFFICIENT_BALANCE, feeCharged 0, the code at the top level for a

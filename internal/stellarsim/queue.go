@@ -2,6 +2,7 @@ package stellarsim
 
 import (
 	"math"
+	"math/big"
 	"sort"
 	"time"
 
@@ -117,8 +118,7 @@ func (n *Network) acceptLocked(s *submission) {
 		}
 		// Replace-by-fee: core wants FEE_MULTIPLIER (10) x the queued fee rate
 		// and otherwise answers ERROR txINSUFFICIENT_FEE with the fee it would need.
-		need := int64(math.Ceil(10*queued.tx.feeRate()*float64(len(t.ops)+1))) + t.resourceFee
-		if t.outerFee < need {
+		if need, ok := canReplaceByFee(t, queued.tx); !ok {
 			r := simpleResult(need, xdr.TransactionResultCodeTxInsufficientFee, nil)
 			s.status, s.errResult, s.errCode = StatusError, &r, xdr.TransactionResultCodeTxInsufficientFee
 			return
@@ -160,12 +160,48 @@ func (n *Network) acceptLocked(s *submission) {
 		return
 	}
 	n.nextOrder++
-	n.queue[t.source] = &pendingTx{
+	p := &pendingTx{
 		tx:        t,
 		order:     n.nextOrder,
 		includeAt: s.latest.Sequence + 1 + uint32(s.faults.delayInclusion),
 		envelope:  s.rec,
 	}
+	if replace {
+		// The age is the source account's, not the transaction's (TransactionQueue::tryAdd puts
+		// the replacement in the account's slot, *oldTx = {tx, ...}, and leaves
+		// AccountState.mAge alone): a replacement is evicted at the close the transaction it
+		// replaced would have been. The replaced one is dropped (prepareDropTransaction), not
+		// banned: it could be sent again once the slot is free.
+		p.age = queued.age
+	}
+	n.queue[t.source] = p
+}
+
+// feeMultiplier is TransactionQueue::FEE_MULTIPLIER (src/herder/TransactionQueue.cpp): a fee bump
+// replaces the queued transaction of its sequence number only at this many times its fee rate.
+const feeMultiplier = 10
+
+// canReplaceByFee is stellar-core's canReplaceByFee (src/herder/TransactionQueue.cpp, used by
+// TransactionQueue::canAdd for a fee bump of the queued transaction's sequence number), on
+// inclusion fees and operation counts (a fee bump counting one more, getNumOperations, at least
+// 1), exactly: newFee x oldOps >= FEE_MULTIPLIER x oldFee x newOps. When it does not hold it
+// returns the least full fee that would: ceil(FEE_MULTIPLIER x oldFee x newOps / oldOps) plus
+// the new transaction's resource fee (the flat part), what core puts in the txINSUFFICIENT_FEE
+// answer's feeCharged (INT64_MAX when it does not fit). The products are computed in big
+// integers, as core computes them in 128 bits (bigMultiply, bigDivide128 rounding up).
+func canReplaceByFee(t, old *txInfo) (int64, bool) {
+	newFee, newOps := t.inclusionFee(), max(t.numOps(), 1)
+	oldFee, oldOps := old.inclusionFee(), max(old.numOps(), 1)
+	least := new(big.Int).Mul(big.NewInt(oldFee), big.NewInt(newOps*feeMultiplier))
+	if newFee >= 0 && new(big.Int).Mul(big.NewInt(newFee), big.NewInt(oldOps)).Cmp(least) >= 0 {
+		return 0, true
+	}
+	need := new(big.Int).Add(least, big.NewInt(oldOps-1))
+	need.Quo(need, big.NewInt(oldOps))
+	if !need.IsInt64() {
+		return math.MaxInt64, false
+	}
+	return need.Int64() + t.resourceFee, false
 }
 
 // queueAnswer is HerderImpl::recvTransaction's check before the queue

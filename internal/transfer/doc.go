@@ -39,6 +39,10 @@
 //   - claim (Store.Claim): write a new in_flight item, Version 1, a fresh ClaimID, if the key is
 //     free. A lost claim returns the item that holds the key.
 //   - attach: the claim's item gains its Envelope, before the first send.
+//   - replace by fee: an in_flight item's fee bump, outbid for ReplaceAfterLedgers, is wrapped
+//     again around the same inner transaction: the new XDR and outer hash (added to
+//     Envelope.OuterHashes) are on the item before the new envelope is sent (replace.go). The
+//     inner hash, maxTime and submitted ledger do not change, so neither do the proofs.
 //   - settle: in_flight -> replayable or rejected, from the ledger's SUCCESS or FAILED.
 //   - in_doubt: in_flight -> in_doubt when the budget ends with the envelope undecided
 //     (InDoubtRecord).
@@ -93,7 +97,7 @@
 //     included envelope is answered TRY_AGAIN_LATER or txBAD_SEQ too. This assumes nothing
 //     between the service and the node re-sends a POST by itself.
 //
-//   - ProvenDead: its hashes are NOT_FOUND, a ledger whose close time is after its maxTime had
+//   - ProvenDead: its hashes (the inner one and every outer one) are NOT_FOUND, a ledger whose close time is after its maxTime had
 //     closed before the search began (Lookup.LatestLedger), and either the search's history
 //     reaches back to the ledger seen before the first send, or its source account's sequence
 //     number, read at or after that ledger, is still below the envelope's. Never the local clock.

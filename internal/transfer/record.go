@@ -1,6 +1,9 @@
 package transfer
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Status is the state of a transfer item in the store (doc.go, "The item").
 type Status string
@@ -25,8 +28,13 @@ type Envelope struct {
 	XDR string
 	// InnerHash is the hex hash of the inner transaction: the transfer's stable identity.
 	InnerHash string
-	// OuterHash is the hex hash of the fee-bump transaction; empty when not fee-bumped.
+	// OuterHash is the hex hash of the fee bump XDR holds; empty when not fee-bumped.
 	OuterHash string
+	// OuterHashes is every fee bump sent around the inner transaction, oldest first, ending with
+	// OuterHash: more than one once the envelope was replaced by fee (replace.go). Each is on
+	// the item before its envelope is sent. Any of them may be the one that lands; the inner hash
+	// names them all. Empty on items written before replacement existed: read it with Outers.
+	OuterHashes []string
 	// MaxTime is the envelope's timebounds maxTime, epoch seconds.
 	MaxTime int64
 	// SubmittedLedger is the latest ledger sequence seen before the first send.
@@ -37,13 +45,31 @@ type Envelope struct {
 	FeeStroops int64
 }
 
-// Hashes returns the envelope's hashes, inner first; the outer hash only when fee-bumped.
+// Hashes returns the envelope's hashes, inner first, then every outer hash (Outers) when
+// fee-bumped.
 func (e Envelope) Hashes() []string {
-	if e.OuterHash == "" {
-		return []string{e.InnerHash}
-	}
-	return []string{e.InnerHash, e.OuterHash}
+	return append([]string{e.InnerHash}, e.Outers()...)
 }
+
+// Outers returns every outer hash sent for the inner transaction, oldest first: OuterHashes, or
+// OuterHash alone for an envelope recorded before replacement by fee existed (or built but never
+// replaced); nil when not fee-bumped. The result is a new slice.
+func (e Envelope) Outers() []string {
+	if len(e.OuterHashes) > 0 {
+		out := slices.Clone(e.OuterHashes)
+		if e.OuterHash != "" && !slices.Contains(out, e.OuterHash) {
+			out = append(out, e.OuterHash)
+		}
+		return out
+	}
+	if e.OuterHash == "" {
+		return nil
+	}
+	return []string{e.OuterHash}
+}
+
+// FeeBumped reports whether the envelope is a fee bump (it has an outer hash).
+func (e Envelope) FeeBumped() bool { return e.OuterHash != "" || len(e.OuterHashes) > 0 }
 
 // Result is the stored outcome of a settled item.
 type Result struct {

@@ -80,6 +80,7 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 	needSend := true
 	w := o.newLedgerWait()
 	var sentAt uint32 // latest ledger when the envelope was last sent
+	rbf := o.newReplacement(env)
 	for {
 		if !o.Clock.Now().Before(a.deadline) {
 			break
@@ -99,6 +100,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 			} else {
 				w.backoff = 0
 				sentAt = res.LatestLedger
+				if rbf.firstSentAt == 0 {
+					rbf.firstSentAt = res.LatestLedger
+				}
 				latest := LedgerInfo{Sequence: res.LatestLedger, CloseTime: res.LatestLedgerCloseTime}
 				w.observe(latest, o.Clock.Now())
 				if first {
@@ -141,6 +145,18 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 					o.release(ctx, rec)
 					o.Ledger.Done(ctx, env)
 					return Outcome{}, true, expired()
+				}
+				// Outbid for ReplaceAfterLedgers: wrap the same inner transaction again at the
+				// replacement rate, its outer hash on the item before it is sent (replace.go).
+				if rbf.due(lk.LatestLedger) {
+					next, ok, herr := o.replaceByFee(ctx, a, rbf, rec, lk.LatestLedger)
+					if herr != nil {
+						return Outcome{}, false, herr
+					}
+					if ok {
+						rec, env = next, *next.Envelope
+						needSend = true
+					}
 				}
 				// Still pending two ledgers after the send: re-send the same envelope, in case a
 				// node dropped it. Same hash, same sequence number: it can land at most once.
@@ -247,7 +263,7 @@ func (o *Orchestrator) pageUnderfunded(ctx context.Context, rec Record, code, wh
 		"walletAddress", rec.Request.WalletAddress, "operationType", string(rec.Request.OperationType),
 		"amount", rec.Request.Amount, "asset", rec.Request.Asset, "idempotencyKey", rec.ClientKey, "traceId", rec.TraceID}
 	if rec.Envelope != nil {
-		attrs = append(attrs, "innerHash", rec.Envelope.InnerHash, "outerHash", rec.Envelope.OuterHash)
+		attrs = append(attrs, "innerHash", rec.Envelope.InnerHash, "outerHash", rec.Envelope.OuterHash, "outerHashes", rec.Envelope.Outers())
 	}
 	o.log().ErrorContext(ctx, "an account cannot pay for transfers; fund it", attrs...)
 }
@@ -291,7 +307,7 @@ func (o *Orchestrator) settleInDoubt(ctx context.Context, a *attempt, rec Record
 	o.log().WarnContext(ctx, "transfer in doubt", "storeKey", rec.StoreKey,
 		"walletAddress", rec.Request.WalletAddress, "operationType", string(rec.Request.OperationType),
 		"amount", rec.Request.Amount, "asset", rec.Request.Asset, "failingCode", failing,
-		"idempotencyKey", rec.ClientKey, "traceId", rec.TraceID, "innerHash", rec.Envelope.InnerHash)
+		"idempotencyKey", rec.ClientKey, "traceId", rec.TraceID, "innerHash", rec.Envelope.InnerHash, "outerHashes", rec.Envelope.Outers())
 	return &InDoubtError{FailingCode: failing, RetryAfter: o.inDoubtRetryAfter(a, *rec.Envelope)}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"slices"
 )
 
 // The item's writers: every conditional write after the claim goes through ReplaceItem or
@@ -69,6 +70,10 @@ func sameWrite(stored, next Record) bool {
 		return false
 	}
 	switch {
+	case next.Envelope != nil && !slices.Equal(stored.Envelope.Outers(), next.Envelope.Outers()):
+		// A replacement by fee changes only the envelope's outer hashes: the read-back must hold
+		// the one this write recorded, or its envelope is not to be sent (replace.go).
+		return false
 	case (stored.Audit == nil) != (next.Audit == nil):
 		return false
 	case next.Audit != nil && (stored.Audit.Operator != next.Audit.Operator || stored.Audit.Action != next.Audit.Action ||

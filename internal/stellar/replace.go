@@ -1,0 +1,146 @@
+package stellar
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Replace-by-fee (transfer.Replacer; internal/transfer/replace.go decides when and records the
+// hashes). stellar-core takes a fee bump in place of the queued transaction of the same source
+// and sequence number when its inclusion fee per operation is at least FEE_MULTIPLIER (10) times
+// the queued one's (src/herder/TransactionQueue.cpp, canReplaceByFee in TransactionQueue::canAdd;
+// below that it answers txINSUFFICIENT_FEE naming the fee). The replaced fee bump is dropped from
+// that node's queue, not banned; it may still sit in other nodes' queues and land, which the
+// inner hash, shared by both, covers.
+
+// replaceMultiplier is stellar-core's TransactionQueue::FEE_MULTIPLIER.
+const replaceMultiplier = 10
+
+// Replace wraps env's signed inner transaction in a new fee bump (transfer.Replacer; see
+// common.replace).
+func (l *RPCLedger) Replace(ctx context.Context, env transfer.Envelope) (transfer.Envelope, error) {
+	return l.replace(ctx, rpcChain{l}, env)
+}
+
+// Replace wraps env's signed inner transaction in a new fee bump (transfer.Replacer; see
+// common.replace).
+func (l *HorizonLedger) Replace(ctx context.Context, env transfer.Envelope) (transfer.Envelope, error) {
+	return l.replace(ctx, horizonChain{l}, env)
+}
+
+var (
+	_ transfer.Replacer = (*RPCLedger)(nil)
+	_ transfer.Replacer = (*HorizonLedger)(nil)
+	_ transfer.Replacer = (*ContractLedger)(nil)
+)
+
+// replace wraps env's signed inner transaction in a new fee bump, paid and signed by the fee
+// account, at a rate per operation slot of at least 10x env's (rounded up, so core's exact rule
+// holds: new inclusion fee >= 10 x old, the slots being equal), and at least what bidRate would
+// bid now (the lane's fee stats, the fee the network named). It never sends.
+//
+// It replaces only while the envelope's lane is surge priced (surgePriced): below that nothing
+// was outbid, and an envelope that waits was lost or is late: a re-send, not a higher bid, is the
+// answer.
+//
+// Errors: transfer.ErrNoReplacement (wrapped) for an envelope that is not a fee bump (the vault as
+// the only source: its fee is inside the signed transaction) or a lane not surge priced;
+// *transfer.UnavailableError FEE_ABOVE_CAP when the replacement rate does not fit
+// MAX_FEE_STROOPS (bidRate), SIGNING_KEYS_UNAVAILABLE; a plain error for an envelope that cannot
+// be decoded, a fee account other than this process's, or fee stats that cannot be read.
+func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (transfer.Envelope, error) {
+	gen, err := txnbuild.TransactionFromXDR(env.XDR)
+	if err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: replacing %s: decoding the envelope: %w", env.InnerHash, err)
+	}
+	old, ok := gen.FeeBump()
+	if !ok {
+		return transfer.Envelope{}, fmt.Errorf("%w: the envelope is not a fee bump (the vault is its only source)", transfer.ErrNoReplacement)
+	}
+	shape, err := envelopeFee(env.XDR)
+	if err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: replacing %s: %w", env.InnerHash, err)
+	}
+	surge, err := c.surgePriced(ctx, ch, shape.lane)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if !surge {
+		return transfer.Envelope{}, fmt.Errorf("%w: the %s lane is not surge priced", transfer.ErrNoReplacement, shape.lane)
+	}
+	keys, err := c.loadKeys(ctx)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	fee := keys.FeeKey()
+	if fee == nil || fee.Address() != old.FeeAccount() {
+		return transfer.Envelope{}, fmt.Errorf("stellar: replacing %s: its fee account %s is not this process's", env.InnerHash, old.FeeAccount())
+	}
+	least := ceilDiv(replaceMultiplier*(shape.fee-shape.resourceFee), shape.slots)
+	rate, err := c.bidRate(ctx, ch, feeBid{lane: shape.lane, slots: shape.slots, resourceFee: shape.resourceFee, atLeast: least})
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: old.InnerTransaction(), FeeAccount: fee.Address(), BaseFee: rate})
+	if err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: building the replacement fee bump: %w", err)
+	}
+	hash, err := fb.Hash(c.passphrase)
+	if err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the replacement fee bump: %w", err)
+	}
+	sig, err := signHash(ctx, fee, hash)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if fb, err = fb.AddSignatureDecorated(sig); err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: signing the replacement fee bump: %w", err)
+	}
+	next := env
+	next.OuterHashes = nil
+	if next.OuterHash, err = fb.HashHex(c.passphrase); err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the replacement fee bump: %w", err)
+	}
+	if next.XDR, err = fb.Base64(); err != nil {
+		return transfer.Envelope{}, fmt.Errorf("stellar: encoding the replacement: %w", err)
+	}
+	inner, err := old.InnerTransaction().HashHex(c.passphrase)
+	if err != nil || inner != env.InnerHash {
+		return transfer.Envelope{}, fmt.Errorf("stellar: replacing %s: the envelope's inner transaction hashes to %s", env.InnerHash, inner)
+	}
+	next.FeeStroops = fb.MaxFee()
+	return next, nil
+}
+
+// surgePriced reports whether lane's recent ledgers were surge priced: the fee the network last
+// named for the lane (txINSUFFICIENT_FEE, FeeHintTTL) still holds, or the lane's fee stats show a
+// recent ledger that charged more than twice the base fee per operation (the highest published
+// percentile, p99: getFeeStats over its last 10 ledgers, Horizon /fee_stats over its last 5).
+// stellar-core charges more than the base fee only in a ledger whose lane left a valid
+// transaction out (TxSetUtils, computeLaneBaseFee); twice, because stellar-rpc's window puts a
+// one-operation fee bump charged the base fee per slot in at twice its rate (fees.go), so a
+// quiet network of fee bumps shows exactly 2x.
+func (c *common) surgePriced(ctx context.Context, ch chain, lane feeLane) (bool, error) {
+	if c.hint(lane, c.clock.Now()).rate > c.baseFeeStroops {
+		return true, nil
+	}
+	m, err := c.marketFees(ctx, ch)
+	if err != nil {
+		return false, err
+	}
+	return m[lane].at(99) > 2*c.baseFeeStroops, nil
+}
+
+// sentHashes are the hashes a send of env.XDR may be answered with: the inner hash and the outer
+// hash of the fee bump XDR holds, never an earlier fee bump's (a server naming one hashed
+// something else).
+func sentHashes(env transfer.Envelope) []string {
+	if env.OuterHash == "" {
+		return []string{env.InnerHash}
+	}
+	return []string{env.InnerHash, env.OuterHash}
+}

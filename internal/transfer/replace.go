@@ -1,0 +1,140 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// Replace-by-fee: a fee bump that the market outbids is wrapped again, around the same signed
+// inner transaction, at stellar-core's replacement rate (README.md, "Fees under congestion").
+//
+// The inner hash stays the transfer's identity and every proof is about the inner transaction:
+// all the fee bumps around it share its sequence number and its maxTime (a fee bump has no time
+// bounds of its own), so at most one of them can ever apply, each outer hash finds the one that
+// did, and the proof of death (inner maxTime passed, nothing found, history or sequence number
+// corroborating) covers them all. What replacement adds is one rule of the item: every outer hash
+// is written to it (Envelope.OuterHashes, a conditional write) before its envelope is sent, so a
+// take-over, the sweep, an operator and the alert know every hash that may land.
+
+// ReplaceAfterLedgers is how many ledgers a fee bump may close without being included before it
+// is replaced (counted from the latest ledger at its first send to the latest ledger a lookup
+// saw). stellar-core evicts and bans a queued transaction TRANSACTION_QUEUE_TIMEOUT_LEDGERS (4)
+// closes after it was queued (src/herder/TransactionQueue.cpp, TransactionQueue::shift), and a
+// replacement keeps that age (TransactionQueue::tryAdd: the age is the source account's,
+// AccountState.mAge), so a replacement after 2 ledgers is a candidate for the 2 ledgers the first
+// still had; after 3 it would have 1, and RPC shows a ledger 1-3 s after it closes, so a 3rd
+// ledger's news can arrive after the 4th has begun nominating. After 1 it would replace envelopes
+// that merely arrived late for the next ledger. Waiting for the eviction is worse: an evicted
+// envelope is banned for TRANSACTION_QUEUE_BAN_LEDGERS (10) closes, so re-sending it is refused
+// TRY_AGAIN_LATER until well past the budget, and the transfer waits for maxTime. A replacement
+// has its own hash, which no ban names: after an eviction it enters the free slot as a new
+// transaction.
+const ReplaceAfterLedgers = 2
+
+// ErrNoReplacement is returned (wrapped) by Replacer.Replace when replacing would not help or is
+// not possible: the envelope is not a fee bump (the vault is its only source: its fee is signed
+// into the transaction itself), or the lane is not surge priced now (the envelope waits for
+// another reason: a re-send, not a higher bid, is the answer).
+var ErrNoReplacement = errors.New("transfer: no replacement by fee")
+
+// Replacer is a Ledger that can replace a queued fee bump by fee. The orchestrator uses it when
+// its Ledger implements it.
+type Replacer interface {
+	// Replace returns env wrapped again: the same signed inner transaction (InnerHash, MaxTime,
+	// Channel unchanged) in a new fee bump whose rate per operation slot is at least
+	// stellar-core's FEE_MULTIPLIER (10) times env's (canReplaceByFee), so the network takes it in
+	// place of env while env is queued; XDR, OuterHash and FeeStroops are the new envelope's.
+	// OuterHashes and SubmittedLedger are left to the caller. Nothing is sent.
+	//
+	// Errors: ErrNoReplacement (wrapped); *UnavailableError FEE_ABOVE_CAP when the replacement
+	// rate does not fit MAX_FEE_STROOPS; SIGNING_KEYS_UNAVAILABLE; a plain error when the fee
+	// stats cannot be read. env can still land whatever the error.
+	Replace(ctx context.Context, env Envelope) (Envelope, error)
+}
+
+// StepReplacing is the Hooks step before a replacement's outer hash is written to the item: the
+// replacement is built and signed, not yet recorded or sent.
+const StepReplacing Step = "replacing"
+
+// replacement is the replace-by-fee state of one envelope's await in submit.
+type replacement struct {
+	r Replacer
+	// firstSentAt is the latest ledger at the first send of the current outer envelope (0: not
+	// sent yet in this call).
+	firstSentAt uint32
+	// triedAt is the latest ledger of the last attempt that built nothing, so one is made per
+	// ledger at most; done stops replacing for this call (the cap, or the store failed).
+	triedAt uint32
+	done    bool
+}
+
+func (o *Orchestrator) newReplacement(env Envelope) *replacement {
+	r, ok := o.Ledger.(Replacer)
+	if !ok || !env.FeeBumped() {
+		return &replacement{done: true}
+	}
+	return &replacement{r: r}
+}
+
+// due reports whether the current envelope, last seen NOT_FOUND with latest the latest ledger,
+// has waited ReplaceAfterLedgers since its first send.
+func (p *replacement) due(latest uint32) bool {
+	return !p.done && p.firstSentAt > 0 && latest >= p.firstSentAt+ReplaceAfterLedgers && latest > p.triedAt
+}
+
+// replaceByFee builds the replacement of rec's envelope and writes its outer hash to the item
+// (ReplaceItem, conditional on rec as read). It returns the item as written and true when the
+// replacement is to be sent; rec and false when it is not: the Ledger declined or failed (logged;
+// rec's envelope goes on waiting, and can still land), or the write failed. A write whose answer
+// was lost is recognised by ReplaceItem's read-back (the item holds the new outer hash at the
+// next version under this call's lease): sent. If the read-back fails too, the write's fate is
+// unknown: the replacement is not sent (only an envelope whose hash is surely on the item may be),
+// replacing stops for this call, and the item, whichever version it holds, names every envelope
+// that was sent.
+func (o *Orchestrator) replaceByFee(ctx context.Context, a *attempt, p *replacement, rec Record, latest uint32) (Record, bool, error) {
+	cur := *rec.Envelope
+	env, err := p.r.Replace(a.net, cur)
+	if err != nil {
+		p.triedAt = latest
+		var u *UnavailableError
+		switch {
+		case errors.Is(err, ErrNoReplacement):
+		case errors.As(err, &u) && u.Code == CodeFeeAboveCap:
+			// Its rate is 10x the queued one's, which no later ledger lowers: this envelope will
+			// not be replaced. It waits at its bid until included or evicted, and is then proven
+			// dead after its maxTime like any other.
+			p.done = true
+			o.log().WarnContext(ctx, "not replacing an outbid envelope: the replacement's fee is above MAX_FEE_STROOPS", "storeKey", rec.StoreKey,
+				"innerHash", cur.InnerHash, "outerHash", cur.OuterHash, "detail", u.Detail)
+		default:
+			o.log().WarnContext(ctx, "building a replacement by fee failed; the envelope goes on waiting", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "err", err)
+		}
+		return rec, false, nil
+	}
+	if env.InnerHash != cur.InnerHash || env.OuterHash == "" || slices.Contains(cur.Outers(), env.OuterHash) {
+		// Never send what the item cannot name: a replacement must keep the inner transaction.
+		p.done = true
+		o.log().ErrorContext(ctx, "the ledger's replacement is not a new fee bump around the same inner transaction; not sent", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "replacementInner", env.InnerHash)
+		return rec, false, nil
+	}
+	env.MaxTime, env.SubmittedLedger, env.Channel = cur.MaxTime, cur.SubmittedLedger, cur.Channel
+	env.OuterHashes = append(cur.Outers(), env.OuterHash)
+	next := rec
+	next.Envelope = &env
+	next.Version++
+	next.UpdatedAt = o.Clock.Now()
+	if err := o.hook(ctx, StepReplacing, next); err != nil {
+		return rec, false, err
+	}
+	if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
+		p.done = true
+		o.log().WarnContext(ctx, "recording a replacement by fee failed; not sent, the envelope goes on waiting", "storeKey", rec.StoreKey,
+			"innerHash", cur.InnerHash, "outerHash", env.OuterHash, "err", err)
+		return rec, false, nil
+	}
+	p.firstSentAt = 0
+	o.log().InfoContext(ctx, "replacing an outbid envelope by fee", "storeKey", rec.StoreKey, "innerHash", env.InnerHash,
+		"replacedOuterHash", cur.OuterHash, "outerHash", env.OuterHash, "feeStroops", env.FeeStroops, "latestLedger", latest)
+	return next, true, nil
+}
