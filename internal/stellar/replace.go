@@ -113,6 +113,10 @@ func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (
 		return transfer.Envelope{}, fmt.Errorf("stellar: replacing %s: the envelope's inner transaction hashes to %s", env.InnerHash, inner)
 	}
 	next.FeeStroops = fb.MaxFee()
+	// The fee account's check before sending counts this process's queued envelopes at their
+	// maximum fee (feeGuard): the replacement, once sent, can charge this much instead. Noted
+	// before the send, so a replacement that is never sent only makes the check stricter.
+	c.guard.noteFee(env.Channel, env.InnerHash, next.FeeStroops)
 	return next, nil
 }
 
