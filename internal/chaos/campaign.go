@@ -7,7 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http/httptest"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +17,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/truora/minidyn/server"
@@ -205,6 +204,10 @@ const openingBalance = 100_000_000 * transfer.StroopsPerUnit
 
 var errCrash = errors.New("chaos: invocation killed")
 
+// minidynURL is the campaign's DynamoDB endpoint: a name only, served in-process
+// (handlerTransport).
+const minidynURL = "http://minidyn.chaos.invalid"
+
 // rig is the system under test.
 type rig struct {
 	cfg     Config
@@ -297,11 +300,12 @@ func newRig(cfg Config) (*rig, func(), error) {
 	keys.ChannelMaster = stellar.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
 
 	r.minidyn = server.NewServer()
-	hs := httptest.NewServer(r.minidyn)
-	closers = append(closers, hs.Close)
-	// No SDK retries: every fault must reach the store as it happened.
-	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), HTTPClient: hs.Client(),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), RetryMaxAttempts: 1})
+	// No SDK retries: every fault must reach the store as it happened. The client speaks HTTP to
+	// minidyn's handler in-process (handlerTransport), without a socket, and unsigned (anonymous
+	// credentials skip SigV4 and its payload hash): minidyn checks no signature.
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(minidynURL),
+		HTTPClient:  &http.Client{Transport: handlerTransport{r.minidyn}},
+		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1})
 	r.table = "chaos_" + strconv.FormatUint(cfg.Seed, 10)
 	if err := dynamo.EnsureTable(context.Background(), db, r.table); err != nil {
 		return fail(err)

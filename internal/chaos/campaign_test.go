@@ -76,6 +76,10 @@ func TestCampaign(t *testing.T) {
 			name += "/contract"
 		}
 		t.Run(name, func(t *testing.T) {
+			// The runs share nothing (each has its own network, DynamoDB, clock and service) and
+			// none keeps a core busy alone: two at a time (go test's -parallel, GOMAXPROCS by
+			// default) take the package's wall time down without changing what any run does.
+			t.Parallel()
 			cfg := chaos.DefaultConfig(seed)
 			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract, cfg.LoadBalanced = run.backend, run.channels, run.keys, run.contract, run.loadBalanced
 			if os.Getenv("CHAOS_SIM_LEGACY") == "1" {
@@ -83,7 +87,7 @@ func TestCampaign(t *testing.T) {
 				cfg.SimLegacy, cfg.ReadFaults, cfg.LoadBalanced = stellarsim.AllLegacy, false, false
 			}
 			if testing.Verbose() {
-				cfg.Log = os.Stdout
+				cfg.Log = t.Output() // the run's progress lines under its own name
 			}
 			rep, err := chaos.Run(cfg)
 			if err != nil {
@@ -180,6 +184,7 @@ func TestCampaignAsync(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault campaign's async mode: make test runs it")
 	}
+	t.Parallel() // beside TestCampaign's runs, as they run beside each other
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
@@ -198,7 +203,7 @@ func TestCampaignAsync(t *testing.T) {
 		cfg.Keys = n
 	}
 	if testing.Verbose() {
-		cfg.Log = os.Stdout
+		cfg.Log = t.Output()
 	}
 	rep, err := chaos.Run(cfg)
 	if err != nil {
