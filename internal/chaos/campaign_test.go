@@ -43,12 +43,16 @@ func TestCampaign(t *testing.T) {
 		seed = s
 	}
 	// loadBalanced: the run's RPC is several instances behind one URL (chaos.Config.LoadBalanced).
+	// congested: the run's network is congested (chaos.Config.Congested), a short run here and
+	// CHAOS_KEYS in make chaos.
 	runs := []struct {
 		backend        string
 		channels, keys int
 		contract       bool
 		loadBalanced   bool
-	}{{"rpc", 8, 250, false, true}, {"horizon", 8, 100, false, false}, {"rpc", 0, 100, false, false}, {"rpc", 8, 100, true, true}}
+		congested      bool
+	}{{"rpc", 8, 250, false, true, false}, {"horizon", 8, 100, false, false, false}, {"rpc", 0, 100, false, false, false},
+		{"rpc", 8, 100, true, true, false}, {"rpc", 8, congestedKeys, false, true, true}}
 	if v := os.Getenv("CHAOS_KEYS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -58,7 +62,7 @@ func TestCampaign(t *testing.T) {
 			runs[i].keys = n
 		}
 	}
-	if b, c, k := os.Getenv("CHAOS_BACKEND"), os.Getenv("CHAOS_CHANNELS"), os.Getenv("CHAOS_CONTRACT"); b != "" || c != "" || k != "" {
+	if b, c, k, g := os.Getenv("CHAOS_BACKEND"), os.Getenv("CHAOS_CHANNELS"), os.Getenv("CHAOS_CONTRACT"), os.Getenv("CHAOS_CONGESTED"); b != "" || c != "" || k != "" || g != "" {
 		n, err := strconv.Atoi(c)
 		if c != "" && (err != nil || n < 0) {
 			t.Fatalf("CHAOS_CHANNELS: %q", c)
@@ -67,13 +71,16 @@ func TestCampaign(t *testing.T) {
 			b = "rpc"
 		}
 		runs = runs[:1]
-		runs[0].backend, runs[0].channels, runs[0].contract = b, n, k == "1"
+		runs[0].backend, runs[0].channels, runs[0].contract, runs[0].congested = b, n, k == "1", g == "1"
 		runs[0].loadBalanced = b == "rpc" && os.Getenv("CHAOS_LOAD_BALANCED") != "0"
 	}
 	for _, run := range runs {
 		name := fmt.Sprintf("%s/%d-channels", run.backend, run.channels)
 		if run.contract {
 			name += "/contract"
+		}
+		if run.congested {
+			name += "/congested"
 		}
 		t.Run(name, func(t *testing.T) {
 			// The runs share nothing (each has its own network, DynamoDB, clock and service) and
@@ -82,6 +89,7 @@ func TestCampaign(t *testing.T) {
 			t.Parallel()
 			cfg := chaos.DefaultConfig(seed)
 			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract, cfg.LoadBalanced = run.backend, run.channels, run.keys, run.contract, run.loadBalanced
+			cfg.Congested = run.congested
 			if os.Getenv("CHAOS_SIM_LEGACY") == "1" {
 				// Before issue 12: the kinder network, none of its read faults, one RPC instance.
 				cfg.SimLegacy, cfg.ReadFaults, cfg.LoadBalanced = stellarsim.AllLegacy, false, false
@@ -95,7 +103,10 @@ func TestCampaign(t *testing.T) {
 			}
 			t.Log("\n" + rep.String())
 			if rep.Failed() {
-				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%d CHAOS_LOAD_BALANCED=%d)", seed, seed, run.backend, run.channels, b2i(run.contract), b2i(run.loadBalanced))
+				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%d CHAOS_LOAD_BALANCED=%d CHAOS_CONGESTED=%d)", seed, seed, run.backend, run.channels, b2i(run.contract), b2i(run.loadBalanced), b2i(run.congested))
+			}
+			if run.congested {
+				assertCongested(t, cfg, rep)
 			}
 			if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
 				t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read (issue 11)", n)
@@ -165,6 +176,34 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 		if rep.Crashes[step] == 0 {
 			t.Errorf("no call crashed at %s", step)
 		}
+	}
+}
+
+// congestedKeys is the congestion run's size in make test: 40 keys, about 400 calls (make chaos
+// runs CHAOS_KEYS).
+const congestedKeys = 40
+
+// assertCongested checks that a congestion run met congestion: every ledger it closed was
+// surge priced (the background bids alone fill the lane), the spikes raised the clearing fee to
+// at least 10 times the base fee, and the service's envelopes were received. From 2,000 calls,
+// the queue also evicted envelopes of the service and the cap answered FEE_ABOVE_CAP.
+func assertCongested(t *testing.T, cfg chaos.Config, rep chaos.Report) {
+	t.Helper()
+	c := rep.Congestion
+	if c["ledgers"] == 0 || c["surge_priced_ledgers"] < c["ledgers"]*9/10 {
+		t.Errorf("%d of %d ledgers surge priced, want nearly all", c["surge_priced_ledgers"], c["ledgers"])
+	}
+	if c["max_clearing_fee"] < 1_000 {
+		t.Errorf("highest clearing fee %d stroops: no spike reached the ledgers", c["max_clearing_fee"])
+	}
+	if c["service_envelopes_received"] == 0 {
+		t.Errorf("the network received no envelope of the service")
+	}
+	if cfg.Keys*cfg.Callers < 2000 {
+		return
+	}
+	if c["service_envelopes_evicted_by_higher_bids"] == 0 || c["fee_above_cap_answers"] == 0 {
+		t.Errorf("congestion not exercised at full size: %v", c)
 	}
 }
 
