@@ -182,9 +182,9 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 	}
 }
 
-// congestedKeys is the congestion run's size in make test: 40 keys, about 400 calls (make chaos
+// congestedKeys is the congestion run's size in make test: 20 keys, about 200 calls (make chaos
 // runs CHAOS_KEYS).
-const congestedKeys = 40
+const congestedKeys = 20
 
 // assertCongested checks that a congestion run met congestion: every ledger it closed was
 // surge priced (the background bids alone fill the lane), the spikes raised the clearing fee to
