@@ -198,7 +198,7 @@ bench-congestion: ## the congestion benchmark: the service beside a fee-stats an
 	BENCH_CONGESTION=1 $(GO) test -count=1 -v -run '^TestBenchCongestion$$' -timeout 30m ./internal/loadtest
 
 # The fault campaign at full size: 10,000 calls in each of its five runs, the congested network's
-# among them (make test runs about 5,900 in all), then its async mode at 1,250 keys (make test:
+# among them (make test runs about 5,700 in all), then its async mode at 1,250 keys (make test:
 # 100). CHAOS_SEED=<seed> replays a failing seed.
 CHAOS_KEYS ?= 1250
 chaos: ## the fault campaign at full size (CHAOS_KEYS=1250 a run; CHAOS_SEED=<seed> replays one)
