@@ -624,7 +624,7 @@ func Run(cfg Config) (Report, error) {
 						out, err := r.orch.Transfer(ctx, r.input(k))
 						r.answers.add(r.answer(out, err))
 						if r.cong != nil {
-							r.cong.answered(c.name, err, sendsOf(ctx)-sends)
+							r.cong.answered(c.name, err, sentSince(ctx, sends))
 						}
 						if err == nil {
 							seenMu.Lock()
@@ -733,7 +733,7 @@ func Run(cfg Config) (Report, error) {
 					sends := sendsOf(ctx)
 					out, err := r.orch.Transfer(ctx, r.input(k))
 					if r.cong != nil {
-						r.cong.answered(fmt.Sprintf("key %d healing retry", k), err, sendsOf(ctx)-sends)
+						r.cong.answered(fmt.Sprintf("key %d healing retry", k), err, sentSince(ctx, sends))
 					}
 					if err == nil {
 						seenMu.Lock()

@@ -31,9 +31,11 @@ import (
 //     or a fee bump's outer fee), none was even built so (transfer.Envelope.FeeStroops), and no
 //     transaction of the service was charged more: the cap is the operator's bound on what one
 //     transfer may cost, whatever the market does;
-//   - a FEE_ABOVE_CAP answer sent nothing during its call (the service says "nothing was
-//     submitted", and a client may act on it) and carries a Retry-After of at least a second
-//     (the client's only cue for when the market may fit the cap again).
+//   - nothing a call sent before a FEE_ABOVE_CAP answer ever landed (the service says "nothing
+//     was submitted", and a client may act on it: a call whose first send was refused, say
+//     txINSUFFICIENT_FEE, releases the key and builds again, and may then meet the cap, so the
+//     refused envelope was sent but can never land), and the answer carries a Retry-After of at
+//     least a second (the client's only cue for when the market may fit the cap again).
 
 // baseFee is the local network's base fee per operation, in stroops (stellarsim.Options.BaseFee's
 // default).
@@ -70,6 +72,9 @@ type congestion struct {
 	mu  sync.Mutex
 	max map[string]int64 // highest values seen, by name
 	bad []string
+	// capped maps the inner hash of every envelope sent by a call later answered FEE_ABOVE_CAP
+	// to that call.
+	capped map[string]string
 }
 
 // atLeast raises the highest value seen under name to v.
@@ -109,9 +114,10 @@ func (c *congestion) prepared(env transfer.Envelope) {
 	}
 }
 
-// answered checks one call's answer: a FEE_ABOVE_CAP sent nothing during the call (sends is how
-// many sends the call made) and says when to retry.
-func (c *congestion) answered(who string, err error, sends int64) {
+// answered checks one call's answer: a FEE_ABOVE_CAP says when to retry, and the envelopes the
+// call sent before it (sent, inner hashes) are kept for judge, which checks that none of them
+// landed.
+func (c *congestion) answered(who string, err error, sent []string) {
 	var p transfer.ProblemError
 	if !errors.As(err, &p) {
 		return
@@ -121,11 +127,19 @@ func (c *congestion) answered(who string, err error, sends int64) {
 		return
 	}
 	c.n.add("fee_above_cap_answers")
-	if sends > 0 {
-		c.violation("%s: answered FEE_ABOVE_CAP (nothing was submitted) after %d sends in the same call", who, sends)
-	}
 	if prob.RetryAfter < time.Second {
 		c.violation("%s: answered FEE_ABOVE_CAP with Retry-After %v", who, prob.RetryAfter)
+	}
+	if len(sent) > 0 {
+		c.n.add("fee_above_cap_after_a_send_in_the_call")
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.capped == nil {
+			c.capped = map[string]string{}
+		}
+		for _, h := range sent {
+			c.capped[h] = who
+		}
 	}
 }
 
@@ -163,6 +177,22 @@ func (c *congestion) judge(net *stellarsim.Network, ours func(hash string) bool,
 			c.violation("transaction %s was charged %d stroops, above MAX_FEE_STROOPS %d", short(a.Hash), a.FeeCharged, c.maxFee)
 		}
 	}
+	// A FEE_ABOVE_CAP answer says nothing was submitted: a call may have sent an envelope that
+	// the network refused (a first send refused txINSUFFICIENT_FEE releases the key, and the
+	// call's next build meets the cap), but none of them may ever land.
+	c.mu.Lock()
+	for _, e := range net.Envelopes() {
+		if _, ok := c.capped[e.InnerHash]; ok {
+			// How the network answered what such calls sent, for the report.
+			c.n.add("fee_above_cap_prior_send_" + strings.ToLower(e.Status+"_"+e.Code))
+		}
+	}
+	for h, who := range c.capped {
+		if tx, ok := net.Transaction(h); ok {
+			c.bad = append(c.bad, fmt.Sprintf("%s: answered FEE_ABOVE_CAP (nothing was submitted), but envelope %s it sent landed in ledger %d (%s)", who, short(h), tx.Ledger, tx.Status))
+		}
+	}
+	c.mu.Unlock()
 	rep.Congestion = c.n.snapshot()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -197,4 +227,12 @@ func sendsOf(ctx context.Context) int64 {
 		return c.sends.Load()
 	}
 	return 0
+}
+
+// sentSince is the inner hashes the caller of ctx sent from its n-th send on.
+func sentSince(ctx context.Context, n int64) []string {
+	if c := callerOf(ctx); c != nil {
+		return c.sentSince(n)
+	}
+	return nil
 }

@@ -33,8 +33,21 @@ type caller struct {
 	// the caller got (an answer lost after the write, or a retry that failed its condition
 	// against the item the first attempt wrote).
 	applied bool
-	// sends counts the envelopes the caller's calls handed to the ledger (faultyLedger.Send).
-	sends atomic.Int64
+	// sends counts the envelopes the caller's calls handed to the ledger (faultyLedger.Send), and
+	// sentHashes holds their inner hashes in that order.
+	sends      atomic.Int64
+	sentMu     sync.Mutex
+	sentHashes []string
+}
+
+// sentSince returns the inner hashes of the envelopes the caller sent from its n-th send on.
+func (c *caller) sentSince(n int64) []string {
+	c.sentMu.Lock()
+	defer c.sentMu.Unlock()
+	if n >= int64(len(c.sentHashes)) {
+		return nil
+	}
+	return append([]string(nil), c.sentHashes[n:]...)
 }
 
 type callerKey struct{}
@@ -289,6 +302,9 @@ func (l *faultyLedger) Send(ctx context.Context, env transfer.Envelope) (transfe
 	defer l.sendMu.Unlock()
 	c := callerOf(ctx)
 	if c != nil {
+		c.sentMu.Lock()
+		c.sentHashes = append(c.sentHashes, env.InnerHash)
+		c.sentMu.Unlock()
 		c.sends.Add(1)
 	}
 	if !c.roll(l.rate) {
