@@ -32,10 +32,11 @@ import (
 //     transaction of the service was charged more: the cap is the operator's bound on what one
 //     transfer may cost, whatever the market does;
 //   - nothing a call sent before a FEE_ABOVE_CAP answer ever landed (the service says "nothing
-//     was submitted", and a client may act on it: a call whose first send was refused, say
-//     txINSUFFICIENT_FEE, releases the key and builds again, and may then meet the cap, so the
-//     refused envelope was sent but can never land), and the answer carries a Retry-After of at
-//     least a second (the client's only cue for when the market may fit the cap again).
+//     was submitted", and a client may act on it: a call whose envelope was proven dead within
+//     the call, or refused at its first send, releases the key and builds again, and may then
+//     meet the cap, so an envelope was sent but can never land), and the answer carries a
+//     Retry-After of at least a second (the client's only cue for when the market may fit the
+//     cap again).
 
 // baseFee is the local network's base fee per operation, in stroops (stellarsim.Options.BaseFee's
 // default).
@@ -178,8 +179,8 @@ func (c *congestion) judge(net *stellarsim.Network, ours func(hash string) bool,
 		}
 	}
 	// A FEE_ABOVE_CAP answer says nothing was submitted: a call may have sent an envelope that
-	// the network refused (a first send refused txINSUFFICIENT_FEE releases the key, and the
-	// call's next build meets the cap), but none of them may ever land.
+	// was proven dead or refused within the call (the key is released and the call's next build
+	// meets the cap), but none of them may ever land.
 	c.mu.Lock()
 	for _, e := range net.Envelopes() {
 		if _, ok := c.capped[e.InnerHash]; ok {
