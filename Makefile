@@ -199,9 +199,9 @@ bench-async: ## the async burst benchmark: throughput, last settlement, Lambda b
 bench-congestion: ## the congestion benchmark: the service beside a fee-stats and a static-fee submitter under surge pricing and a fee spike (README.md, "Benchmarks")
 	BENCH_CONGESTION=1 $(GO) test -count=1 -v -run '^TestBenchCongestion$$' -timeout 30m ./internal/loadtest
 
-# The fault campaign at full size: 10,000 calls in each of its four runs (make test runs 5,000 in
-# all), then its async mode at 1,250 keys (make test: 100). CHAOS_SEED=<seed> replays a failing
-# seed.
+# The fault campaign at full size: 10,000 calls in each of its five runs, the congested network's
+# among them (make test runs about 5,700 in all), then its async mode at 1,250 keys (make test:
+# 100). CHAOS_SEED=<seed> replays a failing seed.
 CHAOS_KEYS ?= 1250
 chaos: ## the fault campaign at full size (CHAOS_KEYS=1250 a run; CHAOS_SEED=<seed> replays one)
 	CHAOS_KEYS=$(CHAOS_KEYS) $(GO) test -count=1 -timeout 60m -v -run '^TestCampaign(Async)?$$' ./internal/chaos

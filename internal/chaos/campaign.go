@@ -7,7 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http/httptest"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +17,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/truora/minidyn/server"
@@ -74,6 +73,15 @@ type Config struct {
 	// balancer is not supported for proofs (README, "Which RPC and Horizon deployments the proof
 	// supports"), so a Horizon run never arms instances.
 	LoadBalanced bool
+	// Congested runs the campaign on a congested network (congestion.go): the classic lane
+	// scaled down to 60 operations per ledger, background payments that keep it surge priced and
+	// its queue full, and a 10x fee spike every 10 minutes; the congestion invariants are judged
+	// besides the others. The service runs with MAX_FEE_STROOPS congestedMaxFee unless
+	// MaxFeeStroops says otherwise.
+	Congested bool
+	// MaxFeeStroops is the service's MAX_FEE_STROOPS; 0 is the service's default (or
+	// congestedMaxFee in a congested run).
+	MaxFeeStroops int64
 	// Async: callers post with Prefer: respond-async (async.go): SubmitterFunction's handler
 	// delivers the messages in batches, several invocations at once, from an SQS model (sqs.go)
 	// that loses, duplicates (receives again), reorders and delays them past healing.
@@ -109,6 +117,11 @@ type Report struct {
 	RestoringInvocations int
 	// LoadBalanced is Config.LoadBalanced as the run used it (false for Horizon).
 	LoadBalanced bool
+	// Congested is Config.Congested; Congestion then counts what the network and the service did
+	// on it (ledgers, surge_priced_ledgers, max_clearing_fee, service_max_bid,
+	// service_max_charged and service_envelopes_* in stroops or counts, fee_above_cap_answers).
+	Congested  bool
+	Congestion map[string]int
 	// LeftToOperator is how many in_doubt items, after healing, no proof of the service could
 	// ever settle under the load balancer, so the operator forced their discard after checking
 	// full history (settleUnprovable; README, "Which RPC and Horizon deployments the proof
@@ -158,6 +171,18 @@ func (r Report) String() string {
 		mode = "vault contract"
 	}
 	fmt.Fprintf(&b, "fault campaign seed=%d (%s, %d channels, %s): %d calls (%d of them late retries) on %d keys in %v virtual (%v real)\n", r.Seed, r.Backend, r.Channels, mode, r.Calls, r.LateCalls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
+	if r.Congested {
+		fmt.Fprintf(&b, "  congested network (60 classic operations per ledger, background bids, 10x spikes):")
+		keys := make([]string, 0, len(r.Congestion))
+		for k := range r.Congestion {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s=%d", k, r.Congestion[k])
+		}
+		b.WriteString("\n")
+	}
 	if r.LoadBalanced {
 		fmt.Fprintf(&b, "  RPC load balanced (several instances behind one URL): death proven by the sequence number only; %d in-doubt items left to an operator after healing (their source's sequence number was used before the proof)\n", r.LeftToOperator)
 	}
@@ -205,6 +230,10 @@ const openingBalance = 100_000_000 * transfer.StroopsPerUnit
 
 var errCrash = errors.New("chaos: invocation killed")
 
+// minidynURL is the campaign's DynamoDB endpoint: a name only, served in-process
+// (handlerTransport).
+const minidynURL = "http://minidyn.chaos.invalid"
+
 // rig is the system under test.
 type rig struct {
 	cfg     Config
@@ -216,8 +245,10 @@ type rig struct {
 	ledger  *faultyLedger
 	orch    *transfer.Orchestrator
 	wallet  string
-	// vaultKey is the vault account's master key (an operator's key in the adversary's tests).
-	vaultKey *keypair.Full
+	// vaultKey is the vault account's master key (an operator's key in the adversary's tests);
+	// feeAccount is the fee account's address (the fee bumps' fee source).
+	vaultKey   *keypair.Full
+	feeAccount string
 	// vaults hosts the vault contract; contract is its C... address in contract mode.
 	vaults   *stellarsim.VaultHost
 	contract string
@@ -237,6 +268,8 @@ type rig struct {
 	// handler on it.
 	queue   *sqsQueue
 	handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	// cong is the congestion run's tally and invariants (Config.Congested), nil otherwise.
+	cong *congestion
 }
 
 func newRig(cfg Config) (*rig, func(), error) {
@@ -250,8 +283,18 @@ func newRig(cfg Config) (*rig, func(), error) {
 	fail := func(err error) (*rig, func(), error) { cleanup(); return nil, nil, err }
 
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	// The ledger's apply order (core's shuffle) follows the campaign's seed, so a run repeats.
-	n, err := stellarsim.Start(stellarsim.Options{Clock: r.clock, Contracts: host, Legacy: cfg.SimLegacy, ApplyOrderSeed: cfg.Seed})
+	// The ledger's apply order (core's shuffle) follows the campaign's seed, so a run repeats;
+	// so do the fee-rate ties of a full lane or queue.
+	opts := stellarsim.Options{Clock: r.clock, Contracts: host, Legacy: cfg.SimLegacy, ApplyOrderSeed: cfg.Seed}
+	maxFee := cfg.MaxFeeStroops
+	if cfg.Congested {
+		opts.Lanes, opts.SurgeSeed = congestedLanes, cfg.Seed
+		if maxFee == 0 {
+			maxFee = congestedMaxFee
+		}
+		r.cong = &congestion{maxFee: maxFee}
+	}
+	n, err := stellarsim.Start(opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -264,7 +307,10 @@ func newRig(cfg Config) (*rig, func(), error) {
 		defer closeMu.Unlock()
 		if now.Sub(lastClose) >= ledgerInterval {
 			lastClose = now
-			n.CloseLedger()
+			l := n.CloseLedger()
+			if r.cong != nil {
+				r.cong.closed(n, l.Sequence)
+			}
 		}
 	})
 
@@ -287,7 +333,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 			return fail(step)
 		}
 	}
-	r.wallet, r.vaultKey = wallet.Address(), keys.Vault
+	r.wallet, r.vaultKey, r.feeAccount = wallet.Address(), keys.Vault, keys.Fee.Address()
 	r.vaults = host
 	if cfg.Contract {
 		if r.contract, err = host.DeployVault(stellarsim.VaultSpec{Operator: keys.Vault.Address()}); err != nil {
@@ -297,11 +343,12 @@ func newRig(cfg Config) (*rig, func(), error) {
 	keys.ChannelMaster = stellar.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
 
 	r.minidyn = server.NewServer()
-	hs := httptest.NewServer(r.minidyn)
-	closers = append(closers, hs.Close)
-	// No SDK retries: every fault must reach the store as it happened.
-	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), HTTPClient: hs.Client(),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), RetryMaxAttempts: 1})
+	// No SDK retries: every fault must reach the store as it happened. The client speaks HTTP to
+	// minidyn's handler in-process (handlerTransport), without a socket, and unsigned (anonymous
+	// credentials skip SigV4 and its payload hash): minidyn checks no signature.
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(minidynURL),
+		HTTPClient:  &http.Client{Transport: handlerTransport{r.minidyn}},
+		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1})
 	r.table = "chaos_" + strconv.FormatUint(cfg.Seed, 10)
 	if err := dynamo.EnsureTable(context.Background(), db, r.table); err != nil {
 		return fail(err)
@@ -318,6 +365,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(),
 			"ASSETS": usdc.Code + ":" + usdc.Issuer, "CHANNEL_COUNT": strconv.Itoa(cfg.Channels),
 			"VAULT_CONTRACT": r.contract, "STELLAR_RPC_LOAD_BALANCED": strconv.FormatBool(r.loadBalanced()),
+			"MAX_FEE_STROOPS": maxFeeEnv(maxFee),
 		}[k]
 	})
 	if err != nil {
@@ -348,6 +396,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 	r.store = svc.Store
 	r.ledger = &faultyLedger{Ledger: svc.Ledger, net: n, rate: cfg.SendFaultRate, lookupRate: cfg.FaultRate / 2, faults: &r.faults, events: &r.events,
 		sent: map[string]bool{}, built: map[string]int{}, owner: map[string]string{}}
+	r.ledger.cong = r.cong
 	r.orch = svc.Orchestrator
 	r.held = &heldStore{Store: r.store, clock: r.clock, t0: r.clock.Now(), holdRate: cfg.HoldRate, takeOverRate: cfg.TakeOverHoldRate, events: &r.events, stale: &r.stale}
 	r.orch.Store = r.held
@@ -383,7 +432,22 @@ func newRig(cfg Config) (*rig, func(), error) {
 		rcfg.Queue, rcfg.Queued, rcfg.QueuedGrace = r.queue, r.held, asyncGraceInCampaign
 	}
 	r.ops = reconcile.New(rcfg)
+	if cfg.Congested {
+		// The congestion starts once the rig is set up: the channel accounts' creation bids the
+		// base fee, which a full lane would never take.
+		if err := n.SetCongestion(congestionProfile(cfg.Seed, cfg.Keys, cfg.Wave)); err != nil {
+			return fail(err)
+		}
+	}
 	return r, cleanup, nil
+}
+
+// maxFeeEnv is MAX_FEE_STROOPS for the service's configuration: empty for the default.
+func maxFeeEnv(stroops int64) string {
+	if stroops <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(stroops, 10)
 }
 
 // loadBalanced reports whether the run's RPC is several instances behind one URL (Config.LoadBalanced);
@@ -556,8 +620,12 @@ func Run(cfg Config) (Report, error) {
 							}
 							return
 						}
+						sends := sendsOf(ctx)
 						out, err := r.orch.Transfer(ctx, r.input(k))
 						r.answers.add(r.answer(out, err))
+						if r.cong != nil {
+							r.cong.answered(c.name, err, sentSince(ctx, sends))
+						}
 						if err == nil {
 							seenMu.Lock()
 							seen[k] = append(seen[k], out.TransactionHash)
@@ -662,7 +730,11 @@ func Run(cfg Config) (Report, error) {
 			r.clock.Go(&wg, func() {
 				ctx := withCaller(context.Background(), r.newCaller(k, 255, false))
 				for attempt := 0; attempt < 100; attempt++ {
+					sends := sendsOf(ctx)
 					out, err := r.orch.Transfer(ctx, r.input(k))
+					if r.cong != nil {
+						r.cong.answered(fmt.Sprintf("key %d healing retry", k), err, sentSince(ctx, sends))
+					}
 					if err == nil {
 						seenMu.Lock()
 						seen[k] = append(seen[k], out.TransactionHash)
@@ -686,7 +758,7 @@ func Run(cfg Config) (Report, error) {
 
 	rep := Report{Seed: cfg.Seed, Backend: cfg.Backend, Channels: cfg.Channels, Contract: cfg.Contract, Calls: cfg.Keys*cfg.Callers + int(lateCalls.Load()), LateCalls: int(lateCalls.Load()), Keys: cfg.Keys, Answers: r.answers.snapshot(),
 		Faults: r.faults.snapshot(), Crashes: r.crashes.snapshot(), Events: r.events.snapshot(), Stale: r.stale.snapshot(), Operators: r.operators.snapshot(),
-		VirtualTime: r.clock.Now().Sub(t0), LoadBalanced: r.loadBalanced()}
+		VirtualTime: r.clock.Now().Sub(t0), LoadBalanced: r.loadBalanced(), Congested: cfg.Congested}
 	var stillInDoubt int
 	rep.InDoubtSettle, stillInDoubt = r.held.settleTimes()
 	for _, n := range retries {
@@ -698,6 +770,10 @@ func Run(cfg Config) (Report, error) {
 	rep.SweptAfterProvable = sweptBy.Sub(provableBy)
 	rep.LeftToOperator = unprovable
 	rep.Violations = append(r.judge(seen, settled, &rep), asyncBad...)
+	if r.cong != nil {
+		ours := func(hash string) bool { _, ok := r.ledger.ownerOf(hash); return ok }
+		rep.Violations = append(rep.Violations, r.cong.judge(r.net, ours, &rep)...)
+	}
 	if sweepErr != nil {
 		rep.Violations = append(rep.Violations, "sweep: "+sweepErr.Error())
 	}
@@ -714,6 +790,10 @@ func Run(cfg Config) (Report, error) {
 func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
 	var bad []string
 	applied := r.net.Applied()[r.setupTxs:]
+	if r.cong != nil {
+		// The congestion's own payments belong to the network, not to the campaign.
+		applied = r.cong.withoutBackground(applied, r.vaultKey.Address(), r.feeAccount)
+	}
 	rep.Applied = len(applied)
 	// Every transaction is traced to the key whose call prepared it (by its hash); restores of
 	// archived contract entries move nothing and belong to no key.

@@ -11,14 +11,15 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
-// TestCampaign runs the fault campaign four ways: Stellar RPC and Horizon with 8 channel accounts
-// and fee bumps, Stellar RPC with the vault as the only source, and Soroban vault-contract
-// deposits and withdrawals, with the stale actors of issue 11; about 5,500 calls in all by default
-// (make test: 550 keys of 8 first calls each, and a quarter of the callers call again late; the
-// first run is the 2,000 calls that assertExercised checks). CHAOS_KEYS sets the keys of each run
-// (`make chaos` uses 1,250: 10,000 first calls and about 2,500 late ones a run), CHAOS_SEED reruns
-// a seed, CHAOS_BACKEND, CHAOS_CHANNELS and CHAOS_CONTRACT=1 pick a single run (load balanced
-// unless CHAOS_LOAD_BALANCED=0, for RPC). CHAOS_SIM_LEGACY=1 runs on the local network as it was
+// TestCampaign runs the fault campaign five ways: Stellar RPC and Horizon with 8 channel accounts
+// and fee bumps, Stellar RPC with the vault as the only source, Soroban vault-contract deposits
+// and withdrawals, and Stellar RPC with 8 channels on a congested network (chaos.Config.Congested),
+// with the stale actors of issue 11; about 5,700 calls in all by default (make test: 570 keys of 8
+// first calls each, and a quarter of the callers call again late; the first run is the 2,000 calls
+// that assertExercised checks). The runs are parallel subtests, two at a time by default.
+// CHAOS_KEYS sets the keys of each run (`make chaos` uses 1,250: 10,000 first calls and about 2,500
+// late ones a run), CHAOS_SEED reruns a seed, CHAOS_BACKEND, CHAOS_CHANNELS, CHAOS_CONTRACT=1 and
+// CHAOS_CONGESTED=1 pick a single run (load balanced unless CHAOS_LOAD_BALANCED=0, for RPC). CHAOS_SIM_LEGACY=1 runs on the local network as it was
 // before issue 12 (stellarsim.AllLegacy), without the read faults and with one RPC instance, for
 // before/after figures.
 //
@@ -32,7 +33,7 @@ import (
 // Horizon run arms no read fault (Horizon behind a load balancer is not supported for proofs).
 func TestCampaign(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the fault campaign (about two minutes with -race): make test runs it, make chaos at full size")
+		t.Skip("the fault campaign: make test runs it, make chaos at full size")
 	}
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
@@ -43,12 +44,16 @@ func TestCampaign(t *testing.T) {
 		seed = s
 	}
 	// loadBalanced: the run's RPC is several instances behind one URL (chaos.Config.LoadBalanced).
+	// congested: the run's network is congested (chaos.Config.Congested), a short run here and
+	// CHAOS_KEYS in make chaos.
 	runs := []struct {
 		backend        string
 		channels, keys int
 		contract       bool
 		loadBalanced   bool
-	}{{"rpc", 8, 250, false, true}, {"horizon", 8, 100, false, false}, {"rpc", 0, 100, false, false}, {"rpc", 8, 100, true, true}}
+		congested      bool
+	}{{"rpc", 8, 250, false, true, false}, {"horizon", 8, 100, false, false, false}, {"rpc", 0, 100, false, false, false},
+		{"rpc", 8, 100, true, true, false}, {"rpc", 8, congestedKeys, false, true, true}}
 	if v := os.Getenv("CHAOS_KEYS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -58,7 +63,7 @@ func TestCampaign(t *testing.T) {
 			runs[i].keys = n
 		}
 	}
-	if b, c, k := os.Getenv("CHAOS_BACKEND"), os.Getenv("CHAOS_CHANNELS"), os.Getenv("CHAOS_CONTRACT"); b != "" || c != "" || k != "" {
+	if b, c, k, g := os.Getenv("CHAOS_BACKEND"), os.Getenv("CHAOS_CHANNELS"), os.Getenv("CHAOS_CONTRACT"), os.Getenv("CHAOS_CONGESTED"); b != "" || c != "" || k != "" || g != "" {
 		n, err := strconv.Atoi(c)
 		if c != "" && (err != nil || n < 0) {
 			t.Fatalf("CHAOS_CHANNELS: %q", c)
@@ -66,8 +71,11 @@ func TestCampaign(t *testing.T) {
 		if b == "" {
 			b = "rpc"
 		}
+		if g == "1" {
+			runs = runs[len(runs)-1:] // the congestion run's size
+		}
 		runs = runs[:1]
-		runs[0].backend, runs[0].channels, runs[0].contract = b, n, k == "1"
+		runs[0].backend, runs[0].channels, runs[0].contract, runs[0].congested = b, n, k == "1", g == "1"
 		runs[0].loadBalanced = b == "rpc" && os.Getenv("CHAOS_LOAD_BALANCED") != "0"
 	}
 	for _, run := range runs {
@@ -75,15 +83,23 @@ func TestCampaign(t *testing.T) {
 		if run.contract {
 			name += "/contract"
 		}
+		if run.congested {
+			name += "/congested"
+		}
 		t.Run(name, func(t *testing.T) {
+			// The runs share nothing (each has its own network, DynamoDB, clock and service) and
+			// none keeps a core busy alone: two at a time (go test's -parallel, GOMAXPROCS by
+			// default) take the package's wall time down without changing what any run does.
+			t.Parallel()
 			cfg := chaos.DefaultConfig(seed)
 			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract, cfg.LoadBalanced = run.backend, run.channels, run.keys, run.contract, run.loadBalanced
+			cfg.Congested = run.congested
 			if os.Getenv("CHAOS_SIM_LEGACY") == "1" {
 				// Before issue 12: the kinder network, none of its read faults, one RPC instance.
 				cfg.SimLegacy, cfg.ReadFaults, cfg.LoadBalanced = stellarsim.AllLegacy, false, false
 			}
 			if testing.Verbose() {
-				cfg.Log = os.Stdout
+				cfg.Log = t.Output() // the run's progress lines under its own name
 			}
 			rep, err := chaos.Run(cfg)
 			if err != nil {
@@ -91,7 +107,10 @@ func TestCampaign(t *testing.T) {
 			}
 			t.Log("\n" + rep.String())
 			if rep.Failed() {
-				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%d CHAOS_LOAD_BALANCED=%d)", seed, seed, run.backend, run.channels, b2i(run.contract), b2i(run.loadBalanced))
+				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%d CHAOS_LOAD_BALANCED=%d CHAOS_CONGESTED=%d)", seed, seed, run.backend, run.channels, b2i(run.contract), b2i(run.loadBalanced), b2i(run.congested))
+			}
+			if run.congested {
+				assertCongested(t, cfg, rep)
 			}
 			if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
 				t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read (issue 11)", n)
@@ -164,6 +183,36 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 	}
 }
 
+// congestedKeys is the congestion run's size in make test: 20 keys, about 200 calls (make chaos
+// runs CHAOS_KEYS).
+const congestedKeys = 20
+
+// assertCongested checks that a congestion run met congestion: every ledger it closed was
+// surge priced (the background bids alone fill the lane), the spikes raised the clearing fee to
+// at least 10 times the base fee, and the service's envelopes were received. From 2,000 calls
+// (a dozen spikes) the cap also answered FEE_ABOVE_CAP. Evictions of the service's envelopes by
+// higher bids are counted, not required: it bids the fee stats' percentile, above most of the
+// background's bids (none in the 20- and 40-key runs tried).
+func assertCongested(t *testing.T, cfg chaos.Config, rep chaos.Report) {
+	t.Helper()
+	c := rep.Congestion
+	if c["ledgers"] == 0 || c["surge_priced_ledgers"] < c["ledgers"]*9/10 {
+		t.Errorf("%d of %d ledgers surge priced, want nearly all", c["surge_priced_ledgers"], c["ledgers"])
+	}
+	if c["max_clearing_fee"] < 1_000 {
+		t.Errorf("highest clearing fee %d stroops: no spike reached the ledgers", c["max_clearing_fee"])
+	}
+	if c["service_envelopes_received"] == 0 {
+		t.Errorf("the network received no envelope of the service")
+	}
+	if cfg.Keys*cfg.Callers < 2000 {
+		return
+	}
+	if c["fee_above_cap_answers"] == 0 {
+		t.Errorf("no call met FEE_ABOVE_CAP at full size: %v", c)
+	}
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -180,6 +229,7 @@ func TestCampaignAsync(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault campaign's async mode: make test runs it")
 	}
+	t.Parallel() // beside TestCampaign's runs, as they run beside each other
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CHAOS_SEED"); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
@@ -198,7 +248,7 @@ func TestCampaignAsync(t *testing.T) {
 		cfg.Keys = n
 	}
 	if testing.Verbose() {
-		cfg.Log = os.Stdout
+		cfg.Log = t.Output()
 	}
 	rep, err := chaos.Run(cfg)
 	if err != nil {

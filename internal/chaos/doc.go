@@ -1,9 +1,10 @@
 // Package chaos is the fault campaign of the retry-safety promise (issue 4): many transfers with
 // repeated keys and concurrent callers, through the real orchestrator, DynamoDB store (minidyn over
-// HTTP) and Stellar RPC ledger (the local network over HTTP), with faults chosen at random at every
-// step: each network fault of internal/stellarsim, a refused connection, lost lookups, DynamoDB
-// errors and throttling on every kind of request, a DynamoDB outage, a crash of the invocation
-// between every pair of steps, ledger stalls and history that is forgotten for two waves.
+// HTTP, in-process) and Stellar RPC ledger (the local network over HTTP), with faults chosen at
+// random at every step: each network fault of internal/stellarsim, a refused connection, lost
+// lookups, DynamoDB errors and throttling on every kind of request, a DynamoDB outage, a crash of
+// the invocation between every pair of steps, ledger stalls and history that is forgotten for two
+// waves.
 //
 // The local network is the realistic one by default (issue 12: visibility lag, the TOO_LATE
 // offset, queue ageing, protocol 23; Config.SimLegacy brings back the kinder one), and each wave
@@ -32,6 +33,11 @@
 // again, visibility timeouts set by ChangeMessageVisibility (which may fail), the dead-letter
 // queue, loss, and messages delivered late, after healing, which must do nothing.
 //
+// In the congestion run (Config.Congested, congestion.go) the network's classic lane takes 60
+// operations per ledger, background payments keep it surge priced and its queue full, and a
+// spike makes every background bid at least 10 times the clearing fee for 2 minutes in every 10;
+// the service runs with MAX_FEE_STROOPS 2,000. The congestion goes on while the faults heal.
+//
 // The report also gives the in-doubt rate and the rebuild rate (per 1,000 calls) and how long
 // items stayed in doubt (from the write that made an item in_doubt to the one that settled or
 // released it: median and longest).
@@ -46,9 +52,18 @@
 //     and one clean transfer after that. Under a load balancer an item whose envelope no proof
 //     can ever settle (never applied, its source's sequence number used before the proof) is
 //     settled by an operator's forced discard after a full-history check, as the README
-//     prescribes, and counted (Report.LeftToOperator).
+//     prescribes, and counted (Report.LeftToOperator);
+//   - in the congestion run, no envelope of the service was built, reached the network or was
+//     charged above MAX_FEE_STROOPS, nothing a call sent before a FEE_ABOVE_CAP answer ever
+//     landed, and every FEE_ABOVE_CAP answer carries a Retry-After of at least a second.
 //
 // Time is virtual (internal/vclock): ledgers close every 5 s of it, and nothing waits for real
 // time. Every random choice comes from the seed and the (key, caller) it concerns, so a failing
-// seed reruns the same faults at the same steps (the interleaving of goroutines may still differ).
+// seed reruns the same faults at the same steps; the interleaving of goroutines may still differ,
+// and with it the counts of a report (one binary, one seed, 40 keys: 402 and 392 calls on two
+// runs), so a seed replays a failure's conditions, not its every step.
+//
+// The service's DynamoDB client reaches minidyn's HTTP handler in-process (handlerTransport):
+// most of a campaign's CPU is item reads (callers coalescing on a held claim read the item every
+// 250 ms of virtual time), and a loopback socket per read cost more than minidyn itself.
 package chaos

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,6 +33,21 @@ type caller struct {
 	// the caller got (an answer lost after the write, or a retry that failed its condition
 	// against the item the first attempt wrote).
 	applied bool
+	// sends counts the envelopes the caller's calls handed to the ledger (faultyLedger.Send), and
+	// sentHashes holds their inner hashes in that order.
+	sends      atomic.Int64
+	sentMu     sync.Mutex
+	sentHashes []string
+}
+
+// sentSince returns the inner hashes of the envelopes the caller sent from its n-th send on.
+func (c *caller) sentSince(n int64) []string {
+	c.sentMu.Lock()
+	defer c.sentMu.Unlock()
+	if n >= int64(len(c.sentHashes)) {
+		return nil
+	}
+	return append([]string(nil), c.sentHashes[n:]...)
 }
 
 type callerKey struct{}
@@ -214,6 +230,8 @@ type faultyLedger struct {
 	sent   map[string]bool   // inner hashes sent at least once
 	built  map[string]int    // prepares per wallet+amount (one key each)
 	owner  map[string]string // every hash prepared -> wallet+amount
+	// cong checks each envelope built against MAX_FEE_STROOPS in the congestion run, nil in others.
+	cong *congestion
 }
 
 // networkFaults are the local network's submission faults the campaign draws from.
@@ -244,6 +262,9 @@ func faultName(f stellarsim.Fault) string {
 
 func (l *faultyLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	env, err := l.Ledger.Prepare(ctx, req, terms)
+	if err == nil && l.cong != nil {
+		l.cong.prepared(env)
+	}
 	if err == nil {
 		l.mu.Lock()
 		id := req.WalletAddress + "/" + req.Amount
@@ -280,6 +301,12 @@ func (l *faultyLedger) Send(ctx context.Context, env transfer.Envelope) (transfe
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
 	c := callerOf(ctx)
+	if c != nil {
+		c.sentMu.Lock()
+		c.sentHashes = append(c.sentHashes, env.InnerHash)
+		c.sentMu.Unlock()
+		c.sends.Add(1)
+	}
 	if !c.roll(l.rate) {
 		return l.Ledger.Send(ctx, env)
 	}
