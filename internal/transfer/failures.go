@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -76,6 +77,24 @@ func prepareFailure(err error) error {
 	}
 	return &UnavailableError{Code: CodeRPCError, Detail: "the transaction could not be prepared; nothing was submitted", Err: err}
 }
+
+// afterProvenDead rewords err's "nothing was submitted" when an envelope of this call was sent
+// and then proven dead (attempt.provenDead): an envelope was submitted, it can no longer land,
+// and nothing moved. A client reads "nothing was submitted" literally (README.md, "Problem
+// types"), so it is said only where it is true.
+func afterProvenDead(a *attempt, err error) error {
+	var u *UnavailableError
+	if !a.provenDead || !errors.As(err, &u) || !strings.Contains(u.Detail, nothingSubmitted) {
+		return err
+	}
+	again := *u
+	again.Detail = strings.Replace(u.Detail, nothingSubmitted,
+		"nothing moved: an earlier envelope of this transfer was proven dead without landing, and no other was sent", 1)
+	return &again
+}
+
+// nothingSubmitted is how an answer says no envelope of its request reached the network.
+const nothingSubmitted = "nothing was submitted"
 
 // refused is the answer to a first send of env the network refused before inclusion (nothing
 // moved, the key is released): CHANNELS_BUSY with the ledger's Retry-After when the refusal says

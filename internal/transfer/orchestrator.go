@@ -84,7 +84,11 @@ type attempt struct {
 	// proven dead and released; if the release failed, the next pass finds that item, still under
 	// this call's lease owner, and releases it again.
 	freed string
-	lease time.Time // when another invocation may take the claim over
+	// provenDead is set once an envelope this call sent (or found on a key it took over) was
+	// proven dead and its key released: from then on "nothing was submitted" is no longer true of
+	// the key, though nothing moved (afterProvenDead).
+	provenDead bool
+	lease      time.Time // when another invocation may take the claim over
 	// net carries the Stellar calls: it ends DeadlineMargin before the invocation's deadline, so
 	// a hung send or lookup cannot eat the time kept for the final writes.
 	net context.Context
@@ -162,6 +166,7 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			out, freed, err := o.execute(ctx, a, rec)
 			if freed {
 				a.freed = rec.ClaimID
+				a.provenDead = true
 			}
 			lastRefusal = err
 			if freed && (sourceBusy(err) || isUnderfunded(err)) {

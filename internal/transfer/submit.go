@@ -39,11 +39,12 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 		// is this call's own leftover: it is deleted again before the answer, which tells the
 		// client to retry (CHANNELS_BUSY says the key is free), or the retry would wait on it as on
 		// another request until its lease ends.
+		failure := afterProvenDead(a, prepareFailure(err))
 		if rerr := o.release(ctx, rec); rerr != nil {
 			a.freed = rec.ClaimID
-			return Outcome{}, false, o.freeOwnLeftover(ctx, a, prepareFailure(err))
+			return Outcome{}, false, o.freeOwnLeftover(ctx, a, failure)
 		}
-		return Outcome{}, false, prepareFailure(err)
+		return Outcome{}, false, failure
 	}
 	if err := o.hook(ctx, StepPrepared, rec); err != nil {
 		return Outcome{}, false, err

@@ -42,6 +42,7 @@ func (o *Orchestrator) takeOver(ctx context.Context, a *attempt, held Record) (O
 		// This call now holds the incarnation and proved its envelope dead: if the release
 		// failed, the next pass releases it again rather than wait on itself (attempt.freed).
 		a.freed = next.ClaimID
+		a.provenDead = true
 		if isUnderfunded(err) {
 			// Nothing a new envelope would change until the account is funded: answer now.
 			return out, false, o.freeOwnLeftover(ctx, a, err)
