@@ -55,23 +55,34 @@ const ticketAttempts = 4
 //     ReturnValues UPDATED_NEW: the ticket is next - 1, its time now. Two requests, the first a
 //     failed condition.
 //
+// A calendar more than horizon ahead of now (horizon > 0) counts as fallen behind: the restart
+// takes it, and the queued write's condition is `nextAt BETWEEN :now AND :now + :horizon`. Slots
+// that far ahead are no caller's turn any more (an operator's edit, a process whose clock runs
+// fast, an overload's slots kept by environments Lambda has since reaped); left alone, they
+// would answer every caller CHANNELS_BUSY until real time caught up with them, every channel
+// idle. Restarting over slots some process still keeps costs at most their failed lease writes
+// (the lease's condition decides), never a transfer.
+//
 // Neither write is idempotent, and neither needs to be: a ticket only schedules an attempt (the
 // lease's own conditional write still decides who holds a channel), so a write the SDK retries
 // after its answer was lost books one slot nobody uses, and the channel of that slot stays idle
 // for one slot; nothing else changes. The item is about 60 bytes: one write capacity unit per
 // booking, far below a partition's 1,000 per second (the API's throttling caps bookings at twice
 // the channels per ledger, 52/s at 128 channels).
-func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing time.Duration) (n int64, at time.Time, err error) {
+func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing, horizon time.Duration) (n int64, at time.Time, err error) {
 	tc, ok := c.client.(TicketClient)
 	if !ok {
 		return 0, time.Time{}, ErrNoTickets
 	}
-	if spacing <= 0 {
-		spacing = time.Millisecond
-	}
-	nowMs, step := epochMillis(now), spacing.Milliseconds()
-	if step < 1 {
-		step = 1
+	// The item keeps milliseconds: spacing is rounded up, never down, so that the slots of one
+	// channel (every channels-th ticket) stay at least an interval apart (1 s ledgers over 128
+	// channels give 7.8125 ms; rounded down, a round of slots would span 896 ms).
+	nowMs, step := epochMillis(now), max(1, (spacing+time.Millisecond-1).Milliseconds())
+	// A calendar more than horizon ahead of now is stale (see above) and restarted: bounded in
+	// milliseconds so that :now + :horizon cannot overflow.
+	aheadMs := int64(-1)
+	if horizon > 0 {
+		aheadMs = min(horizon, 100*365*24*time.Hour).Milliseconds()
 	}
 	// The order of the two writes follows this process's last booking: after a restart (light
 	// load: the calendar behind now) the restart is tried first, one request instead of two;
@@ -81,7 +92,7 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 	for range ticketAttempts {
 		if restartFirst {
 			restartFirst = false
-			n, ok, err := c.restart(ctx, tc, nowMs, step)
+			n, ok, err := c.restart(ctx, tc, nowMs, step, aheadMs)
 			if err != nil {
 				return 0, time.Time{}, err
 			}
@@ -92,7 +103,7 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 		out, err := c.update(ctx, tc,
 			expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
 				Set(expression.Name(AttrTicketNextAt), expression.Name(AttrTicketNextAt).Plus(expression.Value(step))),
-			expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs)), types.ReturnValueUpdatedOld)
+			queuedCondition(nowMs, aheadMs), types.ReturnValueUpdatedOld)
 		if err == nil {
 			next, nextAt, perr := ticketAttrs(out.Attributes)
 			if perr != nil {
@@ -104,7 +115,7 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 		if !conditionFailed(err) {
 			return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %w", err)
 		}
-		n, ok, err := c.restart(ctx, tc, nowMs, step)
+		n, ok, err := c.restart(ctx, tc, nowMs, step, aheadMs)
 		if err != nil {
 			return 0, time.Time{}, err
 		}
@@ -116,14 +127,26 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 	return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %d attempts lost to concurrent bookings", ticketAttempts)
 }
 
-// restart books ticket next at now on a calendar that has fallen behind now; ok is false when
-// it has not (the condition failed).
-func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, step int64) (n int64, ok bool, err error) {
+// queuedCondition is the condition of a booking queued on the calendar: nextAt at or after now,
+// and (aheadMs >= 0) at most aheadMs after it.
+func queuedCondition(nowMs, aheadMs int64) expression.ConditionBuilder {
+	if aheadMs < 0 {
+		return expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs))
+	}
+	return expression.Name(AttrTicketNextAt).Between(expression.Value(nowMs), expression.Value(nowMs+aheadMs))
+}
+
+// restart books ticket next at now on a calendar that has fallen behind now, or (aheadMs >= 0)
+// run more than aheadMs ahead of it; ok is false when it has not (the condition failed).
+func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, step, aheadMs int64) (n int64, ok bool, err error) {
+	stale := expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(expression.Value(nowMs)))
+	if aheadMs >= 0 {
+		stale = stale.Or(expression.Name(AttrTicketNextAt).GreaterThan(expression.Value(nowMs + aheadMs)))
+	}
 	out, err := c.update(ctx, tc,
 		expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
 			Set(expression.Name(AttrTicketNextAt), expression.Value(nowMs+step)),
-		expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(expression.Value(nowMs))),
-		types.ReturnValueUpdatedNew)
+		stale, types.ReturnValueUpdatedNew)
 	if err != nil {
 		if conditionFailed(err) {
 			return 0, false, nil

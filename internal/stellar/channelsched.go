@@ -78,7 +78,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		if ok {
 			p.reused.Add(1)
 		} else {
-			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing)
+			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, calendarHorizon*interval)
 			if err != nil {
 				if ctx.Err() != nil {
 					return sourceLease{}, true, ctx.Err()
@@ -151,6 +151,14 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		p.collisions.Add(1)
 	}
 }
+
+// calendarHorizon is how many ledger intervals ahead of now the calendar may run before it is
+// taken as stale and restarted at now (TakeTicket's horizon): twice the queue of the heaviest
+// overload measured (8 callers per channel, one environment each: 8 intervals of slots; README,
+// "Channel assignment across processes"). A calendar left further ahead by slots nobody will use
+// (environments reaped while keeping them, an operator's edit, a fast clock) answers callers
+// CHANNELS_BUSY for at most this long instead of until real time catches up with it.
+const calendarHorizon = 16
 
 // releaseOffset is how far into a ledger a slot's lease is written, as a share of the interval:
 // the previous slot's transfer on the channel, sent a ledger earlier, landed at the close that

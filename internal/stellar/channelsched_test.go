@@ -29,7 +29,7 @@ type memTickets struct {
 	failFrom int
 }
 
-func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing time.Duration) (int64, time.Time, error) {
+func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing, _ time.Duration) (int64, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
