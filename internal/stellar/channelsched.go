@@ -154,11 +154,11 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 
 // calendarHorizon is how many ledger intervals ahead of now the calendar may run before it is
 // taken as stale and restarted at now (TakeTicket's horizon): twice the queue of the heaviest
-// overload measured (8 callers per channel, one environment each: 8 intervals of slots; README,
-// "Channel assignment across processes"). A calendar left further ahead by slots nobody will use
+// overload measured (16 callers per channel, one environment each: 16 intervals of slots;
+// README, "Overload"). A calendar left further ahead by slots nobody will use
 // (environments reaped while keeping them, an operator's edit, a fast clock) answers callers
 // CHANNELS_BUSY for at most this long instead of until real time catches up with it.
-const calendarHorizon = 16
+const calendarHorizon = 32
 
 // releaseOffset is how far into a ledger a slot's lease is written, as a share of the interval:
 // the previous slot's transfer on the channel, sent a ledger earlier, landed at the close that
