@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -57,7 +58,7 @@ type reservation struct {
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
 // could not book a slot (an error other than a failed condition: throttled, unavailable, its
-// answer lost): acquire then leases unscheduled, so a calendar outage costs the old collisions,
+// answer lost) or booked one beyond the horizon: acquire then leases unscheduled, so a calendar outage costs the old collisions,
 // not transfers.
 // A call makes at most TriesPerRound lease writes: a slot whose channel is still held (its
 // transfer not settled yet, its envelope in quarantine, or its holder dead with the lease not
@@ -70,6 +71,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 	// A slot left unused this long after its time is dropped: by then the channel's next slot,
 	// an interval later, is near, and leasing it late would meet that slot's caller.
 	grace := interval / 2
+	horizon := calendarHorizon * interval
 	taken := map[string]bool{}
 	writes := 0
 	for {
@@ -78,7 +80,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		if ok {
 			p.reused.Add(1)
 		} else {
-			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, calendarHorizon*interval)
+			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
 			if err != nil {
 				if ctx.Err() != nil {
 					return sourceLease{}, true, ctx.Err()
@@ -86,6 +88,13 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				return sourceLease{}, false, nil
 			}
 			p.tickets.Add(1)
+			if at.Sub(now) > horizon+interval {
+				// The store bounds its calendar by the horizon (a stale calendar is restarted), so
+				// a slot beyond it (and an alignment) was booked on another clock or by a store that
+				// does not bound it: no caller's turn. Kept, it would answer every later call of the
+				// process busy, every channel idle; leasing unscheduled costs collisions at worst.
+				return sourceLease{}, false, nil
+			}
 			if at.After(now) {
 				// Queued: the slot's channel was leased an interval before (the calendar is full),
 				// so the lease waits for the point in a ledger where its transfer is released. A
@@ -215,6 +224,11 @@ func (p *ChannelPool) keep(r reservation) {
 
 // slotRetryAfter is the Retry-After of a call whose slot is d away: d in whole seconds, rounded
 // up, at least one.
+// A distance within a second of the largest Duration is returned as it is (rounding up would
+// overflow into a negative).
 func slotRetryAfter(d time.Duration) time.Duration {
+	if d > math.MaxInt64-time.Second {
+		return d
+	}
 	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
 }
