@@ -49,12 +49,16 @@ import (
 // who holds a channel: quarantine, one envelope per channel, lost answers), and degrades to the
 // unscheduled pool when the calendar fails.
 
-// reservation is a calendar slot: ticket n's channel and time.
+// reservation is a calendar slot: ticket n and its time. Its channel is n mod the channels of
+// the call that uses it (ticketChannel), not of the one that booked it: with CHANNEL_COUNT 0 the
+// list is the secret's, which may change between the two.
 type reservation struct {
-	n       int64
-	at      time.Time
-	channel int // index into the pool's channels
+	n  int64
+	at time.Time
 }
+
+// ticketChannel is the index of ticket n's channel among count channels.
+func ticketChannel(n int64, count int) int { return int(uint64(n) % uint64(count)) }
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
 // could not book a slot (an error other than a failed condition: throttled, unavailable, its
@@ -102,7 +106,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				// least an interval ago, and moving it could cost the envelope a ledger.
 				at = alignToLedger(at, terms.ledgerClose, interval)
 			}
-			r = reservation{n: n, at: at, channel: int(uint64(n) % uint64(len(chans)))}
+			r = reservation{n: n, at: at}
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
 			if writes >= p.cfg.TriesPerRound {
@@ -129,7 +133,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 			}
 		}
 		now = clock.Now()
-		ch := chans[r.channel]
+		ch := chans[ticketChannel(r.n, len(chans))]
 		if !p.hold(ch.Address(), now) {
 			continue // another call of this process holds it: the next slot, without a write
 		}

@@ -49,3 +49,44 @@ func TestSlotRetryAfterIsNeverShorterThanTheSlot(t *testing.T) {
 		}
 	}
 }
+
+// A slot kept for a later call names its ticket, not an index into the channel list of the call
+// that booked it: with CHANNEL_COUNT 0 (every listed channel) the list is the secret's, and a
+// secret rotated to fewer channelSeeds between the two calls must lease ticket n's channel among
+// the channels now listed, never index past them (a panic: a 500 for nothing the client did).
+func TestKeptSlotSurvivesAShorterChannelList(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	keys := testKeys(t)
+	all, err := DeriveChannelKeys(keys.ChannelMaster, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.ChannelMaster = MasterSeed{}
+	keys.Channels = all
+	leases := &memLeases{}
+	tickets := &memTickets{next: 7, nextAt: start.Add(20 * time.Second)}
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Tickets: tickets, Clock: clock,
+		LedgerInterval: func() time.Duration { return 5 * time.Second }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	terms := func() leaseTerms {
+		now := clock.Now()
+		return leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second)}
+	}
+	var ue *transfer.UnavailableError
+	if _, err := pool.acquire(ctx, keys, terms()); !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+		t.Fatalf("first call: %v, want CHANNELS_BUSY (ticket 7 kept)", err)
+	}
+	_ = clock.Sleep(ctx, 20*time.Second)
+	keys.Channels = all[:4] // the secret rotated to 4 channelSeeds
+	lease, err := pool.acquire(ctx, keys, terms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := all[7%4].Address(); lease.account != want {
+		t.Errorf("leased %s, want ticket 7's channel among 4: %s", lease.account, want)
+	}
+}
