@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"strconv"
 	"time"
 
@@ -133,7 +134,8 @@ func queuedCondition(nowMs, aheadMs int64) expression.ConditionBuilder {
 	if aheadMs < 0 {
 		return expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs))
 	}
-	return expression.Name(AttrTicketNextAt).Between(expression.Value(nowMs), expression.Value(nowMs+aheadMs))
+	return expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs)).
+		And(expression.Name(AttrTicketNextAt).LessThanEqual(expression.Value(nowMs + aheadMs)))
 }
 
 // restart books ticket next at now on a calendar that has fallen behind now, or (aheadMs >= 0)
@@ -158,6 +160,9 @@ func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, ste
 		return 0, false, err
 	}
 	c.restarted.Store(true)
+	if next == 0 { // wrapped (ticketNumber)
+		next = ticketWrap.Int64()
+	}
 	return next - 1, true, nil
 }
 
@@ -176,19 +181,47 @@ func (c *ChannelLeases) update(ctx context.Context, tc TicketClient, upd express
 // ticketAttrs reads next and nextAt from an UpdateItem answer; nextAt is 0 when absent (an
 // UPDATED_NEW answer of a restart carries it, an UPDATED_OLD one always does).
 func ticketAttrs(m map[string]types.AttributeValue) (next, nextAt int64, err error) {
-	get := func(name string, required bool) (int64, error) {
+	get := func(name string, required bool) (string, error) {
 		v, ok := m[name].(*types.AttributeValueMemberN)
 		if !ok {
 			if required {
-				return 0, fmt.Errorf("dynamo: channel ticket answer lacks %s", name)
+				return "", fmt.Errorf("dynamo: channel ticket answer lacks %s", name)
 			}
-			return 0, nil
+			return "0", nil
 		}
-		return strconv.ParseInt(v.Value, 10, 64)
+		return v.Value, nil
 	}
-	if next, err = get(AttrTicketNext, true); err != nil {
+	s, err := get(AttrTicketNext, true)
+	if err != nil {
 		return 0, 0, err
 	}
-	nextAt, err = get(AttrTicketNextAt, false)
-	return next, nextAt, err
+	if next, err = ticketNumber(s); err != nil {
+		return 0, 0, err
+	}
+	if s, err = get(AttrTicketNextAt, false); err != nil {
+		return 0, 0, err
+	}
+	if nextAt, err = strconv.ParseInt(s, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("dynamo: channel calendar time %q: %w", s, err)
+	}
+	return next, nextAt, nil
+}
+
+// ticketWrap is where ticket numbers past int64 wrap around (2^62).
+var ticketWrap = new(big.Int).Lsh(big.NewInt(1), 62)
+
+// ticketNumber reads a ticket number. DynamoDB keeps 38 digits, so a number past int64 (an
+// operator's edit; bookings alone would take billions of years) is taken modulo 2^62 rather than
+// failing every booking from then on: a ticket only picks a channel (n mod channels), and the
+// wrap costs at most one slot on a channel that another slot also names.
+func ticketNumber(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return 0, fmt.Errorf("dynamo: channel ticket number %q is no number", s)
+	}
+	n := new(big.Int).Quo(r.Num(), r.Denom())
+	return n.Mod(n, ticketWrap).Int64(), nil
 }

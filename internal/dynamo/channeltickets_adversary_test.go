@@ -93,3 +93,51 @@ func TestCalendarFarAheadIsRestartedAtNow(t *testing.T) {
 		t.Errorf("calendar at the horizon: ticket %d at now%+v (%v), want ticket 40 at now+%v", n, at.Sub(t0), err, horizon)
 	}
 }
+
+// A calendar whose ticket number has run past the largest int64 (an operator's edit: at 52
+// bookings a second it would take billions of years; DynamoDB keeps 38 digits) still books: only
+// n mod channels matters, and a calendar that erred on every booking would cost every call a
+// write and the fallback to the unscheduled pool, forever. (minidyn keeps numbers as float64, so
+// only the first booking past the edit is exercised here.)
+func TestCalendarPastTheLargestTicketKeepsBooking(t *testing.T) {
+	ctx := context.Background()
+	for _, next := range []string{"9223372036854775808", "99999999999999999999999999999999999999"} {
+		client, _ := dynamotest.Minidyn(t)
+		table := dynamotest.NewStore(t, client).Table()
+		_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			dynamo.AttrPK:           &types.AttributeValueMemberS{Value: dynamo.ChannelTicketsKey},
+			dynamo.AttrTicketNext:   &types.AttributeValueMemberN{Value: next},
+			dynamo.AttrTicketNextAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(t0.UnixMilli(), 10)},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := dynamo.NewChannelLeases(client, table)
+		n, at, err := l.TakeTicket(ctx, t0, time.Second, time.Hour)
+		if err != nil || n < 0 || !at.Equal(t0) {
+			t.Errorf("next %s: ticket %d at now%+v, %v; want a non-negative ticket at now", next, n, at.Sub(t0), err)
+		}
+	}
+}
+
+// An operator who deletes the calendar item while processes book restarts it at ticket 0: a
+// booking never fails for it.
+func TestCalendarDeletedIsStartedAgain(t *testing.T) {
+	ctx := context.Background()
+	client, _ := dynamotest.Minidyn(t)
+	table := dynamotest.NewStore(t, client).Table()
+	l := dynamo.NewChannelLeases(client, table)
+	for range 5 {
+		if _, _, err := l.TakeTicket(ctx, t0, time.Second, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{dynamo.AttrPK: &types.AttributeValueMemberS{Value: dynamo.ChannelTicketsKey}}}); err != nil {
+		t.Fatal(err)
+	}
+	n, at, err := l.TakeTicket(ctx, t0, time.Second, time.Hour)
+	if err != nil || n != 0 || !at.Equal(t0) {
+		t.Fatalf("after the delete: ticket %d at now%+v, %v; want ticket 0 at now", n, at.Sub(t0), err)
+	}
+}
