@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -226,13 +225,11 @@ func (p *ChannelPool) keep(r reservation) {
 	p.reservations = append(p.reservations, r)
 }
 
-// slotRetryAfter is the Retry-After of a call whose slot is d away: d in whole seconds, rounded
-// up, at least one.
-// A distance within a second of the largest Duration is returned as it is (rounding up would
-// overflow into a negative).
+// slotRetryAfter is the Retry-After of a call whose slot is d away: d in whole seconds (HTTP's
+// unit), rounded down, at least one. Rounded down, a caller that comes back then is at most a
+// second early, and its call waits the rest (the wait is a ledger); rounded up, it would come back
+// up to a second late, past the slot's grace at ledgers under 2 s, and the slot would be dropped
+// (TestCallerBackAtRetryAfterMeetsItsSlot).
 func slotRetryAfter(d time.Duration) time.Duration {
-	if d > math.MaxInt64-time.Second {
-		return d
-	}
-	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
+	return max(time.Second, d.Truncate(time.Second))
 }

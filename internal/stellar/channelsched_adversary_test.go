@@ -41,11 +41,13 @@ func TestCalendarFarAheadNeverAnswersAFalseRetryAfter(t *testing.T) {
 	}
 }
 
-// slotRetryAfter never overflows into a Retry-After shorter than the slot's distance.
-func TestSlotRetryAfterIsNeverShorterThanTheSlot(t *testing.T) {
-	for _, d := range []time.Duration{0, time.Millisecond, 1500 * time.Millisecond, time.Hour, math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 - time.Second/2} {
-		if got := slotRetryAfter(d); got < d || got < time.Second {
-			t.Errorf("slotRetryAfter(%v) = %v, shorter than the slot", d, got)
+// slotRetryAfter is never later than the slot nor more than a second before it (at least a
+// second), whatever the distance, the largest Duration included (no overflow).
+func TestSlotRetryAfterIsWithinASecondBeforeTheSlot(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Millisecond, 1500 * time.Millisecond, 2 * time.Second, time.Hour, math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 - time.Second/2} {
+		got := slotRetryAfter(d)
+		if got <= 0 || d >= time.Second && (got > d || got <= d-time.Second) || d < time.Second && got != time.Second {
+			t.Errorf("slotRetryAfter(%v) = %v, want within a second before the slot, at least 1 s", d, got)
 		}
 	}
 }
@@ -88,5 +90,51 @@ func TestKeptSlotSurvivesAShorterChannelList(t *testing.T) {
 	}
 	if want := all[7%4].Address(); lease.account != want {
 		t.Errorf("leased %s, want ticket 7's channel among 4: %s", lease.account, want)
+	}
+}
+
+// A caller answered CHANNELS_BUSY that comes back after exactly its Retry-After is served by the
+// slot its process kept, and books nothing: the Retry-After is the slot's time. HTTP's
+// Retry-After is whole seconds; rounded up, the caller comes back up to a second after its slot,
+// past the slot's grace (half a ledger) at 1 s ledgers, and the slot is dropped: it books at the
+// end of the queue and is answered busy again, every time (at 1 s ledgers the run of
+// TestMixedDeploymentsBoundWritesAndStarveNoOne leased 16 channel-ledgers of 96). Rounded down,
+// it comes back within a second before its slot, which the call's wait (a ledger) covers.
+func TestCallerBackAtRetryAfterMeetsItsSlot(t *testing.T) {
+	for _, interval := range []time.Duration{time.Second, 5 * time.Second} {
+		clock := vclock.New(time.Unix(1_800_000_000, 0))
+		start := clock.Now()
+		spacing := interval / 4
+		tickets := &memTickets{next: 9, nextAt: start.Add(2*interval + 300*time.Millisecond)}
+		leases := &memLeases{}
+		keys, chans, pool := scheduledPool(t, clock, leases, tickets, 4)
+		pool.cfg.LedgerInterval = func() time.Duration { return interval }
+		ctx := context.Background()
+		terms := func() leaseTerms {
+			now := clock.Now()
+			return leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second)}
+		}
+		_, err := pool.acquire(ctx, keys, terms())
+		var ue *transfer.UnavailableError
+		if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+			t.Fatalf("%v ledgers: first call %v, want CHANNELS_BUSY", interval, err)
+		}
+		// Other processes queue behind it meanwhile.
+		for range 8 {
+			if _, _, err := tickets.TakeTicket(ctx, clock.Now(), spacing, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = clock.Sleep(ctx, ue.RetryAfter)
+		lease, err := pool.acquire(ctx, keys, terms())
+		if err != nil {
+			t.Fatalf("%v ledgers: the call back after Retry-After %v: %v, want its kept slot's lease", interval, ue.RetryAfter, err)
+		}
+		if want := chans[9%4].Address(); lease.account != want {
+			t.Errorf("%v ledgers: leased %s, want ticket 9's channel %s", interval, lease.account, want)
+		}
+		if st := pool.Stats(); st.Tickets != 1 || st.Reused != 1 {
+			t.Errorf("%v ledgers: stats %+v, want one booking and its slot reused", interval, st)
+		}
 	}
 }
