@@ -189,10 +189,9 @@ func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
 	}
 	point := lastClose.Add(time.Duration(float64(interval) * releaseOffset))
 	if !at.After(point) {
-		for point.Sub(at) >= interval {
-			point = point.Add(-interval)
-		}
-		return point
+		// lastClose ahead of at (the network's close times run ahead of this clock): back by
+		// whole intervals, in one step however far.
+		return point.Add(-(point.Sub(at) / interval) * interval)
 	}
 	k := (at.Sub(point) + interval - 1) / interval
 	return point.Add(k * interval)

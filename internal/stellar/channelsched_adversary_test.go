@@ -138,3 +138,16 @@ func TestCallerBackAtRetryAfterMeetsItsSlot(t *testing.T) {
 		}
 	}
 }
+
+// alignToLedger is the first point 0.6 into a ledger at or after the slot, however far the
+// latest close reads ahead of this process's clock (a network close time years off, read from a
+// misconfigured node, steps back in one go rather than a ledger at a time).
+func TestAlignToLedgerWithACloseFarAhead(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	for _, ahead := range []time.Duration{0, 3 * time.Second, time.Hour, 10 * 365 * 24 * time.Hour} {
+		got := alignToLedger(at, at.Add(ahead), 5*time.Second)
+		if got.Before(at) || got.Sub(at) >= 5*time.Second || (got.Sub(at.Add(ahead))-3*time.Second)%(5*time.Second) != 0 {
+			t.Errorf("close %v ahead: aligned to at%+v, want the first point 3 s into a ledger at or after at", ahead, got.Sub(at))
+		}
+	}
+}
