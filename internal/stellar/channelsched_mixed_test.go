@@ -19,6 +19,9 @@ type procSpec struct {
 	count    int
 	estimate time.Duration
 	tickets  TicketStore
+	// callers is how many concurrent callers the process serves (SubmitterFunction's batch, a
+	// long-running process); 0 means one.
+	callers int
 }
 
 // mixedRun is what runMixed saw.
@@ -63,63 +66,64 @@ func runMixed(t *testing.T, procs []procSpec, interval, hold time.Duration, ledg
 		if tickets == nil {
 			tickets = shared
 		}
-		pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Tickets: tickets, Count: spec.count, Clock: clock,
+		pool, err := NewChannelPool(ChannelPoolConfig{Leases: perCallLeases{leases}, Tickets: tickets, Count: spec.count, Clock: clock,
 			LedgerInterval: func() time.Duration { return spec.estimate }})
 		if err != nil {
 			t.Fatal(err)
 		}
-		clock.Go(&wg, func() {
-			lastLease := clock.Now()
-			for clock.Now().Before(end) {
-				now := clock.Now()
-				before := pool.Stats()
-				lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(25 * time.Second), maxTime: now.Add(20 * time.Second), ledgerClose: lastClose(now)})
-				after := pool.Stats()
-				w := int((after.Leases - before.Leases) + (after.Collisions - before.Collisions))
-				mu.Lock()
-				run.calls++
-				run.writes += w
-				run.maxWrites = max(run.maxWrites, w)
-				if spec.tickets == nil {
-					run.scheduledWrites = max(run.scheduledWrites, w)
-				}
-				mu.Unlock()
-				var ue *transfer.UnavailableError
-				if errors.As(err, &ue) && ue.Code == CodeChannelsBusy {
+		for range max(spec.callers, 1) {
+			clock.Go(&wg, func() {
+				lastLease := clock.Now()
+				for clock.Now().Before(end) {
+					now := clock.Now()
+					cw := &callWrites{}
+					lease, err := pool.acquire(context.WithValue(ctx, callWritesKey{}, cw), keys, leaseTerms{until: now.Add(25 * time.Second), maxTime: now.Add(20 * time.Second), ledgerClose: lastClose(now)})
+					w := cw.n
 					mu.Lock()
-					run.busy++
-					if ue.RetryAfter <= 0 || ue.RetryAfter > time.Duration(calendarHorizon+2)*max(interval, spec.estimate) {
-						errs = append(errs, fmt.Errorf("process %d: CHANNELS_BUSY with Retry-After %v", i, ue.RetryAfter))
+					run.calls++
+					run.writes += w
+					run.maxWrites = max(run.maxWrites, w)
+					if spec.tickets == nil {
+						run.scheduledWrites = max(run.scheduledWrites, w)
 					}
 					mu.Unlock()
-					_ = clock.Sleep(ctx, ue.RetryAfter)
-					continue
-				}
-				if err != nil {
+					var ue *transfer.UnavailableError
+					if errors.As(err, &ue) && ue.Code == CodeChannelsBusy {
+						mu.Lock()
+						run.busy++
+						if ue.RetryAfter <= 0 || ue.RetryAfter > time.Duration(calendarHorizon+2)*max(interval, spec.estimate) {
+							errs = append(errs, fmt.Errorf("process %d: CHANNELS_BUSY with Retry-After %v", i, ue.RetryAfter))
+						}
+						mu.Unlock()
+						_ = clock.Sleep(ctx, ue.RetryAfter)
+						continue
+					}
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+						return
+					}
+					leasedAt := clock.Now()
 					mu.Lock()
-					errs = append(errs, err)
+					if h, ok := holders[lease.account]; ok {
+						errs = append(errs, fmt.Errorf("channel %s leased by %s while %s holds it", lease.account, lease.owner, h))
+					}
+					holders[lease.account] = lease.owner
+					run.leases++
+					run.perProc[i]++
+					run.maxGap = max(run.maxGap, leasedAt.Sub(lastLease))
 					mu.Unlock()
-					return
+					lastLease = leasedAt
+					closeAt := lastClose(leasedAt).Add(interval)
+					_ = clock.Sleep(ctx, closeAt.Add(hold).Sub(leasedAt))
+					mu.Lock()
+					delete(holders, lease.account)
+					mu.Unlock()
+					pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
 				}
-				leasedAt := clock.Now()
-				mu.Lock()
-				if h, ok := holders[lease.account]; ok {
-					errs = append(errs, fmt.Errorf("channel %s leased by %s while %s holds it", lease.account, lease.owner, h))
-				}
-				holders[lease.account] = lease.owner
-				run.leases++
-				run.perProc[i]++
-				run.maxGap = max(run.maxGap, leasedAt.Sub(lastLease))
-				mu.Unlock()
-				lastLease = leasedAt
-				closeAt := lastClose(leasedAt).Add(interval)
-				_ = clock.Sleep(ctx, closeAt.Add(hold).Sub(leasedAt))
-				mu.Lock()
-				delete(holders, lease.account)
-				mu.Unlock()
-				pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
-			}
-		})
+			})
+		}
 	}
 	release()
 	wg.Wait()
@@ -127,6 +131,22 @@ func runMixed(t *testing.T, procs []procSpec, interval, hold time.Duration, ledg
 		t.Error(err)
 	}
 	return run
+}
+
+// callWrites counts the lease writes made with a call's context.
+type callWrites struct{ n int }
+
+type callWritesKey struct{}
+
+// perCallLeases counts each LeaseChannel in the callWrites of its context: one pool's concurrent
+// calls share its stats.
+type perCallLeases struct{ LeaseStore }
+
+func (l perCallLeases) LeaseChannel(ctx context.Context, channel, owner string, now, until, maxTime, ledgerClose time.Time) error {
+	if c, ok := ctx.Value(callWritesKey{}).(*callWrites); ok {
+		c.n++
+	}
+	return l.LeaseStore.LeaseChannel(ctx, channel, owner, now, until, maxTime, ledgerClose)
 }
 
 func (r mixedRun) String() string {
@@ -164,6 +184,7 @@ func TestMixedDeploymentsBoundWritesAndStarveNoOne(t *testing.T) {
 		{"CHANNEL_COUNT 16 and 4 deployed side by side", append(repeat(8, procSpec{count: 16, estimate: five}), repeat(8, procSpec{count: 4, estimate: five})...), five, 2 * time.Second, 3},
 		{"estimates of 5 s and 1 s on 5 s ledgers", append(repeat(8, procSpec{count: 4, estimate: five}), repeat(8, procSpec{count: 4, estimate: time.Second})...), five, 2 * time.Second, 1},
 		{"calendar failing for half the processes", append(repeat(8, procSpec{count: 4, estimate: five}), repeat(8, procSpec{count: 4, estimate: five, tickets: failing})...), five, 2 * time.Second, 0},
+		{"4 processes of 8 concurrent callers each (kept slots shared by a process's calls)", repeat(4, procSpec{count: 4, estimate: five, callers: 8}), five, 2 * time.Second, 5},
 		{"1 s ledgers, released 0.4 s after the close", repeat(16, procSpec{count: 4, estimate: time.Second}), time.Second, 400 * time.Millisecond, 5},
 		{"1 s ledgers, released 1.5 s after the close", repeat(16, procSpec{count: 4, estimate: time.Second}), time.Second, 1500 * time.Millisecond, 2},
 	}
