@@ -347,6 +347,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			}
 			p.unhold(ch.Address())
 			if !errors.Is(err, transfer.ErrConditionFailed) {
+				p.dropLost(ctx, ch.Address(), owner)
 				return sourceLease{}, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
 					Detail: "the channel lease store is unavailable; nothing was submitted",
 					Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}

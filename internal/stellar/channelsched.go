@@ -151,6 +151,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		}
 		p.unhold(ch.Address())
 		if !errors.Is(err, transfer.ErrConditionFailed) {
+			p.dropLost(ctx, ch.Address(), owner)
 			return sourceLease{}, true, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
 				Detail: "the channel lease store is unavailable; nothing was submitted",
 				Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
@@ -231,4 +232,15 @@ func (p *ChannelPool) keep(r reservation) {
 // (TestCallerBackAtRetryAfterMeetsItsSlot).
 func slotRetryAfter(d time.Duration) time.Duration {
 	return max(time.Second, d.Truncate(time.Second))
+}
+
+// dropLost releases the lease owner may hold on channel after a lease write that failed other
+// than by its condition (throttled, timed out, its answer lost): the write may have applied, and
+// the lease, which no envelope will ever use, would keep the channel until a ledger closed after
+// its maxTime. The release is conditional on owner, unique to this attempt, so it deletes nothing
+// when the write did not apply; when it fails too, the lease still ends as it would have.
+func (p *ChannelPool) dropLost(ctx context.Context, channel, owner string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = p.cfg.Leases.ReleaseChannel(rctx, channel, owner)
 }

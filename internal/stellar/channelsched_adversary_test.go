@@ -151,3 +151,40 @@ func TestAlignToLedgerWithACloseFarAhead(t *testing.T) {
 		}
 	}
 }
+
+// lostLeaseAnswers applies every lease and then reports an error that is no failed condition (a
+// timeout: the answer lost after the write applied).
+type lostLeaseAnswers struct{ *memLeases }
+
+func (l lostLeaseAnswers) LeaseChannel(ctx context.Context, channel, owner string, now, until, maxTime, ledgerClose time.Time) error {
+	if err := l.memLeases.LeaseChannel(ctx, channel, owner, now, until, maxTime, ledgerClose); err != nil {
+		return err
+	}
+	return errors.New("read tcp: i/o timeout (the lease applied, its answer lost)")
+}
+
+// A lease write whose answer is lost (the SDK gave up after it applied) is answered
+// STORE_UNAVAILABLE, nothing submitted, and that is true: no envelope was built. The lease it
+// may have written names an owner nobody will use, and would keep the channel from every slot
+// until a ledger closed after its maxTime; the call releases it (a conditional delete on its own
+// owner, a no-op when the write did not apply), on the calendar and off it.
+func TestLostLeaseAnswerLeavesNoChannelHeld(t *testing.T) {
+	for _, scheduled := range []bool{true, false} {
+		clock := vclock.New(time.Unix(1_800_000_000, 0))
+		start := clock.Now()
+		leases := &memLeases{}
+		var tickets TicketStore = &memTickets{}
+		if !scheduled {
+			tickets = nil
+		}
+		keys, _, pool := scheduledPool(t, clock, lostLeaseAnswers{leases}, tickets, 2)
+		_, err := pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(60 * time.Second), ledgerClose: start})
+		var ue *transfer.UnavailableError
+		if !errors.As(err, &ue) || ue.Code != transfer.CodeStoreUnavailable {
+			t.Fatalf("scheduled %v: %v, want STORE_UNAVAILABLE", scheduled, err)
+		}
+		if n := leases.leased(); n != 0 {
+			t.Errorf("scheduled %v: %d channels left leased by a call that submitted nothing, want 0", scheduled, n)
+		}
+	}
+}
