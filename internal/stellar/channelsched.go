@@ -74,7 +74,10 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 	// A slot left unused this long after its time is dropped: by then the channel's next slot,
 	// an interval later, is near, and leasing it late would meet that slot's caller.
 	grace := interval / 2
-	horizon := calendarHorizon * interval
+	// In default ledgers at the least, so that processes whose estimates differ (one just started
+	// at the default, one that has seen 1 s ledgers) agree on it and do not restart each other's
+	// queue.
+	horizon := calendarHorizon * max(interval, DefaultLedgerInterval)
 	taken := map[string]bool{}
 	writes := 0
 	for {
@@ -165,10 +168,10 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 	}
 }
 
-// calendarHorizon is how many ledger intervals ahead of now the calendar may run before it is
-// taken as stale and restarted at now (TakeTicket's horizon): twice the queue of the heaviest
-// overload measured (16 callers per channel, one environment each: 16 intervals of slots;
-// README, "Overload"). A calendar left further ahead by slots nobody will use
+// calendarHorizon is how many ledger intervals (of 5 s at the least) ahead of now the calendar
+// may run before it is taken as stale and restarted at now (TakeTicket's horizon): twice the
+// queue of the heaviest overload measured (16 callers per channel, one environment each: 16
+// intervals of slots; README, "Overload"). A calendar left further ahead by slots nobody will use
 // (environments reaped while keeping them, an operator's edit, a fast clock) answers callers
 // CHANNELS_BUSY for at most this long instead of until real time catches up with it.
 const calendarHorizon = 32
