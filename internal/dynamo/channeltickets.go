@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"strconv"
 	"time"
 
@@ -55,23 +56,34 @@ const ticketAttempts = 4
 //     ReturnValues UPDATED_NEW: the ticket is next - 1, its time now. Two requests, the first a
 //     failed condition.
 //
+// A calendar more than horizon ahead of now (horizon > 0) counts as fallen behind: the restart
+// takes it, and the queued write's condition is `nextAt BETWEEN :now AND :now + :horizon`. Slots
+// that far ahead are no caller's turn any more (an operator's edit, a process whose clock runs
+// fast, an overload's slots kept by environments Lambda has since reaped); left alone, they
+// would answer every caller CHANNELS_BUSY until real time caught up with them, every channel
+// idle. Restarting over slots some process still keeps costs at most their failed lease writes
+// (the lease's condition decides), never a transfer.
+//
 // Neither write is idempotent, and neither needs to be: a ticket only schedules an attempt (the
 // lease's own conditional write still decides who holds a channel), so a write the SDK retries
 // after its answer was lost books one slot nobody uses, and the channel of that slot stays idle
 // for one slot; nothing else changes. The item is about 60 bytes: one write capacity unit per
 // booking, far below a partition's 1,000 per second (the API's throttling caps bookings at twice
 // the channels per ledger, 52/s at 128 channels).
-func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing time.Duration) (n int64, at time.Time, err error) {
+func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing, horizon time.Duration) (n int64, at time.Time, err error) {
 	tc, ok := c.client.(TicketClient)
 	if !ok {
 		return 0, time.Time{}, ErrNoTickets
 	}
-	if spacing <= 0 {
-		spacing = time.Millisecond
-	}
-	nowMs, step := epochMillis(now), spacing.Milliseconds()
-	if step < 1 {
-		step = 1
+	// The item keeps milliseconds: spacing is rounded up, never down, so that the slots of one
+	// channel (every channels-th ticket) stay at least an interval apart (1 s ledgers over 128
+	// channels give 7.8125 ms; rounded down, a round of slots would span 896 ms).
+	nowMs, step := epochMillis(now), max(1, (spacing+time.Millisecond-1).Milliseconds())
+	// A calendar more than horizon ahead of now is stale (see above) and restarted: bounded in
+	// milliseconds so that :now + :horizon cannot overflow.
+	aheadMs := int64(-1)
+	if horizon > 0 {
+		aheadMs = min(horizon, 100*365*24*time.Hour).Milliseconds()
 	}
 	// The order of the two writes follows this process's last booking: after a restart (light
 	// load: the calendar behind now) the restart is tried first, one request instead of two;
@@ -81,7 +93,7 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 	for range ticketAttempts {
 		if restartFirst {
 			restartFirst = false
-			n, ok, err := c.restart(ctx, tc, nowMs, step)
+			n, ok, err := c.restart(ctx, tc, nowMs, step, aheadMs)
 			if err != nil {
 				return 0, time.Time{}, err
 			}
@@ -92,7 +104,7 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 		out, err := c.update(ctx, tc,
 			expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
 				Set(expression.Name(AttrTicketNextAt), expression.Name(AttrTicketNextAt).Plus(expression.Value(step))),
-			expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs)), types.ReturnValueUpdatedOld)
+			queuedCondition(nowMs, aheadMs), types.ReturnValueUpdatedOld)
 		if err == nil {
 			next, nextAt, perr := ticketAttrs(out.Attributes)
 			if perr != nil {
@@ -104,7 +116,7 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 		if !conditionFailed(err) {
 			return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %w", err)
 		}
-		n, ok, err := c.restart(ctx, tc, nowMs, step)
+		n, ok, err := c.restart(ctx, tc, nowMs, step, aheadMs)
 		if err != nil {
 			return 0, time.Time{}, err
 		}
@@ -116,14 +128,27 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing t
 	return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %d attempts lost to concurrent bookings", ticketAttempts)
 }
 
-// restart books ticket next at now on a calendar that has fallen behind now; ok is false when
-// it has not (the condition failed).
-func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, step int64) (n int64, ok bool, err error) {
+// queuedCondition is the condition of a booking queued on the calendar: nextAt at or after now,
+// and (aheadMs >= 0) at most aheadMs after it.
+func queuedCondition(nowMs, aheadMs int64) expression.ConditionBuilder {
+	if aheadMs < 0 {
+		return expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs))
+	}
+	return expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs)).
+		And(expression.Name(AttrTicketNextAt).LessThanEqual(expression.Value(nowMs + aheadMs)))
+}
+
+// restart books ticket next at now on a calendar that has fallen behind now, or (aheadMs >= 0)
+// run more than aheadMs ahead of it; ok is false when it has not (the condition failed).
+func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, step, aheadMs int64) (n int64, ok bool, err error) {
+	stale := expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(expression.Value(nowMs)))
+	if aheadMs >= 0 {
+		stale = stale.Or(expression.Name(AttrTicketNextAt).GreaterThan(expression.Value(nowMs + aheadMs)))
+	}
 	out, err := c.update(ctx, tc,
 		expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
 			Set(expression.Name(AttrTicketNextAt), expression.Value(nowMs+step)),
-		expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(expression.Value(nowMs))),
-		types.ReturnValueUpdatedNew)
+		stale, types.ReturnValueUpdatedNew)
 	if err != nil {
 		if conditionFailed(err) {
 			return 0, false, nil
@@ -135,6 +160,9 @@ func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, ste
 		return 0, false, err
 	}
 	c.restarted.Store(true)
+	if next == 0 { // wrapped (ticketNumber)
+		next = ticketWrap.Int64()
+	}
 	return next - 1, true, nil
 }
 
@@ -153,19 +181,47 @@ func (c *ChannelLeases) update(ctx context.Context, tc TicketClient, upd express
 // ticketAttrs reads next and nextAt from an UpdateItem answer; nextAt is 0 when absent (an
 // UPDATED_NEW answer of a restart carries it, an UPDATED_OLD one always does).
 func ticketAttrs(m map[string]types.AttributeValue) (next, nextAt int64, err error) {
-	get := func(name string, required bool) (int64, error) {
+	get := func(name string, required bool) (string, error) {
 		v, ok := m[name].(*types.AttributeValueMemberN)
 		if !ok {
 			if required {
-				return 0, fmt.Errorf("dynamo: channel ticket answer lacks %s", name)
+				return "", fmt.Errorf("dynamo: channel ticket answer lacks %s", name)
 			}
-			return 0, nil
+			return "0", nil
 		}
-		return strconv.ParseInt(v.Value, 10, 64)
+		return v.Value, nil
 	}
-	if next, err = get(AttrTicketNext, true); err != nil {
+	s, err := get(AttrTicketNext, true)
+	if err != nil {
 		return 0, 0, err
 	}
-	nextAt, err = get(AttrTicketNextAt, false)
-	return next, nextAt, err
+	if next, err = ticketNumber(s); err != nil {
+		return 0, 0, err
+	}
+	if s, err = get(AttrTicketNextAt, false); err != nil {
+		return 0, 0, err
+	}
+	if nextAt, err = strconv.ParseInt(s, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("dynamo: channel calendar time %q: %w", s, err)
+	}
+	return next, nextAt, nil
+}
+
+// ticketWrap is where ticket numbers past int64 wrap around (2^62).
+var ticketWrap = new(big.Int).Lsh(big.NewInt(1), 62)
+
+// ticketNumber reads a ticket number. DynamoDB keeps 38 digits, so a number past int64 (an
+// operator's edit; bookings alone would take billions of years) is taken modulo 2^62 rather than
+// failing every booking from then on: a ticket only picks a channel (n mod channels), and the
+// wrap costs at most one slot on a channel that another slot also names.
+func ticketNumber(s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return 0, fmt.Errorf("dynamo: channel ticket number %q is no number", s)
+	}
+	n := new(big.Int).Quo(r.Num(), r.Denom())
+	return n.Mod(n, ticketWrap).Int64(), nil
 }

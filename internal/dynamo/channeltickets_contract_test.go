@@ -70,7 +70,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		}
 		var got []booking
 		for _, now := range []time.Time{t0, t0, t0.Add(time.Second), t0.Add(time.Minute), t0.Add(time.Minute)} {
-			n, at, err := l.TakeTicket(ctx, now, spacing)
+			n, at, err := l.TakeTicket(ctx, now, spacing, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		l := dynamo.NewChannelLeases(counting, table)
 		// Under load: the calendar ahead of now, queued on.
 		for i := range 4 {
-			if _, _, err := l.TakeTicket(ctx, t0, spacing); err != nil {
+			if _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err != nil {
 				t.Fatal(err)
 			}
 			if i == 1 {
@@ -111,7 +111,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		// Light load: every booking finds the calendar behind now, restarted first.
 		counting.Reset()
 		for i := range 3 {
-			if _, at, err := l.TakeTicket(ctx, t0.Add(time.Duration(i+1)*time.Minute), spacing); err != nil || !at.Equal(t0.Add(time.Duration(i+1)*time.Minute)) {
+			if _, at, err := l.TakeTicket(ctx, t0.Add(time.Duration(i+1)*time.Minute), spacing, 0); err != nil || !at.Equal(t0.Add(time.Duration(i+1)*time.Minute)) {
 				t.Fatalf("idle booking %d: %v, %v", i, at, err)
 			}
 		}
@@ -131,7 +131,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		for range 8 {
 			wg.Go(func() {
 				for range 5 {
-					n, at, err := l.TakeTicket(ctx, t0, spacing)
+					n, at, err := l.TakeTicket(ctx, t0, spacing, 0)
 					if err != nil {
 						t.Error(err)
 						return
@@ -158,11 +158,11 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 	t.Run("a booking whose answer was lost skips a ticket and nothing else", func(t *testing.T) {
 		_, client, table := newCalendar(t)
 		l := dynamo.NewChannelLeases(&lostAnswers{API: client, n: 1}, table)
-		if _, _, err := l.TakeTicket(ctx, t0, spacing); err == nil {
+		if _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err == nil {
 			t.Fatal("a lost answer reported success")
 		}
 		// The caller (or the SDK) books again: the applied booking is skipped, never handed out twice.
-		n, at, err := l.TakeTicket(ctx, t0, spacing)
+		n, at, err := l.TakeTicket(ctx, t0, spacing, 0)
 		if err != nil || n != 1 || !at.Equal(t0.Add(spacing)) {
 			t.Fatalf("after a lost answer: %d at %v, %v; want ticket 1 one spacing after now", n, at.Sub(t0), err)
 		}
@@ -171,7 +171,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 	t.Run("a client without UpdateItem has no calendar", func(t *testing.T) {
 		_, client, table := newCalendar(t)
 		l := dynamo.NewChannelLeases(withoutUpdate{client}, table)
-		if _, _, err := l.TakeTicket(ctx, t0, spacing); !errors.Is(err, dynamo.ErrNoTickets) {
+		if _, _, err := l.TakeTicket(ctx, t0, spacing, 0); !errors.Is(err, dynamo.ErrNoTickets) {
 			t.Fatalf("TakeTicket = %v, want ErrNoTickets", err)
 		}
 	})

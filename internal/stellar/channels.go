@@ -76,8 +76,9 @@ type ChannelPoolConfig struct {
 type TicketStore interface {
 	// TakeTicket books the next slot: ticket number n (consecutive across every process, but a
 	// number may be skipped) and the time at which it may lease, spacing after the previous
-	// slot's time and never before now.
-	TakeTicket(ctx context.Context, now time.Time, spacing time.Duration) (n int64, at time.Time, err error)
+	// slot's time and never before now. A calendar more than horizon ahead of now is stale and
+	// restarted at now, so no slot is ever booked more than horizon ahead.
+	TakeTicket(ctx context.Context, now time.Time, spacing, horizon time.Duration) (n int64, at time.Time, err error)
 }
 
 // DefaultLedgerInterval is the ledger interval assumed when none is configured: the domain's
@@ -346,6 +347,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			}
 			p.unhold(ch.Address())
 			if !errors.Is(err, transfer.ErrConditionFailed) {
+				p.dropLost(ctx, ch.Address(), owner)
 				return sourceLease{}, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
 					Detail: "the channel lease store is unavailable; nothing was submitted",
 					Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}

@@ -48,16 +48,20 @@ import (
 // who holds a channel: quarantine, one envelope per channel, lost answers), and degrades to the
 // unscheduled pool when the calendar fails.
 
-// reservation is a calendar slot: ticket n's channel and time.
+// reservation is a calendar slot: ticket n and its time. Its channel is n mod the channels of
+// the call that uses it (ticketChannel), not of the one that booked it: with CHANNEL_COUNT 0 the
+// list is the secret's, which may change between the two.
 type reservation struct {
-	n       int64
-	at      time.Time
-	channel int // index into the pool's channels
+	n  int64
+	at time.Time
 }
+
+// ticketChannel is the index of ticket n's channel among count channels.
+func ticketChannel(n int64, count int) int { return int(uint64(n) % uint64(count)) }
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
 // could not book a slot (an error other than a failed condition: throttled, unavailable, its
-// answer lost): acquire then leases unscheduled, so a calendar outage costs the old collisions,
+// answer lost) or booked one beyond the horizon: acquire then leases unscheduled, so a calendar outage costs the old collisions,
 // not transfers.
 // A call makes at most TriesPerRound lease writes: a slot whose channel is still held (its
 // transfer not settled yet, its envelope in quarantine, or its holder dead with the lease not
@@ -70,6 +74,10 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 	// A slot left unused this long after its time is dropped: by then the channel's next slot,
 	// an interval later, is near, and leasing it late would meet that slot's caller.
 	grace := interval / 2
+	// In default ledgers at the least, so that processes whose estimates differ (one just started
+	// at the default, one that has seen 1 s ledgers) agree on it and do not restart each other's
+	// queue.
+	horizon := calendarHorizon * max(interval, DefaultLedgerInterval)
 	taken := map[string]bool{}
 	writes := 0
 	for {
@@ -78,7 +86,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		if ok {
 			p.reused.Add(1)
 		} else {
-			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing)
+			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
 			if err != nil {
 				if ctx.Err() != nil {
 					return sourceLease{}, true, ctx.Err()
@@ -86,6 +94,13 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				return sourceLease{}, false, nil
 			}
 			p.tickets.Add(1)
+			if at.Sub(now) > horizon+interval {
+				// The store bounds its calendar by the horizon (a stale calendar is restarted), so
+				// a slot beyond it (and an alignment) was booked on another clock or by a store that
+				// does not bound it: no caller's turn. Kept, it would answer every later call of the
+				// process busy, every channel idle; leasing unscheduled costs collisions at worst.
+				return sourceLease{}, false, nil
+			}
 			if at.After(now) {
 				// Queued: the slot's channel was leased an interval before (the calendar is full),
 				// so the lease waits for the point in a ledger where its transfer is released. A
@@ -93,7 +108,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				// least an interval ago, and moving it could cost the envelope a ledger.
 				at = alignToLedger(at, terms.ledgerClose, interval)
 			}
-			r = reservation{n: n, at: at, channel: int(uint64(n) % uint64(len(chans)))}
+			r = reservation{n: n, at: at}
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
 			if writes >= p.cfg.TriesPerRound {
@@ -120,7 +135,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 			}
 		}
 		now = clock.Now()
-		ch := chans[r.channel]
+		ch := chans[ticketChannel(r.n, len(chans))]
 		if !p.hold(ch.Address(), now) {
 			continue // another call of this process holds it: the next slot, without a write
 		}
@@ -139,6 +154,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		}
 		p.unhold(ch.Address())
 		if !errors.Is(err, transfer.ErrConditionFailed) {
+			p.dropLost(ctx, ch.Address(), owner)
 			return sourceLease{}, true, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
 				Detail: "the channel lease store is unavailable; nothing was submitted",
 				Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
@@ -151,6 +167,14 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		p.collisions.Add(1)
 	}
 }
+
+// calendarHorizon is how many ledger intervals (of 5 s at the least) ahead of now the calendar
+// may run before it is taken as stale and restarted at now (TakeTicket's horizon): twice the
+// queue of the heaviest overload measured (16 callers per channel, one environment each: 16
+// intervals of slots; README, "Overload"). A calendar left further ahead by slots nobody will use
+// (environments reaped while keeping them, an operator's edit, a fast clock) answers callers
+// CHANNELS_BUSY for at most this long instead of until real time catches up with it.
+const calendarHorizon = 32
 
 // releaseOffset is how far into a ledger a slot's lease is written, as a share of the interval:
 // the previous slot's transfer on the channel, sent a ledger earlier, landed at the close that
@@ -169,10 +193,9 @@ func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
 	}
 	point := lastClose.Add(time.Duration(float64(interval) * releaseOffset))
 	if !at.After(point) {
-		for point.Sub(at) >= interval {
-			point = point.Add(-interval)
-		}
-		return point
+		// lastClose ahead of at (the network's close times run ahead of this clock): back by
+		// whole intervals, in one step however far.
+		return point.Add(-(point.Sub(at) / interval) * interval)
 	}
 	k := (at.Sub(point) + interval - 1) / interval
 	return point.Add(k * interval)
@@ -205,8 +228,22 @@ func (p *ChannelPool) keep(r reservation) {
 	p.reservations = append(p.reservations, r)
 }
 
-// slotRetryAfter is the Retry-After of a call whose slot is d away: d in whole seconds, rounded
-// up, at least one.
+// slotRetryAfter is the Retry-After of a call whose slot is d away: d in whole seconds (HTTP's
+// unit), rounded down, at least one. Rounded down, a caller that comes back then is at most a
+// second early, and its call waits the rest (the wait is a ledger); rounded up, it would come back
+// up to a second late, past the slot's grace at ledgers under 2 s, and the slot would be dropped
+// (TestCallerBackAtRetryAfterMeetsItsSlot).
 func slotRetryAfter(d time.Duration) time.Duration {
-	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
+	return max(time.Second, d.Truncate(time.Second))
+}
+
+// dropLost releases the lease owner may hold on channel after a lease write that failed other
+// than by its condition (throttled, timed out, its answer lost): the write may have applied, and
+// the lease, which no envelope will ever use, would keep the channel until a ledger closed after
+// its maxTime. The release is conditional on owner, unique to this attempt, so it deletes nothing
+// when the write did not apply; when it fails too, the lease still ends as it would have.
+func (p *ChannelPool) dropLost(ctx context.Context, channel, owner string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = p.cfg.Leases.ReleaseChannel(rctx, channel, owner)
 }

@@ -29,7 +29,7 @@ type memTickets struct {
 	failFrom int
 }
 
-func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing time.Duration) (int64, time.Time, error) {
+func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing, horizon time.Duration) (int64, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
@@ -40,8 +40,8 @@ func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing time.D
 		return 0, time.Time{}, errors.New("ThrottlingException")
 	}
 	n, at := m.next, m.nextAt
-	if at.Before(now) {
-		at = now
+	if at.Before(now) || horizon > 0 && at.After(now.Add(horizon)) {
+		at = now // behind now, or stale (more than horizon ahead): restarted
 	}
 	m.next, m.nextAt = n+1, at.Add(spacing)
 	if m.lose > 0 {
