@@ -124,7 +124,7 @@ func (r *rig) decide(c *caller, it reconcile.Item) (reconcile.Request, string, b
 		return req, "careless_discard", true // must be refused: NOT_PROVEN_DEAD
 	case ch.MaxTimePassed && !ch.HistoryCovers:
 		// The ledger can no longer judge: look the hashes up in full history first.
-		for _, h := range []string{it.InnerHash, it.OuterHash} {
+		for _, h := range viewHashes(it) {
 			if tx, ok := r.net.Transaction(h); h != "" && ok {
 				if tx.Status != string(transfer.LookupSuccess) {
 					return req, "", false // failed on chain: not an operator's to force

@@ -268,9 +268,8 @@ func (l *faultyLedger) Prepare(ctx context.Context, req transfer.Request, terms 
 	if err == nil {
 		l.mu.Lock()
 		id := req.WalletAddress + "/" + req.Amount
-		l.owner[env.InnerHash] = id
-		if env.OuterHash != "" {
-			l.owner[env.OuterHash] = id
+		for _, h := range env.Hashes() {
+			l.owner[h] = id
 		}
 		l.built[id]++
 		if l.built[id] > 1 {

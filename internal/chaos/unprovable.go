@@ -47,7 +47,7 @@ func (r *rig) settleUnprovable(ctx context.Context) int {
 // unprovable reports whether the local network never applied env and its source account's
 // sequence number is at or past env's: no sequence-number proof can ever hold for it.
 func (r *rig) unprovable(env transfer.Envelope) bool {
-	for _, h := range []string{env.InnerHash, env.OuterHash} {
+	for _, h := range env.Hashes() {
 		if _, ok := r.net.Transaction(h); h != "" && ok {
 			return false
 		}

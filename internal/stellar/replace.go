@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -85,7 +86,7 @@ func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: old.InnerTransaction(), FeeAccount: fee.Address(), BaseFee: rate})
+	fb, err := rewrap(old, fee.Address(), rate*shape.slots+shape.resourceFee)
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the replacement fee bump: %w", err)
 	}
@@ -118,6 +119,45 @@ func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (
 	// before the send, so a replacement that is never sent only makes the check stricter.
 	c.guard.noteFee(env.Channel, env.InnerHash, next.FeeStroops)
 	return next, nil
+}
+
+// rewrap returns old's signed inner transaction in a new, unsigned fee bump paid by feeAccount,
+// whose fee is maxFee stroops (the rate per operation slot times the slots, plus the inner
+// transaction's declared resource fee). It is built on the XDR because
+// txnbuild.NewFeeBumpTransaction requires the rate per slot to reach the inner transaction's fee
+// per operation, which for a Soroban call includes its declared resource fee: a contract call
+// could then never be replaced at 10x its inclusion fee. stellar-core compares inclusion fees
+// only, the resource fee left out (src/transactions/FeeBumpTransactionFrame.cpp,
+// FeeBumpTransactionFrame::commonValidPreSeqNum: the fee bump's inclusion fee against the inner
+// transaction's, each per minimum inclusion fee).
+func rewrap(old *txnbuild.FeeBumpTransaction, feeAccount string, maxFee int64) (*txnbuild.FeeBumpTransaction, error) {
+	if maxFee <= 0 {
+		return nil, fmt.Errorf("fee %d stroops", maxFee)
+	}
+	e := old.ToXDR()
+	if e.FeeBump == nil {
+		return nil, fmt.Errorf("the envelope is a %s, not a fee bump", e.Type)
+	}
+	var src xdr.MuxedAccount
+	if err := src.SetAddress(feeAccount); err != nil {
+		return nil, fmt.Errorf("fee account: %w", err)
+	}
+	next := xdr.TransactionEnvelope{Type: xdr.EnvelopeTypeEnvelopeTypeTxFeeBump, FeeBump: &xdr.FeeBumpTransactionEnvelope{
+		Tx: xdr.FeeBumpTransaction{FeeSource: src, Fee: xdr.Int64(maxFee), InnerTx: e.FeeBump.Tx.InnerTx, Ext: e.FeeBump.Tx.Ext},
+	}}
+	b64, err := xdr.MarshalBase64(next)
+	if err != nil {
+		return nil, err
+	}
+	gen, err := txnbuild.TransactionFromXDR(b64)
+	if err != nil {
+		return nil, err
+	}
+	fb, ok := gen.FeeBump()
+	if !ok {
+		return nil, fmt.Errorf("the rewrapped envelope is not a fee bump")
+	}
+	return fb, nil
 }
 
 // surgePriced reports whether lane's recent ledgers were surge priced: the fee the network last
