@@ -51,16 +51,21 @@ func (w *ledgerWait) waitFor(seq uint32) {
 
 // firstAfterSend is the first ledger worth looking for an envelope sent at `at`, when the latest
 // ledger the network showed was latest: the one after it, or later if the cadence expects some
-// to have closed unseen before the send (the visibility lag can exceed the interval). A ledger
-// that closed more than a second before the send was nominated without the envelope. Only when
-// to look depends on it: a Lookup searches the whole history, so a wrong guess costs a ledger
-// of latency, never a missed transaction.
+// to have closed unseen before the send (the visibility lag can exceed the interval). Only when
+// to look depends on it: a Lookup searches the whole history, so a wrong guess never misses a
+// transaction, but the costs are lopsided. A guess too early costs one Lookup (it shows the
+// ledgers up to the latest closed without the envelope, and the target moves past them); a
+// guess too late sleeps through the envelope's ledger, a whole interval of latency. So the
+// guess counts only the ledgers that surely closed before the send: those that closed more than
+// a second before it (they were nominated without the envelope), where the latest's close was
+// up to a second after its close time (whole seconds, truncated), and each ledger after it took
+// the high end of the recent gaps (LatestGap), not their median.
 func (w *ledgerWait) firstAfterSend(latest LedgerInfo, at time.Time) uint32 {
 	next := latest.Sequence + 1
 	if latest.Sequence == 0 || latest.CloseTime.IsZero() {
 		return next
 	}
-	if k := (at.Sub(latest.CloseTime) - time.Second) / w.c.Interval(); k > 0 {
+	if k := (at.Sub(latest.CloseTime) - 2*time.Second) / w.c.LatestGap(); k > 0 {
 		next += uint32(min(k, 10))
 	}
 	return next
@@ -91,7 +96,7 @@ func (o *Orchestrator) due(a *attempt, w *ledgerWait) bool {
 	if scheduled {
 		// The target was visible at the first read at its predicted time: the prediction may be
 		// late (or exact; the two look alike, so a calibrated estimate costs a probe or two).
-		w.c.Late()
+		w.c.Late(o.Clock.Now())
 	}
 	return true
 }

@@ -49,7 +49,7 @@ func TestCadenceLearnsIntervalAndLag(t *testing.T) {
 	}
 	// A wait that finds its ledger already visible walks the estimate down.
 	for range 40 {
-		c.Late()
+		c.Late(last.Add(6*time.Second + 2*time.Second))
 	}
 	if got := c.Lag(); got >= 1450*time.Millisecond {
 		t.Fatalf("lag %v after late arrivals, want below 1.45s", got)
