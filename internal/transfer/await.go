@@ -127,9 +127,11 @@ func (w *ledgerWait) tight() time.Duration {
 	return w.c.TightPoll()
 }
 
-// next is how long to sleep before the next read: until the target's predicted visibility, then
-// tight polls; once the target is overdue by more than a ledger interval (a stalled network or a
-// lagging reader), polls spaced an eighth of the overdue time, at most maxBackoff.
+// next is how long to sleep before the next read: until the target's earliest plausible
+// visibility (Cadence.VisibleAt), then reads two tight polls apart until its likely visibility
+// (the median gap), then tight polls; once the target is overdue by more than a ledger interval
+// past its latest plausible close (a stalled network or a lagging reader), polls spaced an eighth
+// of the overdue time, at most maxBackoff.
 func (w *ledgerWait) next(now time.Time) time.Duration {
 	if w.backoff > 0 {
 		return w.backoff
@@ -150,8 +152,15 @@ func (w *ledgerWait) next(now time.Time) time.Duration {
 		w.dueAt = now
 	}
 	tight := w.c.TightPoll()
-	if over := now.Sub(w.dueAt); over > w.c.Interval() {
+	// Overdue counts from the latest plausible close, not the earliest the wait started at.
+	if over := now.Sub(w.dueAt) - (w.c.LatestGap() - w.c.EarliestGap()); over > w.c.Interval() {
 		return min(max(tight, over/8), maxBackoff)
+	}
+	// Before the median gap would make the target visible, it is visible only if its gap was
+	// short (three ledgers in ten on pubnet): reads there are spaced two tight polls, which
+	// halves their cost for a tight poll more of latency on those ledgers alone.
+	if likely := w.c.LikelyVisibleAt(w.target); likely.After(now) {
+		return min(2*tight, likely.Sub(now))
 	}
 	return tight
 }

@@ -222,13 +222,20 @@ func (c *Cadence) Late(at time.Time) {
 // after it: waiting for the median gap would sleep past every ledger that closes early, and on
 // pubnet, where gaps run from 5 to 9 s, that is three ledgers in ten. Zero when no ledger was
 // seen, or seq is visible already.
-func (c *Cadence) VisibleAt(seq uint32) time.Time {
+func (c *Cadence) VisibleAt(seq uint32) time.Time { return c.visibleAt(seq, 10) }
+
+// LikelyVisibleAt is VisibleAt with the median gap for the next ledger (Interval) instead of the
+// earliest: before it, ledger seq is visible only if its gap was short.
+func (c *Cadence) LikelyVisibleAt(seq uint32) time.Time { return c.visibleAt(seq, 2) }
+
+// visibleAt is VisibleAt with the gapLocked quantile q for the next ledger.
+func (c *Cadence) visibleAt(seq uint32, q int) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.latest.Sequence == 0 || seq <= c.latest.Sequence {
 		return time.Time{}
 	}
 	ahead := time.Duration(seq - c.latest.Sequence - 1)
-	closes := c.latest.CloseTime.Add(c.gapLocked(10) + ahead*c.intervalLocked())
+	closes := c.latest.CloseTime.Add(c.gapLocked(q) + ahead*c.intervalLocked())
 	return closes.Add(c.lagLocked())
 }
