@@ -22,6 +22,9 @@ type ledgerWait struct {
 	scheduled bool
 	// backoff is the pause after a failed read; 0 after a good one.
 	backoff time.Duration
+	// sentAt is when the envelope was first sent, if that send says where to start looking
+	// (firstAfterSend); zero otherwise.
+	sentAt time.Time
 }
 
 // Pauses after failed reads: short first, then about a ledger.
@@ -61,6 +64,7 @@ func (w *ledgerWait) waitFor(seq uint32) {
 // up to a second after its close time (whole seconds, truncated), and each ledger after it took
 // the high end of the recent gaps (LatestGap), not their median.
 func (w *ledgerWait) firstAfterSend(latest LedgerInfo, at time.Time) uint32 {
+	w.sentAt = at
 	next := latest.Sequence + 1
 	if latest.Sequence == 0 || latest.CloseTime.IsZero() {
 		return next
@@ -69,6 +73,13 @@ func (w *ledgerWait) firstAfterSend(latest LedgerInfo, at time.Time) uint32 {
 		next += uint32(min(k, 10))
 	}
 	return next
+}
+
+// closedBeforeSend reports whether ledger l surely closed before the first send, by
+// firstAfterSend's rule: more than a second before it, counting its close up to a second after
+// its close time (whole seconds, truncated).
+func (w *ledgerWait) closedBeforeSend(l LedgerInfo) bool {
+	return !l.CloseTime.IsZero() && w.sentAt.Sub(l.CloseTime) > 2*time.Second
 }
 
 // due reports whether a Lookup is worth making now: the target may be visible. With a probe it
@@ -90,6 +101,13 @@ func (o *Orchestrator) due(a *attempt, w *ledgerWait) bool {
 		return true // the Lookup will say what it can
 	}
 	w.observe(l, o.Clock.Now())
+	if !w.sentAt.IsZero() && l.Sequence >= w.target && w.closedBeforeSend(l) {
+		// The probe shows a ledger that closed before the send (the first guess was cautious):
+		// it cannot hold the envelope, and neither can any before it. Wait for the next one
+		// rather than look up what cannot be there.
+		w.waitFor(l.Sequence + 1)
+		return false
+	}
 	if l.Sequence < w.target {
 		return false
 	}
