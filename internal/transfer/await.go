@@ -22,6 +22,9 @@ type ledgerWait struct {
 	scheduled bool
 	// backoff is the pause after a failed read; 0 after a good one.
 	backoff time.Duration
+	// sentAt is when the envelope was first sent, if that send says where to start looking
+	// (firstAfterSend); zero otherwise.
+	sentAt time.Time
 }
 
 // Pauses after failed reads: short first, then about a ledger.
@@ -51,19 +54,32 @@ func (w *ledgerWait) waitFor(seq uint32) {
 
 // firstAfterSend is the first ledger worth looking for an envelope sent at `at`, when the latest
 // ledger the network showed was latest: the one after it, or later if the cadence expects some
-// to have closed unseen before the send (the visibility lag can exceed the interval). A ledger
-// that closed more than a second before the send was nominated without the envelope. Only when
-// to look depends on it: a Lookup searches the whole history, so a wrong guess costs a ledger
-// of latency, never a missed transaction.
+// to have closed unseen before the send (the visibility lag can exceed the interval). Only when
+// to look depends on it: a Lookup searches the whole history, so a wrong guess never misses a
+// transaction, but the costs are lopsided. A guess too early costs one Lookup (it shows the
+// ledgers up to the latest closed without the envelope, and the target moves past them); a
+// guess too late sleeps through the envelope's ledger, a whole interval of latency. So the
+// guess counts only the ledgers that surely closed before the send: those that closed more than
+// a second before it (they were nominated without the envelope), where the latest's close was
+// up to a second after its close time (whole seconds, truncated), and each ledger after it took
+// the high end of the recent gaps (LatestGap), not their median.
 func (w *ledgerWait) firstAfterSend(latest LedgerInfo, at time.Time) uint32 {
+	w.sentAt = at
 	next := latest.Sequence + 1
 	if latest.Sequence == 0 || latest.CloseTime.IsZero() {
 		return next
 	}
-	if k := (at.Sub(latest.CloseTime) - time.Second) / w.c.Interval(); k > 0 {
+	if k := (at.Sub(latest.CloseTime) - 2*time.Second) / w.c.LatestGap(); k > 0 {
 		next += uint32(min(k, 10))
 	}
 	return next
+}
+
+// closedBeforeSend reports whether ledger l surely closed before the first send, by
+// firstAfterSend's rule: more than a second before it, counting its close up to a second after
+// its close time (whole seconds, truncated).
+func (w *ledgerWait) closedBeforeSend(l LedgerInfo) bool {
+	return !l.CloseTime.IsZero() && w.sentAt.Sub(l.CloseTime) > 2*time.Second
 }
 
 // due reports whether a Lookup is worth making now: the target may be visible. With a probe it
@@ -85,13 +101,20 @@ func (o *Orchestrator) due(a *attempt, w *ledgerWait) bool {
 		return true // the Lookup will say what it can
 	}
 	w.observe(l, o.Clock.Now())
+	if !w.sentAt.IsZero() && l.Sequence >= w.target && w.closedBeforeSend(l) {
+		// The probe shows a ledger that closed before the send (the first guess was cautious):
+		// it cannot hold the envelope, and neither can any before it. Wait for the next one
+		// rather than look up what cannot be there.
+		w.waitFor(l.Sequence + 1)
+		return false
+	}
 	if l.Sequence < w.target {
 		return false
 	}
 	if scheduled {
 		// The target was visible at the first read at its predicted time: the prediction may be
 		// late (or exact; the two look alike, so a calibrated estimate costs a probe or two).
-		w.c.Late()
+		w.c.Late(o.Clock.Now())
 	}
 	return true
 }
@@ -122,9 +145,11 @@ func (w *ledgerWait) tight() time.Duration {
 	return w.c.TightPoll()
 }
 
-// next is how long to sleep before the next read: until the target's predicted visibility, then
-// tight polls; once the target is overdue by more than a ledger interval (a stalled network or a
-// lagging reader), polls spaced an eighth of the overdue time, at most maxBackoff.
+// next is how long to sleep before the next read: until the target's earliest plausible
+// visibility (Cadence.VisibleAt), then reads two tight polls apart until its likely visibility
+// (the median gap), then tight polls; once the target is overdue by more than a ledger interval
+// past its latest plausible close (a stalled network or a lagging reader), polls spaced an eighth
+// of the overdue time, at most maxBackoff.
 func (w *ledgerWait) next(now time.Time) time.Duration {
 	if w.backoff > 0 {
 		return w.backoff
@@ -145,8 +170,15 @@ func (w *ledgerWait) next(now time.Time) time.Duration {
 		w.dueAt = now
 	}
 	tight := w.c.TightPoll()
-	if over := now.Sub(w.dueAt); over > w.c.Interval() {
+	// Overdue counts from the latest plausible close, not the earliest the wait started at.
+	if over := now.Sub(w.dueAt) - (w.c.LatestGap() - w.c.EarliestGap()); over > w.c.Interval() {
 		return min(max(tight, over/8), maxBackoff)
+	}
+	// Before the median gap would make the target visible, it is visible only if its gap was
+	// short (three ledgers in ten on pubnet): reads there are spaced two tight polls, which
+	// halves their cost for a tight poll more of latency on those ledgers alone.
+	if likely := w.c.LikelyVisibleAt(w.target); likely.After(now) {
+		return min(2*tight, likely.Sub(now))
 	}
 	return tight
 }
