@@ -67,6 +67,18 @@ type replacement struct {
 	// ledger at most; done stops replacing for this call (the cap, or the store failed).
 	triedAt uint32
 	done    bool
+	// queued is the last envelope of this transfer the network took into its queue (a send
+	// answered PENDING or DUPLICATE): a replacement must outbid it, never a replacement the
+	// network refused, which is not queued (bidding 10x a refused bid would soon pass the cap for
+	// nothing). Nil until a send is taken.
+	queued *Envelope
+}
+
+// taken records that the network queued env (a send answered PENDING or DUPLICATE).
+func (p *replacement) taken(env Envelope) {
+	if !p.done {
+		p.queued = &env
+	}
 }
 
 func (o *Orchestrator) newReplacement(env Envelope) *replacement {
@@ -94,7 +106,11 @@ func (p *replacement) due(latest uint32) bool {
 // that was sent.
 func (o *Orchestrator) replaceByFee(ctx context.Context, a *attempt, p *replacement, rec Record, latest uint32) (Record, bool, error) {
 	cur := *rec.Envelope
-	env, err := p.r.Replace(a.net, cur)
+	basis := cur
+	if p.queued != nil && p.queued.InnerHash == cur.InnerHash {
+		basis = *p.queued
+	}
+	env, err := p.r.Replace(a.net, basis)
 	if err != nil {
 		p.triedAt = latest
 		var u *UnavailableError
@@ -111,6 +127,12 @@ func (o *Orchestrator) replaceByFee(ctx context.Context, a *attempt, p *replacem
 			o.log().WarnContext(ctx, "building a replacement by fee failed; the envelope goes on waiting", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "err", err)
 		}
 		return rec, false, nil
+	}
+	if env.InnerHash == cur.InnerHash && env.OuterHash == cur.OuterHash {
+		// The same fee bump as the one last sent (the market and the basis unchanged since it was
+		// refused): its hash is on the item already; it is sent again, nothing to write.
+		p.firstSentAt = 0
+		return rec, true, nil
 	}
 	if env.InnerHash != cur.InnerHash || env.OuterHash == "" || slices.Contains(cur.Outers(), env.OuterHash) {
 		// Never send what the item cannot name: a replacement must keep the inner transaction.

@@ -124,6 +124,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 			case err == nil:
 				// PENDING or DUPLICATE, or a refusal of a re-send, which proves nothing.
 				maybeDelivered = true
+				if res.Status == SendPending || res.Status == SendDuplicate {
+					rbf.taken(env)
+				}
 			case notSent(err):
 				needSend = true
 			default:
