@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
-	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -24,18 +22,11 @@ import (
 // and every bad cursor is refused before a single request.
 
 func TestCursorsMinidyn(t *testing.T) {
-	runCursorContract(t, func(t *testing.T) fixture {
-		client, _ := dynamotest.Minidyn(t)
-		return newFixture(t, client)
-	})
+	runCursorContract(t, minidynFixture)
 }
 
 func TestCursorsDynalite(t *testing.T) {
-	endpoint := os.Getenv("DYNALITE_ENDPOINT")
-	if endpoint == "" {
-		t.Skip("DYNALITE_ENDPOINT is not set")
-	}
-	client := dynamotest.NewClient(endpoint)
+	client := dynaliteClient(t)
 	runCursorContract(t, func(t *testing.T) fixture { return newFixture(t, client) })
 	// dynalite checks an ExclusiveStartKey's sizes as DynamoDB does (the failure a forged cursor
 	// used to cause): the position of a client key of MaxKeyLengthBound characters is taken, one

@@ -38,22 +38,31 @@ func newFixture(t *testing.T, raw dynamotest.API) fixture {
 	return fixture{store: store, counter: counter, raw: raw, table: store.Table()}
 }
 
-// TestStoreMinidyn runs the contract against minidyn's HTTP server in-process, one server per test.
-func TestStoreMinidyn(t *testing.T) {
-	runStoreContract(t, func(t *testing.T) fixture {
-		client, _ := dynamotest.Minidyn(t)
-		return newFixture(t, client)
-	})
+// minidynFixture is a fixture on its own minidyn HTTP server, in-process.
+func minidynFixture(t *testing.T) fixture {
+	client, _ := dynamotest.Minidyn(t)
+	return newFixture(t, client)
 }
 
-// TestStoreDynalite runs the contract against dynalite at $DYNALITE_ENDPOINT
-// (.ci/dynalite/run.sh PORT starts one).
-func TestStoreDynalite(t *testing.T) {
+// dynaliteClient is a client of dynalite at $DYNALITE_ENDPOINT (.ci/dynalite/run.sh PORT starts
+// one); it skips the test when the variable is not set.
+func dynaliteClient(t *testing.T) dynamotest.API {
+	t.Helper()
 	endpoint := os.Getenv("DYNALITE_ENDPOINT")
 	if endpoint == "" {
 		t.Skip("DYNALITE_ENDPOINT is not set: start dynalite with .ci/dynalite/run.sh PORT and set DYNALITE_ENDPOINT=http://127.0.0.1:PORT")
 	}
-	client := dynamotest.NewClient(endpoint)
+	return dynamotest.NewClient(endpoint)
+}
+
+// TestStoreMinidyn runs the contract against minidyn's HTTP server in-process, one server per test.
+func TestStoreMinidyn(t *testing.T) {
+	runStoreContract(t, minidynFixture)
+}
+
+// TestStoreDynalite runs the contract against dynalite at $DYNALITE_ENDPOINT.
+func TestStoreDynalite(t *testing.T) {
+	client := dynaliteClient(t)
 	runStoreContract(t, func(t *testing.T) fixture { return newFixture(t, client) })
 }
 

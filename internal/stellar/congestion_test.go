@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
-	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
@@ -52,40 +50,12 @@ type payRigOpts struct {
 
 func newPayRig(t *testing.T, o payRigOpts) *payRig {
 	t.Helper()
-	clock := vclock.New(time.Unix(2_000_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, VisibilityLagMin: time.Second, VisibilityLagMax: 3 * time.Second,
-		Lanes: stellarsim.LaneLimits{ClassicOps: o.classicOps}, SurgeSeed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	var mu sync.Mutex
-	last := clock.Now()
-	clock.OnAdvance(func(now time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		if now.Sub(last) >= 5*time.Second {
-			last = now
-			n.CloseLedger()
-		}
-	})
-	keys, err := stellar.GenerateKeys(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
-	issuer := keypair.MustRandom()
-	usdc := n.IssueAsset("USDC", issuer)
-	wallet := keypair.MustRandom().Address()
-	for _, step := range []error{
-		n.CreateAccount(keys.Vault.Address(), 100*unit), n.AddTrustline(keys.Vault.Address(), usdc, 0),
-		n.Mint(keys.Vault.Address(), usdc, 1_000*unit), n.CreateAccount(keys.Fee.Address(), 100*unit),
-		n.CreateAccount(wallet, 10*unit), n.AddTrustline(wallet, usdc, 0),
-	} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
+	// Here the first close comes simNetClose after the clock's start, not at the first move.
+	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{VisibilityLagMin: time.Second, VisibilityLagMax: 3 * time.Second,
+		Lanes: stellarsim.LaneLimits{ClassicOps: o.classicOps}, SurgeSeed: 3}, firstCloseAfterInterval: true})
+	sim := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 1_000 * unit, fee: true, wallet: true, walletTrustline: true})
+	keys, issuer, usdc, wallet := sim.keys, sim.issuer, sim.usdc, sim.wallet
+	var err error
 	db, _ := dynamotest.Minidyn(t)
 	store := dynamotest.NewStore(t, db)
 	var pool *stellar.ChannelPool

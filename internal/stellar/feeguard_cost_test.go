@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
-	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 // countingLeases is the real lease store, counting the lease reads of the fee account check.
@@ -38,35 +36,9 @@ func TestFeeAccountCheckReadsLeasesOnlyNearTheReserve(t *testing.T) {
 	for _, near := range []bool{false, true} {
 		t.Run(fmt.Sprintf("near=%v", near), func(t *testing.T) {
 			const channels, maxFee = 4, 1_000_000
-			clock := vclock.New(time.Unix(2_000_000_000, 0))
-			n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: stellarsim.Legacy{NoVisibilityLag: true}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = n.Close() })
-			var mu sync.Mutex
-			var last time.Time
-			clock.OnAdvance(func(now time.Time) {
-				mu.Lock()
-				defer mu.Unlock()
-				if now.Sub(last) >= 5*time.Second {
-					last = now
-					n.CloseLedger()
-				}
-			})
-			keys, err := stellar.GenerateKeys(0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
-			usdc := n.IssueAsset("USDC", keypair.MustRandom())
-			vault, fee := keys.Vault.Address(), keys.Fee.Address()
-			for _, step := range []error{n.CreateAccount(vault, 100*unit), n.AddTrustline(vault, usdc, 0), n.Mint(vault, usdc, 100*unit),
-				n.CreateAccount(fee, 100*unit)} {
-				if step != nil {
-					t.Fatal(step)
-				}
-			}
+			clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+			sim := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 100 * unit, fee: true})
+			keys, usdc, vault, fee := sim.keys, sim.usdc, sim.vault, sim.fee
 			db, _ := dynamotest.Minidyn(t)
 			store := dynamotest.NewStore(t, db)
 			leases := &countingLeases{ChannelLeases: dynamo.NewChannelLeases(db, store.Table())}

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
@@ -17,7 +14,6 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
-	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 // Protocol 26 (CAP-77): a wallet whose trustline the validators froze. stellar-core refuses the
@@ -26,37 +22,10 @@ import (
 // naming the code in core's spelling, the key released; once the trustline is unfrozen a retry
 // with the same key pays exactly once.
 func TestFrozenWalletTrustlineRefusedRetryableThenPaysOnce(t *testing.T) {
-	clock := vclock.New(time.Unix(2_000_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: stellarsim.Legacy{NoVisibilityLag: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	var mu sync.Mutex
-	var last time.Time
-	clock.OnAdvance(func(now time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		if now.Sub(last) >= 5*time.Second {
-			last = now
-			n.CloseLedger()
-		}
-	})
-	keys, err := stellar.GenerateKeys(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	issuer := keypair.MustRandom()
-	usdc := n.IssueAsset("USDC", issuer)
-	vault, wallet := keys.Vault.Address(), keypair.MustRandom().Address()
-	for _, step := range []error{
-		n.CreateAccount(vault, 100*unit), n.AddTrustline(vault, usdc, 0), n.Mint(vault, usdc, 100*unit),
-		n.CreateAccount(wallet, 10*unit), n.AddTrustline(wallet, usdc, 0),
-	} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
+	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+	a := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 100 * unit, wallet: true, walletTrustline: true,
+		noChannelMaster: true})
+	keys, usdc, vault, wallet := a.keys, a.usdc, a.vault, a.wallet
 	var id xdr.AccountId
 	if err := id.SetAddress(wallet); err != nil {
 		t.Fatal(err)

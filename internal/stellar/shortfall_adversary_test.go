@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
@@ -17,7 +15,6 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
-	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 // The release after a FAILED op_underfunded (the vault drained between the check before sending
@@ -44,30 +41,9 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 // submitter (the item requeued, not deleted, on the real store).
 func failedShortfallNeverLands(t *testing.T, backend string, channels int, async, noTrust bool) {
 	{
-		clock := vclock.New(time.Unix(2_000_000_000, 0))
-		n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: stellarsim.Legacy{NoVisibilityLag: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = n.Close() })
-		var mu sync.Mutex
-		var last time.Time
-		clock.OnAdvance(func(now time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			if now.Sub(last) >= 5*time.Second {
-				last = now
-				n.CloseLedger()
-			}
-		})
-		keys, err := stellar.GenerateKeys(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
-		issuer := keypair.MustRandom()
-		usdc := n.IssueAsset("USDC", issuer)
-		vault, wallet := keys.Vault.Address(), keypair.MustRandom().Address()
+		clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+		sim := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 6 * unit, fee: true, wallet: true, walletTrustline: true})
+		keys, usdc, vault, wallet := sim.keys, sim.usdc, sim.vault, sim.wallet
 		trustline := func() error { return n.AddTrustline(vault, usdc, 0) }
 		mint := func(amount int64) error { return n.Mint(vault, usdc, amount) }
 		// The vault can pay when Prepare checks it (6 units for a payment of 5) and is drained
@@ -82,14 +58,6 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 			}
 			return n.Burn(vault, usdc, 5*unit)
 		}
-		for _, step := range []error{
-			n.CreateAccount(vault, 100*unit), trustline(), mint(6 * unit),
-			n.CreateAccount(keys.Fee.Address(), 100*unit), n.CreateAccount(wallet, 10*unit), n.AddTrustline(wallet, usdc, 0),
-		} {
-			if step != nil {
-				t.Fatal(step)
-			}
-		}
 		db, _ := dynamotest.Minidyn(t)
 		store := dynamotest.NewStore(t, db)
 		cfg := stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
@@ -103,6 +71,7 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 			cfg.Channels = pool
 		}
 		var ledger shortfallLedger
+		var err error
 		if backend == "rpc" {
 			ledger, err = stellar.NewRPCLedger(cfg)
 		} else {

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
-	"github.com/stellar/go-stellar-sdk/keypair"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
@@ -61,38 +59,11 @@ func newContractRig(t *testing.T, cc stellar.ContractConfig) *contractRig {
 
 func newContractRigWith(t *testing.T, cc stellar.ContractConfig, o contractRigOpts) *contractRig {
 	t.Helper()
-	clock := vclock.New(time.Unix(2_000_000_000, 0))
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{MinPersistentTTL: 1000})
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Contracts: host,
-		VisibilityLagMin: time.Second, VisibilityLagMax: contractLagMax, Legacy: o.legacy, Lanes: o.lanes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	var mu sync.Mutex
-	var last time.Time
-	clock.OnAdvance(func(now time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		if now.Sub(last) >= 5*time.Second {
-			last = now
-			n.CloseLedger()
-		}
-	})
-	keys, err := stellar.GenerateKeys(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	issuer := keypair.MustRandom()
-	usdc := n.IssueAsset("USDC", issuer)
-	wallet := keypair.MustRandom().Address()
-	keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
-	for _, step := range []error{n.CreateAccount(keys.Vault.Address(), 100*unit), n.CreateAccount(keys.Fee.Address(), 100*unit),
-		n.CreateAccount(wallet, 10*unit)} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
+	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Contracts: host,
+		VisibilityLagMin: time.Second, VisibilityLagMax: contractLagMax, Legacy: o.legacy, Lanes: o.lanes}})
+	a := fundedKeys(t, n, fundOpts{fee: true, wallet: true})
+	keys, usdc, wallet := a.keys, a.usdc, a.wallet
 	contract, err := host.DeployVault(stellarsim.VaultSpec{Operator: keys.Vault.Address()})
 	if err != nil {
 		t.Fatal(err)

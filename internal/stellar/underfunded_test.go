@@ -41,47 +41,16 @@ type fundsRig struct {
 
 func newFundsRig(t *testing.T, backend string, channels int, vaultUSDC int64) *fundsRig {
 	t.Helper()
-	clock := vclock.New(time.Unix(2_000_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, Legacy: stellarsim.Legacy{NoVisibilityLag: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	var mu sync.Mutex
-	var last time.Time
-	clock.OnAdvance(func(now time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		if now.Sub(last) >= 5*time.Second {
-			last = now
-			n.CloseLedger()
-		}
-	})
-	keys, err := stellar.GenerateKeys(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
-	usdc := n.IssueAsset("USDC", keypair.MustRandom())
-	vault := keys.Vault.Address()
-	for _, step := range []error{
-		n.CreateAccount(vault, 100*unit), n.AddTrustline(vault, usdc, 0), n.CreateAccount(keys.Fee.Address(), 100*unit),
-	} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
-	if vaultUSDC > 0 {
-		if err := n.Mint(vault, usdc, vaultUSDC); err != nil {
-			t.Fatal(err)
-		}
-	}
+	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+	a := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: vaultUSDC, fee: true})
+	keys, usdc, vault := a.keys, a.usdc, a.vault
 	db, _ := dynamotest.Minidyn(t)
 	store := dynamotest.NewStore(t, db)
 	const maxFee = 1_000_000
 	assets := []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}
 	newLedger := func() shortfallLedger {
 		t.Helper()
+		var err error
 		var pool *stellar.ChannelPool
 		if channels > 0 {
 			if pool, err = stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()), Count: channels, Clock: clock}); err != nil {

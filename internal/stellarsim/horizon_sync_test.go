@@ -23,11 +23,11 @@ type movingClock interface {
 	Advance(d time.Duration)
 }
 
-// submitDriven submits tx with Horizon's synchronous POST /transactions while this goroutine plays
-// the network's time: it closes a ledger while something is queued and moves the clock on by
-// step otherwise, until the answer comes. Nothing here waits for real time to pass except the
+// submitDriven runs submit (a synchronous POST /transactions to Horizon) while this goroutine
+// plays the network's time: it closes a ledger while something is queued and moves the clock on
+// by step otherwise, until the answer comes. Nothing here waits for real time to pass except the
 // driver's pause between steps.
-func submitDriven(t *testing.T, n *stellarsim.Network, clock movingClock, hc *horizonclient.Client, tx *txnbuild.Transaction) (hProtocol.Transaction, error) {
+func submitDriven(t *testing.T, n *stellarsim.Network, clock movingClock, submit func() (hProtocol.Transaction, error)) (hProtocol.Transaction, error) {
 	t.Helper()
 	type answer struct {
 		tx  hProtocol.Transaction
@@ -35,32 +35,7 @@ func submitDriven(t *testing.T, n *stellarsim.Network, clock movingClock, hc *ho
 	}
 	done := make(chan answer, 1)
 	go func() {
-		got, err := hc.SubmitTransaction(tx)
-		done <- answer{got, err}
-	}()
-	for {
-		select {
-		case a := <-done:
-			return a.tx, a.err
-		case <-time.After(time.Millisecond):
-		}
-		if n.Queued() > 0 {
-			n.CloseLedger()
-		} else {
-			clock.Advance(100 * time.Millisecond)
-		}
-	}
-}
-
-func submitFeeBumpDriven(t *testing.T, n *stellarsim.Network, clock movingClock, hc *horizonclient.Client, fb *txnbuild.FeeBumpTransaction) (hProtocol.Transaction, error) {
-	t.Helper()
-	type answer struct {
-		tx  hProtocol.Transaction
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		got, err := hc.SubmitFeeBumpTransaction(fb)
+		got, err := submit()
 		done <- answer{got, err}
 	}()
 	for {
@@ -85,11 +60,15 @@ func submitFeeBumpDriven(t *testing.T, n *stellarsim.Network, clock movingClock,
 // number, and the next submission is never refused txBAD_SEQ.
 func TestHorizonSyncSubmitAnswersFromHistory(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for name, clock := range map[string]movingClock{
-		"polled clock":    &fakeClock{t: start},
-		"reporting clock": vclock.New(start),
+	for _, tc := range []struct {
+		name  string
+		clock movingClock
+	}{
+		{"polled clock", &fakeClock{t: start}},
+		{"reporting clock", vclock.New(start)},
 	} {
-		t.Run(name, func(t *testing.T) {
+		clock := tc.clock
+		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, stellarsim.Options{Clock: clock, VisibilityLagMin: time.Second, VisibilityLagMax: 3 * time.Second})
 			hc := &horizonclient.Client{HorizonURL: e.n.URL(), HTTP: &http.Client{}}
 			a, b := e.funded(100*xlm), e.funded(100*xlm)
@@ -125,7 +104,7 @@ func TestHorizonSyncSubmitAnswersFromHistory(t *testing.T) {
 			}
 			for i := range 10 {
 				tx := payFrom(a)
-				got, err := submitDriven(t, e.n, clock, hc, tx)
+				got, err := submitDriven(t, e.n, clock, func() (hProtocol.Transaction, error) { return hc.SubmitTransaction(tx) })
 				if err != nil || !got.Successful {
 					t.Fatalf("payment %d: %v", i, err)
 				}
@@ -139,7 +118,7 @@ func TestHorizonSyncSubmitAnswersFromHistory(t *testing.T) {
 			if fb, err = fb.Sign(e.n.Passphrase(), b); err != nil {
 				t.Fatal(err)
 			}
-			got, err := submitFeeBumpDriven(t, e.n, clock, hc, fb)
+			got, err := submitDriven(t, e.n, clock, func() (hProtocol.Transaction, error) { return hc.SubmitFeeBumpTransaction(fb) })
 			if err != nil || !got.Successful {
 				t.Fatalf("fee bump: %v", err)
 			}
