@@ -104,6 +104,9 @@ func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) 
 	start := time.Now()
 	a := o.begin(ctx, in)
 	out, err := o.transfer(ctx, a)
+	// Every answer, not only a failed Prepare: a claim, a release or a send that fails after an
+	// envelope of this transfer was proven dead would otherwise still say "nothing was submitted".
+	err = afterProvenDead(a, err)
 	r := report(in.Request.OperationType, out, err, time.Since(start))
 	r.Lookups, r.Probes = a.lookups, a.probes
 	o.observer().Finished(ctx, r)

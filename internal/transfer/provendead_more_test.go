@@ -1,0 +1,81 @@
+package transfer_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// deadTakenOver seeds the key of in with an expired claim whose envelope an earlier invocation
+// sent and which can no longer land (its maxTime passed): the call takes it over and proves it
+// dead on its first lookup.
+func deadTakenOver(h *harness, in transfer.Input) string {
+	now := h.clock.Now()
+	key := transfer.StoreKey(wallet, in.ClientKey)
+	h.store.items[key] = transfer.Record{
+		StoreKey: key, ClaimID: "dead-invocation", Status: transfer.StatusInFlight,
+		Fingerprint: in.Request.Fingerprint(), Request: in.Request, ClientKey: in.ClientKey,
+		LeaseOwner: "dead", LeaseExpiresAt: now.Add(-time.Minute), Version: 2, CreatedAt: now.Add(-2 * time.Minute), UpdatedAt: now.Add(-2 * time.Minute),
+		Envelope: &transfer.Envelope{XDR: "xdr-sent", InnerHash: strings.Repeat("ab", 32), MaxTime: now.Add(-time.Minute).Unix(), SubmittedLedger: 90, Channel: "GVAULT"},
+	}
+	return key
+}
+
+func wantNothingMoved(t *testing.T, err error, code string) {
+	t.Helper()
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) || u.Code != code {
+		t.Fatalf("err = %v, want %s", err, code)
+	}
+	if strings.Contains(u.Detail, "nothing was submitted") || !strings.Contains(u.Detail, "nothing moved") {
+		t.Fatalf("detail %q: an envelope of this transfer was submitted and proven dead; want \"nothing moved\", never \"nothing was submitted\"", u.Detail)
+	}
+}
+
+// TestNothingWasSubmittedIsNeverSaidWhenTheClaimAfterAProvenDeadEnvelopeFails: the call proves
+// the taken-over envelope dead, releases the key, and its claim of a new envelope fails with the
+// key read back free: STORE_UNAVAILABLE, but an envelope of this transfer was submitted.
+func TestNothingWasSubmittedIsNeverSaidWhenTheClaimAfterAProvenDeadEnvelopeFails(t *testing.T) {
+	h := newHarness(t)
+	in := input("order-dead-then-claim-fails", "5")
+	deadTakenOver(h, in)
+	var mu sync.Mutex
+	claims := 0
+	h.store.fail = func(op string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if op == "claim" {
+			if claims++; claims > 1 {
+				return errors.New("dynamodb: throttled")
+			}
+		}
+		return nil
+	}
+	_, err := h.orch.Transfer(context.Background(), in)
+	wantNothingMoved(t, err, transfer.CodeStoreUnavailable)
+	if claims < 2 {
+		t.Fatalf("%d claims, want the second one to fail", claims)
+	}
+}
+
+// TestNothingWasSubmittedIsNeverSaidWhenTheNextEnvelopeCannotReachTheNetwork: the call proves the
+// taken-over envelope dead, builds the next, and every send of it fails before reaching the
+// network: NETWORK_UNAVAILABLE, but an envelope of this transfer was submitted.
+func TestNothingWasSubmittedIsNeverSaidWhenTheNextEnvelopeCannotReachTheNetwork(t *testing.T) {
+	h := newHarness(t)
+	in := input("order-dead-then-unreachable", "5")
+	deadTakenOver(h, in)
+	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+		if env.InnerHash == strings.Repeat("ab", 32) {
+			return transfer.SendResult{Status: transfer.SendPending}, false, nil
+		}
+		return transfer.SendResult{}, false, transfer.ErrNotSent
+	}
+	_, err := h.orch.Transfer(context.Background(), in)
+	wantNothingMoved(t, err, transfer.CodeNetworkUnavailable)
+}
