@@ -84,8 +84,8 @@ type attempt struct {
 	// proven dead and released; if the release failed, the next pass finds that item, still under
 	// this call's lease owner, and releases it again.
 	freed string
-	// provenDead is set once an envelope this call sent (or found on a key it took over) was
-	// proven dead and its key released: from then on "nothing was submitted" is no longer true of
+	// provenDead is set once an envelope this call sent (or found on a key it took over, or on
+	// this request's in-doubt item it reconciled inline) was proven dead and its key released: from then on "nothing was submitted" is no longer true of
 	// the key, though nothing moved (afterProvenDead).
 	provenDead bool
 	lease      time.Time // when another invocation may take the claim over

@@ -79,3 +79,22 @@ func TestNothingWasSubmittedIsNeverSaidWhenTheNextEnvelopeCannotReachTheNetwork(
 	_, err := h.orch.Transfer(context.Background(), in)
 	wantNothingMoved(t, err, transfer.CodeNetworkUnavailable)
 }
+
+// TestNothingWasSubmittedIsNeverSaidAfterAnInDoubtEnvelopeWasProvenDeadInline: the key holds this
+// request's in-doubt item (an earlier invocation sent its envelope, the answer was lost); the
+// call proves that envelope dead inline, releases the key, and then cannot prepare the next one:
+// an envelope of this transfer was submitted, so the answer says "nothing moved".
+func TestNothingWasSubmittedIsNeverSaidAfterAnInDoubtEnvelopeWasProvenDeadInline(t *testing.T) {
+	h := newHarness(t)
+	in := input("order-in-doubt-dead-then-cap", "5")
+	key := deadTakenOver(h, in)
+	rec := h.store.items[key]
+	rec.Status, rec.LeaseOwner, rec.LeaseExpiresAt = transfer.StatusInDoubt, "", time.Time{}
+	h.store.items[key] = rec
+	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, Detail: "the classic lane needs 5000 stroops per operation; nothing was submitted"}
+	_, err := h.orch.Transfer(context.Background(), in)
+	wantNothingMoved(t, err, transfer.CodeFeeAboveCap)
+	if _, held := h.store.get(key); held {
+		t.Fatal("the key is still held")
+	}
+}
