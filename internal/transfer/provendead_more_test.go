@@ -98,3 +98,58 @@ func TestNothingWasSubmittedIsNeverSaidAfterAnInDoubtEnvelopeWasProvenDeadInline
 		t.Fatal("the key is still held")
 	}
 }
+
+// TestNothingWasSubmittedIsNeverSaidAfterTheEnvelopeACallWaitedOnWasReleased: another call of
+// the same request holds the key and has sent its envelope; this call waits on it. The holder
+// proves its envelope dead and releases the key (an item with an envelope is released only once
+// nothing can land from it); this call claims and cannot prepare the next envelope. An envelope
+// of this transfer was submitted: "nothing moved", never "nothing was submitted".
+func TestNothingWasSubmittedIsNeverSaidAfterTheEnvelopeACallWaitedOnWasReleased(t *testing.T) {
+	h := newHarness(t)
+	in := input("order-waited-dead-then-cap", "5")
+	key := deadTakenOver(h, in)
+	rec := h.store.items[key]
+	rec.LeaseOwner, rec.LeaseExpiresAt = "alive", h.clock.Now().Add(time.Minute)
+	h.store.items[key] = rec
+	released := false
+	h.store.fail = func(op string) error {
+		if op == "get" && !released {
+			// The holder's release, seen by the first read of the waiting call (the store's
+			// lock is held: the map is changed in place).
+			released = true
+			delete(h.store.items, key)
+		}
+		return nil
+	}
+	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, Detail: "the classic lane needs 5000 stroops per operation; nothing was submitted"}
+	_, err := h.orch.Transfer(context.Background(), in)
+	if !released {
+		t.Fatal("the call never waited on the holder")
+	}
+	wantNothingMoved(t, err, transfer.CodeFeeAboveCap)
+}
+
+// A call that waited on a claim with no envelope yet (its holder's Prepare failed, nothing sent)
+// still says "nothing was submitted" of its own refusal.
+func TestNothingWasSubmittedIsSaidAfterWaitingOnAClaimThatNeverSent(t *testing.T) {
+	h := newHarness(t)
+	in := input("order-waited-nothing-then-cap", "5")
+	key := deadTakenOver(h, in)
+	rec := h.store.items[key]
+	rec.LeaseOwner, rec.LeaseExpiresAt, rec.Envelope = "alive", h.clock.Now().Add(time.Minute), nil
+	h.store.items[key] = rec
+	released := false
+	h.store.fail = func(op string) error {
+		if op == "get" && !released {
+			released = true
+			delete(h.store.items, key)
+		}
+		return nil
+	}
+	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, Detail: "the classic lane needs 5000 stroops per operation; nothing was submitted"}
+	_, err := h.orch.Transfer(context.Background(), in)
+	var u *transfer.UnavailableError
+	if !released || !errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || !strings.Contains(u.Detail, "nothing was submitted") {
+		t.Fatalf("err = %v (waited %v), want FEE_ABOVE_CAP saying nothing was submitted", err, released)
+	}
+}
