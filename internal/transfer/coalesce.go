@@ -36,14 +36,14 @@ func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (O
 				a.provenDead = true
 			}
 			return Outcome{}, true, nil
-		case cur.ClaimID != held.ClaimID && held.Envelope != nil:
-			// Released and claimed again: the envelope waited on is dead, as above.
-			a.provenDead = true
-			return Outcome{}, true, nil
 		case err != nil:
 			// A failed read changes nothing: keep waiting until the budget ends.
 			o.log().WarnContext(ctx, "reading the item while waiting failed", "storeKey", held.StoreKey, "err", err)
 			continue
+		case cur.ClaimID != held.ClaimID && held.Envelope != nil:
+			// Released and claimed again: the envelope waited on is dead, as above.
+			a.provenDead = true
+			return Outcome{}, true, nil
 		case cur.ClaimID != held.ClaimID || cur.Status != held.Status || (cur.Version != held.Version && cur.LeaseOwner != held.LeaseOwner):
 			return Outcome{}, true, nil
 		case cur.LeaseExpired(o.Clock.Now()):
