@@ -28,11 +28,22 @@ func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (O
 		cur, err := o.Store.Get(ctx, held.StoreKey)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			return Outcome{}, true, nil // released: claim it
+			// Released: claim it. An item that held an envelope is released only once nothing
+			// can land from it (proven dead, refused before inclusion, or discarded by an
+			// operator), so an envelope of this request was sent and nothing moved: a refusal
+			// before this call's own send must not say "nothing was submitted".
+			if held.Envelope != nil {
+				a.provenDead = true
+			}
+			return Outcome{}, true, nil
 		case err != nil:
 			// A failed read changes nothing: keep waiting until the budget ends.
 			o.log().WarnContext(ctx, "reading the item while waiting failed", "storeKey", held.StoreKey, "err", err)
 			continue
+		case cur.ClaimID != held.ClaimID && held.Envelope != nil:
+			// Released and claimed again: the envelope waited on is dead, as above.
+			a.provenDead = true
+			return Outcome{}, true, nil
 		case cur.ClaimID != held.ClaimID || cur.Status != held.Status || (cur.Version != held.Version && cur.LeaseOwner != held.LeaseOwner):
 			return Outcome{}, true, nil
 		case cur.LeaseExpired(o.Clock.Now()):

@@ -78,10 +78,13 @@ func prepareFailure(err error) error {
 	return &UnavailableError{Code: CodeRPCError, Detail: "the transaction could not be prepared; nothing was submitted", Err: err}
 }
 
-// afterProvenDead rewords err's "nothing was submitted" when an envelope of this call was sent
-// and then proven dead (attempt.provenDead): an envelope was submitted, it can no longer land,
-// and nothing moved. A client reads "nothing was submitted" literally (README.md, "Problem
-// types"), so it is said only where it is true.
+// afterProvenDead rewords err's "nothing was submitted" when an envelope of this transfer was sent
+// and then ended without moving anything (attempt.provenDead: proven dead or refused before
+// inclusion, by this call, an invocation it took over from, an in-doubt item it reconciled, or
+// another call of the same request it waited on, which may also have seen it land FAILED for a
+// shortfall or an operator discard it): an envelope was submitted, and nothing moved. It applies
+// to every answer of the call (Transfer), whichever step refused. A client reads "nothing was
+// submitted" literally (README.md, "Problem types"), so it is said only where it is true.
 func afterProvenDead(a *attempt, err error) error {
 	var u *UnavailableError
 	if !a.provenDead || !errors.As(err, &u) || !strings.Contains(u.Detail, nothingSubmitted) {
@@ -89,7 +92,7 @@ func afterProvenDead(a *attempt, err error) error {
 	}
 	again := *u
 	again.Detail = strings.Replace(u.Detail, nothingSubmitted,
-		"nothing moved: an earlier envelope of this transfer was proven dead without landing, and no other was sent", 1)
+		"nothing moved: an earlier envelope of this transfer ended without moving the funds, and no other was sent", 1)
 	return &again
 }
 

@@ -31,6 +31,9 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 			return Outcome{}, false, shortfallAnswer(code, *s.Lookup)
 		}
 		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey)
+		// An envelope of this request (same key, same fingerprint) was sent and is proven dead:
+		// a refusal before the next send says "nothing moved", not "nothing was submitted".
+		a.provenDead = true
 		return Outcome{}, true, nil
 	case ResolvedRequeued:
 		// The async transfer's message was acknowledged when it ended in doubt: send it again, or

@@ -84,8 +84,8 @@ type attempt struct {
 	// proven dead and released; if the release failed, the next pass finds that item, still under
 	// this call's lease owner, and releases it again.
 	freed string
-	// provenDead is set once an envelope this call sent (or found on a key it took over) was
-	// proven dead and its key released: from then on "nothing was submitted" is no longer true of
+	// provenDead is set once an envelope this call sent (or found on a key it took over, or on
+	// this request's in-doubt item it reconciled inline) was proven dead and its key released: from then on "nothing was submitted" is no longer true of
 	// the key, though nothing moved (afterProvenDead).
 	provenDead bool
 	lease      time.Time // when another invocation may take the claim over
@@ -104,6 +104,9 @@ func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) 
 	start := time.Now()
 	a := o.begin(ctx, in)
 	out, err := o.transfer(ctx, a)
+	// Every answer, not only a failed Prepare: a claim, a release or a send that fails after an
+	// envelope of this transfer was proven dead would otherwise still say "nothing was submitted".
+	err = afterProvenDead(a, err)
 	r := report(in.Request.OperationType, out, err, time.Since(start))
 	r.Lookups, r.Probes = a.lookups, a.probes
 	o.observer().Finished(ctx, r)
@@ -265,9 +268,11 @@ func (o *Orchestrator) freeOwnLeftover(ctx context.Context, a *attempt, busy err
 }
 
 // outOfBudget is the answer of a call with too little budget left to build an envelope: the
-// stored outcome if the key now holds a settled or in-doubt item of this request, else the last
-// refusal this call met, else a retryable TRANSACTION_EXPIRED if the key is free (nothing runs under
-// it), else TRANSFER_IN_PROGRESS (another call holds the key).
+// stored outcome if the key now holds a settled or in-doubt item of this request, else
+// TRANSFER_IN_PROGRESS if it holds another call's in_flight or queued item of this request (its
+// envelope may land), else the last refusal this call met, else a retryable TRANSACTION_EXPIRED
+// if the key is free (nothing runs under it), else TRANSFER_IN_PROGRESS (another call holds the
+// key).
 func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint string, lastRefusal error) (Outcome, error) {
 	cur, err := o.Store.Get(ctx, a.key)
 	if err == nil && cur.Fingerprint == fingerprint && !cur.Expired(o.Clock.Now()) {
@@ -279,6 +284,13 @@ func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint 
 		case StatusInDoubt:
 			return Outcome{}, o.inDoubtAnswer(a, cur)
 		}
+	}
+	if err == nil && cur.Fingerprint == fingerprint && !cur.Expired(o.Clock.Now()) &&
+		(cur.Status == StatusInFlight || cur.Status == StatusQueued) && (cur.ClaimID != a.freed || cur.LeaseOwner != a.owner) {
+		// Another call of this request holds the key (live, or its lease ended with its envelope
+		// still able to land): this call's last refusal, "nothing moved", is no longer true of
+		// the transfer. A retry with the same key waits on it or takes it over.
+		return Outcome{}, &InProgressError{RetryAfter: time.Second}
 	}
 	if lastRefusal != nil {
 		return Outcome{}, lastRefusal

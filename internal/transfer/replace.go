@@ -134,14 +134,20 @@ func (o *Orchestrator) replaceByFee(ctx context.Context, a *attempt, p *replacem
 		p.firstSentAt = 0
 		return rec, true, nil
 	}
-	if env.InnerHash != cur.InnerHash || env.OuterHash == "" || slices.Contains(cur.Outers(), env.OuterHash) {
+	if env.InnerHash != cur.InnerHash || env.OuterHash == "" {
 		// Never send what the item cannot name: a replacement must keep the inner transaction.
 		p.done = true
 		o.log().ErrorContext(ctx, "the ledger's replacement is not a new fee bump around the same inner transaction; not sent", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "replacementInner", env.InnerHash)
 		return rec, false, nil
 	}
 	env.MaxTime, env.SubmittedLedger, env.Channel = cur.MaxTime, cur.SubmittedLedger, cur.Channel
-	env.OuterHashes = append(cur.Outers(), env.OuterHash)
+	env.OuterHashes = cur.Outers()
+	if !slices.Contains(env.OuterHashes, env.OuterHash) {
+		env.OuterHashes = append(env.OuterHashes, env.OuterHash)
+	}
+	// An older fee bump of this item built again (the market fell back to a bid refused before,
+	// the basis the same queued envelope) is named by the item already; it is still written as
+	// the current envelope, so a take-over re-sends what was sent last.
 	next := rec
 	next.Envelope = &env
 	next.Version++
