@@ -291,7 +291,7 @@ func TestAlarmsNameMetricsThatExist(t *testing.T) {
 	}
 }
 
-// Every widget's metric exists as the alarms' do, and the dashboard shows what the issue asks:
+// Every widget's metric exists as the alarms' do, and the dashboard shows what an operator on call reads first:
 // transfers by outcome, latency, the in-doubt gauge, failures by code, channel leases, balances,
 // DynamoDB throttles, Lambda errors, throttles and concurrency.
 func TestDashboardNamesMetricsThatExist(t *testing.T) {
