@@ -183,7 +183,7 @@ bench: ## the Go benchmarks (README.md, "Benchmarks")
 bench-latency: ## the latency benchmark: the service beside a direct submitter (README.md: figures in "Benchmarks", design in "Latency")
 	BENCH_LATENCY=1 $(GO) test -count=1 -v -run '^TestBenchLatency$$' ./internal/loadtest
 
-# The burst benchmark (issue 15): 10 and 100 transfers per channel posted at one instant, at 4, 16
+# The burst benchmark of asynchronous transfers: 10 and 100 transfers per channel posted at one instant, at 4, 16
 # and 64 channels, synchronously and with Prefer: respond-async through SubmitterFunction's event
 # source as template.yaml configures it; prints a Markdown table. BENCH_ASYNC_MAX=<n> skips the
 # bursts of more than n transfers: 1600 by default (about 1.5 min); 6400 adds 64 channels at 100x

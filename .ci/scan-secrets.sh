@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails if any line of the test suite's verbose output (all log output of the code under test
 # included) holds something shaped like a Stellar secret seed (SEP-23 strkey "S...", 56
-# characters): no log line in the whole suite may carry a secret (issue 7).
+# characters): no log line in the whole suite may carry a secret, since secrets never reach logs.
 #
 # It scans .ci/work/test-output.txt, the output of `make test`'s one run (.ci/go-test.sh), so that
 # `make check` runs each test once. It runs the suite itself only when that file is missing, when a

@@ -16,7 +16,7 @@ import (
 // FuzzStreamRecord: whatever a stream record holds (decoded from its JSON, as the Lambda runtime
 // decodes it), the handler neither panics nor fails the batch (only a failed SNS publish or
 // PutEvents does, and publishing never fails here), and no seed reaches the SNS message, its
-// subject, a settlement event or the log (issue 16, item 7); an event's detail is always a JSON
+// subject, a settlement event or the log; an event's detail is always a JSON
 // object with a known status. The checked-in corpus
 // (testdata/fuzz/FuzzStreamRecord) holds records built from real items, with seeds in the trace ID
 // and the key, and malformed images.

@@ -15,7 +15,7 @@ import (
 
 // TestSNSMessageIsRedacted: the SNS message, which no logger redacts, carries no seed even from
 // an item written before the API refused and replaced them (a trace ID "Root=S...", a key): the
-// message was the item's fields verbatim (issue 16, item 6).
+// message was the item's fields verbatim, so a seed in them reached SNS.
 func TestSNSMessageIsRedacted(t *testing.T) {
 	seed := keypair.MustRandom().Seed()
 	log, buf := logtest.New(t)

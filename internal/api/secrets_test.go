@@ -31,7 +31,7 @@ func leaksSeed(s, seed string) bool {
 
 // TestTraceIDOnlyInXRayFormat: X-Amzn-Trace-Id is used only in X-Ray's format; anything else is
 // replaced by an ID of our own, never echoed in X-Trace-Id, the problem or the stored request
-// (issue 16, item 6: a seed sent as Root=S... came back everywhere).
+// (a seed sent as Root=S... must not come back anywhere).
 func TestTraceIDOnlyInXRayFormat(t *testing.T) {
 	seed := randomAddress(versionSeed)
 	ours := regexp.MustCompile(`^[0-9a-f]{32}$`)

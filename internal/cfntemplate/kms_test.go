@@ -34,7 +34,7 @@ func rawStatements(t *testing.T, tpl *cfntemplate.Template, role string) map[str
 	return out
 }
 
-// Signer kms (issue 14): ApiFunction may kms:Sign with exactly the vault's and the fee account's
+// Signer kms (keys that never leave KMS): ApiFunction may kms:Sign with exactly the vault's and the fee account's
 // keys (pure Ed25519, RAW), read their public keys, and reads the secret only when one is given;
 // ReconcileFunction signs only with the fee account's key (channel creation); the alert function
 // has no KMS permission. Every function that loads the configuration gets SIGNER and the key ARNs.

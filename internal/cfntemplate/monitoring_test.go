@@ -243,7 +243,7 @@ func checkRef(tpl *cfntemplate.Template, r metricRef) (problems []string) {
 
 // Every alarm's metric is one the code writes (with its dimensions) or a real AWS metric; every
 // alarm notifies AlertTopic; the alarms on what the schedule writes every minute breach when the
-// data stops; the issue's alarms are all there.
+// data stops; every alarm an operator relies on is there.
 func TestAlarmsNameMetricsThatExist(t *testing.T) {
 	tpl := load(t)
 	refs := alarmRefs(t, tpl)
@@ -264,7 +264,7 @@ func TestAlarmsNameMetricsThatExist(t *testing.T) {
 			t.Errorf("%s reads a gauge the sweep writes every minute: its missing data must breach, not %v", id, p["TreatMissingData"])
 		}
 	}
-	// The issue's list (14, item 2): what each alarm watches.
+	// The alarms an operator relies on: what each alarm watches.
 	watched := map[string]bool{}
 	for _, rs := range refs {
 		for _, r := range rs {
@@ -291,7 +291,7 @@ func TestAlarmsNameMetricsThatExist(t *testing.T) {
 	}
 }
 
-// Every widget's metric exists as the alarms' do, and the dashboard shows what the issue asks:
+// Every widget's metric exists as the alarms' do, and the dashboard shows what an operator on call reads first:
 // transfers by outcome, latency, the in-doubt gauge, failures by code, channel leases, balances,
 // DynamoDB throttles, Lambda errors, throttles and concurrency.
 func TestDashboardNamesMetricsThatExist(t *testing.T) {

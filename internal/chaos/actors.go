@@ -10,7 +10,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// The stale actors that run beside each wave's traffic, with faults armed (issue 11): the
+// The stale actors that run beside each wave's traffic, with faults armed, so that a write built from a stale read meets a newer claim: the
 // scheduled sweep and an operator working the in-doubt queue through internal/reconcile, as the
 // reconcile function does. Their reads and writes go through the same faulty DynamoDB client and
 // heldStore as the callers', so their writes are held back past other callers' releases and

@@ -42,7 +42,7 @@ type Config struct {
 	// that a send does; CrashRate the chance that a call is abandoned at a given step, as a killed
 	// invocation.
 	FaultRate, SendFaultRate, CrashRate float64
-	// Stale actors (issue 11). LateRate is the chance that a caller, once answered, calls again
+	// Stale actors, acting on items read before a newer claim. LateRate is the chance that a caller, once answered, calls again
 	// 20 to 90 s later (a client's retry, which takes over expired claims and reconciles in-doubt
 	// items while the faults are armed); HoldRate the chance that a conditional write is held back
 	// (heldStore), TakeOverHoldRate that a take-over is held until a new incarnation of the key
@@ -58,11 +58,11 @@ type Config struct {
 	Contract bool
 	// Log receives the progress lines; nil means none.
 	Log io.Writer
-	// SimLegacy keeps behaviours of the local network from before issue 12 (kinder than the real
-	// network, see stellarsim.Legacy); the zero value is the realistic network.
+	// SimLegacy keeps behaviours of the local network kinder than the real network's (no visibility
+	// lag, no queue ageing; see stellarsim.Legacy); the zero value is the realistic network.
 	SimLegacy stellarsim.Legacy
-	// ReadFaults arms the local network's read faults (issue 12) among each wave's random faults,
-	// for that wave: read_order (a lookup racing ingestion; Ledgers 0 to 3, as while an instance
+	// ReadFaults arms the local network's read faults (how stellar-rpc reads what it ingested)
+	// among each wave's random faults, for that wave: read_order (a lookup racing ingestion; Ledgers 0 to 3, as while an instance
 	// catches up), db_lag (RPC's database trailing its core) and, with LoadBalanced, instances.
 	// They are faults of stellar-rpc: the Horizon run arms none of them.
 	ReadFaults bool

@@ -14,13 +14,13 @@ import (
 // TestCampaign runs the fault campaign five ways: Stellar RPC and Horizon with 8 channel accounts
 // and fee bumps, Stellar RPC with the vault as the only source, Soroban vault-contract deposits
 // and withdrawals, and Stellar RPC with 8 channels on a congested network (chaos.Config.Congested),
-// with the stale actors of issue 11; about 5,700 calls in all by default (make test: 570 keys of 8
+// with the stale actors (writers acting on an item read before a newer claim); about 5,700 calls in all by default (make test: 570 keys of 8
 // first calls each, and a quarter of the callers call again late; the first run is the 2,000 calls
 // that assertExercised checks). The runs are parallel subtests, two at a time by default.
 // CHAOS_KEYS sets the keys of each run (`make chaos` uses 1,250: 10,000 first calls and about 2,500
 // late ones a run), CHAOS_SEED reruns a seed, CHAOS_BACKEND, CHAOS_CHANNELS, CHAOS_CONTRACT=1 and
-// CHAOS_CONGESTED=1 pick a single run (load balanced unless CHAOS_LOAD_BALANCED=0, for RPC). CHAOS_SIM_LEGACY=1 runs on the local network as it was
-// before issue 12 (stellarsim.AllLegacy), without the read faults and with one RPC instance, for
+// CHAOS_CONGESTED=1 pick a single run (load balanced unless CHAOS_LOAD_BALANCED=0, for RPC). CHAOS_SIM_LEGACY=1 runs on the kinder local
+// network (stellarsim.AllLegacy: no visibility lag, no queue ageing), without the read faults and with one RPC instance, for
 // before/after figures.
 //
 // Which runs are load balanced (chaos.Config.LoadBalanced: the instances fault among the read
@@ -95,7 +95,7 @@ func TestCampaign(t *testing.T) {
 			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract, cfg.LoadBalanced = run.backend, run.channels, run.keys, run.contract, run.loadBalanced
 			cfg.Congested = run.congested
 			if os.Getenv("CHAOS_SIM_LEGACY") == "1" {
-				// Before issue 12: the kinder network, none of its read faults, one RPC instance.
+				// The kinder network, none of its read faults, one RPC instance.
 				cfg.SimLegacy, cfg.ReadFaults, cfg.LoadBalanced = stellarsim.AllLegacy, false, false
 			}
 			if testing.Verbose() {
@@ -113,7 +113,7 @@ func TestCampaign(t *testing.T) {
 				assertCongested(t, cfg, rep)
 			}
 			if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
-				t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read (issue 11)", n)
+				t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read", n)
 			}
 			assertExercised(t, cfg, rep)
 		})
@@ -135,7 +135,7 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 			t.Errorf("fault %s never happened", kind)
 		}
 	}
-	// The read faults of stellar-rpc (issue 12) were armed; the instances fault only where the
+	// The read faults of stellar-rpc were armed; the instances fault only where the
 	// run's RPC is load balanced. The Horizon run arms none. Whether read_order hid a transaction
 	// is not asserted: it hides one only in a ledger its instance has not shown yet, and the
 	// service reads getLatestLedger just before getTransaction, so on one instance it never does,
@@ -152,7 +152,7 @@ func assertExercised(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 			}
 		}
 	}
-	// Every kind of write applies and loses its answer, both ways (issue 11).
+	// Every kind of write applies and loses its answer, both ways (as an error, or as the answer to the SDK's retry).
 	writes := []string{"claim_put", "replace_put", "delete"}
 	if cfg.Channels > 0 {
 		writes = append(writes, "lease_put", "lease_delete")

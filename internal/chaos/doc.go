@@ -1,4 +1,4 @@
-// Package chaos is the fault campaign of the retry-safety promise (issue 4): many transfers with
+// Package chaos is the fault campaign of the retry-safety promise (money moves at most once per key): many transfers with
 // repeated keys and concurrent callers, through the real orchestrator, DynamoDB store (minidyn over
 // HTTP, in-process) and Stellar RPC ledger (the local network over HTTP), with faults chosen at
 // random at every step: each network fault of internal/stellarsim, a refused connection, lost
@@ -6,7 +6,7 @@
 // the invocation between every pair of steps, ledger stalls and history that is forgotten for two
 // waves.
 //
-// The local network is the realistic one by default (issue 12: visibility lag, the TOO_LATE
+// The local network is the realistic one by default (visibility lag, the TOO_LATE
 // offset, queue ageing, protocol 23; Config.SimLegacy brings back the kinder one), and each wave
 // may arm stellar-rpc's read faults for its duration (readfaults.go): read_order (a lookup racing
 // ingestion or catch-up answers NOT_FOUND for a transaction in one of the latest ledgers), db_lag
@@ -14,7 +14,7 @@
 // which also sets the service's STELLAR_RPC_LOAD_BALANCED for the whole run), several instances
 // behind the RPC URL, each lagging differently. The Horizon run arms none of them.
 //
-// Stale actors (issue 11) run with the faults armed: every kind of DynamoDB write (claim, replace,
+// Stale actors (writers acting on an item read before a newer claim) run with the faults armed: every kind of DynamoDB write (claim, replace,
 // delete, channel lease and release) may apply and lose its answer, either as an error or as the
 // answer to the SDK's retry of the same request (which fails its condition against the write it
 // made itself); a quarter of the callers call again 20 to 90 s later, after a dead invocation's

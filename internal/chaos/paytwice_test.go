@@ -230,8 +230,8 @@ func TestExpiredLeaseWithSentEnvelopeIsNotReRun(t *testing.T) {
 	r.assertOnce(t, 0, out)
 }
 
-// Issue 11: a stale writer (a sweep, an operator, a caller) that read one incarnation of a key
-// must never change a later one: every new claim starts again at version 1, so a condition on
+// A stale writer (a sweep, an operator, a caller) that read one incarnation of a key must never
+// change a later one: every new claim starts again at version 1, so a condition on
 // status and version alone matches the next incarnation's item. And a claim whose answer was lost
 // must recognise itself. Each test fails on the code before the fix (1e477b3).
 
@@ -270,7 +270,7 @@ func TestStaleSweepAfterReclaim(t *testing.T) {
 		}
 		// The incarnation the sweep read is gone (the retry released it, for the reason the sweep
 		// would): DeleteItem counts that as released, as it cannot tell it from its own delete
-		// whose answer was lost (issue 11, decided by the lead), or the sweep finds the item
+		// whose answer was lost (released is the right count then), or the sweep finds the item
 		// changed. Either way it must not touch E2's item.
 		if c := ans.ExpiredClaims; c.Checked != 1 || c.Released+c.Changed != 1 || c.Landed+c.Failed+c.ParkedInDoubt+c.Unresolved+c.Errors != 0 {
 			t.Errorf("sweep counts %+v: want E1's claim counted released or changed, and nothing else", c)
@@ -316,7 +316,7 @@ func TestStaleSweepAfterReclaim(t *testing.T) {
 		}
 		// The incarnation the sweep read is gone, released by the retry for the reason the sweep
 		// would release it: DeleteItem answers released (it cannot tell that from its own delete
-		// whose answer was lost; issue 11, decided by the lead) or the condition failure. Never a
+		// whose answer was lost, so released is the right answer then) or the condition failure. Never a
 		// write: E2's item is untouched (checked in the hook).
 		released := sweepErr == nil && swept.Resolution == transfer.ResolvedReleased
 		if !released && !errors.Is(sweepErr, transfer.ErrConditionFailed) {
@@ -498,8 +498,8 @@ func TestStaleSettleOfInDoubtIncarnation(t *testing.T) {
 			t.Fatalf("sweep: %v", err)
 		}
 		// E1's incarnation is gone (the retry proved it dead and released it): released, which
-		// DeleteItem cannot tell from its own delete whose answer was lost (issue 11, decided by
-		// the lead), or changed. Never a write to E2's in_doubt item.
+		// DeleteItem cannot tell from its own delete whose answer was lost (so released is the
+		// right count then), or changed. Never a write to E2's in_doubt item.
 		if c := ans.InDoubt; c.Checked != 1 || c.Released+c.Changed != 1 || c.Landed+c.Failed+c.ParkedInDoubt+c.Unresolved+c.Errors != 0 {
 			t.Errorf("sweep counts %+v: want E1's item counted released or changed, and nothing else", c)
 		}
@@ -516,8 +516,8 @@ func TestStaleSettleOfInDoubtIncarnation(t *testing.T) {
 		ans, err := op.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: e1.StoreKey,
 			Discard: true, Operator: "oncall@example.com"})
 		// E1 is proven dead and its incarnation is gone: the operator is told released (DeleteItem
-		// cannot tell the retry's release from its own delete whose answer was lost; issue 11,
-		// decided by the lead) or CONFLICT. Either way E2's in_doubt item is untouched.
+		// cannot tell the retry's release from its own delete whose answer was lost, so
+		// released is the right answer then) or CONFLICT. Either way E2's in_doubt item is untouched.
 		var rerr *reconcile.Error
 		a, ok := ans.(*reconcile.ResolveAnswer)
 		released := err == nil && ok && a.Resolution == string(transfer.ResolvedReleased)
@@ -731,7 +731,7 @@ func TestLostWriteAnswers(t *testing.T) {
 // TestOwnLeftoverDoesNotBlockTheKey: a call whose own write failed must not leave the key held
 // by its own dead claim, so that it (or the client's next retry) waits a whole budget on an item
 // nobody is working on and answers TRANSFER_IN_PROGRESS, "another request with this key is still
-// running". Failed on 1e477b3 and with the first fix of issue 11 (df67d8d), whose lost-answer
+// running". Failed on 1e477b3 and with an earlier fix (df67d8d), whose lost-answer
 // recognition covered a write whose SDK retry fails its condition, not one whose retries all
 // fail, nor a release that never reached the table; passes since d300431.
 func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
@@ -805,7 +805,7 @@ func TestOwnLeftoverDoesNotBlockTheKey(t *testing.T) {
 // claims the free key and lands E2. The retried delete fails its condition against E2's item
 // (rightly: it is not E1's), and DeleteItem then finds an item at the key, so it reports a
 // conflict although its own delete applied: the operator is told "the transfer changed while it
-// was being judged" instead of "released". Failed on 1e477b3 and with the first fix of issue 11
+// was being judged" instead of "released". Failed on 1e477b3 and with an earlier fix
 // (df67d8d), whose DeleteItem recognised its own delete only when the key is empty, not when the
 // key holds a later incarnation (another ClaimID), which can only exist once E1's item was
 // deleted: nothing was paid twice, but the operator's answer and the sweep's counts were wrong,
@@ -832,7 +832,7 @@ func TestLostReleaseAnswerThenReclaim(t *testing.T) {
 	r.assertPaidOnce(t, 0, retry)
 }
 
-// TestReadOrderDoesNotProveDeath (issue 12): stellar-rpc's getTransaction reads the transaction
+// TestReadOrderDoesNotProveDeath: stellar-rpc's getTransaction reads the transaction
 // before the ledger range (get_transaction.go), so while it catches up a NOT_FOUND can carry a
 // latestLedger, closed after the envelope's maxTime, that includes the ledger holding the
 // envelope. With the vault as the only source (no fee bump, one lookup) the old proof (the
@@ -1207,7 +1207,7 @@ func (r *rig) onTime(fn func()) {
 	wg.Wait()
 }
 
-// TestStaleVisibilityLagParksLandedTransfers (adversary, issue 13's ledger-aware awaiting): the
+// TestStaleVisibilityLagParksLandedTransfers (adversary of the ledger-aware awaiting): the
 // process-wide Cadence learns the visibility lag from precise reads, and keeps it after the lag
 // is gone. stellar-rpc's database trails its core by 8 ledgers (db_lag: ingestion falling behind,
 // about 40 s) while one transfer runs: its tight reads catch each ledger appearing about 40 s after
@@ -1283,7 +1283,7 @@ func (l probingLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, e
 	return l.probe.LatestLedger(ctx)
 }
 
-// TestBusyVaultWaitLeavesKeyHeld (adversary, issue 13's overload answer): with the vault as the
+// TestBusyVaultWaitLeavesKeyHeld (adversary of the overload answer, CHANNELS_BUSY): with the vault as the
 // only source, this process builds on it for one transfer at a time, and a call that waits a
 // ledger interval for it is answered 503 CHANNELS_BUSY: "nothing was sent and the key is free"
 // (CodeChannelsBusy), retry after Retry-After. The call claimed its key before it waited, and

@@ -9,7 +9,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
-// readFaultKinds are the local network's read faults (issue 12) a wave may arm: how stellar-rpc
+// readFaultKinds are the local network's read faults a wave may arm: how stellar-rpc
 // reads what it has ingested (internal/stellarsim/readview.go).
 var readFaultKinds = []string{stellarsim.FaultReadOrder, stellarsim.FaultDBLag, stellarsim.FaultInstances}
 

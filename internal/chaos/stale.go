@@ -14,7 +14,7 @@ import (
 )
 
 // heldStore is the store every actor of the campaign writes through: the callers' orchestrator,
-// the sweep and the operators (issue 11). It holds a faulty caller's conditional writes back on
+// the sweep and the operators. It holds a faulty caller's conditional writes back on
 // the virtual clock, so that the read the write was built from goes stale: other callers meanwhile
 // take the claim over, prove its envelope dead, release the key and claim it again, and the held
 // write then meets a later incarnation of the key. Two kinds of hold:
@@ -27,7 +27,7 @@ import (
 // An incarnation is told apart by its ClaimID (internal/transfer, "Incarnations"), which every
 // condition names. The hold counts what it did in stale: how many writes were held, how many went out
 // while a newer incarnation held the key, and how many of those the store applied (a stale write
-// that changed an item its writer never read: the hole of issue 11).
+// that changed an item its writer never read: the pay-twice hole that incarnation-safe conditional writes close).
 //
 // It also counts the in-doubt transitions that were written, whatever their caller was told, and
 // times each in_doubt episode from the write that opened it to the one that settled the item.

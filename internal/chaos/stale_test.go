@@ -27,7 +27,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// Stale actors for the pay-twice tests of issue 11: callers, sweeps and operators that act on an
+// Stale actors for the pay-twice tests of stale writers: callers, sweeps and operators that act on an
 // item they read before another caller released the key and claimed it again. Each test plays
 // one interleaving on one goroutine where it can (a stale actor's slow step runs the other
 // actors inside it), so the interleaving is exact and the run deterministic.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 16: asset codes are case-sensitive on Stellar; ASSETS=yUSDC:G... paid YUSDC.
+// Asset codes are case-sensitive on Stellar: ASSETS=yUSDC:G... must pay yUSDC, not YUSDC.
 func TestLoadAssetsKeepTheirSpelling(t *testing.T) {
 	c, err := loadWith(map[string]string{"ASSETS": "yUSDC:" + strings.ToLower(testIssuer) + ",A:" + testIssuer + ",AbCdEfGhIjKl:" + testIssuer})
 	want := []Asset{{Code: "yUSDC", Issuer: testIssuer}, {Code: "A", Issuer: testIssuer}, {Code: "AbCdEfGhIjKl", Issuer: testIssuer}}

@@ -11,7 +11,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/strkey"
 )
 
-// Contract is the vault-contract mode (issue 6): deposits and withdrawals call the Soroban vault
+// Contract is the vault-contract mode: deposits and withdrawals call the Soroban vault
 // contract of the request's asset with (wallet: Address, amount: i128). A vault contract holds one
 // asset, so every configured asset names its own contract.
 type Contract struct {

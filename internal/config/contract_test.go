@@ -51,8 +51,8 @@ func TestLoadContract(t *testing.T) {
 	}
 }
 
-// Issue 16: with two assets and one VAULT_CONTRACT, a withdrawal of EURC called the USDC
-// contract. One contract per asset (VAULT_CONTRACTS), or refused at init.
+// With two assets and one VAULT_CONTRACT, a withdrawal of EURC would call the USDC contract.
+// One contract per asset (VAULT_CONTRACTS), or refused at init.
 func TestLoadContractsOnePerAsset(t *testing.T) {
 	two := "USDC:" + testIssuer + ",eurC:" + testIssuer
 	if _, err := loadWith(map[string]string{"ASSETS": two, "VAULT_CONTRACT": testContract}); err == nil ||

@@ -54,7 +54,7 @@ func signedBy(t *testing.T, envelopeXDR, passphrase, address string) (bool, int)
 	return false, len(inner.Signatures())
 }
 
-// A transfer signed through the KMS path end to end (issue 14): the service signs with the KMS
+// A transfer signed through the KMS path end to end: the service signs with the KMS
 // key (GetPublicKey, Sign over HTTP), the local network accepts the vault's payment on the KMS
 // key's weight (the vault's own key is disabled), with channels (the fee bump signed by the fee
 // account's KMS key) and without. A KMS outage is 503 SIGNING_KEYS_UNAVAILABLE with nothing sent,

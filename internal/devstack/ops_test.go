@@ -18,7 +18,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
-// Issue 7, "Done when", on a stack started here: an in-doubt transfer is alerted, listed, refused
+// Operating an in-doubt transfer, on a stack started here: an in-doubt transfer is alerted, listed, refused
 // a wrong hash and a premature discard, then settled by the sweep once the network heals, and the
 // gauge returns to 0.
 

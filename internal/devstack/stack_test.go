@@ -22,7 +22,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
-// The local stack end to end, over HTTP, as a client and `make run` see it (issue 3, "Done when").
+// The local stack end to end, over HTTP, as a client and `make run` see it.
 // Ledgers close every second of real time (the local network stamps each ledger at least one
 // second after the last, so a shorter interval would run its clock ahead); nothing sleeps.
 

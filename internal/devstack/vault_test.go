@@ -14,7 +14,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
-// The vault contract on the local stack, over HTTP (issue 6, "Done when"). Ledgers close every
+// The vault contract on the local stack, over HTTP: deposits and withdrawals. Ledgers close every
 // second here: a close time is at least one second after the previous one, so faster ledgers
 // would run the network's clock ahead of the wall clock and expire envelopes (txTOO_LATE).
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// The expired-claims listing and the audit attribute (issue 7), against both emulators.
+// The expired-claims listing and the audit attribute (the sweep's and the operators' reads and writes), against both emulators.
 
 func TestClaimsAndAuditMinidyn(t *testing.T) {
 	runClaimsContract(t, func(t *testing.T) fixture {

@@ -117,7 +117,7 @@ func TestIssuedCursorsAreAcceptedUpToTheLongestKey(t *testing.T) {
 	}
 }
 
-// The issue's forged cursor: a 1,000-character key, 2,798 characters of cursor. DynamoDB would
+// A forged cursor: a 1,000-character key, 2,798 characters of cursor. DynamoDB would
 // refuse its 1,051-byte gsi2sk; the store refuses it first.
 func TestHistoryCursorWithAThousandCharacterKeyIsRefused(t *testing.T) {
 	c := forgedHistory(cursorWallet, strings.Repeat("k", 1000))
@@ -295,7 +295,7 @@ func TestMaxKeyLengthBoundIsTheLongestKeyTheIndexesHold(t *testing.T) {
 }
 
 // fuzzSeeds are the cursors the fuzz targets start from: issued ones (a short key and the
-// longest), each edited in its low bits, the issue's 2,798-character forgery, a cursor of another
+// longest), each edited in its low bits, a 2,798-character forgery, a cursor of another
 // partition and of another wallet.
 func fuzzSeeds(f *testing.F, issue func(key string) string) {
 	for _, key := range []string{"order-0001", "order-00001", strings.Repeat("k", transfer.MaxKeyLengthBound)} {

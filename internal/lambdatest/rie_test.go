@@ -35,7 +35,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// The functions' real bootstraps under aws-lambda-rie (issue 8, item 4). They run when
+// The functions' real bootstraps under aws-lambda-rie, as Lambda runs them. They run when
 // AWS_LAMBDA_RIE names the emulator (`make test-lambda` installs it and sets it); plain `go test`
 // skips them, as building three binaries takes a while on a cold cache.
 

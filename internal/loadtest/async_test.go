@@ -27,7 +27,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
-// Issue 15, item 5: a burst of transfers, many more than channels, posted at one instant, once
+// A burst of transfers, many more than channels, posted at one instant, once
 // synchronously (callers honour Retry-After) and once asynchronously (Prefer: respond-async, then
 // the SQS event source invokes SubmitterFunction), each on a fresh rig with round trips in virtual
 // time (latency_test.go), so every invocation's duration is what Lambda would bill.
@@ -648,7 +648,7 @@ func TestAsyncBurst(t *testing.T) {
 	}
 }
 
-// BenchmarkAsync is issue 15's cost and scale of asynchronous transfers (`make bench-async`): for
+// BenchmarkAsync measures the cost and scale of asynchronous transfers (`make bench-async`): for
 // Stellar RPC and Horizon, 4, 16 and 64 channels, a burst of 10 and 100 transfers per channel posted
 // at one instant, with ledgers every 5 s of virtual time and round trips in virtual time (stellarRTT,
 // dynamoRTT, sqsRTT), once synchronously and once with Prefer: respond-async through
@@ -656,7 +656,7 @@ func TestAsyncBurst(t *testing.T) {
 // side by side: throughput against the channel bound (channels per ledger) over the ledgers that
 // paid the burst and from the burst to the last settlement, the time to the last settlement, and
 // Lambda's billed milliseconds per transfer (every invocation's duration rounded up to the next
-// ms); and prints them as a Markdown table. Goals (issue 15): throughput at least 0.95 of the
+// ms); and prints them as a Markdown table. Goals: throughput at least 0.95 of the
 // bound, async billed ms at most a fifth of sync. BENCH_ASYNC_MAX=<n> skips the cases of more
 // than n transfers; by default 1,600 (about a minute and a half on 2 cores): the 6,400 of 64
 // channels at 100x take about 4.5 minutes per backend, most of it the synchronous side's 85,000

@@ -39,8 +39,8 @@ const (
 	// single-item reads and conditional writes in single-digit milliseconds, and the SDK's
 	// HTTPS request adds a little.
 	dynamoRTT = 6 * time.Millisecond
-	// directPoll is how often the direct submitter asks getTransaction (issue 13's reference
-	// client: a tight loop that learns of the inclusion within one poll of RPC showing it).
+	// directPoll is how often the direct submitter asks getTransaction (the reference
+	// client latency is measured against: a tight loop that learns of the inclusion within one poll of RPC showing it).
 	directPoll = 25 * time.Millisecond
 	// directValidity is the direct submitter's maxTime, from when it builds the envelope.
 	directValidity = 30 * time.Second
@@ -384,7 +384,7 @@ func TestLatencySideBySide(t *testing.T) {
 	}
 }
 
-// TestBenchLatency is issue 13's latency benchmark (`make bench-latency`, BENCH_LATENCY=1): the
+// TestBenchLatency is the latency benchmark beside a direct submitter (`make bench-latency`, BENCH_LATENCY=1): the
 // service (wiring.Build on Stellar RPC, as the Lambda runs it) and a direct submitter interleaved
 // on one realistic local network (internal/stellarsim's defaults: each ledger shown by RPC 1 to
 // 3 s after it closes), BENCH_LATENCY_N transfers each (default 400) at 5 s and 1 s ledgers, with

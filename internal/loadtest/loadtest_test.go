@@ -392,7 +392,7 @@ func BenchmarkChannels(b *testing.B) {
 	}
 }
 
-// BenchmarkOverload is issue 13's overload case: 8 and 16 callers per channel for 1, 4, 16 and
+// BenchmarkOverload is the overload case, where calls must fail fast: 8 and 16 callers per channel for 1, 4, 16 and
 // 64 channels, both backends, ledgers every 5 s of virtual time, a window of 12 ledgers. Callers
 // answered 503 honour its Retry-After and retry the same key until the transfer goes through.
 // Goals: throughput at or above 95% of the channel limit (%limit), no call past 28 s
@@ -466,11 +466,11 @@ func TestOverloadHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-// TestSixteenChannelsSixtyFourCallers is issue 5's "done when": 16 channels, 64 concurrent
+// TestSixteenChannelsSixtyFourCallers is channel accounts under concurrency: 16 channels, 64 concurrent
 // callers, both backends. Every send is accepted on its first try (a channel leased twice at once
 // would put two transactions with one sequence number on it: the second would be refused), no
 // transaction lands twice, every lease is released, and throughput is reported (speed is measured
-// by BenchmarkChannels, not asserted). Since issue 13 a call waits about one ledger for a channel:
+// by BenchmarkChannels, not asserted). A call waits about one ledger for a channel:
 // at 4 callers per channel some are answered 503 CHANNELS_BUSY, and their callers retry the same
 // key after its Retry-After (checkOverload: within budget, every key paid exactly once). With -short (make test-short), 4 channels and 16 callers.
 func TestSixteenChannelsSixtyFourCallers(t *testing.T) {

@@ -31,7 +31,7 @@ const (
 	CodeLedgerUnavailable = "LEDGER_UNAVAILABLE"
 	// CodeConfigurationInvalid: a setting read per call is out of range (transfer.Settings.Validate).
 	CodeConfigurationInvalid = "CONFIGURATION_INVALID"
-	// channels (issue 5)
+	// channel accounts
 	CodeChannelsNotAvailable = "CHANNELS_NOT_AVAILABLE"
 	// CodeChannelsFailed: the ledger could not list or create the channel accounts.
 	CodeChannelsFailed = "CHANNELS_FAILED"

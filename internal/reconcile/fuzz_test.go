@@ -65,7 +65,7 @@ var reconcileCodes = []string{reconcile.CodeBadRequest, reconcile.CodeUnknownAct
 // typed refusal or a typed function error (a known code, a message), never a panic; a payload with a repeated
 // or case-varied name or trailing data is refused before anything happens (BAD_REQUEST); and no
 // part of a seed in the payload reaches the answer, the error, the log or the items' audit
-// (issue 16, item 7). Each input runs against a fresh table holding one in-doubt transfer
+// (a payload is read one way, and secrets never leak). Each input runs against a fresh table holding one in-doubt transfer
 // (transfer:7ecd83675f7b01b1:order-fuzz1) whose envelope the ledger can prove either way.
 func FuzzReconcilePayload(f *testing.F) {
 	for _, p := range []string{

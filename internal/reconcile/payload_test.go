@@ -19,8 +19,8 @@ import (
 
 // TestPayloadsReadOneWay: a payload that encoding/json would read one way and a person (or a
 // proxy, or a log reader) another is refused before anything is done, as POST /transfers refuses
-// it (issue 16, item 5). On the old decoder each of these acted: a forced discard of the second
-// storeKey, a force-discard spelled in capitals, a discard turned into a resolution.
+// it. Read leniently, each of these would act: a forced discard of the second storeKey,
+// a force-discard spelled in capitals, a discard turned into a resolution.
 func TestPayloadsReadOneWay(t *testing.T) {
 	f := newFixture(t)
 	a := f.put(t, "order-dup-a", transfer.StatusInDoubt, t0.Add(time.Hour), false)
@@ -66,8 +66,8 @@ func leaksSeed(s, seed string) bool {
 
 // TestSeedsNeverReachTheAuditOrTheAnswer: operator and reason are written into the item's audit,
 // logged and sent with the stream's record: a seed in either is refused with a typed error and
-// nothing is written. An error quoting the payload is redacted before it is clipped (issue 16,
-// item 6: clip(action, 32) kept 32 characters of a seed).
+// nothing is written. An error quoting the payload is redacted before it is clipped
+// (clipping first, clip(action, 32) would keep 32 characters of a seed).
 func TestSeedsNeverReachTheAuditOrTheAnswer(t *testing.T) {
 	f := newFixture(t)
 	rec := f.put(t, "order-seed1", transfer.StatusInDoubt, t0.Add(time.Hour), false)

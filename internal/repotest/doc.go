@@ -5,7 +5,10 @@
 //     the design lives in README.md and the packages' doc.go files: README.md, "Layout");
 //   - no tracked file is over 1 MiB (build outputs never enter git);
 //   - the house: internal/transfer, the domain, imports no AWS, Stellar or other internal package,
-//     and the adapters internal/dynamo and internal/stellar never import each other.
+//     and the adapters internal/dynamo and internal/stellar never import each other;
+//   - comments say why, never history: no text file but fixtures (testdata), vendored code and
+//     lock files refers to an issue by number ("issue N", "issues #N"), unless the word just
+//     before it names another project's owner/repo, a cited source (issues_test.go).
 //
 // The files checked are those git tracks plus the untracked ones it does not ignore (so a file is
 // caught before its commit); without git, every file under the root but .git, .ci/venv,

@@ -7,8 +7,8 @@
 // "Classification"). Amounts and fees are in
 // stroops (10^-7 of a unit), times are epoch seconds or time.Time in UTC.
 //
-// First cut (issue 3): the vault is a classic account; a withdraw is one Payment from it, signed by
-// its key, with the vault as the transaction source. Channel accounts and fee bumps (issue 5) slot
+// Without channels: the vault is a classic account; a withdraw is one Payment from it, signed by
+// its key, with the vault as the transaction source. Channel accounts and fee bumps slot
 // in behind the source seam (source.go) and Envelope.OuterHash.
 //
 // Signing keys come from one secret document (keys.go), or, with SIGNER=kms, the vault's and the

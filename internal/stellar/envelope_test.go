@@ -23,7 +23,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
-// Issue 16, item 3: every envelope checked against its request. The tables build envelopes for
+// Exactly the money asked for: every envelope checked against its request. The tables build envelopes for
 // many requests in every mode (a classic payment from the vault or from a channel account in a
 // fee bump, on Stellar RPC and on Horizon; a vault-contract call, with and without channels, at
 // several decimals), decode the signed XDR with go-stellar-sdk's xdr package, and check asset

@@ -20,7 +20,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// Issue 16, items 1 and 2: an address is read one way only, guards compare decoded accounts, an
+// An address is read one way only, guards compare decoded accounts, an
 // asset is the configured asset exactly, and contract mode calls the asset's own contract.
 
 // withBreaks puts line breaks inside s, where encoding/base32 (under go-stellar-sdk's strkey)
@@ -162,7 +162,7 @@ func TestNewLedgerRefusesMalformedConfig(t *testing.T) {
 	}
 }
 
-// Issue 16: ASSETS=yUSDC:G... paid YUSDC. The payment carries the code as configured, whatever
+// ASSETS=yUSDC:G... must pay yUSDC, not YUSDC. The payment carries the code as configured, whatever
 // the case the request used.
 func TestPaymentCarriesTheConfiguredCode(t *testing.T) {
 	e := newUnitEnv(t, func(c *RPCConfig) { c.Assets = []txnbuild.CreditAsset{{Code: "yUSDC", Issuer: c.Assets[0].Issuer}} })
@@ -179,7 +179,7 @@ func TestPaymentCarriesTheConfiguredCode(t *testing.T) {
 	}
 }
 
-// Issue 16: with two assets and one contract, 50 EURC were withdrawn from the USDC contract.
+// With two assets and one contract, 50 EURC would be withdrawn from the USDC contract.
 func TestContractLedgerNeedsOneContractPerAsset(t *testing.T) {
 	keys := testKeys(t)
 	issuer := keypair.MustRandom().Address()
@@ -244,7 +244,7 @@ func TestContractPrepareRefusesOwnAccounts(t *testing.T) {
 	}
 }
 
-// Issue 16: VAULT_CONTRACT_DECIMALS=18 capped a transfer at 9.2233720 units (int64 scaling).
+// VAULT_CONTRACT_DECIMALS=18 must not cap a transfer at 9.2233720 units (int64 scaling).
 func TestContractAmountsAt18Decimals(t *testing.T) {
 	e := newContractEnv(t, false, 18, []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}})
 	for _, stroops := range []int64{1, 10 * unit, 1_000_000 * unit, math.MaxInt64} {
@@ -272,7 +272,7 @@ func TestContractAmountsAt18Decimals(t *testing.T) {
 	}
 }
 
-// Issue 16: contract calls never got the fee boost after a first-send txINSUFFICIENT_FEE.
+// Contract calls get the fee boost after a first-send txINSUFFICIENT_FEE, as payments do.
 func TestContractInsufficientFeeRaisesTheFee(t *testing.T) {
 	e := newContractEnv(t, false, 7, []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}})
 	ctx := context.Background()

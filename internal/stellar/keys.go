@@ -23,10 +23,10 @@ import (
 //
 //	{
 //	  "vaultSeed":         "S...",          // required: signs the vault's payments
-//	  "feeSeed":           "S...",          // optional: pays fee-bump transactions (CAP-15, issue 5)
-//	  "channelSeeds":      ["S...", "S..."], // optional: channel accounts' keys (issue 5)
+//	  "feeSeed":           "S...",          // optional: pays fee-bump transactions (CAP-15)
+//	  "channelSeeds":      ["S...", "S..."], // optional: channel accounts' keys
 //	  "channelMasterSeed": "<hex>"          // optional: SEP-5 master seed, the 16 to 64 byte BIP-39
-//	                                        // seed in hex, to derive channel keys (issue 5)
+//	                                        // seed in hex, to derive channel keys
 //	}
 //
 // Seeds are ed25519 secret seeds in strkey form (SEP-23, "S..."). The document is read with
@@ -36,7 +36,7 @@ import (
 // never values.
 
 // Keys are the signing keys. Vault is required; Fee and the channel keys are optional (used by
-// fee bumps and channel accounts, issue 5). Keys formats, logs and marshals to JSON with public
+// fee bumps and channel accounts). Keys formats, logs and marshals to JSON with public
 // keys only; never format the *keypair.Full values themselves (their %v shows the seed).
 type Keys struct {
 	// Vault signs the vault's operations (the signer of VAULT_ACCOUNT).

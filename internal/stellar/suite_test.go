@@ -368,7 +368,7 @@ func TestSuiteAnswers(t *testing.T) {
 // TestHorizonAnswersBehindPathPrefix: with HORIZON_URL=http://127.0.0.1:port/horizon (a reverse
 // proxy in front of the local network's Horizon), every answer to POST /transactions_async is
 // read as at the root: horizonclient recognised 503 TRY_AGAIN_LATER and 400 ERROR only when the
-// path was exactly /transactions_async (issue 16, item 4).
+// path was exactly /transactions_async.
 func TestHorizonAnswersBehindPathPrefix(t *testing.T) {
 	for _, channels := range []int{0, 2} {
 		t.Run(fmt.Sprintf("channels=%d", channels), func(t *testing.T) {

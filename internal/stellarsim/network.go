@@ -113,8 +113,8 @@ type Legacy struct {
 	SubmissionOrder bool
 }
 
-// AllLegacy is every Legacy behaviour: the network as it was before issue 12,
-// except that an applied transaction is banned while the last closed ledger
+// AllLegacy is every Legacy behaviour: a network kinder than pubnet (no visibility lag, no
+// queue ageing, submission-time bounds, the restore preamble, submission order), except that an applied transaction is banned while the last closed ledger
 // is N..N+8 (it was N..N+9), as core does.
 var AllLegacy = Legacy{SubmitTimeBounds: true, NoQueueAgeing: true, NoVisibilityLag: true, RestorePreamble: true, SubmissionOrder: true}
 

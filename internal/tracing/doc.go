@@ -23,7 +23,9 @@
 //
 // AWS puts the X-Ray SDKs in maintenance from 2026-02-25 and ends their support on 2027-02-25
 // (AWS X-Ray Developer Guide, "X-Ray SDK and daemon end of support timeline"), recommending
-// OpenTelemetry. The issue asked for the X-Ray SDK, so it stays the default; otel is the way off.
+// OpenTelemetry. The X-Ray SDK stays the default until then: it is what a deployed stack already
+// traces with (its service map, its sampling rules, the daemon Lambda runs), so switching is the
+// operator's choice, one variable away; otel is the way off before support ends.
 //
 // # The OpenTelemetry path
 //

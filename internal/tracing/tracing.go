@@ -25,7 +25,7 @@ const (
 // EnvMode is the environment variable that picks the Mode.
 const EnvMode = "TRACING"
 
-// ModeFrom reads TRACING: unset or empty is XRay (the default the issue named); otherwise exactly
+// ModeFrom reads TRACING: unset or empty is XRay (the default: doc.go says why); otherwise exactly
 // "xray", "otel" or "off", else an error naming the value.
 func ModeFrom(getenv func(string) string) (Mode, error) {
 	switch v := getenv(EnvMode); Mode(v) {

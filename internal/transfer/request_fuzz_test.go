@@ -8,7 +8,7 @@ import (
 
 // FuzzCanonicalize: the canonical form is a fixed point (canonicalising it again changes
 // nothing), and the fingerprint is a function of the canonical form alone, one to one: two
-// spellings of one transfer share a fingerprint, two transfers never do (issue 16, item 7). The
+// spellings of one transfer share a fingerprint, two transfers never do. The
 // address parser is the test double (fakes_test.go): any 56 characters after G or C, so the
 // canonical form is tried with every byte a wallet might carry; internal/wiring's FuzzHandler
 // fuzzes the real one.

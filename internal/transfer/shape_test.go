@@ -28,8 +28,8 @@ func (d lenientDecoder) ParseAddress(s string) (transfer.AddressKind, error) {
 	return addresses{}.ParseAddress(s)
 }
 
-// Issue 16: a wallet with line breaks inside decoded to the same account under another spelling
-// (another store key: a second transfer under one Idempotency-Key), and "AAA\nA" panicked.
+// A wallet with line breaks inside must not decode to the same account under another spelling
+// (another store key: a second transfer under one Idempotency-Key), and "AAA\nA" must not panic.
 func TestCanonicalWalletChecksTheShapeBeforeDecoding(t *testing.T) {
 	rules := transfer.Rules{Assets: []string{"USDC"}, Addresses: lenientDecoder{t}}
 	broken := wallet[:20] + "\r\n\r\n\r\n\r\n" + wallet[20:]
@@ -57,7 +57,7 @@ func TestCanonicalWalletChecksTheShapeBeforeDecoding(t *testing.T) {
 	}
 }
 
-// Issue 16: asset codes are case-sensitive on Stellar. A request names an asset in any case and
+// Asset codes are case-sensitive on Stellar. A request names an asset in any case and
 // gets the asset exactly as configured; its fingerprint follows the configured spelling.
 func TestCanonicalAssetIsTheConfiguredSpelling(t *testing.T) {
 	rules := transfer.Rules{Assets: []string{"yUSDC", "eurC", "A", "AbCdEfGhIjKl"}, Addresses: addresses{}}

@@ -30,7 +30,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
-// The doors' fuzz targets (issue 16, item 7): the HTTP handler and the API Gateway adapter, as
+// The doors' fuzz targets: the HTTP handler and the API Gateway adapter, as
 // deployed (wiring.Build: the real address rules, orchestrator, DynamoDB store and Stellar
 // ledger), on minidyn and the local network. Whatever a client sends: never a 5xx (nothing here
 // is down) and never a panic; every 4xx is application/problem+json with a code; and no part of

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// Issue 16, item 1, through the service as the Lambda assembles it (the real address parser, the
-// orchestrator, minidyn, the local network): a wallet with line breaks inside decoded to the same
+// An address is read one way only, through the service as the Lambda assembles it (the real
+// address parser, the orchestrator, minidyn, the local network): a wallet with line breaks inside decoded to the same
 // account under another spelling (another store key: a second transfer under one
 // Idempotency-Key) and failed untyped (503) on the classic path, opening the circuit breaker for
 // every client after five; "AAA\nA" made strkey panic (500), in the body and in the GET path.

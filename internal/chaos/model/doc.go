@@ -1,4 +1,4 @@
-// Package model is a bounded exhaustive check of the transfer item's writers (issue 11, item 5).
+// Package model is a bounded exhaustive check of the transfer item's writers: no interleaving lets a stale writer change a newer claim.
 //
 // Its test (interleave_test.go) runs the real code, transfer.Orchestrator's Transfer and Settle and
 // reconcile.Service's resolve (with a hash, or a discard), as actors on one key: a claimant, a take-over

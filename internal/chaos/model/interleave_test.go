@@ -107,8 +107,8 @@ func TestInterleavings(t *testing.T) {
 	fmt.Println("model:", msg)
 }
 
-// TestInterleavingsFindStaleWriters shows the check can fail: with the store's conditions as they
-// were before issue 11 (status and version, and the lease owner when named: no incarnation, no
+// TestInterleavingsFindStaleWriters shows the check can fail: with the store's conditions
+// lacking the incarnation (status and version, and the lease owner when named: no incarnation, no
 // envelope), the sweep model finds a stale Settle deleting a later claim's item whose envelope can
 // still land.
 func TestInterleavingsFindStaleWriters(t *testing.T) {
@@ -122,7 +122,7 @@ func TestInterleavingsFindStaleWriters(t *testing.T) {
 	t.Logf("%s:\n%s", f.detail, strings.Join(replay(model{actors: "CTS"}.specs(), lim, f.path), "\n"))
 }
 
-// statusAndVersion is the condition internal/dynamo built before issue 11.
+// statusAndVersion is a condition without the incarnation: status, version and lease owner.
 func statusAndVersion(cond transfer.Condition, cur transfer.Record) bool {
 	return cur.Status == cond.Status && cur.Version == cond.Version &&
 		(cond.LeaseOwner == "" || cur.LeaseOwner == cond.LeaseOwner)
