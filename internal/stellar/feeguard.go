@@ -225,19 +225,9 @@ func (c *common) checkFunds(ctx context.Context, ch chain, lease sourceLease, sn
 	if avail < env.FeeStroops {
 		return feeShort(fmt.Sprintf("the fee account has %d stroops above its reserve, below this transaction's fee of %d stroops", max(avail, 0), env.FeeStroops))
 	}
-	var channels []string
-	if c.pool != nil {
-		keys, err := c.loadKeys(ctx)
-		if err != nil {
-			return err
-		}
-		chans, err := c.pool.Channels(keys)
-		if err != nil {
-			return err
-		}
-		for _, k := range chans {
-			channels = append(channels, k.Address())
-		}
+	channels, err := c.channelAddresses(ctx)
+	if err != nil {
+		return err
 	}
 	perChannel := c.maxFeeStroops
 	if perChannel <= 0 {
