@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
@@ -106,6 +107,78 @@ func TestReplaceByFeeFeeAccountCannotFundReplacement(t *testing.T) {
 		}
 		t.Logf("first fee %d stroops, fee account left %d above its reserve; landed in ledger %d charged %d", firstFee, 3*firstFee, a.Ledger, a.FeeCharged)
 	})
+}
+
+// The replacement must fit on top of what the other channels may have queued (feeGuard's
+// queuedElsewhere), as stellar-core counts every fee queued for the fee account: right after the
+// first send the fee account is left with 20x the first envelope's fee, room for a replacement at
+// 10x. With the other channel free the envelope is replaced; with another process's lease on the
+// other channel (its envelope counted at MAX_FEE_STROOPS, 100,000 stroops) it is not, and the
+// call pages once and lands on its first envelope.
+func TestReplaceByFeeFundsCountOtherChannels(t *testing.T) {
+	for _, other := range []string{"free", "leased"} {
+		t.Run(other, func(t *testing.T) {
+			r := surged(t, "rpc", 100_000)
+			var logs bytes.Buffer
+			var mu sync.Mutex
+			r.orch.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+			if err := r.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDelayInclusion, Ledgers: 2}); err != nil {
+				t.Fatal(err)
+			}
+			chans, err := stellar.DeriveChannelKeys(stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef")), 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			r.orch.Hooks = func(ctx context.Context, step transfer.Step, rec transfer.Record) error {
+				if step != transfer.StepSent || rec.Envelope == nil {
+					return nil
+				}
+				once.Do(func() {
+					r.leaveFeeAccount(feeAccountOf(t, rec.Envelope.XDR), 20*rec.Envelope.FeeStroops)
+					if other == "free" {
+						return
+					}
+					for _, c := range chans {
+						if c.Address() == rec.Envelope.Channel {
+							continue
+						}
+						now := r.clock.Now()
+						if err := r.leases.LeaseChannel(ctx, c.Address(), "another-process", now, now.Add(5*time.Minute), now.Add(5*time.Minute), now); err != nil {
+							t.Errorf("leasing %s: %v", c.Address(), err)
+						}
+					}
+				})
+				return nil
+			}
+			out, err := r.transfer("rbf-others-1", 5)
+			if err != nil {
+				r.logSent()
+				t.Fatalf("transfer: %v", err)
+			}
+			rec := r.item("rbf-others-1")
+			mu.Lock()
+			text := logs.String()
+			mu.Unlock()
+			pages := strings.Count(text, `"alert":"`+transfer.AlertFeeAccountUnderfunded+`"`)
+			outers := rec.Envelope.Outers()
+			switch other {
+			case "free":
+				if len(outers) < 2 || pages != 0 {
+					r.logSent()
+					t.Fatalf("outer hashes %v, %d pages: want replaced, no page", outers, pages)
+				}
+			default:
+				if len(outers) != 1 || pages != 1 {
+					r.logSent()
+					t.Fatalf("outer hashes %v, %d pages: want no replacement and one page; logs:\n%s", outers, pages, text)
+				}
+			}
+			if a, ok := r.net.Transaction(out.TransactionHash); !ok || a.Status != "SUCCESS" || rec.Status != transfer.StatusReplayable || rec.Result.FeeChargedStroops != a.FeeCharged {
+				t.Fatalf("applied %+v (%v), item %s %+v", a, ok, rec.Status, rec.Result)
+			}
+		})
+	}
 }
 
 // feeAccountOf is the fee source of a fee bump envelope.
