@@ -3,6 +3,7 @@ package stellar_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -178,6 +179,68 @@ func TestReplaceByFeeFundsCountOtherChannels(t *testing.T) {
 				t.Fatalf("applied %+v (%v), item %s %+v", a, ok, rec.Status, rec.Result)
 			}
 		})
+	}
+}
+
+// A fee spike right after the first send outbids the envelope for good while the fee account
+// cannot fund a replacement at 10x (it is left with 3x the first fee): no replacement is sent,
+// the call pages once, the envelope is evicted and the transfer expires truthfully:
+// TRANSACTION_EXPIRED ("nothing moved") with nothing of it applied, the fee account charged
+// nothing, and no envelope the network refused for want of funds.
+func TestReplaceByFeeUnfundedReplacementExpires(t *testing.T) {
+	r := surged(t, "rpc", 100_000)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	r.orch.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	var once sync.Once
+	var fee, inner string
+	var feeBefore int64
+	r.orch.Hooks = func(_ context.Context, step transfer.Step, rec transfer.Record) error {
+		if step == transfer.StepSent && rec.Envelope != nil {
+			once.Do(func() {
+				fee, inner = feeAccountOf(t, rec.Envelope.XDR), rec.Envelope.InnerHash
+				r.leaveFeeAccount(fee, 3*rec.Envelope.FeeStroops)
+				a, _ := r.net.Account(fee)
+				feeBefore = a.Balance
+				r.spikeNow(10, 45)
+			})
+		}
+		return nil
+	}
+	_, err := r.transfer("rbf-unfunded-expires-1", 5)
+	var u *transfer.UnavailableError
+	if !errors.As(err, &u) || u.Code != transfer.CodeTransactionExpired {
+		r.logSent()
+		t.Fatalf("transfer: %v, want TRANSACTION_EXPIRED", err)
+	}
+	// The item is gone: proven dead, the key was released.
+	if _, err := r.store.Get(context.Background(), transfer.StoreKey(r.wallet, "rbf-unfunded-expires-1")); !errors.Is(err, transfer.ErrNotFound) {
+		t.Errorf("item: %v, want released (not found)", err)
+	}
+	for _, ap := range r.net.Applied() {
+		if ap.Hash == inner {
+			t.Fatalf("the transfer applied in ledger %d, answered TRANSACTION_EXPIRED", ap.Ledger)
+		}
+	}
+	built := map[string]bool{}
+	for _, e := range r.ours() {
+		built[e.Hash] = true
+		if e.Code == "txINSUFFICIENT_BALANCE" {
+			t.Errorf("the network refused %s %s: the service sent what the fee account cannot fund", e.Hash, e.Code)
+		}
+	}
+	if len(built) != 1 {
+		r.logSent()
+		t.Errorf("%d distinct envelopes sent, want 1 (no replacement)", len(built))
+	}
+	if a, _ := r.net.Account(fee); a.Balance != feeBefore {
+		t.Errorf("fee account %d -> %d stroops: want nothing charged", feeBefore, a.Balance)
+	}
+	mu.Lock()
+	text := logs.String()
+	mu.Unlock()
+	if pages := strings.Count(text, `"alert":"`+transfer.AlertFeeAccountUnderfunded+`"`); pages != 1 {
+		t.Errorf("%d fee account pages, want 1", pages)
 	}
 }
 
