@@ -57,6 +57,8 @@ type LeaseReader interface {
 // sequence number) can trail an inclusion by a ledger, in which case an included envelope whose
 // channel is still leased is counted twice: the check errs on the side of refusing. The network's
 // own check (a first send refused txINSUFFICIENT_BALANCE, transfer.refused) stays the backstop.
+// A replacement by fee is checked by the same rule before it is signed (checkReplacementFunds),
+// with env's channel's queued envelope as the one it replaces.
 type feeGuard struct {
 	mu   sync.Mutex
 	book map[string]bookedFee // by channel: the envelope this process built on it
