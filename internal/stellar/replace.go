@@ -89,7 +89,7 @@ func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (
 		return transfer.Envelope{}, err
 	}
 	newFee := rate*shape.slots + shape.resourceFee
-	if err := c.checkReplacementFunds(ctx, ch, env, old.InnerTransaction().SourceAccount().AccountID, fee.Address(), newFee); err != nil {
+	if err := c.checkReplacementFunds(ctx, ch, env, fee.Address(), newFee); err != nil {
 		return transfer.Envelope{}, err
 	}
 	fb, err := rewrap(old, fee.Address(), newFee)

@@ -2,6 +2,7 @@ package stellar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,24 +21,24 @@ import (
 //
 // env's channel's current envelope being the one replaced. The other channels' queued fees are
 // feeGuard's (queuedElsewhere: this process's book, the cap for another process's). The fee
-// account's balance is read once (its ACCOUNT entry, with the channel's, in one getLedgerEntries
-// or two parallel GET /accounts): replacements are rare, and the balance Prepare read may be
-// ledgers old. No latest ledger is read: every quarantined channel counts as holding an envelope,
-// which can only make the check stricter.
+// account's balance is read once (its ACCOUNT entry: one getLedgerEntries, or one GET
+// /accounts/{id}): replacements are rare, and the balance Prepare read may be ledgers old. No
+// latest ledger is read: every quarantined channel counts as holding an envelope, which can only
+// make the check stricter.
 //
-// source is the inner transaction's source account (the channel), feeAccount the fee bump's fee
-// source, newFee the replacement's full fee in stroops.
+// feeAccount is the fee bump's fee source, newFee the replacement's full fee in stroops.
 //
 // Errors: *transfer.UnavailableError FEE_ACCOUNT_UNDERFUNDED when it cannot fund the replacement
-// (not replacing: env stays queued and can still land); a plain error, or the
-// *transfer.UnavailableError of a missing source, when the accounts or the leases cannot be read.
-func (c *common) checkReplacementFunds(ctx context.Context, ch chain, env transfer.Envelope, source, feeAccount string, newFee int64) error {
-	snap, err := ch.accounts(ctx, accountQuery{source: source, fee: feeAccount})
+// (not replacing: env stays queued and can still land), also for a fee account that does not
+// exist; a plain error when the fee account or the leases cannot be read.
+func (c *common) checkReplacementFunds(ctx context.Context, ch chain, env transfer.Envelope, feeAccount string, newFee int64) error {
+	// The fee account alone, as the query's source: one ledger entry, one GET on Horizon.
+	snap, err := ch.accounts(ctx, accountQuery{source: feeAccount, fee: feeAccount})
+	if errors.Is(err, ErrAccountMissing) || err == nil && snap.fee == nil {
+		return replaceShort(fmt.Sprintf("the fee account %s does not exist on the network", feeAccount))
+	}
 	if err != nil {
 		return fmt.Errorf("stellar: replacing %s: reading the fee account: %w", env.InnerHash, err)
-	}
-	if snap.fee == nil {
-		return replaceShort(fmt.Sprintf("the fee account %s does not exist on the network", feeAccount))
 	}
 	avail := snap.fee.available(c.reserve.baseReserve(ctx, c.clock.Now(), ch.baseReserve))
 	if avail < newFee {
