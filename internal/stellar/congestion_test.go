@@ -38,6 +38,8 @@ type payRig struct {
 	store  transfer.Store
 	// foreign are the hashes of others' transactions a test submitted (spikeNow).
 	foreign map[string]bool
+	// leases are the channel leases in the rig's table (another process's leases, for tests).
+	leases *dynamo.ChannelLeases
 }
 
 type payRigOpts struct {
@@ -97,7 +99,8 @@ func newPayRig(t *testing.T, o payRigOpts) *payRig {
 			t.Fatal(err)
 		}
 	}
-	r := &payRig{t: t, clock: clock, net: n, vault: keys.Vault.Address(), wallet: wallet, usdc: usdc, ledger: l, store: store, foreign: map[string]bool{}}
+	r := &payRig{t: t, clock: clock, net: n, vault: keys.Vault.Address(), wallet: wallet, usdc: usdc, ledger: l, store: store, foreign: map[string]bool{},
+		leases: dynamo.NewChannelLeases(db, store.Table())}
 	r.orch = &transfer.Orchestrator{Store: store, Ledger: l, Clock: clock,
 		Logger: slog.New(slog.DiscardHandler), Breaker: transfer.NewBreaker(transfer.BreakerSettings{})}
 	return r

@@ -57,6 +57,8 @@ type LeaseReader interface {
 // sequence number) can trail an inclusion by a ledger, in which case an included envelope whose
 // channel is still leased is counted twice: the check errs on the side of refusing. The network's
 // own check (a first send refused txINSUFFICIENT_BALANCE, transfer.refused) stays the backstop.
+// A replacement by fee is checked by the same rule before it is signed (checkReplacementFunds),
+// with env's channel's queued envelope as the one it replaces.
 type feeGuard struct {
 	mu   sync.Mutex
 	book map[string]bookedFee // by channel: the envelope this process built on it
@@ -225,19 +227,9 @@ func (c *common) checkFunds(ctx context.Context, ch chain, lease sourceLease, sn
 	if avail < env.FeeStroops {
 		return feeShort(fmt.Sprintf("the fee account has %d stroops above its reserve, below this transaction's fee of %d stroops", max(avail, 0), env.FeeStroops))
 	}
-	var channels []string
-	if c.pool != nil {
-		keys, err := c.loadKeys(ctx)
-		if err != nil {
-			return err
-		}
-		chans, err := c.pool.Channels(keys)
-		if err != nil {
-			return err
-		}
-		for _, k := range chans {
-			channels = append(channels, k.Address())
-		}
+	channels, err := c.channelAddresses(ctx)
+	if err != nil {
+		return err
 	}
 	perChannel := c.maxFeeStroops
 	if perChannel <= 0 {

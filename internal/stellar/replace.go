@@ -51,8 +51,10 @@ var (
 // Errors: transfer.ErrNoReplacement (wrapped) for an envelope that is not a fee bump (the vault as
 // the only source: its fee is inside the signed transaction) or a lane not surge priced;
 // *transfer.UnavailableError FEE_ABOVE_CAP when the replacement rate does not fit
-// MAX_FEE_STROOPS (bidRate), SIGNING_KEYS_UNAVAILABLE; a plain error for an envelope that cannot
-// be decoded, a fee account other than this process's, or fee stats that cannot be read.
+// MAX_FEE_STROOPS (bidRate), FEE_ACCOUNT_UNDERFUNDED when the fee account cannot fund the
+// replacement as stellar-core judges one (checkReplacementFunds), SIGNING_KEYS_UNAVAILABLE; a
+// plain error for an envelope that cannot be decoded, a fee account other than this process's,
+// or fee stats, the fee account or the channel leases that cannot be read.
 func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (transfer.Envelope, error) {
 	gen, err := txnbuild.TransactionFromXDR(env.XDR)
 	if err != nil {
@@ -86,7 +88,11 @@ func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	fb, err := rewrap(old, fee.Address(), rate*shape.slots+shape.resourceFee)
+	newFee := rate*shape.slots + shape.resourceFee
+	if err := c.checkReplacementFunds(ctx, ch, env, fee.Address(), newFee); err != nil {
+		return transfer.Envelope{}, err
+	}
+	fb, err := rewrap(old, fee.Address(), newFee)
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the replacement fee bump: %w", err)
 	}

@@ -48,7 +48,8 @@ type Replacer interface {
 	// OuterHashes and SubmittedLedger are left to the caller. Nothing is sent.
 	//
 	// Errors: ErrNoReplacement (wrapped); *UnavailableError FEE_ABOVE_CAP when the replacement
-	// rate does not fit MAX_FEE_STROOPS; SIGNING_KEYS_UNAVAILABLE; a plain error when the fee
+	// rate does not fit MAX_FEE_STROOPS; FEE_ACCOUNT_UNDERFUNDED when the fee account cannot fund
+	// the replacement on top of its other queued fees; SIGNING_KEYS_UNAVAILABLE; a plain error when the fee
 	// stats cannot be read. env can still land whatever the error.
 	Replace(ctx context.Context, env Envelope) (Envelope, error)
 }
@@ -97,8 +98,9 @@ func (p *replacement) due(latest uint32) bool {
 
 // replaceByFee builds the replacement of rec's envelope and writes its outer hash to the item
 // (ReplaceItem, conditional on rec as read). It returns the item as written and true when the
-// replacement is to be sent; rec and false when it is not: the Ledger declined or failed (logged;
-// rec's envelope goes on waiting, and can still land), or the write failed. A write whose answer
+// replacement is to be sent; rec and false when it is not: the Ledger declined or failed (logged, and
+// paged for a fee account that cannot fund the replacement; rec's envelope goes on waiting, and
+// can still land), or the write failed. A write whose answer
 // was lost is recognised by ReplaceItem's read-back (the item holds the new outer hash at the
 // next version under this call's lease): sent. If the read-back fails too, the write's fate is
 // unknown: the replacement is not sent (only an envelope whose hash is surely on the item may be),
@@ -123,6 +125,14 @@ func (o *Orchestrator) replaceByFee(ctx context.Context, a *attempt, p *replacem
 			p.done = true
 			o.log().WarnContext(ctx, "not replacing an outbid envelope: the replacement's fee is above MAX_FEE_STROOPS", "storeKey", rec.StoreKey,
 				"innerHash", cur.InnerHash, "outerHash", cur.OuterHash, "detail", u.Detail)
+		case errors.As(err, &u) && u.Code == CodeFeeAccountUnderfunded:
+			// The fee account cannot fund the replacement (the network would refuse it
+			// txINSUFFICIENT_BALANCE): an operator has to act, so it pages, once for this call,
+			// and replacing stops for it. The queued envelope can still land: it goes on waiting
+			// and is settled from the ledger or proven dead after its maxTime; the client is
+			// never answered from this refusal.
+			p.done = true
+			o.pageUnderfunded(ctx, rec, CodeFeeAccountUnderfunded, "not replacing an outbid envelope by fee: "+u.Detail)
 		default:
 			o.log().WarnContext(ctx, "building a replacement by fee failed; the envelope goes on waiting", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "err", err)
 		}
