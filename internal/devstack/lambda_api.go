@@ -27,6 +27,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
@@ -73,8 +74,11 @@ type operations struct {
 	bus       *eventBus
 	alert     *alert.Handler
 	reconcile *reconcile.Service
-	// watch is the sweep's Watch (set by Start before start).
-	watch     *wiring.Watch
+	// cfg, keys and db are what the reconcile function is assembled from (set by Start before
+	// start): as in AWS, it holds the keys (channels) and reads the leases through db.
+	cfg       config.Config
+	keys      stellar.KeySource
+	db        dynamo.Client
 	functions map[string]lambda.Handler
 	// queue carries async transfers to submit (set by Start before the service is built).
 	queue *queue.Memory
@@ -129,24 +133,14 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 	})
 	p.alert = alert.New(alert.Config{Store: svc.Store, Gauge: p.emf, Events: events, EventBus: localBus, EventFailures: p.emf, Logger: log})
-	getenv := p.opts.Getenv
-	rcfg := reconcile.Config{
-		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: p.emf, Clock: svc.Orchestrator.Clock,
-		KeyTTL: func() time.Duration { return config.Settings(getenv).KeyTTL }, Logger: log,
+	parts := wiring.ReconcileParts{
+		Service: svc, Config: p.cfg, Getenv: p.opts.Getenv, Dynamo: p.db, Metrics: p.emf, Keys: p.keys,
+		Queue: p.queue, Clock: svc.Orchestrator.Clock, Logger: log,
 	}
-	if svc.Channels != nil {
-		// As in AWS with CHANNEL_COUNT > 0: the reconcile function reads the keys for "channels".
-		rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
-	}
-	if p.watch != nil {
-		rcfg.Watch = p.watch.Run
-	}
-	// As in AWS with QUEUE_URL: the sweep sends a queued item's message again after its grace.
-	rcfg.Queue, rcfg.Queued = p.queue, svc.Store
-	p.reconcile = reconcile.New(rcfg)
+	p.reconcile = wiring.Reconcile(parts)
 	// As the template's InDoubtReaderFunction: read-only and without the keys.
-	rcfg.ReadOnly, rcfg.Channels = true, nil
-	reader := reconcile.New(rcfg)
+	parts.ReadOnly, parts.Keys = true, nil
+	reader := wiring.Reconcile(parts)
 	p.functions = map[string]lambda.Handler{
 		apiFunction:       lambda.NewHandler(api.NewLambdaHandler(svc.Handler)),
 		alertFunction:     lambda.NewHandler(p.alert.Handle),

@@ -320,12 +320,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, err
 	}
 	s.serve(apiLn, tr.handler(withDeadline(svc.Handler, o.FunctionTimeout)))
-	// As in AWS (functions/reconcile): every sweep writes the balances and the leases in use.
-	ops.watch = &wiring.Watch{Ledger: svc.Ledger, Gauges: ops.emf, Vault: cfg.VaultAccount, Assets: cfg.AssetCodes(),
-		Accounts: wiring.KeyAccounts(keySource, svc.Channels), Clock: svc.Orchestrator.Clock, Logger: o.Logger}
-	if svc.Channels != nil {
-		ops.watch.Leases = dynamo.NewChannelLeases(db, table)
-	}
+	// The reconcile function is assembled as in AWS (wiring.Reconcile), with the keys: the
+	// channels action and the watch's accounts.
+	ops.cfg, ops.keys, ops.db = cfg, keySource, db
 	if err := ops.start(s, svc); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,8 @@ import (
 
 type rig struct {
 	svc    *wiring.Service
+	cfg    config.Config
+	keys   stellar.KeySource
 	db     *dynamotest.CountingClient
 	net    *stellarsim.Network
 	wallet string
@@ -42,13 +44,14 @@ func newRig(tb testing.TB) *rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	src := stellar.StaticKeys{K: keys}
 	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: func(string) string { return "" }, Dynamo: counting,
-		Keys: stellar.StaticKeys{K: keys}, Clock: clock})
+		Keys: src, Clock: clock})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	counting.Reset()
-	return &rig{svc: svc, db: counting, net: n, wallet: wallet.Address()}
+	return &rig{svc: svc, cfg: cfg, keys: src, db: counting, net: n, wallet: wallet.Address()}
 }
 
 // localNetwork starts the local network on a virtual clock shared with the service (Sleep moves it

@@ -115,7 +115,7 @@ type AWSClients struct {
 	// KMS signs with the vault's and the fee account's keys when SIGNER=kms.
 	KMS *kms.Client
 	// Config is what they were built from (region, credentials, X-Ray), for a function's other
-	// clients: the alert function's eventbridge client is built in functions/alert, so the other
+	// clients: the alert function's eventbridge client is built by Init.AlertHandler, so the other
 	// functions do not link it.
 	Config aws.Config
 	// SQS sends async transfers to QUEUE_URL.

@@ -1,0 +1,153 @@
+package wiring
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+
+	"github.com/stellar-transfer/orchestrator/internal/alert"
+	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/metrics"
+	"github.com/stellar-transfer/orchestrator/internal/queue"
+	"github.com/stellar-transfer/orchestrator/internal/reconcile"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/tracing"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// ReconcileParts are what the reconcile function is assembled from. functions/reconcile and the
+// local stack (internal/devstack) both assemble it with Reconcile, so the function an operator
+// invokes locally is the one deployed.
+type ReconcileParts struct {
+	// Service is the assembled service (Build): its store, orchestrator (which settles), ledger and
+	// channel pool.
+	Service *Service
+	// Config gives the vault, the asset codes and the table the sweep's watch reads.
+	Config config.Config
+	// Getenv reads IDEMPOTENCY_KEY_TTL_MS at every resolve (config.Settings).
+	Getenv func(string) string
+	// Dynamo is the client the watch reads the channel leases with.
+	Dynamo dynamo.Client
+	// Metrics receives the in-doubt gauges, the stranded queued count and the watch's gauges.
+	Metrics *metrics.Writer
+	// Keys are the signing keys, nil for a function that holds none (no SIGNING_SECRET_ARN, or the
+	// read-only reader): there is then no channels action and the watch reads no key's account.
+	Keys stellar.KeySource
+	// Queue is where the sweep sends a queued item's message again (QUEUE_URL); nil: nowhere, and
+	// the sweep counts the queued items nothing will send (reconcile.Config.Stranded).
+	Queue transfer.Queue
+	// ReadOnly is InDoubtReaderFunction (RECONCILE_ACTIONS=read): list and get only.
+	ReadOnly bool
+	Clock    transfer.Clock
+	Logger   *slog.Logger
+}
+
+// Reconcile returns the reconcile function's service: ReconcileFunction, or InDoubtReaderFunction
+// with ReadOnly (README.md, "Operator roles"). Every sweep first writes the vault's and the fee
+// account's balances and the channel leases in use (Watch). It makes no network call.
+func Reconcile(p ReconcileParts) *reconcile.Service {
+	svc, getenv := p.Service, p.Getenv
+	rcfg := reconcile.Config{
+		Store: svc.Store, Settler: svc.Orchestrator, Ledger: svc.Ledger, Gauge: p.Metrics, Clock: p.Clock,
+		KeyTTL: func() time.Duration { return config.Settings(getenv).KeyTTL }, Logger: p.Logger,
+		ReadOnly: p.ReadOnly,
+	}
+	if p.ReadOnly {
+		// The reader answers list and get only: it neither settles, nor sweeps, nor watches.
+		return reconcile.New(rcfg)
+	}
+	rcfg.Queued, rcfg.Stranded = svc.Store, p.Metrics
+	if p.Queue != nil {
+		rcfg.Queue = p.Queue
+	}
+	watch := &Watch{Ledger: svc.Ledger, Gauges: p.Metrics, Vault: p.Config.VaultAccount, Assets: p.Config.AssetCodes(),
+		Clock: p.Clock, Logger: p.Logger}
+	if p.Keys != nil {
+		watch.Accounts = KeyAccounts(p.Keys, svc.Channels)
+		if svc.Channels != nil {
+			rcfg.Channels = func(ctx context.Context) (any, error) { return svc.Ledger.EnsureChannels(ctx) }
+			watch.Leases = dynamo.NewChannelLeases(p.Dynamo, p.Config.Table)
+		}
+	}
+	rcfg.Watch = watch.Run
+	return reconcile.New(rcfg)
+}
+
+// ReconcileService is the start-up of ReconcileFunction and InDoubtReaderFunction: the
+// configuration and RECONCILE_ACTIONS from the environment, the AWS clients, the signing keys
+// only where the function may sign (SIGNING_SECRET_ARN set and not the read-only reader: the
+// channels action creates missing channel accounts, and the watch names the fee and channel
+// accounts), the service assembled, and the backend checked (Init.CheckBackend: the sweep and
+// resolve prove deaths, so a release they cannot work with ends the init). Any failure ends the
+// init (Init.Check).
+func (in *Init) ReconcileService() *reconcile.Service {
+	cfg, err := config.Load(os.Getenv)
+	in.Check("invalid configuration", err)
+	actions, err := config.LoadReconcileActions(os.Getenv)
+	in.Check("invalid configuration", err)
+	readOnly := actions == config.ReconcileRead
+	clients, err := NewAWSClients(context.Background(), cfg.DynamoEndpoint)
+	in.Check("AWS clients", err)
+	emf := metrics.New(os.Stdout, nil)
+	var keys stellar.KeySource
+	// The secret is passed only with channels (template.yaml); with SIGNER=kms the fee account's
+	// KMS key signs their creation and the secret holds the channel keys.
+	if cfg.SigningSecretARN != "" && !readOnly {
+		keys, err = SigningKeys(cfg, clients.Secrets, clients.KMS)
+		in.Check("signing keys", err)
+	}
+	deps := Deps{
+		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: in.Logger,
+		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
+		Observer:   tracing.Observer{},
+	}
+	if keys == nil {
+		deps.Keys = noSigning{}
+	}
+	svc, err := Build(deps)
+	in.Check("assembling the service", err)
+	in.CheckBackend(svc.Ledger)
+	p := ReconcileParts{
+		Service: svc, Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Metrics: emf, Keys: keys,
+		ReadOnly: readOnly, Clock: transfer.SystemClock{}, Logger: in.Logger,
+	}
+	if cfg.QueueURL != "" {
+		p.Queue = queue.SQS{Client: clients.SQS, URL: cfg.QueueURL}
+	}
+	return Reconcile(p)
+}
+
+// noSigning is the key source of a reconcile function that holds no keys: it looks
+// transactions up and never signs.
+type noSigning struct{}
+
+func (noSigning) Keys(context.Context) (stellar.Keys, error) {
+	return stellar.Keys{}, errors.New("the reconcile function does not sign transactions")
+}
+
+// AlertHandler is the start-up of AlertFunction: the table's stream (NEW_AND_OLD_IMAGES, with
+// ReportBatchItemFailures) read by internal/alert, which writes the in-doubt gauges, publishes
+// in-doubt alerts to ALERT_TOPIC_ARN (optional SNS topic) and settlement events to EVENT_BUS_NAME
+// (optional EventBridge bus; AWS_ENDPOINT_URL_EVENTBRIDGE points it elsewhere, as the SDK reads
+// it). Any failure ends the init (Init.Check).
+func (in *Init) AlertHandler() *alert.Handler {
+	cfg, err := config.LoadAlert(os.Getenv)
+	in.Check("invalid configuration", err)
+	clients, err := NewAWSClients(context.Background(), cfg.DynamoEndpoint)
+	in.Check("AWS clients", err)
+	emf := metrics.New(os.Stdout, nil)
+	ac := alert.Config{Store: dynamo.New(clients.Dynamo, cfg.Table), Gauge: emf, Logger: in.Logger}
+	if cfg.TopicARN != "" {
+		ac.Publisher, ac.TopicARN = clients.SNS, cfg.TopicARN
+	}
+	if cfg.EventBus != "" {
+		ac.Events, ac.EventBus, ac.EventFailures = eventbridge.NewFromConfig(clients.Config), cfg.EventBus, emf
+	}
+	return alert.New(ac)
+}
