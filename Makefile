@@ -65,7 +65,7 @@ build-InDoubtReaderFunction:
 
 # Built, then exec'd rather than `go run`: go run exits 1 on Ctrl-C even when the stack stops cleanly.
 run: ## the local stack: API :3000, Lambda Invoke API :3001, DynamoDB :8000, Stellar :8010, KMS :8020 (SIGNER=kms), OTLP traces :4318 (TRACING=otel), until Ctrl-C; *_ADDR moves each
-	$(GO) build -o .ci/bin/devstack ./internal/devstack
+	$(GO) build -o .ci/bin/devstack ./internal/devstack/cmd/devstack
 	exec .ci/bin/devstack
 
 # Every test once with the race detector (the fuzz targets' checked-in corpora included), verbose

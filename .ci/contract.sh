@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=.ci/work
 mkdir -p "$work"
-go build -o "$work/devstack" ./internal/devstack
+go build -o "$work/devstack" ./internal/devstack/cmd/devstack
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 api=$(port) ddb=$(port) xlm=$(port) fn=$(port)
 log="$work/devstack.log"

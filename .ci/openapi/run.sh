@@ -38,7 +38,7 @@ echo "== compile and type-check"
 	&& venv/bin/mypy --config-file mypy.ini client.py gateway.py)
 
 echo "== the local stack and API Gateway's stand-in"
-go build -o "$work/devstack" ./internal/devstack
+go build -o "$work/devstack" ./internal/devstack/cmd/devstack
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 api=$(port) ddb=$(port) xlm=$(port) fn=$(port) gw=$(port)
 log="$work/devstack.log"

@@ -5,8 +5,10 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,12 +19,14 @@ import (
 // aws-samples' serverless-go-demo does.
 const MaxMainLines = 20
 
+const module = "github.com/stellar-transfer/orchestrator/"
+
 // mainImports are the only packages a function's main may import: the wiring, and the door it
 // hands to the Lambda runtime.
 var mainImports = map[string]bool{
-	"github.com/stellar-transfer/orchestrator/internal/wiring": true,
-	"github.com/stellar-transfer/orchestrator/internal/api":    true,
-	"github.com/stellar-transfer/orchestrator/internal/queue":  true,
+	module + "internal/wiring": true,
+	module + "internal/api":    true,
+	module + "internal/queue":  true,
 }
 
 // mainFindings judges each functions/<name>/main.go among names under dir: at most MaxMainLines
@@ -110,5 +114,34 @@ func TestMainFindingsFinds(t *testing.T) {
 		"functions/wide/main.go: imports os: a main imports the wiring only (and the door it starts)", MaxMainLines+4, MaxMainLines+4, MaxMainLines)
 	if strings.Join(lines, "\n") != want {
 		t.Errorf("found\n%s\nwant\n%s", strings.Join(lines, "\n"), want)
+	}
+}
+
+// neverDeployed are the packages that model or exercise AWS and Stellar on one machine: the local
+// stack, the local network, virtual time, the fault campaign, the benchmarks and the Lambda
+// emulator's tests. No function links them.
+var neverDeployed = []string{"internal/devstack", "internal/stellarsim", "internal/vclock", "internal/chaos",
+	"internal/loadtest", "internal/lambdatest"}
+
+// TestFunctionsLinkNothingLocal: no function's binary links a package of neverDeployed (go list
+// -deps of ./functions/...), so nothing built for tests ships.
+func TestFunctionsLinkNothingLocal(t *testing.T) {
+	dir := root(t)
+	cmd := exec.Command("go", "list", "-deps", "./functions/...")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"internal/wiring") {
+		t.Fatalf("go list -deps ./functions/... does not list internal/wiring: the listing is wrong:\n%s", out)
+	}
+	for _, d := range deps {
+		for _, bad := range neverDeployed {
+			if d == module+bad || strings.HasPrefix(d, module+bad+"/") {
+				t.Errorf("a function links %s", d)
+			}
+		}
 	}
 }

@@ -17,6 +17,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"log/slog"
@@ -38,12 +39,12 @@ func main() {
 func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := Options{
+	opts := devstack.Options{
 		APIAddr: envOr("API_ADDR", "127.0.0.1:3000"), DynamoAddr: envOr("DYNAMODB_ADDR", "127.0.0.1:8000"),
 		StellarAddr: envOr("STELLAR_ADDR", "127.0.0.1:8010"), KMSAddr: envOr("KMS_ADDR", "127.0.0.1:8020"),
 		TracesAddr: envOr("TRACES_ADDR", "127.0.0.1:4318"),
 		Getenv:     os.Getenv, Logger: logger,
-		Ops: OpsOptions{LambdaAddr: envOr("LAMBDA_ADDR", "127.0.0.1:3001"), Metrics: os.Stdout, Events: os.Stdout},
+		Ops: devstack.OpsOptions{LambdaAddr: envOr("LAMBDA_ADDR", "127.0.0.1:3001"), Metrics: os.Stdout, Events: os.Stdout},
 	}
 	if ms, err := strconv.Atoi(os.Getenv("SWEEP_INTERVAL_MS")); err == nil && ms > 0 {
 		opts.Ops.SweepInterval = time.Duration(ms) * time.Millisecond
@@ -64,7 +65,7 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("LEDGER_CLOCK: %w", err)
 	}
 	opts.LedgerClock = clock
-	s, err := Start(ctx, opts)
+	s, err := devstack.Start(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting: what was asked for
@@ -81,7 +82,7 @@ func run(logger *slog.Logger) error {
 	return nil
 }
 
-func printBanner(i Info) {
+func printBanner(i devstack.Info) {
 	w := os.Stdout
 	fmt.Fprintf(w, "\nStellar Transfer Orchestrator, local stack\n\n")
 	fmt.Fprintf(w, "  API                %s\n", i.APIURL)
