@@ -444,7 +444,7 @@ func withDeadline(h http.Handler, d time.Duration) http.Handler {
 func listen(what, env, addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("devstack: %s listener on %s: %w (is another stack running? %s=127.0.0.1:<port> make run moves it)", what, addr, err, env)
+		return nil, fmt.Errorf("devstack: %s listener on %s: %w (is another stack running? PORT_BASE=<port> make run moves the whole stack, %s=127.0.0.1:<port> this listener)", what, addr, err, env)
 	}
 	return ln, nil
 }

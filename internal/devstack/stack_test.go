@@ -314,7 +314,7 @@ func TestBusyPortNamesItsVariable(t *testing.T) {
 			_ = s.Close()
 			t.Fatalf("Start on the taken port %s (%s) succeeded", taken.Addr(), name)
 		}
-		if msg := err.Error(); !strings.Contains(msg, name+"=127.0.0.1:<port> make run") || !strings.Contains(msg, taken.Addr().String()) {
+		if msg := err.Error(); !strings.Contains(msg, name+"=127.0.0.1:<port> this listener") || !strings.Contains(msg, "PORT_BASE=<port> make run") || !strings.Contains(msg, taken.Addr().String()) {
 			t.Errorf("%s taken: %q does not name the variable and the address", name, msg)
 		}
 	}

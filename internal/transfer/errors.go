@@ -125,7 +125,7 @@ func (e *ConflictError) Error() string {
 // Problem implements ProblemError.
 func (e *ConflictError) Problem() Problem {
 	return Problem{Code: CodeKeyConflict, Status: http.StatusConflict, Classification: Terminal,
-		Detail: "This Idempotency-Key was already used for a different transfer from this wallet."}
+		Detail: "This Idempotency-Key was already used for a different transfer of this wallet (keys are scoped to the wallet, deposits and withdrawals alike)."}
 }
 
 // InDoubtError (409, indeterminate): the outcome is unknown until reconciled. Every caller gets

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"github.com/stellar-transfer/orchestrator/internal/devstack"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
+	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"log/slog"
 	"os"
@@ -39,12 +40,15 @@ func main() {
 func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	at, err := listenAddrs(os.Getenv)
+	if err != nil {
+		return err
+	}
 	opts := devstack.Options{
-		APIAddr: envOr("API_ADDR", "127.0.0.1:3000"), DynamoAddr: envOr("DYNAMODB_ADDR", "127.0.0.1:8000"),
-		StellarAddr: envOr("STELLAR_ADDR", "127.0.0.1:8010"), KMSAddr: envOr("KMS_ADDR", "127.0.0.1:8020"),
-		TracesAddr: envOr("TRACES_ADDR", "127.0.0.1:4318"),
-		Getenv:     os.Getenv, Logger: logger,
-		Ops: devstack.OpsOptions{LambdaAddr: envOr("LAMBDA_ADDR", "127.0.0.1:3001"), Metrics: os.Stdout, Events: os.Stdout},
+		APIAddr: at.api, DynamoAddr: at.dynamo, StellarAddr: at.stellar, KMSAddr: at.kms, TracesAddr: at.traces,
+		Getenv: os.Getenv, Logger: logger,
+		// The metrics as a terminal shows them (metrics.Console), the events as JSON lines.
+		Ops: devstack.OpsOptions{LambdaAddr: at.lambda, Metrics: metrics.Console(os.Stdout), Events: os.Stdout},
 	}
 	if ms, err := strconv.Atoi(os.Getenv("SWEEP_INTERVAL_MS")); err == nil && ms > 0 {
 		opts.Ops.SweepInterval = time.Duration(ms) * time.Millisecond
@@ -86,7 +90,7 @@ func printBanner(i devstack.Info) {
 	w := os.Stdout
 	fmt.Fprintf(w, "\nStellar Transfer Orchestrator, local stack\n\n")
 	fmt.Fprintf(w, "  API                %s\n", i.APIURL)
-	fmt.Fprintf(w, "  Lambda Invoke API  %s  (ApiFunction, AlertFunction, ReconcileFunction, InDoubtReaderFunction)\n", i.LambdaURL)
+	fmt.Fprintf(w, "  Lambda Invoke API  %s  (ApiFunction, SubmitterFunction, AlertFunction, ReconcileFunction, InDoubtReaderFunction)\n", i.LambdaURL)
 	fmt.Fprintf(w, "  Settlement events  %s  (server-sent events, also printed here; curl -N '%s?since=0')\n", i.EventsURL, i.EventsURL)
 	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
 	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
@@ -111,7 +115,10 @@ func printBanner(i devstack.Info) {
 	for _, wl := range i.Wallets {
 		fmt.Fprintf(w, "  Wallet (USDC trustline)  %s\n", wl.Account)
 	}
+	fmt.Fprintf(w, "\n  Each start is new: a new network, new keys, accounts and wallets, and an empty table\n  (unless DYNAMODB_ENDPOINT); nothing is kept after Ctrl-C.\n")
 	if len(i.Wallets) > 0 {
+		// README.md's examples use these variables, so they work whatever ports the stack took.
+		fmt.Fprintf(w, "\nIn another shell:\n  export API=%s LAMBDA=%s SIM=%s WALLET=%s\n", i.APIURL, i.LambdaURL, i.HorizonURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "\nTry:\n  curl -s -X POST %s/transfers \\\n    -H 'Content-Type: application/json' -H 'Idempotency-Key: order-00000001' \\\n    -d '{\"operationType\":\"withdraw\",\"walletAddress\":\"%s\",\"amount\":\"12.5\",\"asset\":\"USDC\"}'\n",
 			i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)
@@ -125,9 +132,37 @@ func printBanner(i devstack.Info) {
 	}
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
+// addrs are the stack's listen addresses.
+type addrs struct{ api, lambda, dynamo, stellar, kms, traces string }
+
+// defaultPorts are the ports without PORT_BASE, in addrs' order.
+var defaultPorts = [6]int{3000, 3001, 8000, 8010, 8020, 4318}
+
+// listenAddrs reads the listen addresses: PORT_BASE=N puts the API on N, the Lambda Invoke API on
+// N+1, DynamoDB on N+2, the Stellar network on N+3, the KMS emulator on N+4 and the traces
+// receiver on N+5 (all on 127.0.0.1), so one variable moves the whole stack beside another;
+// without it they are defaultPorts. API_ADDR, LAMBDA_ADDR, DYNAMODB_ADDR, STELLAR_ADDR, KMS_ADDR
+// and TRACES_ADDR each override one. Errors: a PORT_BASE that is not a whole number from 1024 to
+// 65530.
+func listenAddrs(getenv func(string) string) (addrs, error) {
+	ports := defaultPorts
+	if v := getenv("PORT_BASE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1024 || n > 65535-5 {
+			return addrs{}, fmt.Errorf("PORT_BASE=%q: want a port from 1024 to 65530 (the stack takes it and the 5 above it)", v)
+		}
+		for i := range ports {
+			ports[i] = n + i
+		}
 	}
-	return def
+	at := func(env string, port int) string {
+		if v := getenv(env); v != "" {
+			return v
+		}
+		return "127.0.0.1:" + strconv.Itoa(port)
+	}
+	return addrs{
+		api: at("API_ADDR", ports[0]), lambda: at("LAMBDA_ADDR", ports[1]), dynamo: at("DYNAMODB_ADDR", ports[2]),
+		stellar: at("STELLAR_ADDR", ports[3]), kms: at("KMS_ADDR", ports[4]), traces: at("TRACES_ADDR", ports[5]),
+	}, nil
 }

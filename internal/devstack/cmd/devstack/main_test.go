@@ -1,0 +1,21 @@
+package main
+
+import "testing"
+
+// PORT_BASE moves every listener; an *_ADDR moves one; a bad PORT_BASE is refused.
+func TestListenAddrsFollowPortBase(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	got, err := listenAddrs(env(nil))
+	if err != nil || got != (addrs{"127.0.0.1:3000", "127.0.0.1:3001", "127.0.0.1:8000", "127.0.0.1:8010", "127.0.0.1:8020", "127.0.0.1:4318"}) {
+		t.Fatalf("defaults: %+v, %v", got, err)
+	}
+	got, err = listenAddrs(env(map[string]string{"PORT_BASE": "4100", "KMS_ADDR": "127.0.0.1:9999"}))
+	if err != nil || got != (addrs{"127.0.0.1:4100", "127.0.0.1:4101", "127.0.0.1:4102", "127.0.0.1:4103", "127.0.0.1:9999", "127.0.0.1:4105"}) {
+		t.Fatalf("PORT_BASE=4100: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"80", "65531", "4100x", "-1"} {
+		if _, err := listenAddrs(env(map[string]string{"PORT_BASE": bad})); err == nil {
+			t.Errorf("PORT_BASE=%s accepted", bad)
+		}
+	}
+}
