@@ -6,6 +6,8 @@
 //   - no tracked file is over 1 MiB (build outputs never enter git);
 //   - the house: internal/transfer, the domain, imports no AWS, Stellar or other internal package,
 //     and the adapters internal/dynamo and internal/stellar never import each other;
+//   - internal/transfer/transfertest, the domain's importable test helpers, imports only
+//     internal/transfer and the standard library (transfertest_test.go);
 //   - comments say why, never history: no text file but fixtures (testdata), vendored code and
 //     lock files refers to an issue by number ("issue N", "issues #N"), unless the word just
 //     before it names another project's owner/repo, a cited source (issues_test.go).

@@ -21,7 +21,7 @@ func (h *harness) busyAnswer(t *testing.T, err error, key string, retryAfter tim
 	if p := ue.Problem(); p.Status != http.StatusServiceUnavailable || p.Classification != transfer.Retryable || p.RetryAfter != retryAfter {
 		t.Errorf("problem %+v", p)
 	}
-	if _, ok := h.store.get(transfer.StoreKey(wallet, key)); ok {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, key)); ok {
 		t.Error("the key is still claimed: a retry would wait for it")
 	}
 	if d := h.clock.Now().Sub(start); d != 0 {
@@ -90,13 +90,13 @@ func TestBusyAnswerLeavesNoLeftoverClaim(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	failed := 0
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		if op == "delete" && failed == 0 {
 			failed++
 			return errors.New("dynamodb: throttled")
 		}
 		return nil
-	}
+	})
 	busy := true
 	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
 		if busy {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/transfer/transfertest"
 )
 
 // Adversarial tests of a failed claim's read-back: what a client is told when the claim's
@@ -17,14 +18,14 @@ import (
 // storeThrottled makes the listed operations fail without writing anything, as DynamoDB does
 // once the SDK's retries give up on a throttled table.
 func storeThrottled(h *harness, ops ...string) {
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		for _, o := range ops {
 			if op == o {
 				return errors.New("ProvisionedThroughputExceededException: throttled")
 			}
 		}
 		return nil
-	}
+	})
 }
 
 // saysNothingSubmitted reports whether err tells the client that nothing was submitted.
@@ -89,14 +90,14 @@ func TestFailedClaimNeverSaysNothingWasSubmittedWhenTheKeyCouldNotBeRead(t *test
 // SDK retries are all refused (throttled) does; afterClaim, when set, runs between the write and
 // the error (another caller acting on the key meanwhile).
 type answerLostStore struct {
-	*memStore
+	*transfertest.Store
 	mu         sync.Mutex
 	lose       int // claims to apply and then fail
 	afterClaim func()
 }
 
 func (s *answerLostStore) Claim(ctx context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
-	held, won, err := s.memStore.Claim(ctx, rec, now)
+	held, won, err := s.Store.Claim(ctx, rec, now)
 	s.mu.Lock()
 	lose := s.lose > 0 && err == nil
 	if lose {
@@ -120,7 +121,7 @@ func (s *answerLostStore) Claim(ctx context.Context, rec transfer.Record, now ti
 func TestClaimThatAppliedWithItsAnswerLostRunsOnceAndAnswersTheTruth(t *testing.T) {
 	t.Run("sync", func(t *testing.T) {
 		h := newHarness(t)
-		s := &answerLostStore{memStore: h.store, lose: 1}
+		s := &answerLostStore{Store: h.store, lose: 1}
 		h.orch.Store = s
 		out, err := h.orch.Transfer(context.Background(), input("order-lost", "5"))
 		if err != nil || out.Replayed || out.TransactionHash == "" {
@@ -134,7 +135,7 @@ func TestClaimThatAppliedWithItsAnswerLostRunsOnceAndAnswersTheTruth(t *testing.
 		h := newHarness(t)
 		q := &recordingQueue{}
 		h.orch.Queue = q
-		s := &answerLostStore{memStore: h.store, lose: 1}
+		s := &answerLostStore{Store: h.store, lose: 1}
 		h.orch.Store = s
 		res, err := h.orch.Enqueue(context.Background(), input("order-lost", "5"))
 		if err != nil || !res.Accepted {
@@ -179,25 +180,25 @@ func TestFailedClaimAfterAReleaseAndReclaimAnswersTheNewHolder(t *testing.T) {
 	other := input("order-race", "6")
 	key := transfer.StoreKey(wallet, in.ClientKey)
 	now := h.clock.Now()
-	h.store.items[key] = transfer.Record{
+	h.store.Put(transfer.Record{
 		StoreKey: key, ClaimID: "holder", Status: transfer.StatusInFlight, Fingerprint: in.Request.Fingerprint(),
 		Request: in.Request, ClientKey: in.ClientKey, LeaseOwner: "holder-invocation", LeaseExpiresAt: now.Add(time.Minute),
 		Version: 1, CreatedAt: now, UpdatedAt: now,
-	}
-	h.store.fail = func(op string) error {
+	})
+	h.store.Fail(func(op string) error {
 		if op != "claim" {
 			return nil
 		}
-		// Under the store's lock: the holder releases and another request claims before the
-		// read-back.
-		delete(h.store.items, key)
-		h.store.items[key] = transfer.Record{
+		// Just before the claim's write, which then fails: the holder releases and another
+		// request claims before the read-back.
+		h.store.Remove(key)
+		h.store.Put(transfer.Record{
 			StoreKey: key, ClaimID: "newcomer", Status: transfer.StatusInFlight, Fingerprint: other.Request.Fingerprint(),
 			Request: other.Request, ClientKey: other.ClientKey, LeaseOwner: "newcomer-invocation", LeaseExpiresAt: now.Add(time.Minute),
 			Version: 1, CreatedAt: now, UpdatedAt: now,
-		}
+		})
 		return errors.New("throttled")
-	}
+	})
 	_, err := h.orch.Transfer(context.Background(), in)
 	if problemCode(err) != transfer.CodeKeyConflict {
 		t.Fatalf("%v, want IDEMPOTENCY_KEY_CONFLICT", err)
@@ -223,7 +224,7 @@ func TestFailedClaimOverAnExpiredSettledItemOfThisRequestIsANewTransfer(t *testi
 	if !saysNothingSubmitted(err) || out.TransactionHash != "" {
 		t.Fatalf("%+v, %v; want STORE_UNAVAILABLE saying nothing was submitted, not the expired replay", out, err)
 	}
-	h.store.fail = nil
+	h.store.Fail(nil)
 	again, err := h.orch.Transfer(context.Background(), input("order-exp", "5"))
 	if err != nil || again.Replayed || again.TransactionHash == first.TransactionHash {
 		t.Fatalf("%+v, %v; want a new transfer", again, err)
@@ -237,7 +238,7 @@ func TestFailedClaimReleasesOwnLeftoverAndNeverWaitsOnItself(t *testing.T) {
 	h := newHarness(t)
 	var mu sync.Mutex
 	deletes, claims := 0, 0
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		switch op {
@@ -253,7 +254,7 @@ func TestFailedClaimReleasesOwnLeftoverAndNeverWaitsOnItself(t *testing.T) {
 			}
 		}
 		return nil
-	}
+	})
 	// The first send is refused before inclusion (txBAD_SEQ): proven dead, released (fails).
 	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
 		if n == 0 {

@@ -16,12 +16,12 @@ import (
 
 // claimThrottled makes every claim fail without writing anything, as a throttled PutItem does.
 func claimThrottled(h *harness) {
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		if op == "claim" {
 			return errors.New("ProvisionedThroughputExceededException: throttled")
 		}
 		return nil
-	}
+	})
 }
 
 // answer is what a client is told, reduced to what must agree between the two paths.
@@ -120,11 +120,11 @@ var keyStates = []struct {
 		setup: func(t *testing.T, h *harness) {
 			in := input("order-rb", "5")
 			now := h.clock.Now()
-			h.store.items[transfer.StoreKey(wallet, in.ClientKey)] = transfer.Record{
+			h.store.Put(transfer.Record{
 				StoreKey: transfer.StoreKey(wallet, in.ClientKey), ClaimID: "someone-else", Status: transfer.StatusInFlight,
 				Fingerprint: in.Request.Fingerprint(), Request: in.Request, ClientKey: in.ClientKey,
 				LeaseOwner: "another-invocation", LeaseExpiresAt: now.Add(time.Hour), Version: 1, CreatedAt: now, UpdatedAt: now,
-			}
+			})
 		},
 		async: answer{code: transfer.CodeInProgress},
 	},
@@ -226,18 +226,18 @@ func TestFailedTakeOverOfAnEnvelopeNeverSaysNothingWasSubmitted(t *testing.T) {
 	in := input("order-rb", "5")
 	now := h.clock.Now()
 	key := transfer.StoreKey(wallet, in.ClientKey)
-	h.store.items[key] = transfer.Record{
+	h.store.Put(transfer.Record{
 		StoreKey: key, ClaimID: "dead-invocation", Status: transfer.StatusInFlight,
 		Fingerprint: in.Request.Fingerprint(), Request: in.Request, ClientKey: in.ClientKey,
 		LeaseOwner: "dead", LeaseExpiresAt: now.Add(-time.Second), Version: 2, CreatedAt: now, UpdatedAt: now,
 		Envelope: &transfer.Envelope{XDR: "xdr-sent", InnerHash: strings.Repeat("ab", 32), MaxTime: now.Add(time.Minute).Unix(), SubmittedLedger: 100, Channel: "GVAULT"},
-	}
-	h.store.fail = func(op string) error {
+	})
+	h.store.Fail(func(op string) error {
 		if op == "replace" {
 			return errors.New("ProvisionedThroughputExceededException: throttled")
 		}
 		return nil
-	}
+	})
 	_, err := h.orch.Transfer(context.Background(), in)
 	var u *transfer.UnavailableError
 	if !errors.As(err, &u) || u.Code != transfer.CodeStoreUnavailable || strings.Contains(u.Detail, "nothing was submitted") {

@@ -4,120 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
-
-// memStore is an in-memory transfer.Store with the same conditional semantics as the DynamoDB
-// one, for testing the orchestrator's logic alone.
-type memStore struct {
-	mu     sync.Mutex
-	items  map[string]transfer.Record
-	writes int
-	fail   func(op string) error // injected failures
-}
-
-func newMemStore() *memStore { return &memStore{items: map[string]transfer.Record{}} }
-
-func (s *memStore) failure(op string) error {
-	if s.fail != nil {
-		return s.fail(op)
-	}
-	return nil
-}
-
-func (s *memStore) Claim(_ context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.failure("claim"); err != nil {
-		return transfer.Record{}, false, err
-	}
-	s.writes++
-	if cur, ok := s.items[rec.StoreKey]; ok && !(cur.ExpiresAt > 0 && cur.ExpiresAt < now.Unix()) {
-		return cur, false, nil
-	}
-	s.items[rec.StoreKey] = rec
-	return rec, true, nil
-}
-
-func (s *memStore) Get(_ context.Context, key string) (transfer.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.failure("get"); err != nil {
-		return transfer.Record{}, err
-	}
-	cur, ok := s.items[key]
-	if !ok {
-		return transfer.Record{}, transfer.ErrNotFound
-	}
-	return cur, nil
-}
-
-func (s *memStore) matches(key string, cond transfer.Condition) error {
-	cur, ok := s.items[key]
-	if !ok || !cond.Matches(cur) {
-		return fmt.Errorf("mem: %w", transfer.ErrConditionFailed)
-	}
-	return nil
-}
-
-func (s *memStore) Replace(ctx context.Context, next transfer.Record, cond transfer.Condition) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.failure("replace"); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err // a write after the invocation's deadline never happens
-	}
-	s.writes++
-	if err := s.matches(next.StoreKey, cond); err != nil {
-		return err
-	}
-	s.items[next.StoreKey] = next
-	return nil
-}
-
-func (s *memStore) Delete(_ context.Context, key string, cond transfer.Condition) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.failure("delete"); err != nil {
-		return err
-	}
-	s.writes++
-	if err := s.matches(key, cond); err != nil {
-		return err
-	}
-	delete(s.items, key)
-	return nil
-}
-
-func (s *memStore) ListInDoubt(_ context.Context, limit int, _ string) ([]transfer.Record, string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []transfer.Record
-	for _, r := range s.items {
-		if r.Status == transfer.StatusInDoubt {
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].StoreKey < out[j].StoreKey })
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, "", nil
-}
-
-func (s *memStore) get(key string) (transfer.Record, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.items[key]
-	return r, ok
-}
 
 // fakeLedger is a tiny network: envelopes sent are queued and land at the next close if their
 // maxTime allows; behaviour per send can be scripted.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/transfer/transfertest"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
@@ -19,7 +20,7 @@ const wallet = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
 
 type harness struct {
 	clock  *vclock.Clock
-	store  *memStore
+	store  *transfertest.Store
 	ledger *fakeLedger
 	orch   *transfer.Orchestrator
 }
@@ -27,7 +28,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	c := vclock.New(time.Unix(1_800_000_000, 0))
-	h := &harness{clock: c, store: newMemStore(), ledger: newFakeLedger(c)}
+	h := &harness{clock: c, store: transfertest.NewStore(), ledger: newFakeLedger(c)}
 	h.orch = &transfer.Orchestrator{
 		Store: h.store, Ledger: h.ledger, Clock: c,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -49,7 +50,7 @@ func input(key, amount string) transfer.Input {
 
 func (h *harness) item(t *testing.T, key string) transfer.Record {
 	t.Helper()
-	rec, ok := h.store.get(transfer.StoreKey(wallet, key))
+	rec, ok := h.store.Item(transfer.StoreKey(wallet, key))
 	if !ok {
 		t.Fatalf("no item for %s", key)
 	}
@@ -84,12 +85,12 @@ func TestFreshTransferLandsOnceAndReplays(t *testing.T) {
 	if rec.Envelope == nil || rec.Envelope.XDR != "" || rec.LeaseOwner != "" {
 		t.Fatalf("settled item keeps the hashes but not the signed XDR or the lease: %+v", rec.Envelope)
 	}
-	writes := h.store.writes
+	writes := h.store.Writes()
 	again, err := h.orch.Transfer(ctx, input("order-0001", "10.000"))
 	if err != nil || !again.Replayed || again.TransactionHash != out.TransactionHash || again.Ledger != out.Ledger {
 		t.Fatalf("replay = %+v, %v", again, err)
 	}
-	if got := h.store.writes - writes; got != 1 {
+	if got := h.store.Writes() - writes; got != 1 {
 		t.Fatalf("a replay cost %d store writes, want 1 (the failed claim)", got)
 	}
 	if p, s := h.ledger.counts(); p != 1 || s != 1 || h.ledger.landedCount() != 1 {
@@ -199,7 +200,7 @@ func TestPendingEnvelopeProvenDeadByLedgerCloseTime(t *testing.T) {
 	if !errors.As(err, &u) || u.Problem().Classification != transfer.Retryable {
 		t.Fatalf("err = %#v, want retryable", err)
 	}
-	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0005")); ok {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "order-0005")); ok {
 		t.Fatal("a proven-dead envelope releases the key")
 	}
 	out, err := h.orch.Transfer(context.Background(), input("order-0005", "5"))
@@ -363,17 +364,17 @@ func TestCircuitOpenRefusesBeforeClaiming(t *testing.T) {
 			t.Fatalf("call %d: %v, want RPC_ERROR", i, err)
 		}
 	}
-	writes := h.store.writes
+	writes := h.store.Writes()
 	_, err := h.orch.Transfer(context.Background(), input("order-0199", "1"))
 	var u *transfer.UnavailableError
 	if !errors.As(err, &u) || u.Code != transfer.CodeCircuitOpen || u.Problem().RetryAfter <= 0 || u.Problem().Status != 503 {
 		t.Fatalf("err = %v, want SOROBAN_CIRCUIT_OPEN with retryAfter", err)
 	}
-	if h.store.writes != writes {
+	if h.store.Writes() != writes {
 		t.Fatal("an open circuit must not claim the key")
 	}
-	if len(h.store.items) != 0 {
-		t.Fatalf("failed prepares left items behind: %d", len(h.store.items))
+	if h.store.Len() != 0 {
+		t.Fatalf("failed prepares left items behind: %d", h.store.Len())
 	}
 }
 
@@ -384,7 +385,7 @@ func TestPrepareValidationErrorReleasesKey(t *testing.T) {
 	if problemCode(err) != transfer.CodeOperationNotSupp {
 		t.Fatalf("err = %v", err)
 	}
-	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0011")); ok {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "order-0011")); ok {
 		t.Fatal("the key should be released when nothing was sent")
 	}
 }
@@ -408,7 +409,7 @@ func TestFeeAboveCapAnswersAtOnce(t *testing.T) {
 	if len(h.ledger.sends) != 0 || !h.clock.Now().Equal(start) {
 		t.Fatalf("%d sends, %v waited; want nothing sent and no wait", len(h.ledger.sends), h.clock.Now().Sub(start))
 	}
-	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0013")); ok {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "order-0013")); ok {
 		t.Fatal("the key should be released when nothing was sent")
 	}
 	if len(rep.all) != 1 || rep.all[0].Code != transfer.CodeFeeAboveCap || rep.all[0].Outcome != transfer.OutcomeFailed {
@@ -418,12 +419,12 @@ func TestFeeAboveCapAnswersAtOnce(t *testing.T) {
 
 func TestStoreFailureOnClaimIsRetryable(t *testing.T) {
 	h := newHarness(t)
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		if op == "claim" {
 			return errors.New("throttled")
 		}
 		return nil
-	}
+	})
 	_, err := h.orch.Transfer(context.Background(), input("order-0012", "1"))
 	if problemCode(err) != transfer.CodeStoreUnavailable {
 		t.Fatalf("err = %v", err)
@@ -532,7 +533,7 @@ func TestRefusedConnectionsAreRetryableAndReleaseTheKey(t *testing.T) {
 	if _, sends := h.ledger.counts(); sends < 2 {
 		t.Fatalf("sends = %d: the same envelope should be retried while nothing reached the network", sends)
 	}
-	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0016")); ok {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "order-0016")); ok {
 		t.Fatal("nothing reached the network: the key must be released")
 	}
 }
@@ -573,7 +574,7 @@ func TestRepeatedFirstSendRefusalsEndAsTheRefusal(t *testing.T) {
 	if problemCode(err) != transfer.CodeRPCError {
 		t.Fatalf("err = %v, want the last refusal (RPC_ERROR), not TRANSFER_IN_PROGRESS", err)
 	}
-	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-0018")); ok {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "order-0018")); ok {
 		t.Fatal("every envelope was refused: the key must be free")
 	}
 }
@@ -612,7 +613,7 @@ func TestReplayWindowBelowAnHourIsRefusedPerCall(t *testing.T) {
 	if !errors.As(err, &u) || u.Code != transfer.CodeConfigurationInvalid || u.Problem().Status != 503 {
 		t.Fatalf("err = %v, want 503 %s", err, transfer.CodeConfigurationInvalid)
 	}
-	if _, ok := h.store.get(transfer.StoreKey(wallet, "order-ttl-1")); ok || func() bool { p, s := h.ledger.counts(); return p+s != 0 }() {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "order-ttl-1")); ok || func() bool { p, s := h.ledger.counts(); return p+s != 0 }() {
 		t.Fatal("a refused call claimed the key or sent an envelope")
 	}
 	if _, err := h.orch.Settle(context.Background(), transfer.Record{Status: transfer.StatusInDoubt}); err == nil {

@@ -32,22 +32,16 @@ func TestNothingMovedIsNeverSaidWhileAnotherEnvelopeOfTheKeyMayLand(t *testing.T
 		return transfer.SendResult{Status: transfer.SendPending}, false, nil
 	}
 	h.clock.OnAdvance(func(now time.Time) {
-		h.store.mu.Lock()
-		defer h.store.mu.Unlock()
 		if !refusedFirst || inserted {
 			return
 		}
-		if _, held := h.store.items[key]; held {
-			return
-		}
-		inserted = true
-		h.store.items[key] = transfer.Record{
+		inserted = h.store.PutIfAbsent(transfer.Record{
 			StoreKey: key, ClaimID: "other-call", Status: transfer.StatusInFlight,
 			Fingerprint: in.Request.Fingerprint(), Request: in.Request, ClientKey: in.ClientKey,
 			LeaseOwner: "other", LeaseExpiresAt: deadline.Add(-s.MinValidity - s.ProofWindow + time.Second),
 			Version: 2, CreatedAt: now, UpdatedAt: now,
 			Envelope: &transfer.Envelope{XDR: "xdr-other", InnerHash: strings.Repeat("cd", 32), MaxTime: deadline.Add(time.Minute).Unix(), SubmittedLedger: 100, Channel: "GVAULT"},
-		}
+		})
 	})
 	_, err := h.orch.Transfer(context.Background(), in)
 	if !inserted {

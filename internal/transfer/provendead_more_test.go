@@ -17,12 +17,12 @@ import (
 func deadTakenOver(h *harness, in transfer.Input) string {
 	now := h.clock.Now()
 	key := transfer.StoreKey(wallet, in.ClientKey)
-	h.store.items[key] = transfer.Record{
+	h.store.Put(transfer.Record{
 		StoreKey: key, ClaimID: "dead-invocation", Status: transfer.StatusInFlight,
 		Fingerprint: in.Request.Fingerprint(), Request: in.Request, ClientKey: in.ClientKey,
 		LeaseOwner: "dead", LeaseExpiresAt: now.Add(-time.Minute), Version: 2, CreatedAt: now.Add(-2 * time.Minute), UpdatedAt: now.Add(-2 * time.Minute),
 		Envelope: &transfer.Envelope{XDR: "xdr-sent", InnerHash: strings.Repeat("ab", 32), MaxTime: now.Add(-time.Minute).Unix(), SubmittedLedger: 90, Channel: "GVAULT"},
-	}
+	})
 	return key
 }
 
@@ -46,7 +46,7 @@ func TestNothingWasSubmittedIsNeverSaidWhenTheClaimAfterAProvenDeadEnvelopeFails
 	deadTakenOver(h, in)
 	var mu sync.Mutex
 	claims := 0
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if op == "claim" {
@@ -55,7 +55,7 @@ func TestNothingWasSubmittedIsNeverSaidWhenTheClaimAfterAProvenDeadEnvelopeFails
 			}
 		}
 		return nil
-	}
+	})
 	_, err := h.orch.Transfer(context.Background(), in)
 	wantNothingMoved(t, err, transfer.CodeStoreUnavailable)
 	if claims < 2 {
@@ -88,13 +88,13 @@ func TestNothingWasSubmittedIsNeverSaidAfterAnInDoubtEnvelopeWasProvenDeadInline
 	h := newHarness(t)
 	in := input("order-in-doubt-dead-then-cap", "5")
 	key := deadTakenOver(h, in)
-	rec := h.store.items[key]
+	rec, _ := h.store.Item(key)
 	rec.Status, rec.LeaseOwner, rec.LeaseExpiresAt = transfer.StatusInDoubt, "", time.Time{}
-	h.store.items[key] = rec
+	h.store.Put(rec)
 	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, Detail: "the classic lane needs 5000 stroops per operation; nothing was submitted"}
 	_, err := h.orch.Transfer(context.Background(), in)
 	wantNothingMoved(t, err, transfer.CodeFeeAboveCap)
-	if _, held := h.store.get(key); held {
+	if _, held := h.store.Item(key); held {
 		t.Fatal("the key is still held")
 	}
 }
@@ -108,19 +108,19 @@ func TestNothingWasSubmittedIsNeverSaidAfterTheEnvelopeACallWaitedOnWasReleased(
 	h := newHarness(t)
 	in := input("order-waited-dead-then-cap", "5")
 	key := deadTakenOver(h, in)
-	rec := h.store.items[key]
+	rec, _ := h.store.Item(key)
 	rec.LeaseOwner, rec.LeaseExpiresAt = "alive", h.clock.Now().Add(time.Minute)
-	h.store.items[key] = rec
+	h.store.Put(rec)
 	released := false
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		if op == "get" && !released {
-			// The holder's release, seen by the first read of the waiting call (the store's
-			// lock is held: the map is changed in place).
+			// The holder's release, seen by the first read of the waiting call (the hook runs
+			// just before the read).
 			released = true
-			delete(h.store.items, key)
+			h.store.Remove(key)
 		}
 		return nil
-	}
+	})
 	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, Detail: "the classic lane needs 5000 stroops per operation; nothing was submitted"}
 	_, err := h.orch.Transfer(context.Background(), in)
 	if !released {
@@ -135,17 +135,17 @@ func TestNothingWasSubmittedIsSaidAfterWaitingOnAClaimThatNeverSent(t *testing.T
 	h := newHarness(t)
 	in := input("order-waited-nothing-then-cap", "5")
 	key := deadTakenOver(h, in)
-	rec := h.store.items[key]
+	rec, _ := h.store.Item(key)
 	rec.LeaseOwner, rec.LeaseExpiresAt, rec.Envelope = "alive", h.clock.Now().Add(time.Minute), nil
-	h.store.items[key] = rec
+	h.store.Put(rec)
 	released := false
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		if op == "get" && !released {
 			released = true
-			delete(h.store.items, key)
+			h.store.Remove(key)
 		}
 		return nil
-	}
+	})
 	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, Detail: "the classic lane needs 5000 stroops per operation; nothing was submitted"}
 	_, err := h.orch.Transfer(context.Background(), in)
 	var u *transfer.UnavailableError

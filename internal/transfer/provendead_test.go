@@ -20,12 +20,12 @@ func TestNothingWasSubmittedIsNeverSaidAfterAnEnvelopeWasProvenDead(t *testing.T
 	in := input("order-dead-then-cap", "5")
 	now := h.clock.Now()
 	key := transfer.StoreKey(wallet, in.ClientKey)
-	h.store.items[key] = transfer.Record{
+	h.store.Put(transfer.Record{
 		StoreKey: key, ClaimID: "dead-invocation", Status: transfer.StatusInFlight,
 		Fingerprint: in.Request.Fingerprint(), Request: in.Request, ClientKey: in.ClientKey,
 		LeaseOwner: "dead", LeaseExpiresAt: now.Add(-time.Minute), Version: 2, CreatedAt: now.Add(-2 * time.Minute), UpdatedAt: now.Add(-2 * time.Minute),
 		Envelope: &transfer.Envelope{XDR: "xdr-sent", InnerHash: strings.Repeat("ab", 32), MaxTime: now.Add(-time.Minute).Unix(), SubmittedLedger: 90, Channel: "GVAULT"},
-	}
+	})
 	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, Detail: "the classic lane needs 5000 stroops per operation; nothing was submitted"}
 	_, err := h.orch.Transfer(context.Background(), in)
 	var u *transfer.UnavailableError
@@ -35,7 +35,7 @@ func TestNothingWasSubmittedIsNeverSaidAfterAnEnvelopeWasProvenDead(t *testing.T
 	if strings.Contains(u.Detail, "nothing was submitted") || !strings.Contains(u.Detail, "nothing moved") {
 		t.Fatalf("detail %q: an envelope was submitted and proven dead; want \"nothing moved\", never \"nothing was submitted\"", u.Detail)
 	}
-	if _, held := h.store.get(key); held {
+	if _, held := h.store.Item(key); held {
 		t.Fatal("the key is still held")
 	}
 }

@@ -65,16 +65,16 @@ func TestEnqueueAnswers(t *testing.T) {
 	// A store that fails the claim without having written it: 503, nothing sent.
 	q.err = nil
 	sent := len(q.sent)
-	h.store.fail = func(op string) error {
+	h.store.Fail(func(op string) error {
 		if op == "claim" {
 			return errors.New("dynamo down")
 		}
 		return nil
-	}
+	})
 	if _, err := h.orch.Enqueue(ctx, input("async-key-0003", "5")); problemCode(err) != transfer.CodeStoreUnavailable || len(q.sent) != sent {
 		t.Fatalf("claim failed: %v, %d sent", err, len(q.sent)-sent)
 	}
-	h.store.fail = nil
+	h.store.Fail(nil)
 	if _, err := h.orch.Enqueue(ctx, input("async-key-0003", "5")); err != nil {
 		t.Fatal(err)
 	}

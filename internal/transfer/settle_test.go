@@ -44,7 +44,7 @@ func TestSettleExpiredClaims(t *testing.T) {
 		if err != nil || s.Resolution != transfer.ResolvedReleased {
 			t.Fatalf("settle = %+v, %v", s, err)
 		}
-		if _, ok := h.store.get(rec.StoreKey); ok {
+		if _, ok := h.store.Item(rec.StoreKey); ok {
 			t.Fatal("the item should be deleted")
 		}
 	})

@@ -39,7 +39,7 @@ func TestInlineShortfallAnswersUnderfundedWithoutNewEnvelope(t *testing.T) {
 
 	_, err := h.orch.Transfer(context.Background(), input("payout-inline-1", "1"))
 	unavailable(t, err, transfer.CodeVaultUnderfunded)
-	if _, ok := h.store.get(transfer.StoreKey(wallet, "payout-inline-1")); ok {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "payout-inline-1")); ok {
 		t.Fatal("the key should be free: nothing moved and the envelope can never land")
 	}
 	p, s := h.ledger.counts()
@@ -70,7 +70,7 @@ func TestFailedOnVaultSideIsReleasedAndPaged(t *testing.T) {
 				t.Fatalf("err = %v: a failure on the vault's side stored as a terminal rejection of the client's transfer", err)
 			}
 			unavailable(t, err, transfer.CodeVaultUnderfunded)
-			if _, ok := h.store.get(transfer.StoreKey(wallet, "payout-src-1")); ok {
+			if _, ok := h.store.Item(transfer.StoreKey(wallet, "payout-src-1")); ok {
 				t.Fatal("the key should be free")
 			}
 			if pages := logs.alerts(t); len(pages) != 1 || pages[0]["alert"] != transfer.AlertVaultUnderfunded {

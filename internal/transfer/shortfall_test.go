@@ -111,7 +111,7 @@ func TestVaultUnderfundedFailedReleasesKeyAndRetryPaysOnce(t *testing.T) {
 
 	_, err := h.orch.Transfer(ctx, input("payout-0001", "5"))
 	unavailable(t, err, transfer.CodeVaultUnderfunded)
-	if _, ok := h.store.get(transfer.StoreKey(wallet, "payout-0001")); ok {
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "payout-0001")); ok {
 		t.Fatal("the key should be released: nothing moved and the envelope can never land")
 	}
 	if p, _ := h.ledger.counts(); p != 1 {
@@ -183,7 +183,7 @@ func TestFirstSendRefusedForFeesIsUnderfunded(t *testing.T) {
 		}
 		_, err := h.orch.Transfer(context.Background(), input("payout-0003", "5"))
 		unavailable(t, err, want)
-		if _, ok := h.store.get(transfer.StoreKey(wallet, "payout-0003")); ok {
+		if _, ok := h.store.Item(transfer.StoreKey(wallet, "payout-0003")); ok {
 			t.Fatal("the key should be free")
 		}
 		if _, sends := h.ledger.counts(); sends != 1 {
@@ -213,7 +213,7 @@ func TestSettleReleasesUnderfundedFailure(t *testing.T) {
 	if _, err := h.orch.Settle(ctx, stale); !errors.Is(err, transfer.ErrConditionFailed) {
 		t.Fatalf("stale settle: %v, want ErrConditionFailed", err)
 	}
-	if _, ok := h.store.get(rec.StoreKey); !ok {
+	if _, ok := h.store.Item(rec.StoreKey); !ok {
 		t.Fatal("a stale reader deleted the item")
 	}
 
@@ -221,7 +221,7 @@ func TestSettleReleasesUnderfundedFailure(t *testing.T) {
 	if err != nil || s.Resolution != transfer.ResolvedReleased || s.Lookup == nil || s.Lookup.Status != transfer.LookupFailed {
 		t.Fatalf("settle = %+v, %v; want released", s, err)
 	}
-	if _, ok := h.store.get(rec.StoreKey); ok {
+	if _, ok := h.store.Item(rec.StoreKey); ok {
 		t.Fatal("the item should be deleted")
 	}
 	if pages := logs.alerts(t); len(pages) != 1 || pages[0]["alert"] != transfer.AlertVaultUnderfunded {

@@ -1,0 +1,21 @@
+package dynamo_test
+
+import (
+	"testing"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/transfer/transfertest"
+)
+
+// TestTransferStoreContractMinidyn holds the Store on minidyn to transfer.Store's contract, the
+// suite the in-memory store the orchestrator's tests use passes too: what those tests learn holds
+// here.
+func TestTransferStoreContractMinidyn(t *testing.T) {
+	transfertest.StoreContract(t, func(t *testing.T) transfer.Store { return minidynFixture(t).store })
+}
+
+// TestTransferStoreContractDynalite runs the same suite against dynalite at $DYNALITE_ENDPOINT.
+func TestTransferStoreContractDynalite(t *testing.T) {
+	client := dynaliteClient(t)
+	transfertest.StoreContract(t, func(t *testing.T) transfer.Store { return newFixture(t, client).store })
+}
