@@ -408,6 +408,25 @@ func measureContractCongestion(tb testing.TB, p congParams) ([]*congSide, []stel
 			side.paid[amount]++
 		}
 	}
+	// What became of the envelopes the network took: replaced in its queue by a fee bump of
+	// higher fee (the service's replace-by-fee), or evicted from the full queue by higher bids.
+	for _, e := range n.Envelopes() {
+		if e.API == "background" || !e.Accepted {
+			continue
+		}
+		side := sides[0]
+		if feeStats.sources[e.Source] {
+			side = sides[1]
+		} else if static.sources[e.Source] {
+			side = sides[2]
+		}
+		switch {
+		case strings.Contains(e.Outcome, "replaced in queue"):
+			side.replaced++
+		case strings.Contains(e.Outcome, "evicted from the full queue"):
+			side.evicted++
+		}
+	}
 	var lanes []stellarsim.LedgerLanes
 	for _, l := range n.CongestionReport(1 << 20).Ledgers {
 		if l.Sequence > first {
@@ -466,8 +485,12 @@ func contractCongTable(p congParams, sides []*congSide, lanes []stellarsim.Ledge
 		}
 		maxClear = max(maxClear, l.SorobanBaseFee)
 	}
-	fmt.Fprintf(&b, "\n%d ledgers, %d of them surge priced in the Soroban lane; highest Soroban clearing fee %d stroops per transaction slot; MAX_FEE_STROOPS %d.\n\n",
+	fmt.Fprintf(&b, "\n%d ledgers, %d of them surge priced in the Soroban lane; highest Soroban clearing fee %d stroops per transaction slot; MAX_FEE_STROOPS %d.\n",
 		len(lanes), surged, maxClear, p.MaxFee)
+	for _, s := range sides {
+		fmt.Fprintf(&b, "%s: %d envelopes replaced in the queue by fee, %d evicted from the full queue by higher bids.\n", s.name, s.replaced, s.evicted)
+	}
+	b.WriteString("\n")
 	met := func(ok bool) string {
 		if ok {
 			return "met"

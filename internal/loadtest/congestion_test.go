@@ -92,7 +92,10 @@ type congSide struct {
 	feeRatios  []float64 // per included transaction of the side: fee charged / classic clearing fee of its ledger
 	slotRatio  []float64 // the same per operation slot (a fee bump's counts one more: CAP-15)
 	feeSum     int64     // every fee the side's transactions were charged, stroops
-	mu         sync.Mutex
+	// Envelopes the network queued and then replaced by a higher fee bump, or evicted from its
+	// full queue (the contract rows count them).
+	replaced, evicted int
+	mu                sync.Mutex
 }
 
 func (s *congSide) fail(err error) {
