@@ -53,9 +53,11 @@ func (c *Congestion) validateSoroban(baseFee int64) error {
 	if c.SorobanFeeMax == 0 {
 		c.SorobanFeeMax = max(c.FeeMax, c.SorobanFeeMin)
 	}
-	if c.SorobanFeeMin < baseFee || c.SorobanFeeMax < c.SorobanFeeMin || c.SorobanFeeMax > math.MaxUint32/2 {
+	// The same bounds as the classic bids (a transaction's fee is a uint32; a call's inclusion
+	// bid gives way to its resource fee when both do not fit, backgroundCallLocked).
+	if c.SorobanFeeMin < baseFee || c.SorobanFeeMax < c.SorobanFeeMin || c.SorobanFeeMax > math.MaxUint32 {
 		return fmt.Errorf("congestion: want base fee (%d) <= soroban_fee_min <= soroban_fee_max <= %d, got %d and %d",
-			baseFee, uint32(math.MaxUint32/2), c.SorobanFeeMin, c.SorobanFeeMax)
+			baseFee, uint32(math.MaxUint32), c.SorobanFeeMin, c.SorobanFeeMax)
 	}
 	if c.SorobanInstructions < 0 || c.SorobanInstructions > math.MaxUint32 {
 		return fmt.Errorf("congestion: soroban_instructions must be 0 to %d", uint32(math.MaxUint32))

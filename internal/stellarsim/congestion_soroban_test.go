@@ -191,4 +191,8 @@ func TestBackgroundSorobanTrafficRefusesBadInput(t *testing.T) {
 	if err := e.n.SetCongestion(stellarsim.Congestion{SorobanPerLedger: 2}); err != nil {
 		t.Fatalf("Soroban traffic on a vault host: %v", err)
 	}
+	// A classic profile valid before Soroban traffic existed still is, at the widest bids.
+	if err := e.n.SetCongestion(stellarsim.Congestion{PerLedger: 1, FeeMax: 1<<32 - 1}); err != nil {
+		t.Fatalf("classic profile with the widest bids: %v", err)
+	}
 }
