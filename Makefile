@@ -199,8 +199,8 @@ bench-async: ## the async burst benchmark: throughput, last settlement, Lambda b
 bench-congestion: ## the congestion benchmark: the service beside a fee-stats and a static-fee submitter under surge pricing and a fee spike, payments then vault-contract calls (README.md, "Benchmarks")
 	BENCH_CONGESTION=1 $(GO) test -count=1 -v -run '^TestBenchCongestion$$' -timeout 30m ./internal/loadtest
 
-# The fault campaign at full size: 10,000 calls in each of its five runs, the congested network's
-# among them (make test runs about 5,700 in all), then its async mode at 1,250 keys (make test:
+# The fault campaign at full size: 10,000 calls in each of its six runs, the congested networks
+# among them (make test runs about 5,900 in all), then its async mode at 1,250 keys (make test:
 # 100). CHAOS_SEED=<seed> replays a failing seed.
 CHAOS_KEYS ?= 1250
 chaos: ## the fault campaign at full size (CHAOS_KEYS=1250 a run; CHAOS_SEED=<seed> replays one)
