@@ -76,8 +76,9 @@ type Config struct {
 	// Congested runs the campaign on a congested network (congestion.go): the classic lane
 	// scaled down to 60 operations per ledger, background payments that keep it surge priced and
 	// its queue full, and a 10x fee spike every 10 minutes; the congestion invariants are judged
-	// besides the others. The service runs with MAX_FEE_STROOPS congestedMaxFee unless
-	// MaxFeeStroops says otherwise.
+	// besides the others; with Contract, background contract calls congest the Soroban lane too.
+	// The service runs with MAX_FEE_STROOPS congestedMaxFee (congestedContractMaxFee with
+	// Contract) unless MaxFeeStroops says otherwise.
 	Congested bool
 	// MaxFeeStroops is the service's MAX_FEE_STROOPS; 0 is the service's default (or
 	// congestedMaxFee in a congested run).
@@ -172,7 +173,11 @@ func (r Report) String() string {
 	}
 	fmt.Fprintf(&b, "fault campaign seed=%d (%s, %d channels, %s): %d calls (%d of them late retries) on %d keys in %v virtual (%v real)\n", r.Seed, r.Backend, r.Channels, mode, r.Calls, r.LateCalls, r.Keys, r.VirtualTime.Round(time.Second), r.RealTime.Round(time.Millisecond))
 	if r.Congested {
-		fmt.Fprintf(&b, "  congested network (60 classic operations per ledger, background bids, 10x spikes):")
+		lanes := "60 classic operations per ledger"
+		if r.Contract {
+			lanes += " and 34.8M Soroban instructions"
+		}
+		fmt.Fprintf(&b, "  congested network (%s, background bids, 10x spikes):", lanes)
 		keys := make([]string, 0, len(r.Congestion))
 		for k := range r.Congestion {
 			keys = append(keys, k)
@@ -291,6 +296,9 @@ func newRig(cfg Config) (*rig, func(), error) {
 		opts.Lanes, opts.SurgeSeed = congestedLanes, cfg.Seed
 		if maxFee == 0 {
 			maxFee = congestedMaxFee
+			if cfg.Contract {
+				maxFee = congestedContractMaxFee
+			}
 		}
 		r.cong = &congestion{maxFee: maxFee}
 	}
@@ -435,7 +443,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 	if cfg.Congested {
 		// The congestion starts once the rig is set up: the channel accounts' creation bids the
 		// base fee, which a full lane would never take.
-		if err := n.SetCongestion(congestionProfile(cfg.Seed, cfg.Keys, cfg.Wave)); err != nil {
+		if err := n.SetCongestion(congestionProfile(cfg.Seed, cfg.Keys, cfg.Wave, cfg.Contract)); err != nil {
 			return fail(err)
 		}
 	}

@@ -11,10 +11,11 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
-// TestCampaign runs the fault campaign five ways: Stellar RPC and Horizon with 8 channel accounts
+// TestCampaign runs the fault campaign six ways: Stellar RPC and Horizon with 8 channel accounts
 // and fee bumps, Stellar RPC with the vault as the only source, Soroban vault-contract deposits
 // and withdrawals, and Stellar RPC with 8 channels on a congested network (chaos.Config.Congested),
-// with the stale actors (writers acting on an item read before a newer claim); about 5,700 calls in all by default (make test: 570 keys of 8
+// once with payments (the classic lane congested) and once with the vault contract (the Soroban
+// lane congested too), with the stale actors (writers acting on an item read before a newer claim); about 5,700 calls in all by default (make test: 570 keys of 8
 // first calls each, and a quarter of the callers call again late; the first run is the 2,000 calls
 // that assertExercised checks). The runs are parallel subtests, two at a time by default.
 // CHAOS_KEYS sets the keys of each run (`make chaos` uses 1,250: 10,000 first calls and about 2,500
@@ -53,7 +54,7 @@ func TestCampaign(t *testing.T) {
 		loadBalanced   bool
 		congested      bool
 	}{{"rpc", 8, 250, false, true, false}, {"horizon", 8, 100, false, false, false}, {"rpc", 0, 100, false, false, false},
-		{"rpc", 8, 100, true, true, false}, {"rpc", 8, congestedKeys, false, true, true}}
+		{"rpc", 8, 100, true, true, false}, {"rpc", 8, congestedKeys, false, true, true}, {"rpc", 8, congestedKeys, true, true, true}}
 	if v := os.Getenv("CHAOS_KEYS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -192,7 +193,8 @@ const congestedKeys = 20
 // at least 10 times the base fee, and the service's envelopes were received. From 2,000 calls
 // (a dozen spikes) the cap also answered FEE_ABOVE_CAP. Evictions of the service's envelopes by
 // higher bids are counted, not required: it bids the fee stats' percentile, above most of the
-// background's bids (none in the 20- and 40-key runs tried).
+// background's bids (none in the 20- and 40-key runs tried). In contract mode the same holds of
+// the Soroban lane, where the service's calls go.
 func assertCongested(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 	t.Helper()
 	c := rep.Congestion
@@ -201,6 +203,14 @@ func assertCongested(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 	}
 	if c["max_clearing_fee"] < 1_000 {
 		t.Errorf("highest clearing fee %d stroops: no spike reached the ledgers", c["max_clearing_fee"])
+	}
+	if cfg.Contract {
+		if c["soroban_surge_priced_ledgers"] < c["ledgers"]*9/10 {
+			t.Errorf("%d of %d ledgers surge priced in the Soroban lane, want nearly all", c["soroban_surge_priced_ledgers"], c["ledgers"])
+		}
+		if c["max_soroban_clearing_fee"] < 1_000 {
+			t.Errorf("highest Soroban clearing fee %d stroops: no spike reached the Soroban lane", c["max_soroban_clearing_fee"])
+		}
 	}
 	if c["service_envelopes_received"] == 0 {
 		t.Errorf("the network received no envelope of the service")

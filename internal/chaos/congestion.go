@@ -37,6 +37,14 @@ import (
 //     meet the cap, so an envelope was sent but can never land), and the answer carries a
 //     Retry-After of at least a second (the client's only cue for when the market may fit the
 //     cap again).
+//
+// In contract mode (Config.Contract) the Soroban lane is congested too: the same scale gives it
+// 34.8M instructions a ledger (about 19 vault calls of 1.8M; stellarsim.LaneLimits), and after
+// every close 22 background contract calls (vault deposits of the network's own accounts,
+// stellarsim.Congestion.SorobanPerLedger) bid 100 to 1,000 stroops of inclusion fee on top of
+// their resource fees, with the same spikes against the Soroban clearing fee. The service's calls
+// bid sorobanInclusionFee and are replaced by fee in that lane; MAX_FEE_STROOPS is then
+// congestedContractMaxFee, and the same congestion invariants hold.
 
 // baseFee is the local network's base fee per operation, in stroops (stellarsim.Options.BaseFee's
 // default).
@@ -51,16 +59,29 @@ var congestedLanes = stellarsim.PubnetLaneLimits.Scaled(0.06)
 // internal/stellar's fees.go say why); a spike bids 10 times the clearing fee.
 const congestedMaxFee = 2_000
 
+// congestedContractMaxFee is the congestion run's MAX_FEE_STROOPS in contract mode. A vault
+// call declares a resource fee of about 35,000 stroops, and about 61,000 when it creates or
+// restores its balance entry (the rent; stellarsim's stand-in schedule, fees.go), which an
+// archived balance, one of the campaign's faults, makes every call do until one lands: the cap
+// leaves such a call about 4,500 stroops a slot of inclusion fee, enough at the usual clearing
+// fees and not at a spike's, and a plain call about 17,000.
+const congestedContractMaxFee = 70_000
+
 // congestionProfile is the background traffic of a run of keys keys: spikes every 10 minutes
 // from the third, enough of them to last the storm and the healing (a wave of the default
-// campaign takes about 3 to 4 minutes of virtual time).
-func congestionProfile(seed uint64, keys, wave int) stellarsim.Congestion {
+// campaign takes about 3 to 4 minutes of virtual time). With contract, background contract
+// calls fill the Soroban lane too.
+func congestionProfile(seed uint64, keys, wave int, contract bool) stellarsim.Congestion {
 	waves := (keys + wave - 1) / max(wave, 1)
 	var spikes []stellarsim.Spike
 	for i := range waves/2 + 10 {
 		spikes = append(spikes, stellarsim.Spike{After: 3*time.Minute + time.Duration(i)*10*time.Minute, For: 2 * time.Minute, Multiplier: 10})
 	}
-	return stellarsim.Congestion{Seed: seed, PerLedger: 66, FeeMin: 100, FeeMax: 1_000, Spikes: spikes}
+	c := stellarsim.Congestion{Seed: seed, PerLedger: 66, FeeMin: 100, FeeMax: 1_000, Spikes: spikes}
+	if contract {
+		c.SorobanPerLedger, c.SorobanFeeMin, c.SorobanFeeMax = 22, 100, 1_000
+	}
+	return c
 }
 
 // congestion tallies what the congested network did and what the service did on it, and
@@ -88,10 +109,10 @@ func (c *congestion) atLeast(name string, v int64) {
 	c.max[name] = max(c.max[name], v)
 }
 
-// closed tallies ledger seq's lanes: surge priced (the classic clearing fee above the base fee)
-// and the highest clearing fee seen.
+// closed tallies ledger seq's lanes: surge priced (the clearing fee above the base fee) and the
+// highest clearing fee seen, classic and Soroban.
 func (c *congestion) closed(net *stellarsim.Network, seq uint32) {
-	classic, _, ok := net.ClearingFee(seq)
+	classic, soroban, ok := net.ClearingFee(seq)
 	if !ok {
 		return
 	}
@@ -100,6 +121,10 @@ func (c *congestion) closed(net *stellarsim.Network, seq uint32) {
 		c.n.add("surge_priced_ledgers")
 	}
 	c.atLeast("max_clearing_fee", classic)
+	if soroban > baseFee {
+		c.n.add("soroban_surge_priced_ledgers")
+	}
+	c.atLeast("max_soroban_clearing_fee", soroban)
 }
 
 func (c *congestion) violation(format string, args ...any) {

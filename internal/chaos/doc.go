@@ -36,7 +36,10 @@
 // In the congestion run (Config.Congested, congestion.go) the network's classic lane takes 60
 // operations per ledger, background payments keep it surge priced and its queue full, and a
 // spike makes every background bid at least 10 times the clearing fee for 2 minutes in every 10;
-// the service runs with MAX_FEE_STROOPS 2,000. The congestion goes on while the faults heal.
+// the service runs with MAX_FEE_STROOPS 2,000. In contract mode the Soroban lane is congested too
+// (its instructions scaled the same way, about 19 vault calls a ledger, and 22 background
+// contract calls after every close, with the same spikes), and the cap is 70,000 (a call's
+// resource fee plus its inclusion fee). The congestion goes on while the faults heal.
 //
 // The report also gives the in-doubt rate and the rebuild rate (per 1,000 calls) and how long
 // items stayed in doubt (from the write that made an item in_doubt to the one that settled or

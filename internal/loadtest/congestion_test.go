@@ -92,7 +92,10 @@ type congSide struct {
 	feeRatios  []float64 // per included transaction of the side: fee charged / classic clearing fee of its ledger
 	slotRatio  []float64 // the same per operation slot (a fee bump's counts one more: CAP-15)
 	feeSum     int64     // every fee the side's transactions were charged, stroops
-	mu         sync.Mutex
+	// Envelopes the network queued and then replaced by a higher fee bump, or evicted from its
+	// full queue (the contract rows count them).
+	replaced, evicted int
+	mu                sync.Mutex
 }
 
 func (s *congSide) fail(err error) {
@@ -372,7 +375,7 @@ func measureCongestion(tb testing.TB, p congParams) ([]*congSide, []stellarsim.L
 				var landed bool
 				switch si {
 				case 0, 1:
-					landed = serviceCall(ctx, clock, services[si].svc, fmt.Sprintf("cong-%06d", i), wallet, stroops, deadline, side)
+					landed = serviceCall(ctx, clock, services[si].svc, transfer.Withdraw, fmt.Sprintf("cong-%06d", i), wallet, stroops, deadline, side)
 				case 2:
 					var err error
 					if landed, err = feeStats.pay(ctx, wallet, stroops, deadline, side); err != nil {
@@ -451,10 +454,11 @@ func measureCongestion(tb testing.TB, p congParams) ([]*congSide, []stellarsim.L
 
 // serviceCall drives one transfer through the service until it is answered 200 or deadline
 // passes, honouring Retry-After on a retryable answer with the same key, as a client does. It
-// reports whether the transfer landed, counting calls, in-doubt and FEE_ABOVE_CAP answers.
-func serviceCall(ctx context.Context, clock *vclock.Clock, svc *wiring.Service, key, wallet string, stroops int64, deadline time.Time, side *congSide) bool {
+// reports whether the transfer (of kind op) landed, counting calls, in-doubt and FEE_ABOVE_CAP
+// answers.
+func serviceCall(ctx context.Context, clock *vclock.Clock, svc *wiring.Service, op transfer.Operation, key, wallet string, stroops int64, deadline time.Time, side *congSide) bool {
 	last := "none"
-	landed := serviceCalls(ctx, clock, svc, key, wallet, stroops, deadline, side, &last)
+	landed := serviceCalls(ctx, clock, svc, op, key, wallet, stroops, deadline, side, &last)
 	if !landed {
 		side.add(func(c *congSide) {
 			if c.lastAnswer == nil {
@@ -466,8 +470,8 @@ func serviceCall(ctx context.Context, clock *vclock.Clock, svc *wiring.Service, 
 	return landed
 }
 
-func serviceCalls(ctx context.Context, clock *vclock.Clock, svc *wiring.Service, key, wallet string, stroops int64, deadline time.Time, side *congSide, last *string) bool {
-	req := transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: stroops,
+func serviceCalls(ctx context.Context, clock *vclock.Clock, svc *wiring.Service, op transfer.Operation, key, wallet string, stroops int64, deadline time.Time, side *congSide, last *string) bool {
+	req := transfer.Request{OperationType: op, WalletAddress: wallet, Asset: "USDC", Stroops: stroops,
 		Amount: strings.TrimRight(strings.TrimRight(fmt.Sprintf("%d.%07d", stroops/10_000_000, stroops%10_000_000), "0"), ".")}
 	for clock.Now().Before(deadline) {
 		side.add(func(c *congSide) { c.calls++ })
@@ -636,8 +640,9 @@ func TestCongestionSmall(t *testing.T) {
 
 // TestBenchCongestion is the congestion benchmark (`make bench-congestion`, BENCH_CONGESTION=1):
 // defaultCongParams, BENCH_CONGESTION_N arrivals per side (default 120), at MAX_FEE_STROOPS
-// 100,000 (above every clearing fee) and 2,000 (below the spike's). It prints the rows and
-// the goals, met or missed, as Markdown. It fails only if something was paid twice or a row hit
+// 100,000 (above every clearing fee) and 2,000 (below the spike's), then the vault-contract rows
+// at 100,000 (congestion_contract_test.go). It prints the rows and the goals, met or missed, as
+// Markdown. It fails only if something was paid twice or a row hit
 // an unexpected error: the goals are for the table.
 func TestBenchCongestion(t *testing.T) {
 	if os.Getenv("BENCH_CONGESTION") == "" {
@@ -667,4 +672,20 @@ func TestBenchCongestion(t *testing.T) {
 			p.Background.FeeMin, p.Background.FeeMax, p.Background.Spikes[0].Multiplier, p.Background.Spikes[0].For, time.Since(wall).Round(time.Second),
 			congTable(p, sides, lanes))
 	}
+	// The vault-contract rows (congestion_contract_test.go): the same network with its Soroban
+	// lane congested too, at the default cap, above every Soroban clearing fee plus a call's
+	// resource fee.
+	p.MaxFee = 100_000
+	wall := time.Now()
+	sides, lanes := measureContractCongestion(t, p)
+	for _, s := range sides {
+		if s.paidTwice() != 0 || s.failures != 0 {
+			t.Errorf("%s: %d paid twice, %d failures (first: %v)", s.name, s.paidTwice(), s.failures, s.firstFail)
+		}
+	}
+	l := stellarsim.PubnetLaneLimits.Scaled(p.LaneScale)
+	fmt.Printf("\nCongestion, vault contract, MAX_FEE_STROOPS %d: %d arrivals per side (one every %v on average, budget %v), %v ledgers, Soroban lane of %d transactions and %d instructions per ledger, background %d contract calls per ledger (and %d payments) at %d-%d stroops of inclusion fee with a %gx spike for %v; %v wall:\n\n%s\n",
+		p.MaxFee, p.Arrivals, p.Arrival, p.Budget, p.Interval, l.SorobanTxs, l.SorobanInstructions, contractSorobanPerLedger, p.Background.PerLedger,
+		p.Background.FeeMin, p.Background.FeeMax, p.Background.Spikes[0].Multiplier, p.Background.Spikes[0].For, time.Since(wall).Round(time.Second),
+		contractCongTable(p, sides, lanes))
 }

@@ -23,5 +23,10 @@
 //     and one bidding a static 100 stroops (the Stellar Disbursement Platform's default), on the
 //     same arrivals and ledgers: share landed within a budget, latency percentiles, in doubt per
 //     1,000 calls, fee charged against the ledger's clearing fee, and every payment counted on
-//     the network (TestBenchCongestion: `make bench-congestion`; TestCongestionSmall at 6 arrivals).
+//     the network (TestBenchCongestion: `make bench-congestion`; TestCongestionSmall at 6 arrivals);
+//   - congestion_contract_test.go: the same in vault-contract mode, the Soroban lane congested
+//     by the network's own contract calls: the service (RPC, channels fee-bumped) beside direct
+//     submitters of vault deposits bidding sorobanInclusionFee p90 and a static 100 stroops, the
+//     inclusion fee charged against the Soroban clearing fee (TestBenchCongestion's last table;
+//     TestContractCongestionSmall at 6 arrivals).
 package loadtest

@@ -42,10 +42,12 @@ func (n *Network) afterCloseLocked(seq uint32) {
 	n.backgroundLocked(seq)
 }
 
-// Congestion is background traffic: classic payments from accounts the network creates and
-// funds for itself, submitted through the queue like any other after every ledger close, each
-// bidding a fee per operation drawn from a seeded log-uniform distribution, with spikes. Under
-// a virtual clock the same profile, seed and submissions give the same ledgers on every run.
+// Congestion is background traffic: classic payments, and with SorobanPerLedger contract calls
+// (congestion_soroban.go), from accounts the network creates and funds for itself, submitted
+// through the queue like any other after every ledger close, each bidding a fee per operation
+// (for a contract call, an inclusion fee on top of its resource fee) drawn from a seeded
+// log-uniform distribution, with spikes. Under a virtual clock the same profile, seed and
+// submissions give the same ledgers on every run.
 type Congestion struct {
 	// Seed picks the accounts' keys and the fees.
 	Seed uint64 `json:"seed"`
@@ -60,29 +62,48 @@ type Congestion struct {
 	Accounts int `json:"accounts,omitempty"`
 	// Spikes raise the bids for a while.
 	Spikes []Spike `json:"spikes,omitempty"`
+
+	// SorobanPerLedger is how many Soroban transactions are submitted after each close, each
+	// one InvokeHostFunction (congestion_soroban.go); they fill the Soroban lane, not the
+	// classic one. It needs a contract host that can run them (Options.Contracts a VaultHost).
+	SorobanPerLedger int `json:"soroban_per_ledger,omitempty"`
+	// SorobanFeeMin and SorobanFeeMax bound the inclusion fee those transactions bid, in
+	// stroops (log-uniform; the declared resource fee comes on top); default FeeMin and FeeMax.
+	SorobanFeeMin int64 `json:"soroban_fee_min,omitempty"`
+	SorobanFeeMax int64 `json:"soroban_fee_max,omitempty"`
+	// SorobanInstructions, when above what simulation needs, is the instructions each of them
+	// declares (and pays for), so fewer fill the lane's instruction limit; default: simulation's.
+	SorobanInstructions int64 `json:"soroban_instructions,omitempty"`
+	// SorobanAccounts is the size of the Soroban traffic's own account pool; default 8 x
+	// SorobanPerLedger.
+	SorobanAccounts int `json:"soroban_accounts,omitempty"`
 }
 
-// Spike makes every background bid at least Multiplier times the classic clearing fee of the
-// last ledger closed before the spike began (at least the base fee), from After the profile was
-// set, For a duration; PerLedger, when set, replaces the profile's volume meanwhile. JSON takes
-// durations as Go duration strings ("2m").
+// Spike makes every background bid at least Multiplier times its lane's clearing fee (classic,
+// or Soroban for the contract calls) of the last ledger closed before the spike began (at least
+// the base fee), from After the profile was set, For a duration; PerLedger and
+// SorobanPerLedger, when set, replace the profile's volumes meanwhile. JSON takes durations as
+// Go duration strings ("2m").
 type Spike struct {
-	After      time.Duration `json:"-"`
-	For        time.Duration `json:"-"`
-	Multiplier float64       `json:"multiplier"`
-	PerLedger  int           `json:"per_ledger,omitempty"`
+	After            time.Duration `json:"-"`
+	For              time.Duration `json:"-"`
+	Multiplier       float64       `json:"multiplier"`
+	PerLedger        int           `json:"per_ledger,omitempty"`
+	SorobanPerLedger int           `json:"soroban_per_ledger,omitempty"`
 }
 
 type spikeJSON struct {
-	After      string  `json:"after"`
-	For        string  `json:"for"`
-	Multiplier float64 `json:"multiplier"`
-	PerLedger  int     `json:"per_ledger,omitempty"`
+	After            string  `json:"after"`
+	For              string  `json:"for"`
+	Multiplier       float64 `json:"multiplier"`
+	PerLedger        int     `json:"per_ledger,omitempty"`
+	SorobanPerLedger int     `json:"soroban_per_ledger,omitempty"`
 }
 
 // MarshalJSON writes After and For as duration strings.
 func (s Spike) MarshalJSON() ([]byte, error) {
-	return json.Marshal(spikeJSON{After: s.After.String(), For: s.For.String(), Multiplier: s.Multiplier, PerLedger: s.PerLedger})
+	return json.Marshal(spikeJSON{After: s.After.String(), For: s.For.String(), Multiplier: s.Multiplier,
+		PerLedger: s.PerLedger, SorobanPerLedger: s.SorobanPerLedger})
 }
 
 // UnmarshalJSON reads After and For as duration strings.
@@ -92,7 +113,7 @@ func (s *Spike) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	var err error
-	*s = Spike{Multiplier: j.Multiplier, PerLedger: j.PerLedger}
+	*s = Spike{Multiplier: j.Multiplier, PerLedger: j.PerLedger, SorobanPerLedger: j.SorobanPerLedger}
 	if j.After != "" {
 		if s.After, err = time.ParseDuration(j.After); err != nil {
 			return fmt.Errorf("spike after: %w", err)
@@ -114,6 +135,14 @@ type background struct {
 	spikeBase int64   // clearing fee the running spike multiplies, 0 outside spikes
 	made      uint64  // transactions built, to vary the amounts (and so the hashes)
 	lastSpike float64 // multiplier of the running spike, for GET /_sim/congestion
+
+	// The Soroban traffic's own draws, accounts and spike base (congestion_soroban.go), apart
+	// from the classic traffic's, so adding it leaves the classic traffic's bids as they were.
+	srng             *rand.Rand
+	sorobanAccounts  []*keypair.Full
+	sorobanNext      int
+	sorobanSpikeBase int64
+	sorobanMade      uint64 // Soroban calls built, to vary the amounts (and so the hashes)
 }
 
 const backgroundBalance = 100_000 * 10_000_000 // stroops each background account starts with
@@ -139,11 +168,12 @@ func (c *Congestion) validate(baseFee int64) error {
 		return errors.New("congestion: accounts must be 0 to 1000000")
 	}
 	for _, s := range c.Spikes {
-		if s.After < 0 || s.For <= 0 || s.Multiplier <= 0 || s.PerLedger < 0 || s.PerLedger > 100_000 {
-			return errors.New("congestion: a spike needs after >= 0, for > 0, multiplier > 0 and 0 <= per_ledger <= 100000")
+		if s.After < 0 || s.For <= 0 || s.Multiplier <= 0 || s.PerLedger < 0 || s.PerLedger > 100_000 ||
+			s.SorobanPerLedger < 0 || s.SorobanPerLedger > 100_000 {
+			return errors.New("congestion: a spike needs after >= 0, for > 0, multiplier > 0 and 0 <= per_ledger, soroban_per_ledger <= 100000")
 		}
 	}
-	return nil
+	return c.validateSoroban(baseFee)
 }
 
 // SetCongestion starts background traffic (replacing any running profile) from the next
@@ -177,6 +207,9 @@ func (n *Network) setCongestionLocked(c Congestion) error {
 		}
 		bg.accounts = append(bg.accounts, kp)
 	}
+	if err := n.armSorobanBackgroundLocked(bg); err != nil {
+		return err
+	}
 	n.cong.bg = bg
 	return nil
 }
@@ -200,25 +233,40 @@ func (bg *background) spike(now time.Time) *Spike {
 	return nil
 }
 
-// backgroundLocked submits the background transactions due after ledger seq closed.
+// backgroundLocked submits the background transactions due after ledger seq closed: the
+// classic payments, then the Soroban calls.
 func (n *Network) backgroundLocked(seq uint32) {
 	bg := n.cong.bg
-	if bg == nil || len(bg.accounts) == 0 {
+	if bg == nil {
 		return
 	}
-	p := bg.profile
-	count := p.PerLedger
 	sp := bg.spike(n.clock.Now())
 	if sp == nil {
-		bg.spikeBase, bg.lastSpike = 0, 0
+		bg.spikeBase, bg.sorobanSpikeBase, bg.lastSpike = 0, 0, 0
 	} else {
 		if bg.spikeBase == 0 {
 			bg.spikeBase = max(n.cong.ledgerFees[seq].baseFee[laneClassic], n.opts.BaseFee)
 		}
-		bg.lastSpike = sp.Multiplier
-		if sp.PerLedger > 0 {
-			count = sp.PerLedger
+		if bg.sorobanSpikeBase == 0 {
+			bg.sorobanSpikeBase = max(n.cong.ledgerFees[seq].baseFee[laneSoroban], n.opts.BaseFee)
 		}
+		bg.lastSpike = sp.Multiplier
+	}
+	n.backgroundClassicLocked(sp)
+	n.backgroundSorobanLocked(sp)
+}
+
+// backgroundClassicLocked submits the classic payments due after a close, sp being the running
+// spike (nil outside spikes).
+func (n *Network) backgroundClassicLocked(sp *Spike) {
+	bg := n.cong.bg
+	if len(bg.accounts) == 0 {
+		return
+	}
+	p := bg.profile
+	count := p.PerLedger
+	if sp != nil && sp.PerLedger > 0 {
+		count = sp.PerLedger
 	}
 	closeTime := n.closeTimes[len(n.closeTimes)-1]
 	latest := n.latestLocked()
@@ -268,12 +316,18 @@ func (n *Network) backgroundLocked(seq uint32) {
 // account after it as the payment's destination; nil when all have one queued.
 func (n *Network) freeBackgroundAccount() (*keypair.Full, string) {
 	bg := n.cong.bg
-	for range bg.accounts {
-		i := bg.next
-		bg.next = (bg.next + 1) % len(bg.accounts)
-		kp := bg.accounts[i]
+	return n.freeAccountOf(bg.accounts, &bg.next)
+}
+
+// freeAccountOf is the next account of pool, from *next on round-robin, without a queued
+// transaction, and the account after it; nil when all have one queued.
+func (n *Network) freeAccountOf(pool []*keypair.Full, next *int) (*keypair.Full, string) {
+	for range pool {
+		i := *next
+		*next = (*next + 1) % len(pool)
+		kp := pool[i]
 		if n.queue[kp.Address()] == nil && n.state.accounts[kp.Address()] != nil {
-			return kp, bg.accounts[(i+1)%len(bg.accounts)].Address()
+			return kp, pool[(i+1)%len(pool)].Address()
 		}
 	}
 	return nil, ""

@@ -244,9 +244,22 @@
 //     enter the queue like any other, bidding a seeded log-uniform fee per
 //     operation in FeeMin..FeeMax; a spike bids at least Multiplier x the
 //     clearing fee of the ledger before it, for a duration counted on the
-//     network's clock. Same profile, seed, clock and submissions: same
-//     ledgers. Fee-rate ties break by hash and Options.SurgeSeed (core: at
-//     random).
+//     network's clock. With SorobanPerLedger (congestion_soroban.go; it needs
+//     a VaultHost) contract calls fill the Soroban lane too: each is a vault
+//     deposit by a background account into its own balance in a vault it
+//     operates (deployed on first use with a salt derived from the account),
+//     built from simulateTransaction's transaction data and auth as a client
+//     builds one (SorobanInstructions may declare more instructions), bidding
+//     a seeded log-uniform inclusion fee in SorobanFeeMin..SorobanFeeMax on
+//     top of its resource fee, from draws and an account pool of its own (so
+//     the classic traffic is the same with or without it); a spike raises it
+//     to Multiplier x the Soroban clearing fee. From submission on it is any
+//     transaction: the Soroban queue's limits and evictions, the Soroban
+//     phase's limits (TransactionFrame::getResources: one transaction, its
+//     declared instructions, read-write entries and write bytes), the
+//     phase's base fee, the refund, and getFeeStats's sorobanInclusionFee.
+//     Same profile, seed, clock and submissions: same ledgers. Fee-rate ties
+//     break by hash and Options.SurgeSeed (core: at random).
 //   - Horizon's synchronous POST /transactions (horizon_submit.go;
 //     stellar-horizon internal/txsub/system.go) answers from its own
 //     history: core's PENDING, DUPLICATE and TRY_AGAIN_LATER leave it open
@@ -281,7 +294,8 @@
 // Soroban instructions into stages and clusters since protocol 23
 // (ParallelTxSetBuilder: here instructions are one per-ledger sum);
 // flooding (the queue's broadcast order); background traffic other than
-// classic payments; offers and
+// classic payments and vault deposits (no other contracts, no restores, no
+// fee bumps among it); offers and
 // the DEX, path payments, liquidity pools, claimable balances, account merge,
 // manage data, SetOptions' other fields (inflation destination, flags, home
 // domain: refused with opNOT_SUPPORTED) and signer types other than ed25519

@@ -76,6 +76,9 @@ type VaultHost struct {
 	codeHash xdr.Hash
 	undo     map[uint32]map[string]*contractEntry // by ledger: entries as they were before it changed them
 	undoSeqs []uint32                             // ledgers with an undo log, ascending
+	// background are the vaults the congestion profile's Soroban traffic calls, by operator
+	// (vault_background.go).
+	background map[string]*vault
 }
 
 // VaultOptions configures NewVaultHost.
@@ -181,11 +184,23 @@ func (h *VaultHost) DeployVault(spec VaultSpec) (string, error) {
 		return "", errors.New("stellarsim: the vault host is not attached to a network (pass it as Options.Contracts to Start)")
 	}
 	latest := n.LatestLedger().Sequence
-	op, err := accountScAddress(spec.Operator)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, err := h.deployLocked(n.Passphrase(), spec, latest)
 	if err != nil {
 		return "", err
 	}
-	netID := sha256.Sum256([]byte(n.Passphrase()))
+	return v.strkey, nil
+}
+
+// deployLocked creates the vault spec describes (its names filled) as of ledger latest: its
+// instance entry, and the shared code entry if missing. Callers hold h.mu.
+func (h *VaultHost) deployLocked(passphrase string, spec VaultSpec, latest uint32) (*vault, error) {
+	op, err := accountScAddress(spec.Operator)
+	if err != nil {
+		return nil, err
+	}
+	netID := sha256.Sum256([]byte(passphrase))
 	pre := xdr.HashIdPreimage{Type: xdr.EnvelopeTypeEnvelopeTypeContractId, ContractId: &xdr.HashIdPreimageContractId{
 		NetworkId: netID,
 		ContractIdPreimage: xdr.ContractIdPreimage{Type: xdr.ContractIdPreimageTypeContractIdPreimageFromAddress,
@@ -193,20 +208,17 @@ func (h *VaultHost) DeployVault(spec VaultSpec) (string, error) {
 	}}
 	raw, err := pre.MarshalBinary()
 	if err != nil {
-		return "", fmt.Errorf("stellarsim: contract id preimage: %w", err)
+		return nil, fmt.Errorf("stellarsim: contract id preimage: %w", err)
 	}
 	id := xdr.ContractId(sha256.Sum256(raw))
 	cid := id
 	v := &vault{id: id, addr: xdr.ScAddress{Type: xdr.ScAddressTypeScAddressTypeContract, ContractId: &cid},
 		operator: spec.Operator, depositFn: spec.DepositFn, withdrawFn: spec.WithdrawFn}
 	if v.strkey, err = strkey.Encode(strkey.VersionByteContract, id[:]); err != nil {
-		return "", fmt.Errorf("stellarsim: contract address: %w", err)
+		return nil, fmt.Errorf("stellarsim: contract address: %w", err)
 	}
-
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if _, ok := h.vaults[id]; ok {
-		return "", fmt.Errorf("stellarsim: vault %s: %w", v.strkey, ErrExists)
+		return nil, fmt.Errorf("stellarsim: vault %s: %w", v.strkey, ErrExists)
 	}
 	live := latest + h.opts.MinPersistentTTL - 1
 	codeKey := codeLedgerKey(h.codeHash)
@@ -217,7 +229,7 @@ func (h *VaultHost) DeployVault(spec VaultSpec) (string, error) {
 	inst := v.instanceData(h.codeHash)
 	h.putLocked(instanceLedgerKey(v.addr), inst, latest, live)
 	h.vaults[id] = v
-	return v.strkey, nil
+	return v, nil
 }
 
 // Balance returns wallet's entry in the vault contractID (C...).
