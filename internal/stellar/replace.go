@@ -168,12 +168,14 @@ func rewrap(old *txnbuild.FeeBumpTransaction, feeAccount string, maxFee int64) (
 
 // surgePriced reports whether lane's recent ledgers were surge priced: the fee the network last
 // named for the lane (txINSUFFICIENT_FEE, FeeHintTTL) still holds, or the lane's fee stats show a
-// recent ledger that charged more than twice the base fee per operation (the highest published
-// percentile, p99: getFeeStats over its last 10 ledgers, Horizon /fee_stats over its last 5).
-// stellar-core charges more than the base fee only in a ledger whose lane left a valid
-// transaction out (TxSetUtils, computeLaneBaseFee); twice, because stellar-rpc's window puts a
-// one-operation fee bump charged the base fee per slot in at twice its rate (fees.go), so a
-// quiet network of fee bumps shows exactly 2x.
+// recent ledger that charged more per operation than a quiet ledger can show in them (the
+// highest published percentile, p99, above ch.quietRate: getFeeStats over its last 10 ledgers,
+// Horizon /fee_stats over its last 5). stellar-core charges more than the base fee only in a
+// ledger whose lane left a valid transaction out (TxSetUtils, computeLaneBaseFee); what a quiet
+// ledger shows depends on how the fee stats count a fee bump: twice the base fee in stellar-rpc's
+// window, which puts a one-operation fee bump charged the base fee per slot in at twice its rate,
+// the base fee itself in Horizon's, which counts the bump as core does (rpcChain.quietRate,
+// horizonChain.quietRate).
 func (c *common) surgePriced(ctx context.Context, ch chain, lane feeLane) (bool, error) {
 	if c.hint(lane, c.clock.Now()).rate > c.baseFeeStroops {
 		return true, nil
@@ -182,7 +184,7 @@ func (c *common) surgePriced(ctx context.Context, ch chain, lane feeLane) (bool,
 	if err != nil {
 		return false, err
 	}
-	return m[lane].at(99) > 2*c.baseFeeStroops, nil
+	return m[lane].at(99) > ch.quietRate(lane, c.baseFeeStroops), nil
 }
 
 // sentHashes are the hashes a send of env.XDR may be answered with: the inner hash and the outer
