@@ -179,13 +179,6 @@ func (r rpcChain) feeStats(ctx context.Context) (marketFees, error) {
 	return m, nil
 }
 
-// quietRate is twice the base fee: stellar-rpc's classic window divides a fee bump's charge by
-// its inner operations alone (feewindow.go, FeeWindows.IngestFees), so a one-payment fee bump
-// charged the base fee per slot enters it at twice the base fee, and sorobanInclusionFee holds a
-// fee bump's whole inclusion fee, over two slots (fees.go). A figure between the base fee and
-// twice it is a surge or a quiet fee bump; the window cannot tell which.
-func (r rpcChain) quietRate(_ feeLane, base int64) int64 { return 2 * base }
-
 // sequence reads account's current sequence number (getLedgerEntries).
 func (l *RPCLedger) sequence(ctx context.Context, account string) (int64, error) {
 	seq, _, err := l.sequenceAt(ctx, account)
