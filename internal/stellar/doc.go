@@ -33,7 +33,10 @@
 // not fit MAX_FEE_STROOPS is refused before anything is signed: 503 FEE_ABOVE_CAP. bidRate is
 // the one place the rate is computed; a replacement by fee (replace.go, transfer.Replacer) passes
 // core's minimum there: the same signed inner transaction in a new fee bump at 10x the queued
-// rate per slot, only while the lane is surge priced, never above MAX_FEE_STROOPS.
+// rate per slot, only while the lane is surge priced, never above MAX_FEE_STROOPS. Surge priced
+// means a recent ledger charged above the base fee per slot, read as each backend's fee stats
+// count a fee bump (horizonChain.surgeShown: as core does; rpcChain.surgeShown, surge.go: at up
+// to twice its rate, the latest ledger's transactions deciding where the window cannot tell).
 //
 // Funds before sending (funds.go, feeguard.go): Prepare refuses, with nothing sent, what the
 // paying side cannot pay. The vault's trustline for a classic withdraw must exist, be authorized

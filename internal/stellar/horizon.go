@@ -182,6 +182,19 @@ func (h horizonChain) feeStats(ctx context.Context) (marketFees, error) {
 	return marketFees{all, all}, nil
 }
 
+// surgeShown reads the p99 of Horizon's fee_charged against the base fee: Horizon divides a
+// fee bump's charge by its operations plus one, as stellar-core counts the bump (stellar/go
+// services/horizon/internal/db2/history/operation.go, feeStatsQueryTemplate and Q.FeeStats:
+// operation_count + 1 where new_max_fee is set), so in a ledger that was not surge priced every
+// transaction, fee bumps included, shows exactly the base fee, and a figure above it was charged
+// in a surge-priced ledger (or is a Soroban transaction's resource fee, which Horizon mixes in:
+// a replacement it prompts is charged the clearing rate all the same). Twice the base fee,
+// stellar-rpc's mark, would read a lane clearing between the two as quiet and never replace an
+// envelope it outbids there.
+func (h horizonChain) surgeShown(_ context.Context, _ feeLane, fees feeDistribution, base int64) (bool, error) {
+	return fees.at(99) > base, nil
+}
+
 // Send submits env.XDR once with POST /transactions_async and maps Horizon's answer
 // (internal/transfer/doc.go, "Classification"): 201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER
 // and 400 ERROR (with the

@@ -24,6 +24,11 @@ type chain interface {
 	// feeStats returns the network's recent inclusion fees per operation, per lane, in stroops
 	// (fees.go).
 	feeStats(ctx context.Context) (marketFees, error)
+	// surgeShown reports whether fees, lane's distribution as feeStats read it, shows a recent
+	// ledger surge priced, the base fee being base: charged above it per operation slot, read
+	// as this backend's fee stats count a fee bump (surgePriced, replace.go). It may read the
+	// latest ledger's transactions where the distribution cannot tell.
+	surgeShown(ctx context.Context, lane feeLane, fees feeDistribution, base int64) (bool, error)
 	// accounts reads the source's sequence number with what checkFunds judges: the fee account
 	// and the vault's trustline (funds.go); a missing source is as for sequence.
 	accounts(ctx context.Context, q accountQuery) (accountSnapshot, error)

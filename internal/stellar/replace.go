@@ -168,12 +168,12 @@ func rewrap(old *txnbuild.FeeBumpTransaction, feeAccount string, maxFee int64) (
 
 // surgePriced reports whether lane's recent ledgers were surge priced: the fee the network last
 // named for the lane (txINSUFFICIENT_FEE, FeeHintTTL) still holds, or the lane's fee stats show a
-// recent ledger that charged more than twice the base fee per operation (the highest published
-// percentile, p99: getFeeStats over its last 10 ledgers, Horizon /fee_stats over its last 5).
-// stellar-core charges more than the base fee only in a ledger whose lane left a valid
-// transaction out (TxSetUtils, computeLaneBaseFee); twice, because stellar-rpc's window puts a
-// one-operation fee bump charged the base fee per slot in at twice its rate (fees.go), so a
-// quiet network of fee bumps shows exactly 2x.
+// recent ledger that charged more than the base fee per operation slot (ch.surgeShown: the
+// highest published percentile, p99, of getFeeStats over its last 10 ledgers or Horizon
+// /fee_stats over its last 5). stellar-core charges more than the base fee only in a ledger
+// whose lane left a valid transaction out (TxSetUtils, computeLaneBaseFee); how a quiet ledger
+// shows in the fee stats depends on how they count a fee bump: Horizon's as core does (the base
+// fee), stellar-rpc's at up to twice its rate (horizonChain.surgeShown, rpcChain.surgeShown).
 func (c *common) surgePriced(ctx context.Context, ch chain, lane feeLane) (bool, error) {
 	if c.hint(lane, c.clock.Now()).rate > c.baseFeeStroops {
 		return true, nil
@@ -182,7 +182,7 @@ func (c *common) surgePriced(ctx context.Context, ch chain, lane feeLane) (bool,
 	if err != nil {
 		return false, err
 	}
-	return m[lane].at(99) > 2*c.baseFeeStroops, nil
+	return ch.surgeShown(ctx, lane, m[lane], c.baseFeeStroops)
 }
 
 // sentHashes are the hashes a send of env.XDR may be answered with: the inner hash and the outer

@@ -130,14 +130,27 @@ func (r *payRig) logSent() {
 func (r *payRig) spikeNow(mult int64, k int) {
 	r.t.Helper()
 	clearing, _, _ := r.net.ClearingFee(r.net.LatestLedger().Sequence)
-	fee := mult * max(clearing, 100)
+	if !r.foreignPayments(mult*max(clearing, 100), k) {
+		return
+	}
+	if err := r.net.SetCongestion(stellarsim.Congestion{Seed: 12, PerLedger: 30, FeeMin: 200, FeeMax: 2_000,
+		Spikes: []stellarsim.Spike{{For: 2 * time.Minute, Multiplier: 1, PerLedger: 40}}}); err != nil {
+		r.t.Error(err)
+	}
+}
+
+// foreignPayments submits k one-payment transactions from new accounts, each bidding fee per
+// operation, into the queue now (evicting the lowest bids when it is full). It reports whether
+// all were submitted (a failure is reported on the test).
+func (r *payRig) foreignPayments(fee int64, k int) bool {
+	r.t.Helper()
 	rpc := rpcclient.NewClient(r.net.RPCURL(), nil)
 	defer rpc.Close()
 	for range k {
 		kp, err := r.net.CreateKeypair(1_000 * unit)
 		if err != nil {
 			r.t.Error(err)
-			return
+			return false
 		}
 		acct, _ := r.net.Account(kp.Address())
 		tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
@@ -162,13 +175,10 @@ func (r *payRig) spikeNow(mult int64, k int) {
 		}
 		if err != nil {
 			r.t.Error(err)
-			return
+			return false
 		}
 	}
-	if err := r.net.SetCongestion(stellarsim.Congestion{Seed: 12, PerLedger: 30, FeeMin: 200, FeeMax: 2_000,
-		Spikes: []stellarsim.Spike{{For: 2 * time.Minute, Multiplier: 1, PerLedger: 40}}}); err != nil {
-		r.t.Error(err)
-	}
+	return true
 }
 
 // keepOut makes the next submission be included only n ledgers later than it could be
