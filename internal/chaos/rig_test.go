@@ -132,3 +132,55 @@ func (r *rig) lbLedger(t *testing.T) *stellar.RPCLedger {
 	}
 	return l
 }
+
+// loadBalancedRig is a rig whose stellar-rpc is load balanced (Config.LoadBalanced, as
+// STELLAR_RPC_LOAD_BALANCED=true deploys it; 8 channels, as in the campaign), its ledger probing
+// the latest ledger as the deployed one does (probeLatest), on a network with 12 ledgers of
+// history for lagging instances to trail.
+func loadBalancedRig(t *testing.T) *rig {
+	t.Helper()
+	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 8, LoadBalanced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	r.probeLatest(t)
+	for range 12 {
+		r.clock.Advance(ledgerInterval)
+	}
+	return r
+}
+
+// probeLatest gives the rig's orchestrator the deployed RPC ledger's probe of the latest ledger
+// (transfer.LatestReader, getLatestLedger) beside the rig's faults.
+func (r *rig) probeLatest(t *testing.T) {
+	t.Helper()
+	lr, ok := r.ledger.Ledger.(transfer.LatestReader)
+	if !ok {
+		t.Fatal("the RPC ledger is not a transfer.LatestReader")
+	}
+	r.orch.Ledger = probingLedger{faultyLedger: r.ledger, probe: lr}
+}
+
+// callOnTimeUntilAnswered calls key 0 on time (onTime) up to calls times, named "call 1" and on,
+// a minute of virtual time apart, until one is answered without an error; then it clears the
+// network's faults. It fails the test if no call is answered, and returns every answer.
+func (r *rig) callOnTimeUntilAnswered(t *testing.T, calls int) []told {
+	t.Helper()
+	var answers []told
+	for i := range calls {
+		a := told{who: fmt.Sprintf("call %d", i+1)}
+		r.onTime(func() { a.out, a.err = r.callAs(a.who, 0) })
+		answers = append(answers, a)
+		t.Logf("%s at %v: %+v, %v", a.who, r.clock.Now(), a.out, a.err)
+		if a.err == nil {
+			break
+		}
+		r.clock.Advance(time.Minute)
+	}
+	r.net.ClearFaults()
+	if last := answers[len(answers)-1]; last.err != nil {
+		t.Fatalf("no answer within %d calls: %v", calls, last.err)
+	}
+	return answers
+}

@@ -95,38 +95,11 @@ func TestLoadBalancedReadsDecideNothingAndPayOnce(t *testing.T) {
 		{Kind: stellarsim.FaultDelayInclusion, Ledgers: 3},
 	} {
 		t.Run(faultName(f), func(t *testing.T) {
-			r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 8, LoadBalanced: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(cleanup)
-			lr, ok := r.ledger.Ledger.(transfer.LatestReader)
-			if !ok {
-				t.Fatal("the RPC ledger is not a transfer.LatestReader")
-			}
-			r.orch.Ledger = probingLedger{faultyLedger: r.ledger, probe: lr}
-			for range 12 {
-				r.clock.Advance(ledgerInterval)
-			}
+			r := loadBalancedRig(t)
 			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultInstances, Instances: 3, Delay: 30 * time.Second, API: "rpc"})
 			r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultReadOrder, Ledgers: 3, Count: 1000})
 			r.arm(t, f)
-			var answers []told
-			for i := range 3 {
-				a := told{who: fmt.Sprintf("call %d", i+1)}
-				r.onTime(func() { a.out, a.err = r.callAs(a.who, 0) })
-				answers = append(answers, a)
-				t.Logf("%s at %v: %+v, %v", a.who, r.clock.Now(), a.out, a.err)
-				if a.err == nil {
-					break
-				}
-				r.clock.Advance(time.Minute)
-			}
-			r.net.ClearFaults()
-			if last := answers[len(answers)-1]; last.err != nil {
-				t.Fatalf("no answer within three calls: %v", last.err)
-			}
-			r.assertPaidOnce(t, 0, answers...)
+			r.assertPaidOnce(t, 0, r.callOnTimeUntilAnswered(t, 3)...)
 		})
 	}
 }
@@ -149,41 +122,14 @@ func TestLoadBalancedReadsOfOlderRPCDecideNothingAndPayOnce(t *testing.T) {
 		} {
 			for _, instances := range []int{2, 3} {
 				t.Run(fmt.Sprintf("%s/%s/instances=%d", profile, faultName(f), instances), func(t *testing.T) {
-					r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 8, LoadBalanced: true})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(cleanup)
-					lr, ok := r.ledger.Ledger.(transfer.LatestReader)
-					if !ok {
-						t.Fatal("the RPC ledger is not a transfer.LatestReader")
-					}
-					r.orch.Ledger = probingLedger{faultyLedger: r.ledger, probe: lr}
-					for range 12 {
-						r.clock.Advance(ledgerInterval)
-					}
+					r := loadBalancedRig(t)
 					if err := r.net.SetRPCVersion(profile); err != nil {
 						t.Fatal(err)
 					}
 					r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultInstances, Instances: instances, Delay: 30 * time.Second, API: "rpc"})
 					r.arm(t, stellarsim.Fault{Kind: stellarsim.FaultReadOrder, Ledgers: 3, Count: 1000})
 					r.arm(t, f)
-					var answers []told
-					for i := range 4 {
-						a := told{who: fmt.Sprintf("call %d", i+1)}
-						r.onTime(func() { a.out, a.err = r.callAs(a.who, 0) })
-						answers = append(answers, a)
-						t.Logf("%s at %v: %+v, %v", a.who, r.clock.Now(), a.out, a.err)
-						if a.err == nil {
-							break
-						}
-						r.clock.Advance(time.Minute)
-					}
-					r.net.ClearFaults()
-					if last := answers[len(answers)-1]; last.err != nil {
-						t.Fatalf("no answer within four calls: %v", last.err)
-					}
-					r.assertPaidOnce(t, 0, answers...)
+					r.assertPaidOnce(t, 0, r.callOnTimeUntilAnswered(t, 4)...)
 				})
 			}
 		}
@@ -209,11 +155,7 @@ func TestPastRPCLagDoesNotParkLaterTransfers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := quietRig(t)
 			if probe {
-				lr, ok := r.ledger.Ledger.(transfer.LatestReader)
-				if !ok {
-					t.Fatal("the RPC ledger is not a transfer.LatestReader")
-				}
-				r.orch.Ledger = probingLedger{faultyLedger: r.ledger, probe: lr}
+				r.probeLatest(t)
 			}
 			r.orch.Settings = func() transfer.Settings {
 				s := transfer.DefaultSettings()
