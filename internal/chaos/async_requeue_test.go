@@ -19,15 +19,16 @@ import (
 // accepted transfer ends in a true answer, and a requeued one always has a message to run it.
 
 // TestAsyncRequestTheLedgerRefusesEndsInItsError: an async transfer that the ledger's Prepare
-// refuses as the client's mistake (a 422 no retry can change) ends in that error, as a
-// synchronous call does, or is refused when it is enqueued: no envelope is sent, the sweep does
-// not send its message again, its GET says error OPERATION_NOT_SUPPORTED rather than pending, and
-// a repeat of the request is answered the stored 422. The body passes the API's checks (Rules.Canonicalize accepts deposits and any
-// configured-looking asset) but Prepare refuses it: a deposit on a deployment without a vault
-// contract (OPERATION_NOT_SUPPORTED), or an asset that left ASSETS after the 202. Were every run
-// to requeue it (nothing was sent), the GET would say pending for ever, the message would go to
-// the DLQ, the sweep would send it again every grace, and no operator could end it; one refused
-// for an asset removed from the config would even pay once the asset is configured again.
+// refuses as the client's mistake (a 422 no retry can change) ends in that error, as a synchronous
+// call does, or is refused when it is enqueued: no envelope is sent, the sweep does not send its
+// message again, its GET says error OPERATION_NOT_SUPPORTED rather than pending, and a repeat of
+// the request is answered the stored 422. The body passes the API's checks (Rules.Canonicalize
+// accepts deposits and any configured-looking asset) but Prepare refuses it: a deposit on a
+// deployment without a vault contract (OPERATION_NOT_SUPPORTED), or an asset that left ASSETS after
+// the 202. Were every run to requeue it (nothing was sent), the GET would say pending for ever, the
+// message would go to the DLQ, the sweep would send it again every grace, and no operator could end
+// it; one refused for an asset removed from the config would even pay once the asset is configured
+// again.
 func TestAsyncRequestTheLedgerRefusesEndsInItsError(t *testing.T) {
 	r, q, sweep := asyncRig(t)
 	ctx := context.Background()
@@ -86,13 +87,13 @@ func TestAsyncRequestTheLedgerRefusesEndsInItsError(t *testing.T) {
 	}
 }
 
-// TestAsyncOperatorDiscardOfAProvenDeadItemRequeuesAndSends: an operator's discard that requeues
-// an async item (its envelope proven dead by the ledger) answers without an error and sends the
-// item's message at once; the dead envelope never lands. An async transfer ends in doubt; later the ledger proves its
-// envelope dead and an operator asks to discard it (resolve, discard, not forced), as for any
-// in-doubt item. Settle requeues the async item; answering NOT_PROVEN_DEAD ("a forced discard lets
-// the next retry pay again") would be false and invite a forced discard, and a requeue without a
-// message would wait for the sweep's grace.
+// TestAsyncOperatorDiscardOfAProvenDeadItemRequeuesAndSends: an operator's discard that requeues an
+// async item (its envelope proven dead by the ledger) answers without an error and sends the item's
+// message at once; the dead envelope never lands. An async transfer ends in doubt; later the ledger
+// proves its envelope dead and an operator asks to discard it (resolve, discard, not forced), as
+// for any in-doubt item. Settle requeues the async item; answering NOT_PROVEN_DEAD ("a forced
+// discard lets the next retry pay again") would be false and invite a forced discard, and a requeue
+// without a message would wait for the sweep's grace.
 func TestAsyncOperatorDiscardOfAProvenDeadItemRequeuesAndSends(t *testing.T) {
 	r, q, ops := asyncRig(t)
 	ctx := context.Background()

@@ -104,15 +104,15 @@ func TestLoadBalancedReadsDecideNothingAndPayOnce(t *testing.T) {
 	}
 }
 
-// TestLoadBalancedReadsOfOlderRPCDecideNothingAndPayOnce: TestLoadBalancedReadsDecideNothingAndPayOnce's
-// rule held on the stellar-rpc releases without getLatestLedger's closeTime (v23, v24: the close
-// time is read with getLedgers, possibly from another instance than the getLatestLedger it
-// completes) and with the range read first (v25.0), the profile switched while the service runs
-// (after its start-up check read the current release): answers from different instances behind
-// one URL prove nothing together. Two or three instances round-robin, the slowest 30 s behind,
-// the read order race armed, the await probing between lookups: an envelope that landed is
-// answered, one that was evicted is proven dead only by the source's sequence number and rebuilt
-// once, and the key pays once.
+// TestLoadBalancedReadsOfOlderRPCDecideNothingAndPayOnce:
+// TestLoadBalancedReadsDecideNothingAndPayOnce's rule held on the stellar-rpc releases without
+// getLatestLedger's closeTime (v23, v24: the close time is read with getLedgers, possibly from
+// another instance than the getLatestLedger it completes) and with the range read first (v25.0),
+// the profile switched while the service runs (after its start-up check read the current release):
+// answers from different instances behind one URL prove nothing together. Two or three instances
+// round-robin, the slowest 30 s behind, the read order race armed, the await probing between
+// lookups: an envelope that landed is answered, one that was evicted is proven dead only by the
+// source's sequence number and rebuilt once, and the key pays once.
 func TestLoadBalancedReadsOfOlderRPCDecideNothingAndPayOnce(t *testing.T) {
 	for _, profile := range []stellarsim.RPCVersion{stellarsim.RPCv24, stellarsim.RPCv23, stellarsim.RPCv25_0} {
 		for _, f := range []stellarsim.Fault{
