@@ -69,4 +69,48 @@
 // The service's DynamoDB client reaches minidyn's HTTP handler in-process (handlerTransport):
 // most of a campaign's CPU is item reads (callers coalescing on a held claim read the item every
 // 250 ms of virtual time), and a loopback socket per read cost more than minidyn itself.
+//
+// # Scenarios
+//
+// Beside the random campaign, each known way to pay twice, lose a payment, block a key or answer
+// falsely is played on purpose, one interleaving at a time, against the real store, the real RPC
+// ledger and the local network (one caller, virtual time), and named after the rule it holds.
+// Every scenario ends with the ledger judging the key: at most one transaction applied, the item
+// replayable with it, and every success a caller saw on the ledger. By file:
+//
+//   - deathproof_test.go, proofs of death: an envelope is rebuilt only once the ledger proves it
+//     can no longer land (a ledger closed after its maxTime and shown by RPC, with history that
+//     covers the submission, or its source's sequence number used). A lost or late send answer, a
+//     refused re-send (a take-over's too), the local clock, short history and a budget shorter
+//     than the envelope's validity prove nothing; a transaction applied FAILED is the key's
+//     answer, replayed, never rebuilt.
+//   - rpcreads_test.go, reads of stellar-rpc: a NOT_FOUND read while RPC catches up (its read
+//     order), answers from several instances behind one URL (on the current and the older
+//     releases) and a visibility lag that has passed decide nothing, and the key pays once.
+//   - takeover_test.go, stale writers and take-overs: a sweep, an operator or a caller that read
+//     one incarnation of a key (its settle, park, discard, forced resolve or take-over write)
+//     never changes a later one; a take-over settles the envelope it finds.
+//   - lostanswers_test.go, the store's lost answers: a write applied with its answer lost (claim,
+//     attach, settle, release, in_doubt, take-over, sweep and discard deletes, with the SDK's
+//     real retries) is recognised by its writer, and a call's own leftover claim never blocks
+//     its key.
+//   - answers_test.go, what clients and operators are told: a throttled retry of a landed or
+//     accepted transfer is its replay; two keys are two payments; CHANNELS_BUSY leaves the key
+//     free; TRANSFER_IN_PROGRESS only while another request runs; a forced resolve is allowed
+//     where the history cannot be vouched for.
+//   - async_test.go, async_requeue_test.go, async_delivery_test.go and async_faults_test.go,
+//     async transfers: messages delivered twice, late, out of order, in one batch or never;
+//     invocations dying; the ledger's refusal, an operator's discard, a synchronous retry or the
+//     sweep settling or requeueing an accepted transfer. It pays at most once, ends in a true
+//     answer, and is never left queued without a message to run it.
+//   - claimreadback_adversary_test.go and channelcalendar_adversary_test.go, the real DynamoDB
+//     store: a claim applied with every answer lost is the caller's own, and a campaign whose
+//     channel calendar bookings are refused, throttled or lose their answers pays at most once.
+//   - sqs_test.go, readfaults_test.go and inprocess_test.go hold the campaign's own parts to
+//     their models: SQS's receipt handles and dead-letter rule, stellar-rpc's read faults and the
+//     report's rates, and the in-process DynamoDB transport.
+//
+// rig_test.go holds the rig the scenarios share; stale_test.go the stale actors (slow lookups,
+// held writes, a store whose answers are lost on the wire). The campaign itself is
+// campaign_test.go (make chaos at full size).
 package chaos

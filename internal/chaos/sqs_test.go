@@ -3,12 +3,14 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -93,5 +95,52 @@ func TestSQSModelDeadInvocationDeletesNothing(t *testing.T) {
 	clock.Advance(time.Second)
 	if got := len(q.receive(4).Records); got != 2 {
 		t.Fatalf("received %d records once the visibility timeout passed, want 2", got)
+	}
+}
+
+// TestSQSModelDeadLettersWhenSQSWould: the campaign's queue moves a message to the dead-letter
+// queue when SQS would: when its ReceiveCount would exceed maxReceiveCount (the SQS Developer
+// Guide, "Using dead-letter queues"; CloudFormation's RedrivePolicy). A message whose transfer is
+// requeued every ledger (nothing moved, Retry-After 5 s) on every receive is delivered 10 times,
+// and the 10th failure's backoff (ChangeMessageVisibility) is still waited before the 11th receive
+// moves it: 5+10+20+40+80+160+300+300+300+300 = 1,515 s (about 25 minutes) after the first
+// receive. README.md and template.yaml give operators these figures (and 10 x 360 s for a message
+// whose invocation dies).
+func TestSQSModelDeadLettersWhenSQSWould(t *testing.T) {
+	start := time.Unix(2_000_000_000, 0)
+	clock := vclock.New(start)
+	var faults counter
+	q := newSQSQueue(clock, rand.New(rand.NewPCG(1, 2)), &faults, nil)
+	if err := q.Send(context.Background(), transfer.QueueMessage{StoreKey: "transfer:0123456789abcdef:k", ClaimID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	receives := 0
+	var deadAt time.Duration
+	for step := 0; step < 10_000 && deadAt == 0; step++ {
+		if ev := q.receive(4); len(ev.Records) > 0 {
+			receives++
+			rec := ev.Records[0]
+			if got := rec.Attributes["ApproximateReceiveCount"]; got != strconv.Itoa(receives) {
+				t.Fatalf("receive %d counted as %s", receives, got)
+			}
+			// SubmitterFunction's answer to a requeued transfer: backoff, then failed.
+			wait := queue.Backoff(transfer.DefaultLedgerInterval, receives)
+			if _, err := q.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+				ReceiptHandle: &rec.ReceiptHandle, VisibilityTimeout: int32(wait / time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+			q.answer(ev, events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: rec.MessageId}}}, false)
+		}
+		if faults.snapshot()["queue_dead_lettered"] > 0 {
+			deadAt = clock.Now().Sub(start)
+			break
+		}
+		clock.Advance(time.Second)
+	}
+	if receives != 10 {
+		t.Errorf("%d receives before the dead-letter queue, want maxReceiveCount (10)", receives)
+	}
+	if deadAt != 1515*time.Second {
+		t.Errorf("dead-lettered %v after the first receive, want 1,515 s (the 10th backoff waited, then the 11th receive)", deadAt)
 	}
 }
