@@ -101,14 +101,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				// process busy, every channel idle; leasing unscheduled costs collisions at worst.
 				return sourceLease{}, false, nil
 			}
-			if at.After(now) {
-				// Queued: the slot's channel was leased an interval before (the calendar is full),
-				// so the lease waits for the point in a ledger where its transfer is released. A
-				// slot at now (the calendar idle) leases at once: its channel's previous slot was at
-				// least an interval ago, and moving it could cost the envelope a ledger.
-				at = alignToLedger(at, terms.ledgerClose, interval)
-			}
-			r = reservation{n: n, at: at}
+			r = reservation{n: n, at: slotTime(at, now, waitUntil, terms.ledgerClose, interval)}
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
 			if writes >= p.cfg.TriesPerRound {
@@ -199,6 +192,45 @@ func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
 	}
 	k := (at.Sub(point) + interval - 1) / interval
 	return point.Add(k * interval)
+}
+
+// slotTime is when a slot booked at at (by a call at now that may wait until waitUntil) leases:
+//
+//   - at now (the calendar idle): at once. Its channel's previous slot was at least an interval
+//     ago, and moving it could cost the envelope a ledger;
+//   - queued (after now): at alignToLedger(at), the point in a ledger where the transfer of the
+//     channel's previous slot, leased an interval before when the calendar is full, has been
+//     released;
+//   - but at itself when that point is past waitUntil and at is not. The calendar cannot tell a
+//     full pool from an idle one whose calendar merely runs a few slots ahead: it keeps one time
+//     and one number, not who used which slot. A slot a spacing ahead of now (a follow-up call
+//     after a call refused before sending, its lease released unused, every channel free) is
+//     moved to the next ledger's release point whenever that ledger's point falls between now
+//     and the slot: once in channels follow-up calls, up to interval + spacing ahead, past the
+//     wait. Past the wait the only answer is CHANNELS_BUSY, which a caller must never get while
+//     the channel it was given is free; leased at the booked time, the lease's conditional write
+//     decides instead: a channel still held costs one failed write (the call then books the next
+//     slot, which answers busy if the pool is full), a free one leases. The calendar's spreading
+//     is untouched: the slot, and so its channel, is the one booked, and it still comes a spacing
+//     after the previous slot and an interval after its channel's previous slot
+//     (TestALoneCallerIsNeverBusyWithChannelsFree). A slot aligned within the wait keeps the
+//     alignment: a full pool's queued callers (the benchmarks' overload) lease at release points.
+//
+// The other choice weighed, aligning only a slot about an interval ahead of now (a full
+// calendar), would also spare a lone caller the wait for the next release point, but leaves a
+// pool under moderate load (a queue shorter than a ledger that never empties) unaligned: the
+// channel's previous slot is then exactly an interval earlier on the same phase of the ledger,
+// and its transfer, landed at the close between, is released 1 to 3 s after it, so slots early
+// in a ledger would meet held channels, a failed write each.
+func slotTime(at, now, waitUntil, lastClose time.Time, interval time.Duration) time.Time {
+	if !at.After(now) {
+		return at
+	}
+	aligned := alignToLedger(at, lastClose, interval)
+	if aligned.After(waitUntil) && !at.After(waitUntil) {
+		return at
+	}
+	return aligned
 }
 
 // reserved takes this process's earliest kept slot, dropping those more than grace past their

@@ -3,70 +3,158 @@ package stellar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
+// lonePool is a pool of count channels on leases and the calendar tickets, ledgers every
+// interval (the pool's Wait left at its default: one interval).
+func lonePool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, interval time.Duration) (Keys, []*keypair.Full, *ChannelPool) {
+	t.Helper()
+	keys := testKeys(t)
+	keys.Channels = nil
+	chans, err := ChannelKeys(keys, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Tickets: tickets, Count: count, Clock: clock,
+		LedgerInterval: func() time.Duration { return interval }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, chans, pool
+}
+
 // A lone caller is never answered CHANNELS_BUSY while every channel account is free: the first
 // call leases and is refused before sending (Prepare's FEE_ACCOUNT_UNDERFUNDED, the vault short),
 // its lease released, and the same client's next call comes at once, nothing else on the pool.
 //
-// It fails today. The mechanism, in acquireScheduled and alignToLedger:
+// The first call books the idle calendar at now and moves its next time to now + spacing
+// (interval / channels); its refusal returns the channel, not the calendar time. The second call
+// books that slot: after now, so it is queued, and alignToLedger moves it to the first point 0.6
+// into a ledger at or after it. When that ledger's 0.6 point falls between now and the slot, the
+// point is the next ledger's: up to interval + spacing ahead, past the wait (one interval), and
+// the call answered CHANNELS_BUSY with every channel free (once in channels follow-up calls,
+// whatever the phase). slotTime leases such a slot at its booked time instead.
 //
-//  1. the first call books ticket 0 at now (the calendar idle) and moves the calendar's next
-//     time to now + spacing (interval / channels: 625 ms with the local stack's 8 channels at 5 s
-//     ledgers). Its refusal returns the channel, not the calendar time: nothing could;
-//  2. the second call, within that spacing, books ticket 1 at now + spacing: after now, so it is
-//     taken as queued ("the calendar is full") and moved by alignToLedger to the first point 0.6
-//     into a ledger at or after it, on terms.ledgerClose;
-//  3. when that ledger's 0.6 point falls between now and now + spacing, the first point at or
-//     after the slot is the next ledger's: up to interval + spacing ahead, past waitUntil (now +
-//     Wait, one interval). The call answers CHANNELS_BUSY, Retry-After the slot's distance
-//     truncated (5 s at 5 s ledgers, 1 s at 1 s ledgers: what the local stack answered), and
-//     keeps the slot, every channel free.
-//
-// The chance is spacing / interval (1 in channels) per call that follows another within the
-// spacing, whatever the ledger's phase: on the wall clock it depends on when the ledger closed,
-// which is why the devstack tests (funds_test.go's order-feeshort-1 right after a
-// FEE_ACCOUNT_UNDERFUNDED refusal, order-underfunded-1 and vault_test.go's withdraw after
-// archival behind an earlier call) fail only now and then. Here the ledger closed 2.5 s before
-// the calls (its 0.6 point 0.5 s after them, inside the 625 ms spacing): the slot is aligned to
-// now + 5.5 s, past the 5 s wait.
-//
-// The alignment's premise, that a slot after now means its channel was leased an interval
-// before, holds only when the calendar is a whole interval ahead; a slot less than that ahead
-// is on a channel idle for an interval and needs no moving.
+// The cases: 1 s and 5 s ledgers, 1, 4, 8 (the local stack's) and 64 channels, the calls at
+// several phases of the ledger they fall in (the share of the interval since its close). The
+// right wait is worked out here from the rule: the first release point (the latest close +
+// 0.6 interval + whole intervals) at or after the booked slot (now + spacing) when it is within
+// one interval of now, else the booked slot. The channel is the one the calendar booked:
+// ticket 1's, the second channel (the first again with one channel).
 func TestALoneCallerIsNeverBusyWithChannelsFree(t *testing.T) {
-	t.Skip("reproduces CHANNELS_BUSY to a lone caller after a pre-send refusal (alignToLedger moves a slot one spacing ahead past the wait): fix next session")
+	for _, interval := range []time.Duration{time.Second, 5 * time.Second} {
+		for _, channels := range []int{1, 4, 8, 64} {
+			// 0.5 at 5 s ledgers and 8 channels is the local stack's failure: the 0.6 point 0.5 s
+			// after the calls, inside the 625 ms spacing, the slot moved to now + 5.5 s.
+			for _, phase := range []float64{0, 0.3, 0.5, 0.55, 0.59, 0.6, 0.7, 0.95} {
+				t.Run(fmt.Sprintf("ledger=%v/channels=%d/phase=%.2f", interval, channels, phase), func(t *testing.T) {
+					loneCallerCase(t, interval, channels, phase)
+				})
+			}
+		}
+	}
+}
+
+func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase float64) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
 	leases, tickets := &memLeases{}, &memTickets{}
-	keys, _, pool := scheduledPool(t, clock, leases, tickets, 8) // the local stack's channels, 5 s ledgers
+	keys, chans, pool := lonePool(t, clock, leases, tickets, channels, interval)
 	ctx := context.Background()
-	terms := leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second),
-		ledgerClose: start.Add(-2500 * time.Millisecond)} // the latest ledger closed half an interval ago
+	lastClose := start.Add(-time.Duration(phase * float64(interval)))
+	terms := leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: lastClose}
 
 	first, err := pool.acquire(ctx, keys, terms)
 	if err != nil {
 		t.Fatalf("first call: %v", err)
 	}
+	if first.account != chans[0].Address() || !clock.Now().Equal(start) {
+		t.Fatalf("first call leased %s after %v, want the first channel at once", first.account, clock.Now().Sub(start))
+	}
 	// Refused before sending (withSource's build failed): the lease is released, nothing bound.
 	pool.release(ctx, first, transfer.Envelope{Channel: first.account})
+
+	spacing := interval / time.Duration(channels)
+	booked := start.Add(spacing)
+	point := lastClose.Add(interval * 6 / 10)
+	for point.Before(booked) {
+		point = point.Add(interval)
+	}
+	want := booked.Sub(start)
+	if point.Sub(start) <= interval {
+		want = point.Sub(start)
+	}
 
 	second, err := pool.acquire(ctx, keys, terms)
 	var ue *transfer.UnavailableError
 	if errors.As(err, &ue) && ue.Code == CodeChannelsBusy {
-		t.Fatalf("second call answered CHANNELS_BUSY (Retry-After %v) with all 8 channels free; stats %+v",
-			ue.RetryAfter, pool.Stats())
+		t.Fatalf("second call answered CHANNELS_BUSY (Retry-After %v) with all %d channels free; stats %+v",
+			ue.RetryAfter, channels, pool.Stats())
 	}
 	if err != nil {
 		t.Fatalf("second call: %v", err)
 	}
-	if waited := clock.Now().Sub(start); waited > 5*time.Second {
-		t.Errorf("second call waited %v for a free channel, more than a ledger", waited)
+	if waited := clock.Now().Sub(start); waited != want {
+		t.Errorf("second call leased after %v, want %v (slot booked %v ahead, release point %v ahead)",
+			waited, want, spacing, point.Sub(start))
+	}
+	if wantCh := chans[1%channels].Address(); second.account != wantCh {
+		t.Errorf("second call leased %s, want ticket 1's channel %s", second.account, wantCh)
+	}
+	if st := pool.Stats(); st.Leases != 2 || st.Collisions != 0 || st.Busy != 0 || st.Tickets != 2 {
+		t.Errorf("stats %+v, want 2 leases on 2 tickets, no collision, no busy", st)
 	}
 	pool.release(ctx, second, transfer.Envelope{Channel: second.account})
+}
+
+// The other side of leasing a slot at its booked time when only the alignment passes the wait:
+// when the pool is in fact full (one channel, its lease held by another process's transfer in
+// flight), the call
+// costs one failed lease write, then books the next slot, which is past the wait, and answers
+// CHANNELS_BUSY with that slot's Retry-After, keeping the slot for the process's next call. The
+// held lease is never taken over.
+func TestBookedSlotOnAHeldChannelCostsOneWriteThenBusy(t *testing.T) {
+	const interval = 5 * time.Second
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	leases, tickets := &memLeases{}, &memTickets{}
+	keys, chans, pool := lonePool(t, clock, leases, tickets, 1, interval)
+	_, _, other := lonePool(t, clock, leases, tickets, 1, interval) // another process
+	ctx := context.Background()
+	// The latest close half a ledger ago: the release point 0.5 s ahead, so the booked slot
+	// (now + 5 s) aligns to now + 5.5 s, past the wait.
+	terms := leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second),
+		ledgerClose: start.Add(-interval / 2)}
+
+	held, err := other.acquire(ctx, keys, terms)
+	if err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	_, err = pool.acquire(ctx, keys, terms)
+	var ue *transfer.UnavailableError
+	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+		t.Fatalf("second call on a held channel: %v, want CHANNELS_BUSY", err)
+	}
+	// It leased at the booked slot (now + 5 s), met the held lease, and booked ticket 2: now +
+	// 10 s, aligned to now + 10.5 s; Retry-After is the 5.5 s from then, truncated.
+	if waited := clock.Now().Sub(start); waited != interval {
+		t.Errorf("second call tried at %v, want the booked slot %v", waited, interval)
+	}
+	if ue.RetryAfter != 5*time.Second {
+		t.Errorf("Retry-After %v, want 5s (the next slot 5.5 s away)", ue.RetryAfter)
+	}
+	if st := pool.Stats(); st.Leases != 0 || st.Collisions != 1 || st.Busy != 1 || st.Tickets != 2 {
+		t.Errorf("stats %+v, want no lease, 1 failed write, 1 busy on 2 tickets", st)
+	}
+	if got := leases.m[chans[0].Address()].owner; got != held.owner {
+		t.Errorf("the channel's lease is %q's, want the first call's %q", got, held.owner)
+	}
 }
