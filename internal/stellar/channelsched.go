@@ -28,7 +28,8 @@ import (
 //     come at least one ledger interval apart: as often as it can carry a transaction
 //     (stellar-core queues one per source account). A queued slot is moved to 0.6 of the ledger
 //     it falls in or the next (alignToLedger), when the previous slot's transfer, which landed at
-//     that ledger's opening close, has been seen and released;
+//     that ledger's opening close, has been seen and released, unless the process knows its
+//     channel idle (slotTime);
 //   - the calendar is a queue in arrival order across every process: a booking more than the wait
 //     (about a ledger) ahead is answered CHANNELS_BUSY at once, no lease write made, with the
 //     Retry-After its slot's time gives: the time the pool has for it, not a guess;
@@ -101,7 +102,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				// process busy, every channel idle; leasing unscheduled costs collisions at worst.
 				return sourceLease{}, false, nil
 			}
-			r = reservation{n: n, at: slotTime(at, now, waitUntil, terms.ledgerClose, interval)}
+			r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.ledgerClose, interval)}
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
 			if writes >= p.cfg.TriesPerRound {
@@ -138,7 +139,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		if err == nil {
 			p.leases.Add(1)
 			p.mu.Lock()
-			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin)}
+			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin), ticket: r.n, scheduled: true}
 			delete(p.elsewhere, ch.Address())
 			p.mu.Unlock()
 			l := build(ch)
@@ -194,43 +195,88 @@ func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
 	return point.Add(k * interval)
 }
 
-// slotTime is when a slot booked at at (by a call at now that may wait until waitUntil) leases:
+// slotTime is when the slot n, booked at at by a call at now, leases on channel (ticket n's
+// among count):
 //
 //   - at now (the calendar idle): at once. Its channel's previous slot was at least an interval
-//     ago, and moving it could cost the envelope a ledger;
+//     ago, and moving it could cost the envelope a ledger. The slot begins a run of bookings
+//     (calendarSeen.run);
 //   - queued (after now): at alignToLedger(at), the point in a ledger where the transfer of the
 //     channel's previous slot, leased an interval before when the calendar is full, has been
 //     released;
-//   - but at itself when that point is past waitUntil and at is not. The calendar cannot tell a
-//     full pool from an idle one whose calendar merely runs a few slots ahead: it keeps one time
-//     and one number, not who used which slot. A slot a spacing ahead of now (a follow-up call
-//     after a call refused before sending, its lease released unused, every channel free) is
-//     moved to the next ledger's release point whenever that ledger's point falls between now
-//     and the slot: once in channels follow-up calls, up to interval + spacing ahead, past the
-//     wait. Past the wait the only answer is CHANNELS_BUSY, which a caller must never get while
-//     the channel it was given is free; leased at the booked time, the lease's conditional write
-//     decides instead: a channel still held costs one failed write (the call then books the next
-//     slot, which answers busy if the pool is full), a free one leases. The calendar's spreading
-//     is untouched: the slot, and so its channel, is the one booked, and it still comes a spacing
-//     after the previous slot and an interval after its channel's previous slot
-//     (TestALoneCallerIsNeverBusyWithChannelsFree). A slot aligned within the wait keeps the
-//     alignment: a full pool's queued callers (the benchmarks' overload) lease at release points.
+//   - but at at itself, queued or not, when the process knows the channel's previous slot is not
+//     in flight: the slot is among the first count of a run this process saw begin (the channel's
+//     previous slot is before the run, which began on an idle calendar: as for a slot at now), or
+//     the channel's previous slot (n - count) was this process's and its lease is released.
 //
-// The other choice weighed, aligning only a slot about an interval ahead of now (a full
-// calendar), would also spare a lone caller the wait for the next release point, but leaves a
-// pool under moderate load (a queue shorter than a ledger that never empties) unaligned: the
-// channel's previous slot is then exactly an interval earlier on the same phase of the ledger,
-// and its transfer, landed at the close between, is released 1 to 3 s after it, so slots early
-// in a ledger would meet held channels, a failed write each.
-func slotTime(at, now, waitUntil, lastClose time.Time, interval time.Duration) time.Time {
+// The calendar keeps one time and one number, not who used which slot, so without these it
+// cannot tell a full pool from an idle one whose calendar runs a few slots ahead: a follow-up
+// call after a call refused before sending (its lease released unused, every channel free) books
+// a slot a spacing ahead and was moved to the next ledger's release point whenever that ledger's
+// point fell between now and the slot: up to interval + spacing ahead, past the wait (one
+// interval), answered CHANNELS_BUSY with every channel free, once in count such calls
+// (TestALoneCallerIsNeverBusyWithChannelsFree). With them it leases the slot as booked: the
+// calendar's spreading is untouched (the slot, its channel and its time are the ones booked), and
+// the lease's conditional write still decides who holds the channel, so knowledge gone wrong (a
+// process with another channel count leasing the channel from a slot between, a booking that
+// found the calendar at exactly now though queued) costs one failed write, never a transfer.
+//
+// The other choices weighed: leasing at the booked time whenever the alignment alone passes the
+// wait keeps the false answer away from callers on other processes too, but on a full pool
+// (BenchmarkChannelsLambda) the slot's channel is in flight until the release point: it cost
+// failed writes and wasted slots (bound share 1.00 to 0.93 at 4 channels, 0.99 to 0.96 at 16).
+// Aligning only a slot about an interval ahead of now (the calendar a round ahead) leaves a pool
+// under moderate load (a queue shorter than a ledger that never empties) unaligned: the channel's
+// previous slot is then exactly an interval earlier, its transfer released 1 to 3 s after the
+// close between, and slots early in a ledger meet held channels.
+func (p *ChannelPool) slotTime(n int64, at, now time.Time, channel string, count int, lastClose time.Time, interval time.Duration) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !at.After(now) {
+		p.seen.run(n)
 		return at
 	}
-	aligned := alignToLedger(at, lastClose, interval)
-	if aligned.After(waitUntil) && !at.After(waitUntil) {
+	if p.seen.firstRound(n, count) || p.seen.wasFreed(channel, n, count) {
 		return at
 	}
-	return aligned
+	return alignToLedger(at, lastClose, interval)
+}
+
+// calendarSeen is what a process knows of the calendar beyond its slots (slotTime). Guarded by
+// the pool's mu.
+type calendarSeen struct {
+	// from is the slot this process booked at its own now (the calendar idle or restarted): a
+	// run of consecutive slots began there; known is false until one was.
+	from  int64
+	known bool
+	// last maps a channel to the slot of this process's last lease on it, once released.
+	last map[string]int64
+}
+
+// run records that slot n was booked on an idle calendar.
+func (s *calendarSeen) run(n int64) { s.from, s.known = n, true }
+
+// firstRound reports whether slot n is among the first count slots of the run this process saw
+// begin: fewer than count slots were booked, by any process, since the calendar was idle, so the
+// channel's previous slot came before that (the ticket numbers are consecutive across processes;
+// a later run only makes n's position in its own run smaller).
+func (s *calendarSeen) firstRound(n int64, count int) bool {
+	return s.known && n >= s.from && n-s.from < int64(count)
+}
+
+// freed records that this process released its lease of slot n on channel.
+func (s *calendarSeen) freed(channel string, n int64) {
+	if s.last == nil {
+		s.last = map[string]int64{}
+	}
+	s.last[channel] = n
+}
+
+// wasFreed reports whether channel's previous slot before n (n - count) was this process's,
+// released: no other slot names the channel in between, so nothing holds it.
+func (s *calendarSeen) wasFreed(channel string, n int64, count int) bool {
+	m, ok := s.last[channel]
+	return ok && m == n-int64(count)
 }
 
 // reserved takes this process's earliest kept slot, dropping those more than grace past their

@@ -37,18 +37,19 @@ func lonePool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets Tick
 //
 // The first call books the idle calendar at now and moves its next time to now + spacing
 // (interval / channels); its refusal returns the channel, not the calendar time. The second call
-// books that slot: after now, so it is queued, and alignToLedger moves it to the first point 0.6
+// books that slot: after now, so queued, and alignToLedger would move it to the first point 0.6
 // into a ledger at or after it. When that ledger's 0.6 point falls between now and the slot, the
 // point is the next ledger's: up to interval + spacing ahead, past the wait (one interval), and
-// the call answered CHANNELS_BUSY with every channel free (once in channels follow-up calls,
-// whatever the phase). slotTime leases such a slot at its booked time instead.
+// the call was answered CHANNELS_BUSY with every channel free (once in channels follow-up calls,
+// whatever the phase); at other phases it waited for the point, up to a ledger, for a free
+// channel. slotTime leases it as booked: the slot is in the first round of the run the process
+// saw begin (its channel's previous slot before the run), or with one channel its previous slot
+// was the process's own, released.
 //
 // The cases: 1 s and 5 s ledgers, 1, 4, 8 (the local stack's) and 64 channels, the calls at
 // several phases of the ledger they fall in (the share of the interval since its close). The
-// right wait is worked out here from the rule: the first release point (the latest close +
-// 0.6 interval + whole intervals) at or after the booked slot (now + spacing) when it is within
-// one interval of now, else the booked slot. The channel is the one the calendar booked:
-// ticket 1's, the second channel (the first again with one channel).
+// right wait is the spacing: the booked slot, now + interval / channels. The channel is the one
+// the calendar booked: ticket 1's, the second channel (the first again with one channel).
 func TestALoneCallerIsNeverBusyWithChannelsFree(t *testing.T) {
 	for _, interval := range []time.Duration{time.Second, 5 * time.Second} {
 		for _, channels := range []int{1, 4, 8, 64} {
@@ -83,14 +84,10 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 	pool.release(ctx, first, transfer.Envelope{Channel: first.account})
 
 	spacing := interval / time.Duration(channels)
-	booked := start.Add(spacing)
+	// Where alignToLedger would have put the slot: the first release point at or after it.
 	point := lastClose.Add(interval * 6 / 10)
-	for point.Before(booked) {
+	for point.Before(start.Add(spacing)) {
 		point = point.Add(interval)
-	}
-	want := booked.Sub(start)
-	if point.Sub(start) <= interval {
-		want = point.Sub(start)
 	}
 
 	second, err := pool.acquire(ctx, keys, terms)
@@ -102,9 +99,9 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 	if err != nil {
 		t.Fatalf("second call: %v", err)
 	}
-	if waited := clock.Now().Sub(start); waited != want {
-		t.Errorf("second call leased after %v, want %v (slot booked %v ahead, release point %v ahead)",
-			waited, want, spacing, point.Sub(start))
+	if waited := clock.Now().Sub(start); waited != spacing {
+		t.Errorf("second call leased after %v, want the booked slot's %v (the release point after it %v ahead)",
+			waited, spacing, point.Sub(start))
 	}
 	if wantCh := chans[1%channels].Address(); second.account != wantCh {
 		t.Errorf("second call leased %s, want ticket 1's channel %s", second.account, wantCh)
@@ -115,13 +112,12 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 	pool.release(ctx, second, transfer.Envelope{Channel: second.account})
 }
 
-// The other side of leasing a slot at its booked time when only the alignment passes the wait:
-// when the pool is in fact full (one channel, its lease held by another process's transfer in
-// flight), the call
-// costs one failed lease write, then books the next slot, which is past the wait, and answers
-// CHANNELS_BUSY with that slot's Retry-After, keeping the slot for the process's next call. The
-// held lease is never taken over.
-func TestBookedSlotOnAHeldChannelCostsOneWriteThenBusy(t *testing.T) {
+// What the process does not know keeps the alignment: one channel, leased by another process
+// (its transfer in flight), the slot a caller books an interval ahead is moved to the release
+// point, past the wait, and the call answers CHANNELS_BUSY at once, no lease write made, with the
+// Retry-After of its slot (5.5 s away: 5 s), keeping the slot for the process's next call, which
+// leases at that point once the other process has released the channel.
+func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 	const interval = 5 * time.Second
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
@@ -141,20 +137,32 @@ func TestBookedSlotOnAHeldChannelCostsOneWriteThenBusy(t *testing.T) {
 	_, err = pool.acquire(ctx, keys, terms)
 	var ue *transfer.UnavailableError
 	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
-		t.Fatalf("second call on a held channel: %v, want CHANNELS_BUSY", err)
+		t.Fatalf("second call on a channel held elsewhere: %v, want CHANNELS_BUSY", err)
 	}
-	// It leased at the booked slot (now + 5 s), met the held lease, and booked ticket 2: now +
-	// 10 s, aligned to now + 10.5 s; Retry-After is the 5.5 s from then, truncated.
-	if waited := clock.Now().Sub(start); waited != interval {
-		t.Errorf("second call tried at %v, want the booked slot %v", waited, interval)
+	if ue.RetryAfter != 5*time.Second || !clock.Now().Equal(start) {
+		t.Errorf("Retry-After %v after %v, want 5s at once (the slot 5.5 s away)", ue.RetryAfter, clock.Now().Sub(start))
 	}
-	if ue.RetryAfter != 5*time.Second {
-		t.Errorf("Retry-After %v, want 5s (the next slot 5.5 s away)", ue.RetryAfter)
-	}
-	if st := pool.Stats(); st.Leases != 0 || st.Collisions != 1 || st.Busy != 1 || st.Tickets != 2 {
-		t.Errorf("stats %+v, want no lease, 1 failed write, 1 busy on 2 tickets", st)
+	if st := pool.Stats(); st.Leases != 0 || st.Collisions != 0 || st.Busy != 1 || st.Tickets != 1 {
+		t.Errorf("stats %+v, want 1 busy on 1 ticket, no lease write", st)
 	}
 	if got := leases.m[chans[0].Address()].owner; got != held.owner {
 		t.Errorf("the channel's lease is %q's, want the first call's %q", got, held.owner)
 	}
+
+	// The other process's transfer lands at the close 2.5 s ahead and is released; the caller
+	// comes back at its Retry-After and leases at the kept slot's release point.
+	clock.Advance(4 * time.Second)
+	other.release(ctx, held, transfer.Envelope{Channel: held.account})
+	clock.Advance(time.Second)
+	lease, err := pool.acquire(ctx, keys, terms)
+	if err != nil {
+		t.Fatalf("call back at Retry-After: %v", err)
+	}
+	if at := clock.Now().Sub(start); at != 5500*time.Millisecond {
+		t.Errorf("leased at now + %v, want the release point now + 5.5s", at)
+	}
+	if st := pool.Stats(); st.Leases != 1 || st.Reused != 1 || st.Tickets != 1 || st.Collisions != 0 {
+		t.Errorf("stats %+v, want the kept slot leased, no new ticket, no failed write", st)
+	}
+	pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
 }
