@@ -166,3 +166,52 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 	}
 	pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
 }
+
+// slotTime leases a queued slot as booked only on what the process saw: slots among the first
+// count after a booking it made on the idle calendar, or a slot whose channel's previous slot
+// (n - count) was its own lease, released. Past the first round, or after another process's
+// slot on the channel, the slot keeps its alignment (here 4 channels at 5 s ledgers, the latest
+// close 2.5 s before now: release points at now + 0.5 s + k x 5 s).
+func TestSlotTimeLeavesOnlyKnownIdleChannelsUnaligned(t *testing.T) {
+	const interval, count = 5 * time.Second, 4
+	now := time.Unix(1_800_000_000, 0)
+	lastClose := now.Add(-interval / 2)
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: &memLeases{}, Count: count})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := func(n int64, ahead time.Duration) time.Duration {
+		return pool.slotTime(n, now.Add(ahead), now, fmt.Sprintf("channel-%d", n%count), count, lastClose, interval).Sub(now)
+	}
+	// Nothing seen: a queued slot aligns (1 s ahead: to the point 5.5 s ahead); one at now stays.
+	if got := slot(41, time.Second); got != 5500*time.Millisecond {
+		t.Errorf("queued slot, nothing seen: leases at now + %v, want 5.5s", got)
+	}
+	if got := slot(40, 0); got != 0 {
+		t.Errorf("slot at now: leases at now + %v, want now", got)
+	}
+	// Slot 40 was booked at now: 41 to 43 are its run's first round, 44 (channel 0 again) is not.
+	for n := int64(41); n <= 43; n++ {
+		if got := slot(n, time.Second); got != time.Second {
+			t.Errorf("slot %d of the first round: leases at now + %v, want as booked, 1s", n, got)
+		}
+	}
+	if got := slot(44, time.Second); got != 5500*time.Millisecond {
+		t.Errorf("slot 44, past the first round: leases at now + %v, want aligned, 5.5s", got)
+	}
+	// The process released its lease of slot 42 (channel 2): slot 46 leases as booked, slot 45
+	// (channel 1, whose previous slot another process may hold) aligns, and so does slot 50 (slot
+	// 46's own lease on channel 2 not released).
+	pool.mu.Lock()
+	pool.seen.freed("channel-2", 42)
+	pool.mu.Unlock()
+	if got := slot(46, 2*time.Second); got != 2*time.Second {
+		t.Errorf("slot 46 after the process released slot 42's lease: leases at now + %v, want as booked, 2s", got)
+	}
+	if got := slot(45, 2*time.Second); got != 5500*time.Millisecond {
+		t.Errorf("slot 45: leases at now + %v, want aligned, 5.5s", got)
+	}
+	if got := slot(50, 3*time.Second); got != 5500*time.Millisecond {
+		t.Errorf("slot 50: leases at now + %v, want aligned, 5.5s", got)
+	}
+}
