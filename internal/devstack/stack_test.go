@@ -47,11 +47,10 @@ type reply struct {
 
 // post sends a transfer as a client following the README does: a 503 CHANNELS_BUSY (nothing was
 // sent, the key is free) is retried with the same key after its Retry-After, up to
-// busyRetries times. The local stack closes real ledgers on the wall clock, and on a CPU shared
-// with many test packages the channel calendar's slot for a call can pass before the call is
-// scheduled; a client's retry is the contract for that answer. No test here expects
-// CHANNELS_BUSY from a POST; the calendar's own behaviour is tested on a virtual clock
-// (internal/stellar, channelsched_test.go).
+// busyRetries times: a client's retry is the contract for that answer. No test here expects
+// CHANNELS_BUSY from a POST (nothing else uses the channels), so busyRetried counts the retries
+// for the run to report; the calendar's own behaviour is tested on a virtual clock
+// (internal/stellar, channelsched_test.go and channelsched_lone_test.go).
 func post(t *testing.T, s *Stack, key, body string) reply {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
