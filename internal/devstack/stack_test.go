@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,11 +47,10 @@ type reply struct {
 
 // post sends a transfer as a client following the README does: a 503 CHANNELS_BUSY (nothing was
 // sent, the key is free) is retried with the same key after its Retry-After, up to
-// busyRetries times. The local stack closes real ledgers on the wall clock, and on a CPU shared
-// with many test packages the channel calendar's slot for a call can pass before the call is
-// scheduled; a client's retry is the contract for that answer. No test here expects
-// CHANNELS_BUSY from a POST; the calendar's own behaviour is tested on a virtual clock
-// (internal/stellar, channelsched_test.go).
+// busyRetries times: a client's retry is the contract for that answer. No test here expects
+// CHANNELS_BUSY from a POST (nothing else uses the channels), so busyRetried counts the retries
+// for the run to report; the calendar's own behaviour is tested on a virtual clock
+// (internal/stellar, channelsched_test.go and channelsched_lone_test.go).
 func post(t *testing.T, s *Stack, key, body string) reply {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
@@ -66,13 +67,37 @@ func post(t *testing.T, s *Stack, key, body string) reply {
 		if err != nil || wait < 1 || wait > 10 {
 			t.Fatalf("CHANNELS_BUSY with Retry-After %q: want 1 to 10 s", r.header.Get("Retry-After"))
 		}
-		t.Logf("POST %s: CHANNELS_BUSY, retrying after %d s as a client does", key, wait)
+		n := busyRetried.Add(1)
+		t.Logf("POST %s: CHANNELS_BUSY, retrying after %d s as a client does (%d retried in this run)", key, wait, n)
 		time.Sleep(time.Duration(wait) * time.Second)
 	}
 }
 
 // busyRetries is how many CHANNELS_BUSY answers post retries before it returns one.
 const busyRetries = 4
+
+// busyRetried counts the CHANNELS_BUSY answers post retried in this run of the package's tests:
+// TestMain reports it (with -v), and DEVSTACK_MAX_BUSY_RETRIES=<n> fails the run when more were.
+// The retry is the client's contract, so it stays; the count shows whether the stack gives the
+// answer where nothing else uses the channels.
+var busyRetried atomic.Int64
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	n := busyRetried.Load()
+	fmt.Printf("devstack tests: %d CHANNELS_BUSY answers to POST /transfers retried after Retry-After\n", n)
+	if s := os.Getenv("DEVSTACK_MAX_BUSY_RETRIES"); s != "" && code == 0 {
+		limit, err := strconv.Atoi(s)
+		if err != nil || limit < 0 {
+			fmt.Printf("DEVSTACK_MAX_BUSY_RETRIES=%q: want a count of 0 or more\n", s)
+			code = 2
+		} else if n > int64(limit) {
+			fmt.Printf("FAIL: %d CHANNELS_BUSY answers retried, more than DEVSTACK_MAX_BUSY_RETRIES=%d\n", n, limit)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 func do(t *testing.T, req *http.Request) reply {
 	t.Helper()

@@ -141,6 +141,9 @@ type ChannelPool struct {
 	// reservations are calendar slots this process booked and has not used (a call answered
 	// CHANNELS_BUSY left its slot for a later call of the process): see acquireScheduled.
 	reservations []reservation
+	// seen is what this process knows of the calendar beyond its slots: where a run of bookings
+	// began and which channels' last slots were its own, released (see slotTime).
+	seen calendarSeen
 
 	leases, collisions, waits, releases, busy, tickets, reused atomic.Int64
 }
@@ -150,6 +153,9 @@ type ChannelPool struct {
 type heldLease struct {
 	owner, inner string
 	expires      time.Time
+	// ticket is the calendar slot the lease was written for, when scheduled is set.
+	ticket    int64
+	scheduled bool
 }
 
 type derivedKeys struct {
@@ -604,6 +610,9 @@ func (p *ChannelPool) release(ctx context.Context, lease sourceLease, env transf
 		p.releases.Add(1)
 		p.mu.Lock()
 		p.mine[env.Channel] = p.cfg.Clock.Now()
+		if h.scheduled {
+			p.seen.freed(env.Channel, h.ticket)
+		}
 		p.mu.Unlock()
 	}
 }

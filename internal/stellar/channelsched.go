@@ -28,7 +28,8 @@ import (
 //     come at least one ledger interval apart: as often as it can carry a transaction
 //     (stellar-core queues one per source account). A queued slot is moved to 0.6 of the ledger
 //     it falls in or the next (alignToLedger), when the previous slot's transfer, which landed at
-//     that ledger's opening close, has been seen and released;
+//     that ledger's opening close, has been seen and released, unless the process knows its
+//     channel idle (slotTime);
 //   - the calendar is a queue in arrival order across every process: a booking more than the wait
 //     (about a ledger) ahead is answered CHANNELS_BUSY at once, no lease write made, with the
 //     Retry-After its slot's time gives: the time the pool has for it, not a guess;
@@ -101,14 +102,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				// process busy, every channel idle; leasing unscheduled costs collisions at worst.
 				return sourceLease{}, false, nil
 			}
-			if at.After(now) {
-				// Queued: the slot's channel was leased an interval before (the calendar is full),
-				// so the lease waits for the point in a ledger where its transfer is released. A
-				// slot at now (the calendar idle) leases at once: its channel's previous slot was at
-				// least an interval ago, and moving it could cost the envelope a ledger.
-				at = alignToLedger(at, terms.ledgerClose, interval)
-			}
-			r = reservation{n: n, at: at}
+			r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.ledgerClose, interval)}
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
 			if writes >= p.cfg.TriesPerRound {
@@ -145,7 +139,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		if err == nil {
 			p.leases.Add(1)
 			p.mu.Lock()
-			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin)}
+			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin), ticket: r.n, scheduled: true}
 			delete(p.elsewhere, ch.Address())
 			p.mu.Unlock()
 			l := build(ch)
@@ -199,6 +193,93 @@ func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
 	}
 	k := (at.Sub(point) + interval - 1) / interval
 	return point.Add(k * interval)
+}
+
+// slotTime is when the slot n, booked at at by a call at now, leases on channel (ticket n's
+// among count):
+//
+//   - at now (the calendar idle): at once. Its channel's previous slot was at least an interval
+//     ago, and moving it could cost the envelope a ledger. The slot begins a run of bookings
+//     (calendarSeen.run);
+//   - queued (after now): at alignToLedger(at), the point in a ledger where the transfer of the
+//     channel's previous slot, leased an interval before when the calendar is full, has been
+//     released;
+//   - but at at itself, queued or not, when the process knows the channel's previous slot is not
+//     in flight: the slot is among the first count of a run this process saw begin (the channel's
+//     previous slot is before the run, which began on an idle calendar: as for a slot at now), or
+//     the channel's previous slot (n - count) was this process's and its lease is released.
+//
+// The calendar keeps one time and one number, not who used which slot, so without these it
+// cannot tell a full pool from an idle one whose calendar runs a few slots ahead: a follow-up
+// call after a call refused before sending (its lease released unused, every channel free) books
+// a slot a spacing ahead and was moved to the next ledger's release point whenever that ledger's
+// point fell between now and the slot: up to interval + spacing ahead, past the wait (one
+// interval), answered CHANNELS_BUSY with every channel free, once in count such calls
+// (TestALoneCallerIsNeverBusyWithChannelsFree). With them it leases the slot as booked: the
+// calendar's spreading is untouched (the slot, its channel and its time are the ones booked), and
+// the lease's conditional write still decides who holds the channel, so knowledge gone wrong (a
+// process with another channel count leasing the channel from a slot between, a booking that
+// found the calendar at exactly now though queued) costs one failed write, never a transfer.
+//
+// The other choices weighed: leasing at the booked time whenever the alignment alone passes the
+// wait keeps the false answer away from callers on other processes too, but on a full pool
+// (BenchmarkChannelsLambda) the slot's channel is in flight until the release point: it cost
+// failed writes and wasted slots (bound share 1.00 to 0.93 at 4 channels, 0.99 to 0.96 at 16).
+// Keeping every run's first ticket on the calendar item, so that a process knows the first round
+// of runs other processes began, leaves many more slots unaligned there: leased late in a ledger,
+// their channels' next slots align a ledger later (0.93 and 0.95 of the bound).
+// Aligning only a slot about an interval ahead of now (the calendar a round ahead) leaves a pool
+// under moderate load (a queue shorter than a ledger that never empties) unaligned: the channel's
+// previous slot is then exactly an interval earlier, its transfer released 1 to 3 s after the
+// close between, and slots early in a ledger meet held channels.
+func (p *ChannelPool) slotTime(n int64, at, now time.Time, channel string, count int, lastClose time.Time, interval time.Duration) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !at.After(now) {
+		p.seen.run(n)
+		return at
+	}
+	if p.seen.firstRound(n, count) || p.seen.wasFreed(channel, n, count) {
+		return at
+	}
+	return alignToLedger(at, lastClose, interval)
+}
+
+// calendarSeen is what a process knows of the calendar beyond its slots (slotTime). Guarded by
+// the pool's mu.
+type calendarSeen struct {
+	// from is the slot this process booked at its own now (the calendar idle or restarted): a
+	// run of consecutive slots began there; known is false until one was.
+	from  int64
+	known bool
+	// last maps a channel to the slot of this process's last lease on it, once released.
+	last map[string]int64
+}
+
+// run records that slot n was booked on an idle calendar.
+func (s *calendarSeen) run(n int64) { s.from, s.known = n, true }
+
+// firstRound reports whether slot n is among the first count slots of the run this process saw
+// begin: fewer than count slots were booked, by any process, since the calendar was idle, so the
+// channel's previous slot came before that (the ticket numbers are consecutive across processes;
+// a later run only makes n's position in its own run smaller).
+func (s *calendarSeen) firstRound(n int64, count int) bool {
+	return s.known && n >= s.from && n-s.from < int64(count)
+}
+
+// freed records that this process released its lease of slot n on channel.
+func (s *calendarSeen) freed(channel string, n int64) {
+	if s.last == nil {
+		s.last = map[string]int64{}
+	}
+	s.last[channel] = n
+}
+
+// wasFreed reports whether channel's previous slot before n (n - count) was this process's,
+// released: no other slot names the channel in between, so nothing holds it.
+func (s *calendarSeen) wasFreed(channel string, n int64, count int) bool {
+	m, ok := s.last[channel]
+	return ok && m == n-int64(count)
 }
 
 // reserved takes this process's earliest kept slot, dropping those more than grace past their

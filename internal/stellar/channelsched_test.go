@@ -286,7 +286,11 @@ func TestScheduledCrashedHolder(t *testing.T) {
 		now := clock.Now()
 		return leaseTerms{until: now.Add(14 * time.Second), maxTime: now.Add(12 * time.Second), ledgerClose: now.Add(-time.Second)}
 	}
-	held, err := dead.acquire(ctx, keys, terms()) // ticket 0, then the process dies
+	// The dead lease runs 30 s (its envelope's maxTime 28 s): longer than the three calls below
+	// take, however soon their slots come.
+	start := clock.Now()
+	held, err := dead.acquire(ctx, keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(28 * time.Second),
+		ledgerClose: start.Add(-time.Second)}) // ticket 0, then the process dies
 	if err != nil || held.account != chans[0].Address() {
 		t.Fatalf("dead process: %s, %v", held.account, err)
 	}
@@ -311,6 +315,9 @@ func TestScheduledCrashedHolder(t *testing.T) {
 	got := []string{}
 	for range 3 { // channel 0's slots meet the dead lease: only channel 1 is leased
 		l := acquire()
+		if !clock.Now().Before(start.Add(30 * time.Second)) {
+			t.Fatalf("a call leased at %v, after the dead lease ended", clock.Now().Sub(start))
+		}
 		got = append(got, l.account)
 		live.release(ctx, l, transfer.Envelope{Channel: l.account})
 	}
@@ -322,8 +329,8 @@ func TestScheduledCrashedHolder(t *testing.T) {
 	if st := live.Stats(); st.Collisions < 1 || st.Collisions > st.Leases {
 		t.Errorf("stats %+v: want one failed write per slot on the held channel", st)
 	}
-	// 12 s later the dead lease has expired and a ledger closed after its maxTime (start + 8 s).
-	_ = clock.Sleep(ctx, 12*time.Second)
+	// 32 s after it, the dead lease has expired and a ledger closed after its maxTime.
+	_ = clock.Sleep(ctx, start.Add(32*time.Second).Sub(clock.Now()))
 	seen := map[string]bool{}
 	for range 2 {
 		l := acquire()
