@@ -187,3 +187,61 @@ func TestHorizonWithoutLedgerTransactionsFallsBackToFeeStats(t *testing.T) {
 		t.Errorf("bid %d stroops per slot, want /fee_stats fee_charged p90 %d (the fallback)", bid, p90)
 	}
 }
+
+// The classic market's cost in Horizon requests: a cold read is GET /ledgers plus one
+// GET /ledgers/{seq}/transactions per ledger of the 5 that holds transactions; within
+// FeeStatsTTL a second envelope reads nothing; after a ledger closes only the new ledgers are
+// read (a closed ledger's rate is kept). /fee_stats is never asked.
+func TestHorizonClassicMarketRequests(t *testing.T) {
+	ledgerTxs := regexp.MustCompile(`^/ledgers/[0-9]+/transactions$`)
+	var perLedger, feeStats atomic.Int32
+	front := func(horizonURL string) string {
+		u, err := url.Parse(horizonURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			switch {
+			case ledgerTxs.MatchString(req.URL.Path):
+				perLedger.Add(1)
+			case req.URL.Path == "/fee_stats":
+				feeStats.Add(1)
+			}
+			proxy.ServeHTTP(w, req)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	r := hznSorobanRig(t, payRigOpts{channels: 2, classicOps: 20, maxFee: 10_000_000, horizonFront: front}, stellarsim.Congestion{})
+	ctx := context.Background()
+	done := r.ledger.(interface {
+		Done(context.Context, transfer.Envelope)
+	}).Done
+	prepare := func() {
+		t.Helper()
+		env, err := r.ledger.Prepare(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: r.wallet, Amount: "1", Asset: "USDC", Stroops: unit},
+			transfer.Terms{MaxTime: r.clock.Now().Add(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(ctx, env)
+	}
+	prepare()
+	if n := perLedger.Load(); n < 1 || n > 5 {
+		t.Errorf("cold read: %d ledger transaction pages, want 1 to 5", n)
+	}
+	cold := perLedger.Load()
+	prepare()
+	if n := perLedger.Load() - cold; n != 0 {
+		t.Errorf("a second envelope within FeeStatsTTL read %d ledger transaction pages, want 0", n)
+	}
+	r.ledgers(1)
+	prepare()
+	if n := perLedger.Load() - cold; n < 1 || n > 2 {
+		t.Errorf("after one more ledger: %d ledger transaction pages, want the new ledgers' (1 or 2)", n)
+	}
+	if n := feeStats.Load(); n != 0 {
+		t.Errorf("GET /fee_stats asked %d times", n)
+	}
+}
