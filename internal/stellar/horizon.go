@@ -47,7 +47,7 @@ type HorizonLedger struct {
 	cfg HorizonConfig
 	*common
 	// rates are the classic clearing rates of the ledgers the fee stats last read (horizon_fees.go).
-	rates *classicRates
+	rates classicRates
 }
 
 var _ transfer.Ledger = (*HorizonLedger)(nil)
@@ -67,7 +67,7 @@ func NewHorizonLedger(cfg HorizonConfig) (*HorizonLedger, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &HorizonLedger{cfg: cfg, common: c, rates: &classicRates{}}, nil
+	return &HorizonLedger{cfg: cfg, common: c}, nil
 }
 
 // hcall runs fn with a fresh horizonclient whose transport records its transport error (so Send
