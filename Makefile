@@ -196,8 +196,8 @@ bench-async: ## the async burst benchmark: throughput, last settlement, Lambda b
 # Horizon, 16 channels) beside a fee-stats p90 submitter and a static 100-stroop submitter, at
 # MAX_FEE_STROOPS 100,000 and 2,000; prints Markdown tables with the goals met or missed.
 # BENCH_CONGESTION_N=<n> sets the arrivals per side (default 120, about 1 min).
-bench-congestion: ## the congestion benchmark: the service beside a fee-stats and a static-fee submitter under surge pricing and a fee spike, payments then vault-contract calls (README.md, "Benchmarks")
-	BENCH_CONGESTION=1 $(GO) test -count=1 -v -run '^TestBenchCongestion$$' -timeout 30m ./internal/loadtest
+bench-congestion: ## the congestion benchmark: the service beside a fee-stats and a static-fee submitter under surge pricing and a fee spike, payments, payments beside others' contract calls, then vault-contract calls (README.md, "Benchmarks")
+	BENCH_CONGESTION=1 $(GO) test -count=1 -v -run '^TestBenchCongestion(SorobanTraffic)?$$' -timeout 30m ./internal/loadtest
 
 # The fault campaign at full size: 10,000 calls in each of its six runs, the congested networks
 # among them (make test runs about 5,900 in all), then its async mode at 1,250 keys (make test:

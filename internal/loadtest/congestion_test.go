@@ -20,6 +20,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
@@ -91,6 +92,7 @@ type congSide struct {
 	lastAnswer map[string]int
 	feeRatios  []float64 // per included transaction of the side: fee charged / classic clearing fee of its ledger
 	slotRatio  []float64 // the same per operation slot (a fee bump's counts one more: CAP-15)
+	bidRatio   []float64 // per included transaction: its bid per operation slot / classic clearing fee of its ledger
 	feeSum     int64     // every fee the side's transactions were charged, stroops
 	// Envelopes the network queued and then replaced by a higher fee bump, or evicted from its
 	// full queue (the contract rows count them).
@@ -314,8 +316,12 @@ func (s *submitter) pay(ctx context.Context, wallet string, stroops int64, deadl
 func measureCongestion(tb testing.TB, p congParams) ([]*congSide, []stellarsim.LedgerLanes) {
 	tb.Helper()
 	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, ExpectedCloseInterval: p.Interval,
-		Lanes: stellarsim.PubnetLaneLimits.Scaled(p.LaneScale)})
+	opts := stellarsim.Options{Clock: clock, ExpectedCloseInterval: p.Interval, Lanes: stellarsim.PubnetLaneLimits.Scaled(p.LaneScale)}
+	if p.Background.SorobanPerLedger > 0 {
+		// Others' contract calls need a host that runs vault contracts.
+		opts.Contracts = stellarsim.NewVaultHost(stellarsim.VaultOptions{})
+	}
+	n, err := stellarsim.Start(opts)
 	must(tb, err)
 	tb.Cleanup(func() { _ = n.Close() })
 	r := &rig{clock: clock, net: n, interval: p.Interval}
@@ -438,6 +444,14 @@ func measureCongestion(tb testing.TB, p congParams) ([]*congSide, []stellarsim.L
 			}
 			side.feeRatios = append(side.feeRatios, float64(a.FeeCharged)/float64(classic))
 			side.slotRatio = append(side.slotRatio, float64(a.FeeCharged)/float64(classic*slots))
+			var env xdr.TransactionEnvelope
+			if xdr.SafeUnmarshalBase64(a.EnvelopeXDR, &env) == nil {
+				bid := int64(env.Fee())
+				if env.IsFeeBump() {
+					bid = env.FeeBumpFee()
+				}
+				side.bidRatio = append(side.bidRatio, float64(bid)/float64(classic*slots))
+			}
 		}
 		if a.Status == "SUCCESS" {
 			side.paid[a.Ops[0].Amount]++
@@ -563,8 +577,17 @@ func congTable(p congParams, sides []*congSide, lanes []stellarsim.LedgerLanes) 
 		}
 		maxClear = max(maxClear, l.ClassicBaseFee)
 	}
-	fmt.Fprintf(&b, "\n%d ledgers, %d of them surge priced (classic lane full); highest clearing fee %d stroops per operation; MAX_FEE_STROOPS %d.\n\n",
+	fmt.Fprintf(&b, "\n%d ledgers, %d of them surge priced (classic lane full); highest clearing fee %d stroops per operation; MAX_FEE_STROOPS %d.\n",
 		len(lanes), surged, maxClear, p.MaxFee)
+	// The bid is what the fee account must hold for a queued envelope (the charge is the
+	// clearing fee whatever the bid).
+	b.WriteString("Bid per operation slot / clearing fee of the ledger it landed in, mean (max):")
+	for _, s := range sides[:3] {
+		if len(s.bidRatio) > 0 {
+			fmt.Fprintf(&b, " %s %.2f (%.2f);", s.name, mean(s.bidRatio), slices.Max(s.bidRatio))
+		}
+	}
+	b.WriteString("\n\n")
 	met := func(ok bool) string {
 		if ok {
 			return "met"

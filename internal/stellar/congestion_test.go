@@ -48,13 +48,23 @@ type payRigOpts struct {
 	classicOps    int64 // the classic lane's operations per ledger
 	maxFee        int64
 	feePercentile int
+	// vaultHost runs vault contracts on the network, so a congestion profile can carry others'
+	// contract calls (stellarsim.Congestion.SorobanPerLedger).
+	vaultHost bool
+	// horizonFront, when set, is given the network's Horizon URL and returns the one the service
+	// uses (a front that changes Horizon's answers).
+	horizonFront func(horizonURL string) string
 }
 
 func newPayRig(t *testing.T, o payRigOpts) *payRig {
 	t.Helper()
 	// Here the first close comes simNetClose after the clock's start, not at the first move.
-	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{VisibilityLagMin: time.Second, VisibilityLagMax: 3 * time.Second,
-		Lanes: stellarsim.LaneLimits{ClassicOps: o.classicOps}, SurgeSeed: 3}, firstCloseAfterInterval: true})
+	netOpts := stellarsim.Options{VisibilityLagMin: time.Second, VisibilityLagMax: 3 * time.Second,
+		Lanes: stellarsim.LaneLimits{ClassicOps: o.classicOps}, SurgeSeed: 3}
+	if o.vaultHost {
+		netOpts.Contracts = stellarsim.NewVaultHost(stellarsim.VaultOptions{MinPersistentTTL: 1000})
+	}
+	clock, n := startSimNet(t, simNetOpts{net: netOpts, firstCloseAfterInterval: true})
 	sim := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 1_000 * unit, fee: true, wallet: true, walletTrustline: true})
 	keys, issuer, usdc, wallet := sim.keys, sim.issuer, sim.usdc, sim.wallet
 	var err error
@@ -77,7 +87,11 @@ func newPayRig(t *testing.T, o payRigOpts) *payRig {
 		l, err = stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
 			Assets: assets, Keys: stellar.StaticKeys{K: keys}, Channels: pool, Clock: clock, MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile})
 	default:
-		l, err = stellar.NewHorizonLedger(stellar.HorizonConfig{URL: n.URL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
+		hURL := n.URL()
+		if o.horizonFront != nil {
+			hURL = o.horizonFront(hURL)
+		}
+		l, err = stellar.NewHorizonLedger(stellar.HorizonConfig{URL: hURL, Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
 			Assets: assets, Keys: stellar.StaticKeys{K: keys}, Channels: pool, Clock: clock, MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile})
 	}
 	if err != nil {

@@ -28,15 +28,19 @@
 //
 // Fees (fees.go): each envelope bids, per operation slot, the highest of the base fee, its
 // surge-pricing lane's recent fees at FEE_PERCENTILE (RPC getFeeStats inclusionFee for payments,
-// sorobanInclusionFee for contract calls; Horizon /fee_stats fee_charged) and the fee the network
+// sorobanInclusionFee for contract calls; over Horizon, the classic clearing rates of its last 5
+// ledgers, read from each ledger's first transactions, horizon_fees.go: Horizon's /fee_stats
+// mixes Soroban transactions in at their whole fee, resource fee included, and is read only from
+// a Horizon that does not serve GET /ledgers/{seq}/transactions) and the fee the network
 // last named in a txINSUFFICIENT_FEE answer (its feeCharged, for FeeHintTTL). A rate that does
 // not fit MAX_FEE_STROOPS is refused before anything is signed: 503 FEE_ABOVE_CAP. bidRate is
 // the one place the rate is computed; a replacement by fee (replace.go, transfer.Replacer) passes
 // core's minimum there: the same signed inner transaction in a new fee bump at 10x the queued
 // rate per slot, only while the lane is surge priced, never above MAX_FEE_STROOPS. Surge priced
 // means a recent ledger charged above the base fee per slot, read as each backend's fee stats
-// count a fee bump (horizonChain.surgeShown: as core does; rpcChain.surgeShown, surge.go: at up
-// to twice its rate, the latest ledger's transactions deciding where the window cannot tell).
+// count a fee bump (horizonChain.surgeShown: any of the last 5 ledgers' classic clearing rate
+// above the base fee; rpcChain.surgeShown, surge.go: at up to twice its rate, the latest
+// ledger's transactions deciding where the window cannot tell).
 //
 // Funds before sending (funds.go, feeguard.go): Prepare refuses, with nothing sent, what the
 // paying side cannot pay. The vault's trustline for a classic withdraw must exist, be authorized

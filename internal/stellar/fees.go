@@ -24,7 +24,8 @@ import (
 // The rate per operation slot is therefore the highest of:
 //   - the base fee (BaseFeeStroops);
 //   - the lane's recent fees at FEE_PERCENTILE: RPC getFeeStats inclusionFee for classic
-//     payments, sorobanInclusionFee for contract calls; Horizon /fee_stats fee_charged;
+//     payments, sorobanInclusionFee for contract calls; over Horizon, the classic clearing
+//     rates of its last 5 ledgers (horizon_fees.go);
 //   - the fee the network last named for the lane (a txINSUFFICIENT_FEE answer's feeCharged,
 //     refusedAsTooLow), for FeeHintTTL;
 //   - a floor the caller sets (a replacement by fee passes core's 10x rule here: replace.go).
@@ -42,9 +43,10 @@ import (
 // never lowers it below what the market pays; the price is that FEE_ABOVE_CAP can answer while
 // the true clearing rate is up to half the cap per slot when the window is all one-operation fee
 // bumps: give MAX_FEE_STROOPS that headroom. Deflating the figure instead would underbid a window
-// of plain transactions by as much, and an underbid is the failure this avoids. Horizon counts the
-// bump as core does (history.Q.FeeStats: operation_count + 1), but its fee_charged mixes Soroban
-// transactions in, resource fee included, which can raise its high percentiles the same way.
+// of plain transactions by as much, and an underbid is the failure this avoids. Over Horizon the
+// rates are read per ledger from its classic transactions, a fee bump's charge over its slots as
+// core counts them (horizon_fees.go); Horizon's /fee_stats is not used where that can be read: it
+// mixes Soroban transactions in at their whole fee, resource fee included.
 
 // FeeStatsTTL is how long the network's fee statistics are reused: about one ledger, the rate at
 // which they change.

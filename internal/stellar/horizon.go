@@ -46,6 +46,8 @@ type HorizonConfig struct {
 type HorizonLedger struct {
 	cfg HorizonConfig
 	*common
+	// rates are the classic clearing rates of the ledgers the fee stats last read (horizon_fees.go).
+	rates classicRates
 }
 
 var _ transfer.Ledger = (*HorizonLedger)(nil)
@@ -119,8 +121,9 @@ func (l *HorizonLedger) CheckNetwork(ctx context.Context) error {
 }
 
 // Prepare builds and signs the envelope exactly as RPCLedger.Prepare does, reading sequence
-// numbers (GET /accounts/{id}), the latest ledger (GET /ledgers?order=desc&limit=1) and fee stats
-// (GET /fee_stats, fee_charged) from Horizon.
+// numbers (GET /accounts/{id}), the latest ledger (GET /ledgers?order=desc&limit=1) and the
+// classic lane's clearing rates (GET /ledgers and /ledgers/{seq}/transactions: horizon_fees.go)
+// from Horizon.
 func (l *HorizonLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	return l.prepare(ctx, horizonChain{l}, req, terms)
 }
@@ -167,32 +170,6 @@ func (h horizonChain) latest(ctx context.Context) (uint32, time.Time, error) {
 	r := page.Embedded.Records[0]
 	h.l.reserve.observe(int64(r.BaseReserve), h.l.clock.Now())
 	return uint32(r.Sequence), r.ClosedAt.UTC(), nil
-}
-
-// feeStats reads GET /fee_stats: fee_charged per operation (a fee bump counting one more) over
-// every transaction of the last ledgers. Horizon publishes one distribution; it stands for both
-// lanes (the service calls contracts over Stellar RPC only).
-func (h horizonChain) feeStats(ctx context.Context) (marketFees, error) {
-	fs, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.FeeStats, error) { return c.FeeStats() })
-	if err != nil {
-		return marketFees{}, fmt.Errorf("stellar: GET /fee_stats: %w", err)
-	}
-	d := fs.FeeCharged
-	all := newFeeDistribution(d.P10, d.P20, d.P30, d.P40, d.P50, d.P60, d.P70, d.P80, d.P90, d.P95, d.P99)
-	return marketFees{all, all}, nil
-}
-
-// surgeShown reads the p99 of Horizon's fee_charged against the base fee: Horizon divides a
-// fee bump's charge by its operations plus one, as stellar-core counts the bump (stellar/go
-// services/horizon/internal/db2/history/operation.go, feeStatsQueryTemplate and Q.FeeStats:
-// operation_count + 1 where new_max_fee is set), so in a ledger that was not surge priced every
-// transaction, fee bumps included, shows exactly the base fee, and a figure above it was charged
-// in a surge-priced ledger (or is a Soroban transaction's resource fee, which Horizon mixes in:
-// a replacement it prompts is charged the clearing rate all the same). Twice the base fee,
-// stellar-rpc's mark, would read a lane clearing between the two as quiet and never replace an
-// envelope it outbids there.
-func (h horizonChain) surgeShown(_ context.Context, _ feeLane, fees feeDistribution, base int64) (bool, error) {
-	return fees.at(99) > base, nil
 }
 
 // Send submits env.XDR once with POST /transactions_async and maps Horizon's answer

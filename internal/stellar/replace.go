@@ -169,11 +169,12 @@ func rewrap(old *txnbuild.FeeBumpTransaction, feeAccount string, maxFee int64) (
 // surgePriced reports whether lane's recent ledgers were surge priced: the fee the network last
 // named for the lane (txINSUFFICIENT_FEE, FeeHintTTL) still holds, or the lane's fee stats show a
 // recent ledger that charged more than the base fee per operation slot (ch.surgeShown: the
-// highest published percentile, p99, of getFeeStats over its last 10 ledgers or Horizon
-// /fee_stats over its last 5). stellar-core charges more than the base fee only in a ledger
-// whose lane left a valid transaction out (TxSetUtils, computeLaneBaseFee); how a quiet ledger
-// shows in the fee stats depends on how they count a fee bump: Horizon's as core does (the base
-// fee), stellar-rpc's at up to twice its rate (horizonChain.surgeShown, rpcChain.surgeShown).
+// highest published percentile, p99, of getFeeStats over its last 10 ledgers, or over Horizon the
+// highest classic clearing rate of its last 5 ledgers, horizon_fees.go). stellar-core charges
+// more than the base fee only in a ledger whose lane left a valid transaction out
+// (src/herder/TxSetFrame.cpp, computeLaneBaseFee); how a quiet ledger shows depends on how a fee
+// bump is counted: over Horizon as core does (the base fee), in stellar-rpc's window at up to
+// twice its rate (horizonChain.surgeShown, rpcChain.surgeShown).
 func (c *common) surgePriced(ctx context.Context, ch chain, lane feeLane) (bool, error) {
 	if c.hint(lane, c.clock.Now()).rate > c.baseFeeStroops {
 		return true, nil

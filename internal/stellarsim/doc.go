@@ -378,6 +378,8 @@
 //	POST /transactions_async    201 PENDING, 409 DUPLICATE, 503 TRY_AGAIN_LATER, 400 ERROR
 //	GET  /transactions/{hash}   inner or outer hash; 404 outside the history window
 //	GET  /ledgers, /ledgers/{n} order, limit, cursor
+//	GET  /ledgers/{n}/transactions  in application order (classic phase first); order,
+//	                            limit, cursor, include_failed
 //	GET  /fee_stats
 //	GET  /friendbot?addr=G...   funds FriendbotAmount directly (no transaction); also
 //	                            POST, and /friendbot/ (getNetwork's friendbotUrl)

@@ -73,6 +73,7 @@ func (n *Network) horizonRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /transactions_async", n.hSubmitAsync)
 	mux.HandleFunc("GET /ledgers", n.hLedgers)
 	mux.HandleFunc("GET /ledgers/{seq}", n.hLedger)
+	mux.HandleFunc("GET /ledgers/{seq}/transactions", n.hLedgerTransactions)
 	mux.HandleFunc("GET /fee_stats", n.hFeeStats)
 	mux.HandleFunc("GET /friendbot", n.serveFriendbot)
 	mux.HandleFunc("GET /friendbot/", n.serveFriendbot)
