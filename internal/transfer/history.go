@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 )
@@ -121,12 +120,12 @@ func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cu
 
 // LimitInvalid is the refusal of a history page size outside 1 to MaxHistoryLimit.
 func LimitInvalid() *ValidationError {
-	return &ValidationError{Code: CodeLimitInvalid, Status: http.StatusBadRequest, Field: "limit",
+	return &ValidationError{Code: CodeLimitInvalid, Kind: KindMalformed, Field: "limit",
 		Detail: fmt.Sprintf("limit must be an integer from 1 to %d (default %d)", MaxHistoryLimit, DefaultHistoryLimit)}
 }
 
 // CursorInvalid is the refusal of a history cursor the service did not issue for this wallet.
 func CursorInvalid() *ValidationError {
-	return &ValidationError{Code: CodeCursorInvalid, Status: http.StatusBadRequest, Field: "cursor",
+	return &ValidationError{Code: CodeCursorInvalid, Kind: KindMalformed, Field: "cursor",
 		Detail: "cursor is not one this service returned for this wallet; pass nextCursor exactly as received, or leave it out for the first page"}
 }

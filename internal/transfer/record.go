@@ -76,10 +76,19 @@ type Result struct {
 	// TransactionHash (hex) and Ledger (sequence) of the landed transaction: replayable and rejected-on-ledger.
 	TransactionHash string `json:"transactionHash,omitempty"`
 	Ledger          uint32 `json:"ledger,omitempty"`
-	// Code, HTTPStatus and Detail of a stored rejection (rejected), or the failing code (in_doubt).
-	Code       string `json:"code,omitempty"`
-	HTTPStatus int    `json:"status,omitempty"`
-	Detail     string `json:"detail,omitempty"`
+	// Code and Detail of a stored rejection (rejected), or the failing code (in_doubt).
+	Code   string `json:"code,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// HTTPStatus (item attribute "status") is read, never written. Items written before the
+	// door took over the mapping hold the status their rejection was answered with (422 for every
+	// rejection ever stored: a transaction included and failed, or a queued request Ledger.Prepare
+	// refused, whose ValidationErrors are all well-formed but unacceptable); a replay answers it
+	// as stored (Problem.StoredStatus). New writes leave it out because a reader without it
+	// derives the same answer: the version before this one answered 422 for a stored rejection
+	// with no status (RejectedError.Problem and internal/api's viewResponse both defaulted to
+	// it), and internal/api answers a stored rejection (KindRejected) 422 whatever its code, so
+	// a rolling deploy or a rollback replays the same status from either kind of item.
+	HTTPStatus int `json:"status,omitempty"`
 	// ResultCodes are the transaction and operation result codes of a FAILED transaction
 	// (for example "tx_failed", "op_underfunded").
 	ResultCodes []string `json:"resultCodes,omitempty"`
