@@ -64,9 +64,11 @@ const (
 	CodeFeeAboveCap = "FEE_ABOVE_CAP"
 )
 
-// Kind is what kind of problem a typed error reports, in the domain's terms. With the code it is
-// all a door needs to choose its own answer: internal/api maps each code (and, for a code it does
-// not list, each kind) to an HTTP status, so the domain carries no status of any protocol.
+// Kind is what kind of problem a typed error reports, in the domain's terms. It is what a door
+// chooses its own answer by (internal/api maps each kind to an HTTP status), so the domain
+// carries no status of any protocol. The code names the problem within its kind; one code can
+// come with two kinds (TRANSACTION_EXPIRED as an UnavailableError, or held by a stored
+// rejection).
 type Kind string
 
 const (

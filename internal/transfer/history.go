@@ -22,7 +22,7 @@ const (
 	MaxHistoryLimit = 100
 )
 
-// Codes of a history listing's refusals (400, terminal; README.md, "Problem types").
+// Codes of a history listing's refusals (KindMalformed, terminal; README.md, "Problem types").
 const (
 	// CodeLimitInvalid: limit is not an integer from 1 to MaxHistoryLimit.
 	CodeLimitInvalid = "LIMIT_INVALID"
@@ -82,8 +82,8 @@ type HistoryPage struct {
 // passed (Record.Expired) are left out, as View answers them not found, and so is any item whose
 // request names another wallet (the index is keyed by a hash); a page may therefore hold
 // fewer than limit entries, or none, and still name a next cursor. Errors: *ValidationError
-// LIMIT_INVALID or CURSOR_INVALID (400), *UnavailableError STORE_UNAVAILABLE (503); without
-// WalletHistory, an untyped error (500: the wiring forgot it).
+// LIMIT_INVALID or CURSOR_INVALID (malformed), *UnavailableError STORE_UNAVAILABLE; without
+// WalletHistory, an untyped error (no problem of the client's: the wiring forgot it).
 func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cursor string) (HistoryPage, error) {
 	if limit < 1 || limit > MaxHistoryLimit {
 		return HistoryPage{}, LimitInvalid()

@@ -118,7 +118,7 @@ var amountPattern = regexp.MustCompile(`^\d+(\.\d+)?$`)
 // ParseKey validates a client's Idempotency-Key: MinKeyLength to MaxKeyLength characters of
 // [A-Za-z0-9._:~-] (README.md, "The HTTP API"). A MaxKeyLength above MaxKeyLengthBound counts as
 // MaxKeyLengthBound (the configuration refuses it; a longer key could not be stored). Errors:
-// *ValidationError with IDEMPOTENCY_KEY_MISSING or IDEMPOTENCY_KEY_INVALID (400).
+// *ValidationError with IDEMPOTENCY_KEY_MISSING or IDEMPOTENCY_KEY_INVALID (malformed).
 func (r Rules) ParseKey(key string) (string, error) {
 	max := r.MaxKeyLength
 	if max <= 0 {
@@ -137,8 +137,8 @@ func (r Rules) ParseKey(key string) (string, error) {
 }
 
 // Canonicalize validates raw and returns its canonical form. Errors are *ValidationError: a
-// missing field is 400 REQUEST_INVALID; a bad value is 422 INVALID_ADDRESS, INVALID_AMOUNT,
-// INVALID_ASSET or OPERATION_NOT_SUPPORTED.
+// missing field is REQUEST_INVALID (malformed); a bad value is INVALID_ADDRESS, INVALID_AMOUNT,
+// INVALID_ASSET or OPERATION_NOT_SUPPORTED (unacceptable).
 func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 	for _, f := range []struct{ name, value string }{
 		{"operationType", raw.OperationType}, {"walletAddress", raw.WalletAddress},
@@ -175,8 +175,8 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 // checksum, any case, surrounding white space trimmed; muxed M... refused) and returns it upper
 // case. Anything but the 56 characters of A-Z and 2-7 (any case) after trimming, line breaks
 // inside included, is refused before it is decoded. Errors: *ValidationError INVALID_ADDRESS
-// (422). Rules without an AddressParser is a programming error, reported as an untyped error
-// (500), not as the client's fault.
+// (unacceptable). Rules without an AddressParser is a programming error, reported as an untyped
+// error, not as the client's fault.
 func (r Rules) CanonicalWallet(raw string) (string, error) {
 	w := strings.ToUpper(strings.TrimSpace(raw))
 	if r.Addresses == nil {
@@ -215,7 +215,7 @@ func (r Rules) canonicalAsset(raw string) (string, error) {
 // CanonicalAmount checks a decimal amount (README.md, "The HTTP API": ^\d+(\.\d+)?$
 // and > 0; at most 7 decimal places; at most math.MaxInt64 stroops) and returns it without
 // leading or trailing zeros, with its value in stroops. Surrounding spaces are trimmed. Errors:
-// *ValidationError INVALID_AMOUNT (422).
+// *ValidationError INVALID_AMOUNT (unacceptable).
 func CanonicalAmount(raw string) (string, int64, error) {
 	s := strings.TrimSpace(raw)
 	if !amountPattern.MatchString(s) {
