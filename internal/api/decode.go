@@ -28,7 +28,7 @@ func isJSONMediaType(contentType string) bool {
 }
 
 func invalidBody(field, format string, args ...any) *transfer.ValidationError {
-	return &transfer.ValidationError{Code: transfer.CodeRequestInvalid, Status: http.StatusBadRequest,
+	return &transfer.ValidationError{Code: transfer.CodeRequestInvalid, Kind: transfer.KindMalformed,
 		Field: field, Detail: fmt.Sprintf(format, args...)}
 }
 

@@ -417,7 +417,7 @@ func parseKeyHeader(rules transfer.Rules, hdr http.Header) (string, error) {
 // stored, logged and shown to operators, so it is refused before anything happens.
 func parseKey(rules transfer.Rules, key string) (string, error) {
 	if logging.ContainsSeed(key) {
-		return "", &transfer.ValidationError{Code: transfer.CodeKeyInvalid, Status: http.StatusBadRequest, Field: IdempotencyKeyHeader,
+		return "", &transfer.ValidationError{Code: transfer.CodeKeyInvalid, Kind: transfer.KindMalformed, Field: IdempotencyKeyHeader,
 			Detail: "the Idempotency-Key holds a Stellar secret seed; never send secrets, and rotate that key"}
 	}
 	return rules.ParseKey(key)
@@ -458,13 +458,13 @@ func viewResponse(v transfer.View) ViewResponse {
 	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt}
 	if v.Problem != nil {
 		p := *v.Problem
-		if p.Status == 0 {
-			p.Status = http.StatusUnprocessableEntity // a stored rejection (README.md, "Problem types": 422)
+		if p.Kind == "" {
+			p.Kind = transfer.KindRejected // a stored rejection (README.md, "Problem types": 422)
 		}
 		if p.Classification == "" {
 			p.Classification = transfer.Terminal
 		}
-		pd := newProblem(p, nil)
+		pd := newProblem(p, statusOf(p), nil)
 		resp.Error = &pd
 	}
 	return resp
@@ -486,7 +486,7 @@ func (h *handler) listTransfers(w http.ResponseWriter, r *http.Request) {
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		h.writeError(w, r, &transfer.ValidationError{Code: transfer.CodeRequestInvalid, Status: http.StatusBadRequest,
+		h.writeError(w, r, &transfer.ValidationError{Code: transfer.CodeRequestInvalid, Kind: transfer.KindMalformed,
 			Field: "query", Detail: "the query string is malformed (a bad %-escape or a ';')"})
 		return
 	}

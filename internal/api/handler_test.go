@@ -461,9 +461,9 @@ func TestServiceProblemErrors(t *testing.T) {
 					t.Errorf("rejection members %q %v", pd.TransactionHash, pd.ResultCodes)
 				}
 			}},
-		{name: "rejected with status", err: &transfer.RejectedError{Code: transfer.CodeOperationNotSupp, Status: 422, Detail: "Deposits are not supported."},
+		{name: "rejected with status", err: &transfer.RejectedError{Code: transfer.CodeOperationNotSupp, StoredStatus: 422, Detail: "Deposits are not supported."},
 			status: 422, code: transfer.CodeOperationNotSupp, class: transfer.Terminal},
-		{name: "validation from service", err: &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: 422, Detail: "no such account"},
+		{name: "validation from service", err: &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Kind: transfer.KindUnacceptable, Detail: "no such account"},
 			status: 422, code: transfer.CodeInvalidAddress, class: transfer.Terminal},
 		{name: "not found", err: &transfer.NotFoundError{}, status: 404, code: transfer.CodeNotFound, class: transfer.Terminal},
 		{name: "wrapped", err: fmt.Errorf("orchestrate: %w", &transfer.ConflictError{}), status: 409, code: transfer.CodeKeyConflict, class: transfer.Terminal},
@@ -622,7 +622,7 @@ func TestGetTransferView(t *testing.T) {
 			`{"status":"error","error":{"type":"https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-transaction-expired","title":"Transaction expired","status":422,` +
 				`"detail":"Expired.","code":"TRANSACTION_EXPIRED","classification":"terminal"}}`},
 		{"pending in doubt", transfer.View{Status: "pending", InDoubt: true}, `{"status":"pending","inDoubt":true}`},
-		{"error", transfer.View{Status: "error", Problem: &transfer.Problem{Code: transfer.CodeTransactionFailed, Status: 422,
+		{"error", transfer.View{Status: "error", Problem: &transfer.Problem{Code: transfer.CodeTransactionFailed, Kind: transfer.KindRejected,
 			Classification: transfer.Terminal, Detail: "The transaction failed.", TransactionHash: hash, ResultCodes: []string{"tx_failed", "op_no_trust"}}},
 			`{"status":"error","error":{"type":"https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-transaction-failed","title":"Transaction failed","status":422,` +
 				`"detail":"The transaction failed.","code":"TRANSACTION_FAILED","classification":"terminal","transactionHash":"` + hash + `","resultCodes":["tx_failed","op_no_trust"]}}`},
@@ -717,12 +717,12 @@ func flipLast(s string) string {
 	return s[:len(s)-1] + last
 }
 
-// oddProblem is a ProblemError that claims a non-error status.
+// oddProblem is a ProblemError of no known kind that claims a non-error stored status.
 type oddProblem struct{}
 
 func (oddProblem) Error() string { return "odd" }
 func (oddProblem) Problem() transfer.Problem {
-	return transfer.Problem{Code: "ODD_THING", Status: 200, Detail: "odd"}
+	return transfer.Problem{Code: "ODD_THING", StoredStatus: 200, Detail: "odd"}
 }
 
 func TestProblemErrorWithBadStatus(t *testing.T) {
@@ -806,7 +806,7 @@ type replayedRejection struct{}
 
 func (replayedRejection) Error() string { return "TRANSACTION_FAILED: replayed" }
 func (replayedRejection) Problem() transfer.Problem {
-	return transfer.Problem{Code: transfer.CodeTransactionFailed, Status: 422, Classification: transfer.Terminal, Replayed: true}
+	return transfer.Problem{Code: transfer.CodeTransactionFailed, Kind: transfer.KindRejected, Classification: transfer.Terminal, Replayed: true}
 }
 
 func TestReplayedRejectionCarriesTheReplayHeader(t *testing.T) {

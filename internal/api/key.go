@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/dunglas/httpsfv"
@@ -58,6 +57,6 @@ func headerKey(v string) (string, error) {
 }
 
 func keyInvalid(detail string) *transfer.ValidationError {
-	return &transfer.ValidationError{Code: transfer.CodeKeyInvalid, Status: http.StatusBadRequest,
+	return &transfer.ValidationError{Code: transfer.CodeKeyInvalid, Kind: transfer.KindMalformed,
 		Field: IdempotencyKeyHeader, Detail: detail}
 }

@@ -55,7 +55,7 @@ func TestHeaderKeyMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := headerKey(tc.value)
 			ve, ok := err.(*transfer.ValidationError)
-			if !ok || ve.Code != transfer.CodeKeyInvalid || ve.Status != http.StatusBadRequest || ve.Field != IdempotencyKeyHeader {
+			if !ok || ve.Code != transfer.CodeKeyInvalid || ve.Kind != transfer.KindMalformed || ve.Field != IdempotencyKeyHeader {
 				t.Fatalf("headerKey(%q) = %q, %#v; want a 400 IDEMPOTENCY_KEY_INVALID", tc.value, got, err)
 			}
 			if !strings.Contains(ve.Detail, tc.detail) {

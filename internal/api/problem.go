@@ -104,10 +104,9 @@ func problemTitle(code string, status int) string {
 	return strings.ToUpper(words[:1]) + words[1:]
 }
 
-// newProblem renders a domain Problem. A status outside 400-599 becomes 500: a typed error that
-// says "success" is a bug, not a success.
-func newProblem(p transfer.Problem, r *http.Request) ProblemDetails {
-	status := p.Status
+// newProblem renders p with status (statusOf for a domain problem). A status outside 400-599
+// becomes 500: a problem that says "success" is a bug, not a success.
+func newProblem(p transfer.Problem, status int, r *http.Request) ProblemDetails {
 	if status < 400 || status > 599 {
 		status = http.StatusInternalServerError
 	}
@@ -163,15 +162,14 @@ const (
 func internalProblem(r *http.Request) ProblemDetails {
 	return newProblem(transfer.Problem{
 		Code:           transfer.CodeInternalError,
-		Status:         http.StatusInternalServerError,
 		Classification: transfer.Indeterminate,
 		Detail:         "An internal error occurred. Retrying with the same Idempotency-Key is safe; quote the traceId when reporting it.",
-	}, r)
+	}, http.StatusInternalServerError, r)
 }
 
 // httpProblem is a problem of the HTTP layer (terminal: the same request fails the same way).
 func httpProblem(r *http.Request, status int, code, detail string) ProblemDetails {
-	return newProblem(transfer.Problem{Code: code, Status: status, Classification: transfer.Terminal, Detail: detail}, r)
+	return newProblem(transfer.Problem{Code: code, Classification: transfer.Terminal, Detail: detail}, status, r)
 }
 
 // problemFor maps err with errors.As to a transfer.ProblemError; anything else is an internal
@@ -179,7 +177,8 @@ func httpProblem(r *http.Request, status int, code, detail string) ProblemDetail
 func problemFor(err error, r *http.Request) (pd ProblemDetails, ok bool) {
 	var pe transfer.ProblemError
 	if errors.As(err, &pe) {
-		return newProblem(pe.Problem(), r), true
+		p := pe.Problem()
+		return newProblem(p, statusOf(p), r), true
 	}
 	return internalProblem(r), false
 }

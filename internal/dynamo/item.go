@@ -80,7 +80,7 @@ type resultItem struct {
 	TransactionHash   string   `dynamodbav:"transactionHash,omitempty"`
 	Ledger            uint32   `dynamodbav:"ledger,omitempty"`
 	Code              string   `dynamodbav:"code,omitempty"`
-	HTTPStatus        int      `dynamodbav:"status,omitempty"`
+	HTTPStatus        int      `dynamodbav:"status,omitempty"` // read only: transfer.Result.HTTPStatus
 	Detail            string   `dynamodbav:"detail,omitempty"`
 	ResultCodes       []string `dynamodbav:"resultCodes,omitempty"` // L of S, in order
 	FeeChargedStroops int64    `dynamodbav:"feeCharged,omitempty"`

@@ -212,30 +212,73 @@ func TestScanFinds(t *testing.T) {
 	}
 }
 
-// TestHouseImports: internal/transfer imports nothing of AWS, Stellar or the rest of the module,
-// and internal/dynamo and internal/stellar never import each other (README.md, "Layout").
+// houseImportRules are the imports each package may not have (README.md, "Layout"): the
+// domain, internal/transfer, imports nothing of AWS, Stellar or the rest of the module, nor
+// net/http (the doors map its problems to HTTP statuses: internal/api/status.go); internal/dynamo
+// and internal/stellar never import each other. A forbidden path ends in "/" and forbids the
+// path itself and everything below it.
+var houseImportRules = []struct {
+	pkg       string
+	forbidden []string
+}{
+	{"internal/transfer", []string{"github.com/aws/", "github.com/stellar/", module, "net/http/"}},
+	{"internal/dynamo", []string{module + "internal/stellar/"}},
+	{"internal/stellar", []string{module + "internal/dynamo/"}},
+}
+
+// TestHouseImports holds every package of houseImportRules to its rule.
 func TestHouseImports(t *testing.T) {
 	dir := root(t)
-	const module = "github.com/stellar-transfer/orchestrator/"
-	rules := []struct {
-		pkg       string
-		forbidden []string // import paths ending in "/": the path itself and everything below it
-	}{
-		{"internal/transfer", []string{"github.com/aws/", "github.com/stellar/", module}},
-		{"internal/dynamo", []string{module + "internal/stellar/"}},
-		{"internal/stellar", []string{module + "internal/dynamo/"}},
-	}
-	for _, r := range rules {
+	for _, r := range houseImportRules {
 		imports := packageImports(t, filepath.Join(dir, filepath.FromSlash(r.pkg)))
 		if len(imports) == 0 {
 			t.Errorf("%s: no imports read: the package moved?", r.pkg)
 		}
 		for _, imp := range imports {
-			for _, bad := range r.forbidden {
-				if strings.HasPrefix(imp+"/", bad) {
-					t.Errorf("%s imports %s", r.pkg, imp)
-				}
+			if houseImportRefused(r.pkg, imp) {
+				t.Errorf("%s imports %s", r.pkg, imp)
 			}
+		}
+	}
+}
+
+// houseImportRefused reports whether houseImportRules forbid pkg to import imp.
+func houseImportRefused(pkg, imp string) bool {
+	for _, r := range houseImportRules {
+		if r.pkg != pkg {
+			continue
+		}
+		for _, bad := range r.forbidden {
+			if strings.HasPrefix(imp+"/", bad) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestHouseImportRulesCanFail: the rules refuse what they name (net/http and what lies below it
+// in the domain among them) and take what they do not.
+func TestHouseImportRulesCanFail(t *testing.T) {
+	for _, c := range []struct {
+		pkg, imp string
+		refused  bool
+	}{
+		{"internal/transfer", "net/http", true},
+		{"internal/transfer", "net/http/httptest", true},
+		{"internal/transfer", "net/url", false},
+		{"internal/transfer", "net/netip", false},
+		{"internal/transfer", "github.com/aws/aws-sdk-go-v2/aws", true},
+		{"internal/transfer", "github.com/stellar/go-stellar-sdk/xdr", true},
+		{"internal/transfer", module + "internal/dynamo", true},
+		{"internal/transfer", "context", false},
+		{"internal/dynamo", module + "internal/stellar", true},
+		{"internal/dynamo", module + "internal/transfer", false},
+		{"internal/stellar", module + "internal/dynamo", true},
+		{"internal/api", "net/http", false},
+	} {
+		if got := houseImportRefused(c.pkg, c.imp); got != c.refused {
+			t.Errorf("%s importing %s: refused=%v, want %v", c.pkg, c.imp, got, c.refused)
 		}
 	}
 }

@@ -265,7 +265,7 @@ func TestCongestionMarketAboveTheCapSendsNothing(t *testing.T) {
 		start := r.clock.Now()
 		_, err := r.transfer("capped-1", 5)
 		var u *transfer.UnavailableError
-		if !errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || u.Problem().Status != 503 || u.RetryAfter < 5*time.Second {
+		if !errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || u.Problem().Kind != transfer.KindUnavailable || u.RetryAfter < 5*time.Second {
 			t.Fatalf("err = %v, want 503 FEE_ABOVE_CAP with a Retry-After of a ledger or more", err)
 		}
 		if sent := r.ours(); len(sent) != 0 {

@@ -55,7 +55,7 @@ func TestFrozenWalletTrustlineRefusedRetryableThenPaysOnce(t *testing.T) {
 
 	_, err = orch.Transfer(context.Background(), in)
 	var u *transfer.UnavailableError
-	if !errors.As(err, &u) || u.Problem().Status != 503 || !strings.Contains(u.Detail, "txFROZEN_KEY_ACCESSED") {
+	if !errors.As(err, &u) || u.Problem().Kind != transfer.KindUnavailable || !strings.Contains(u.Detail, "txFROZEN_KEY_ACCESSED") {
 		t.Fatalf("payment to a frozen trustline: %v, want a retryable 503 naming txFROZEN_KEY_ACCESSED", err)
 	}
 	if len(n.Applied()) != 0 {

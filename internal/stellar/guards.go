@@ -2,19 +2,18 @@ package stellar
 
 import (
 	"fmt"
-	"net/http"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// invalidWallet is INVALID_ADDRESS (422) on walletAddress.
+// invalidWallet is INVALID_ADDRESS (unacceptable) on walletAddress.
 func invalidWallet(detail string) *transfer.ValidationError {
-	return &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Status: http.StatusUnprocessableEntity, Field: "walletAddress", Detail: detail}
+	return &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Kind: transfer.KindUnacceptable, Field: "walletAddress", Detail: detail}
 }
 
-// unknownAsset is INVALID_ASSET (422): no configured asset has this code, in any case.
+// unknownAsset is INVALID_ASSET (unacceptable): no configured asset has this code, in any case.
 func unknownAsset(code string) *transfer.ValidationError {
-	return &transfer.ValidationError{Code: transfer.CodeInvalidAsset, Status: http.StatusUnprocessableEntity, Field: "asset",
+	return &transfer.ValidationError{Code: transfer.CodeInvalidAsset, Kind: transfer.KindUnacceptable, Field: "asset",
 		Detail: fmt.Sprintf("asset %q is not configured on this ledger", clipCode(code))}
 }
 
@@ -30,7 +29,7 @@ func clipCode(s string) string {
 // burns a fee), the asset's issuer (a payment to it burns the asset), the fee account or a
 // channel account (the service's own accounts), or one of contracts (the vault contracts).
 // Addresses are compared decoded, so no spelling of one of them passes. Errors:
-// *transfer.ValidationError INVALID_ADDRESS (422).
+// *transfer.ValidationError INVALID_ADDRESS (unacceptable).
 func (c *common) guardWallet(wallet rawAddress, asset vaultAsset, keys Keys, contracts ...rawAddress) error {
 	switch wallet {
 	case c.vault:

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +87,7 @@ func TestDecodeAddress(t *testing.T) {
 func refused(t *testing.T, what string, err error, fake *fakeRPC, calls int) {
 	t.Helper()
 	var ve *transfer.ValidationError
-	if !errors.As(err, &ve) || ve.Code != transfer.CodeInvalidAddress || ve.Status != http.StatusUnprocessableEntity {
+	if !errors.As(err, &ve) || ve.Code != transfer.CodeInvalidAddress || ve.Kind != transfer.KindUnacceptable {
 		t.Errorf("%s: %v, want 422 INVALID_ADDRESS", what, err)
 	}
 	if got := fake.methods(); len(got) != calls {

@@ -147,7 +147,7 @@ func TestPrepareRefusesWhatItCannotDo(t *testing.T) {
 	for _, c := range cases {
 		_, err := e.ledger.Prepare(context.Background(), c.req, transfer.Terms{MaxTime: c.maxTime})
 		var ve *transfer.ValidationError
-		if !errors.As(err, &ve) || ve.Code != c.code || ve.Status != http.StatusUnprocessableEntity || !strings.Contains(ve.Detail, c.detail) {
+		if !errors.As(err, &ve) || ve.Code != c.code || ve.Kind != transfer.KindUnacceptable || !strings.Contains(ve.Detail, c.detail) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 		if err != nil && strings.Contains(err.Error(), e.keys.Fee.Seed()) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/amount"
@@ -115,7 +114,7 @@ func (c *common) sourceBusy(env transfer.Envelope, lastClose time.Time) time.Dur
 }
 
 func notSupported(detail string) *transfer.ValidationError {
-	return &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Status: http.StatusUnprocessableEntity, Field: "operationType", Detail: detail}
+	return &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Kind: transfer.KindUnacceptable, Field: "operationType", Detail: detail}
 }
 
 // prepare validates req, acquires a transaction source, and builds and signs the envelope (see
@@ -134,7 +133,7 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, te
 		return transfer.Envelope{}, invalidWallet("walletAddress must be a G... account")
 	}
 	if !wallet.isAccount() {
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Status: http.StatusUnprocessableEntity, Field: "walletAddress",
+		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Kind: transfer.KindUnacceptable, Field: "walletAddress",
 			Detail: "withdrawals to contract addresses (C...) need a vault contract (Soroban), which this deployment does not have yet; use a G... account"}
 	}
 	asset, ok := c.assets.find(req.Asset)
@@ -142,7 +141,7 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, te
 		return transfer.Envelope{}, unknownAsset(req.Asset)
 	}
 	if req.Stroops <= 0 {
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Status: http.StatusUnprocessableEntity, Field: "amount",
+		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount",
 			Detail: "amount must be greater than zero"}
 	}
 	if maxTime.Unix() <= 0 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -267,7 +266,7 @@ func (l *ContractLedger) validate(req transfer.Request) (contractCall, error) {
 	}
 	call.contract = l.contracts[strings.ToUpper(call.asset.credit.Code)]
 	badAmount := func(detail string) error {
-		return &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Status: http.StatusUnprocessableEntity, Field: "amount", Detail: detail}
+		return &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount", Detail: detail}
 	}
 	if req.Stroops <= 0 {
 		return contractCall{}, badAmount("amount must be greater than zero")

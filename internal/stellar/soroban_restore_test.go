@@ -174,7 +174,7 @@ func TestContractArchivedBalanceOverFeeCapRefusedBeforeSending(t *testing.T) {
 	sent := len(r.net.Envelopes())
 	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
 	p := problemOf(t, err)
-	if p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable || p.Status != 503 ||
+	if p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable || p.Kind != transfer.KindUnavailable ||
 		!strings.Contains(p.Detail, "needs a fee of "+itoa(need)+" stroops") ||
 		!strings.Contains(p.Detail, "MAX_FEE_STROOPS "+itoa(need-1)) {
 		t.Fatalf("problem %+v", p)
@@ -265,7 +265,7 @@ func TestContractExplicitRestoreWhenTheNodeAsksForIt(t *testing.T) {
 	}
 	before := len(r.net.Applied())
 	_, err = r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
-	if p := problemOf(t, err); p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable || p.Status != 503 {
+	if p := problemOf(t, err); p.Code != transfer.CodeRestoreRequired || p.Classification != transfer.Retryable || p.Kind != transfer.KindUnavailable {
 		t.Fatalf("problem %+v", p)
 	}
 	if len(r.net.Applied()) != before || r.vaultBalance(r.wallet) != 9*unit {

@@ -219,7 +219,7 @@ func TestContractWithdrawAboveBalanceIsVaultUnderfunded(t *testing.T) {
 	sent := len(r.net.Envelopes())
 	_, err := r.transfer("withdraw-0001", transfer.Withdraw, r.wallet, 4)
 	p := problemOf(t, err)
-	if p.Code != transfer.CodeVaultUnderfunded || p.Classification != transfer.Retryable || p.Status != 503 ||
+	if p.Code != transfer.CodeVaultUnderfunded || p.Classification != transfer.Retryable || p.Kind != transfer.KindUnavailable ||
 		!strings.Contains(p.Detail, "contract error #1") || p.RetryAfter <= 0 {
 		t.Fatalf("problem %+v", p)
 	}
@@ -275,7 +275,7 @@ func (r *contractRig) inDoubt(key string, faults ...stellarsim.Fault) *transfer.
 	if !errors.As(err, &d) {
 		r.t.Fatalf("want in doubt, got %v", err)
 	}
-	if p := problemOf(r.t, err); p.Classification != transfer.Indeterminate || p.Status != 409 {
+	if p := problemOf(r.t, err); p.Classification != transfer.Indeterminate || p.Kind != transfer.KindConflict {
 		r.t.Fatalf("problem %+v", p)
 	}
 	// Nothing is re-sent while in doubt; once ledgers close again, the retry settles it from the chain.
@@ -330,7 +330,7 @@ func TestContractRPCDownOpensCircuit(t *testing.T) {
 		}
 	}
 	_, err := r.transfer("deposit-0009", transfer.Deposit, r.wallet, 1)
-	if p := problemOf(t, err); p.Code != transfer.CodeCircuitOpen || p.Classification != transfer.Retryable || p.Status != 503 || p.RetryAfter <= 0 {
+	if p := problemOf(t, err); p.Code != transfer.CodeCircuitOpen || p.Classification != transfer.Retryable || p.Kind != transfer.KindUnavailable || p.RetryAfter <= 0 {
 		t.Fatalf("problem %+v", p)
 	}
 }

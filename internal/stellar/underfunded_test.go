@@ -110,7 +110,7 @@ func payout(key, wallet string, units int64) transfer.Input {
 func wantCode(t *testing.T, err error, code string) {
 	t.Helper()
 	var u *transfer.UnavailableError
-	if !errors.As(err, &u) || u.Code != code || u.Problem().Status != 503 || u.RetryAfter <= 0 {
+	if !errors.As(err, &u) || u.Code != code || u.Problem().Kind != transfer.KindUnavailable || u.RetryAfter <= 0 {
 		t.Fatalf("%v, want 503 %s with a Retry-After", err, code)
 	}
 }

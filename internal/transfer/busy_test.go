@@ -3,7 +3,6 @@ package transfer_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 	"time"
 
@@ -18,7 +17,7 @@ func (h *harness) busyAnswer(t *testing.T, err error, key string, retryAfter tim
 	if !errors.As(err, &ue) || ue.Code != transfer.CodeChannelsBusy || ue.RetryAfter != retryAfter {
 		t.Fatalf("err = %v, want CHANNELS_BUSY with RetryAfter %v", err, retryAfter)
 	}
-	if p := ue.Problem(); p.Status != http.StatusServiceUnavailable || p.Classification != transfer.Retryable || p.RetryAfter != retryAfter {
+	if p := ue.Problem(); p.Kind != transfer.KindUnavailable || p.Classification != transfer.Retryable || p.RetryAfter != retryAfter {
 		t.Errorf("problem %+v", p)
 	}
 	if _, ok := h.store.Item(transfer.StoreKey(wallet, key)); ok {

@@ -115,7 +115,10 @@
 // # Classification
 //
 // What each answer means for the call (failures.go, submit.go; the codes are README.md's
-// "Problem types"):
+// "Problem types"). Each typed error says its code, its Classification and its Kind (errors.go:
+// malformed, unacceptable, conflict, unavailable, rejected, not found); the package carries no
+// protocol's status. The statuses named below are what internal/api answers, which maps each
+// Kind to one (internal/api/status.go):
 //
 //   - Prepare fails: nothing was sent, the key is released; the Ledger's typed error is returned
 //     (422 for what it cannot do, 503 CHANNELS_BUSY, SIMULATION_ERROR, RESTORE_REQUIRED,

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -65,11 +64,39 @@ const (
 	CodeFeeAboveCap = "FEE_ABOVE_CAP"
 )
 
-// Problem is what a typed error says about itself, for an HTTP layer to render as RFC 9457
-// problem details.
+// Kind is what kind of problem a typed error reports, in the domain's terms. It is what a door
+// chooses its own answer by (internal/api maps each kind to an HTTP status), so the domain
+// carries no status of any protocol. The code names the problem within its kind; one code can
+// come with two kinds (TRANSACTION_EXPIRED as an UnavailableError, or held by a stored
+// rejection).
+type Kind string
+
+const (
+	// KindMalformed: the request cannot be read as a transfer at all: a header or field is
+	// missing, or is not in its syntax (an Idempotency-Key of the wrong length or alphabet, a body
+	// that is not the JSON object, a history page size or cursor out of its form). Fixing the
+	// request's form fixes it.
+	KindMalformed Kind = "malformed"
+	// KindUnacceptable: the request is well-formed, but what it asks is not one this service
+	// accepts: a wallet that is no Stellar address, an amount out of range, an asset or an
+	// operation this deployment does not serve. The same request is refused every time.
+	KindUnacceptable Kind = "unacceptable"
+	// KindConflict: the key's item stands in the way: used for a different request, still held
+	// by another call, or in doubt until reconciled.
+	KindConflict Kind = "conflict"
+	// KindUnavailable: a dependency failed or refused before anything could land; the key is free.
+	KindUnavailable Kind = "unavailable"
+	// KindRejected: a stored rejection, settled for good, that every retry of the key replays.
+	KindRejected Kind = "rejected"
+	// KindNotFound: nothing is stored under the wallet and key.
+	KindNotFound Kind = "not_found"
+)
+
+// Problem is what a typed error says about itself, for a door (internal/api) to render, there
+// as RFC 9457 problem details.
 type Problem struct {
 	Code           string
-	Status         int
+	Kind           Kind
 	Classification Classification
 	Detail         string
 	// RetryAfter is set when the caller should wait before retrying.
@@ -82,6 +109,10 @@ type Problem struct {
 	FailingCode string
 	// Replayed is true when the answer is a stored outcome replayed, not decided by this call.
 	Replayed bool
+	// StoredStatus is Result.HTTPStatus of a replayed rejection whose item holds one (0 when it
+	// holds none): the door answers it as stored, so that such an item replays what it was
+	// written with, whatever the door's table says today.
+	StoredStatus int
 }
 
 // ProblemError is implemented by every typed error of this package; use errors.As to find it.
@@ -90,11 +121,13 @@ type ProblemError interface {
 	Problem() Problem
 }
 
-// ValidationError (400 or 422, terminal): a malformed key or request; it never reaches the network
-// and nothing is stored for it.
+// ValidationError (KindMalformed or KindUnacceptable, terminal): a malformed key or request, or a
+// well-formed one this service does not accept; it never reaches the network and nothing is
+// stored for it (unless it refuses a queued request: queued.go, rejectQueued).
 type ValidationError struct {
-	Code   string
-	Status int
+	Code string
+	// Kind is KindMalformed or KindUnacceptable.
+	Kind Kind
 	// Field names the offending request field or header.
 	Field  string
 	Detail string
@@ -104,18 +137,18 @@ func (e *ValidationError) Error() string { return fmt.Sprintf("%s: %s", e.Code, 
 
 // Problem implements ProblemError.
 func (e *ValidationError) Problem() Problem {
-	return Problem{Code: e.Code, Status: e.Status, Classification: Terminal, Detail: e.Detail}
+	return Problem{Code: e.Code, Kind: e.Kind, Classification: Terminal, Detail: e.Detail}
 }
 
-func badRequest(code, field, format string, args ...any) *ValidationError {
-	return &ValidationError{Code: code, Status: http.StatusBadRequest, Field: field, Detail: fmt.Sprintf(format, args...)}
+func malformed(code, field, format string, args ...any) *ValidationError {
+	return &ValidationError{Code: code, Kind: KindMalformed, Field: field, Detail: fmt.Sprintf(format, args...)}
 }
 
-func unprocessable(code, field, format string, args ...any) *ValidationError {
-	return &ValidationError{Code: code, Status: http.StatusUnprocessableEntity, Field: field, Detail: fmt.Sprintf(format, args...)}
+func unacceptable(code, field, format string, args ...any) *ValidationError {
+	return &ValidationError{Code: code, Kind: KindUnacceptable, Field: field, Detail: fmt.Sprintf(format, args...)}
 }
 
-// ConflictError (409, terminal): the key was used before with a different canonical request.
+// ConflictError (KindConflict, terminal): the key was used before with a different canonical request.
 type ConflictError struct{}
 
 func (e *ConflictError) Error() string {
@@ -124,11 +157,11 @@ func (e *ConflictError) Error() string {
 
 // Problem implements ProblemError.
 func (e *ConflictError) Problem() Problem {
-	return Problem{Code: CodeKeyConflict, Status: http.StatusConflict, Classification: Terminal,
+	return Problem{Code: CodeKeyConflict, Kind: KindConflict, Classification: Terminal,
 		Detail: "This Idempotency-Key was already used for a different transfer of this wallet (keys are scoped to the wallet, deposits and withdrawals alike)."}
 }
 
-// InDoubtError (409, indeterminate): the outcome is unknown until reconciled. Every caller gets
+// InDoubtError (KindConflict, indeterminate): the outcome is unknown until reconciled. Every caller gets
 // it, the one that opened the window and each one after (README.md, "What the service guarantees").
 type InDoubtError struct {
 	// FailingCode is what made the transfer indeterminate, e.g. TRANSFER_TIMEOUT.
@@ -142,13 +175,13 @@ func (e *InDoubtError) Error() string {
 
 // Problem implements ProblemError.
 func (e *InDoubtError) Problem() Problem {
-	return Problem{Code: CodeInDoubt, Status: http.StatusConflict, Classification: Indeterminate,
+	return Problem{Code: CodeInDoubt, Kind: KindConflict, Classification: Indeterminate,
 		Detail:      "The transfer may or may not have landed; it is blocked until it is reconciled from the ledger.",
 		RetryAfter:  e.RetryAfter,
 		FailingCode: e.FailingCode}
 }
 
-// InProgressError (409, retryable): another invocation holds the key and did not settle within
+// InProgressError (KindConflict, retryable): another invocation holds the key and did not settle within
 // this caller's budget.
 type InProgressError struct {
 	RetryAfter time.Duration
@@ -160,11 +193,11 @@ func (e *InProgressError) Error() string {
 
 // Problem implements ProblemError.
 func (e *InProgressError) Problem() Problem {
-	return Problem{Code: CodeInProgress, Status: http.StatusConflict, Classification: Retryable,
+	return Problem{Code: CodeInProgress, Kind: KindConflict, Classification: Retryable,
 		Detail: "A request with this Idempotency-Key is still being processed.", RetryAfter: e.RetryAfter}
 }
 
-// UnavailableError (503, retryable): a dependency failed and nothing was submitted (or what was
+// UnavailableError (KindUnavailable, retryable): a dependency failed and nothing was submitted (or what was
 // submitted is proven dead); the key is free again. RetryAfter is set when the circuit is open.
 type UnavailableError struct {
 	Code       string
@@ -184,16 +217,16 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Problem implements ProblemError. The wrapped error is not part of it: it may name internals.
 func (e *UnavailableError) Problem() Problem {
-	return Problem{Code: e.Code, Status: http.StatusServiceUnavailable, Classification: Retryable,
+	return Problem{Code: e.Code, Kind: KindUnavailable, Classification: Retryable,
 		Detail: e.Detail, RetryAfter: e.RetryAfter}
 }
 
-// RejectedError (422 by default, terminal): a stored
-// rejection that every retry of the key replays. When the transaction was included and failed,
-// TransactionHash and ResultCodes say so.
+// RejectedError (KindRejected, terminal): a stored rejection that every retry of the key replays.
+// When the transaction was included and failed, TransactionHash and ResultCodes say so.
 type RejectedError struct {
-	Code            string
-	Status          int
+	Code string
+	// StoredStatus is the item's Result.HTTPStatus, 0 when it holds none (Problem.StoredStatus).
+	StoredStatus    int
 	Detail          string
 	TransactionHash string
 	ResultCodes     []string
@@ -205,15 +238,12 @@ func (e *RejectedError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.
 
 // Problem implements ProblemError.
 func (e *RejectedError) Problem() Problem {
-	status := e.Status
-	if status == 0 {
-		status = http.StatusUnprocessableEntity
-	}
-	return Problem{Code: e.Code, Status: status, Classification: Terminal, Detail: e.Detail,
-		TransactionHash: e.TransactionHash, ResultCodes: e.ResultCodes, Replayed: e.replayed}
+	return Problem{Code: e.Code, Kind: KindRejected, Classification: Terminal, Detail: e.Detail,
+		TransactionHash: e.TransactionHash, ResultCodes: e.ResultCodes, Replayed: e.replayed,
+		StoredStatus: e.StoredStatus}
 }
 
-// NotFoundError (404, terminal): no transfer is stored under the wallet and key.
+// NotFoundError (KindNotFound, terminal): no transfer is stored under the wallet and key.
 type NotFoundError struct{}
 
 // CodeNotFound is the code of NotFoundError.
@@ -223,6 +253,6 @@ func (e *NotFoundError) Error() string { return CodeNotFound + ": no transfer fo
 
 // Problem implements ProblemError.
 func (e *NotFoundError) Problem() Problem {
-	return Problem{Code: CodeNotFound, Status: http.StatusNotFound, Classification: Terminal,
+	return Problem{Code: CodeNotFound, Kind: KindNotFound, Classification: Terminal,
 		Detail: "No transfer is stored for this wallet and Idempotency-Key."}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 )
@@ -23,7 +22,7 @@ const (
 	MaxHistoryLimit = 100
 )
 
-// Codes of a history listing's refusals (400, terminal; README.md, "Problem types").
+// Codes of a history listing's refusals (KindMalformed, terminal; README.md, "Problem types").
 const (
 	// CodeLimitInvalid: limit is not an integer from 1 to MaxHistoryLimit.
 	CodeLimitInvalid = "LIMIT_INVALID"
@@ -83,8 +82,8 @@ type HistoryPage struct {
 // passed (Record.Expired) are left out, as View answers them not found, and so is any item whose
 // request names another wallet (the index is keyed by a hash); a page may therefore hold
 // fewer than limit entries, or none, and still name a next cursor. Errors: *ValidationError
-// LIMIT_INVALID or CURSOR_INVALID (400), *UnavailableError STORE_UNAVAILABLE (503); without
-// WalletHistory, an untyped error (500: the wiring forgot it).
+// LIMIT_INVALID or CURSOR_INVALID (malformed), *UnavailableError STORE_UNAVAILABLE; without
+// WalletHistory, an untyped error (no problem of the client's: the wiring forgot it).
 func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cursor string) (HistoryPage, error) {
 	if limit < 1 || limit > MaxHistoryLimit {
 		return HistoryPage{}, LimitInvalid()
@@ -121,12 +120,12 @@ func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cu
 
 // LimitInvalid is the refusal of a history page size outside 1 to MaxHistoryLimit.
 func LimitInvalid() *ValidationError {
-	return &ValidationError{Code: CodeLimitInvalid, Status: http.StatusBadRequest, Field: "limit",
+	return &ValidationError{Code: CodeLimitInvalid, Kind: KindMalformed, Field: "limit",
 		Detail: fmt.Sprintf("limit must be an integer from 1 to %d (default %d)", MaxHistoryLimit, DefaultHistoryLimit)}
 }
 
 // CursorInvalid is the refusal of a history cursor the service did not issue for this wallet.
 func CursorInvalid() *ValidationError {
-	return &ValidationError{Code: CodeCursorInvalid, Status: http.StatusBadRequest, Field: "cursor",
+	return &ValidationError{Code: CodeCursorInvalid, Kind: KindMalformed, Field: "cursor",
 		Detail: "cursor is not one this service returned for this wallet; pass nextCursor exactly as received, or leave it out for the first page"}
 }

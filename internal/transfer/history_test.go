@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -95,17 +94,17 @@ func TestHistory(t *testing.T) {
 	}
 
 	// Refusals: each a typed error with its code and status; the store is not asked.
-	refused := func(name string, o *transfer.Orchestrator, limit int, cursor string, code string, status int) {
+	refused := func(name string, o *transfer.Orchestrator, limit int, cursor string, code string, kind transfer.Kind) {
 		t.Helper()
 		_, err := o.History(context.Background(), w, limit, cursor)
 		var pe transfer.ProblemError
-		if !errors.As(err, &pe) || pe.Problem().Code != code || pe.Problem().Status != status {
-			t.Errorf("%s: %v, want %s (%d)", name, err, code, status)
+		if !errors.As(err, &pe) || pe.Problem().Code != code || pe.Problem().Kind != kind {
+			t.Errorf("%s: %v, want %s (%s)", name, err, code, kind)
 		}
 	}
 	for _, limit := range []int{-1, 0, transfer.MaxHistoryLimit + 1} {
 		store.limit = -100
-		refused(fmt.Sprintf("limit %d", limit), o, limit, "", transfer.CodeLimitInvalid, http.StatusBadRequest)
+		refused(fmt.Sprintf("limit %d", limit), o, limit, "", transfer.CodeLimitInvalid, transfer.KindMalformed)
 		if store.limit != -100 {
 			t.Errorf("limit %d reached the store", limit)
 		}
@@ -116,9 +115,9 @@ func TestHistory(t *testing.T) {
 		}
 	}
 	bad := &transfer.Orchestrator{Clock: vclock.New(now), WalletHistory: &historyStore{err: fmt.Errorf("dynamo: %w: bad", transfer.ErrBadCursor)}}
-	refused("bad cursor", bad, 20, "x", transfer.CodeCursorInvalid, http.StatusBadRequest)
+	refused("bad cursor", bad, 20, "x", transfer.CodeCursorInvalid, transfer.KindMalformed)
 	down := &transfer.Orchestrator{Clock: vclock.New(now), WalletHistory: &historyStore{err: errors.New("throttled")}}
-	refused("store down", down, 20, "", transfer.CodeStoreUnavailable, http.StatusServiceUnavailable)
+	refused("store down", down, 20, "", transfer.CodeStoreUnavailable, transfer.KindUnavailable)
 	none := &transfer.Orchestrator{Clock: vclock.New(now)}
 	if _, err := none.History(context.Background(), w, 20, ""); err == nil {
 		t.Error("no WalletHistory: no error")

@@ -109,7 +109,7 @@ func TestSameKeyOtherRequestConflicts(t *testing.T) {
 	if !errors.As(err, &c) {
 		t.Fatalf("err = %v, want ConflictError", err)
 	}
-	if p := c.Problem(); p.Status != 409 || p.Code != "IDEMPOTENCY_KEY_CONFLICT" || p.Classification != transfer.Terminal {
+	if p := c.Problem(); p.Kind != transfer.KindConflict || p.Code != "IDEMPOTENCY_KEY_CONFLICT" || p.Classification != transfer.Terminal {
 		t.Fatalf("problem = %+v", p)
 	}
 }
@@ -244,7 +244,7 @@ func TestFailedTransactionIsStoredAndReplayed(t *testing.T) {
 	h.ledger.failResult = func(transfer.Envelope) bool { return true }
 	_, err := h.orch.Transfer(context.Background(), input("order-0008", "5"))
 	var r *transfer.RejectedError
-	if !errors.As(err, &r) || r.Problem().Status != 422 || strings.Join(r.ResultCodes, ",") != "tx_failed,op_no_trust" {
+	if !errors.As(err, &r) || r.Problem().Kind != transfer.KindRejected || strings.Join(r.ResultCodes, ",") != "tx_failed,op_no_trust" {
 		t.Fatalf("err = %#v", err)
 	}
 	_, err2 := h.orch.Transfer(context.Background(), input("order-0008", "5"))
@@ -367,7 +367,7 @@ func TestCircuitOpenRefusesBeforeClaiming(t *testing.T) {
 	writes := h.store.Writes()
 	_, err := h.orch.Transfer(context.Background(), input("order-0199", "1"))
 	var u *transfer.UnavailableError
-	if !errors.As(err, &u) || u.Code != transfer.CodeCircuitOpen || u.Problem().RetryAfter <= 0 || u.Problem().Status != 503 {
+	if !errors.As(err, &u) || u.Code != transfer.CodeCircuitOpen || u.Problem().RetryAfter <= 0 || u.Problem().Kind != transfer.KindUnavailable {
 		t.Fatalf("err = %v, want SOROBAN_CIRCUIT_OPEN with retryAfter", err)
 	}
 	if h.store.Writes() != writes {
@@ -380,7 +380,7 @@ func TestCircuitOpenRefusesBeforeClaiming(t *testing.T) {
 
 func TestPrepareValidationErrorReleasesKey(t *testing.T) {
 	h := newHarness(t)
-	h.ledger.prepareErr = &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Status: 422, Detail: "no"}
+	h.ledger.prepareErr = &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Kind: transfer.KindUnacceptable, Detail: "no"}
 	_, err := h.orch.Transfer(context.Background(), input("order-0011", "1"))
 	if problemCode(err) != transfer.CodeOperationNotSupp {
 		t.Fatalf("err = %v", err)
@@ -402,7 +402,7 @@ func TestFeeAboveCapAnswersAtOnce(t *testing.T) {
 	start := h.clock.Now()
 	_, err := h.orch.Transfer(context.Background(), input("order-0013", "1"))
 	var u *transfer.UnavailableError
-	if !errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || u.Problem().Status != 503 ||
+	if !errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || u.Problem().Kind != transfer.KindUnavailable ||
 		u.Problem().Classification != transfer.Retryable || u.Problem().RetryAfter != 5*time.Second {
 		t.Fatalf("err = %v, want 503 FEE_ABOVE_CAP, retryable, Retry-After 5s", err)
 	}
@@ -610,7 +610,7 @@ func TestReplayWindowBelowAnHourIsRefusedPerCall(t *testing.T) {
 	}
 	_, err := h.orch.Transfer(context.Background(), input("order-ttl-1", "1"))
 	var u *transfer.UnavailableError
-	if !errors.As(err, &u) || u.Code != transfer.CodeConfigurationInvalid || u.Problem().Status != 503 {
+	if !errors.As(err, &u) || u.Code != transfer.CodeConfigurationInvalid || u.Problem().Kind != transfer.KindUnavailable {
 		t.Fatalf("err = %v, want 503 %s", err, transfer.CodeConfigurationInvalid)
 	}
 	if _, ok := h.store.Item(transfer.StoreKey(wallet, "order-ttl-1")); ok || func() bool { p, s := h.ledger.counts(); return p+s != 0 }() {

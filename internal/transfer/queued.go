@@ -286,7 +286,7 @@ func (o *Orchestrator) free(ctx context.Context, rec Record) error {
 }
 
 // rejectQueued settles rec, an async item whose request Ledger.Prepare refused as the client's
-// mistake (a *ValidationError, 4xx: an operation, wallet or asset this deployment does not serve,
+// mistake (a *ValidationError: an operation, wallet or asset this deployment does not serve,
 // perhaps since the 202, as when an asset leaves ASSETS), as rejected with that problem: nothing
 // was built or sent, and no later run can change the answer. A synchronous call answers the same
 // 4xx and frees its key; an async item freed would be requeued and refused again for ever, its
@@ -301,7 +301,7 @@ func (o *Orchestrator) rejectQueued(ctx context.Context, a *attempt, rec Record,
 	next.Status = StatusRejected
 	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
 	next.Envelope = nil
-	next.Result = &Result{Code: refusal.Code, HTTPStatus: refusal.Status, Detail: refusal.Detail}
+	next.Result = &Result{Code: refusal.Code, Detail: refusal.Detail} // no HTTPStatus: Result.HTTPStatus says why
 	next.ExpiresAt = now.Add(a.settings.KeyTTL).Unix()
 	next.Version++
 	next.UpdatedAt = now

@@ -76,10 +76,20 @@ type Result struct {
 	// TransactionHash (hex) and Ledger (sequence) of the landed transaction: replayable and rejected-on-ledger.
 	TransactionHash string `json:"transactionHash,omitempty"`
 	Ledger          uint32 `json:"ledger,omitempty"`
-	// Code, HTTPStatus and Detail of a stored rejection (rejected), or the failing code (in_doubt).
-	Code       string `json:"code,omitempty"`
-	HTTPStatus int    `json:"status,omitempty"`
-	Detail     string `json:"detail,omitempty"`
+	// Code and Detail of a stored rejection (rejected), or the failing code (in_doubt).
+	Code   string `json:"code,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// HTTPStatus (item attribute "status") is read, never written. A rejected item may hold
+	// the HTTP status its rejection was answered with, written by a version whose domain chose
+	// statuses (422 for every rejection such a version stored: a transaction included and failed,
+	// or a queued request Ledger.Prepare refused, whose ValidationErrors are all well-formed but
+	// unacceptable); a replay answers it as stored (Problem.StoredStatus). Writes leave it out
+	// because a reader without it derives the same answer: such a version answers 422 for a
+	// stored rejection with no status (its RejectedError.Problem and internal/api's viewResponse
+	// both default to it), and internal/api answers a stored rejection (KindRejected) 422
+	// whatever its code, so a rolling deploy or a rollback replays the same status from either
+	// kind of item.
+	HTTPStatus int `json:"status,omitempty"`
 	// ResultCodes are the transaction and operation result codes of a FAILED transaction
 	// (for example "tx_failed", "op_underfunded").
 	ResultCodes []string `json:"resultCodes,omitempty"`

@@ -118,7 +118,7 @@ var amountPattern = regexp.MustCompile(`^\d+(\.\d+)?$`)
 // ParseKey validates a client's Idempotency-Key: MinKeyLength to MaxKeyLength characters of
 // [A-Za-z0-9._:~-] (README.md, "The HTTP API"). A MaxKeyLength above MaxKeyLengthBound counts as
 // MaxKeyLengthBound (the configuration refuses it; a longer key could not be stored). Errors:
-// *ValidationError with IDEMPOTENCY_KEY_MISSING or IDEMPOTENCY_KEY_INVALID (400).
+// *ValidationError with IDEMPOTENCY_KEY_MISSING or IDEMPOTENCY_KEY_INVALID (malformed).
 func (r Rules) ParseKey(key string) (string, error) {
 	max := r.MaxKeyLength
 	if max <= 0 {
@@ -127,25 +127,25 @@ func (r Rules) ParseKey(key string) (string, error) {
 	max = min(max, MaxKeyLengthBound)
 	switch {
 	case key == "":
-		return "", badRequest(CodeKeyMissing, "Idempotency-Key", "the Idempotency-Key header is required")
+		return "", malformed(CodeKeyMissing, "Idempotency-Key", "the Idempotency-Key header is required")
 	case len(key) < MinKeyLength || len(key) > max:
-		return "", badRequest(CodeKeyInvalid, "Idempotency-Key", "the Idempotency-Key must be %d to %d characters long", MinKeyLength, max)
+		return "", malformed(CodeKeyInvalid, "Idempotency-Key", "the Idempotency-Key must be %d to %d characters long", MinKeyLength, max)
 	case !keyCharset.MatchString(key):
-		return "", badRequest(CodeKeyInvalid, "Idempotency-Key", "the Idempotency-Key may only contain A-Z, a-z, 0-9 and . _ : ~ -")
+		return "", malformed(CodeKeyInvalid, "Idempotency-Key", "the Idempotency-Key may only contain A-Z, a-z, 0-9 and . _ : ~ -")
 	}
 	return key, nil
 }
 
 // Canonicalize validates raw and returns its canonical form. Errors are *ValidationError: a
-// missing field is 400 REQUEST_INVALID; a bad value is 422 INVALID_ADDRESS, INVALID_AMOUNT,
-// INVALID_ASSET or OPERATION_NOT_SUPPORTED.
+// missing field is REQUEST_INVALID (malformed); a bad value is INVALID_ADDRESS, INVALID_AMOUNT,
+// INVALID_ASSET or OPERATION_NOT_SUPPORTED (unacceptable).
 func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 	for _, f := range []struct{ name, value string }{
 		{"operationType", raw.OperationType}, {"walletAddress", raw.WalletAddress},
 		{"amount", raw.Amount}, {"asset", raw.Asset},
 	} {
 		if f.value == "" {
-			return Request{}, badRequest(CodeRequestInvalid, f.name, "%s is required", f.name)
+			return Request{}, malformed(CodeRequestInvalid, f.name, "%s is required", f.name)
 		}
 	}
 	var req Request
@@ -153,7 +153,7 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 	case Deposit, Withdraw:
 		req.OperationType = op
 	default:
-		return Request{}, unprocessable(CodeOperationNotSupp, "operationType", "operationType must be %q or %q", Deposit, Withdraw)
+		return Request{}, unacceptable(CodeOperationNotSupp, "operationType", "operationType must be %q or %q", Deposit, Withdraw)
 	}
 	wallet, err := r.CanonicalWallet(raw.WalletAddress)
 	if err != nil {
@@ -175,27 +175,27 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 // checksum, any case, surrounding white space trimmed; muxed M... refused) and returns it upper
 // case. Anything but the 56 characters of A-Z and 2-7 (any case) after trimming, line breaks
 // inside included, is refused before it is decoded. Errors: *ValidationError INVALID_ADDRESS
-// (422). Rules without an AddressParser is a programming error, reported as an untyped error
-// (500), not as the client's fault.
+// (unacceptable). Rules without an AddressParser is a programming error, reported as an untyped
+// error, not as the client's fault.
 func (r Rules) CanonicalWallet(raw string) (string, error) {
 	w := strings.ToUpper(strings.TrimSpace(raw))
 	if r.Addresses == nil {
 		return "", errors.New("transfer: Rules has no AddressParser")
 	}
 	if !addressShape.MatchString(w) {
-		return "", unprocessable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid Stellar account (G...) or contract (C...) address: 56 characters of A-Z and 2-7")
+		return "", unacceptable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid Stellar account (G...) or contract (C...) address: 56 characters of A-Z and 2-7")
 	}
 	kind, err := r.Addresses.ParseAddress(w)
 	if err != nil {
-		return "", unprocessable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid Stellar account (G...) or contract (C...) address")
+		return "", unacceptable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid Stellar account (G...) or contract (C...) address")
 	}
 	switch kind {
 	case AccountAddress, ContractAddress:
 		return w, nil
 	case MuxedAddress:
-		return "", unprocessable(CodeInvalidAddress, "walletAddress", "muxed (M...) addresses are not supported; use the underlying G... account")
+		return "", unacceptable(CodeInvalidAddress, "walletAddress", "muxed (M...) addresses are not supported; use the underlying G... account")
 	default:
-		return "", unprocessable(CodeInvalidAddress, "walletAddress", "walletAddress must be a G... account or C... contract address")
+		return "", unacceptable(CodeInvalidAddress, "walletAddress", "walletAddress must be a G... account or C... contract address")
 	}
 }
 
@@ -209,30 +209,30 @@ func (r Rules) canonicalAsset(raw string) (string, error) {
 			return known, nil
 		}
 	}
-	return "", unprocessable(CodeInvalidAsset, "asset", "asset %q is not supported (supported: %s)", clip(raw, 12), strings.Join(r.Assets, ", "))
+	return "", unacceptable(CodeInvalidAsset, "asset", "asset %q is not supported (supported: %s)", clip(raw, 12), strings.Join(r.Assets, ", "))
 }
 
 // CanonicalAmount checks a decimal amount (README.md, "The HTTP API": ^\d+(\.\d+)?$
 // and > 0; at most 7 decimal places; at most math.MaxInt64 stroops) and returns it without
 // leading or trailing zeros, with its value in stroops. Surrounding spaces are trimmed. Errors:
-// *ValidationError INVALID_AMOUNT (422).
+// *ValidationError INVALID_AMOUNT (unacceptable).
 func CanonicalAmount(raw string) (string, int64, error) {
 	s := strings.TrimSpace(raw)
 	if !amountPattern.MatchString(s) {
-		return "", 0, unprocessable(CodeInvalidAmount, "amount", "amount must be a positive decimal string such as \"1000.5\"")
+		return "", 0, unacceptable(CodeInvalidAmount, "amount", "amount must be a positive decimal string such as \"1000.5\"")
 	}
 	whole, frac, _ := strings.Cut(s, ".")
 	whole = strings.TrimLeft(whole, "0")
 	frac = strings.TrimRight(frac, "0")
 	if len(frac) > 7 {
-		return "", 0, unprocessable(CodeInvalidAmount, "amount", "amount has more than 7 decimal places")
+		return "", 0, unacceptable(CodeInvalidAmount, "amount", "amount has more than 7 decimal places")
 	}
 	if whole == "" && frac == "" {
-		return "", 0, unprocessable(CodeInvalidAmount, "amount", "amount must be greater than zero")
+		return "", 0, unacceptable(CodeInvalidAmount, "amount", "amount must be greater than zero")
 	}
 	stroops, ok := toStroops(whole, frac)
 	if !ok {
-		return "", 0, unprocessable(CodeInvalidAmount, "amount", "amount is too large (at most 922337203685.4775807)")
+		return "", 0, unacceptable(CodeInvalidAmount, "amount", "amount is too large (at most 922337203685.4775807)")
 	}
 	canonical := whole
 	if canonical == "" {

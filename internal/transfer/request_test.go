@@ -31,8 +31,8 @@ func TestParseKey(t *testing.T) {
 			continue
 		}
 		var v *transfer.ValidationError
-		if !errors.As(err, &v) || v.Code != tc.code || v.Status != 400 {
-			t.Errorf("ParseKey(%q) err = %v, want %s (400)", tc.key, err, tc.code)
+		if !errors.As(err, &v) || v.Code != tc.code || v.Kind != transfer.KindMalformed {
+			t.Errorf("ParseKey(%q) err = %v, want %s (malformed)", tc.key, err, tc.code)
 		}
 	}
 	if _, err := (transfer.Rules{}).ParseKey(strings.Repeat("k", 255)); err != nil {
@@ -66,8 +66,8 @@ func TestCanonicalAmount(t *testing.T) {
 		"922337203685.4775808", "99999999999999999999", "1,5", "0x10", "１"} {
 		_, _, err := transfer.CanonicalAmount(bad)
 		var v *transfer.ValidationError
-		if !errors.As(err, &v) || v.Code != transfer.CodeInvalidAmount || v.Status != 422 {
-			t.Errorf("CanonicalAmount(%q) err = %v, want INVALID_AMOUNT (422)", bad, err)
+		if !errors.As(err, &v) || v.Code != transfer.CodeInvalidAmount || v.Kind != transfer.KindUnacceptable {
+			t.Errorf("CanonicalAmount(%q) err = %v, want INVALID_AMOUNT (unacceptable)", bad, err)
 		}
 	}
 }
@@ -97,26 +97,26 @@ func TestCanonicalize(t *testing.T) {
 	for _, tc := range []struct {
 		mutate func(*transfer.RawRequest)
 		code   string
-		status int
+		kind   transfer.Kind
 	}{
-		{func(r *transfer.RawRequest) { r.OperationType = "" }, transfer.CodeRequestInvalid, 400},
-		{func(r *transfer.RawRequest) { r.WalletAddress = "" }, transfer.CodeRequestInvalid, 400},
-		{func(r *transfer.RawRequest) { r.Amount = "" }, transfer.CodeRequestInvalid, 400},
-		{func(r *transfer.RawRequest) { r.Asset = "" }, transfer.CodeRequestInvalid, 400},
-		{func(r *transfer.RawRequest) { r.OperationType = "transfer" }, transfer.CodeOperationNotSupp, 422},
-		{func(r *transfer.RawRequest) { r.OperationType = "WITHDRAW" }, transfer.CodeOperationNotSupp, 422},
-		{func(r *transfer.RawRequest) { r.WalletAddress = "GABC" }, transfer.CodeInvalidAddress, 422},
-		{func(r *transfer.RawRequest) { r.WalletAddress = "M" + wallet[1:] }, transfer.CodeInvalidAddress, 422},
-		{func(r *transfer.RawRequest) { r.WalletAddress = "S" + wallet[1:] }, transfer.CodeInvalidAddress, 422},
-		{func(r *transfer.RawRequest) { r.Amount = "-5" }, transfer.CodeInvalidAmount, 422},
-		{func(r *transfer.RawRequest) { r.Asset = "BTC" }, transfer.CodeInvalidAsset, 422},
+		{func(r *transfer.RawRequest) { r.OperationType = "" }, transfer.CodeRequestInvalid, transfer.KindMalformed},
+		{func(r *transfer.RawRequest) { r.WalletAddress = "" }, transfer.CodeRequestInvalid, transfer.KindMalformed},
+		{func(r *transfer.RawRequest) { r.Amount = "" }, transfer.CodeRequestInvalid, transfer.KindMalformed},
+		{func(r *transfer.RawRequest) { r.Asset = "" }, transfer.CodeRequestInvalid, transfer.KindMalformed},
+		{func(r *transfer.RawRequest) { r.OperationType = "transfer" }, transfer.CodeOperationNotSupp, transfer.KindUnacceptable},
+		{func(r *transfer.RawRequest) { r.OperationType = "WITHDRAW" }, transfer.CodeOperationNotSupp, transfer.KindUnacceptable},
+		{func(r *transfer.RawRequest) { r.WalletAddress = "GABC" }, transfer.CodeInvalidAddress, transfer.KindUnacceptable},
+		{func(r *transfer.RawRequest) { r.WalletAddress = "M" + wallet[1:] }, transfer.CodeInvalidAddress, transfer.KindUnacceptable},
+		{func(r *transfer.RawRequest) { r.WalletAddress = "S" + wallet[1:] }, transfer.CodeInvalidAddress, transfer.KindUnacceptable},
+		{func(r *transfer.RawRequest) { r.Amount = "-5" }, transfer.CodeInvalidAmount, transfer.KindUnacceptable},
+		{func(r *transfer.RawRequest) { r.Asset = "BTC" }, transfer.CodeInvalidAsset, transfer.KindUnacceptable},
 	} {
 		raw := base
 		tc.mutate(&raw)
 		_, err := rules.Canonicalize(raw)
 		var v *transfer.ValidationError
-		if !errors.As(err, &v) || v.Code != tc.code || v.Status != tc.status {
-			t.Errorf("Canonicalize(%+v) err = %v, want %s (%d)", raw, err, tc.code, tc.status)
+		if !errors.As(err, &v) || v.Code != tc.code || v.Kind != tc.kind {
+			t.Errorf("Canonicalize(%+v) err = %v, want %s (%s)", raw, err, tc.code, tc.kind)
 		}
 	}
 }

@@ -41,8 +41,8 @@ func TestCanonicalWalletChecksTheShapeBeforeDecoding(t *testing.T) {
 	} {
 		_, err := rules.CanonicalWallet(w)
 		var v *transfer.ValidationError
-		if !errors.As(err, &v) || v.Code != transfer.CodeInvalidAddress || v.Status != 422 {
-			t.Errorf("CanonicalWallet(%q) = %v, want 422 INVALID_ADDRESS", w, err)
+		if !errors.As(err, &v) || v.Code != transfer.CodeInvalidAddress || v.Kind != transfer.KindUnacceptable {
+			t.Errorf("CanonicalWallet(%q) = %v, want INVALID_ADDRESS (unacceptable)", w, err)
 		}
 		_, err = rules.Canonicalize(transfer.RawRequest{OperationType: "withdraw", WalletAddress: w, Amount: "1", Asset: "USDC"})
 		if !errors.As(err, &v) || v.Code != transfer.CodeInvalidAddress {

@@ -91,7 +91,7 @@ func unavailable(t *testing.T, err error, code string) *transfer.UnavailableErro
 	if !errors.As(err, &u) || u.Code != code {
 		t.Fatalf("err = %v, want 503 %s", err, code)
 	}
-	if p := u.Problem(); p.Status != 503 || p.Classification != transfer.Retryable || p.RetryAfter <= 0 {
+	if p := u.Problem(); p.Kind != transfer.KindUnavailable || p.Classification != transfer.Retryable || p.RetryAfter <= 0 {
 		t.Fatalf("problem = %+v, want a retryable 503 with Retry-After", p)
 	}
 	return u

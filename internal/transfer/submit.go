@@ -290,7 +290,7 @@ func settled(rec Record, lk Lookup, now time.Time, ttl time.Duration) Record {
 	}
 	next.Status = StatusRejected
 	next.Result = &Result{
-		TransactionHash: env.InnerHash, Ledger: lk.Ledger, Code: CodeTransactionFailed, HTTPStatus: 422,
+		TransactionHash: env.InnerHash, Ledger: lk.Ledger, Code: CodeTransactionFailed,
 		Detail:      fmt.Sprintf("the transaction was included in ledger %d and failed", lk.Ledger),
 		ResultCodes: lk.ResultCodes, FeeChargedStroops: lk.FeeChargedStroops,
 	}

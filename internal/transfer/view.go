@@ -69,5 +69,5 @@ func storedRejection(rec Record) *RejectedError {
 		return &RejectedError{Code: CodeTransactionFailed, Detail: "the transfer was rejected"}
 	}
 	r := rec.Result
-	return &RejectedError{Code: r.Code, Status: r.HTTPStatus, Detail: r.Detail, TransactionHash: r.TransactionHash, ResultCodes: r.ResultCodes}
+	return &RejectedError{Code: r.Code, StoredStatus: r.HTTPStatus, Detail: r.Detail, TransactionHash: r.TransactionHash, ResultCodes: r.ResultCodes}
 }

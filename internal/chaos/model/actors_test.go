@@ -138,7 +138,7 @@ func forceDiscard(ctx context.Context, k *kit) result {
 func problem(err error) string {
 	var p transfer.ProblemError
 	if errors.As(err, &p) {
-		return fmt.Sprintf("%d %s", p.Problem().Status, p.Problem().Code)
+		return fmt.Sprintf("%s %s", p.Problem().Kind, p.Problem().Code)
 	}
 	var re *reconcile.Error
 	if errors.As(err, &re) {
