@@ -325,7 +325,8 @@ func later(a, b time.Time) time.Time {
 // burstAsync posts n transfers at one instant with Prefer: respond-async (each POST one ApiFunction
 // invocation, answered 202 after the claim and the SQS send), while the event source of es plays
 // SQS's pollers for SubmitterFunction: up to es.maxConcurrency invocations at once, each of up to
-// es.batchSize messages through the function's real handler (queue.Submitter), each invocation in
+// es.batchSize messages, batched as Lambda batches them (poller.gather: the batching window
+// es.window, the payload limit), through the function's real handler (queue.Submitter), each invocation in
 // its own container (a wiring.Build of its own, with its own channel pool, on the same table and
 // network, as Lambda runs each concurrent invocation in its own execution environment). A message
 // the handler reports failed is delivered again after the visibility timeout the handler gave it
@@ -739,7 +740,7 @@ func TestAsyncBurst(t *testing.T) {
 // Lambda's billed milliseconds per transfer (every invocation's duration rounded up to the next
 // ms); and prints them as a Markdown table. Goals: throughput at least 0.95 of the
 // bound, async billed ms at most a fifth of sync. BENCH_ASYNC_MAX=<n> skips the cases of more
-// than n transfers; by default 1,600 (about a minute and a half on 2 cores): the 6,400 of 64
+// than n transfers; by default 1,600 (7.5 minutes on 2 cores shared with other work): the 6,400 of 64
 // channels at 100x take about 4.5 minutes per backend, most of it the synchronous side's 85,000
 // calls (BENCH_ASYNC_MAX=6400).
 func BenchmarkAsync(b *testing.B) {
