@@ -187,7 +187,8 @@ bench-latency: ## the latency benchmark: the service beside a direct submitter (
 # and 64 channels, synchronously and with Prefer: respond-async through SubmitterFunction's event
 # source as template.yaml configures it; prints a Markdown table. BENCH_ASYNC_MAX=<n> skips the
 # bursts of more than n transfers: 1600 by default (7.5 min on 2 cores shared with other work); 6400 adds 64 channels at 100x
-# (about 9 min more, the synchronous side's 85,000 calls per backend).
+# (about 9 min more, the synchronous side's 85,000 calls per backend). BENCH_UNSCHEDULED=1 runs the
+# submitters' channel pools without the channel calendar (here and in bench-async-rate).
 bench-async: ## the async burst benchmark: throughput, last settlement, Lambda billed ms, sync against async (README.md, "Benchmarks")
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAsync$$' -benchtime 1x -timeout 30m ./internal/loadtest
 

@@ -748,7 +748,9 @@ func TestAsyncBurst(t *testing.T) {
 // bound, async billed ms at most a fifth of sync. BENCH_ASYNC_MAX=<n> skips the cases of more
 // than n transfers; by default 1,600 (7.5 minutes on 2 cores shared with other work): the 6,400 of 64
 // channels at 100x take about 4.5 minutes per backend, most of it the synchronous side's 85,000
-// calls (BENCH_ASYNC_MAX=6400).
+// calls (BENCH_ASYNC_MAX=6400). BENCH_UNSCHEDULED=1 builds the submitters' containers on a client
+// without UpdateItem, so their channel pools are unscheduled (no channel calendar), as
+// BenchmarkChannelsLambda's environments are with it.
 func BenchmarkAsync(b *testing.B) {
 	limit := 1600
 	if s := os.Getenv("BENCH_ASYNC_MAX"); s != "" {

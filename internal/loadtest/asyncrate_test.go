@@ -341,7 +341,9 @@ var rateRows = []struct {
 // they were given (mean, largest), billed ms per invocation and per transfer (API calls included)
 // against sync's, and end-to-end p50/p90/p99 over every transfer (first POST to the run that
 // settled it; sync: to its 200), a quantile that falls on an unfinished transfer shown as such.
-// Every transfer is paid exactly once (checkBurst). Printed as a Markdown table.
+// Nothing is paid twice, and the transfers a row leaves unfinished are exactly the unpaid ones
+// (checkRate). BENCH_UNSCHEDULED=1 runs the submitters' channel pools unscheduled (no channel
+// calendar), as BenchmarkAsync does. Printed as a Markdown table.
 func BenchmarkAsyncRate(b *testing.B) {
 	windows := []time.Duration{0, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second}
 	if s := os.Getenv("BENCH_ASYNC_WINDOWS"); s != "" {
