@@ -22,7 +22,7 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 # schemathesis examples per operation: enough to reach every branch of the contract, a minute or two.
 CONTRACT_MAX_EXAMPLES ?= 300
 
-.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency bench-async bench-congestion clean tools test-dynalite check-template \
+.PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency bench-async bench-async-rate bench-congestion clean tools test-dynalite check-template \
 	sam-build test-lambda test-contract test-clients test-openapi-clients build-api build-alert build-reconcile build-submitter \
 	build-ApiFunction build-AlertFunction build-ReconcileFunction build-InDoubtReaderFunction build-SubmitterFunction
 
@@ -34,7 +34,7 @@ help: ## this list
 	@echo
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 	@echo
-	@echo "Variables: FUZZTIME (make fuzz, 60s), CHAOS_KEYS and CHAOS_SEED (make chaos), SCAN_SECRETS_RUN=1 (make scan-secrets runs the tests again), BENCH_ASYNC_MAX (make bench-async, 1600)"
+	@echo "Variables: FUZZTIME (make fuzz, 60s), CHAOS_KEYS and CHAOS_SEED (make chaos), SCAN_SECRETS_RUN=1 (make scan-secrets runs the tests again), BENCH_ASYNC_MAX (make bench-async, 1600), BENCH_ASYNC_WINDOWS (make bench-async-rate, 0,1,2,5,10), BENCH_UNSCHEDULED=1 (both: submitters without the channel calendar)"
 
 # One linux/arm64 `bootstrap` per function (provided.al2023).
 define lambda_build
@@ -186,10 +186,19 @@ bench-latency: ## the latency benchmark: the service beside a direct submitter (
 # The burst benchmark of asynchronous transfers: 10 and 100 transfers per channel posted at one instant, at 4, 16
 # and 64 channels, synchronously and with Prefer: respond-async through SubmitterFunction's event
 # source as template.yaml configures it; prints a Markdown table. BENCH_ASYNC_MAX=<n> skips the
-# bursts of more than n transfers: 1600 by default (about 1.5 min); 6400 adds 64 channels at 100x
-# (about 9 min more, the synchronous side's 85,000 calls per backend).
+# bursts of more than n transfers: 1600 by default (7.5 min on 2 cores shared with other work); 6400 adds 64 channels at 100x
+# (about 9 min more, the synchronous side's 85,000 calls per backend). BENCH_UNSCHEDULED=1 runs the
+# submitters' channel pools without the channel calendar (here and in bench-async-rate).
 bench-async: ## the async burst benchmark: throughput, last settlement, Lambda billed ms, sync against async (README.md, "Benchmarks")
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAsync$$' -benchtime 1x -timeout 30m ./internal/loadtest
+
+# The steady-rate benchmark of asynchronous transfers: transfers arriving at 0.1, 1 and 10 a second
+# (Poisson, seeded) on 16 and 64 channels, through SubmitterFunction's event source with Lambda's
+# SQS batching modelled (BatchSize, the batching window, the 6 MB payload), under each batching
+# window of BENCH_ASYNC_WINDOWS (seconds, comma-separated; 0,1,2,5,10 and the template's by
+# default), beside the same transfers without Prefer; prints a Markdown table.
+bench-async-rate: ## the async steady-rate benchmark: batch sizes, billed ms and end-to-end percentiles per batching window (README.md, "Benchmarks")
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkAsyncRate$$' -benchtime 1x -timeout 60m ./internal/loadtest
 
 # The congestion benchmark: on a local network with 60 classic operations per ledger, background
 # traffic that keeps the lane surge priced and a 10x spike for two minutes, the service (RPC and

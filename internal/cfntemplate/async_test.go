@@ -43,6 +43,14 @@ func TestAsyncTransfers(t *testing.T) {
 		!reflect.DeepEqual(get(t, p, "FunctionResponseTypes"), []any{"ReportBatchItemFailures"}) {
 		t.Errorf("SubmitterFunction's event = %v", ev)
 	}
+	// The batching window: whole seconds from 1 to a ledger interval (5 s). 0 gives steady traffic
+	// batches of about one, each invocation lasting about a ledger, so an async transfer costs
+	// what a synchronous one does; more than a ledger keeps a client who asked for async waiting
+	// longer than a ledger for nothing it gains (internal/loadtest's BenchmarkAsyncRate).
+	window, err := strconv.Atoi(str(t, p, "MaximumBatchingWindowInSeconds"))
+	if err != nil || window < 1 || window > 5 {
+		t.Errorf("MaximumBatchingWindowInSeconds = %q, want whole seconds from 1 to 5", str(t, p, "MaximumBatchingWindowInSeconds"))
+	}
 	// Every allowed ChannelCount has a row; batch x concurrency is exactly the channels (at least
 	// 2: SQS's least MaximumConcurrency with a batch of 1): more would wait for channels, fewer
 	// leave channels idle under a backlog (internal/loadtest's BenchmarkAsync).

@@ -45,10 +45,13 @@ const (
 )
 
 // eventSource is SubmitterFunction's SQS event source as the template configures it for a channel
-// count: the Submitter mapping's BatchSize and MaxConcurrency, TransferQueue's VisibilityTimeout
-// and its redrive policy's maxReceiveCount.
+// count: the Submitter mapping's BatchSize and MaxConcurrency, the mapping's
+// MaximumBatchingWindowInSeconds, TransferQueue's VisibilityTimeout and its redrive policy's
+// maxReceiveCount; payload is Lambda's limit on one invocation's event (maxPayload).
 type eventSource struct {
 	batchSize, maxConcurrency int
+	window                    time.Duration
+	payload                   int
 	visibility                time.Duration
 	maxReceives               int
 }
@@ -75,9 +78,12 @@ func eventSourceFor(tb testing.TB, channels int) eventSource {
 	}
 	q := tpl.Resources["TransferQueue"].Properties
 	redrive, _ := cfntemplate.Lookup(q, "RedrivePolicy", "maxReceiveCount")
+	window, _ := cfntemplate.Lookup(tpl.Resources["SubmitterFunction"].Properties, "Events", "Transfers", "Properties", "MaximumBatchingWindowInSeconds")
 	return eventSource{
 		batchSize:      num(row["BatchSize"], "BatchSize"),
 		maxConcurrency: num(row["MaxConcurrency"], "MaxConcurrency"),
+		window:         time.Duration(num(window, "MaximumBatchingWindowInSeconds")) * time.Second,
+		payload:        maxPayload,
 		visibility:     time.Duration(num(q["VisibilityTimeout"], "VisibilityTimeout")) * time.Second,
 		maxReceives:    num(redrive, "maxReceiveCount"),
 	}
@@ -146,6 +152,16 @@ type burst struct {
 	notSuccess                               int               // async transfers whose GET does not answer success
 	pool                                     stellar.PoolStats // the submitter containers' channel pools, summed (async)
 	wall                                     time.Duration
+	// endToEndTimes is, per transfer finished within the run, its first POST to its settlement (async:
+	// the run that settled it; sync: its 200); unfinished counts the others, so percentiles are
+	// over every transfer (endToEndAt).
+	endToEndTimes []time.Duration
+	unfinished    int
+	// submitterBilledMs is the SubmitterFunction invocations' share of billedMs; delivered counts
+	// the messages they were given (a message delivered again counts again), largestBatch the most
+	// one invocation was given (async).
+	submitterBilledMs, delivered int64
+	largestBatch                 int
 }
 
 // sustained is the transfers per second over the ledgers that paid them, against channels per
@@ -161,6 +177,28 @@ func (b burst) endToEnd(channels int) float64 {
 }
 
 func (b burst) msPerTransfer() float64 { return float64(b.billedMs) / float64(max(b.transfers, 1)) }
+
+// msPerInvocation is the billed ms of one SubmitterFunction invocation, on average.
+func (b burst) msPerInvocation() float64 {
+	return float64(b.submitterBilledMs) / float64(max(b.submitterInvocations, 1))
+}
+
+// meanBatch is the messages per SubmitterFunction invocation, on average.
+func (b burst) meanBatch() float64 {
+	return float64(b.delivered) / float64(max(b.submitterInvocations, 1))
+}
+
+// endToEndAt is the p-quantile (0 < p <= 1) of the end-to-end times over every transfer, an
+// unfinished one counting as longer than any: ok is false when the quantile falls on one.
+func (b burst) endToEndAt(p float64) (d time.Duration, ok bool) {
+	e := slices.Clone(b.endToEndTimes)
+	slices.Sort(e)
+	i := int(math.Ceil(p*float64(len(e)+b.unfinished))) - 1
+	if i < 0 || i >= len(e) {
+		return 0, false
+	}
+	return e[i], true
+}
 
 // tally counts, from the network's payments since appliedBefore, the amounts paid twice and never,
 // and the span of ledgers that paid them.
@@ -200,6 +238,13 @@ func postBurst(h http.Handler, key, wallet string, stroops int64, async bool) an
 // 503 CHANNELS_BUSY sleeps its Retry-After and retries the same key, as rig.run's callers do.
 func burstSync(tb testing.TB, backend string, channels, n int) burst {
 	tb.Helper()
+	return steadySync(tb, backend, channels, n, nil)
+}
+
+// steadySync is burstSync with transfer i's first POST at arrivals[i] from the start instead (all
+// at once when arrivals is nil).
+func steadySync(tb testing.TB, backend string, channels, n int, arrivals []time.Duration) burst {
+	tb.Helper()
 	r := startRig(tb, rigConfig{backend: backend, channels: channels, interval: asyncInterval, roundTrips: true})
 	var (
 		mu      sync.Mutex
@@ -215,7 +260,9 @@ func burstSync(tb testing.TB, backend string, channels, n int) burst {
 	for i := range n {
 		amounts[i] = r.amounts.Add(1)
 		r.clock.Go(&wg, func() {
+			_ = r.clock.Sleep(context.Background(), arrivalAt(arrivals, i))
 			key := fmt.Sprintf("sync-%06d", i)
+			first := r.clock.Now()
 			for try := 0; ; try++ {
 				c0 := r.clock.Now()
 				a := postBurst(r.svc.Handler, key, r.wallets[i%len(r.wallets)], amounts[i], false)
@@ -225,6 +272,13 @@ func burstSync(tb testing.TB, backend string, channels, n int) burst {
 				res.billedMs += billedMs(c1.Sub(c0))
 				res.apiBilledMs += billedMs(c1.Sub(c0))
 				busy := a.status == http.StatusServiceUnavailable && a.code == transfer.CodeChannelsBusy && a.retryAfter > 0
+				if !busy || try == 1000 {
+					if a.status == http.StatusOK {
+						res.endToEndTimes = append(res.endToEndTimes, c1.Sub(first))
+					} else {
+						res.unfinished++
+					}
+				}
 				switch {
 				case a.status == http.StatusOK:
 					lastOK = later(lastOK, c1)
@@ -253,6 +307,14 @@ func burstSync(tb testing.TB, backend string, channels, n int) burst {
 	return res
 }
 
+// arrivalAt is transfer i's arrival, from the start, in arrivals (0 when there is none).
+func arrivalAt(arrivals []time.Duration, i int) time.Duration {
+	if i < 0 || i >= len(arrivals) {
+		return 0
+	}
+	return arrivals[i]
+}
+
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -263,7 +325,8 @@ func later(a, b time.Time) time.Time {
 // burstAsync posts n transfers at one instant with Prefer: respond-async (each POST one ApiFunction
 // invocation, answered 202 after the claim and the SQS send), while the event source of es plays
 // SQS's pollers for SubmitterFunction: up to es.maxConcurrency invocations at once, each of up to
-// es.batchSize messages through the function's real handler (queue.Submitter), each invocation in
+// es.batchSize messages, batched as Lambda batches them (poller.gather: the batching window
+// es.window, the payload limit), through the function's real handler (queue.Submitter), each invocation in
 // its own container (a wiring.Build of its own, with its own channel pool, on the same table and
 // network, as Lambda runs each concurrent invocation in its own execution environment). A message
 // the handler reports failed is delivered again after the visibility timeout the handler gave it
@@ -272,7 +335,7 @@ func later(a, b time.Time) time.Time {
 // hour passed) and nothing is waiting to be delivered again.
 func burstAsync(tb testing.TB, backend string, channels, n int, es eventSource) burst {
 	tb.Helper()
-	res, _ := burstAsyncWith(tb, backend, channels, n, es, trickle{})
+	res, _ := burstAsyncWith(tb, backend, channels, n, nil, es, trickle{})
 	return res
 }
 
@@ -300,11 +363,13 @@ type trickleFigures struct {
 	firstFailure string
 }
 
-// burstAsyncWith is burstAsync with the synchronous callers of tr alongside the burst (none when
-// tr.count is 0); every transfer of both, async and sync, is tallied in the burst's paid-twice and
-// unpaid counts, and the sync calls in its apiCalls and billed ms; its ledgers and settled time
-// are the async transfers' only.
-func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSource, tr trickle) (burst, trickleFigures) {
+// burstAsyncWith is burstAsync with async transfer i posted at arrivals[i] from the start (nil: a
+// burst at one instant) and the synchronous callers of tr alongside
+// (none when tr.count is 0); every transfer of both, async and sync, is tallied in the burst's
+// paid-twice and unpaid counts, and the sync calls in its apiCalls and billed ms; its ledgers,
+// settled time and end-to-end times are the async transfers' only. The run gives up an hour
+// (virtual) after the last POST; a transfer not settled by then is counted unfinished.
+func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []time.Duration, es eventSource, tr trickle) (burst, trickleFigures) {
 	tb.Helper()
 	var tf trickleFigures
 	q := &sqsQueue{mem: queue.NewMemory()}
@@ -315,7 +380,9 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSour
 		res        = burst{transfers: n}
 		amounts    = make([]int64, n)
 		wg         sync.WaitGroup
-		settled    = map[string]bool{} // store keys whose run settled them
+		settled    = map[string]bool{}      // store keys whose run settled them
+		posted     = map[string]time.Time{} // store key: its POST's start
+		doneAt     = map[string]time.Time{} // store key: the run that settled it ended
 		lastDone   time.Time
 		pending    int // messages waiting out their visibility timeout
 		receives   = map[transfer.QueueMessage]int{}
@@ -331,7 +398,7 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSour
 	}
 	appliedBefore := len(r.net.Applied())
 	start, wall := r.clock.Now(), time.Now()
-	giveUp := start.Add(time.Hour)
+	giveUp := start.Add(arrivalAt(arrivals, n-1) + time.Hour)
 	finished := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -342,8 +409,12 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSour
 	for i := range n {
 		amounts[i] = r.amounts.Add(1)
 		r.clock.Go(&wg, func() {
+			_ = r.clock.Sleep(context.Background(), arrivalAt(arrivals, i))
 			key := fmt.Sprintf("async-%06d", i)
 			c0 := r.clock.Now()
+			mu.Lock()
+			posted[transfer.StoreKey(r.wallets[i%len(r.wallets)], key)] = c0
+			mu.Unlock()
 			a := postBurst(r.svc.Handler, key, r.wallets[i%len(r.wallets)], amounts[i], true)
 			c1 := r.clock.Now()
 			mu.Lock()
@@ -401,16 +472,22 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSour
 	}
 	tf.calls = tr.count
 	for w := range es.maxConcurrency {
-		container, err := wiring.Build(r.deps) // SubmitterFunction sends nothing: no queue
+		deps := r.deps
+		if os.Getenv("BENCH_UNSCHEDULED") != "" {
+			// The submitters' pools as they were before the channel calendar (as in
+			// environments): a client without UpdateItem leaves wiring's pool unscheduled.
+			deps.Dynamo = noTickets{deps.Dynamo}
+		}
+		container, err := wiring.Build(deps) // SubmitterFunction sends nothing: no queue
 		if err != nil {
 			tb.Fatal(err)
 		}
 		containers = append(containers, container)
+		p := &poller{es: es, q: q, clock: r.clock}
 		r.clock.Go(&wg, func() {
 			for id := 0; !finished(); id++ {
-				batch := q.take(es.batchSize)
+				batch := p.gather(finished)
 				if len(batch) == 0 {
-					_ = r.clock.Sleep(context.Background(), pollGap)
 					continue
 				}
 				ev := events.SQSEvent{}
@@ -429,6 +506,8 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSour
 				}
 				res.sqsRequests++ // the poller's ReceiveMessage
 				res.submitterInvocations++
+				res.delivered += int64(len(batch))
+				res.largestBatch = max(res.largestBatch, len(batch))
 				mu.Unlock()
 				inv := newInvocation(r, container.Orchestrator, len(batch), func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time) {
 					mu.Lock()
@@ -437,6 +516,7 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSour
 					case transfer.DeliveryDone:
 						if !settled[m.StoreKey] {
 							settled[m.StoreKey] = true
+							doneAt[m.StoreKey] = at
 							lastDone = later(lastDone, at)
 						}
 					case transfer.DeliveryRetry:
@@ -456,6 +536,7 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSour
 				}
 				mu.Lock()
 				res.billedMs += billedMs(c1.Sub(c0))
+				res.submitterBilledMs += billedMs(c1.Sub(c0))
 				if len(resp.BatchItemFailures) < len(batch) {
 					res.sqsRequests++ // DeleteMessageBatch of the acknowledged messages
 				}
@@ -490,6 +571,13 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, es eventSour
 	wg.Wait()
 	stopClosing()
 	res.settled, res.wall = lastDone.Sub(start), time.Since(wall)
+	for k, at := range posted {
+		if d, ok := doneAt[k]; ok {
+			res.endToEndTimes = append(res.endToEndTimes, d.Sub(at))
+		} else {
+			res.unfinished++
+		}
+	}
 	res.ddbRequests = r.db.Total()
 	res.sqsRequests += q.sends.Load()
 	res.leftQueued = len(q.mem.Drain())
@@ -658,9 +746,11 @@ func TestAsyncBurst(t *testing.T) {
 // Lambda's billed milliseconds per transfer (every invocation's duration rounded up to the next
 // ms); and prints them as a Markdown table. Goals: throughput at least 0.95 of the
 // bound, async billed ms at most a fifth of sync. BENCH_ASYNC_MAX=<n> skips the cases of more
-// than n transfers; by default 1,600 (about a minute and a half on 2 cores): the 6,400 of 64
+// than n transfers; by default 1,600 (7.5 minutes on 2 cores shared with other work): the 6,400 of 64
 // channels at 100x take about 4.5 minutes per backend, most of it the synchronous side's 85,000
-// calls (BENCH_ASYNC_MAX=6400).
+// calls (BENCH_ASYNC_MAX=6400). BENCH_UNSCHEDULED=1 builds the submitters' containers on a client
+// without UpdateItem, so their channel pools are unscheduled (no channel calendar), as
+// BenchmarkChannelsLambda's environments are with it.
 func BenchmarkAsync(b *testing.B) {
 	limit := 1600
 	if s := os.Getenv("BENCH_ASYNC_MAX"); s != "" {
@@ -721,7 +811,7 @@ func BenchmarkMixed(b *testing.B) {
 	for range b.N {
 		alone = burstAsync(b, backend, channels, n, es)
 		checkBurst(b, "async alone", alone)
-		mixed, tf = burstAsyncWith(b, backend, channels, n, es, tr)
+		mixed, tf = burstAsyncWith(b, backend, channels, n, nil, es, tr)
 		checkBurst(b, "async with the trickle", mixed)
 	}
 	if tf.failures != 0 {

@@ -17,6 +17,13 @@
 //     with round trips in virtual time: throughput against the channel bound, the time to the
 //     last settlement and Lambda's billed milliseconds per transfer, side by side
 //     (BenchmarkAsync: `make bench-async`, README "Benchmarks"; TestAsyncBurst at 4 channels);
+//   - asyncrate_test.go: async transfers arriving at a steady rate (Poisson, 0.1, 1 and 10 a
+//     second) with Lambda's SQS batching modelled (BatchSize, the batching window, the 6 MB
+//     payload; poller.gather, pinned by TestEventSourceBatching) under a sweep of batching
+//     windows, beside the same arrivals sent synchronously: batch sizes, billed ms per invocation
+//     and per transfer, end-to-end percentiles over every transfer with the unfinished ones
+//     reported (BenchmarkAsyncRate: `make bench-async-rate`, README "Benchmarks"; TestAsyncSteady
+//     at 4 channels);
 //   - congestion_test.go: the local network with its classic lane scaled down, background traffic
 //     that keeps it surge priced and a fee spike; the service on RPC and on Horizon beside a
 //     submitter bidding fee stats p90 (re-sending after a refusal, as OpenZeppelin's relayer does)
