@@ -2,6 +2,7 @@ package stellar_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -75,5 +76,48 @@ func TestReplaceByFeeContractCallWhenTheSorobanLaneClearsBelowTwiceTheBaseFee(t 
 	}
 	if got := r.vaultBalance(r.wallet); got != 5*unit {
 		t.Errorf("vault balance %d, want the one deposit of %d", got, 5*unit)
+	}
+}
+
+// A quiet Soroban lane is not surge priced, although stellar-rpc's sorobanInclusionFee shows a
+// contract call's fee bump at twice the base fee (its inclusion fee over two slots): the
+// service's own calls fill the window, then one is held back 3 ledgers (delay_inclusion) in a
+// lane that never fills. The latest ledger's Soroban phase names the base fee, so nothing is
+// replaced: one outer hash on the item, no other fee bump sent, and it lands as it was.
+func TestNoReplacementByFeeOfAContractCallWhileTheSorobanLaneIsQuiet(t *testing.T) {
+	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{channels: 1, lanes: stellarsim.LaneLimits{SorobanTxs: sorobanLane}})
+	r.inner.FeePercentile = 90
+	r.ledger = r.ledgerWithCap(r.inner.MaxFeeStroops)
+	r.orch.Ledger = r.ledger
+	for i := range 3 {
+		if _, err := r.transfer(fmt.Sprintf("quiet-call-%d", i), transfer.Deposit, r.wallet, 1); err != nil {
+			t.Fatalf("transfer %d: %v", i, err)
+		}
+	}
+	if err := r.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDelayInclusion, Ledgers: 3}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(r.ours())
+	out, err := r.transfer("held-back-call", transfer.Deposit, r.wallet, 5)
+	if err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	rec := r.item("held-back-call")
+	a, ok := r.net.Transaction(out.TransactionHash)
+	if !ok || a.Status != "SUCCESS" {
+		t.Fatalf("applied %+v (%v)", a, ok)
+	}
+	if outers := rec.Envelope.Outers(); len(outers) != 1 || a.FeeBumpHash != outers[0] {
+		t.Fatalf("outer hashes %v, landed %s: want the first fee bump alone", outers, a.FeeBumpHash)
+	}
+	for _, e := range r.ours()[before:] {
+		if e.Hash != a.FeeBumpHash {
+			t.Errorf("sent %s (%s) besides the envelope that landed", e.Hash, e.Status)
+		}
+	}
+	for _, l := range r.net.CongestionReport(1 << 10).Ledgers {
+		if l.SorobanFull {
+			t.Fatalf("ledger %d's Soroban lane was surge priced: the test shows nothing", l.Sequence)
+		}
 	}
 }
