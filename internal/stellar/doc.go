@@ -40,7 +40,8 @@
 // means a recent ledger charged above the base fee per slot, read as each backend's fee stats
 // count a fee bump (horizonChain.surgeShown: any of the last 5 ledgers' classic clearing rate
 // above the base fee; rpcChain.surgeShown, surge.go: at up to twice its rate, the latest
-// ledger's transactions deciding where the window cannot tell).
+// ledger's classic transactions, or for the Soroban lane its transaction set's Soroban base fee,
+// deciding where the window cannot tell).
 //
 // Funds before sending (funds.go, feeguard.go): Prepare refuses, with nothing sent, what the
 // paying side cannot pay. The vault's trustline for a classic withdraw must exist, be authorized
