@@ -52,9 +52,16 @@ import (
 // FeeStatsTTL per process: 6 requests cold, then about 2 per read (one new ledger a read), shared
 // by every transfer the process prepares in that time, against 1 (GET /fee_stats) before.
 //
-// A Horizon that does not serve GET /ledgers/{seq}/transactions (not_found) is read as before,
-// from /fee_stats: that never bids below the classic market (its figures include it), at the
-// price above.
+// not_found for one ledger's transactions is no sign that Horizon lacks the route: every
+// supported release serves it, and answers not_found for a ledger its database does not hold yet
+// (stellar/stellar-horizon internal/db2/history/transaction.go, TransactionsQ.ForLedger reads the
+// ledger's row first; sql.ErrNoRows is problem.NotFound, internal/httpx/server.go). Behind a load
+// balancer (horizon.stellar.org) GET /ledgers can come from an instance a ledger ahead of the one
+// answering GET /ledgers/{seq}/transactions. Such a ledger is left out of that read (the window
+// is then the one the lagging instance's own /fee_stats would use) and asked again at the next.
+// Only when no ledger of the window can be read is Horizon taken for one that does not serve the
+// route, and read as before, from /fee_stats: that never bids below the classic market (its
+// figures include it), at the price above.
 
 // horizonFeeLedgers is how many of the latest ledgers the classic market is read from: Horizon's
 // own /fee_stats window (Q.FeeStats: the last 5 ledgers).
@@ -65,8 +72,9 @@ const horizonFeeLedgers = 5
 const horizonLedgerSample = 10
 
 // errNoLedgerTransactions is Horizon answering not_found to GET /ledgers/{seq}/transactions for
-// a ledger it just listed: it does not serve the resource.
-var errNoLedgerTransactions = errors.New("stellar: Horizon does not serve a ledger's transactions (not_found)")
+// a ledger it just listed: the answering instance has not ingested it yet, or (for every ledger
+// of the window) Horizon does not serve the resource.
+var errNoLedgerTransactions = errors.New("stellar: Horizon answered not_found for a ledger's transactions")
 
 // classicRates keeps the classic clearing rate, stroops per operation slot, of the ledgers read.
 type classicRates struct {
@@ -101,7 +109,8 @@ func (r *classicRates) keep(seq uint32, rate int64, oldest uint32) {
 // service calls contracts over Stellar RPC), so the Soroban lane holds the same figures.
 //
 // Errors: a plain error when the ledgers or a ledger's transactions cannot be read, or Horizon
-// lists no ledger; a Horizon without GET /ledgers/{seq}/transactions is read from /fee_stats
+// lists no ledger; a ledger whose transactions are not_found is left out, and when every one is,
+// Horizon is taken for one without GET /ledgers/{seq}/transactions and read from /fee_stats
 // instead (feeStatsAllTransactions).
 func (h horizonChain) feeStats(ctx context.Context) (marketFees, error) {
 	page, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.LedgersPage, error) {
@@ -123,13 +132,18 @@ func (h horizonChain) feeStats(ctx context.Context) (marketFees, error) {
 		if !ok {
 			if rate, err = h.classicClearingRate(ctx, rec); err != nil {
 				if errors.Is(err, errNoLedgerTransactions) {
-					return h.feeStatsAllTransactions(ctx)
+					// Not ingested by the instance that answered (see above): left out of
+					// this read, not kept, asked again at the next one.
+					continue
 				}
 				return marketFees{}, err
 			}
 			h.l.rates.keep(seq, rate, oldest)
 		}
 		rates = append(rates, rate)
+	}
+	if len(rates) == 0 {
+		return h.feeStatsAllTransactions(ctx)
 	}
 	d := nearestRank(rates)
 	return marketFees{d, d}, nil
