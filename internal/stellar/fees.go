@@ -2,6 +2,7 @@ package stellar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -293,27 +294,37 @@ func (c *common) marketFees(ctx context.Context, ch chain) (marketFees, error) {
 	fc := c.fees
 	now := c.clock.Now()
 	fc.mu.Lock()
-	if fc.hasRead && now.Sub(fc.readAt) < FeeStatsTTL {
-		defer fc.mu.Unlock()
-		return fc.market, nil
-	}
-	if r := fc.reading; r != nil {
-		fc.mu.Unlock()
-		err := ctx.Err()
-		select {
-		case <-r.done:
-			err = r.err
-		case <-ctx.Done():
-		}
-		fc.mu.Lock()
-		defer fc.mu.Unlock()
-		if fc.hasRead {
+	for {
+		if fc.hasRead && now.Sub(fc.readAt) < FeeStatsTTL {
+			defer fc.mu.Unlock()
 			return fc.market, nil
 		}
-		if err == nil {
-			err = ctx.Err()
+		r := fc.reading
+		if r == nil {
+			break
 		}
-		return marketFees{}, fmt.Errorf("stellar: reading fee stats: %w", err)
+		fc.mu.Unlock()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			fc.mu.Lock()
+			defer fc.mu.Unlock()
+			if fc.hasRead {
+				return fc.market, nil
+			}
+			return marketFees{}, fmt.Errorf("stellar: reading fee stats: %w", ctx.Err())
+		}
+		fc.mu.Lock()
+		if fc.hasRead {
+			defer fc.mu.Unlock()
+			return fc.market, nil
+		}
+		// The read failed with nothing read before. Its own envelope's end (a cancelled or
+		// expired context) says nothing of the network: this envelope reads for itself.
+		if !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
+			defer fc.mu.Unlock()
+			return marketFees{}, fmt.Errorf("stellar: reading fee stats: %w", r.err)
+		}
 	}
 	r := &feeRead{done: make(chan struct{})}
 	fc.reading = r

@@ -2,6 +2,7 @@ package stellar
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -78,5 +79,53 @@ func TestFeeStatsReadOncePerTTLForConcurrentEnvelopes(t *testing.T) {
 	}
 	if n := ch.reads.Load(); n != 1 {
 		t.Errorf("%d fee stats reads for %d envelopes within FeeStatsTTL, want 1", n, batch)
+	}
+}
+
+// cancelChain's first fee stats read blocks until its envelope's context ends; the later ones
+// answer.
+type cancelChain struct {
+	chain
+	reads atomic.Int32
+}
+
+func (h *cancelChain) feeStats(ctx context.Context) (marketFees, error) {
+	if h.reads.Add(1) == 1 {
+		<-ctx.Done()
+		return marketFees{}, ctx.Err()
+	}
+	d := newFeeDistribution(100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100)
+	return marketFees{d, d}, nil
+}
+
+// An envelope that waits for another's read of the fee stats is not failed by that envelope's
+// end: the reader's invocation is cancelled (its client gone, its deadline past), which says
+// nothing of the network, so the waiting envelope reads for itself and gets the market.
+func TestFeeStatsWaiterIsNotFailedByTheReadersCancellation(t *testing.T) {
+	c := &common{clock: vclock.New(time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)), fees: &feeCache{}}
+	ch := &cancelChain{}
+	readerCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var readerErr, waiterErr error
+	var got marketFees
+	wg.Go(func() { _, readerErr = c.marketFees(readerCtx, ch) })
+	for blockedIn("(*common).marketFees") < 1 {
+		runtime.Gosched()
+	}
+	wg.Go(func() { got, waiterErr = c.marketFees(context.Background(), ch) })
+	for blockedIn("(*common).marketFees") < 2 {
+		runtime.Gosched()
+	}
+	cancel()
+	wg.Wait()
+	if !errors.Is(readerErr, context.Canceled) {
+		t.Errorf("the cancelled reader: %v, want context.Canceled", readerErr)
+	}
+	if waiterErr != nil || got[laneClassic].at(90) != 100 {
+		t.Errorf("the waiting envelope: %v, %v; want the market read for itself", got, waiterErr)
+	}
+	if n := ch.reads.Load(); n != 2 {
+		t.Errorf("%d fee stats reads, want 2 (the cancelled one, then the waiter's own)", n)
 	}
 }
