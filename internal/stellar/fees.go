@@ -2,6 +2,7 @@ package stellar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -115,7 +116,16 @@ type feeCache struct {
 	market  marketFees
 	readAt  time.Time
 	hasRead bool
+	// reading is the read under way, nil when none: envelopes that want the market meanwhile
+	// wait for it rather than read again (marketFees).
+	reading *feeRead
 	hints   [laneCount]feeHint
+}
+
+// feeRead is one read of the fee stats under way: done closes when it has answered, err its error.
+type feeRead struct {
+	done chan struct{}
+	err  error
 }
 
 // feeBid is what an envelope's fee has to cover.
@@ -275,19 +285,55 @@ func ceilDiv(a, b int64) int64 {
 }
 
 // marketFees returns the cached fee stats, reading them again after FeeStatsTTL. When a read
-// fails it keeps using the last ones it has.
+// fails it keeps using the last ones it has. One read at a time: the envelopes a process prepares
+// at once (a submitter batch) that come while a read is under way wait for it and take its
+// answer, since a read costs several requests over Horizon (horizon_fees.go) and would answer
+// each of them the same. golang.org/x/sync/singleflight would do the same, but it is not a
+// dependency and this is a few lines under the mutex the cache already has.
 func (c *common) marketFees(ctx context.Context, ch chain) (marketFees, error) {
 	fc := c.fees
 	now := c.clock.Now()
 	fc.mu.Lock()
-	if fc.hasRead && now.Sub(fc.readAt) < FeeStatsTTL {
-		defer fc.mu.Unlock()
-		return fc.market, nil
+	for {
+		if fc.hasRead && now.Sub(fc.readAt) < FeeStatsTTL {
+			defer fc.mu.Unlock()
+			return fc.market, nil
+		}
+		r := fc.reading
+		if r == nil {
+			break
+		}
+		fc.mu.Unlock()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			fc.mu.Lock()
+			defer fc.mu.Unlock()
+			if fc.hasRead {
+				return fc.market, nil
+			}
+			return marketFees{}, fmt.Errorf("stellar: reading fee stats: %w", ctx.Err())
+		}
+		fc.mu.Lock()
+		if fc.hasRead {
+			defer fc.mu.Unlock()
+			return fc.market, nil
+		}
+		// The read failed with nothing read before. Its own envelope's end (a cancelled or
+		// expired context) says nothing of the network: this envelope reads for itself.
+		if !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, context.DeadlineExceeded) {
+			defer fc.mu.Unlock()
+			return marketFees{}, fmt.Errorf("stellar: reading fee stats: %w", r.err)
+		}
 	}
+	r := &feeRead{done: make(chan struct{})}
+	fc.reading = r
 	fc.mu.Unlock()
 	m, err := ch.feeStats(ctx)
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	fc.reading, r.err = nil, err
+	close(r.done)
 	if err != nil {
 		if fc.hasRead {
 			return fc.market, nil

@@ -52,9 +52,18 @@ import (
 // FeeStatsTTL per process: 6 requests cold, then about 2 per read (one new ledger a read), shared
 // by every transfer the process prepares in that time, against 1 (GET /fee_stats) before.
 //
-// A Horizon that does not serve GET /ledgers/{seq}/transactions (not_found) is read as before,
-// from /fee_stats: that never bids below the classic market (its figures include it), at the
-// price above.
+// not_found for one ledger's transactions is no sign that Horizon lacks the route: every
+// supported release serves it, and answers not_found for a ledger its database does not hold yet
+// (stellar/stellar-horizon internal/db2/history/transaction.go, TransactionsQ.ForLedger reads the
+// ledger's row first; sql.ErrNoRows is problem.NotFound, internal/httpx/server.go). Behind a load
+// balancer (horizon.stellar.org) GET /ledgers can come from an instance a ledger ahead of the one
+// answering GET /ledgers/{seq}/transactions. Such a ledger is left out of that read (the window
+// is then the one the lagging instance's own /fee_stats would use) and asked again at the next;
+// the window is read oldest first, the ledgers every instance holds. A Horizon that has never
+// answered a page of that resource to this process and answers not_found is taken for one that
+// does not serve it (an empty ledger, whose rate needs no request, proves nothing), and read as
+// before, from /fee_stats: that never bids below the classic market (its figures include it), at
+// the price above.
 
 // horizonFeeLedgers is how many of the latest ledgers the classic market is read from: Horizon's
 // own /fee_stats window (Q.FeeStats: the last 5 ledgers).
@@ -65,13 +74,29 @@ const horizonFeeLedgers = 5
 const horizonLedgerSample = 10
 
 // errNoLedgerTransactions is Horizon answering not_found to GET /ledgers/{seq}/transactions for
-// a ledger it just listed: it does not serve the resource.
-var errNoLedgerTransactions = errors.New("stellar: Horizon does not serve a ledger's transactions (not_found)")
+// a ledger it just listed: the answering instance has not ingested it yet, or (for every ledger
+// of the window) Horizon does not serve the resource.
+var errNoLedgerTransactions = errors.New("stellar: Horizon answered not_found for a ledger's transactions")
 
 // classicRates keeps the classic clearing rate, stroops per operation slot, of the ledgers read.
 type classicRates struct {
 	mu   sync.Mutex
 	rate map[uint32]int64
+	// served is whether Horizon has answered a page of GET /ledgers/{seq}/transactions: after
+	// that, not_found for a ledger is that ledger not ingested by the instance that answered.
+	served bool
+}
+
+func (r *classicRates) markServed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.served = true
+}
+
+func (r *classicRates) isServed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.served
 }
 
 func (r *classicRates) get(seq uint32) (int64, bool) {
@@ -101,8 +126,10 @@ func (r *classicRates) keep(seq uint32, rate int64, oldest uint32) {
 // service calls contracts over Stellar RPC), so the Soroban lane holds the same figures.
 //
 // Errors: a plain error when the ledgers or a ledger's transactions cannot be read, or Horizon
-// lists no ledger; a Horizon without GET /ledgers/{seq}/transactions is read from /fee_stats
-// instead (feeStatsAllTransactions).
+// lists no ledger; a ledger whose transactions are not_found is left out once Horizon has served
+// that resource, and before that (or when every ledger is left out) Horizon is taken for one
+// without GET /ledgers/{seq}/transactions and read from /fee_stats instead
+// (feeStatsAllTransactions).
 func (h horizonChain) feeStats(ctx context.Context) (marketFees, error) {
 	page, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.LedgersPage, error) {
 		return c.Ledgers(horizonclient.LedgerRequest{Order: horizonclient.OrderDesc, Limit: horizonFeeLedgers})
@@ -117,19 +144,31 @@ func (h horizonChain) feeStats(ctx context.Context) (marketFees, error) {
 	h.l.reserve.observe(int64(recs[0].BaseReserve), h.l.clock.Now())
 	oldest := uint32(max(recs[len(recs)-1].Sequence, 0))
 	rates := make([]int64, 0, len(recs))
-	for _, rec := range recs {
+	// Oldest first: the ledger a lagging instance is most likely to hold is asked first, so a
+	// cold read learns whether Horizon serves the resource from it.
+	for _, rec := range slices.Backward(recs) {
 		seq := uint32(max(rec.Sequence, 0))
 		rate, ok := h.l.rates.get(seq)
 		if !ok {
 			if rate, err = h.classicClearingRate(ctx, rec); err != nil {
-				if errors.Is(err, errNoLedgerTransactions) {
+				if !errors.Is(err, errNoLedgerTransactions) {
+					return marketFees{}, err
+				}
+				if !h.l.rates.isServed() {
+					// Never served: Horizon does not serve the resource. An empty ledger's
+					// rate, known without asking, proves nothing of it.
 					return h.feeStatsAllTransactions(ctx)
 				}
-				return marketFees{}, err
+				// Not ingested by the instance that answered (see above): left out of this
+				// read, not kept, asked again at the next one.
+				continue
 			}
 			h.l.rates.keep(seq, rate, oldest)
 		}
 		rates = append(rates, rate)
+	}
+	if len(rates) == 0 {
+		return h.feeStatsAllTransactions(ctx)
 	}
 	d := nearestRank(rates)
 	return marketFees{d, d}, nil
@@ -159,6 +198,7 @@ func (h horizonChain) classicClearingRate(ctx context.Context, rec hProtocol.Led
 	if err != nil {
 		return 0, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %w", rec.Sequence, err)
 	}
+	h.l.rates.markServed()
 	lowest := int64(-1)
 	for _, tx := range page.Embedded.Records {
 		shape, err := envelopeFee(tx.EnvelopeXdr)
