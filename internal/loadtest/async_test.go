@@ -473,6 +473,8 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 	tf.calls = tr.count
 	for w := range es.maxConcurrency {
 		deps := r.deps
+		// As Init.TransferService builds SubmitterFunction.
+		deps.ChannelWaitLedgers = wiring.SubmitterChannelWaitLedgers
 		if os.Getenv("BENCH_UNSCHEDULED") != "" {
 			// The submitters' pools as they were before the channel calendar (as in
 			// environments): a client without UpdateItem leaves wiring's pool unscheduled.

@@ -103,6 +103,15 @@ func TestChannelsBusyAfterOneLedger(t *testing.T) {
 	if waited := clock.Now().Sub(start); waited < 8*time.Second || waited > 10*time.Second {
 		t.Errorf("waited %v with Wait 10 s", waited)
 	}
+	// WaitLedgers (SubmitterFunction's wait) waits that many ledger intervals instead of one.
+	pool.cfg.Wait, pool.cfg.WaitLedgers = 0, 3
+	start = clock.Now()
+	if _, err := pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(time.Minute), maxTime: start.Add(time.Minute)}); !errors.As(err, &ue) {
+		t.Fatalf("acquire = %v", err)
+	}
+	if waited := clock.Now().Sub(start); waited < 11*time.Second || waited > 12*time.Second {
+		t.Errorf("waited %v with WaitLedgers 3 of 4 s, want about 12 s", waited)
+	}
 }
 
 // Without channels this process builds on the vault for one transfer at a time: a second

@@ -61,6 +61,9 @@ type ChannelPoolConfig struct {
 	// than hold the invocation. It never waits past 10 s (two ledgers) before the envelope's
 	// maxTime.
 	Wait time.Duration
+	// WaitLedgers, when Wait is 0, is how many ledger intervals Prepare waits for a free channel;
+	// 0 means 1. SubmitterFunction waits longer than the API (wiring.SubmitterChannelWaitLedgers).
+	WaitLedgers int
 	// TriesPerRound is how many free-looking channels one round tries before it backs off;
 	// 0 means 3. With Tickets, it bounds the lease writes of one call.
 	TriesPerRound int
@@ -306,7 +309,7 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	interval := ledgerInterval(p.cfg.LedgerInterval)
 	wait := p.cfg.Wait
 	if wait <= 0 {
-		wait = interval
+		wait = interval * time.Duration(max(p.cfg.WaitLedgers, 1))
 	}
 	start := clock.Now()
 	waitUntil := start.Add(wait)

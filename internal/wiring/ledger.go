@@ -43,7 +43,7 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 		leases := dynamo.NewChannelLeases(d.Dynamo, d.Config.Table)
 		cfg := stellar.ChannelPoolConfig{
 			Leases: leases, Count: d.Config.ChannelCount, Clock: clock,
-			LedgerInterval: ledgerInterval,
+			LedgerInterval: ledgerInterval, WaitLedgers: d.ChannelWaitLedgers,
 		}
 		// Leases are scheduled on the channel calendar (internal/stellar/channelsched.go) when
 		// the client can make its UpdateItem; without it, unscheduled.

@@ -23,7 +23,8 @@ import (
 // a network that cannot be read leaves the check pending (logged at ERROR). Only public keys
 // are logged. With sends, the async queue (QUEUE_URL; none when empty: Prefer: respond-async is
 // then ignored) is wired for the API's 202s; with QUEUE_URL set, Service.Redelivery is the SQS
-// client on it, for the submitter's backoff. The Stellar backend's network and release are checked
+// client on it, for the submitter's backoff. Without sends (SubmitterFunction) a transfer waits
+// SubmitterChannelWaitLedgers for a channel. The Stellar backend's network and release are checked
 // (Init.CheckBackend). Any failure ends the init (Init.Check).
 func (in *Init) TransferService(sends bool) *Service {
 	cfg, err := config.Load(os.Getenv)
@@ -47,6 +48,10 @@ func (in *Init) TransferService(sends bool) *Service {
 	}
 	if sends && cfg.QueueURL != "" {
 		deps.Queue = queue.SQS{Client: clients.SQS, URL: cfg.QueueURL}
+	}
+	if !sends {
+		// SubmitterFunction: a busy answer requeues, so it waits longer for a channel.
+		deps.ChannelWaitLedgers = SubmitterChannelWaitLedgers
 	}
 	var check *SignerCheck
 	if cfg.Signer == config.SignerKMS {

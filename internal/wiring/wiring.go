@@ -46,7 +46,21 @@ type Deps struct {
 	// Queue carries async transfers (queue.SQS on QUEUE_URL); nil: the API ignores Prefer:
 	// respond-async and runs every transfer synchronously.
 	Queue transfer.Queue
+	// ChannelWaitLedgers is how many ledger intervals a transfer waits for a channel before it is
+	// answered CHANNELS_BUSY (stellar.ChannelPoolConfig.WaitLedgers); 0 means 1, the API's.
+	ChannelWaitLedgers int
 }
+
+// SubmitterChannelWaitLedgers is how many ledger intervals SubmitterFunction's transfers wait for a
+// channel, where the API's wait one. The API answers fast because a client holds the connection
+// and API Gateway cuts it at 30 s. A submitter's CHANNELS_BUSY instead requeues its message:
+// another environment, which holds none of the calendar slots this one booked, takes it up later
+// and books again further ahead, so under a burst the busy answers cascade into requeues and
+// dead-lettered messages while the slots booked for them pass unused. A batch of BatchSize
+// transfers booked at once spans up to BatchSize slots, each aligned to its channel's ledger, so
+// up to two intervals ahead; three leave a ledger's margin. The wait stays inside the transfer's
+// budget and its envelope's maxTime (ChannelPool.acquire). Measured in README.md, "Benchmarks".
+const SubmitterChannelWaitLedgers = 3
 
 // Service is the assembled API service.
 type Service struct {
