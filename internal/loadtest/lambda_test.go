@@ -157,7 +157,7 @@ func (r *rig) environments(tb testing.TB, n int, rtt envRTT) []*wiring.Service {
 	tb.Helper()
 	j := newJitterSource(r.clock, rtt)
 	deps := r.deps
-	deps.Dynamo = jitterDynamo{j: j, base: rtt.dynamo, inner: r.db}
+	deps.Dynamo = jitterDynamo{j: j, base: rtt.dynamo, inner: tallyDynamo{inner: r.db}}
 	if os.Getenv("BENCH_UNSCHEDULED") != "" {
 		// The pool as it was before the channel calendar: a client without UpdateItem leaves
 		// wiring's pool unscheduled (channels tried in random order).
@@ -184,6 +184,8 @@ type envResult struct {
 	// firstRequests are the DynamoDB requests of the run's first ledger (every cold environment
 	// meeting an empty pool), per call made in it.
 	leaseWrites int64 // conditional lease writes: won + failed
+	// breakdown classes the run's DynamoDB requests by the answer of the call that made them.
+	breakdown *breakdown
 }
 
 // failedPerLease is failed lease writes (conditional lease writes another holder won) per lease.
@@ -192,9 +194,10 @@ func (r envResult) failedPerLease() float64 {
 }
 
 // postTo sends one POST /transfers through h (in process, as API Gateway hands it to the Lambda).
-func postTo(h http.Handler, key, wallet string, stroops int64) answer {
+// ctx carries the call's tally of DynamoDB requests (breakdown_test.go).
+func postTo(ctx context.Context, h http.Handler, key, wallet string, stroops int64) answer {
 	body := fmt.Sprintf(`{"operationType":"withdraw","walletAddress":%q,"amount":"%d.%07d","asset":"USDC"}`, wallet, stroops/1e7, stroops%1e7)
-	req := httptest.NewRequest(http.MethodPost, "/transfers", strings.NewReader(body))
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/transfers", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
 	rec := httptest.NewRecorder()
@@ -239,6 +242,7 @@ func (r *rig) runEnvs(tb testing.TB, envs []*wiring.Service, window time.Duratio
 		used     = make([]bool, len(envs))
 	)
 	res.envs = len(envs)
+	res.breakdown = &breakdown{}
 	fail := func(format string, args ...any) {
 		if reported.CompareAndSwap(false, true) {
 			tb.Logf("first failure: "+format, args...)
@@ -262,8 +266,17 @@ func (r *rig) runEnvs(tb testing.TB, envs []*wiring.Service, window time.Duratio
 				mu.Unlock()
 				for try := 0; ; try++ {
 					c0 := r.clock.Now()
-					a := postTo(h, key, r.wallets[c%len(r.wallets)], stroops)
+					t := &callTally{}
+					a := postTo(context.WithValue(context.Background(), tallyKey{}, t), h, key, r.wallets[c%len(r.wallets)], stroops)
 					c1 := r.clock.Now()
+					switch {
+					case a.status == http.StatusOK:
+						res.breakdown.addCall("200", t)
+					case a.status == http.StatusServiceUnavailable && a.code == transfer.CodeChannelsBusy:
+						res.breakdown.addCall("503 busy", t)
+					default:
+						res.breakdown.addCall(fmt.Sprintf("%d %s", a.status, a.code), t)
+					}
 					mu.Lock()
 					res.calls++
 					res.longestCall = max(res.longestCall, c1.Sub(c0))
@@ -360,6 +373,10 @@ func reportEnvs(b *testing.B, res envResult, limit float64) {
 	b.ReportMetric(float64(res.unpaid), "unpaid")
 	b.ReportMetric(float64(res.firstSendRefusals), "refused-sends")
 	b.ReportMetric(res.wall.Seconds(), "wall-s")
+	b.ReportMetric(res.percentile(0.9).Seconds(), "p90-s")
+	if os.Getenv("BENCH_BREAKDOWN") != "" {
+		b.Logf("DynamoDB requests by the answer of the call that made them:%s", res.breakdown)
+	}
 }
 
 // BenchmarkChannelsLambda is BenchmarkChannels as Lambda runs the service: one execution
@@ -424,4 +441,5 @@ func TestChannelsLambdaSmall(t *testing.T) {
 	t.Logf("%d transfers, bound share %.2f, %.1f DynamoDB requests per transfer, %.3f failed lease writes per lease, %d of %d calls 503, pool %+v, wall %v",
 		res.transfers, res.perSecond()/(4.0/5), float64(res.ddbRequests)/float64(max(res.completed, 1)), res.failedPerLease(), res.busy, res.calls, res.stats, res.wall)
 	t.Logf("DynamoDB requests by operation: %v", r.db.Counts())
+	t.Logf("DynamoDB requests by the answer of the call that made them:%s", res.breakdown)
 }
