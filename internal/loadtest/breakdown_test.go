@@ -69,7 +69,8 @@ func (b *breakdown) addCall(answer string, t *callTally) {
 	}
 }
 
-// String is the table: per answer, its calls and each class's requests per call.
+// String is the table: a line per answer, its calls and each class's requests per call (one line
+// each, so that a benchmark's log, cut at 10 lines, keeps it whole).
 func (b *breakdown) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -80,10 +81,10 @@ func (b *breakdown) String() string {
 		for _, v := range b.by[answer] {
 			total += v
 		}
-		fmt.Fprintf(&s, "\n  %s: %d calls, %.3f requests per call", answer, n, float64(total)/float64(max(n, 1)))
+		fmt.Fprintf(&s, "\n  %s: %d calls, %.3f requests per call:", answer, n, float64(total)/float64(max(n, 1)))
 		for _, class := range slices.Sorted(maps.Keys(b.by[answer])) {
 			v := b.by[answer][class]
-			fmt.Fprintf(&s, "\n    %-40s %8d  %.3f per call", class, v, float64(v)/float64(max(n, 1)))
+			fmt.Fprintf(&s, " [%s] %d (%.3f)", class, v, float64(v)/float64(max(n, 1)))
 		}
 	}
 	return s.String()
