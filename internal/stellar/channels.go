@@ -71,6 +71,14 @@ type ChannelPoolConfig struct {
 	// acquireScheduled): internal/dynamo's ChannelLeases. Nil, or a calendar that fails, leases
 	// unscheduled (channels tried in random order).
 	Tickets TicketStore
+	// LatestClose, when set, returns the close time of the latest ledger this process has seen
+	// (the process-wide transfer.Cadence's), reading it from the network when it has seen none;
+	// zero when unknown. Admit aligns the slot it books with the later of it and the close read
+	// by the pool's last acquire, and decides nothing without one.
+	LatestClose func(ctx context.Context) time.Time
+	// Keys, when set, are the keys Admit reads the channels from before this process's first
+	// acquire (afterwards it uses that acquire's); the Ledger's key source.
+	Keys KeySource
 }
 
 // TicketStore books slots of the channel calendar shared by every process of a deployment
@@ -147,6 +155,11 @@ type ChannelPool struct {
 	// seen is what this process knows of the calendar beyond its slots: where a run of bookings
 	// began and which channels' last slots were its own, released (see slotTime).
 	seen calendarSeen
+	// lastChans are the channels of this process's last acquire and lastClose the latest ledger
+	// close time an acquire was given: what Admit books with, before the call has loaded its keys
+	// or read the network.
+	lastChans []*keypair.Full
+	lastClose time.Time
 
 	leases, collisions, waits, releases, busy, tickets, reused atomic.Int64
 }
@@ -307,15 +320,13 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	}
 	clock := p.cfg.Clock
 	interval := ledgerInterval(p.cfg.LedgerInterval)
-	wait := p.cfg.Wait
-	if wait <= 0 {
-		wait = interval * time.Duration(max(p.cfg.WaitLedgers, 1))
+	waitUntil := p.waitUntil(clock.Now(), interval, terms.maxTime)
+	p.mu.Lock()
+	p.lastChans = chans
+	if terms.ledgerClose.After(p.lastClose) {
+		p.lastClose = terms.ledgerClose
 	}
-	start := clock.Now()
-	waitUntil := start.Add(wait)
-	if last := terms.maxTime.Add(-minValidity); last.Before(waitUntil) {
-		waitUntil = last
-	}
+	p.mu.Unlock()
 	if p.cfg.Tickets != nil {
 		if lease, done, err := p.acquireScheduled(ctx, chans, terms, interval, waitUntil, func(ch *keypair.Full) sourceLease {
 			return sourceLease{account: ch.Address(), opSource: vault, signers: []Signer{SeedSigner{KP: ch}, vaultKey}, feeSource: feeKey}
@@ -395,6 +406,21 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			backoff = firstRound
 		}
 	}
+}
+
+// waitUntil is when a call starting at start, for an envelope valid until maxTime, stops waiting
+// for a channel: Wait after start (by default WaitLedgers intervals, one when 0), and never later
+// than minValidity before maxTime.
+func (p *ChannelPool) waitUntil(start time.Time, interval time.Duration, maxTime time.Time) time.Time {
+	wait := p.cfg.Wait
+	if wait <= 0 {
+		wait = interval * time.Duration(max(p.cfg.WaitLedgers, 1))
+	}
+	until := start.Add(wait)
+	if last := maxTime.Add(-minValidity); last.Before(until) {
+		until = last
+	}
+	return until
 }
 
 // nap sleeps d on the pool's clock, in steps of firstRound, and ends early once this process

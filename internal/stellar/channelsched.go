@@ -55,6 +55,19 @@ import (
 type reservation struct {
 	n  int64
 	at time.Time
+	// admitted marks a slot Admit gave the call it admitted (counted in PoolStats.Reused there
+	// when an earlier call had kept it), for that call's acquire.
+	admitted bool
+}
+
+// calendarTerms are the calendar's terms at interval with count channels: the spacing between
+// slots; the grace after which a kept slot left unused is dropped (by then the channel's next
+// slot, an interval later, is near, and leasing it late would meet that slot's caller); and the
+// horizon beyond which the calendar is stale, in default ledgers at the least, so that processes
+// whose estimates differ (one just started at the default, one that has seen 1 s ledgers) agree
+// on it and do not restart each other's queue.
+func calendarTerms(interval time.Duration, count int) (spacing, grace, horizon time.Duration) {
+	return interval / time.Duration(count), interval / 2, calendarHorizon * max(interval, DefaultLedgerInterval)
 }
 
 // ticketChannel is the index of ticket n's channel among count channels.
@@ -71,21 +84,16 @@ func ticketChannel(n int64, count int) int { return int(uint64(n) % uint64(count
 func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Full, terms leaseTerms, interval time.Duration, waitUntil time.Time,
 	build func(*keypair.Full) sourceLease) (sourceLease, bool, error) {
 	clock := p.cfg.Clock
-	spacing := interval / time.Duration(len(chans))
-	// A slot left unused this long after its time is dropped: by then the channel's next slot,
-	// an interval later, is near, and leasing it late would meet that slot's caller.
-	grace := interval / 2
-	// In default ledgers at the least, so that processes whose estimates differ (one just started
-	// at the default, one that has seen 1 s ledgers) agree on it and do not restart each other's
-	// queue.
-	horizon := calendarHorizon * max(interval, DefaultLedgerInterval)
+	spacing, grace, horizon := calendarTerms(interval, len(chans))
 	taken := map[string]bool{}
 	writes := 0
 	for {
 		now := clock.Now()
 		r, ok := p.reserved(now, grace)
 		if ok {
-			p.reused.Add(1)
+			if !r.admitted {
+				p.reused.Add(1)
+			}
 		} else {
 			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
 			if err != nil {
@@ -160,6 +168,81 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		p.mu.Unlock()
 		p.collisions.Add(1)
 	}
+}
+
+// Admit decides, before a call claims its idempotency key, whether the calendar gives the call a
+// channel within its wait (for an envelope valid until maxTime: acquire's wait, by default one
+// ledger): it takes this process's earliest kept slot, or books one with TakeTicket (one
+// UpdateItem), and times it as acquireScheduled would. A slot beyond the wait is kept for the
+// process's next call and Admit answers *transfer.UnavailableError CHANNELS_BUSY with that slot's
+// Retry-After: the answer acquire would give after the claim, so the caller can answer it with
+// no claim written and none released (transfer.Admission). A slot within the wait is kept too,
+// marked admitted, and the call's acquire leases it: the booking moves before the claim, it is
+// not made twice.
+//
+// The slot is timed with the latest ledger close this process knows (LatestClose, or its last
+// acquire's), not one read for the call: on a regular clock the alignment is the same, since a
+// channel's slots come whole intervals apart; on an irregular one a stale close can misplace a
+// slot by a fraction of a ledger, which costs a failed lease write at worst (the lease's condition
+// still decides who holds the channel). The channels are the last acquire's, or, before any, those
+// of the keys (ChannelPoolConfig.Keys).
+//
+// Admit answers nil, deciding nothing, when the pool has no calendar, when it knows no channels
+// or no ledger close, and when the booking fails or lands beyond the calendar's horizon (the call's acquire then
+// books again and, failing, leases unscheduled).
+func (p *ChannelPool) Admit(ctx context.Context, maxTime time.Time) error {
+	if p.cfg.Tickets == nil {
+		return nil
+	}
+	p.mu.Lock()
+	chans, lastClose := p.lastChans, p.lastClose
+	p.mu.Unlock()
+	if len(chans) == 0 && p.cfg.Keys != nil {
+		if k, err := p.cfg.Keys.Keys(ctx); err == nil {
+			chans, _ = p.Channels(k)
+		}
+	}
+	if len(chans) == 0 {
+		return nil
+	}
+	if p.cfg.LatestClose != nil {
+		if c := p.cfg.LatestClose(ctx); c.After(lastClose) {
+			lastClose = c
+		}
+	}
+	if lastClose.IsZero() {
+		return nil
+	}
+	interval := ledgerInterval(p.cfg.LedgerInterval)
+	now := p.cfg.Clock.Now()
+	waitUntil := p.waitUntil(now, interval, maxTime)
+	spacing, grace, horizon := calendarTerms(interval, len(chans))
+	r, ok := p.reserved(now, grace)
+	if ok {
+		p.reused.Add(1)
+	} else {
+		n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
+		if err != nil {
+			return nil
+		}
+		p.tickets.Add(1)
+		if at.Sub(now) > horizon+interval {
+			return nil
+		}
+		r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), lastClose, interval)}
+	}
+	if r.at.After(waitUntil) {
+		p.keep(r)
+		p.busy.Add(1)
+		p.waits.Add(1)
+		return &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: slotRetryAfter(r.at.Sub(now)),
+			Detail: "every channel account is busy; nothing was submitted"}
+	}
+	r.admitted = true
+	p.mu.Lock()
+	p.reservations = append(p.reservations, r)
+	p.mu.Unlock()
+	return nil
 }
 
 // calendarHorizon is how many ledger intervals (of 5 s at the least) ahead of now the calendar
@@ -306,6 +389,7 @@ func (p *ChannelPool) reserved(now time.Time, grace time.Duration) (reservation,
 func (p *ChannelPool) keep(r reservation) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	r.admitted = false
 	p.reservations = append(p.reservations, r)
 }
 

@@ -64,6 +64,9 @@ type Orchestrator struct {
 	Cadence *Cadence
 	// WalletHistory lists a wallet's items for History; nil answers History with an error (500).
 	WalletHistory HistoryStore
+	// Admission, when set, is asked before the claim whether a transaction source will be free
+	// in time (admit); nil: every call claims first and Prepare decides.
+	Admission Admission
 }
 
 // Pauses between passes of the claim loop after an envelope was proven dead: short first, then
@@ -129,6 +132,10 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 		return Outcome{}, circuitOpen(left)
 	}
 	fingerprint := in.Request.Fingerprint()
+	pre, busy := o.admit(ctx, a)
+	if busy != nil {
+		return Outcome{}, busy
+	}
 	backoff := firstPoll
 	var lastRefusal error // why the last envelope of this call was proven dead
 	// Each pass claims the key or acts on the item holding it. A pass ends the call, or frees the
@@ -145,9 +152,21 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			ClientKey: in.ClientKey, TraceID: in.TraceID, LeaseOwner: a.owner, LeaseExpiresAt: a.lease,
 			Version: 1, CreatedAt: now, UpdatedAt: now,
 		}
-		cctx, end := o.observer().StartStep(ctx, TraceClaim)
-		held, won, err := o.Store.Claim(cctx, rec, now)
-		end(err)
+		var (
+			held Record
+			won  bool
+			err  error
+		)
+		if pre != nil {
+			// The admission found no source free in time and the key held this item: it is
+			// answered as a claim that lost to it would be (replay, rejection, in doubt, wait
+			// for its holder, take-over, conflict), with no claim written.
+			held, pre = *pre, nil
+		} else {
+			cctx, end := o.observer().StartStep(ctx, TraceClaim)
+			held, won, err = o.Store.Claim(cctx, rec, now)
+			end(err)
+		}
 		if err != nil {
 			var found claimReadBack
 			switch held, won, found = o.readBackClaim(ctx, rec, now); found {
@@ -213,6 +232,32 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			return out, err
 		}
 	}
+}
+
+// admit asks o.Admission, before the first claim, whether Prepare would find a transaction source
+// within its wait. When it would not, the key is read (one consistent GetItem) instead of claimed
+// and released: a free key (no item, or only an expired one, which a claim would replace) is
+// answered busy, the Admission's CHANNELS_BUSY with its Retry-After, nothing written; an item on
+// the key is returned as pre, which the first pass answers as a lost claim would be, so a replay
+// is answered from its item whether or not channels are free. A read that fails decides nothing:
+// the call claims as it would without the admission, and Prepare answers busy after the claim.
+// Without an Admission, or when it finds a source or cannot tell, both are nil.
+func (o *Orchestrator) admit(ctx context.Context, a *attempt) (pre *Record, busy error) {
+	if o.Admission == nil {
+		return nil, nil
+	}
+	err := o.Admission.Admit(a.net, o.maxTime(a))
+	if !sourceBusy(err) {
+		return nil, nil
+	}
+	cur, gerr := o.Store.Get(ctx, a.key)
+	switch {
+	case errors.Is(gerr, ErrNotFound) || gerr == nil && cur.Expired(o.Clock.Now()):
+		return nil, err
+	case gerr == nil:
+		return &cur, nil
+	}
+	return nil, nil
 }
 
 // claimReadBack is what a claim whose conditional write failed learns by reading its key back.

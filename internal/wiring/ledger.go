@@ -3,6 +3,7 @@ package wiring
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
@@ -38,12 +39,27 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 	// (transfer.Cadence; 5 s until it has seen two ledgers).
 	ledgerInterval := cadence.Interval
 	var pool *stellar.ChannelPool
+	// The ledger built below: the pool's admission reads the latest ledger through it when the
+	// process has seen none (a new environment's first call).
+	var latest transfer.LatestReader
 	if d.Config.ChannelCount > 0 {
 		var err error
 		leases := dynamo.NewChannelLeases(d.Dynamo, d.Config.Table)
 		cfg := stellar.ChannelPoolConfig{
 			Leases: leases, Count: d.Config.ChannelCount, Clock: clock,
 			LedgerInterval: ledgerInterval, WaitLedgers: d.ChannelWaitLedgers,
+			LatestClose: func(ctx context.Context) time.Time {
+				if c := cadence.Latest().CloseTime; !c.IsZero() || latest == nil {
+					return c
+				}
+				l, err := latest.LatestLedger(ctx)
+				if err != nil {
+					return time.Time{}
+				}
+				cadence.Observe(l, clock.Now())
+				return l.CloseTime
+			},
+			Keys: d.Keys,
 		}
 		// Leases are scheduled on the channel calendar (internal/stellar/channelsched.go) when
 		// the client can make its UpdateItem; without it, unscheduled.
@@ -66,6 +82,7 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 		if err != nil {
 			return nil, nil, err
 		}
+		latest = l
 		sl, err := withVaultContract(d.Config.VaultContract, l)
 		return sl, pool, err
 	case "horizon":
@@ -75,6 +92,9 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
 			LedgerInterval: ledgerInterval,
 		})
+		if err == nil {
+			latest = l
+		}
 		return l, pool, err
 	default:
 		return nil, nil, fmt.Errorf("STELLAR_BACKEND must be rpc or horizon, not %q", d.Config.Backend)

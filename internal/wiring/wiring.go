@@ -109,6 +109,11 @@ func Build(d Deps) (*Service, error) {
 		WalletHistory: store,
 		Queue:         d.Queue,
 	}
+	if pool != nil {
+		// A call the channel calendar has no slot for within the wait is answered CHANNELS_BUSY
+		// before its claim: a read of its key instead of a claim and its release.
+		orch.Admission = pool
+	}
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {
 		return transfer.Rules{Assets: codes, MaxKeyLength: config.Settings(getenv).MaxKeyLength, Addresses: stellar.Addresses{}}

@@ -1,0 +1,153 @@
+package stellar
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
+)
+
+// admitPool is scheduledPool with the keys and a latest ledger close (lastClose; zero: none
+// known) for Admit.
+func admitPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, lastClose time.Time) (Keys, []*keypair.Full, *ChannelPool) {
+	t.Helper()
+	keys := testKeys(t)
+	keys.Channels = nil
+	chans, err := ChannelKeys(keys, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Tickets: tickets, Count: count, Clock: clock,
+		LedgerInterval: func() time.Duration { return 5 * time.Second }, Keys: StaticKeys{K: keys},
+		LatestClose: func(context.Context) time.Time { return lastClose }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, chans, pool
+}
+
+func wantBusy(t *testing.T, err error, retryAfter time.Duration) {
+	t.Helper()
+	var ue *transfer.UnavailableError
+	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy || ue.RetryAfter != retryAfter {
+		t.Fatalf("%v, want CHANNELS_BUSY with Retry-After %v", err, retryAfter)
+	}
+}
+
+// A slot beyond the wait is answered CHANNELS_BUSY by Admit, before any claim: no lease written,
+// no time waited, Retry-After the time to the slot. The process keeps the slot: a later call's
+// admission asks the calendar nothing, and the call at the slot's time is admitted and leases the
+// slot's channel with the one booking made.
+func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	leases := &memLeases{}
+	tickets := &memTickets{next: 6, nextAt: start.Add(20 * time.Second)}
+	// Ledgers close 3 s before start, every 5 s: the release points (0.6 into a ledger) fall on
+	// start + 5k s, so the slot at start + 20 s stays there.
+	keys, chans, pool := admitPool(t, clock, leases, tickets, 4, start.Add(-3*time.Second))
+	ctx := context.Background()
+	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
+	wantBusy(t, pool.Admit(ctx, maxTime()), 20*time.Second)
+	_ = clock.Sleep(ctx, 5*time.Second)
+	wantBusy(t, pool.Admit(ctx, maxTime()), 15*time.Second)
+	if len(leases.granted) != 0 || clock.Now().Sub(start) != 5*time.Second {
+		t.Fatalf("busy admissions wrote leases %v or waited", leases.granted)
+	}
+	_ = clock.Sleep(ctx, 15*time.Second)
+	if err := pool.Admit(ctx, maxTime()); err != nil {
+		t.Fatalf("at the slot's time: %v", err)
+	}
+	now := clock.Now()
+	lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-3 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := chans[6%4].Address(); lease.account != want {
+		t.Errorf("leased %s, want ticket 6's channel %s", lease.account, want)
+	}
+	if n := tickets.booked(); n != 1 {
+		t.Errorf("%d bookings for three calls, want 1", n)
+	}
+	if st := pool.Stats(); st.Tickets != 1 || st.Busy != 2 || st.Leases != 1 || st.Reused != 2 || st.Collisions != 0 {
+		t.Errorf("stats %+v, want 1 ticket, 2 busy, 1 lease, 2 reused, no collision", st)
+	}
+}
+
+// Admit answers what the acquire after a claim would have: two processes on calendars in the
+// same state, one asked by Admit, the other by acquire, give the same Retry-After.
+func TestAdmitAnswersWhatTheAcquireWould(t *testing.T) {
+	for _, ahead := range []time.Duration{7 * time.Second, 12*time.Second + 300*time.Millisecond, 31 * time.Second} {
+		clock := vclock.New(time.Unix(1_800_000_000, 0))
+		start := clock.Now()
+		lastClose := start.Add(-1200 * time.Millisecond)
+		_, _, admitting := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
+		keys, _, acquiring := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
+		maxTime := start.Add(60 * time.Second)
+		err := admitting.Admit(context.Background(), maxTime)
+		_, want := acquiring.acquire(context.Background(), keys, leaseTerms{until: maxTime, maxTime: maxTime, ledgerClose: lastClose})
+		var a, b *transfer.UnavailableError
+		if !errors.As(err, &a) || !errors.As(want, &b) || a.Code != b.Code || a.RetryAfter != b.RetryAfter {
+			t.Errorf("calendar %v ahead: Admit %v, acquire %v", ahead, err, want)
+		}
+		if clock.Now() != start {
+			t.Errorf("calendar %v ahead: the answers took %v", ahead, clock.Now().Sub(start))
+		}
+	}
+}
+
+// A slot within the wait is admitted, and the call's acquire leases it: one booking per call,
+// not one by the admission and another by the acquire.
+func TestAdmitWithinTheWaitBooksOnceForTheCall(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	tickets := &memTickets{}
+	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-time.Second))
+	ctx := context.Background()
+	now := clock.Now()
+	if err := pool.Admit(ctx, now.Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.account != chans[0].Address() || tickets.booked() != 1 {
+		t.Errorf("leased %s after %d bookings, want ticket 0's channel %s after 1", lease.account, tickets.booked(), chans[0].Address())
+	}
+	if st := pool.Stats(); st.Tickets != 1 || st.Reused != 0 || st.Busy != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// Admit decides nothing where it cannot: with no ledger close known (a new process whose read of
+// the latest ledger failed), or with a calendar that fails. The acquire after the claim decides.
+func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	ctx := context.Background()
+	tickets := &memTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
+	_, _, pool := admitPool(t, clock, &memLeases{}, tickets, 4, time.Time{})
+	if err := pool.Admit(ctx, clock.Now().Add(30*time.Second)); err != nil || tickets.booked() != 0 {
+		t.Fatalf("no ledger close known: %v after %d bookings, want nil after none", err, tickets.booked())
+	}
+	failing := &memTickets{fail: errors.New("ThrottlingException")}
+	keys, _, pool := admitPool(t, clock, &memLeases{}, failing, 4, clock.Now().Add(-time.Second))
+	if err := pool.Admit(ctx, clock.Now().Add(30*time.Second)); err != nil {
+		t.Fatalf("a failing calendar: %v, want nil", err)
+	}
+	now := clock.Now()
+	if _, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-time.Second)}); err != nil {
+		t.Fatalf("the acquire after a failed admission booking: %v, want an unscheduled lease", err)
+	}
+	noCalendar, err := NewChannelPool(ChannelPoolConfig{Leases: &memLeases{}, Count: 4, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := noCalendar.Admit(ctx, clock.Now().Add(30*time.Second)); err != nil {
+		t.Fatalf("no calendar: %v, want nil", err)
+	}
+}
