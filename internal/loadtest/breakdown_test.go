@@ -69,6 +69,14 @@ func (b *breakdown) addCall(answer string, t *callTally) {
 	}
 }
 
+// count is the calls answered answer and the claims they wrote (conditional PutItems of a
+// transfer item, won).
+func (b *breakdown) count(answer string) (calls, claims int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls[answer], b.by[answer]["PutItem transfer cond ok"]
+}
+
 // String is the table: a line per answer, its calls and each class's requests per call (one line
 // each, so that a benchmark's log, cut at 10 lines, keeps it whole).
 func (b *breakdown) String() string {

@@ -170,6 +170,11 @@ func (r *rig) environments(tb testing.TB, n int, rtt envRTT) []*wiring.Service {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		if os.Getenv("BENCH_CLAIM_FIRST") != "" {
+			// Every call claims its key before it asks for a channel, as before the admission:
+			// a busy answer then costs the claim and its release.
+			svc.Orchestrator.Admission = nil
+		}
 		envs[i] = svc
 	}
 	return envs
@@ -385,8 +390,12 @@ func reportEnvs(b *testing.B, res envResult, limit float64) {
 // Stellar RPC at 4, 16 and 64 channels, four callers per channel, ledgers every 5 s of virtual
 // time, a window of 12 ledgers. Goals (README "Benchmarks", channel assignment): bound-share at
 // least 0.95, ddb-req/transfer at most 8, failed-lease-writes/lease at most 0.05, paid-twice 0.
+// BENCH_BREAKDOWN=1 logs the requests by operation, item, condition and outcome, for the calls
+// answered 200 and 503 (breakdown_test.go).
 // BENCH_LAMBDA_CHANNELS (comma-separated) picks the channel counts; BENCH_UNSCHEDULED=1 runs the
-// pool without the channel calendar (channels tried in random order, as before it).
+// pool without the channel calendar (channels tried in random order, as before it);
+// BENCH_CLAIM_FIRST=1 without the admission (every call claims its key first, so a busy answer
+// costs the claim and its release instead of a read).
 func BenchmarkChannelsLambda(b *testing.B) {
 	benchLambda(b, 4)
 }
@@ -425,21 +434,26 @@ func benchLambda(b *testing.B, perChannel int) {
 // TestChannelsLambdaSmall is BenchmarkChannelsLambda at 4 channels and 16 environments over 8
 // ledgers: every call ends within its budget, every 503 has a Retry-After, every transfer is paid
 // exactly once, at most 0.05 failed lease writes per lease, at least 0.95 of the channel bound and
-// at most 8.5 DynamoDB requests per transfer (8.0 measured; the benchmark's goal is 8). Without
-// the channel calendar (BENCH_UNSCHEDULED=1) it fails: about 30 failed writes per lease and 66
-// requests per transfer.
+// at most 7.5 DynamoDB requests per transfer (7.1 measured; the benchmark's goal is 8), and at most
+// one call in ten answered CHANNELS_BUSY wrote a claim: the others were answered before their claim
+// (transfer.Admission), with a booking and a read of the key. Without the channel calendar
+// (BENCH_UNSCHEDULED=1) it fails: about 30 failed writes per lease and 66 requests per transfer.
 func TestChannelsLambdaSmall(t *testing.T) {
 	r := newRig(t, "rpc", 4, 5*time.Second)
 	envs := r.environments(t, 16, defaultEnvRTT())
 	res := r.runEnvs(t, envs, 8*5*time.Second, 0)
 	checkOverload(t, res.result)
 	share, perTransfer := res.perSecond()/(4.0/5), float64(res.ddbRequests)/float64(max(res.completed, 1))
-	if res.failedPerLease() > 0.05 || share < 0.95 || perTransfer > 8.5 {
-		t.Errorf("%.3f failed lease writes per lease (want <= 0.05), %.2f of the bound (>= 0.95), %.2f DynamoDB requests per transfer (<= 8.5)",
+	if res.failedPerLease() > 0.05 || share < 0.95 || perTransfer > 7.5 {
+		t.Errorf("%.3f failed lease writes per lease (want <= 0.05), %.2f of the bound (>= 0.95), %.2f DynamoDB requests per transfer (<= 7.5)",
 			res.failedPerLease(), share, perTransfer)
 	}
-	t.Logf("%d transfers, bound share %.2f, %.1f DynamoDB requests per transfer, %.3f failed lease writes per lease, %d of %d calls 503, pool %+v, wall %v",
-		res.transfers, res.perSecond()/(4.0/5), float64(res.ddbRequests)/float64(max(res.completed, 1)), res.failedPerLease(), res.busy, res.calls, res.stats, res.wall)
+	busy, claims := res.breakdown.count("503 busy")
+	if busy == 0 || claims*10 > busy {
+		t.Errorf("%d of %d calls answered CHANNELS_BUSY wrote a claim, want at most one in ten", claims, busy)
+	}
+	t.Logf("%d transfers, bound share %.2f, %.2f DynamoDB requests per transfer, %.3f failed lease writes per lease, %d of %d calls 503, pool %+v, wall %v",
+		res.transfers, share, perTransfer, res.failedPerLease(), res.busy, res.calls, res.stats, res.wall)
 	t.Logf("DynamoDB requests by operation: %v", r.db.Counts())
 	t.Logf("DynamoDB requests by the answer of the call that made them:%s", res.breakdown)
 }
