@@ -37,7 +37,14 @@ import (
 //     nothing until the slot's time: a Lambda environment takes its next invocation as soon as it
 //     is idle, so an environment under overload answers CHANNELS_BUSY from its reservation with no
 //     request, and leases at the slot's time with one write. Bookings are at most one per waiting
-//     call, not one per poll.
+//     call, not one per poll;
+//   - the booking and that decision come before the call claims its idempotency key (Admit, asked
+//     by the orchestrator as its transfer.Admission): a call the calendar has no slot for within
+//     the wait is answered busy after one read of its key; claiming first would cost the claim and
+//     its release. With 4 callers per channel about one call in two is answered busy whatever the
+//     Retry-After (each transfer spends about 3 ledgers outside its calls, a call waits one), so
+//     this spares about one request in eight (BenchmarkChannelsLambda: 8.0 requests per transfer
+//     with BENCH_CLAIM_FIRST=1, 7.1 with the admission).
 //
 // The alternatives weighed: ranges of channels per environment need a count of environments,
 // which nothing knows (Lambda adds and reaps them); one pool item of free channels puts every
@@ -186,6 +193,10 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // slot by a fraction of a ledger, which costs a failed lease write at worst (the lease's condition
 // still decides who holds the channel). The channels are the last acquire's, or, before any, those
 // of the keys (ChannelPoolConfig.Keys).
+//
+// A call admitted whose claim then loses (a replay, another call of its request in flight)
+// leaves its slot kept for the process's next call: unused past its grace, its channel idles for
+// that slot, as it does for a busy call whose client never comes back.
 //
 // Admit answers nil, deciding nothing, when the pool has no calendar, when it knows no channels
 // or no ledger close, and when the booking fails or lands beyond the calendar's horizon (the call's acquire then

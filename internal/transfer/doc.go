@@ -69,6 +69,8 @@
 // # The flow of one transfer
 //
 //	Orchestrator.Transfer(ctx, Input)          (internal/api: key + body -> Rules.Canonicalize -> here)
+//	  admission  -> no source free within the wait (Admission): read the key (no claim)
+//	                free: 503 CHANNELS_BUSY, nothing written; an item: as a claim lost to it
 //	  claim won  -> Ledger.Prepare (source, sequence number, build, sign, fee bump)
 //	             -> attach -> Ledger.Send -> Ledger.Lookup until the ledger decides or the budget ends
 //	             -> settle (replayable | rejected), in_doubt, or release (then claim again)
@@ -76,6 +78,16 @@
 //	                replayable / rejected: replay
 //	                in_flight: wait for its holder (coalesce.go), or take over an expired lease
 //	                in_doubt: settle it inline from the ledger (inline.go), else 409 TRANSFER_IN_DOUBT
+//
+// The admission (Orchestrator.Admission; internal/stellar's ChannelPool.Admit on the channel
+// calendar) decides before the claim what Prepare's source would: whether a channel will be free
+// within the wait. When none will, a claim would only be released again, so the key is read
+// instead (one consistent GetItem): a free key (no item, or an expired one) is answered
+// CHANNELS_BUSY with the admission's Retry-After, and nothing is written; an item is answered as a
+// claim that lost to it (a replay from the item, a conflict, a wait for its holder, a take-over,
+// an in-doubt settlement), since none of these needs a source. A read that fails decides nothing:
+// the call claims as without the admission. So a busy answer still means what it says (no source
+// in time, the key free, nothing submitted), and no write is left to free.
 //
 // The call's budget is min(Settings.Timeout, the invocation's deadline - Settings.DeadlineMargin);
 // the Stellar calls stop at deadline - DeadlineMargin, keeping that margin for the final writes.
