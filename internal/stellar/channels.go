@@ -73,12 +73,9 @@ type ChannelPoolConfig struct {
 	Tickets TicketStore
 	// LatestClose, when set, returns the close time of the latest ledger this process has seen
 	// (the process-wide transfer.Cadence's), reading it from the network when it has seen none;
-	// zero when unknown. Admit aligns the slot it books with the later of it and the close read
-	// by the pool's last acquire, and decides nothing without one.
+	// zero when unknown. The admission (admit) aligns the slot it books with the later of it and
+	// the close read by the pool's last acquire, and decides nothing without one.
 	LatestClose func(ctx context.Context) time.Time
-	// Keys, when set, are the keys Admit reads the channels from before this process's first
-	// acquire (afterwards it uses that acquire's); the Ledger's key source.
-	Keys KeySource
 }
 
 // TicketStore books slots of the channel calendar shared by every process of a deployment
@@ -155,10 +152,8 @@ type ChannelPool struct {
 	// seen is what this process knows of the calendar beyond its slots: where a run of bookings
 	// began and which channels' last slots were its own, released (see slotTime).
 	seen calendarSeen
-	// lastChans are the channels of this process's last acquire and lastClose the latest ledger
-	// close time an acquire was given: what Admit books with, before the call has loaded its keys
-	// or read the network.
-	lastChans []*keypair.Full
+	// lastClose is the latest ledger close time an acquire was given: what admit aligns with,
+	// before the call has read the network.
 	lastClose time.Time
 
 	leases, collisions, waits, releases, busy, tickets, reused atomic.Int64
@@ -322,7 +317,6 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	interval := ledgerInterval(p.cfg.LedgerInterval)
 	waitUntil := p.waitUntil(clock.Now(), interval, terms.maxTime)
 	p.mu.Lock()
-	p.lastChans = chans
 	if terms.ledgerClose.After(p.lastClose) {
 		p.lastClose = terms.ledgerClose
 	}

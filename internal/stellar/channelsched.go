@@ -38,8 +38,8 @@ import (
 //     is idle, so an environment under overload answers CHANNELS_BUSY from its reservation with no
 //     request, and leases at the slot's time with one write. Bookings are at most one per waiting
 //     call, not one per poll;
-//   - the booking and that decision come before the call claims its idempotency key (Admit, asked
-//     by the orchestrator as its transfer.Admission): a call the calendar has no slot for within
+//   - the booking and that decision come before the call claims its idempotency key (admit, asked
+//     through the ledger's Admit, the orchestrator's transfer.Admission): a call the calendar has no slot for within
 //     the wait is answered busy after one read of its key; claiming first would cost the claim and
 //     its release. With 4 callers per channel about one call in two is answered busy whatever the
 //     Retry-After (each transfer spends about 3 ledgers outside its calls, a call waits one), so
@@ -177,13 +177,13 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 	}
 }
 
-// Admit decides, before a call claims its idempotency key, whether the calendar gives the call a
-// channel within its wait (for an envelope valid until maxTime: acquire's wait, by default one
+// admit decides, before a call claims its idempotency key, whether the calendar gives the call one
+// of chans within its wait (for an envelope valid until maxTime: acquire's wait, by default one
 // ledger): it takes this process's earliest kept slot, or books one with TakeTicket (one
 // UpdateItem), and times it as acquireScheduled would. A slot beyond the wait is kept for the
 // process's next call and Admit answers *transfer.UnavailableError CHANNELS_BUSY with that slot's
 // Retry-After: the answer acquire would give after the claim, so the caller can answer it with
-// no claim written and none released (transfer.Admission). A slot within the wait is kept too,
+// no claim written and none released (common.Admit, transfer.Admission). A slot within the wait is kept too,
 // marked admitted, and the call's acquire leases it: the booking moves before the claim, it is
 // not made twice.
 //
@@ -191,31 +191,22 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // acquire's), not one read for the call: on a regular clock the alignment is the same, since a
 // channel's slots come whole intervals apart; on an irregular one a stale close can misplace a
 // slot by a fraction of a ledger, which costs a failed lease write at worst (the lease's condition
-// still decides who holds the channel). The channels are the last acquire's, or, before any, those
-// of the keys (ChannelPoolConfig.Keys).
+// still decides who holds the channel).
 //
 // A call admitted whose claim then loses (a replay, another call of its request in flight)
 // leaves its slot kept for the process's next call: unused past its grace, its channel idles for
 // that slot, as it does for a busy call whose client never comes back.
 //
-// Admit answers nil, deciding nothing, when the pool has no calendar, when it knows no channels
-// or no ledger close, and when the booking fails or lands beyond the calendar's horizon (the call's acquire then
+// admit answers nil, deciding nothing, when the pool has no calendar, when it knows no ledger
+// close, and when the booking fails or lands beyond the calendar's horizon (the call's acquire then
 // books again and, failing, leases unscheduled).
-func (p *ChannelPool) Admit(ctx context.Context, maxTime time.Time) error {
-	if p.cfg.Tickets == nil {
+func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime time.Time) error {
+	if p.cfg.Tickets == nil || len(chans) == 0 {
 		return nil
 	}
 	p.mu.Lock()
-	chans, lastClose := p.lastChans, p.lastClose
+	lastClose := p.lastClose
 	p.mu.Unlock()
-	if len(chans) == 0 && p.cfg.Keys != nil {
-		if k, err := p.cfg.Keys.Keys(ctx); err == nil {
-			chans, _ = p.Channels(k)
-		}
-	}
-	if len(chans) == 0 {
-		return nil
-	}
 	if p.cfg.LatestClose != nil {
 		if c := p.cfg.LatestClose(ctx); c.After(lastClose) {
 			lastClose = c

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/strkey"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
-// admitPool is scheduledPool with the keys and a latest ledger close (lastClose; zero: none
-// known) for Admit.
+// admitPool is scheduledPool with a latest ledger close (lastClose; zero: none known) for admit.
 func admitPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, lastClose time.Time) (Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
 	keys := testKeys(t)
@@ -23,8 +23,8 @@ func admitPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets Tic
 		t.Fatal(err)
 	}
 	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Tickets: tickets, Count: count, Clock: clock,
-		LedgerInterval: func() time.Duration { return 5 * time.Second }, Keys: StaticKeys{K: keys},
-		LatestClose: func(context.Context) time.Time { return lastClose }})
+		LedgerInterval: func() time.Duration { return 5 * time.Second },
+		LatestClose:    func(context.Context) time.Time { return lastClose }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func wantBusy(t *testing.T, err error, retryAfter time.Duration) {
 	}
 }
 
-// A slot beyond the wait is answered CHANNELS_BUSY by Admit, before any claim: no lease written,
+// A slot beyond the wait is answered CHANNELS_BUSY by admit, before any claim: no lease written,
 // no time waited, Retry-After the time to the slot. The process keeps the slot: a later call's
 // admission asks the calendar nothing, and the call at the slot's time is admitted and leases the
 // slot's channel with the one booking made.
@@ -53,14 +53,14 @@ func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
 	keys, chans, pool := admitPool(t, clock, leases, tickets, 4, start.Add(-3*time.Second))
 	ctx := context.Background()
 	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
-	wantBusy(t, pool.Admit(ctx, maxTime()), 20*time.Second)
+	wantBusy(t, pool.admit(ctx, chans, maxTime()), 20*time.Second)
 	_ = clock.Sleep(ctx, 5*time.Second)
-	wantBusy(t, pool.Admit(ctx, maxTime()), 15*time.Second)
+	wantBusy(t, pool.admit(ctx, chans, maxTime()), 15*time.Second)
 	if len(leases.granted) != 0 || clock.Now().Sub(start) != 5*time.Second {
 		t.Fatalf("busy admissions wrote leases %v or waited", leases.granted)
 	}
 	_ = clock.Sleep(ctx, 15*time.Second)
-	if err := pool.Admit(ctx, maxTime()); err != nil {
+	if err := pool.admit(ctx, chans, maxTime()); err != nil {
 		t.Fatalf("at the slot's time: %v", err)
 	}
 	now := clock.Now()
@@ -79,21 +79,21 @@ func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
 	}
 }
 
-// Admit answers what the acquire after a claim would have: two processes on calendars in the
-// same state, one asked by Admit, the other by acquire, give the same Retry-After.
+// admit answers what the acquire after a claim would have: two processes on calendars in the
+// same state, one asked by admit, the other by acquire, give the same Retry-After.
 func TestAdmitAnswersWhatTheAcquireWould(t *testing.T) {
 	for _, ahead := range []time.Duration{7 * time.Second, 12*time.Second + 300*time.Millisecond, 31 * time.Second} {
 		clock := vclock.New(time.Unix(1_800_000_000, 0))
 		start := clock.Now()
 		lastClose := start.Add(-1200 * time.Millisecond)
-		_, _, admitting := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
+		_, chans, admitting := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
 		keys, _, acquiring := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
 		maxTime := start.Add(60 * time.Second)
-		err := admitting.Admit(context.Background(), maxTime)
+		err := admitting.admit(context.Background(), chans, maxTime)
 		_, want := acquiring.acquire(context.Background(), keys, leaseTerms{until: maxTime, maxTime: maxTime, ledgerClose: lastClose})
 		var a, b *transfer.UnavailableError
 		if !errors.As(err, &a) || !errors.As(want, &b) || a.Code != b.Code || a.RetryAfter != b.RetryAfter {
-			t.Errorf("calendar %v ahead: Admit %v, acquire %v", ahead, err, want)
+			t.Errorf("calendar %v ahead: admit %v, acquire %v", ahead, err, want)
 		}
 		if clock.Now() != start {
 			t.Errorf("calendar %v ahead: the answers took %v", ahead, clock.Now().Sub(start))
@@ -109,7 +109,7 @@ func TestAdmitWithinTheWaitBooksOnceForTheCall(t *testing.T) {
 	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-time.Second))
 	ctx := context.Background()
 	now := clock.Now()
-	if err := pool.Admit(ctx, now.Add(30*time.Second)); err != nil {
+	if err := pool.admit(ctx, chans, now.Add(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-time.Second)})
@@ -124,19 +124,19 @@ func TestAdmitWithinTheWaitBooksOnceForTheCall(t *testing.T) {
 	}
 }
 
-// Admit decides nothing where it cannot: with no ledger close known (a new process whose read of
+// admit decides nothing where it cannot: with no ledger close known (a new process whose read of
 // the latest ledger failed), or with a calendar that fails. The acquire after the claim decides.
 func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	ctx := context.Background()
 	tickets := &memTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
-	_, _, pool := admitPool(t, clock, &memLeases{}, tickets, 4, time.Time{})
-	if err := pool.Admit(ctx, clock.Now().Add(30*time.Second)); err != nil || tickets.booked() != 0 {
+	_, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, time.Time{})
+	if err := pool.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil || tickets.booked() != 0 {
 		t.Fatalf("no ledger close known: %v after %d bookings, want nil after none", err, tickets.booked())
 	}
 	failing := &memTickets{fail: errors.New("ThrottlingException")}
-	keys, _, pool := admitPool(t, clock, &memLeases{}, failing, 4, clock.Now().Add(-time.Second))
-	if err := pool.Admit(ctx, clock.Now().Add(30*time.Second)); err != nil {
+	keys, chans, pool := admitPool(t, clock, &memLeases{}, failing, 4, clock.Now().Add(-time.Second))
+	if err := pool.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
 		t.Fatalf("a failing calendar: %v, want nil", err)
 	}
 	now := clock.Now()
@@ -147,7 +147,49 @@ func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := noCalendar.Admit(ctx, clock.Now().Add(30*time.Second)); err != nil {
+	if err := noCalendar.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
 		t.Fatalf("no calendar: %v, want nil", err)
+	}
+}
+
+// The ledger's admission leaves a request Prepare would refuse before asking for a source to
+// Prepare: with every slot beyond the wait, a withdrawal of an unknown asset, to a C... wallet,
+// to the vault or to a channel account, or a deposit, is not answered CHANNELS_BUSY (the client
+// would retry a request that can never go through) and books no slot. A valid request is
+// answered busy; without channels nothing is decided.
+func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	tickets := &memTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
+	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-3*time.Second))
+	assets := usdcOnly()
+	c, err := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, StaticKeys{K: keys}, pool, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wallet := keypair.MustRandom().Address()
+	contract := strkey.MustEncode(strkey.VersionByteContract, make([]byte, 32))
+	ctx := context.Background()
+	maxTime := clock.Now().Add(60 * time.Second)
+	for name, req := range map[string]transfer.Request{
+		"unknown asset":     {OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "EURC", Stroops: 1},
+		"contract wallet":   {OperationType: transfer.Withdraw, WalletAddress: contract, Asset: "USDC", Stroops: 1},
+		"the vault":         {OperationType: transfer.Withdraw, WalletAddress: keys.Vault.Address(), Asset: "USDC", Stroops: 1},
+		"a channel account": {OperationType: transfer.Withdraw, WalletAddress: chans[1].Address(), Asset: "USDC", Stroops: 1},
+		"a deposit":         {OperationType: transfer.Deposit, WalletAddress: wallet, Asset: "USDC", Stroops: 1},
+	} {
+		if err := c.Admit(ctx, req, maxTime); err != nil {
+			t.Errorf("%s: %v, want nil (Prepare refuses it)", name, err)
+		}
+	}
+	if n := tickets.booked(); n != 0 {
+		t.Fatalf("%d bookings for requests Prepare refuses", n)
+	}
+	wantBusy(t, c.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime), 20*time.Second)
+	vaultOnly, err := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, StaticKeys{K: keys}, nil, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vaultOnly.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime); err != nil {
+		t.Fatalf("without channels: %v, want nil", err)
 	}
 }

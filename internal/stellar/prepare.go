@@ -121,42 +121,78 @@ func notSupported(detail string) *transfer.ValidationError {
 // RPCLedger.Prepare for the contract).
 func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	maxTime := terms.MaxTime
-	switch req.OperationType {
-	case transfer.Withdraw:
-	case transfer.Deposit:
-		return transfer.Envelope{}, notSupported("deposits need a vault contract (Soroban), which this deployment does not have yet; only withdrawals are supported")
-	default:
-		return transfer.Envelope{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
-	}
-	wallet, err := decodeAddress(req.WalletAddress)
+	wallet, asset, keys, err := c.checkPayment(ctx, req, maxTime)
 	if err != nil {
-		return transfer.Envelope{}, invalidWallet("walletAddress must be a G... account")
-	}
-	if !wallet.isAccount() {
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Kind: transfer.KindUnacceptable, Field: "walletAddress",
-			Detail: "withdrawals to contract addresses (C...) need a vault contract (Soroban), which this deployment does not have yet; use a G... account"}
-	}
-	asset, ok := c.assets.find(req.Asset)
-	if !ok {
-		return transfer.Envelope{}, unknownAsset(req.Asset)
-	}
-	if req.Stroops <= 0 {
-		return transfer.Envelope{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount",
-			Detail: "amount must be greater than zero"}
-	}
-	if maxTime.Unix() <= 0 {
-		return transfer.Envelope{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
-	}
-	keys, err := c.loadKeys(ctx)
-	if err != nil {
-		return transfer.Envelope{}, err
-	}
-	if err := c.guardWallet(wallet, asset, keys); err != nil {
 		return transfer.Envelope{}, err
 	}
 	return c.withSource(ctx, ch, keys, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
 		return c.build(ctx, ch, lease, wallet, req.Stroops, asset, terms)
 	})
+}
+
+// checkPayment is what prepare refuses before it asks for a transaction source: an operation
+// other than a withdrawal, a wallet that is not a G... account or is one of this service's
+// accounts, an unknown asset, an amount that is not positive, a maxTime unset (typed
+// *transfer.ValidationError, or a plain error), and keys that cannot be loaded
+// (SIGNING_KEYS_UNAVAILABLE). It returns the wallet, the asset and the keys.
+func (c *common) checkPayment(ctx context.Context, req transfer.Request, maxTime time.Time) (rawAddress, vaultAsset, Keys, error) {
+	switch req.OperationType {
+	case transfer.Withdraw:
+	case transfer.Deposit:
+		return rawAddress{}, vaultAsset{}, Keys{}, notSupported("deposits need a vault contract (Soroban), which this deployment does not have yet; only withdrawals are supported")
+	default:
+		return rawAddress{}, vaultAsset{}, Keys{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
+	}
+	wallet, err := decodeAddress(req.WalletAddress)
+	if err != nil {
+		return rawAddress{}, vaultAsset{}, Keys{}, invalidWallet("walletAddress must be a G... account")
+	}
+	if !wallet.isAccount() {
+		return rawAddress{}, vaultAsset{}, Keys{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Kind: transfer.KindUnacceptable, Field: "walletAddress",
+			Detail: "withdrawals to contract addresses (C...) need a vault contract (Soroban), which this deployment does not have yet; use a G... account"}
+	}
+	asset, ok := c.assets.find(req.Asset)
+	if !ok {
+		return rawAddress{}, vaultAsset{}, Keys{}, unknownAsset(req.Asset)
+	}
+	if req.Stroops <= 0 {
+		return rawAddress{}, vaultAsset{}, Keys{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount",
+			Detail: "amount must be greater than zero"}
+	}
+	if maxTime.Unix() <= 0 {
+		return rawAddress{}, vaultAsset{}, Keys{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
+	}
+	keys, err := c.loadKeys(ctx)
+	if err != nil {
+		return rawAddress{}, vaultAsset{}, Keys{}, err
+	}
+	if err := c.guardWallet(wallet, asset, keys); err != nil {
+		return rawAddress{}, vaultAsset{}, Keys{}, err
+	}
+	return wallet, asset, keys, nil
+}
+
+// Admit is transfer.Admission for a ledger with channel accounts: before the call claims its
+// key, whether the channel calendar has a slot for it within the wait (ChannelPool.admit; its
+// CHANNELS_BUSY, or nil). A request Prepare would refuse before asking for a source
+// (checkPayment: the client's mistake, or keys that cannot be loaded) is left to Prepare (nil), so
+// it is answered with its own refusal, never CHANNELS_BUSY, and books no slot. Without channels
+// it is always nil: the vault's slot is this process's and decided in Prepare. A ContractLedger
+// inherits it: a request its classic checks refuse (a deposit, a C... wallet) is left to its own
+// Prepare.
+func (c *common) Admit(ctx context.Context, req transfer.Request, maxTime time.Time) error {
+	if c.pool == nil {
+		return nil
+	}
+	_, _, keys, err := c.checkPayment(ctx, req, maxTime)
+	if err != nil {
+		return nil
+	}
+	chans, err := c.pool.Channels(keys)
+	if err != nil {
+		return nil
+	}
+	return c.pool.admit(ctx, chans, maxTime)
 }
 
 // loadKeys reads the signing keys; a failure is SIGNING_KEYS_UNAVAILABLE (503, nothing built).

@@ -18,7 +18,7 @@ type admission struct {
 	maxTimes []time.Time
 }
 
-func (a *admission) Admit(_ context.Context, maxTime time.Time) error {
+func (a *admission) Admit(_ context.Context, _ transfer.Request, maxTime time.Time) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.maxTimes = append(a.maxTimes, maxTime)

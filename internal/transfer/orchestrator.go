@@ -246,7 +246,7 @@ func (o *Orchestrator) admit(ctx context.Context, a *attempt) (pre *Record, busy
 	if o.Admission == nil {
 		return nil, nil
 	}
-	err := o.Admission.Admit(a.net, o.maxTime(a))
+	err := o.Admission.Admit(a.net, a.in.Request, o.maxTime(a))
 	if !sourceBusy(err) {
 		return nil, nil
 	}

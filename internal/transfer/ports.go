@@ -198,13 +198,13 @@ type Ledger interface {
 }
 
 // Admission tells, before a call claims its key, whether Ledger.Prepare would find no transaction
-// source within its wait (internal/stellar's ChannelPool.Admit, on the channel calendar).
+// source for req within its wait (internal/stellar's Admit, on the channel calendar).
 type Admission interface {
 	// Admit returns *UnavailableError CHANNELS_BUSY, with the Retry-After Prepare would give,
 	// when no source will be free within the wait of an envelope valid until maxTime; nil when
-	// one will be, or when it cannot tell (Prepare then decides, after the claim). It makes at
-	// most one store request and sends nothing.
-	Admit(ctx context.Context, maxTime time.Time) error
+	// one will be, when Prepare would refuse req before asking for a source, or when it cannot
+	// tell (Prepare then decides, after the claim). It sends nothing.
+	Admit(ctx context.Context, req Request, maxTime time.Time) error
 }
 
 // Clock is the orchestrator's time: Now for timestamps and budgets, Sleep for backoff. Tests

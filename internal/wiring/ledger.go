@@ -59,7 +59,6 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 				cadence.Observe(l, clock.Now())
 				return l.CloseTime
 			},
-			Keys: d.Keys,
 		}
 		// Leases are scheduled on the channel calendar (internal/stellar/channelsched.go) when
 		// the client can make its UpdateItem; without it, unscheduled.

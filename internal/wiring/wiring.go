@@ -109,10 +109,10 @@ func Build(d Deps) (*Service, error) {
 		WalletHistory: store,
 		Queue:         d.Queue,
 	}
-	if pool != nil {
+	if adm, ok := ledger.(transfer.Admission); ok && pool != nil {
 		// A call the channel calendar has no slot for within the wait is answered CHANNELS_BUSY
 		// before its claim: a read of its key instead of a claim and its release.
-		orch.Admission = pool
+		orch.Admission = adm
 	}
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {
