@@ -62,7 +62,7 @@ import (
 type reservation struct {
 	n  int64
 	at time.Time
-	// admitted marks a slot Admit gave the call it admitted (counted in PoolStats.Reused there
+	// admitted marks a slot admit gave the call it admitted (counted in PoolStats.Reused there
 	// when an earlier call had kept it), for that call's acquire.
 	admitted bool
 }
@@ -181,7 +181,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // of chans within its wait (for an envelope valid until maxTime: acquire's wait, by default one
 // ledger): it takes this process's earliest kept slot, or books one with TakeTicket (one
 // UpdateItem), and times it as acquireScheduled would. A slot beyond the wait is kept for the
-// process's next call and Admit answers *transfer.UnavailableError CHANNELS_BUSY with that slot's
+// process's next call and admit answers *transfer.UnavailableError CHANNELS_BUSY with that slot's
 // Retry-After: the answer acquire would give after the claim, so the caller can answer it with
 // no claim written and none released (common.Admit, transfer.Admission). A slot within the wait is kept too,
 // marked admitted, and the call's acquire leases it: the booking moves before the claim, it is

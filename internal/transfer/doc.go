@@ -79,15 +79,17 @@
 //	                in_flight: wait for its holder (coalesce.go), or take over an expired lease
 //	                in_doubt: settle it inline from the ledger (inline.go), else 409 TRANSFER_IN_DOUBT
 //
-// The admission (Orchestrator.Admission; internal/stellar's ChannelPool.Admit on the channel
+// The admission (Orchestrator.Admission; internal/stellar's ledgers' Admit, on the channel
 // calendar) decides before the claim what Prepare's source would: whether a channel will be free
 // within the wait. When none will, a claim would only be released again, so the key is read
 // instead (one consistent GetItem): a free key (no item, or an expired one) is answered
 // CHANNELS_BUSY with the admission's Retry-After, and nothing is written; an item is answered as a
 // claim that lost to it (a replay from the item, a conflict, a wait for its holder, a take-over,
 // an in-doubt settlement), since none of these needs a source. A read that fails decides nothing:
-// the call claims as without the admission. So a busy answer still means what it says (no source
-// in time, the key free, nothing submitted), and no write is left to free.
+// the call claims as without the admission. A request Prepare would refuse before asking for a
+// source (the client's mistake) is left to Prepare, so it gets its own refusal, never a busy
+// answer to retry. So a busy answer still means what it says (no source in time, the key free,
+// nothing submitted), and no write is left to free.
 //
 // The call's budget is min(Settings.Timeout, the invocation's deadline - Settings.DeadlineMargin);
 // the Stellar calls stop at deadline - DeadlineMargin, keeping that margin for the final writes.
