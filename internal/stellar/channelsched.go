@@ -39,12 +39,13 @@ import (
 //     request, and leases at the slot's time with one write. Bookings are at most one per waiting
 //     call, not one per poll;
 //   - the booking and that decision come before the call claims its idempotency key (admit, asked
-//     through the ledger's Admit, the orchestrator's transfer.Admission): a call the calendar has no slot for within
-//     the wait is answered busy after one read of its key; claiming first would cost the claim and
-//     its release. With 4 callers per channel about one call in two is answered busy whatever the
-//     Retry-After (each transfer spends about 3 ledgers outside its calls, a call waits one), so
-//     this spares about one request in eight (BenchmarkChannelsLambda: 8.0 requests per transfer
-//     with BENCH_CLAIM_FIRST=1, 7.1 with the admission).
+//     through the ledger's Admit, the orchestrator's transfer.Admission): a call the calendar has
+//     no slot for within the wait is answered busy after one read of its key; claiming first
+//     would cost the claim and its release. With 4 callers per channel about one call in two is
+//     answered busy whatever the Retry-After (each transfer spends about 3 ledgers outside its
+//     calls, a call waits one), so this spares about one request in eight
+//     (BenchmarkChannelsLambda: 8.0 requests per transfer with BENCH_CLAIM_FIRST=1, 7.1 with the
+//     admission).
 //
 // The alternatives weighed: ranges of channels per environment need a count of environments,
 // which nothing knows (Lambda adds and reaps them); one pool item of free channels puts every
@@ -183,9 +184,9 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // UpdateItem), and times it as acquireScheduled would. A slot beyond the wait is kept for the
 // process's next call and admit answers *transfer.UnavailableError CHANNELS_BUSY with that slot's
 // Retry-After: the answer acquire would give after the claim, so the caller can answer it with
-// no claim written and none released (common.Admit, transfer.Admission). A slot within the wait is kept too,
-// marked admitted, and the call's acquire leases it: the booking moves before the claim, it is
-// not made twice.
+// no claim written and none released (common.Admit, transfer.Admission). A slot within the wait
+// is kept too, marked admitted, and the call's acquire leases it: the booking moves before the
+// claim, it is not made twice.
 //
 // The slot is timed with the latest ledger close this process knows (LatestClose, or its last
 // acquire's), not one read for the call: on a regular clock the alignment is the same, since a
@@ -198,8 +199,8 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // that slot, as it does for a busy call whose client never comes back.
 //
 // admit answers nil, deciding nothing, when the pool has no calendar, when it knows no ledger
-// close, and when the booking fails or lands beyond the calendar's horizon (the call's acquire then
-// books again and, failing, leases unscheduled).
+// close, and when the booking fails or lands beyond the calendar's horizon (the call's acquire
+// then books again and, failing, leases unscheduled).
 func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime time.Time) error {
 	if p.cfg.Tickets == nil || len(chans) == 0 {
 		return nil
