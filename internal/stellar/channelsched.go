@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
@@ -63,9 +64,34 @@ import (
 type reservation struct {
 	n  int64
 	at time.Time
-	// admitted marks a slot admit gave the call it admitted (counted in PoolStats.Reused there
-	// when an earlier call had kept it), for that call's acquire.
-	admitted bool
+}
+
+// admittedKey is the context key of the slot admit set aside for its call (admittedSlot).
+type admittedKey struct{}
+
+// admittedSlot is the slot admit gave one call, carried by the context it returned to the call's
+// acquire, which alone may take it: other calls of the process (one process serving concurrent
+// callers) never see it, so it cannot be taken from the call it was booked for.
+type admittedSlot struct {
+	pool *ChannelPool
+	mu   sync.Mutex
+	r    reservation
+	used bool
+}
+
+// admittedFrom takes the slot admit set aside in ctx for p, once.
+func (p *ChannelPool) admittedFrom(ctx context.Context) (reservation, bool) {
+	h, _ := ctx.Value(admittedKey{}).(*admittedSlot)
+	if h == nil || h.pool != p {
+		return reservation{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.used {
+		return reservation{}, false
+	}
+	h.used = true
+	return h.r, true
 }
 
 // calendarTerms are the calendar's terms at interval with count channels: the spacing between
@@ -97,12 +123,13 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 	writes := 0
 	for {
 		now := clock.Now()
-		r, ok := p.reserved(now, grace)
-		if ok {
-			if !r.admitted {
+		r, ok := p.admittedFrom(ctx)
+		if !ok {
+			if r, ok = p.reserved(now, grace); ok {
 				p.reused.Add(1)
 			}
-		} else {
+		}
+		if !ok {
 			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -185,8 +212,9 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // process's next call and admit answers *transfer.UnavailableError CHANNELS_BUSY with that slot's
 // Retry-After: the answer acquire would give after the claim, so the caller can answer it with
 // no claim written and none released (common.Admit, transfer.Admission). A slot within the wait
-// is kept too, marked admitted, and the call's acquire leases it: the booking moves before the
-// claim, it is not made twice.
+// is set aside for the call in the context admit returns (admittedSlot), and the call's acquire
+// leases it: the booking moves before the claim, it is not made twice, and no other call of the
+// process can take it meanwhile.
 //
 // The slot is timed with the latest ledger close this process knows (LatestClose, or its last
 // acquire's), not one read for the call: on a regular clock the alignment is the same, since a
@@ -194,16 +222,18 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // slot by a fraction of a ledger, which costs a failed lease write at worst (the lease's condition
 // still decides who holds the channel).
 //
-// A call admitted whose claim then loses (a replay, another call of its request in flight)
-// leaves its slot kept for the process's next call: unused past its grace, its channel idles for
-// that slot, as it does for a busy call whose client never comes back.
+// A call admitted whose claim then loses (a replay, another call of its request in flight) never
+// acquires: its slot goes unused and its channel idles for that slot, as it does for a busy
+// call whose client never comes back. Under load a replay is answered busy-first instead (its
+// slot kept for the process's next call), and on an idle calendar the slot is now, which costs
+// nothing.
 //
-// admit answers nil, deciding nothing, when the pool has no calendar, when it knows no ledger
-// close, and when the booking fails or lands beyond the calendar's horizon (the call's acquire
-// then books again and, failing, leases unscheduled).
-func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime time.Time) error {
+// admit answers ctx and nil, deciding nothing, when the pool has no calendar, when it knows no
+// ledger close, and when the booking fails or lands beyond the calendar's horizon (the call's
+// acquire then books again and, failing, leases unscheduled).
+func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime time.Time) (context.Context, error) {
 	if p.cfg.Tickets == nil || len(chans) == 0 {
-		return nil
+		return ctx, nil
 	}
 	p.mu.Lock()
 	lastClose := p.lastClose
@@ -214,7 +244,7 @@ func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime 
 		}
 	}
 	if lastClose.IsZero() {
-		return nil
+		return ctx, nil
 	}
 	interval := ledgerInterval(p.cfg.LedgerInterval)
 	now := p.cfg.Clock.Now()
@@ -226,11 +256,11 @@ func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime 
 	} else {
 		n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
 		if err != nil {
-			return nil
+			return ctx, nil
 		}
 		p.tickets.Add(1)
 		if at.Sub(now) > horizon+interval {
-			return nil
+			return ctx, nil
 		}
 		r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), lastClose, interval)}
 	}
@@ -238,14 +268,10 @@ func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime 
 		p.keep(r)
 		p.busy.Add(1)
 		p.waits.Add(1)
-		return &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: slotRetryAfter(r.at.Sub(now)),
+		return ctx, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: slotRetryAfter(r.at.Sub(now)),
 			Detail: "every channel account is busy; nothing was submitted"}
 	}
-	r.admitted = true
-	p.mu.Lock()
-	p.reservations = append(p.reservations, r)
-	p.mu.Unlock()
-	return nil
+	return context.WithValue(ctx, admittedKey{}, &admittedSlot{pool: p, r: r}), nil
 }
 
 // calendarHorizon is how many ledger intervals (of 5 s at the least) ahead of now the calendar
@@ -392,7 +418,6 @@ func (p *ChannelPool) reserved(now time.Time, grace time.Duration) (reservation,
 func (p *ChannelPool) keep(r reservation) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r.admitted = false
 	p.reservations = append(p.reservations, r)
 }
 

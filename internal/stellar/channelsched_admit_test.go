@@ -53,18 +53,21 @@ func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
 	keys, chans, pool := admitPool(t, clock, leases, tickets, 4, start.Add(-3*time.Second))
 	ctx := context.Background()
 	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
-	wantBusy(t, pool.admit(ctx, chans, maxTime()), 20*time.Second)
+	_, err := pool.admit(ctx, chans, maxTime())
+	wantBusy(t, err, 20*time.Second)
 	_ = clock.Sleep(ctx, 5*time.Second)
-	wantBusy(t, pool.admit(ctx, chans, maxTime()), 15*time.Second)
+	_, err = pool.admit(ctx, chans, maxTime())
+	wantBusy(t, err, 15*time.Second)
 	if len(leases.granted) != 0 || clock.Now().Sub(start) != 5*time.Second {
 		t.Fatalf("busy admissions wrote leases %v or waited", leases.granted)
 	}
 	_ = clock.Sleep(ctx, 15*time.Second)
-	if err := pool.admit(ctx, chans, maxTime()); err != nil {
+	actx, err := pool.admit(ctx, chans, maxTime())
+	if err != nil {
 		t.Fatalf("at the slot's time: %v", err)
 	}
 	now := clock.Now()
-	lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-3 * time.Second)})
+	lease, err := pool.acquire(actx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-3 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +92,7 @@ func TestAdmitAnswersWhatTheAcquireWould(t *testing.T) {
 		_, chans, admitting := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
 		keys, _, acquiring := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
 		maxTime := start.Add(60 * time.Second)
-		err := admitting.admit(context.Background(), chans, maxTime)
+		_, err := admitting.admit(context.Background(), chans, maxTime)
 		_, want := acquiring.acquire(context.Background(), keys, leaseTerms{until: maxTime, maxTime: maxTime, ledgerClose: lastClose})
 		var a, b *transfer.UnavailableError
 		if !errors.As(err, &a) || !errors.As(want, &b) || a.Code != b.Code || a.RetryAfter != b.RetryAfter {
@@ -109,10 +112,11 @@ func TestAdmitWithinTheWaitBooksOnceForTheCall(t *testing.T) {
 	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-time.Second))
 	ctx := context.Background()
 	now := clock.Now()
-	if err := pool.admit(ctx, chans, now.Add(30*time.Second)); err != nil {
+	actx, err := pool.admit(ctx, chans, now.Add(30*time.Second))
+	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-time.Second)})
+	lease, err := pool.acquire(actx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +135,12 @@ func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
 	ctx := context.Background()
 	tickets := &memTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
 	_, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, time.Time{})
-	if err := pool.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil || tickets.booked() != 0 {
+	if _, err := pool.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil || tickets.booked() != 0 {
 		t.Fatalf("no ledger close known: %v after %d bookings, want nil after none", err, tickets.booked())
 	}
 	failing := &memTickets{fail: errors.New("ThrottlingException")}
 	keys, chans, pool := admitPool(t, clock, &memLeases{}, failing, 4, clock.Now().Add(-time.Second))
-	if err := pool.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
+	if _, err := pool.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
 		t.Fatalf("a failing calendar: %v, want nil", err)
 	}
 	now := clock.Now()
@@ -147,7 +151,7 @@ func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := noCalendar.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
+	if _, err := noCalendar.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
 		t.Fatalf("no calendar: %v, want nil", err)
 	}
 }
@@ -177,19 +181,58 @@ func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
 		"a channel account": {OperationType: transfer.Withdraw, WalletAddress: chans[1].Address(), Asset: "USDC", Stroops: 1},
 		"a deposit":         {OperationType: transfer.Deposit, WalletAddress: wallet, Asset: "USDC", Stroops: 1},
 	} {
-		if err := c.Admit(ctx, req, maxTime); err != nil {
+		if _, err := c.Admit(ctx, req, maxTime); err != nil {
 			t.Errorf("%s: %v, want nil (Prepare refuses it)", name, err)
 		}
 	}
 	if n := tickets.booked(); n != 0 {
 		t.Fatalf("%d bookings for requests Prepare refuses", n)
 	}
-	wantBusy(t, c.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime), 20*time.Second)
+	_, err = c.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime)
+	wantBusy(t, err, 20*time.Second)
 	vaultOnly, err := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, StaticKeys{K: keys}, nil, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := vaultOnly.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime); err != nil {
+	if _, err := vaultOnly.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime); err != nil {
 		t.Fatalf("without channels: %v, want nil", err)
+	}
+}
+
+// One process serving concurrent callers: the slot admit gives a call is that call's alone. A
+// second call admitted meanwhile books a slot of its own rather than take the first call's, and
+// each call's acquire leases its own slot's channel; no call is answered busy.
+func TestAnAdmittedSlotIsItsCallsAlone(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	tickets := &memTickets{}
+	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-time.Second))
+	ctx := context.Background()
+	now := clock.Now()
+	maxTime := now.Add(30 * time.Second)
+	first, err := pool.admit(ctx, chans, maxTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := pool.admit(ctx, chans, maxTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terms := leaseTerms{until: maxTime, maxTime: maxTime, ledgerClose: now.Add(-time.Second)}
+	b, err := pool.acquire(second, keys, terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := pool.acquire(first, keys, terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.account != chans[0].Address() || b.account != chans[1].Address() {
+		t.Errorf("the first call leased %s, the second %s; want tickets 0 and 1: %s and %s", a.account, b.account, chans[0].Address(), chans[1].Address())
+	}
+	if n := tickets.booked(); n != 2 {
+		t.Errorf("%d bookings for two calls, want 2", n)
+	}
+	if _, ok := pool.admittedFrom(first); ok {
+		t.Error("an admitted slot was taken twice")
 	}
 }

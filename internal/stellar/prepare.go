@@ -174,23 +174,23 @@ func (c *common) checkPayment(ctx context.Context, req transfer.Request, maxTime
 
 // Admit is transfer.Admission for a ledger with channel accounts: before the call claims its
 // key, whether the channel calendar has a slot for it within the wait (ChannelPool.admit; its
-// CHANNELS_BUSY, or nil). A request Prepare would refuse before asking for a source
-// (checkPayment: the client's mistake, or keys that cannot be loaded) is left to Prepare (nil), so
-// it is answered with its own refusal, never CHANNELS_BUSY, and books no slot. Without channels
-// it is always nil: the vault's slot is this process's and decided in Prepare. A ContractLedger
-// inherits it: a request its classic checks refuse (a deposit, a C... wallet) is left to its own
-// Prepare.
-func (c *common) Admit(ctx context.Context, req transfer.Request, maxTime time.Time) error {
+// CHANNELS_BUSY, or nil with the context that carries the slot for this call's Prepare). A
+// request Prepare would refuse before asking for a source (checkPayment: the client's mistake, or
+// keys that cannot be loaded) is left to Prepare (ctx, nil), so it is answered with its own
+// refusal, never CHANNELS_BUSY, and books no slot. Without channels it decides nothing: the
+// vault's slot is this process's and decided in Prepare. A ContractLedger inherits it: a request
+// its classic checks refuse (a deposit, a C... wallet) is left to its own Prepare.
+func (c *common) Admit(ctx context.Context, req transfer.Request, maxTime time.Time) (context.Context, error) {
 	if c.pool == nil {
-		return nil
+		return ctx, nil
 	}
 	_, _, keys, err := c.checkPayment(ctx, req, maxTime)
 	if err != nil {
-		return nil
+		return ctx, nil
 	}
 	chans, err := c.pool.Channels(keys)
 	if err != nil {
-		return nil
+		return ctx, nil
 	}
 	return c.pool.admit(ctx, chans, maxTime)
 }

@@ -18,11 +18,11 @@ type admission struct {
 	maxTimes []time.Time
 }
 
-func (a *admission) Admit(_ context.Context, _ transfer.Request, maxTime time.Time) error {
+func (a *admission) Admit(ctx context.Context, _ transfer.Request, maxTime time.Time) (context.Context, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.maxTimes = append(a.maxTimes, maxTime)
-	return a.err
+	return ctx, a.err
 }
 
 func (a *admission) set(err error) {

@@ -246,7 +246,11 @@ func (o *Orchestrator) admit(ctx context.Context, a *attempt) (pre *Record, busy
 	if o.Admission == nil {
 		return nil, nil
 	}
-	err := o.Admission.Admit(a.net, a.in.Request, o.maxTime(a))
+	actx, err := o.Admission.Admit(a.net, a.in.Request, o.maxTime(a))
+	if err == nil && actx != nil {
+		// It carries what the admission set aside for this call (a calendar slot) to Prepare.
+		a.net = actx
+	}
 	if !sourceBusy(err) {
 		return nil, nil
 	}

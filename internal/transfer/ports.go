@@ -203,8 +203,10 @@ type Admission interface {
 	// Admit returns *UnavailableError CHANNELS_BUSY, with the Retry-After Prepare would give,
 	// when no source will be free within the wait of an envelope valid until maxTime; nil when
 	// one will be, when Prepare would refuse req before asking for a source, or when it cannot
-	// tell (Prepare then decides, after the claim). It sends nothing.
-	Admit(ctx context.Context, req Request, maxTime time.Time) error
+	// tell (Prepare then decides, after the claim). With nil it returns ctx or a context derived
+	// from it carrying what it set aside for the call (a calendar slot), which the call passes
+	// to its Ledger requests. It sends nothing.
+	Admit(ctx context.Context, req Request, maxTime time.Time) (context.Context, error)
 }
 
 // Clock is the orchestrator's time: Now for timestamps and budgets, Sleep for backoff. Tests
