@@ -223,10 +223,9 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // still decides who holds the channel).
 //
 // A call admitted whose claim then loses (a replay, another call of its request in flight) never
-// acquires: its slot goes unused and its channel idles for that slot, as it does for a busy
-// call whose client never comes back. Under load a replay is answered busy-first instead (its
-// slot kept for the process's next call), and on an idle calendar the slot is now, which costs
-// nothing.
+// acquires: its slot is kept for the process's next call when the call ends (unadmit), and goes
+// unused, its channel idle for that slot, only if no call comes within its grace, as for a busy
+// call whose client never comes back.
 //
 // admit answers ctx and nil, deciding nothing, when the pool has no calendar, when it knows no
 // ledger close, and when the booking fails or lands beyond the calendar's horizon (the call's
@@ -272,6 +271,14 @@ func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime 
 			Detail: "every channel account is busy; nothing was submitted"}
 	}
 	return context.WithValue(ctx, admittedKey{}, &admittedSlot{pool: p, r: r}), nil
+}
+
+// unadmit keeps the slot admit set aside in ctx for this process's next call, unless the call's
+// acquire took it.
+func (p *ChannelPool) unadmit(ctx context.Context) {
+	if r, ok := p.admittedFrom(ctx); ok {
+		p.keep(r)
+	}
 }
 
 // calendarHorizon is how many ledger intervals (of 5 s at the least) ahead of now the calendar

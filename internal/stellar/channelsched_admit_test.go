@@ -236,3 +236,40 @@ func TestAnAdmittedSlotIsItsCallsAlone(t *testing.T) {
 		t.Error("an admitted slot was taken twice")
 	}
 }
+
+// A call admitted whose claim then loses (a replay) never leases: when it ends, Release keeps its
+// slot for the process's next call, which is admitted on it without booking and leases its
+// channel. A slot the call's acquire took is not kept again.
+func TestAnUnusedAdmittedSlotIsKeptForTheNextCall(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	tickets := &memTickets{next: 6, nextAt: start.Add(2 * time.Second)}
+	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, start.Add(-3*time.Second))
+	c, err := newCommon("test", keys.Vault.Address(), usdcOnly(), 100, 0, 90, StaticKeys{K: keys}, pool, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	maxTime := start.Add(60 * time.Second)
+	replay, err := pool.admit(ctx, chans, maxTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release(replay) // the claim lost to a settled item: no acquire
+	next, err := pool.admit(ctx, chans, maxTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clock.Now()
+	lease, err := pool.acquire(next, keys, leaseTerms{until: maxTime, maxTime: maxTime, ledgerClose: now.Add(-3 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release(next)
+	if lease.account != chans[6%4].Address() || tickets.booked() != 1 {
+		t.Errorf("leased %s after %d bookings, want the replay's slot (ticket 6: %s) after 1", lease.account, tickets.booked(), chans[6%4].Address())
+	}
+	if _, ok := pool.reserved(clock.Now(), time.Hour); ok {
+		t.Error("a slot its call leased was kept again")
+	}
+}

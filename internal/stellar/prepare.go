@@ -195,6 +195,15 @@ func (c *common) Admit(ctx context.Context, req transfer.Request, maxTime time.T
 	return c.pool.admit(ctx, chans, maxTime)
 }
 
+// Release is transfer.Admission's: the slot Admit set aside in ctx, if the call's Prepare did
+// not lease it (the claim lost to a replay, a conflict, another call of the request), is kept
+// for this process's next call (ChannelPool.unadmit).
+func (c *common) Release(ctx context.Context) {
+	if c.pool != nil {
+		c.pool.unadmit(ctx)
+	}
+}
+
 // loadKeys reads the signing keys; a failure is SIGNING_KEYS_UNAVAILABLE (503, nothing built).
 func (c *common) loadKeys(ctx context.Context) (Keys, error) {
 	keys, err := c.keys.Keys(ctx)

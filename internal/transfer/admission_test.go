@@ -16,6 +16,13 @@ type admission struct {
 	mu       sync.Mutex
 	err      error
 	maxTimes []time.Time
+	released int
+}
+
+func (a *admission) Release(context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.released++
 }
 
 func (a *admission) Admit(ctx context.Context, _ transfer.Request, maxTime time.Time) (context.Context, error) {
@@ -74,8 +81,8 @@ func TestABusyAnswerLeavesNoClaim(t *testing.T) {
 	if p, s := h.ledger.counts(); p != 1 || s != 1 || h.ledger.landedCount() != 1 {
 		t.Fatalf("prepares=%d sends=%d landed=%d, want 1/1/1", p, s, h.ledger.landedCount())
 	}
-	if n := adm.calls(); n != 2 {
-		t.Fatalf("%d admissions for two calls", n)
+	if n := adm.calls(); n != 2 || adm.released != 2 {
+		t.Fatalf("%d admissions and %d releases for two calls, want 2 of each", n, adm.released)
 	}
 }
 
@@ -117,6 +124,9 @@ func TestAReplayIsAnsweredWhileChannelsAreBusy(t *testing.T) {
 	}
 	if p, _ := h.ledger.counts(); p != 1 {
 		t.Fatalf("%d prepares, want 1", p)
+	}
+	if adm.calls() != 2 || adm.released != 2 {
+		t.Fatalf("%d admissions and %d releases, want every admission given back when its call ends", adm.calls(), adm.released)
 	}
 	// Another request under the same key is still a conflict, busy or not.
 	_, err = h.orch.Transfer(ctx, input("order-admit-3", "4"))

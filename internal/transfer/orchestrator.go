@@ -133,6 +133,9 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 	}
 	fingerprint := in.Request.Fingerprint()
 	pre, busy := o.admit(ctx, a)
+	if o.Admission != nil {
+		defer o.Admission.Release(a.net)
+	}
 	if busy != nil {
 		return Outcome{}, busy
 	}

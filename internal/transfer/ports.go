@@ -207,6 +207,10 @@ type Admission interface {
 	// from it carrying what it set aside for the call (a calendar slot), which the call passes
 	// to its Ledger requests. It sends nothing.
 	Admit(ctx context.Context, req Request, maxTime time.Time) (context.Context, error)
+	// Release gives back what Admit set aside in ctx (the context it returned) and the call did
+	// not use: called once the call ends, whatever its answer (a replay, a conflict, a wait on
+	// another call), so the process's next call can use it.
+	Release(ctx context.Context)
 }
 
 // Clock is the orchestrator's time: Now for timestamps and budgets, Sleep for backoff. Tests
