@@ -155,6 +155,9 @@ type ChannelPool struct {
 	// lastClose is the latest ledger close time an acquire was given: what admit aligns with,
 	// before the call has read the network.
 	lastClose time.Time
+	// room is whether this process's last booking found its slot within the wait: admit books
+	// only while it is false (see admit).
+	room bool
 
 	leases, collisions, waits, releases, busy, tickets, reused atomic.Int64
 }

@@ -146,6 +146,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				return sourceLease{}, false, nil
 			}
 			r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.ledgerClose, interval)}
+			p.booked(r, waitUntil)
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
 			if writes >= p.cfg.TriesPerRound {
@@ -227,6 +228,13 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // unused, its channel idle for that slot, only if no call comes within its grace, as for a busy
 // call whose client never comes back.
 //
+// admit books only while the calendar is full, as this process last found it: once a booking
+// (admit's, or acquire's after a claim) finds a slot within the wait, admit books nothing and
+// answers ctx and nil, and the call claims first, until a booking finds the calendar full again
+// (booked). On a pool with room a booking before the claim would save nothing, and a call whose
+// claim loses would have booked a slot it never uses: every duplicate of a request in flight
+// and every replay. A process that has booked nothing yet admits.
+//
 // admit answers ctx and nil, deciding nothing, when the pool has no calendar, when it knows no
 // ledger close, and when the booking fails or lands beyond the calendar's horizon (the call's
 // acquire then books again and, failing, leases unscheduled).
@@ -237,14 +245,6 @@ func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime 
 	p.mu.Lock()
 	lastClose := p.lastClose
 	p.mu.Unlock()
-	if p.cfg.LatestClose != nil {
-		if c := p.cfg.LatestClose(ctx); c.After(lastClose) {
-			lastClose = c
-		}
-	}
-	if lastClose.IsZero() {
-		return ctx, nil
-	}
 	interval := ledgerInterval(p.cfg.LedgerInterval)
 	now := p.cfg.Clock.Now()
 	waitUntil := p.waitUntil(now, interval, maxTime)
@@ -253,6 +253,23 @@ func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime 
 	if ok {
 		p.reused.Add(1)
 	} else {
+		p.mu.Lock()
+		room := p.room
+		p.mu.Unlock()
+		if room {
+			// The calendar had room at this process's last booking: the call claims first and
+			// books in Prepare, so that a call whose claim loses (a replay, a duplicate) books
+			// nothing. A booking there that finds the calendar full turns admission back on.
+			return ctx, nil
+		}
+		if p.cfg.LatestClose != nil {
+			if c := p.cfg.LatestClose(ctx); c.After(lastClose) {
+				lastClose = c
+			}
+		}
+		if lastClose.IsZero() {
+			return ctx, nil
+		}
 		n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
 		if err != nil {
 			return ctx, nil
@@ -262,6 +279,7 @@ func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime 
 			return ctx, nil
 		}
 		r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), lastClose, interval)}
+		p.booked(r, waitUntil)
 	}
 	if r.at.After(waitUntil) {
 		p.keep(r)
@@ -271,6 +289,14 @@ func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime 
 			Detail: "every channel account is busy; nothing was submitted"}
 	}
 	return context.WithValue(ctx, admittedKey{}, &admittedSlot{pool: p, r: r}), nil
+}
+
+// booked records what a booking found: room when its slot r is within the wait (waitUntil),
+// which turns admit off until a booking finds the calendar full again.
+func (p *ChannelPool) booked(r reservation, waitUntil time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.room = !r.at.After(waitUntil)
 }
 
 // unadmit keeps the slot admit set aside in ctx for this process's next call, unless the call's

@@ -273,3 +273,44 @@ func TestAnUnusedAdmittedSlotIsKeptForTheNextCall(t *testing.T) {
 		t.Error("a slot its call leased was kept again")
 	}
 }
+
+// While the calendar has room (this process's last booking found its slot within the wait), admit
+// books nothing and the call claims first: a replay or a duplicate of a request in flight, whose
+// claim loses, then costs no slot. Once a booking (here the acquire's, after a claim) finds the
+// calendar full, admit books again and answers busy before the claim.
+func TestAdmitBooksNothingWhileTheCalendarHasRoom(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	start := clock.Now()
+	tickets := &memTickets{}
+	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, start.Add(-3*time.Second))
+	ctx := context.Background()
+	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
+	first, err := pool.admit(ctx, chans, maxTime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.unadmit(first) // a replay: its slot is kept for the next call
+	if _, ok := pool.reserved(clock.Now(), time.Hour); !ok {
+		t.Fatal("the replay's slot was not kept")
+	} // taken: by the process's next call
+	if actx, err := pool.admit(ctx, chans, maxTime()); err != nil || actx != ctx || tickets.booked() != 1 {
+		t.Fatalf("with room: %v after %d bookings, want nil and no slot after 1 (no booking before the claim)", err, tickets.booked())
+	}
+	tickets.mu.Lock()
+	tickets.nextAt = clock.Now().Add(20 * time.Second) // other processes fill the calendar
+	tickets.mu.Unlock()
+	now := clock.Now()
+	_, err = pool.acquire(ctx, keys, leaseTerms{until: maxTime(), maxTime: maxTime(), ledgerClose: now.Add(-3 * time.Second)})
+	wantBusy(t, err, 20*time.Second)
+	if _, ok := pool.reserved(clock.Now(), time.Hour); !ok {
+		t.Fatal("the busy call's slot was not kept")
+	} // taken: by the client's retry
+	_, err = pool.admit(ctx, chans, maxTime())
+	var ue *transfer.UnavailableError
+	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy || ue.RetryAfter < 20*time.Second {
+		t.Fatalf("the calendar full: %v, want CHANNELS_BUSY at least 20 s ahead", err)
+	}
+	if n := tickets.booked(); n != 3 {
+		t.Fatalf("%d bookings, want 3: the first admission, the acquire's, the admission once full", n)
+	}
+}
