@@ -80,8 +80,9 @@
 //	                in_doubt: settle it inline from the ledger (inline.go), else 409 TRANSFER_IN_DOUBT
 //
 // The admission (Orchestrator.Admission; internal/stellar's ledgers' Admit, on the channel
-// calendar) decides before the claim what Prepare's source would: whether a channel will be free
-// within the wait. When none will, a claim would only be released again, so the key is read
+// calendar) decides before the claim what Prepare's source would, when it can tell: whether a
+// channel will be free within the wait (on a pool it last found with room it leaves that to
+// Prepare, so a replay books no slot). When none will, a claim would only be released again, so the key is read
 // instead (one consistent GetItem): a free key (no item, or an expired one) is answered
 // CHANNELS_BUSY with the admission's Retry-After, and nothing is written; an item is answered as a
 // claim that lost to it (a replay from the item, a conflict, a wait for its holder, a take-over,
