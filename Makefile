@@ -7,9 +7,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Where `make build` puts the bootstraps; SAM sets ARTIFACTS_DIR itself for build-<LogicalId>.
 BUILD_DIR ?= .build
 LAMBDA_GOFLAGS := -trimpath -tags lambda.norpc -ldflags='-s -w -buildid='
-# functions/<dir> -> the template's <LogicalId>.
+# The binaries under functions/<dir>; the template's five functions run them (build-<LogicalId>
+# below: InDoubtReaderFunction runs reconcile's).
 FUNCTIONS := api alert reconcile submitter
-PRESENT_FUNCTIONS := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/main.go),$(f)))
 
 # Python tools (cfn-lint, SAM CLI, schemathesis), pinned in .ci/requirements.txt.
 VENV := .ci/venv
@@ -41,9 +41,9 @@ define lambda_build
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_GOFLAGS) -o $(2)/bootstrap ./functions/$(1)
 endef
 
-build: $(addprefix build-,$(PRESENT_FUNCTIONS)) ## each function's linux/arm64 bootstrap in .build/<function>/
+build: $(addprefix build-,$(FUNCTIONS)) ## each function's linux/arm64 bootstrap in .build/<function>/
 
-build-api build-alert build-reconcile build-submitter: build-%:
+$(addprefix build-,$(FUNCTIONS)): build-%:
 	$(call lambda_build,$*,$(BUILD_DIR)/$*)
 	@ls -l $(BUILD_DIR)/$*/bootstrap
 
@@ -126,7 +126,7 @@ check-template: $(TOOLS) ## cfn-lint, sam validate --lint, samconfig.toml's para
 	$(SAM) validate --lint --template-file template.yaml
 	$(VENV)/bin/python .ci/check-samconfig.py
 
-# `sam build` (no container) of every function present, each checked to be a linux/arm64 bootstrap.
+# `sam build` (no container) of the template's five functions, each checked to be a linux/arm64 bootstrap.
 sam-build: $(TOOLS) ## sam build of every function, each checked to be a linux/arm64 bootstrap
 	SAM="$(SAM)" .ci/sam-build.sh
 

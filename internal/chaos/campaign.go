@@ -58,9 +58,6 @@ type Config struct {
 	Contract bool
 	// Log receives the progress lines; nil means none.
 	Log io.Writer
-	// SimLegacy keeps behaviours of the local network kinder than the real network's (no visibility
-	// lag, no queue ageing; see stellarsim.Legacy); the zero value is the realistic network.
-	SimLegacy stellarsim.Legacy
 	// ReadFaults arms the local network's read faults (how stellar-rpc reads what it ingested)
 	// among each wave's random faults, for that wave: read_order (a lookup racing ingestion; Ledgers 0 to 3, as while an instance
 	// catches up), db_lag (RPC's database trailing its core) and, with LoadBalanced, instances.
@@ -87,6 +84,12 @@ type Config struct {
 	// delivers the messages in batches, several invocations at once, from an SQS model (sqs.go)
 	// that loses, duplicates (receives again), reorders and delays them past healing.
 	Async bool
+
+	// applyInSubmissionOrder applies each ledger's transactions in the order they were submitted
+	// (stellarsim.Options.ApplyInSubmissionOrder) instead of core's shuffle, for a scenario test
+	// whose subject needs one transaction of a ledger to apply before another. The campaign never
+	// sets it: it runs on the realistic network.
+	applyInSubmissionOrder bool
 }
 
 // DefaultConfig is the campaign `make test` runs first: 2,000 calls, and about 500 late ones.
@@ -290,7 +293,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
 	// The ledger's apply order (core's shuffle) follows the campaign's seed, so a run repeats;
 	// so do the fee-rate ties of a full lane or queue.
-	opts := stellarsim.Options{Clock: r.clock, Contracts: host, Legacy: cfg.SimLegacy, ApplyOrderSeed: cfg.Seed}
+	opts := stellarsim.Options{Clock: r.clock, Contracts: host, ApplyOrderSeed: cfg.Seed, ApplyInSubmissionOrder: cfg.applyInSubmissionOrder}
 	maxFee := cfg.MaxFeeStroops
 	if cfg.Congested {
 		opts.Lanes, opts.SurgeSeed = congestedLanes, cfg.Seed

@@ -20,12 +20,10 @@ import (
 // ledger and the local network, and the moves every scenario makes with it: call a key, arm a
 // fault, check that the key paid once, run a caller on time beside the ledger's clock.
 
-func quietRig(t *testing.T) *rig { return quietRigWith(t, stellarsim.Legacy{}) }
-
-// quietRigWith is quietRig on a network that keeps some earlier behaviours (stellarsim.Legacy).
-func quietRigWith(t *testing.T, legacy stellarsim.Legacy) *rig {
+// quietRig is a rig of ten keys and one caller on the realistic network, with no fault armed.
+func quietRig(t *testing.T) *rig {
 	t.Helper()
-	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, SimLegacy: legacy})
+	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

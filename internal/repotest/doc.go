@@ -1,8 +1,8 @@
 // Package repotest holds the repository to its own rules, in tests that read its files:
 //
 //   - it explains itself: no file cites a document that a clone of the repository does not hold
-//     (the design notes and the numbered source documents, the seeds, once kept beside it;
-//     the design lives in README.md and the packages' doc.go files: README.md, "Layout");
+//     (design notes, numbered source documents or seeds kept outside it; the design lives in
+//     README.md and the packages' doc.go files: README.md, "Layout");
 //   - no tracked file is over 1 MiB (build outputs never enter git);
 //   - the house: internal/transfer, the domain, imports no AWS, Stellar or other internal package,
 //     and the adapters internal/dynamo and internal/stellar never import each other;

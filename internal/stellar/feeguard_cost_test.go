@@ -36,7 +36,7 @@ func TestFeeAccountCheckReadsLeasesOnlyNearTheReserve(t *testing.T) {
 	for _, near := range []bool{false, true} {
 		t.Run(fmt.Sprintf("near=%v", near), func(t *testing.T) {
 			const channels, maxFee = 4, 1_000_000
-			clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+			clock, n := startSimNet(t, simNetOpts{})
 			sim := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 100 * unit, fee: true})
 			keys, usdc, vault, fee := sim.keys, sim.usdc, sim.vault, sim.fee
 			db, _ := dynamotest.Minidyn(t)

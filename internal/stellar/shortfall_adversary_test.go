@@ -13,7 +13,6 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
-	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -41,7 +40,7 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 // submitter (the item requeued, not deleted, on the real store).
 func failedShortfallNeverLands(t *testing.T, backend string, channels int, async, noTrust bool) {
 	{
-		clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+		clock, n := startSimNet(t, simNetOpts{})
 		sim := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 6 * unit, fee: true, wallet: true, walletTrustline: true})
 		keys, usdc, vault, wallet := sim.keys, sim.usdc, sim.vault, sim.wallet
 		trustline := func() error { return n.AddTrustline(vault, usdc, 0) }

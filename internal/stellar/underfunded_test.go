@@ -41,7 +41,7 @@ type fundsRig struct {
 
 func newFundsRig(t *testing.T, backend string, channels int, vaultUSDC int64) *fundsRig {
 	t.Helper()
-	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+	clock, n := startSimNet(t, simNetOpts{})
 	a := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: vaultUSDC, fee: true})
 	keys, usdc, vault := a.keys, a.usdc, a.vault
 	db, _ := dynamotest.Minidyn(t)

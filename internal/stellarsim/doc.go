@@ -335,10 +335,25 @@
 //     ledger outside any ledger close, so RPC and Horizon show them at once.
 //   - Reads further back than 4,096 ledgers see the current entries.
 //
-// Options.Legacy brings back, one by one, the kinder behaviours of earlier
-// versions (next-close time bounds at submission, no queue ageing, no
-// visibility lag, the protocol 22 restore flow, submission-order apply), for
-// callers still adapting.
+// Three options make the network simpler than the real one, each off by
+// default and each for tests that hold one behaviour still to test another
+// deterministically:
+//
+//   - Options.NoVisibilityLag shows a ledger through RPC and Horizon the
+//     instant it closes; stellar-rpc and Horizon show it once their ingestion
+//     has read it (see "Visibility lag" above). Most of this package's own
+//     tests close ledgers on a clock they do not move and read at once.
+//   - Options.ApplyInSubmissionOrder applies a ledger's transactions in the
+//     order they were submitted; stellar-core shuffles them by hash
+//     (ApplyTxSorter), so no submitter chooses the order. Tests of a signer
+//     removed ahead of a payment that still carries its signature, in the
+//     same ledger, need that order every run.
+//   - Options.Protocol22Restore runs the Soroban restore flow of a network
+//     before protocol 23 (simulation answers a restorePreamble, an
+//     invocation touching an archived entry fails with ENTRY_ARCHIVED, with
+//     simpler fees: the declared resource fee judged at apply only, no
+//     refund), for a client's code path that meets such a node; pubnet
+//     restores in the invocation since protocol 23 (see "Soroban").
 //
 // # Soroban
 //
@@ -359,7 +374,8 @@
 // simulateTransaction never answers a restorePreamble for it (stellar-rpc
 // lib/preflight/src/shared.rs); the fee charged is the inclusion fee plus the
 // declared resource fee minus the refund of the unused refundable part
-// (TransactionFrame::refundSorobanFee). Explicit RestoreFootprint still works.
+// (TransactionFrame::refundSorobanFee). An explicit RestoreFootprint restores
+// too.
 //
 // # Endpoints
 //
