@@ -17,6 +17,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -107,24 +109,24 @@ func (c *expiringCtx) Err() error {
 func kmsLedger(t *testing.T, e *suiteEnv, vaultKMS, feeKMS *seedKMS) *RPCLedger {
 	t.Helper()
 	ctx := context.Background()
-	vs, err := NewKMSSigner(ctx, vaultKMS, "vault-key")
+	vs, err := signing.NewKMSSigner(ctx, vaultKMS, "vault-key")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := NewKMSSigner(ctx, feeKMS, "fee-key")
+	fs, err := signing.NewKMSSigner(ctx, feeKMS, "fee-key")
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := Keys{VaultSigner: vs, FeeSigner: fs, ChannelMaster: e.keys.ChannelMaster}
-	var pool *ChannelPool
+	keys := signing.Keys{VaultSigner: vs, FeeSigner: fs, ChannelMaster: e.keys.ChannelMaster}
+	var pool *sources.ChannelPool
 	if e.channels > 0 {
-		if pool, err = NewChannelPool(ChannelPoolConfig{Leases: e.leases, Count: e.channels, Clock: e.clock}); err != nil {
+		if pool, err = sources.NewChannelPool(sources.ChannelPoolConfig{Leases: e.leases, Count: e.channels, Clock: e.clock}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	l, err := NewRPCLedger(RPCConfig{URL: e.net.RPCURL(), Passphrase: e.net.Passphrase(), VaultAccount: e.vault,
 		Assets: []txnbuild.CreditAsset{{Code: e.usdc.Code, Issuer: e.usdc.Issuer}}, MaxFeeStroops: 10_000,
-		Keys: StaticKeys{K: keys}, Channels: pool, Clock: e.clock})
+		Keys: signing.StaticKeys{K: keys}, Channels: pool, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,15 +209,15 @@ func TestSecretUnknownFieldNeverQuotesASeed(t *testing.T) {
 		`{"vaultSeed ` + kp.Seed() + `":""}`,
 		`{"channelSeeds":[],"` + kp.Seed() + `":1}`,
 	} {
-		for name, parse := range map[string]func([]byte) (Keys, error){"ParseKeys": ParseKeys, "ParseChannelKeys": ParseChannelKeys} {
+		for name, parse := range map[string]func([]byte) (signing.Keys, error){"ParseKeys": signing.ParseKeys, "ParseChannelKeys": signing.ParseChannelKeys} {
 			_, err := parse([]byte(doc))
-			if !errors.Is(err, ErrBadSecret) || strings.Contains(err.Error(), kp.Seed()) {
+			if !errors.Is(err, signing.ErrBadSecret) || strings.Contains(err.Error(), kp.Seed()) {
 				t.Errorf("%s: %v: want ErrBadSecret without the seed", name, err)
 			}
 		}
 	}
 	// A short misspelt name is still named.
-	if _, err := ParseKeys([]byte(`{"vaultSeed":"` + kp.Seed() + `","vaultseed2":1}`)); err == nil || !strings.Contains(err.Error(), `"vaultseed2"`) {
+	if _, err := signing.ParseKeys([]byte(`{"vaultSeed":"` + kp.Seed() + `","vaultseed2":1}`)); err == nil || !strings.Contains(err.Error(), `"vaultseed2"`) {
 		t.Errorf("misspelt field: %v", err)
 	}
 }
@@ -237,14 +239,14 @@ func (f *deadlineKMS) Sign(ctx context.Context, _ *kms.SignInput, _ ...func(*kms
 // its own deadline (a hang's answer, SIGNING_KEYS_UNAVAILABLE, is TestKMSSignHangIsSigningKeysUnavailable's).
 func TestKMSSignHasItsOwnDeadline(t *testing.T) {
 	f := &deadlineKMS{seedKMS: seedKMS{kp: keypair.MustRandom()}}
-	s, err := NewKMSSigner(context.Background(), f, "arn:aws:kms:us-east-1:000000000000:key/k")
+	s, err := signing.NewKMSSigner(context.Background(), f, "arn:aws:kms:us-east-1:000000000000:key/k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := time.Now()
 	_, err = s.SignHash(context.Background(), [32]byte{1})
-	if !f.had || f.deadline.After(before.Add(KMSSignTimeout+time.Second)) {
-		t.Fatalf("Sign got deadline %v (set %v), want within %v", f.deadline, f.had, KMSSignTimeout)
+	if !f.had || f.deadline.After(before.Add(signing.KMSSignTimeout+time.Second)) {
+		t.Fatalf("Sign got deadline %v (set %v), want within %v", f.deadline, f.had, signing.KMSSignTimeout)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("SignHash = %v, want the deadline's error", err)

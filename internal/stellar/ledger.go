@@ -16,6 +16,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -57,11 +59,11 @@ type RPCConfig struct {
 	// Keys supplies the signing keys, read on every Prepare. Keys.Vault must be a signer of
 	// VaultAccount (usually its master key); if it is not, the network refuses the envelope
 	// with txBAD_AUTH.
-	Keys KeySource
+	Keys signing.KeySource
 	// Channels, when set, leases a channel account as each transaction's source and wraps the
 	// transaction in a fee bump paid by Keys.Fee; nil makes the vault the source (one
 	// transaction per ledger).
-	Channels *ChannelPool
+	Channels *sources.ChannelPool
 	// Clock is the time leases and fee stats are judged by; nil means the system clock.
 	Clock transfer.Clock
 	// LedgerInterval returns the ledger interval as this process sees it; nil, or a result <= 0,
@@ -409,7 +411,7 @@ func (l *RPCLedger) getTransaction(ctx context.Context, hash string) (transfer.L
 // closes after the envelope's maxTime. Without channels it does nothing.
 func (l *RPCLedger) Done(ctx context.Context, env transfer.Envelope) {
 	l.guard.forget(env)
-	l.source.release(ctx, sourceLease{}, env)
+	l.source.Release(ctx, sources.Lease{}, env)
 }
 
 // LatestLedger reads getLatestLedger: the latest ledger the RPC ingested and its close time

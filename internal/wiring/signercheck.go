@@ -8,14 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // SignerChecker checks that signing keys can sign for their accounts on the network
 // (stellar.RPCLedger.CheckSigners, ContractLedger's, HorizonLedger's; StellarLedger has it).
 type SignerChecker interface {
-	CheckSigners(ctx context.Context, keys stellar.Keys) error
+	CheckSigners(ctx context.Context, keys signing.Keys) error
 }
 
 // The start-up check's bounds. Lambda gives an on-demand function's init 10 s (AWS Lambda
@@ -64,7 +64,7 @@ const (
 // before the first Keys or Start call.
 type SignerCheck struct {
 	// Source is the key source checked (SigningKeys' KMSKeys).
-	Source stellar.KeySource
+	Source signing.KeySource
 	// Ledger reads the accounts (the assembled service's StellarLedger).
 	Ledger SignerChecker
 	// Clock paces the retries; nil means the system clock.
@@ -112,7 +112,7 @@ func (g *SignerCheck) Start(ctx context.Context) error {
 	clock, backoff := g.clock(), signerCheckBackoff
 	for attempt := 1; ; attempt++ {
 		err = g.checkOnce(ctx, keys)
-		if err == nil || errors.Is(err, stellar.ErrCannotSign) {
+		if err == nil || errors.Is(err, signing.ErrCannotSign) {
 			g.record(err, clock.Now())
 			return err
 		}
@@ -124,7 +124,7 @@ func (g *SignerCheck) Start(ctx context.Context) error {
 	}
 }
 
-func (g *SignerCheck) checkOnce(ctx context.Context, keys stellar.Keys) error {
+func (g *SignerCheck) checkOnce(ctx context.Context, keys signing.Keys) error {
 	ctx, cancel := context.WithTimeout(ctx, signerCheckAttemptTimeout)
 	defer cancel()
 	return g.Ledger.CheckSigners(ctx, keys)
@@ -139,7 +139,7 @@ func (g *SignerCheck) record(err error, now time.Time) {
 	switch {
 	case err == nil:
 		g.passed, g.refused = true, nil
-	case errors.Is(err, stellar.ErrCannotSign):
+	case errors.Is(err, signing.ErrCannotSign):
 		g.refused, g.next = err, now.Add(signerRecheckRefused)
 	default:
 		g.next = now.Add(signerRecheckRead)
@@ -147,10 +147,10 @@ func (g *SignerCheck) record(err error, now time.Time) {
 }
 
 // Keys returns the key source's keys once the check has passed; see SignerCheck.
-func (g *SignerCheck) Keys(ctx context.Context) (stellar.Keys, error) {
+func (g *SignerCheck) Keys(ctx context.Context) (signing.Keys, error) {
 	keys, err := g.Source.Keys(ctx)
 	if err != nil {
-		return stellar.Keys{}, err
+		return signing.Keys{}, err
 	}
 	clock := g.clock()
 	g.mu.Lock()
@@ -162,7 +162,7 @@ func (g *SignerCheck) Keys(ctx context.Context) (stellar.Keys, error) {
 		refused := g.refused
 		g.mu.Unlock()
 		if refused != nil {
-			return stellar.Keys{}, refused
+			return signing.Keys{}, refused
 		}
 		return keys, nil
 	}
@@ -176,14 +176,14 @@ func (g *SignerCheck) Keys(ctx context.Context) (stellar.Keys, error) {
 	case err == nil:
 		g.logger().Info("signing keys checked: each can sign for its account", "keys", keys)
 		return keys, nil
-	case errors.Is(err, stellar.ErrCannotSign):
+	case errors.Is(err, signing.ErrCannotSign):
 		if was == nil || was.Error() != err.Error() {
 			g.logger().Error("signing keys cannot sign for their accounts; transfers are refused SIGNING_KEYS_UNAVAILABLE until they can", "err", err)
 		}
-		return stellar.Keys{}, err
+		return signing.Keys{}, err
 	default:
 		if was != nil {
-			return stellar.Keys{}, was
+			return signing.Keys{}, was
 		}
 		return keys, nil
 	}

@@ -25,6 +25,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -35,7 +37,7 @@ type Deps struct {
 	// Getenv is read per call for the orchestrator's settings.
 	Getenv config.Getenv
 	Dynamo dynamo.Client
-	Keys   stellar.KeySource
+	Keys   signing.KeySource
 	// HTTPClient carries Stellar requests; nil means a client with stellar.DefaultHTTPTimeout.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
@@ -69,7 +71,7 @@ type Service struct {
 	Store        *dynamo.Store
 	Handler      http.Handler
 	// Channels is the channel account pool; nil when CHANNEL_COUNT is 0 (the vault is the source).
-	Channels *stellar.ChannelPool
+	Channels *sources.ChannelPool
 	// Redelivery is where SubmitterFunction backs off a failed message (queue.Submitter): the SQS
 	// client on QUEUE_URL, set by Init.TransferService when QUEUE_URL is; zero (no change of
 	// visibility) from Build.

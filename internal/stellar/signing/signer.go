@@ -1,4 +1,4 @@
-package stellar
+package signing
 
 import (
 	"context"

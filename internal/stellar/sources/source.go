@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -6,63 +6,64 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // source chooses the account whose sequence number an envelope consumes, and the keys that sign
-// the transaction for it: the vault itself (vaultSource), or a leased channel account whose
+// the transaction for it: the vault itself (VaultSource), or a leased channel account whose
 // transaction a fee account wraps in a fee bump (ChannelPool).
-type source interface {
+type Source interface {
 	// acquire returns a transaction source for an envelope valid until terms.maxTime.
-	acquire(ctx context.Context, keys Keys, terms leaseTerms) (sourceLease, error)
+	Acquire(ctx context.Context, keys signing.Keys, terms LeaseTerms) (Lease, error)
 	// bind records which envelope a lease signed, so that release can find the lease again.
-	bind(lease sourceLease, env transfer.Envelope)
+	Bind(lease Lease, env transfer.Envelope)
 	// release is called once the envelope's fate is decided (Ledger.Done); unbound, by Prepare
 	// when it fails after acquire.
-	release(ctx context.Context, lease sourceLease, env transfer.Envelope)
+	Release(ctx context.Context, lease Lease, env transfer.Envelope)
 }
 
-// leaseTerms are what a channel lease depends on.
-type leaseTerms struct {
+// LeaseTerms are what a channel lease depends on.
+type LeaseTerms struct {
 	// until is when the lease ends without a release: the invocation's deadline.
-	until time.Time
+	Until time.Time
 	// maxTime is the envelope's timebounds maxTime: a channel whose envelope is in doubt stays
 	// quarantined until a ledger closes after it.
-	maxTime time.Time
+	MaxTime time.Time
 	// ledgerClose is the close time of the latest ledger, read before the source is acquired
 	// (zero when unknown).
-	ledgerClose time.Time
+	LedgerClose time.Time
 	// vault is the vault account (VAULT_ACCOUNT), the operations' source of a channel's envelope.
-	vault string
+	Vault string
 }
 
-// sourceLease is an acquired transaction source.
-type sourceLease struct {
+// Lease is an acquired transaction source.
+type Lease struct {
 	// account is the G... transaction source (Envelope.Channel).
-	account string
+	Account string
 	// opSource is the operations' source account; "" means the transaction source.
-	opSource string
+	OpSource string
 	// signers sign the (inner) transaction.
-	signers []Signer
+	Signers []signing.Signer
 	// feeSource, when set, pays a fee-bump transaction wrapping the signed transaction.
-	feeSource Signer
+	FeeSource signing.Signer
 	// owner identifies the lease: in the lease store for a channel, in this process for the vault.
-	owner string
+	Owner string
 	// ledgerClose is the latest ledger's close time read before the lease was acquired: an older
 	// envelope's quarantine ended if it is before it (feeGuard).
-	ledgerClose time.Time
+	LedgerClose time.Time
 }
 
-// vaultSource uses the vault as the transaction source: the mode without channels. stellar-core
+// VaultSource uses the vault as the transaction source: the mode without channels. stellar-core
 // queues one transaction per source account (TransactionQueue::canAdd: another gets
 // TRY_AGAIN_LATER), so the vault carries one transaction per ledger. Within this process its
 // transfers therefore take the vault's slot one at a time, oldest waiter first: acquire waits at
 // most Wait (by default one ledger interval) for it, then answers CHANNELS_BUSY with the
-// Retry-After of busyRetryAfter (one source). Another process holding the network's slot shows up
+// Retry-After of BusyRetryAfter (one source). Another process holding the network's slot shows up
 // as a first send answered TRY_AGAIN_LATER (Send's SendResult.SourceBusy). The slot is held until
 // the envelope's fate is decided (Done) or the invocation's deadline (terms.until), whichever
 // comes first. Safe for concurrent use.
-type vaultSource struct {
+type VaultSource struct {
 	account  string
 	clock    transfer.Clock
 	interval func() time.Duration
@@ -80,22 +81,22 @@ type vaultHold struct {
 	expires      time.Time
 }
 
-func newVaultSource(account string, clock transfer.Clock, interval func() time.Duration) *vaultSource {
-	return &vaultSource{account: account, clock: clock, interval: interval}
+func NewVaultSource(account string, clock transfer.Clock, interval func() time.Duration) *VaultSource {
+	return &VaultSource{account: account, clock: clock, interval: interval}
 }
 
-func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) (sourceLease, error) {
+func (v *VaultSource) Acquire(ctx context.Context, keys signing.Keys, terms LeaseTerms) (Lease, error) {
 	vaultKey := keys.VaultKey()
 	if vaultKey == nil {
-		return sourceLease{}, errors.New("no vault key")
+		return Lease{}, errors.New("no vault key")
 	}
-	interval := ledgerInterval(v.interval)
+	interval := LedgerInterval(v.interval)
 	wait := v.wait
 	if wait <= 0 {
 		wait = interval
 	}
 	waitUntil := v.clock.Now().Add(wait)
-	if last := terms.maxTime.Add(-minValidity); last.Before(waitUntil) {
+	if last := terms.MaxTime.Add(-minValidity); last.Before(waitUntil) {
 		waitUntil = last
 	}
 	v.mu.Lock()
@@ -108,27 +109,27 @@ func (v *vaultSource) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 	}()
 	for {
 		now := v.clock.Now()
-		if owner, ok := v.take(ticket, now, terms.until); ok {
-			return sourceLease{account: v.account, signers: []Signer{vaultKey}, owner: owner}, nil
+		if owner, ok := v.take(ticket, now, terms.Until); ok {
+			return Lease{Account: v.account, Signers: []signing.Signer{vaultKey}, Owner: owner}, nil
 		}
 		// Looking costs nothing (it asks no one), so the slot is looked at every firstRound.
 		if !now.Add(firstRound).Before(waitUntil) {
 			v.mu.Lock()
 			ahead := v.queue.ahead(ticket)
 			v.mu.Unlock()
-			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy,
-				RetryAfter: busyRetryAfter(ahead, 1, interval, untilNextClose(terms.ledgerClose, now, interval)),
+			return Lease{}, &transfer.UnavailableError{Code: CodeChannelsBusy,
+				RetryAfter: BusyRetryAfter(ahead, 1, interval, UntilNextClose(terms.LedgerClose, now, interval)),
 				Detail:     "the vault account is busy with another transfer; nothing was submitted"}
 		}
 		if err := v.clock.Sleep(ctx, firstRound); err != nil {
-			return sourceLease{}, err
+			return Lease{}, err
 		}
 	}
 }
 
 // take gives the slot to ticket if it is the oldest waiter and the slot is free (or its hold
 // ended) at now, until until; it returns the hold's owner ID.
-func (v *vaultSource) take(ticket uint64, now, until time.Time) (string, bool) {
+func (v *VaultSource) take(ticket uint64, now, until time.Time) (string, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.queue.index(ticket) != 0 || v.holder.owner != "" && now.Before(v.holder.expires) {
@@ -138,29 +139,29 @@ func (v *vaultSource) take(ticket uint64, now, until time.Time) (string, bool) {
 	return v.holder.owner, true
 }
 
-func (v *vaultSource) bind(lease sourceLease, env transfer.Envelope) {
+func (v *VaultSource) Bind(lease Lease, env transfer.Envelope) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.holder.owner != "" && v.holder.owner == lease.owner {
+	if v.holder.owner != "" && v.holder.owner == lease.Owner {
 		v.holder.inner = env.InnerHash
 	}
 }
 
 // release frees the slot if lease holds it (Prepare failed) or env is the envelope it was bound
 // to (Done); the envelope of a take-over, built elsewhere, frees nothing.
-func (v *vaultSource) release(_ context.Context, lease sourceLease, env transfer.Envelope) {
+func (v *VaultSource) Release(_ context.Context, lease Lease, env transfer.Envelope) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	h := v.holder
-	if h.owner != "" && (lease.owner != "" && h.owner == lease.owner || lease.owner == "" && env.InnerHash != "" && h.inner == env.InnerHash) {
+	if h.owner != "" && (lease.Owner != "" && h.owner == lease.Owner || lease.Owner == "" && env.InnerHash != "" && h.inner == env.InnerHash) {
 		v.holder = vaultHold{}
 	}
 }
 
-var _ source = (*vaultSource)(nil)
+var _ Source = (*VaultSource)(nil)
 
 // ledgerInterval is f's answer, or DefaultLedgerInterval when f is nil or answers <= 0.
-func ledgerInterval(f func() time.Duration) time.Duration {
+func LedgerInterval(f func() time.Duration) time.Duration {
 	if f != nil {
 		if d := f(); d > 0 {
 			return d
@@ -169,24 +170,24 @@ func ledgerInterval(f func() time.Duration) time.Duration {
 	return DefaultLedgerInterval
 }
 
-// untilNextClose is the time from now to the next ledger close, ledgers closing every interval
+// UntilNextClose is the time from now to the next ledger close, ledgers closing every interval
 // from lastClose (a ledger's close time as the network reported it); interval when lastClose is
 // unknown (zero) or ahead of now. The result is in (0, interval].
-func untilNextClose(lastClose, now time.Time, interval time.Duration) time.Duration {
+func UntilNextClose(lastClose, now time.Time, interval time.Duration) time.Duration {
 	if lastClose.IsZero() || lastClose.After(now) {
 		return interval
 	}
 	return interval - now.Sub(lastClose)%interval
 }
 
-// busyRetryAfter is the Retry-After of CHANNELS_BUSY: with ahead transfers before this one and
+// BusyRetryAfter is the Retry-After of CHANNELS_BUSY: with ahead transfers before this one and
 // sources transaction sources carrying one transaction per ledger each (stellar-core queues one
 // per source account), the transfers ahead take ahead/sources ledgers from the next close on:
 //
 //	ahead / sources * interval + untilNext
 //
 // rounded up to a whole second (the unit of the Retry-After header, RFC 9110 section 10.2.3).
-func busyRetryAfter(ahead, sources int, interval, untilNext time.Duration) time.Duration {
+func BusyRetryAfter(ahead, sources int, interval, untilNext time.Duration) time.Duration {
 	d := untilNext + time.Duration(int64(interval)*int64(ahead)/int64(max(sources, 1)))
 	return (d + time.Second - 1).Truncate(time.Second)
 }
