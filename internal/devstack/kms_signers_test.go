@@ -61,7 +61,7 @@ func TestKMSSignerCheckedAtStart(t *testing.T) {
 			}
 			var se *signing.SignerError
 			if !errors.Is(err, signing.ErrCannotSign) || !errors.As(err, &se) {
-				t.Fatalf("Start = %v, want a *stellar.SignerError", err)
+				t.Fatalf("Start = %v, want a *signing.SignerError", err)
 			}
 			if se.Account != vault || se.Key != kmsKey || se.Key == se.Account || !strings.HasPrefix(se.KeyID, "arn:aws:kms:") ||
 				se.Weight != c.weight || se.Needed != c.needed || se.Level != signing.ThresholdMedium {

@@ -198,7 +198,7 @@ func TestKMSSignHangIsSigningKeysUnavailable(t *testing.T) {
 	}
 }
 
-// The signing secret's errors name fields, never values (keys.go; README.md, "Configuration":
+// The signing secret's errors name fields, never values (internal/stellar/signing/secret.go; README.md, "Configuration":
 // seeds never appear in errors). A seed pasted as a field name (`{"S...": ...}`, or
 // `{"vaultSeed S...": ""}`) is an unknown field, and its name must not be quoted whole into the
 // error, which init logs and reports.

@@ -134,7 +134,7 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // the vault sign, and a fee bump paid and signed by the fee account wraps it: InnerHash is the
 // payment's hash (the transfer's identity), OuterHash the fee bump's, FeeStroops the most the fee
 // bump can charge (within MaxFeeStroops). Without channels this process builds on the vault for
-// one transfer at a time (vaultSource): Prepare waits up to a ledger interval for the others.
+// one transfer at a time (sources.VaultSource): Prepare waits up to a ledger interval for the others.
 // SubmittedLedger is the latest ledger read before the source was acquired. Nothing is sent.
 //
 // The asset is the configured one whose code equals req.Asset ignoring case, paid under its code
@@ -146,7 +146,7 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // asset's issuer, the fee account or a channel account (compared decoded, whatever the spelling),
 // and for an unknown asset or a zero amount; *transfer.UnavailableError when the
 // keys cannot be loaded, no source is free within a ledger interval (CodeChannelsBusy, with a
-// RetryAfter: ChannelPool.acquire, vaultSource) or the source account does not
+// RetryAfter: sources.ChannelPool.Acquire, sources.VaultSource) or the source account does not
 // exist; a wrapped error when the RPC could not be reached or answered wrongly.
 func (l *RPCLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	return l.prepare(ctx, rpcChain{l}, req, terms)

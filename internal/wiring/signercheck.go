@@ -43,7 +43,7 @@ const (
 // signs for with enough weight would otherwise be found only at the first send, and every
 // transfer would then be refused by the network (txBAD_AUTH) after a round trip.
 //
-// At start, Start runs the check (Ledger.CheckSigners): a refusal (stellar.ErrCannotSign) makes
+// At start, Start runs the check (Ledger.CheckSigners): a refusal (signing.ErrCannotSign) makes
 // the function refuse to start. What happens when the network cannot be read is a choice, made
 // for a payments team: the check is tried signerCheckAttempts times within signerCheckBudget,
 // and then the function starts anyway, with the check pending, and says so at ERROR. Refusing to
@@ -59,7 +59,7 @@ const (
 // signerRecheckRead while the network cannot be read; meanwhile the keys are handed out
 // unchecked, as before the check existed: the send then meets the same unreadable network). Once
 // it has passed, Keys hands out keys without asking again. If it refuses, Keys answers the
-// *stellar.SignerError (so a transfer is SIGNING_KEYS_UNAVAILABLE, 503, nothing built or sent)
+// *signing.SignerError (so a transfer is SIGNING_KEYS_UNAVAILABLE, 503, nothing built or sent)
 // and checks again every signerRecheckRefused. Safe for concurrent use; Ledger must be set
 // before the first Keys or Start call.
 type SignerCheck struct {
@@ -98,7 +98,7 @@ func (g *SignerCheck) logger() *slog.Logger {
 }
 
 // Start runs the start-up check. It returns nil when the keys can sign; the refusals (errors.Is
-// stellar.ErrCannotSign; each a *stellar.SignerError naming the account, the key and the
+// signing.ErrCannotSign; each a *signing.SignerError naming the account, the key and the
 // weights) when they cannot: refuse to start; an error wrapping ErrSignerCheckPending and the
 // last read error when the network could not be read in signerCheckAttempts tries: start, the
 // check then runs before signing. A failure to load the keys themselves is returned as it is.
@@ -130,7 +130,7 @@ func (g *SignerCheck) checkOnce(ctx context.Context, keys signing.Keys) error {
 	return g.Ledger.CheckSigners(ctx, keys)
 }
 
-// record notes a check's outcome at now: passed (nil), refused (stellar.ErrCannotSign) or
+// record notes a check's outcome at now: passed (nil), refused (signing.ErrCannotSign) or
 // unread (anything else).
 func (g *SignerCheck) record(err error, now time.Time) {
 	g.mu.Lock()

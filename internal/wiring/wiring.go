@@ -49,7 +49,7 @@ type Deps struct {
 	// respond-async and runs every transfer synchronously.
 	Queue transfer.Queue
 	// ChannelWaitLedgers is how many ledger intervals a transfer waits for a channel before it is
-	// answered CHANNELS_BUSY (stellar.ChannelPoolConfig.WaitLedgers); 0 means 1, the API's.
+	// answered CHANNELS_BUSY (sources.ChannelPoolConfig.WaitLedgers); 0 means 1, the API's.
 	ChannelWaitLedgers int
 }
 
@@ -61,7 +61,7 @@ type Deps struct {
 // dead-lettered messages while the slots booked for them pass unused. A batch of BatchSize
 // transfers booked at once spans up to BatchSize slots, each aligned to its channel's ledger, so
 // up to two intervals ahead; three leave a ledger's margin. The wait stays inside the transfer's
-// budget and its envelope's maxTime (ChannelPool.acquire). Measured in README.md, "Benchmarks".
+// budget and its envelope's maxTime (sources.ChannelPool.Acquire). Measured in README.md, "Benchmarks".
 const SubmitterChannelWaitLedgers = 3
 
 // Service is the assembled API service.

@@ -22,7 +22,7 @@ type Keys struct {
 	// ChannelMaster is the SEP-5 master seed channel keys are derived from; empty if not set.
 	ChannelMaster MasterSeed
 	// VaultSigner and FeeSigner, when set, sign in place of Vault and Fee: keys this process
-	// never holds (KMSSigner, SIGNER=kms; signer.go).
+	// never holds (KMSSigner, SIGNER=kms; kms.go).
 	VaultSigner Signer
 	FeeSigner   Signer
 }

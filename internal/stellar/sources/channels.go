@@ -54,8 +54,8 @@ type ChannelPoolConfig struct {
 	Clock transfer.Clock
 	// LedgerInterval returns the network's ledger interval as this process sees it (the time
 	// between two ledger closes); nil, or a result <= 0, means DefaultLedgerInterval. It sets the
-	// default Wait and the Retry-After of CHANNELS_BUSY (see acquire). It is called on every
-	// acquire, so a process-wide cadence estimate can be passed.
+	// default Wait and the Retry-After of CHANNELS_BUSY (see Acquire). It is called on every
+	// Acquire, so a process-wide cadence estimate can be passed.
 	LedgerInterval func() time.Duration
 	// Wait, when set, bounds how long Prepare waits for a free channel; 0 means one ledger
 	// interval (LedgerInterval), so that an overloaded pool answers CHANNELS_BUSY at once rather
@@ -138,8 +138,8 @@ type ChannelPool struct {
 	// released for it (nap).
 	mine map[string]time.Time
 	// crowded is when a call of this process last answered CHANNELS_BUSY after finding channels
-	// leased elsewhere: for one ledger interval after it, acquire backs off between rounds even
-	// while some channel is unasked (see acquire).
+	// leased elsewhere: for one ledger interval after it, Acquire backs off between rounds even
+	// while some channel is unasked (see Acquire).
 	crowded time.Time
 
 	// reservations are calendar slots this process booked and has not used (a call answered
@@ -264,7 +264,7 @@ func DeriveChannelKeys(master signing.MasterSeed, n int) ([]*keypair.Full, error
 	return out, nil
 }
 
-// acquire leases a channel: on the calendar when the pool has one (acquireScheduled); else, or
+// Acquire leases a channel: on the calendar when the pool has one (acquireScheduled); else, or
 // when the calendar cannot book, rounds of up to TriesPerRound channels in random order, skipping the
 // ones this process holds, until a channel is won or the wait ends (Wait, by default one ledger
 // interval). Between rounds it backs off on the pool's clock: 100 ms doubling to 1 s while rounds
@@ -288,7 +288,7 @@ func DeriveChannelKeys(master signing.MasterSeed, n int) ([]*keypair.Full, error
 // the number of distinct channels this call found leased by another process (a lease write whose
 // condition failed), channels the pool's channel count, interval the ledger interval
 // (LedgerInterval) and UntilNextClose the time from now to the next ledger close expected after
-// the latest one read before the wait (terms.ledgerClose; one interval when unknown). Each
+// the latest one read before the wait (terms.LedgerClose; one interval when unknown). Each
 // channel carries one transaction per ledger (stellar-core queues one transaction per source
 // account), so the transfers ahead take that many ledgers, from the next close on.
 func (p *ChannelPool) Acquire(ctx context.Context, keys signing.Keys, terms LeaseTerms) (Lease, error) {
@@ -457,7 +457,7 @@ func (p *ChannelPool) unasked(chans []*keypair.Full, taken map[string]bool, now 
 	return false
 }
 
-// tryOrder is the order in which one round of acquire tries chans (indexes): the channels this
+// tryOrder is the order in which one round of Acquire tries chans (indexes): the channels this
 // process released and has not since found leased elsewhere (mine), then the others, each group in
 // random order, and last the ones this call found leased by another process (taken), which are
 // held until their transfers settle, about a ledger.
@@ -478,7 +478,7 @@ func (p *ChannelPool) tryOrder(chans []*keypair.Full, taken map[string]bool) []i
 	return order
 }
 
-// firstRound is the pause after acquire's first round, and after every round that asked the
+// firstRound is the pause after Acquire's first round, and after every round that asked the
 // lease store nothing.
 const firstRound = 100 * time.Millisecond
 
@@ -593,7 +593,7 @@ func (p *ChannelPool) Bind(lease Lease, env transfer.Envelope) {
 	}
 }
 
-// release ends the lease of env's channel if this process granted it: by lease (Prepare failed)
+// Release ends the lease of env's channel if this process granted it: by lease (Prepare failed)
 // or by env's inner hash (Done). A lease granted elsewhere (a take-over's envelope) is left to
 // expire: its quarantine already keeps it until the envelope is dead. A failed release is
 // harmless for the same reason.

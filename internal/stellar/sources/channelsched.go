@@ -62,7 +62,7 @@ func ticketChannel(n int64, count int) int { return int(uint64(n) % uint64(count
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
 // could not book a slot (an error other than a failed condition: throttled, unavailable, its
-// answer lost) or booked one beyond the horizon: acquire then leases unscheduled, so a calendar outage costs the old collisions,
+// answer lost) or booked one beyond the horizon: Acquire then leases unscheduled, so a calendar outage costs the old collisions,
 // not transfers.
 // A call makes at most TriesPerRound lease writes: a slot whose channel is still held (its
 // transfer not settled yet, its envelope in quarantine, or its holder dead with the lease not

@@ -10,58 +10,58 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// source chooses the account whose sequence number an envelope consumes, and the keys that sign
+// Source chooses the account whose sequence number an envelope consumes, and the keys that sign
 // the transaction for it: the vault itself (VaultSource), or a leased channel account whose
 // transaction a fee account wraps in a fee bump (ChannelPool).
 type Source interface {
-	// acquire returns a transaction source for an envelope valid until terms.maxTime.
+	// Acquire returns a transaction source for an envelope valid until terms.MaxTime.
 	Acquire(ctx context.Context, keys signing.Keys, terms LeaseTerms) (Lease, error)
-	// bind records which envelope a lease signed, so that release can find the lease again.
+	// Bind records which envelope a lease signed, so that Release can find the lease again.
 	Bind(lease Lease, env transfer.Envelope)
-	// release is called once the envelope's fate is decided (Ledger.Done); unbound, by Prepare
-	// when it fails after acquire.
+	// Release is called once the envelope's fate is decided (the ledger's Done); unbound, by its
+	// Prepare when it fails after Acquire.
 	Release(ctx context.Context, lease Lease, env transfer.Envelope)
 }
 
 // LeaseTerms are what a channel lease depends on.
 type LeaseTerms struct {
-	// until is when the lease ends without a release: the invocation's deadline.
+	// Until is when the lease ends without a release: the invocation's deadline.
 	Until time.Time
-	// maxTime is the envelope's timebounds maxTime: a channel whose envelope is in doubt stays
+	// MaxTime is the envelope's timebounds maxTime: a channel whose envelope is in doubt stays
 	// quarantined until a ledger closes after it.
 	MaxTime time.Time
-	// ledgerClose is the close time of the latest ledger, read before the source is acquired
+	// LedgerClose is the close time of the latest ledger, read before the source is acquired
 	// (zero when unknown).
 	LedgerClose time.Time
-	// vault is the vault account (VAULT_ACCOUNT), the operations' source of a channel's envelope.
+	// Vault is the vault account (VAULT_ACCOUNT), the operations' source of a channel's envelope.
 	Vault string
 }
 
 // Lease is an acquired transaction source.
 type Lease struct {
-	// account is the G... transaction source (Envelope.Channel).
+	// Account is the G... transaction source (Envelope.Channel).
 	Account string
-	// opSource is the operations' source account; "" means the transaction source.
+	// OpSource is the operations' source account; "" means the transaction source.
 	OpSource string
-	// signers sign the (inner) transaction.
+	// Signers sign the (inner) transaction.
 	Signers []signing.Signer
-	// feeSource, when set, pays a fee-bump transaction wrapping the signed transaction.
+	// FeeSource, when set, pays a fee-bump transaction wrapping the signed transaction.
 	FeeSource signing.Signer
-	// owner identifies the lease: in the lease store for a channel, in this process for the vault.
+	// Owner identifies the lease: in the lease store for a channel, in this process for the vault.
 	Owner string
-	// ledgerClose is the latest ledger's close time read before the lease was acquired: an older
-	// envelope's quarantine ended if it is before it (feeGuard).
+	// LedgerClose is the latest ledger's close time read before the lease was acquired: an older
+	// envelope's quarantine ended if it is before it (the ledger's feeGuard).
 	LedgerClose time.Time
 }
 
 // VaultSource uses the vault as the transaction source: the mode without channels. stellar-core
 // queues one transaction per source account (TransactionQueue::canAdd: another gets
 // TRY_AGAIN_LATER), so the vault carries one transaction per ledger. Within this process its
-// transfers therefore take the vault's slot one at a time, oldest waiter first: acquire waits at
+// transfers therefore take the vault's slot one at a time, oldest waiter first: Acquire waits at
 // most Wait (by default one ledger interval) for it, then answers CHANNELS_BUSY with the
 // Retry-After of BusyRetryAfter (one source). Another process holding the network's slot shows up
 // as a first send answered TRY_AGAIN_LATER (Send's SendResult.SourceBusy). The slot is held until
-// the envelope's fate is decided (Done) or the invocation's deadline (terms.until), whichever
+// the envelope's fate is decided (Done) or the invocation's deadline (terms.Until), whichever
 // comes first. Safe for concurrent use.
 type VaultSource struct {
 	account  string
@@ -147,7 +147,7 @@ func (v *VaultSource) Bind(lease Lease, env transfer.Envelope) {
 	}
 }
 
-// release frees the slot if lease holds it (Prepare failed) or env is the envelope it was bound
+// Release frees the slot if lease holds it (Prepare failed) or env is the envelope it was bound
 // to (Done); the envelope of a take-over, built elsewhere, frees nothing.
 func (v *VaultSource) Release(_ context.Context, lease Lease, env transfer.Envelope) {
 	v.mu.Lock()
