@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
@@ -158,5 +160,37 @@ func TestKMSKeys(t *testing.T) {
 	vault, _ := keypair.Random()
 	if _, err := signing.ParseChannelKeys([]byte(`{"vaultSeed":"` + vault.Seed() + `"}`)); !errors.Is(err, signing.ErrBadSecret) || strings.Contains(err.Error(), vault.Seed()) {
 		t.Fatalf("a vault seed in the channel secret: %v", err)
+	}
+}
+
+// deadlineKMS records the deadline each Sign is given and answers as a hung KMS does once that
+// deadline passes (without waiting for it: the deadline is what the test checks).
+type deadlineKMS struct {
+	*fakeKMS
+	deadline time.Time
+	had      bool
+}
+
+func (f *deadlineKMS) Sign(ctx context.Context, _ *kms.SignInput, _ ...func(*kms.Options)) (*kms.SignOutput, error) {
+	f.deadline, f.had = ctx.Deadline()
+	return nil, fmt.Errorf("operation error KMS: Sign, https response error: %w", context.DeadlineExceeded)
+}
+
+// A Sign that hangs ends at KMSSignTimeout, whatever the caller's budget: the signer gives KMS
+// its own deadline (a hang's answer, SIGNING_KEYS_UNAVAILABLE, is internal/stellar's
+// TestKMSSignHangIsSigningKeysUnavailable).
+func TestKMSSignHasItsOwnDeadline(t *testing.T) {
+	f := &deadlineKMS{fakeKMS: newFakeKMS(t)}
+	s, err := signing.NewKMSSigner(context.Background(), f, "arn:aws:kms:us-east-1:000000000000:key/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	_, err = s.SignHash(context.Background(), [32]byte{1})
+	if !f.had || f.deadline.After(before.Add(signing.KMSSignTimeout+time.Second)) {
+		t.Fatalf("Sign got deadline %v (set %v), want within %v", f.deadline, f.had, signing.KMSSignTimeout)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SignHash = %v, want the deadline's error", err)
 	}
 }
