@@ -134,7 +134,8 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // the vault sign, and a fee bump paid and signed by the fee account wraps it: InnerHash is the
 // payment's hash (the transfer's identity), OuterHash the fee bump's, FeeStroops the most the fee
 // bump can charge (within MaxFeeStroops). Without channels this process builds on the vault for
-// one transfer at a time (sources.VaultSource): Prepare waits up to a ledger interval for the others.
+// one transfer at a time (sources.VaultSource): Prepare waits up to a ledger interval for the
+// others.
 // SubmittedLedger is the latest ledger read before the source was acquired. Nothing is sent.
 //
 // The asset is the configured one whose code equals req.Asset ignoring case, paid under its code

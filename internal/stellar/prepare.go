@@ -104,9 +104,9 @@ func newCommon(passphrase, vaultAccount string, assets []txnbuild.CreditAsset, b
 // ledger's close time as the answer reported it: lastClose). An envelope whose transaction source
 // is the vault (not fee-bumped) is refused so when the vault's queue slot is taken: stellar-core
 // queues one transaction per source account (TransactionQueue::canAdd), and this process holds
-// the vault for one transfer at a time (sources.VaultSource), so another process's transfer or an in-doubt
-// one holds it. The slot frees when that transaction is included, at the next ledger close:
-// busyRetryAfter with nobody ahead. 0 for a channel's envelope, whose lease no one else holds.
+// the vault for one transfer at a time (sources.VaultSource), so another process's transfer or an
+// in-doubt one holds it. The slot frees when that transaction is included, at the next ledger
+// close: sources.BusyRetryAfter with nobody ahead. 0 for a channel's envelope, whose lease no one else holds.
 func (c *common) sourceBusy(env transfer.Envelope, lastClose time.Time) time.Duration {
 	if env.OuterHash != "" || env.Channel != c.vaultAccount {
 		return 0

@@ -46,8 +46,8 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 			Leases: leases, Count: d.Config.ChannelCount, Clock: clock,
 			LedgerInterval: ledgerInterval, WaitLedgers: d.ChannelWaitLedgers,
 		}
-		// Leases are scheduled on the channel calendar (internal/stellar/sources/channelsched.go) when
-		// the client can make its UpdateItem; without it, unscheduled.
+		// Leases are scheduled on the channel calendar (internal/stellar/sources/channelsched.go)
+		// when the client can make its UpdateItem; without it, unscheduled.
 		if _, ok := d.Dynamo.(dynamo.TicketClient); ok {
 			cfg.Tickets = leases
 		}

@@ -61,7 +61,8 @@ type Deps struct {
 // dead-lettered messages while the slots booked for them pass unused. A batch of BatchSize
 // transfers booked at once spans up to BatchSize slots, each aligned to its channel's ledger, so
 // up to two intervals ahead; three leave a ledger's margin. The wait stays inside the transfer's
-// budget and its envelope's maxTime (sources.ChannelPool.Acquire). Measured in README.md, "Benchmarks".
+// budget and its envelope's maxTime (sources.ChannelPool.Acquire). Measured in README.md,
+// "Benchmarks".
 const SubmitterChannelWaitLedgers = 3
 
 // Service is the assembled API service.
