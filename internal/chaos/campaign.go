@@ -25,7 +25,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -325,7 +325,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 		}
 	})
 
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		return fail(err)
 	}
@@ -351,7 +351,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 			return fail(err)
 		}
 	}
-	keys.ChannelMaster = stellar.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
+	keys.ChannelMaster = signing.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
 
 	r.minidyn = server.NewServer()
 	// No SDK retries: every fault must reach the store as it happened. The client speaks HTTP to
@@ -383,7 +383,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 		return fail(err)
 	}
 	svc, err := wiring.Build(wiring.Deps{Config: conf, Getenv: func(string) string { return "" },
-		Dynamo: &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults}, Keys: stellar.StaticKeys{K: keys},
+		Dynamo: &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults}, Keys: signing.StaticKeys{K: keys},
 		Clock: r.clock, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fail(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -118,13 +119,13 @@ func (l probingLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, e
 // (OldestLedger 0). It only looks up; its keys sign nothing.
 func (r *rig) lbLedger(t *testing.T) *stellar.RPCLedger {
 	t.Helper()
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.net.RPCURL(), Passphrase: r.net.Passphrase(),
 		VaultAccount: keys.Vault.Address(), Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keys.Fee.Address()}},
-		Keys: stellar.StaticKeys{K: keys}, Clock: r.clock, LoadBalanced: true})
+		Keys: signing.StaticKeys{K: keys}, Clock: r.clock, LoadBalanced: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
@@ -26,7 +26,7 @@ type kmsSetup struct {
 	client   *kms.Client
 	// vaultKey and feeKey are the keys' ARNs; vault and fee their signers (public keys).
 	vaultKey, feeKey string
-	vault, fee       *stellar.KMSSigner
+	vault, fee       *signing.KMSSigner
 }
 
 // startKMS serves the emulator on addr and creates the vault's and the fee account's keys through
@@ -42,7 +42,7 @@ func (s *Stack) startKMS(ctx context.Context, addr string) (*kmsSetup, error) {
 	k.client = newKMSClient(k.url)
 	for _, key := range []struct {
 		arn    *string
-		signer **stellar.KMSSigner
+		signer **signing.KMSSigner
 		what   string
 	}{{&k.vaultKey, &k.vault, "the vault's signer"}, {&k.feeKey, &k.fee, "the fee account"}} {
 		out, err := k.client.CreateKey(ctx, &kms.CreateKeyInput{
@@ -53,7 +53,7 @@ func (s *Stack) startKMS(ctx context.Context, addr string) (*kmsSetup, error) {
 			return nil, fmt.Errorf("devstack: KMS CreateKey: %w", err)
 		}
 		*key.arn = aws.ToString(out.KeyMetadata.Arn)
-		if *key.signer, err = stellar.NewKMSSigner(ctx, k.client, *key.arn); err != nil {
+		if *key.signer, err = signing.NewKMSSigner(ctx, k.client, *key.arn); err != nil {
 			return nil, err
 		}
 	}

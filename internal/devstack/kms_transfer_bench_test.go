@@ -14,7 +14,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -37,7 +37,7 @@ func newTransferRig(tb testing.TB, useKMS bool) (*wiring.Service, string) {
 	}
 	tb.Cleanup(func() { _ = n.Close() })
 	n.CloseOnAdvance(clock, 5*time.Second)
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -52,10 +52,10 @@ func newTransferRig(tb testing.TB, useKMS bool) (*wiring.Service, string) {
 	}
 	env := map[string]string{"CHANNEL_COUNT": "0", "SIGNING_SECRET_ARN": "local/signing-keys", "NETWORK_PASSPHRASE": n.Passphrase(),
 		"STELLAR_RPC_URL": n.RPCURL(), "VAULT_ACCOUNT": keys.Vault.Address(), "ASSETS": "USDC:" + usdc.Issuer}
-	secrets := stellar.NewLocalSecrets()
+	secrets := signing.NewLocalSecrets()
 	doc, _ := keys.MarshalSecret()
 	secrets.Put("local/signing-keys", doc)
-	var client stellar.KMSAPI
+	var client signing.KMSAPI
 	if useKMS {
 		srv := httptest.NewServer(newLocalKMS())
 		tb.Cleanup(srv.Close)
@@ -64,7 +64,7 @@ func newTransferRig(tb testing.TB, useKMS bool) (*wiring.Service, string) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		signer, err := stellar.NewKMSSigner(ctx, c, aws.ToString(out.KeyMetadata.Arn))
+		signer, err := signing.NewKMSSigner(ctx, c, aws.ToString(out.KeyMetadata.Arn))
 		if err != nil {
 			tb.Fatal(err)
 		}

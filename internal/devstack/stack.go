@@ -21,7 +21,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -169,7 +169,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	s.Network = net0
 	s.closers = append(s.closers, net0.Close)
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		return nil, err
 	}
@@ -218,14 +218,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// seeds, or with SIGNER=kms the channel keys only.
 	secretKeys := keys
 	if km != nil {
-		secretKeys = stellar.Keys{Channels: keys.Channels, ChannelMaster: keys.ChannelMaster}
+		secretKeys = signing.Keys{Channels: keys.Channels, ChannelMaster: keys.ChannelMaster}
 	}
 	doc, err := secretKeys.MarshalSecret()
 	if err != nil {
 		return nil, err
 	}
 	const secretID = "local/signing-keys"
-	secrets := stellar.NewLocalSecrets()
+	secrets := signing.NewLocalSecrets()
 	secrets.Put(secretID, doc)
 	assets := []config.Asset{{Code: usdc.Code, Issuer: usdc.Issuer}}
 	cfg, err := config.Load(func(k string) string {
@@ -256,7 +256,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	var kmsClient stellar.KMSAPI
+	var kmsClient signing.KMSAPI
 	if km != nil {
 		kmsClient = km.client
 	}

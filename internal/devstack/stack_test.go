@@ -50,7 +50,7 @@ type reply struct {
 // busyRetries times: a client's retry is the contract for that answer. No test here expects
 // CHANNELS_BUSY from a POST (nothing else uses the channels), so busyRetried counts the retries
 // for the run to report; the calendar's own behaviour is tested on a virtual clock
-// (internal/stellar, channelsched_test.go and channelsched_lone_test.go).
+// (internal/stellar/sources, channelsched_test.go and channelsched_lone_test.go).
 func post(t *testing.T, s *Stack, key, body string) reply {
 	t.Helper()
 	for attempt := 0; ; attempt++ {

@@ -30,7 +30,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/lambdatest"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -192,7 +192,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	s.usdc = n.IssueAsset("USDC", issuer)
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		t.Fatal(err)
 	}

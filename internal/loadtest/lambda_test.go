@@ -22,6 +22,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -221,7 +222,7 @@ func (r *rig) runEnvs(tb testing.TB, envs []*wiring.Service, window time.Duratio
 	tb.Helper()
 	before := len(r.net.Envelopes())
 	appliedBefore := len(r.net.Applied())
-	var stats0 stellar.PoolStats
+	var stats0 sources.PoolStats
 	for _, e := range envs {
 		stats0 = addStats(stats0, e.Channels.Stats())
 	}
@@ -310,7 +311,7 @@ func (r *rig) runEnvs(tb testing.TB, envs []*wiring.Service, window time.Duratio
 		}
 	}
 	res.paidTwice, res.unpaid, _, _ = r.payments(amounts, appliedBefore)
-	var st stellar.PoolStats
+	var st sources.PoolStats
 	for i, e := range envs {
 		st = addStats(st, e.Channels.Stats())
 		if used[i] {
@@ -322,7 +323,7 @@ func (r *rig) runEnvs(tb testing.TB, envs []*wiring.Service, window time.Duratio
 	return res
 }
 
-func addStats(a, b stellar.PoolStats) stellar.PoolStats {
+func addStats(a, b sources.PoolStats) sources.PoolStats {
 	a.Leases += b.Leases
 	a.Collisions += b.Collisions
 	a.Waits += b.Waits
@@ -333,7 +334,7 @@ func addStats(a, b stellar.PoolStats) stellar.PoolStats {
 	return a
 }
 
-func subStats(a, b stellar.PoolStats) stellar.PoolStats {
+func subStats(a, b sources.PoolStats) sources.PoolStats {
 	a.Leases -= b.Leases
 	a.Collisions -= b.Collisions
 	a.Waits -= b.Waits

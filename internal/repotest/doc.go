@@ -5,7 +5,10 @@
 //     README.md and the packages' doc.go files: README.md, "Layout");
 //   - no tracked file is over 1 MiB (build outputs never enter git);
 //   - the house: internal/transfer, the domain, imports no AWS, Stellar or other internal package,
-//     and the adapters internal/dynamo and internal/stellar never import each other;
+//     and the adapters internal/dynamo and internal/stellar never import each other; inside
+//     internal/stellar the imports point one way, the ledger to the transaction sources
+//     (internal/stellar/sources) to the signing keys (internal/stellar/signing), never back up
+//     (repotest_test.go, houseImportRules);
 //   - internal/transfer/transfertest, the domain's importable test helpers, imports only
 //     internal/transfer and the standard library (transfertest_test.go);
 //   - comments say why, never history: no text file but fixtures (testdata), vendored code and

@@ -14,6 +14,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -42,12 +44,12 @@ func TestFeeAccountCheckReadsLeasesOnlyNearTheReserve(t *testing.T) {
 			db, _ := dynamotest.Minidyn(t)
 			store := dynamotest.NewStore(t, db)
 			leases := &countingLeases{ChannelLeases: dynamo.NewChannelLeases(db, store.Table())}
-			pool, err := stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: leases, Count: channels, Clock: clock})
+			pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: leases, Count: channels, Clock: clock})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ledger, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-				Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+				Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: signing.StaticKeys{K: keys},
 				MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
 			if err != nil {
 				t.Fatal(err)

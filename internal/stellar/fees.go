@@ -10,6 +10,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -57,7 +58,7 @@ const FeeStatsTTL = 5 * time.Second
 // ledgers (DefaultLedgerInterval each): after TRANSACTION_QUEUE_TIMEOUT_LEDGERS (4) every
 // transaction queued when it was named has been included, evicted or aged out, so the queue it
 // described is gone; the fee stats have caught up by then.
-const FeeHintTTL = 4 * DefaultLedgerInterval
+const FeeHintTTL = 4 * transfer.DefaultLedgerInterval
 
 // maxFeeBoost bounds how far refusals that name no fee raise the rate: at most this many times
 // the rate the fee stats call for. MAX_FEE_STROOPS still caps it.
@@ -205,7 +206,7 @@ func (c *common) bidRate(ctx context.Context, ch chain, b feeBid) (int64, error)
 	if rate <= budget {
 		return rate, nil
 	}
-	interval := ledgerInterval(c.interval)
+	interval := sources.LedgerInterval(c.interval)
 	retry := interval
 	if hint.rate == rate {
 		retry = max(retry, hint.until.Sub(now))

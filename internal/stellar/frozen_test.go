@@ -12,6 +12,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -43,7 +44,7 @@ func TestFrozenWalletTrustlineRefusedRetryableThenPaysOnce(t *testing.T) {
 	db, _ := dynamotest.Minidyn(t)
 	store := dynamotest.NewStore(t, db)
 	ledger, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-		Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+		Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: signing.StaticKeys{K: keys},
 		MaxFeeStroops: 1_000_000, Clock: clock})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -20,7 +20,7 @@ import (
 type rig struct {
 	svc    *wiring.Service
 	cfg    config.Config
-	keys   stellar.KeySource
+	keys   signing.KeySource
 	db     *dynamotest.CountingClient
 	net    *stellarsim.Network
 	wallet string
@@ -44,7 +44,7 @@ func newRig(tb testing.TB) *rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src := stellar.StaticKeys{K: keys}
+	src := signing.StaticKeys{K: keys}
 	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: func(string) string { return "" }, Dynamo: counting,
 		Keys: src, Clock: clock})
 	if err != nil {
@@ -57,7 +57,7 @@ func newRig(tb testing.TB) *rig {
 // localNetwork starts the local network on a virtual clock shared with the service (Sleep moves it
 // on and a ledger closes for every 5 s passed, so a transfer's await costs no real time), with a
 // funded vault holding USDC and the wallets trusting it.
-func localNetwork(tb testing.TB, wallets ...string) (*vclock.Clock, *stellarsim.Network, stellar.Keys, stellarsim.Asset) {
+func localNetwork(tb testing.TB, wallets ...string) (*vclock.Clock, *stellarsim.Network, signing.Keys, stellarsim.Asset) {
 	tb.Helper()
 	clock := vclock.New(time.Unix(1_900_000_000, 0))
 	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
@@ -66,7 +66,7 @@ func localNetwork(tb testing.TB, wallets ...string) (*vclock.Clock, *stellarsim.
 	}
 	tb.Cleanup(func() { _ = n.Close() })
 	n.CloseOnAdvance(clock, 5*time.Second)
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		tb.Fatal(err)
 	}

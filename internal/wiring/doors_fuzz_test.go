@@ -25,7 +25,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -118,7 +118,7 @@ func (b *syncBuffer) take() string {
 type doorRig struct {
 	cfg   config.Config
 	db    *itemRecorder
-	keys  stellar.Keys
+	keys  signing.Keys
 	clock *vclock.Clock
 	logs  *syncBuffer
 }
@@ -142,7 +142,7 @@ func newDoorRig(tb testing.TB) *doorRig {
 
 func (r *doorRig) handler(tb testing.TB) http.Handler {
 	svc, err := wiring.Build(wiring.Deps{Config: r.cfg, Getenv: func(string) string { return "" }, Dynamo: r.db,
-		Keys: stellar.StaticKeys{K: r.keys}, Clock: r.clock, Logger: logging.New(r.logs, slog.LevelDebug)})
+		Keys: signing.StaticKeys{K: r.keys}, Clock: r.clock, Logger: logging.New(r.logs, slog.LevelDebug)})
 	if err != nil {
 		tb.Fatal(err)
 	}

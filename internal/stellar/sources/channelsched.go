@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -62,14 +62,14 @@ func ticketChannel(n int64, count int) int { return int(uint64(n) % uint64(count
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
 // could not book a slot (an error other than a failed condition: throttled, unavailable, its
-// answer lost) or booked one beyond the horizon: acquire then leases unscheduled, so a calendar outage costs the old collisions,
+// answer lost) or booked one beyond the horizon: Acquire then leases unscheduled, so a calendar outage costs the old collisions,
 // not transfers.
 // A call makes at most TriesPerRound lease writes: a slot whose channel is still held (its
 // transfer not settled yet, its envelope in quarantine, or its holder dead with the lease not
 // expired) is a failed write, after which the call books the next slot. build makes the lease of a
 // channel key (everything but its owner).
-func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Full, terms leaseTerms, interval time.Duration, waitUntil time.Time,
-	build func(*keypair.Full) sourceLease) (sourceLease, bool, error) {
+func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Full, terms LeaseTerms, interval time.Duration, waitUntil time.Time,
+	build func(*keypair.Full) Lease) (Lease, bool, error) {
 	clock := p.cfg.Clock
 	spacing := interval / time.Duration(len(chans))
 	// A slot left unused this long after its time is dropped: by then the channel's next slot,
@@ -90,9 +90,9 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
 			if err != nil {
 				if ctx.Err() != nil {
-					return sourceLease{}, true, ctx.Err()
+					return Lease{}, true, ctx.Err()
 				}
-				return sourceLease{}, false, nil
+				return Lease{}, false, nil
 			}
 			p.tickets.Add(1)
 			if at.Sub(now) > horizon+interval {
@@ -100,9 +100,9 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				// a slot beyond it (and an alignment) was booked on another clock or by a store that
 				// does not bound it: no caller's turn. Kept, it would answer every later call of the
 				// process busy, every channel idle; leasing unscheduled costs collisions at worst.
-				return sourceLease{}, false, nil
+				return Lease{}, false, nil
 			}
-			r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.ledgerClose, interval)}
+			r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.LedgerClose, interval)}
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
 			if writes >= p.cfg.TriesPerRound {
@@ -118,14 +118,14 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				p.crowded = now
 				p.mu.Unlock()
 			}
-			return sourceLease{}, true, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: slotRetryAfter(r.at.Sub(now)),
+			return Lease{}, true, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: slotRetryAfter(r.at.Sub(now)),
 				Detail: "every channel account is busy; nothing was submitted"}
 		}
 		if d := r.at.Sub(now); d > 0 {
 			p.waits.Add(1)
 			if err := clock.Sleep(ctx, d); err != nil {
 				p.keep(r)
-				return sourceLease{}, true, err
+				return Lease{}, true, err
 			}
 		}
 		now = clock.Now()
@@ -135,21 +135,21 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		}
 		owner := newLeaseOwner()
 		writes++
-		err := p.cfg.Leases.LeaseChannel(ctx, ch.Address(), owner, now, terms.until, terms.maxTime, terms.ledgerClose)
+		err := p.cfg.Leases.LeaseChannel(ctx, ch.Address(), owner, now, terms.Until, terms.MaxTime, terms.LedgerClose)
 		if err == nil {
 			p.leases.Add(1)
 			p.mu.Lock()
-			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin), ticket: r.n, scheduled: true}
+			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.Until, terms.MaxTime).Add(HeldMargin), ticket: r.n, scheduled: true}
 			delete(p.elsewhere, ch.Address())
 			p.mu.Unlock()
 			l := build(ch)
-			l.owner = owner
+			l.Owner = owner
 			return l, true, nil
 		}
 		p.unhold(ch.Address())
 		if !errors.Is(err, transfer.ErrConditionFailed) {
 			p.dropLost(ctx, ch.Address(), owner)
-			return sourceLease{}, true, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
+			return Lease{}, true, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
 				Detail: "the channel lease store is unavailable; nothing was submitted",
 				Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
 		}
