@@ -9,6 +9,7 @@
 //     internal/stellar the imports point one way, the ledger to the transaction sources
 //     (internal/stellar/sources) to the signing keys (internal/stellar/signing), never back up
 //     (repotest_test.go, houseImportRules);
+//   - each file one idea: no Go file is longer than MaxGoFileLines (length_test.go);
 //   - internal/transfer/transfertest, the domain's importable test helpers, imports only
 //     internal/transfer and the standard library (transfertest_test.go);
 //   - comments say why, never history: no text file but fixtures (testdata), vendored code and
