@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -26,6 +27,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -416,5 +418,40 @@ func TestDoorQuotedKeyReplays(t *testing.T) {
 	}
 	if ra.Replayed || !rb.Replayed || rb.TransactionHash != ra.TransactionHash || ra.TransactionHash == first.TransactionHash {
 		t.Fatalf("adapter: %+v then %+v", ra, rb)
+	}
+}
+
+// localNetwork starts the local network on a virtual clock shared with the service (Sleep moves it
+// on and a ledger closes for every 5 s passed, so a transfer's await costs no real time), with a
+// funded vault holding USDC and the wallets trusting it.
+func localNetwork(tb testing.TB, wallets ...string) (*vclock.Clock, *stellarsim.Network, signing.Keys, stellarsim.Asset) {
+	tb.Helper()
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
+	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = n.Close() })
+	n.CloseOnAdvance(clock, 5*time.Second)
+	keys, err := signing.GenerateKeys(0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	issuer, _ := n.CreateKeypair(1e11)
+	usdc := n.IssueAsset("USDC", issuer)
+	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
+	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
+	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e15))
+	for _, w := range wallets {
+		must(tb, n.CreateAccount(w, 1e11))
+		must(tb, n.AddTrustline(w, usdc, 0))
+	}
+	return clock, n, keys, usdc
+}
+
+func must(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
 	}
 }
