@@ -23,8 +23,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/api"
 	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
-	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
@@ -34,7 +34,7 @@ import (
 
 // The doors' fuzz targets: the HTTP handler and the API Gateway adapter, as
 // deployed (wiring.Build: the real address rules, orchestrator, DynamoDB store and Stellar
-// ledger), on minidyn and the local network. Whatever a client sends: never a 5xx (nothing here
+// ledger), on the local stack's minidyn and network. Whatever a client sends: never a 5xx (nothing here
 // is down) and never a panic; every 4xx is application/problem+json with a code; and no part of
 // a secret seed in the input comes back in the answer, the log, a stored item or the alert that
 // item would raise.
@@ -114,37 +114,48 @@ func (b *syncBuffer) take() string {
 	return s
 }
 
-// doorRig is the deployed service over minidyn and the local network. handler builds the service
-// anew (wiring.Build makes no network call) on the same table and network: a fresh circuit
+// doorRig is the deployed service over the local stack (devstack.Start: minidyn and the local
+// network, on a virtual clock). handler builds the service anew (wiring.Build makes no network
+// call) from the stack's configuration and keys, on the same table and network: a fresh circuit
 // breaker per input, so one input's failures cannot open it for the next.
 type doorRig struct {
 	cfg   config.Config
 	db    *itemRecorder
-	keys  signing.Keys
+	keys  signing.KeySource
 	clock *vclock.Clock
 	logs  *syncBuffer
 }
 
 func newDoorRig(tb testing.TB) *doorRig {
 	tb.Helper()
-	clock, n, keys, usdc := localNetwork(tb, doorWallet)
-	client, _ := dynamotest.Minidyn(tb)
-	store := dynamotest.NewStore(tb, client)
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"TABLE_NAME": store.Table(), "STELLAR_RPC_URL": n.RPCURL(), "NETWORK_PASSPHRASE": n.Passphrase(),
-			"VAULT_ACCOUNT": keys.Vault.Address(), "ASSETS": "USDC:" + usdc.Issuer,
-		}[k]
+	r := &doorRig{clock: vclock.New(time.Unix(1_900_000_000, 0)), logs: &syncBuffer{}}
+	st, err := devstack.Start(context.Background(), devstack.Options{
+		Clock: r.clock, APIOnly: true, DemoWallets: 1,
+		Getenv: func(k string) string { return map[string]string{"CHANNEL_COUNT": "0"}[k] },
+		WrapDynamo: func(c *dynamodb.Client) dynamo.Client {
+			r.db = &itemRecorder{Client: c}
+			return r.db
+		},
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &doorRig{cfg: cfg, db: &itemRecorder{Client: client}, keys: keys, clock: clock, logs: &syncBuffer{}}
+	tb.Cleanup(func() { _ = st.Close() })
+	// The corpus pays doorWallet, a fixed account: funded here with a USDC trustline.
+	usdc := stellarsim.Asset{Code: st.Info.Assets[0].Code, Issuer: st.Info.Assets[0].Issuer}
+	if err := st.Network.CreateAccount(doorWallet, 1e11); err != nil {
+		tb.Fatal(err)
+	}
+	if err := st.Network.AddTrustline(doorWallet, usdc, 0); err != nil {
+		tb.Fatal(err)
+	}
+	r.cfg, r.keys = st.Config, st.Keys
+	return r
 }
 
 func (r *doorRig) handler(tb testing.TB) http.Handler {
 	svc, err := wiring.Build(wiring.Deps{Config: r.cfg, Getenv: func(string) string { return "" }, Dynamo: r.db,
-		Keys: signing.StaticKeys{K: r.keys}, Clock: r.clock, Logger: logging.New(r.logs, slog.LevelDebug)})
+		Keys: r.keys, Clock: r.clock, Logger: logging.New(r.logs, slog.LevelDebug)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -418,40 +429,5 @@ func TestDoorQuotedKeyReplays(t *testing.T) {
 	}
 	if ra.Replayed || !rb.Replayed || rb.TransactionHash != ra.TransactionHash || ra.TransactionHash == first.TransactionHash {
 		t.Fatalf("adapter: %+v then %+v", ra, rb)
-	}
-}
-
-// localNetwork starts the local network on a virtual clock shared with the service (Sleep moves it
-// on and a ledger closes for every 5 s passed, so a transfer's await costs no real time), with a
-// funded vault holding USDC and the wallets trusting it.
-func localNetwork(tb testing.TB, wallets ...string) (*vclock.Clock, *stellarsim.Network, signing.Keys, stellarsim.Asset) {
-	tb.Helper()
-	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = n.Close() })
-	n.CloseOnAdvance(clock, 5*time.Second)
-	keys, err := signing.GenerateKeys(0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	issuer, _ := n.CreateKeypair(1e11)
-	usdc := n.IssueAsset("USDC", issuer)
-	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
-	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
-	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e15))
-	for _, w := range wallets {
-		must(tb, n.CreateAccount(w, 1e11))
-		must(tb, n.AddTrustline(w, usdc, 0))
-	}
-	return clock, n, keys, usdc
-}
-
-func must(tb testing.TB, err error) {
-	tb.Helper()
-	if err != nil {
-		tb.Fatal(err)
 	}
 }
