@@ -281,6 +281,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			return table
 		case "STELLAR_RPC_URL":
 			return stellarURL + "/rpc"
+		case "HORIZON_URL": // for STELLAR_BACKEND=horizon
+			return stellarURL
 		case "NETWORK_PASSPHRASE":
 			return net0.Passphrase()
 		case "VAULT_ACCOUNT":
