@@ -80,7 +80,7 @@ test: ## every test with -race, the fuzz corpora included (912 s on CI from a fr
 # tests (the model checker without preemptions, the 16-channel load test at 4 channels); the
 # devstack's tests wait on real ledgers, not the CPU, hence -parallel 8. No benchmarks, no fuzzing.
 # Packages whose code and tests did not change answer from the test cache (add -count=1 to rerun).
-test-short: ## every test but the fault campaign and the benchmarks, with -race (65 s with the build cached, ~11 min on a first run)
+test-short: ## every test but the fault campaign and the benchmarks, with -race (about 4 min with the build cached on 2 shared cores, ~11 min on a first run)
 	$(GO) test -short -race -parallel 8 ./...
 
 # The fuzz targets at the doors, as package:target. `go test -fuzz` takes one target per
