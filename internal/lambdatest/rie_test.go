@@ -728,7 +728,7 @@ func TestRIEInDoubtReaderFunction(t *testing.T) {
 		`{"action":"sweep"}`, `{"action":"channels"}`,
 	} {
 		p := answer(payload)
-		if p["errorType"] != nil || p["code"] != "ACTION_NOT_ALLOWED" || p["status"] != float64(403) || !strings.HasSuffix(fmt.Sprint(p["type"]), "README.md#reconcile-action-not-allowed") {
+		if p["errorType"] != nil || p["code"] != "ACTION_NOT_ALLOWED" || p["status"] != float64(403) || !strings.HasSuffix(fmt.Sprint(p["type"]), "tag:stellar-transfer-orchestrator,2026:reconcile:action-not-allowed") {
 			t.Errorf("%s -> %v, want the problem ACTION_NOT_ALLOWED", payload, p)
 		}
 	}

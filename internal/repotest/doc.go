@@ -15,6 +15,8 @@
 //   - comments say why, never history: no text file but fixtures (testdata), vendored code and
 //     lock files refers to an issue by number ("issue N", "issues #N"), unless the word just
 //     before it names another project's owner/repo, a cited source (issues_test.go).
+//   - README.md's links to its own sections land: every [text](#anchor) names a heading (by
+//     GitHub's slug) or an <a id> (readme_test.go).
 //
 // The files checked are those git tracks plus the untracked ones it does not ignore (so a file is
 // caught before its commit); without git, every file under the root but .git, .ci/venv,

@@ -163,7 +163,7 @@ var symbolRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
 func validSymbol(s string) bool { return symbolRE.MatchString(s) }
 
 // VaultErrInsufficientBalance is the vault contract's error code for a withdrawal above its
-// balance (README.md, "The vault contract": #1 = insufficient balance).
+// balance (README.md, "The vault contract (Soroban)": #1 = insufficient balance).
 const VaultErrInsufficientBalance = 1
 
 // contractErrorRE finds the contract's own error code in a simulation error ("Error(Contract, #1)").
@@ -364,7 +364,7 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 // the simulate path, nothing sent), with the contract's error code in the detail when there is one.
 //
 // A withdraw refused with the vault contract's insufficient-balance error (VaultErrInsufficientBalance,
-// README.md, "The vault contract") is VAULT_UNDERFUNDED instead, the answer a classic vault gives
+// README.md, "The vault contract (Soroban)") is VAULT_UNDERFUNDED instead, the answer a classic vault gives
 // when its payment is included FAILED op_underfunded (transfer.SourceShortfall): one answer for an
 // empty vault in both modes, retryable, and it pages; here nothing was sent and no fee spent.
 func simulationError(fn, simError string) *transfer.UnavailableError {

@@ -165,7 +165,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // calendarHorizon is how many ledger intervals (of 5 s at the least) ahead of now the calendar
 // may run before it is taken as stale and restarted at now (TakeTicket's horizon): twice the
 // queue of the heaviest overload measured (16 callers per channel, one environment each: 16
-// intervals of slots; README, "Overload"). A calendar left further ahead by slots nobody will use
+// intervals of slots; README.md, "Lambda-shaped throughput"). A calendar left further ahead by slots nobody will use
 // (environments reaped while keeping them, an operator's edit, a fast clock) answers callers
 // CHANNELS_BUSY for at most this long instead of until real time catches up with it.
 const calendarHorizon = 32
