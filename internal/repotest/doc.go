@@ -26,6 +26,37 @@
 //
 // # The house
 //
+// The packages:
+//
+//	functions/api        ApiFunction: API Gateway HTTP API (payload 2.0) -> internal/api (wiring only)
+//	functions/alert      AlertFunction: the table's stream -> internal/alert
+//	functions/reconcile  ReconcileFunction: operator actions and the sweep -> internal/reconcile;
+//	                     InDoubtReaderFunction: the same binary, list and get only (RECONCILE_ACTIONS=read)
+//	functions/submitter  SubmitterFunction: TransferQueue's SQS events -> internal/queue -> the orchestrator
+//	internal/transfer    the domain: requests, keys, typed errors, proof rules, the orchestrator, Settle
+//	internal/dynamo      transfer.Store and the channel leases on DynamoDB (conditional writes, the sparse index)
+//	internal/stellar     transfer.Ledger on Stellar RPC and Horizon: fees, fee bumps, the vault contract
+//	  stellar/sources    the transaction sources: the vault's slot, the channel pool and its calendar
+//	  stellar/signing    the signing keys: the secret, KMS, the signers
+//	internal/stellarsim  a local Stellar network: RPC, Horizon, friendbot, a vault contract, faults
+//	internal/api         net/http handler (problem+json), the API Gateway adapter, openapi.yaml
+//	internal/alert       stream records -> alert lines, SNS, the in-doubt gauge, settlement events (EventBridge)
+//	internal/queue       asynchronous transfers: transfer.Queue on SQS, the submitter's handler, an in-process queue
+//	internal/reconcile   list, get, resolve, sweep, channels
+//	internal/metrics     CloudWatch Embedded Metric Format
+//	internal/logging     slog JSON with request and trace IDs, seed redaction (Redact, Clip)
+//	internal/strictjson  the one strict JSON object decoder of POST /transfers and the reconcile payload
+//	internal/tracing     X-Ray or OpenTelemetry (TRACING); otlpreceiver, the local OTLP receiver
+//	internal/config      environment configuration
+//	internal/wiring      assembles the service for the functions and the local stack
+//	internal/devstack    the local stack as a library (Start), its KMS emulator; cmd/devstack is `make run` (never deployed)
+//	internal/chaos       the fault campaign; chaos/model the exhaustive check
+//	internal/loadtest    the throughput and latency benchmarks
+//	internal/vclock      virtual time for tests and the campaign
+//	internal/cfntemplate the template's checks against the code
+//	internal/lambdatest  the real bootstraps under the Lambda Runtime Interface Emulator
+//	internal/repotest    the repository's own rules: citations, file sizes, issue numbers, the imports below
+//
 // internal/transfer is the domain: it declares the ports it needs (Store, Ledger, Clock) and
 // imports no AWS, Stellar or other package of the module. internal/dynamo and internal/stellar
 // are adapters that implement those ports and never import each other; internal/wiring assembles

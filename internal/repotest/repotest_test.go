@@ -212,7 +212,7 @@ func TestScanFinds(t *testing.T) {
 	}
 }
 
-// houseImportRules are the imports each package may not have (README.md, "Layout"): the
+// houseImportRules are the imports each package may not have (doc.go, "The house"): the
 // domain, internal/transfer, imports nothing of AWS, Stellar or the rest of the module, nor
 // net/http (the doors map its problems to HTTP statuses: internal/api/status.go); internal/dynamo
 // and internal/stellar (its packages included) never import each other. Inside internal/stellar
