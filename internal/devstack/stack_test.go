@@ -321,8 +321,8 @@ func mustRequest(t *testing.T, method, url string) *http.Request {
 	return req
 }
 
-// A port already taken is reported with the variable that moves the server (README.md, "Two
-// commands"): `make run` beside another stack fails with DYNAMODB_ADDR=... in its message.
+// A port already taken is reported with the variable that moves the server (README.md, "The
+// local stack"): `make run` beside another stack fails with DYNAMODB_ADDR=... in its message.
 func TestBusyPortNamesItsVariable(t *testing.T) {
 	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
