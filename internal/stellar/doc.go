@@ -34,11 +34,10 @@
 //
 // Read order: stellar-rpc's getTransaction reads the transaction before its ledger range, so the
 // range it reports may hold ledgers ingested after the search, for which its NOT_FOUND does not
-// vouch. A lookup therefore reads the latest
-// ledger first (getLatestLedger, or Horizon's root) and proves death either by the source
-// account's sequence number (getLedgerEntries, below the envelope's: sound behind any load
-// balancer) or by history coverage from one instance (transfer.ProvenDead; README.md, "Which RPC
-// and Horizon deployments the proof supports").
+// vouch. A lookup therefore reads the latest ledger first (getLatestLedger, or Horizon's root) and
+// proves death either by the source account's sequence number (getLedgerEntries, below the
+// envelope's: sound behind any load balancer) or by history coverage from one instance
+// (transfer.ProvenDead; README.md, "Which RPC and Horizon deployments the proof supports").
 //
 // Fees (fees.go): each envelope bids, per operation slot, the highest of the base fee, its
 // surge-pricing lane's recent fees at FEE_PERCENTILE (RPC getFeeStats inclusionFee for payments,
