@@ -367,7 +367,7 @@ func reportEnvs(b *testing.B, res envResult, limit float64) {
 // environment per concurrent caller (its own wiring.Build and channel pool, reused by every call
 // of that caller), every DynamoDB and Stellar request charged a round trip (defaultEnvRTT), on
 // Stellar RPC at 4, 16 and 64 channels, four callers per channel, ledgers every 5 s of virtual
-// time, a window of 12 ledgers. Goals (README "Benchmarks", channel assignment): bound-share at
+// time, a window of 12 ledgers. Goals (README "Lambda-shaped throughput"): bound-share at
 // least 0.95, ddb-req/transfer at most 8, failed-lease-writes/lease at most 0.05, paid-twice 0.
 // BENCH_LAMBDA_CHANNELS (comma-separated) picks the channel counts; BENCH_UNSCHEDULED=1 runs the
 // pool without the channel calendar (channels tried in random order, as before it).

@@ -17,8 +17,8 @@ import (
 // Lambda runs each concurrent invocation in an execution environment of its own: the pool's
 // processes share nothing but the table. Left to guess, they collide: at 4 callers per channel,
 // one environment per caller, channels tried in random order cost 28 to 92 failed lease writes
-// per lease and 64 to 192 DynamoDB requests per transfer at 4 to 64 channels (README, "Channel
-// assignment across processes"; internal/loadtest's BenchmarkChannelsLambda). So every lease is
+// per lease and 64 to 192 DynamoDB requests per transfer at 4 to 64 channels (internal/loadtest's
+// BenchmarkChannelsLambda with BENCH_UNSCHEDULED=1). So every lease is
 // scheduled on a calendar kept in one item (TicketStore; internal/dynamo/channeltickets.go), a
 // virtual scheduler (the generic cell rate algorithm): each booking gets the next ticket n and a
 // time, spacing = interval / channels after the previous booking's and never before now. Ticket n
