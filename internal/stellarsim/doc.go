@@ -424,6 +424,42 @@
 // transaction applied is recorded (Envelopes, Applied; GET /_sim/envelopes,
 // GET /_sim/transactions).
 //
+// Over HTTP (the local stack's `$SIM`), POST /_sim/faults arms one fault or an
+// array of them, GET lists those armed (count -1: until healed), DELETE heals
+// all; GET /_sim/ lists the admin routes. The body's "count" counts what the
+// last column says; "api" ("rpc" or "horizon") restricts a fault to one API:
+//
+//	kind             what it does; parameters; without count
+//	refuse           closes the connection without an answer, nothing is
+//	                 accepted; api; the next submission
+//	drop_response    accepts the envelope (it lands), then closes the
+//	                 connection without an answer; api; the next submission
+//	delay            accepts as usual, answers after the delay; "delay"
+//	                 (required): "2s" or milliseconds, api; the next submission
+//	answer           answers without accepting; one of "status"
+//	                 (TRY_AGAIN_LATER, ERROR, PENDING, DUPLICATE), "code"
+//	                 ("txBAD_SEQ"; alone or with "status":"ERROR"),
+//	                 "http_status" (504: an HTTP error without a body, from RPC
+//	                 and Horizon), two of them refused (400), api; the next
+//	                 submission
+//	drop_envelope    answers PENDING, then evicts the envelope from the queue:
+//	                 it never lands; api; the next submission
+//	delay_inclusion  includes an accepted envelope that many ledgers later;
+//	                 "ledgers" (required, > 0), api; the next submission
+//	stall            ledger closes close nothing; none; until healed (count:
+//	                 that many close attempts)
+//	retention        shrinks getTransaction's history to that many ledgers;
+//	                 "ledgers" (required, > 0); until healed (a count is
+//	                 refused)
+//	read_order       getTransaction answers NOT_FOUND for a transaction in the
+//	                 latest ledger, as stellar-rpc does while it ingests;
+//	                 "ledgers": n, any of the latest n+1 ledgers; the next lookup
+//	db_lag           RPC's database trails its core by that many ledgers;
+//	                 "ledgers" (required, > 0); until healed
+//	instances        several RPC or Horizon instances behind one URL, answering
+//	                 in turn, the slowest that far behind; "delay" (required),
+//	                 "instances" (2 or more, default 3), api; until healed
+//
 // Client note: rpcclient's context deadline does not abort the HTTP exchange
 // (the call returns only when the answer arrives, then reports the deadline);
 // give rpcclient an http.Client with a Timeout to bound a delayed answer.
