@@ -112,5 +112,7 @@
 //
 // rig_test.go holds the rig the scenarios share; stale_test.go the stale actors (slow lookups,
 // held writes, a store whose answers are lost on the wire). The campaign itself is
-// campaign_test.go (make chaos at full size).
+// campaign_test.go: keys hit by 8 concurrent callers, in synchronous, asynchronous, congested and
+// vault-contract runs, about 5,900 calls in `make test` and 10,000 a run in `make chaos`
+// (CHAOS_KEYS=1250 a run at full size; CHAOS_SEED=<seed> replays one).
 package chaos
