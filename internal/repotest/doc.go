@@ -34,6 +34,7 @@
 //	                     InDoubtReaderFunction: the same binary, list and get only (RECONCILE_ACTIONS=read)
 //	functions/submitter  SubmitterFunction: TransferQueue's SQS events -> internal/queue -> the orchestrator
 //	internal/transfer    the domain: requests, keys, typed errors, proof rules, the orchestrator, Settle
+//	  transfer/transfertest  the domain's importable test helpers
 //	internal/dynamo      transfer.Store and the channel leases on DynamoDB (conditional writes, the sparse index)
 //	internal/stellar     transfer.Ledger on Stellar RPC and Horizon: fees, fee bumps, the vault contract
 //	  stellar/sources    the transaction sources: the vault's slot, the channel pool and its calendar
