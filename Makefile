@@ -7,9 +7,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Where `make build` puts the bootstraps; SAM sets ARTIFACTS_DIR itself for build-<LogicalId>.
 BUILD_DIR ?= .build
 LAMBDA_GOFLAGS := -trimpath -tags lambda.norpc -ldflags='-s -w -buildid='
-# functions/<dir> -> the template's <LogicalId>.
+# The binaries under functions/<dir>; the template's five functions run them (build-<LogicalId>
+# below: InDoubtReaderFunction runs reconcile's).
 FUNCTIONS := api alert reconcile submitter
-PRESENT_FUNCTIONS := $(foreach f,$(FUNCTIONS),$(if $(wildcard functions/$(f)/main.go),$(f)))
 
 # Python tools (cfn-lint, SAM CLI, schemathesis), pinned in .ci/requirements.txt.
 VENV := .ci/venv
@@ -30,7 +30,7 @@ CONTRACT_MAX_EXAMPLES ?= 300
 
 # Every target whose rule line carries `## text`, in the order of this file.
 help: ## this list
-	@echo "Stellar Transfer Orchestrator: make <target> (README.md, \"Two commands\")"
+	@echo "Stellar Transfer Orchestrator: make <target> (README.md, \"Commands\"; times on 2 shared cores)"
 	@echo
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 	@echo
@@ -41,9 +41,9 @@ define lambda_build
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_GOFLAGS) -o $(2)/bootstrap ./functions/$(1)
 endef
 
-build: $(addprefix build-,$(PRESENT_FUNCTIONS)) ## each function's linux/arm64 bootstrap in .build/<function>/
+build: $(addprefix build-,$(FUNCTIONS)) ## each function's linux/arm64 bootstrap in .build/<function>/
 
-build-api build-alert build-reconcile build-submitter: build-%:
+$(addprefix build-,$(FUNCTIONS)): build-%:
 	$(call lambda_build,$*,$(BUILD_DIR)/$*)
 	@ls -l $(BUILD_DIR)/$*/bootstrap
 
@@ -64,7 +64,7 @@ build-InDoubtReaderFunction:
 	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
 
 # Built, then exec'd rather than `go run`: go run exits 1 on Ctrl-C even when the stack stops cleanly.
-run: ## the local stack: API :3000, Lambda Invoke API :3001, DynamoDB :8000, Stellar :8010, KMS :8020 (SIGNER=kms), OTLP traces :4318 (TRACING=otel), until Ctrl-C; *_ADDR moves each
+run: ## the local stack until Ctrl-C, new and empty each start: API :3000, Lambda :3001, DynamoDB :8000, Stellar :8010 (KMS :8020, traces :4318); PORT_BASE=N moves all six to N..N+5 (first start ~3 min, later ~8 s)
 	$(GO) build -o .ci/bin/devstack ./internal/devstack/cmd/devstack
 	exec .ci/bin/devstack
 
@@ -73,14 +73,14 @@ run: ## the local stack: API :3000, Lambda Invoke API :3001, DynamoDB :8000, Ste
 # No new fuzzing: a gate must give the same answer on the same code, and a fuzzer's few seconds
 # do not (they explore at random). `make fuzz` explores; what it finds is checked in as corpus,
 # which every run of make test then replays.
-test: ## every test with -race, the fuzz corpora included (about 20 min; output in .ci/work/test-output.txt)
+test: ## every test with -race, the fuzz corpora included (912 s on CI from a fresh clone; output in .ci/work/test-output.txt)
 	.ci/go-test.sh
 
 # The quick loop: every test with -short, which skips the fault campaign and shrinks the longest
 # tests (the model checker without preemptions, the 16-channel load test at 4 channels); the
 # devstack's tests wait on real ledgers, not the CPU, hence -parallel 8. No benchmarks, no fuzzing.
 # Packages whose code and tests did not change answer from the test cache (add -count=1 to rerun).
-test-short: ## every test but the fault campaign and the benchmarks, with -race, in under a minute
+test-short: ## every test but the fault campaign and the benchmarks, with -race (about 4 min with the build cached on 2 shared cores, ~11 min on a first run)
 	$(GO) test -short -race -parallel 8 ./...
 
 # The fuzz targets at the doors, as package:target. `go test -fuzz` takes one target per
@@ -126,7 +126,7 @@ check-template: $(TOOLS) ## cfn-lint, sam validate --lint, samconfig.toml's para
 	$(SAM) validate --lint --template-file template.yaml
 	$(VENV)/bin/python .ci/check-samconfig.py
 
-# `sam build` (no container) of every function present, each checked to be a linux/arm64 bootstrap.
+# `sam build` (no container) of the template's five functions, each checked to be a linux/arm64 bootstrap.
 sam-build: $(TOOLS) ## sam build of every function, each checked to be a linux/arm64 bootstrap
 	SAM="$(SAM)" .ci/sam-build.sh
 

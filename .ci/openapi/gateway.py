@@ -10,7 +10,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PROBLEM = {
-    "type": "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-store-unavailable",
+    "type": "tag:stellar-transfer-orchestrator,2026:problem:store-unavailable",
     "title": "Store unavailable",
     "status": 503,
     "detail": "the stand-in's problem",

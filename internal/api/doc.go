@@ -13,9 +13,9 @@
 //
 // Errors are RFC 9457 problem details (application/problem+json). Every problem has
 //
-//	type            ProblemTypeBase + the code in lower kebab case: the code's entry in
-//	                README.md's "Problem types", e.g.
-//	                https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-idempotency-key-missing
+//	type            ProblemTypeBase + the code in lower kebab case, a tag URI that names the
+//	                code's row in README.md's "Problem types", e.g.
+//	                tag:stellar-transfer-orchestrator,2026:problem:idempotency-key-missing
 //	title           a fixed, human-readable summary of the code
 //	status          the HTTP status
 //	detail          what went wrong with this request (input it quotes: seeds redacted, then

@@ -619,12 +619,12 @@ func TestGetTransferView(t *testing.T) {
 			`{"status":"success","transactionHash":"` + hash + `","ledger":99}`},
 		{"pending in flight", transfer.View{Status: "pending"}, `{"status":"pending"}`},
 		{"error with defaults", transfer.View{Status: "error", Problem: &transfer.Problem{Code: transfer.CodeTransactionExpired, Detail: "Expired."}},
-			`{"status":"error","error":{"type":"https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-transaction-expired","title":"Transaction expired","status":422,` +
+			`{"status":"error","error":{"type":"tag:stellar-transfer-orchestrator,2026:problem:transaction-expired","title":"Transaction expired","status":422,` +
 				`"detail":"Expired.","code":"TRANSACTION_EXPIRED","classification":"terminal"}}`},
 		{"pending in doubt", transfer.View{Status: "pending", InDoubt: true}, `{"status":"pending","inDoubt":true}`},
 		{"error", transfer.View{Status: "error", Problem: &transfer.Problem{Code: transfer.CodeTransactionFailed, Kind: transfer.KindRejected,
 			Classification: transfer.Terminal, Detail: "The transaction failed.", TransactionHash: hash, ResultCodes: []string{"tx_failed", "op_no_trust"}}},
-			`{"status":"error","error":{"type":"https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-transaction-failed","title":"Transaction failed","status":422,` +
+			`{"status":"error","error":{"type":"tag:stellar-transfer-orchestrator,2026:problem:transaction-failed","title":"Transaction failed","status":422,` +
 				`"detail":"The transaction failed.","code":"TRANSACTION_FAILED","classification":"terminal","transactionHash":"` + hash + `","resultCodes":["tx_failed","op_no_trust"]}}`},
 	}
 	for _, tc := range tests {

@@ -351,8 +351,9 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 	}
 }
 
-// Every code the code base defines has its entry in README.md's "Problem types" (the anchor its
-// type URI names) and its line in openapi.yaml; the README has no entry for a code that is gone.
+// Every code the code base defines has its entry in README.md's "Problem types" (the anchor
+// problem-<the kebab case its type URI ends in>) and its line in openapi.yaml; the README has no
+// entry for a code that is gone.
 func TestProblemTypesResolveToTheREADME(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -378,8 +379,8 @@ func TestProblemTypesResolveToTheREADME(t *testing.T) {
 	for _, code := range codes {
 		typ := problemType(code)
 		frag, ok := strings.CutPrefix(typ, ProblemTypeBase)
-		if !ok || !strings.HasPrefix(ProblemTypeBase, "https://") || !strings.HasSuffix(ProblemTypeBase, "README.md#problem-") {
-			t.Fatalf("type %q is not a README.md anchor", typ)
+		if !ok || !strings.HasPrefix(ProblemTypeBase, "tag:") || !strings.HasSuffix(ProblemTypeBase, ":problem:") {
+			t.Fatalf("type %q is not a tag URI naming a README.md row", typ)
 		}
 		if got, ok := rows[frag]; !ok || got != code {
 			t.Errorf(`README.md's "Problem types" has no row <a id="problem-%s"></a>`+"`%s`"+` (the anchor of %s)`, frag, code, typ)
@@ -405,7 +406,7 @@ func TestProblemTypesResolveToTheREADME(t *testing.T) {
 func TestProblemTypeOfAnAnswer(t *testing.T) {
 	f := newFixture(t)
 	pd := problem(t, f.do(post(goodBody(wallet), map[string]string{IdempotencyKeyHeader: ""})), 400, transfer.CodeKeyMissing)
-	if want := "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-idempotency-key-missing"; pd.Type != want {
+	if want := "tag:stellar-transfer-orchestrator,2026:problem:idempotency-key-missing"; pd.Type != want {
 		t.Fatalf("type %q, want %q", pd.Type, want)
 	}
 }

@@ -15,11 +15,12 @@ import (
 )
 
 // ProblemTypeBase prefixes every problem's type URI; the code in lower kebab case follows it.
-// The URI is the code's entry in the section "Problem types" of the repository's README.md
-// (an anchor id="problem-<code in lower kebab case>" per code, checked by this package's tests),
-// so a type resolves to what the code means and what to do about it (RFC 9457 section 3.1.1:
-// the type URI, when dereferenced, should give human-readable documentation).
-const ProblemTypeBase = "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#problem-"
+// The URI is a tag URI (RFC 4151): a name for the problem type, not an address, since the
+// project has no address of its own that anyone has checked; RFC 9457 section 3.1.1 allows a
+// type that is not dereferenced. What a type means, and what to do about it, is the row of
+// README.md's "Problem types" whose anchor is id="problem-<the same kebab case>" (checked by this
+// package's tests).
+const ProblemTypeBase = "tag:stellar-transfer-orchestrator,2026:problem:"
 
 // Codes of the HTTP layer itself (the domain's are transfer.Code*).
 const (

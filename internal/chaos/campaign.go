@@ -25,7 +25,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -58,9 +58,6 @@ type Config struct {
 	Contract bool
 	// Log receives the progress lines; nil means none.
 	Log io.Writer
-	// SimLegacy keeps behaviours of the local network kinder than the real network's (no visibility
-	// lag, no queue ageing; see stellarsim.Legacy); the zero value is the realistic network.
-	SimLegacy stellarsim.Legacy
 	// ReadFaults arms the local network's read faults (how stellar-rpc reads what it ingested)
 	// among each wave's random faults, for that wave: read_order (a lookup racing ingestion; Ledgers 0 to 3, as while an instance
 	// catches up), db_lag (RPC's database trailing its core) and, with LoadBalanced, instances.
@@ -87,6 +84,12 @@ type Config struct {
 	// delivers the messages in batches, several invocations at once, from an SQS model (sqs.go)
 	// that loses, duplicates (receives again), reorders and delays them past healing.
 	Async bool
+
+	// applyInSubmissionOrder applies each ledger's transactions in the order they were submitted
+	// (stellarsim.Options.ApplyInSubmissionOrder) instead of core's shuffle, for a scenario test
+	// whose subject needs one transaction of a ledger to apply before another. The campaign never
+	// sets it: it runs on the realistic network.
+	applyInSubmissionOrder bool
 }
 
 // DefaultConfig is the campaign `make test` runs first: 2,000 calls, and about 500 late ones.
@@ -290,7 +293,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
 	// The ledger's apply order (core's shuffle) follows the campaign's seed, so a run repeats;
 	// so do the fee-rate ties of a full lane or queue.
-	opts := stellarsim.Options{Clock: r.clock, Contracts: host, Legacy: cfg.SimLegacy, ApplyOrderSeed: cfg.Seed}
+	opts := stellarsim.Options{Clock: r.clock, Contracts: host, ApplyOrderSeed: cfg.Seed, ApplyInSubmissionOrder: cfg.applyInSubmissionOrder}
 	maxFee := cfg.MaxFeeStroops
 	if cfg.Congested {
 		opts.Lanes, opts.SurgeSeed = congestedLanes, cfg.Seed
@@ -322,7 +325,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 		}
 	})
 
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		return fail(err)
 	}
@@ -348,7 +351,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 			return fail(err)
 		}
 	}
-	keys.ChannelMaster = stellar.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
+	keys.ChannelMaster = signing.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
 
 	r.minidyn = server.NewServer()
 	// No SDK retries: every fault must reach the store as it happened. The client speaks HTTP to
@@ -380,7 +383,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 		return fail(err)
 	}
 	svc, err := wiring.Build(wiring.Deps{Config: conf, Getenv: func(string) string { return "" },
-		Dynamo: &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults}, Keys: stellar.StaticKeys{K: keys},
+		Dynamo: &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults}, Keys: signing.StaticKeys{K: keys},
 		Clock: r.clock, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fail(err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/chaos"
-	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
 // TestCampaign runs the fault campaign six ways: Stellar RPC and Horizon with 8 channel accounts
@@ -20,9 +19,7 @@ import (
 // that assertExercised checks). The runs are parallel subtests, two at a time by default.
 // CHAOS_KEYS sets the keys of each run (`make chaos` uses 1,250: 10,000 first calls and about 2,500
 // late ones a run), CHAOS_SEED reruns a seed, CHAOS_BACKEND, CHAOS_CHANNELS, CHAOS_CONTRACT=1 and
-// CHAOS_CONGESTED=1 pick a single run (load balanced unless CHAOS_LOAD_BALANCED=0, for RPC). CHAOS_SIM_LEGACY=1 runs on the kinder local
-// network (stellarsim.AllLegacy: no visibility lag, no queue ageing), without the read faults and with one RPC instance, for
-// before/after figures.
+// CHAOS_CONGESTED=1 pick a single run (load balanced unless CHAOS_LOAD_BALANCED=0, for RPC).
 //
 // Which runs are load balanced (chaos.Config.LoadBalanced: the instances fault among the read
 // faults, and the service told so): the RPC 8-channel run and the contract run, whose proofs of
@@ -95,10 +92,6 @@ func TestCampaign(t *testing.T) {
 			cfg := chaos.DefaultConfig(seed)
 			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract, cfg.LoadBalanced = run.backend, run.channels, run.keys, run.contract, run.loadBalanced
 			cfg.Congested = run.congested
-			if os.Getenv("CHAOS_SIM_LEGACY") == "1" {
-				// The kinder network, none of its read faults, one RPC instance.
-				cfg.SimLegacy, cfg.ReadFaults, cfg.LoadBalanced = stellarsim.AllLegacy, false, false
-			}
 			if testing.Verbose() {
 				cfg.Log = t.Output() // the run's progress lines under its own name
 			}

@@ -287,7 +287,7 @@ func TestTakeOverRefusedTryAgainLaterIsNotBusy(t *testing.T) {
 func TestEnvelopeFailedByASignerRotationIsReplayedNotRebuilt(t *testing.T) {
 	// The rotation must apply before the payment of the same ledger: submission order (core's
 	// order is a shuffle of the set, which this test does not mean to exercise).
-	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 2, SimLegacy: stellarsim.Legacy{SubmissionOrder: true}})
+	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 2, applyInSubmissionOrder: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@
 // the invocation between every pair of steps, ledger stalls and history that is forgotten for two
 // waves.
 //
-// The local network is the realistic one by default (visibility lag, the TOO_LATE
-// offset, queue ageing, protocol 23; Config.SimLegacy brings back the kinder one), and each wave
+// The local network is the realistic one (visibility lag, the TOO_LATE offset, queue ageing,
+// core's shuffled apply order, protocol 23's restore by the invocation), and each wave
 // may arm stellar-rpc's read faults for its duration (readfaults.go): read_order (a lookup racing
 // ingestion or catch-up answers NOT_FOUND for a transaction in one of the latest ledgers), db_lag
 // (RPC's database behind its core) and, in runs whose RPC is load balanced (Config.LoadBalanced,
@@ -112,5 +112,7 @@
 //
 // rig_test.go holds the rig the scenarios share; stale_test.go the stale actors (slow lookups,
 // held writes, a store whose answers are lost on the wire). The campaign itself is
-// campaign_test.go (make chaos at full size).
+// campaign_test.go: keys hit by 8 concurrent callers, in synchronous, asynchronous, congested and
+// vault-contract runs, about 5,900 calls in `make test` and 10,000 a run in `make chaos`
+// (CHAOS_KEYS=1250 a run at full size; CHAOS_SEED=<seed> replays one).
 package chaos

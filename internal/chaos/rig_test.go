@@ -12,6 +12,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -20,12 +21,10 @@ import (
 // ledger and the local network, and the moves every scenario makes with it: call a key, arm a
 // fault, check that the key paid once, run a caller on time beside the ledger's clock.
 
-func quietRig(t *testing.T) *rig { return quietRigWith(t, stellarsim.Legacy{}) }
-
-// quietRigWith is quietRig on a network that keeps some earlier behaviours (stellarsim.Legacy).
-func quietRigWith(t *testing.T, legacy stellarsim.Legacy) *rig {
+// quietRig is a rig of ten keys and one caller on the realistic network, with no fault armed.
+func quietRig(t *testing.T) *rig {
 	t.Helper()
-	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, SimLegacy: legacy})
+	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +119,13 @@ func (l probingLedger) LatestLedger(ctx context.Context) (transfer.LedgerInfo, e
 // (OldestLedger 0). It only looks up; its keys sign nothing.
 func (r *rig) lbLedger(t *testing.T) *stellar.RPCLedger {
 	t.Helper()
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.net.RPCURL(), Passphrase: r.net.Passphrase(),
 		VaultAccount: keys.Vault.Address(), Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keys.Fee.Address()}},
-		Keys: stellar.StaticKeys{K: keys}, Clock: r.clock, LoadBalanced: true})
+		Keys: signing.StaticKeys{K: keys}, Clock: r.clock, LoadBalanced: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -28,12 +28,12 @@ func channelCount(getenv config.Getenv) string {
 // addChannelKeys gives the local keys a random SEP-5 master seed for the channels and funds the
 // fee account (it sponsors the channels' reserves and pays their fee bumps) at genesis: keys.Fee,
 // or with SIGNER=kms (km set) the account of the fee account's KMS key.
-func addChannelKeys(n *stellarsim.Network, keys *stellar.Keys, km *kmsSetup) error {
+func addChannelKeys(n *stellarsim.Network, keys *signing.Keys, km *kmsSetup) error {
 	seed := make([]byte, 32)
 	if _, err := rand.Read(seed); err != nil {
 		return err
 	}
-	keys.ChannelMaster = stellar.NewMasterSeed(seed)
+	keys.ChannelMaster = signing.NewMasterSeed(seed)
 	fee := keys.FeeKey()
 	if km != nil {
 		fee = km.fee

@@ -10,7 +10,7 @@ import (
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/stellar/go-stellar-sdk/keypair"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 )
 
 // BenchmarkTransferSigning measures what signing adds to a transfer with each signer: the
@@ -25,33 +25,33 @@ func BenchmarkTransferSigning(b *testing.B) {
 	srv := httptest.NewServer(emu)
 	defer srv.Close()
 	client := newKMSClient(srv.URL)
-	kmsSigner := func() stellar.Signer {
+	kmsSigner := func() signing.Signer {
 		out, err := client.CreateKey(ctx, &kms.CreateKeyInput{KeySpec: kmstypes.KeySpecEccNistEdwards25519, KeyUsage: kmstypes.KeyUsageTypeSignVerify})
 		if err != nil {
 			b.Fatal(err)
 		}
-		s, err := stellar.NewKMSSigner(ctx, client, aws.ToString(out.KeyMetadata.Arn))
+		s, err := signing.NewKMSSigner(ctx, client, aws.ToString(out.KeyMetadata.Arn))
 		if err != nil {
 			b.Fatal(err)
 		}
 		return s
 	}
-	seed := func() stellar.Signer {
+	seed := func() signing.Signer {
 		kp, err := keypair.Random()
 		if err != nil {
 			b.Fatal(err)
 		}
-		return stellar.SeedSigner{KP: kp}
+		return signing.SeedSigner{KP: kp}
 	}
 	hash := [32]byte{0x5a}
 	for _, tc := range []struct {
 		name    string
-		signers []stellar.Signer
+		signers []signing.Signer
 	}{
-		{"secrets/vault-source", []stellar.Signer{seed()}},
-		{"kms/vault-source", []stellar.Signer{kmsSigner()}},
-		{"secrets/channel", []stellar.Signer{seed(), seed(), seed()}},
-		{"kms/channel", []stellar.Signer{seed(), kmsSigner(), kmsSigner()}},
+		{"secrets/vault-source", []signing.Signer{seed()}},
+		{"kms/vault-source", []signing.Signer{kmsSigner()}},
+		{"secrets/channel", []signing.Signer{seed(), seed(), seed()}},
+		{"kms/channel", []signing.Signer{seed(), kmsSigner(), kmsSigner()}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {

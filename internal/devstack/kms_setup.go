@@ -14,8 +14,9 @@ import (
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // kmsSetup is the local stack's KMS path (SIGNER=kms): the emulator, the SDK client that talks
@@ -26,7 +27,7 @@ type kmsSetup struct {
 	client   *kms.Client
 	// vaultKey and feeKey are the keys' ARNs; vault and fee their signers (public keys).
 	vaultKey, feeKey string
-	vault, fee       *stellar.KMSSigner
+	vault, fee       *signing.KMSSigner
 }
 
 // startKMS serves the emulator on addr and creates the vault's and the fee account's keys through
@@ -42,7 +43,7 @@ func (s *Stack) startKMS(ctx context.Context, addr string) (*kmsSetup, error) {
 	k.client = newKMSClient(k.url)
 	for _, key := range []struct {
 		arn    *string
-		signer **stellar.KMSSigner
+		signer **signing.KMSSigner
 		what   string
 	}{{&k.vaultKey, &k.vault, "the vault's signer"}, {&k.feeKey, &k.fee, "the fee account"}} {
 		out, err := k.client.CreateKey(ctx, &kms.CreateKeyInput{
@@ -53,7 +54,7 @@ func (s *Stack) startKMS(ctx context.Context, addr string) (*kmsSetup, error) {
 			return nil, fmt.Errorf("devstack: KMS CreateKey: %w", err)
 		}
 		*key.arn = aws.ToString(out.KeyMetadata.Arn)
-		if *key.signer, err = stellar.NewKMSSigner(ctx, k.client, *key.arn); err != nil {
+		if *key.signer, err = signing.NewKMSSigner(ctx, k.client, *key.arn); err != nil {
 			return nil, err
 		}
 	}
@@ -129,10 +130,11 @@ func addVaultSigner(ctx context.Context, n *stellarsim.Network, vault *keypair.F
 	return a.Ledger, nil
 }
 
-// waitRPCShows waits, on the wall clock, until the local network's Stellar RPC shows ledger (RPC
-// ingests a closed ledger 1 to 3 s after it closes), so that the service's first read sees what
-// that ledger changed. It is for `make run`, where the network's clock is the wall clock.
-func waitRPCShows(ctx context.Context, n *stellarsim.Network, ledger uint32) error {
+// waitRPCShows waits until the local network's Stellar RPC shows ledger (RPC ingests a closed
+// ledger 1 to 3 s after it closes, on the network's clock), so that the service's first read sees
+// what that ledger changed. It polls every 50 ms of clock (the wall clock for `make run`, or the
+// stack's virtual clock, which each poll's Sleep moves on) for up to 30 s of real time.
+func waitRPCShows(ctx context.Context, n *stellarsim.Network, ledger uint32, clock transfer.Clock) error {
 	rpc := rpcclient.NewClient(n.RPCURL(), nil)
 	defer func() { _ = rpc.Close() }()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -142,10 +144,8 @@ func waitRPCShows(ctx context.Context, n *stellarsim.Network, ledger uint32) err
 		if err == nil && latest.Sequence >= ledger {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("devstack: waiting for RPC to show ledger %d: %w", ledger, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		if err := clock.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("devstack: waiting for RPC to show ledger %d: %w", ledger, err)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 )
 
 // With SIGNER=kms the stack checks, before it serves, that the vault's KMS key can sign for the
@@ -59,12 +59,12 @@ func TestKMSSignerCheckedAtStart(t *testing.T) {
 				_ = s.Close()
 				t.Fatal("Start succeeded, want the signer check's refusal")
 			}
-			var se *stellar.SignerError
-			if !errors.Is(err, stellar.ErrCannotSign) || !errors.As(err, &se) {
-				t.Fatalf("Start = %v, want a *stellar.SignerError", err)
+			var se *signing.SignerError
+			if !errors.Is(err, signing.ErrCannotSign) || !errors.As(err, &se) {
+				t.Fatalf("Start = %v, want a *signing.SignerError", err)
 			}
 			if se.Account != vault || se.Key != kmsKey || se.Key == se.Account || !strings.HasPrefix(se.KeyID, "arn:aws:kms:") ||
-				se.Weight != c.weight || se.Needed != c.needed || se.Level != stellar.ThresholdMedium {
+				se.Weight != c.weight || se.Needed != c.needed || se.Level != signing.ThresholdMedium {
 				t.Fatalf("refusal %+v; want vault %s, key %s, weight %d, needed %d", se, vault, kmsKey, c.weight, c.needed)
 			}
 			msg := err.Error()

@@ -27,7 +27,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
@@ -77,7 +77,7 @@ type operations struct {
 	// cfg, keys and db are what the reconcile function is assembled from (set by Start before
 	// start): as in AWS, it holds the keys (channels) and reads the leases through db.
 	cfg       config.Config
-	keys      stellar.KeySource
+	keys      signing.KeySource
 	db        dynamo.Client
 	functions map[string]lambda.Handler
 	// queue carries async transfers to submit (set by Start before the service is built).

@@ -215,7 +215,7 @@ func TestInvokeAPI(t *testing.T) {
 		t.Fatalf("channels = %d %q %v (stack channels %v)", status, fnErr, body, s.Info.Channels)
 	}
 	// Data after the payload's object is refused by both reconcile functions: the Invoke API hands
-	// them every byte (README.md, "Operating it": "nothing after it").
+	// them every byte (README.md, "Operating it": the payload is one JSON object).
 	for _, fn := range []string{reconcileFunction, readerFunction} {
 		for _, p := range []string{`{"action":"list","limit":20}{}`, `{"action":"list"} {"action":"sweep"}`} {
 			status, fnErr, body = invoke(t, s, fn, p)

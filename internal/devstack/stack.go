@@ -21,8 +21,9 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
@@ -49,9 +50,31 @@ type Options struct {
 	// Ops configures the alert and reconcile functions and the Lambda Invoke API (lambda_api.go).
 	Ops OpsOptions
 
+	// Clock, when set, is the one clock of the service and the local network (a *vclock.Clock for
+	// virtual time): the network closes a ledger whenever it has moved LedgerInterval past the last
+	// close (stellarsim.Network.CloseOnAdvance; LedgerClock is then unused), so a transfer's await
+	// costs no real time. nil: the wall clock, a ledger every LedgerInterval.
+	Clock Clock
+	// WrapDynamo, when set, wraps the SDK client of the embedded DynamoDB; every function sends its
+	// requests through what it returns (and the local stream reads each item back through it
+	// after a write, unless APIOnly). For counting requests or adding latency; nil: the client.
+	WrapDynamo func(*dynamodb.Client) dynamo.Client
+	// APIOnly starts the API function alone: no local stream, no alert, reconcile, reader or
+	// submitter function, no sweep and no Lambda Invoke API (Info.LambdaURL and EventsURL stay
+	// empty), and no queue, so the API runs every transfer synchronously. For benchmarks and tests
+	// of the API function, whose requests the stream's read-backs would add to.
+	APIOnly bool
+
 	// vaultSigner, set by tests, replaces the SetOptions that hands the vault over to its KMS key
 	// with SIGNER=kms (vaultSignerOptions(kmsKey)); nil from it sends none.
 	vaultSigner func(vault, kmsKey string) *txnbuild.SetOptions
+}
+
+// Clock is what Options.Clock must do: the service's clock (Now, Sleep) and a clock the local
+// network can close ledgers on (OnAdvance); *vclock.Clock is one.
+type Clock interface {
+	transfer.Clock
+	stellarsim.Advancer
 }
 
 // Stack is the running local stack.
@@ -59,6 +82,10 @@ type Stack struct {
 	Info    Info
 	Network *stellarsim.Network
 	Service *wiring.Service
+	// Config is the API function's configuration and Keys its signing keys, as the service was
+	// built from them (for assembling another function over the same stack: wiring.ReconcileParts).
+	Config config.Config
+	Keys   signing.KeySource
 	// KMS is the local KMS emulator (SIGNER=kms), nil otherwise.
 	KMS *localKMS
 
@@ -161,15 +188,29 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		return nil, fmt.Errorf("devstack: table: %w", err)
 	}
 
+	var store dynamo.Client = db
+	if o.WrapDynamo != nil {
+		store = o.WrapDynamo(db)
+	}
+
 	// The local Stellar network and its accounts.
 	vaults := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	net0, err := stellarsim.Start(stellarsim.Options{CloseInterval: o.LedgerInterval, LedgerClock: o.LedgerClock, Contracts: vaults})
+	simOpts := stellarsim.Options{CloseInterval: o.LedgerInterval, LedgerClock: o.LedgerClock, Contracts: vaults}
+	var clock transfer.Clock = transfer.SystemClock{}
+	if o.Clock != nil {
+		simOpts = stellarsim.Options{Clock: o.Clock, Contracts: vaults}
+		clock = o.Clock
+	}
+	net0, err := stellarsim.Start(simOpts)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: local network: %w", err)
 	}
 	s.Network = net0
 	s.closers = append(s.closers, net0.Close)
-	keys, err := stellar.GenerateKeys(0)
+	if o.Clock != nil {
+		net0.CloseOnAdvance(o.Clock, o.LedgerInterval)
+	}
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		return nil, err
 	}
@@ -195,9 +236,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			so = o.vaultSigner(keys.Vault.Address(), km.vault.Address())
 		}
 		if so != nil {
-			applied, err := addVaultSigner(ctx, net0, keys.Vault, so, time.Now())
+			applied, err := addVaultSigner(ctx, net0, keys.Vault, so, clock.Now())
 			if err == nil {
-				err = waitRPCShows(ctx, net0, applied)
+				err = waitRPCShows(ctx, net0, applied, clock)
 			}
 			if err != nil {
 				return nil, err
@@ -218,14 +259,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// seeds, or with SIGNER=kms the channel keys only.
 	secretKeys := keys
 	if km != nil {
-		secretKeys = stellar.Keys{Channels: keys.Channels, ChannelMaster: keys.ChannelMaster}
+		secretKeys = signing.Keys{Channels: keys.Channels, ChannelMaster: keys.ChannelMaster}
 	}
 	doc, err := secretKeys.MarshalSecret()
 	if err != nil {
 		return nil, err
 	}
 	const secretID = "local/signing-keys"
-	secrets := stellar.NewLocalSecrets()
+	secrets := signing.NewLocalSecrets()
 	secrets.Put(secretID, doc)
 	assets := []config.Asset{{Code: usdc.Code, Issuer: usdc.Issuer}}
 	cfg, err := config.Load(func(k string) string {
@@ -240,6 +281,8 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			return table
 		case "STELLAR_RPC_URL":
 			return stellarURL + "/rpc"
+		case "HORIZON_URL": // for STELLAR_BACKEND=horizon
+			return stellarURL
 		case "NETWORK_PASSPHRASE":
 			return net0.Passphrase()
 		case "VAULT_ACCOUNT":
@@ -256,7 +299,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	var kmsClient stellar.KMSAPI
+	var kmsClient signing.KMSAPI
 	if km != nil {
 		kmsClient = km.client
 	}
@@ -271,14 +314,19 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		check = &wiring.SignerCheck{Source: keySource, Logger: o.Logger}
 		keySource = check
 	}
-	// Async transfers go through an in-process queue to the submitter (submitter.go).
-	ops.queue = queue.NewMemory()
-	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: ops.wrap(db), Keys: keySource, Logger: o.Logger,
-		Observer: ops.observer(), Queue: ops.queue, HTTPClient: tr.httpClient()})
+	// Async transfers go through an in-process queue to the submitter (submitter.go), and every
+	// write through the local stream to the alert function (stream.go).
+	deps := wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: store, Keys: keySource, Logger: o.Logger,
+		Observer: ops.observer(), HTTPClient: tr.httpClient(), Clock: o.Clock}
+	if !o.APIOnly {
+		ops.queue = queue.NewMemory()
+		deps.Queue, deps.Dynamo = ops.queue, ops.wrap(store)
+	}
+	svc, err := wiring.Build(deps)
 	if err != nil {
 		return nil, err
 	}
-	s.Service = svc
+	s.Service, s.Config, s.Keys = svc, cfg, keySource
 	if check != nil {
 		check.Ledger = svc.Ledger
 	}
@@ -322,9 +370,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	s.serve(apiLn, tr.handler(withDeadline(svc.Handler, o.FunctionTimeout)))
 	// The reconcile function is assembled as in AWS (wiring.Reconcile), with the keys: the
 	// channels action and the watch's accounts.
-	ops.cfg, ops.keys, ops.db = cfg, keySource, db
-	if err := ops.start(s, svc); err != nil {
-		return nil, err
+	ops.cfg, ops.keys, ops.db = cfg, keySource, store
+	if !o.APIOnly {
+		if err := ops.start(s, svc); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return s, nil

@@ -50,7 +50,7 @@ type reply struct {
 // busyRetries times: a client's retry is the contract for that answer. No test here expects
 // CHANNELS_BUSY from a POST (nothing else uses the channels), so busyRetried counts the retries
 // for the run to report; the calendar's own behaviour is tested on a virtual clock
-// (internal/stellar, channelsched_test.go and channelsched_lone_test.go).
+// (internal/stellar/sources, channelsched_test.go and channelsched_lone_test.go).
 func post(t *testing.T, s *Stack, key, body string) reply {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
@@ -321,8 +321,8 @@ func mustRequest(t *testing.T, method, url string) *http.Request {
 	return req
 }
 
-// A port already taken is reported with the variable that moves the server (README.md, "Two
-// commands"): `make run` beside another stack fails with DYNAMODB_ADDR=... in its message.
+// A port already taken is reported with the variable that moves the server (README.md, "The
+// local stack"): `make run` beside another stack fails with DYNAMODB_ADDR=... in its message.
 func TestBusyPortNamesItsVariable(t *testing.T) {
 	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")

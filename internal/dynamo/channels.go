@@ -32,8 +32,8 @@ const (
 )
 
 // ChannelLeases keeps channel account leases in the table, one conditional write per lease and
-// one per release. It implements internal/stellar's LeaseStore. A released channel has no item;
-// a leased one holds its owner, lease expiry and quarantine. Safe for concurrent use.
+// one per release. It implements internal/stellar/sources' LeaseStore. A released channel has no
+// item; a leased one holds its owner, lease expiry and quarantine. Safe for concurrent use.
 type ChannelLeases struct {
 	client Client
 	table  string

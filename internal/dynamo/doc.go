@@ -42,8 +42,8 @@
 // "wallet:" + the address, so the address is never a key; gsi2sk is "<createdAt, RFC 3339 UTC with
 // ms>#<pk>", queried in descending order, newest claim first. Both are derived from the request and
 // createdAt on every write of the item (the claim and every Replace put the whole item), so they
-// never change within an incarnation. Channel leases and items written before gsi2 existed lack
-// them and are not in it (a later write of such an item adds them).
+// never change within an incarnation. Channel leases carry neither and are not in the index; nor
+// is a transfer item a table holds without them, until its next write adds them.
 //
 // The writes: Claim is PutItem with `attribute_not_exists(pk) OR expiresAt < :now` and
 // ReturnValuesOnConditionCheckFailure ALL_OLD, reading the holder back with a consistent GetItem

@@ -22,7 +22,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
@@ -150,7 +150,7 @@ type burst struct {
 	paidTwice, unpaid                        int
 	leftQueued                               int               // messages still in the queue at the end (async)
 	notSuccess                               int               // async transfers whose GET does not answer success
-	pool                                     stellar.PoolStats // the submitter containers' channel pools, summed (async)
+	pool                                     sources.PoolStats // the submitter containers' channel pools, summed (async)
 	wall                                     time.Duration
 	// endToEndTimes is, per transfer finished within the run, its first POST to its settlement (async:
 	// the run that settled it; sync: its 200); unfinished counts the others, so percentiles are

@@ -22,6 +22,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -54,9 +55,9 @@ func contractBackground(p congParams) stellarsim.Congestion {
 // operates a vault contract of its own.
 func newContractCongService(tb testing.TB, clock *vclock.Clock, n *stellarsim.Network, host *stellarsim.VaultHost, usdc stellarsim.Asset, p congParams) (congService, string) {
 	tb.Helper()
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	must(tb, err)
-	keys.ChannelMaster = stellar.NewMasterSeed([]byte("bench-congestion-contract-master-0123456789"))
+	keys.ChannelMaster = signing.NewMasterSeed([]byte("bench-congestion-contract-master-0123456789"))
 	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
 	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
 	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
@@ -74,7 +75,7 @@ func newContractCongService(tb testing.TB, clock *vclock.Clock, n *stellarsim.Ne
 		}[k]
 	})
 	must(tb, err)
-	svc, err := wiring.Build(wiring.Deps{Getenv: func(string) string { return "" }, Config: cfg, Keys: stellar.StaticKeys{K: keys},
+	svc, err := wiring.Build(wiring.Deps{Getenv: func(string) string { return "" }, Config: cfg, Keys: signing.StaticKeys{K: keys},
 		Clock: clock, Logger: slog.New(slog.DiscardHandler), Dynamo: slowDynamo{clock: clock, inner: db},
 		HTTPClient: &http.Client{Transport: newRPCTransport(clock), Timeout: stellar.DefaultHTTPTimeout}})
 	must(tb, err)

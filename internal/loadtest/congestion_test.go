@@ -25,6 +25,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -144,9 +145,9 @@ type congService struct {
 
 func newCongService(tb testing.TB, clock *vclock.Clock, n *stellarsim.Network, usdc stellarsim.Asset, backend string, p congParams) congService {
 	tb.Helper()
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	must(tb, err)
-	keys.ChannelMaster = stellar.NewMasterSeed([]byte("bench-congestion-master-" + backend + "-0123456789"))
+	keys.ChannelMaster = signing.NewMasterSeed([]byte("bench-congestion-master-" + backend + "-0123456789"))
 	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
 	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
 	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
@@ -162,7 +163,7 @@ func newCongService(tb testing.TB, clock *vclock.Clock, n *stellarsim.Network, u
 		}[k]
 	})
 	must(tb, err)
-	svc, err := wiring.Build(wiring.Deps{Getenv: func(string) string { return "" }, Config: cfg, Keys: stellar.StaticKeys{K: keys},
+	svc, err := wiring.Build(wiring.Deps{Getenv: func(string) string { return "" }, Config: cfg, Keys: signing.StaticKeys{K: keys},
 		Clock: clock, Logger: slog.New(slog.DiscardHandler), Dynamo: slowDynamo{clock: clock, inner: db},
 		HTTPClient: &http.Client{Transport: newRPCTransport(clock), Timeout: stellar.DefaultHTTPTimeout}})
 	must(tb, err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -229,7 +230,7 @@ func (r *rig) runEnvs(tb testing.TB, envs []*wiring.Service, window time.Duratio
 	tb.Helper()
 	before := len(r.net.Envelopes())
 	appliedBefore := len(r.net.Applied())
-	var stats0 stellar.PoolStats
+	var stats0 sources.PoolStats
 	for _, e := range envs {
 		stats0 = addStats(stats0, e.Channels.Stats())
 	}
@@ -328,7 +329,7 @@ func (r *rig) runEnvs(tb testing.TB, envs []*wiring.Service, window time.Duratio
 		}
 	}
 	res.paidTwice, res.unpaid, _, _ = r.payments(amounts, appliedBefore)
-	var st stellar.PoolStats
+	var st sources.PoolStats
 	for i, e := range envs {
 		st = addStats(st, e.Channels.Stats())
 		if used[i] {
@@ -340,7 +341,7 @@ func (r *rig) runEnvs(tb testing.TB, envs []*wiring.Service, window time.Duratio
 	return res
 }
 
-func addStats(a, b stellar.PoolStats) stellar.PoolStats {
+func addStats(a, b sources.PoolStats) sources.PoolStats {
 	a.Leases += b.Leases
 	a.Collisions += b.Collisions
 	a.Waits += b.Waits
@@ -351,7 +352,7 @@ func addStats(a, b stellar.PoolStats) stellar.PoolStats {
 	return a
 }
 
-func subStats(a, b stellar.PoolStats) stellar.PoolStats {
+func subStats(a, b sources.PoolStats) sources.PoolStats {
 	a.Leases -= b.Leases
 	a.Collisions -= b.Collisions
 	a.Waits -= b.Waits
@@ -388,7 +389,7 @@ func reportEnvs(b *testing.B, res envResult, limit float64) {
 // environment per concurrent caller (its own wiring.Build and channel pool, reused by every call
 // of that caller), every DynamoDB and Stellar request charged a round trip (defaultEnvRTT), on
 // Stellar RPC at 4, 16 and 64 channels, four callers per channel, ledgers every 5 s of virtual
-// time, a window of 12 ledgers. Goals (README "Benchmarks", channel assignment): bound-share at
+// time, a window of 12 ledgers. Goals (README "Lambda-shaped throughput"): bound-share at
 // least 0.95, ddb-req/transfer at most 8, failed-lease-writes/lease at most 0.05, paid-twice 0.
 // BENCH_BREAKDOWN=1 logs the requests by operation, item, condition and outcome, for the calls
 // answered 200 and 503 (breakdown_test.go).

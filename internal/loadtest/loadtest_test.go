@@ -21,6 +21,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -86,11 +88,11 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 			n.CloseLedger()
 		}
 	})
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	keys.ChannelMaster = stellar.NewMasterSeed([]byte("loadtest-master-seed-0123456789ab"))
+	keys.ChannelMaster = signing.NewMasterSeed([]byte("loadtest-master-seed-0123456789ab"))
 	issuer, _ := n.CreateKeypair(1e11)
 	usdc := n.IssueAsset("USDC", issuer)
 	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
@@ -107,7 +109,7 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 	client, _ := dynamotest.Minidyn(tb)
 	r.db = dynamotest.NewCountingClient(client)
 	store := dynamotest.NewStore(tb, r.db)
-	deps := wiring.Deps{Getenv: func(string) string { return "" }, Dynamo: r.db, Keys: stellar.StaticKeys{K: keys}, Clock: clock}
+	deps := wiring.Deps{Getenv: func(string) string { return "" }, Dynamo: r.db, Keys: signing.StaticKeys{K: keys}, Clock: clock}
 	if c.roundTrips {
 		r.rpc = newRPCTransport(clock)
 		deps.HTTPClient = &http.Client{Transport: r.rpc, Timeout: stellar.DefaultHTTPTimeout}
@@ -207,7 +209,7 @@ type result struct {
 	// paidTwice are transfers paid more than once; unpaid those never paid (every key is driven
 	// until it is answered 200, so there must be none).
 	paidTwice, unpaid int
-	stats             stellar.PoolStats
+	stats             sources.PoolStats
 }
 
 func (r result) perSecond() float64 { return float64(r.transfers) / r.elapsed.Seconds() }

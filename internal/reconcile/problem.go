@@ -3,9 +3,10 @@ package reconcile
 import "github.com/stellar-transfer/orchestrator/internal/logging"
 
 // ProblemTypeBase prefixes the type URI of a Problem; the code in lower kebab case follows it.
-// The URI is the code's anchor in README.md's "Operator roles" (checked by this package's
-// tests), as internal/api's problem types point at README.md's "Problem types".
-const ProblemTypeBase = "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#reconcile-"
+// The URI is a tag URI (RFC 4151), a name rather than an address, as internal/api's problem types
+// are; README.md describes each code under the anchor reconcile-<the same kebab case> ("Operating
+// it" and "Operator roles", checked by this package's tests).
+const ProblemTypeBase = "tag:stellar-transfer-orchestrator,2026:reconcile:"
 
 // Problem is a refusal answered as the invocation's result rather than as a function error: an
 // RFC 9457 problem details object (type, title, status, detail) with the extension members code

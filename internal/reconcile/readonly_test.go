@@ -73,7 +73,7 @@ func TestReadOnlyAnswersListAndGetOnly(t *testing.T) {
 			t.Fatalf("%s: answer %v", action, answer)
 		}
 		want := map[string]any{
-			"type":   "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#reconcile-action-not-allowed",
+			"type":   "tag:stellar-transfer-orchestrator,2026:reconcile:action-not-allowed",
 			"title":  "Action not allowed on this function",
 			"status": float64(403), "code": reconcile.CodeActionNotAllowed, "action": strings.Split(strings.Split(payload, `"action":"`)[1], `"`)[0],
 		}
@@ -112,7 +112,7 @@ func TestFullServiceServesEveryAction(t *testing.T) {
 	}
 }
 
-// The problem's type URI resolves to an anchor of README.md, once.
+// The problem's type URI names an anchor of README.md, once: reconcile-<the kebab case it ends in>.
 func TestProblemTypeIsAReadmeAnchor(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -127,10 +127,11 @@ func TestProblemTypeIsAReadmeAnchor(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := raw.(*reconcile.Problem)
-	frag, ok := strings.CutPrefix(p.Type, "https://github.com/stellar-transfer/orchestrator/blob/main/README.md#")
+	kebab, ok := strings.CutPrefix(p.Type, "tag:stellar-transfer-orchestrator,2026:reconcile:")
 	if !ok || !strings.HasPrefix(p.Type, reconcile.ProblemTypeBase) {
-		t.Fatalf("type %q is not a README.md anchor", p.Type)
+		t.Fatalf("type %q is not a tag URI naming a README.md row", p.Type)
 	}
+	frag := "reconcile-" + kebab
 	if n := strings.Count(string(readme), `<a id="`+frag+`"></a>`); n != 1 {
 		t.Errorf(`README.md has <a id="%s"></a> %d times, want once`, frag, n)
 	}

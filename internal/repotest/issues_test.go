@@ -13,9 +13,8 @@ import (
 
 // issueRef matches a reference to an issue by number: "issue N", "Issues N", "issue #N" for a
 // number N, in any case.
-// The repository's own issues are history, and comments say why, never history (README.md,
-// "Layout" and the house rules): a reference names the behaviour, the rule or the scenario
-// instead.
+// The repository's own issues are history, and comments say why, never history (doc.go, "The
+// house"): a reference names the behaviour, the rule or the scenario instead.
 var issueRef = regexp.MustCompile(`(?i)\bissues?[ \t]+#?[0-9]+\b`)
 
 // externalQualifier is the one allowance: a reference whose word just before it, on the same

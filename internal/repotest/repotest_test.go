@@ -212,11 +212,14 @@ func TestScanFinds(t *testing.T) {
 	}
 }
 
-// houseImportRules are the imports each package may not have (README.md, "Layout"): the
+// houseImportRules are the imports each package may not have (doc.go, "The house"): the
 // domain, internal/transfer, imports nothing of AWS, Stellar or the rest of the module, nor
 // net/http (the doors map its problems to HTTP statuses: internal/api/status.go); internal/dynamo
-// and internal/stellar never import each other. A forbidden path ends in "/" and forbids the
-// path itself and everything below it.
+// and internal/stellar (its packages included) never import each other. Inside internal/stellar
+// the imports point one way, ledger -> sources -> signing (internal/stellar/doc.go): the signing
+// keys import no other package of internal/stellar and nothing of the domain; the transaction
+// sources import neither the ledger nor a store. A forbidden path ending in "/" forbids the path
+// itself and everything below it; one without forbids that path alone.
 var houseImportRules = []struct {
 	pkg       string
 	forbidden []string
@@ -224,6 +227,8 @@ var houseImportRules = []struct {
 	{"internal/transfer", []string{"github.com/aws/", "github.com/stellar/", module, "net/http/"}},
 	{"internal/dynamo", []string{module + "internal/stellar/"}},
 	{"internal/stellar", []string{module + "internal/dynamo/"}},
+	{"internal/stellar/signing", []string{module + "internal/stellar/", module + "internal/transfer/", module + "internal/dynamo/"}},
+	{"internal/stellar/sources", []string{module + "internal/stellar", module + "internal/dynamo/"}},
 }
 
 // TestHouseImports holds every package of houseImportRules to its rule.
@@ -234,11 +239,43 @@ func TestHouseImports(t *testing.T) {
 		if len(imports) == 0 {
 			t.Errorf("%s: no imports read: the package moved?", r.pkg)
 		}
-		for _, imp := range imports {
-			if houseImportRefused(r.pkg, imp) {
-				t.Errorf("%s imports %s", r.pkg, imp)
-			}
+		for _, imp := range houseImportsRefused(r.pkg, imports) {
+			t.Errorf("%s imports %s", r.pkg, imp)
 		}
+	}
+}
+
+// houseImportsRefused lists the imports of pkg that houseImportRules forbid, in order.
+func houseImportsRefused(pkg string, imports []string) []string {
+	var refused []string
+	for _, imp := range imports {
+		if houseImportRefused(pkg, imp) {
+			refused = append(refused, imp)
+		}
+	}
+	return refused
+}
+
+// TestHouseImportsReadsThePackage: a signing package planted in a directory, importing the
+// ledger above it and the transaction sources beside it, is refused both, and its test file's
+// imports are not read (a test may drive the package through anything).
+func TestHouseImportsReadsThePackage(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"keys.go":      "package signing\n\nimport (\n\t\"fmt\"\n\n\t\"" + module + "internal/stellar\"\n)\n",
+		"kms.go":       "package signing\n\nimport (\n\t_ \"" + module + "internal/stellar/sources\"\n\t_ \"" + module + "internal/strictjson\"\n)\n",
+		"keys_test.go": "package signing\n\nimport _ \"" + module + "internal/dynamo\"\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := houseImportsRefused("internal/stellar/signing", packageImports(t, dir))
+	slices.Sort(got)
+	want := []string{module + "internal/stellar", module + "internal/stellar/sources"}
+	if !slices.Equal(got, want) {
+		t.Errorf("refused %v, want %v", got, want)
 	}
 }
 
@@ -249,7 +286,7 @@ func houseImportRefused(pkg, imp string) bool {
 			continue
 		}
 		for _, bad := range r.forbidden {
-			if strings.HasPrefix(imp+"/", bad) {
+			if strings.HasSuffix(bad, "/") && strings.HasPrefix(imp+"/", bad) || imp == bad {
 				return true
 			}
 		}
@@ -275,6 +312,21 @@ func TestHouseImportRulesCanFail(t *testing.T) {
 		{"internal/dynamo", module + "internal/stellar", true},
 		{"internal/dynamo", module + "internal/transfer", false},
 		{"internal/stellar", module + "internal/dynamo", true},
+		{"internal/stellar", module + "internal/stellar/signing", false},
+		{"internal/stellar", module + "internal/stellar/sources", false},
+		{"internal/dynamo", module + "internal/stellar/sources", true},
+		{"internal/stellar/signing", module + "internal/stellar", true},
+		{"internal/stellar/signing", module + "internal/stellar/sources", true},
+		{"internal/stellar/signing", module + "internal/transfer", true},
+		{"internal/stellar/signing", module + "internal/dynamo", true},
+		{"internal/stellar/signing", module + "internal/strictjson", false},
+		{"internal/stellar/signing", module + "internal/stellarsim", false},
+		{"internal/stellar/signing", "github.com/aws/aws-sdk-go-v2/service/kms", false},
+		{"internal/stellar/sources", module + "internal/stellar", true},
+		{"internal/stellar/sources", module + "internal/dynamo", true},
+		{"internal/stellar/sources", module + "internal/stellar/signing", false},
+		{"internal/stellar/sources", module + "internal/stellarsim", false},
+		{"internal/stellar/sources", module + "internal/transfer", false},
 		{"internal/api", "net/http", false},
 	} {
 		if got := houseImportRefused(c.pkg, c.imp); got != c.refused {

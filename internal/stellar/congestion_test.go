@@ -15,6 +15,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -70,9 +72,9 @@ func newPayRig(t *testing.T, o payRigOpts) *payRig {
 	var err error
 	db, _ := dynamotest.Minidyn(t)
 	store := dynamotest.NewStore(t, db)
-	var pool *stellar.ChannelPool
+	var pool *sources.ChannelPool
 	if o.channels > 0 {
-		if pool, err = stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()),
+		if pool, err = sources.NewChannelPool(sources.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()),
 			Count: o.channels, Clock: clock}); err != nil {
 			t.Fatal(err)
 		}
@@ -85,14 +87,14 @@ func newPayRig(t *testing.T, o payRigOpts) *payRig {
 	switch o.backend {
 	case "rpc":
 		l, err = stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
-			Assets: assets, Keys: stellar.StaticKeys{K: keys}, Channels: pool, Clock: clock, MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile})
+			Assets: assets, Keys: signing.StaticKeys{K: keys}, Channels: pool, Clock: clock, MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile})
 	default:
 		hURL := n.URL()
 		if o.horizonFront != nil {
 			hURL = o.horizonFront(hURL)
 		}
 		l, err = stellar.NewHorizonLedger(stellar.HorizonConfig{URL: hURL, Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
-			Assets: assets, Keys: stellar.StaticKeys{K: keys}, Channels: pool, Clock: clock, MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile})
+			Assets: assets, Keys: signing.StaticKeys{K: keys}, Channels: pool, Clock: clock, MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func newPayRig(t *testing.T, o payRigOpts) *payRig {
 	if o.channels > 0 {
 		// The channel accounts exist before the lanes are congested (their creation, three
 		// operations a channel, would not fit a scaled-down lane).
-		chans, err := stellar.DeriveChannelKeys(keys.ChannelMaster, o.channels)
+		chans, err := sources.DeriveChannelKeys(keys.ChannelMaster, o.channels)
 		if err != nil {
 			t.Fatal(err)
 		}

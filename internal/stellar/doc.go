@@ -1,22 +1,28 @@
-// Package stellar implements transfer.Ledger on a Stellar network through Stellar RPC
-// (https://developers.stellar.org/docs/data/apis/rpc), with go-stellar-sdk for everything
-// Stellar: strkey addresses, keypairs, txnbuild envelopes, xdr results and the rpcclient.
+// Package stellar implements transfer.Ledger on a Stellar network, through Stellar RPC
+// (https://developers.stellar.org/docs/data/apis/rpc: RPCLedger, and ContractLedger for the
+// Soroban vault contract) or Horizon (HorizonLedger), with go-stellar-sdk for everything Stellar:
+// strkey addresses, keypairs, txnbuild envelopes, xdr results and the rpcclient.
 //
 // It reports facts (what the network answered, what the ledger holds); the transfer package
 // decides what they mean for a transfer (internal/transfer/doc.go, "Proof rules" and
 // "Classification"). Amounts and fees are in
 // stroops (10^-7 of a unit), times are epoch seconds or time.Time in UTC.
 //
-// Without channels: the vault is a classic account; a withdraw is one Payment from it, signed by
-// its key, with the vault as the transaction source. Channel accounts and fee bumps slot
-// in behind the source seam (source.go) and Envelope.OuterHash.
+// This package is the ledger: reading the network, building, signing and submitting envelopes,
+// their fees, surge pricing and replacement by fee, and the Soroban vault contract. Two ideas it
+// uses are packages of their own, which import nothing of it (internal/repotest holds the rule:
+// the imports point ledger -> sources -> signing):
 //
-// Signing keys come from one secret document (keys.go), or, with SIGNER=kms, the vault's and the
-// fee account's keys are AWS KMS Ed25519 keys that sign over KMS's Sign API (signer.go: Signer,
-// KMSSigner, KMSKeys; README.md, "Signing keys in KMS"); secret seeds never appear in errors, logs
-// or formatted output of this package's types. CheckSigners (signercheck.go) reads the accounts the
-// keys sign for and refuses, with a *SignerError naming the account, the key and the weights, a
-// key whose weight there is below a threshold stellar-core will check its signatures against.
+//   - internal/stellar/sources chooses each envelope's transaction source: the vault itself, one
+//     transfer at a time per process, or a channel account leased from the pool, whose
+//     transaction a fee account wraps in a fee bump (Envelope.OuterHash). Prepare acquires the
+//     source and Done releases it, through sources.Source.
+//   - internal/stellar/signing holds the signing keys: the secret document, or, with SIGNER=kms,
+//     AWS KMS keys for the vault and the fee account; the Signer every key signs through; and the
+//     weight rules CheckSigners (signercheck.go) holds the keys to, once it has read the accounts
+//     they sign for: a key whose weight there is below a threshold stellar-core will check its
+//     signatures against is refused with a *signing.SignerError naming the account, the key and
+//     the weights.
 //
 // Supported backends (versions.go; README.md, "Supported Stellar RPC and Horizon versions"):
 // stellar-rpc 23.0.0 and later, Horizon 22.0.0 and later that ingests the network's protocol
@@ -25,6 +31,13 @@
 // otherwise). Before stellar-rpc 25.0.0 getLatestLedger has no closeTime:
 // RPCLedger reads that ledger's close time with getLedgers (rpcLatest), which keeps the proof of
 // death sound whichever order getTransaction reads in.
+//
+// Read order: stellar-rpc's getTransaction reads the transaction before its ledger range, so the
+// range it reports may hold ledgers ingested after the search, for which its NOT_FOUND does not
+// vouch. A lookup therefore reads the latest ledger first (getLatestLedger, or Horizon's root) and
+// proves death either by the source account's sequence number (getLedgerEntries, below the
+// envelope's: sound behind any load balancer) or by history coverage from one instance
+// (transfer.ProvenDead; README.md, "Which RPC and Horizon deployments the proof supports").
 //
 // Fees (fees.go): each envelope bids, per operation slot, the highest of the base fee, its
 // surge-pricing lane's recent fees at FEE_PERCENTILE (RPC getFeeStats inclusionFee for payments,

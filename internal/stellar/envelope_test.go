@@ -19,6 +19,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -253,7 +255,7 @@ func TestEnvelopesMatchTheirPaymentRequests(t *testing.T) {
 // contractEnv is a contract ledger over a scripted RPC that simulates every call alike.
 type contractEnv struct {
 	fake        *fakeRPC
-	keys        Keys
+	keys        signing.Keys
 	ledger      *ContractLedger
 	contracts   map[string]string // asset code as configured -> C...
 	resourceFee int64
@@ -268,9 +270,9 @@ func newContractEnv(t *testing.T, channels bool, decimals int, assets []txnbuild
 		e.contracts[a.Code] = randomContract()
 	}
 	cfg := RPCConfig{URL: srv.URL, Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(), Assets: assets,
-		Keys: StaticKeys{K: keys}, MaxFeeStroops: 1_000_000, Clock: vclock.New(time.Unix(1_700_000_000, 0))}
+		Keys: signing.StaticKeys{K: keys}, MaxFeeStroops: 1_000_000, Clock: vclock.New(time.Unix(1_700_000_000, 0))}
 	if channels {
-		pool, err := NewChannelPool(ChannelPoolConfig{Leases: &memLeases{}, Count: 2, Clock: cfg.Clock})
+		pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &memLeases{}, Count: 2, Clock: cfg.Clock})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -72,13 +73,13 @@ type bookedFee struct {
 }
 
 // note records env, built on lease, as this process's envelope on its channel.
-func (g *feeGuard) note(lease sourceLease, env transfer.Envelope) {
+func (g *feeGuard) note(lease sources.Lease, env transfer.Envelope) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.book == nil {
 		g.book = map[string]bookedFee{}
 	}
-	g.book[env.Channel] = bookedFee{owner: lease.owner, inner: env.InnerHash, fee: env.FeeStroops}
+	g.book[env.Channel] = bookedFee{owner: lease.Owner, inner: env.InnerHash, fee: env.FeeStroops}
 }
 
 // noteFee raises the recorded maximum fee of this process's envelope with inner hash inner on
@@ -119,7 +120,7 @@ func (g *feeGuard) booked(channel, owner string) (int64, bool) {
 // built it (book) and perChannel otherwise. Without a LeaseReader every other channel counts
 // perChannel. channels are the pool's channel accounts.
 func (c *common) queuedElsewhere(ctx context.Context, channels []string, mine string, now, ledgerClose time.Time, perChannel int64) (int64, error) {
-	reader, ok := c.pool.cfg.Leases.(LeaseReader)
+	reader, ok := c.pool.Leases().(LeaseReader)
 	var total int64
 	if !ok {
 		for _, ch := range channels {
@@ -199,7 +200,7 @@ func mulCapped(a, n int64) int64 {
 //
 // Every refusal is a *transfer.UnavailableError with a minute's Retry-After (an operator has to
 // act) and a detail that names the account and the figures, never a key.
-func (c *common) checkFunds(ctx context.Context, ch chain, lease sourceLease, snap accountSnapshot, env transfer.Envelope,
+func (c *common) checkFunds(ctx context.Context, ch chain, lease sources.Lease, snap accountSnapshot, env transfer.Envelope,
 	stroops int64, asset vaultAsset, checkAsset bool) error {
 	if checkAsset && asset.credit.Issuer != c.vaultAccount {
 		t := snap.trust
@@ -214,14 +215,14 @@ func (c *common) checkFunds(ctx context.Context, ch chain, lease sourceLease, sn
 		}
 	}
 	reserve := c.reserve.baseReserve(ctx, c.clock.Now(), ch.baseReserve)
-	if lease.feeSource == nil {
+	if lease.FeeSource == nil {
 		if avail := snap.source.available(reserve); avail < env.FeeStroops {
 			return vaultShort(fmt.Sprintf("the vault, which pays its own fee, has %d stroops above its reserve, below the fee of %d stroops", max(avail, 0), env.FeeStroops))
 		}
 		return nil
 	}
 	if snap.fee == nil {
-		return feeShort(fmt.Sprintf("the fee account %s does not exist on the network", lease.feeSource.Address()))
+		return feeShort(fmt.Sprintf("the fee account %s does not exist on the network", lease.FeeSource.Address()))
 	}
 	avail := snap.fee.available(reserve)
 	if avail < env.FeeStroops {
@@ -241,7 +242,7 @@ func (c *common) checkFunds(ctx context.Context, ch chain, lease sourceLease, sn
 	if avail >= worst {
 		return nil
 	}
-	queued, err := c.queuedElsewhere(ctx, channels, env.Channel, c.clock.Now(), lease.ledgerClose, perChannel)
+	queued, err := c.queuedElsewhere(ctx, channels, env.Channel, c.clock.Now(), lease.LedgerClose, perChannel)
 	if err != nil {
 		return &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
 			Detail: "the channel leases could not be read to check the fee account's queued fees; nothing was submitted", Err: err}
@@ -275,10 +276,10 @@ func amountText(stroops int64) string {
 // fundsQuery is what checkFunds needs read for an envelope on lease: its source's sequence
 // number, its fee bump's fee account, and, when withAsset, the vault's trustline for asset
 // (none when the vault issues it).
-func (c *common) fundsQuery(lease sourceLease, asset txnbuild.CreditAsset, withAsset bool) accountQuery {
-	q := accountQuery{source: lease.account}
-	if lease.feeSource != nil {
-		q.fee = lease.feeSource.Address()
+func (c *common) fundsQuery(lease sources.Lease, asset txnbuild.CreditAsset, withAsset bool) accountQuery {
+	q := accountQuery{source: lease.Account}
+	if lease.FeeSource != nil {
+		q.fee = lease.FeeSource.Address()
 	}
 	if withAsset && asset.Issuer != c.vaultAccount {
 		q.vault, q.asset = c.vaultAccount, asset

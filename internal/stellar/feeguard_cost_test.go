@@ -14,6 +14,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -36,18 +38,18 @@ func TestFeeAccountCheckReadsLeasesOnlyNearTheReserve(t *testing.T) {
 	for _, near := range []bool{false, true} {
 		t.Run(fmt.Sprintf("near=%v", near), func(t *testing.T) {
 			const channels, maxFee = 4, 1_000_000
-			clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+			clock, n := startSimNet(t, simNetOpts{})
 			sim := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 100 * unit, fee: true})
 			keys, usdc, vault, fee := sim.keys, sim.usdc, sim.vault, sim.fee
 			db, _ := dynamotest.Minidyn(t)
 			store := dynamotest.NewStore(t, db)
 			leases := &countingLeases{ChannelLeases: dynamo.NewChannelLeases(db, store.Table())}
-			pool, err := stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: leases, Count: channels, Clock: clock})
+			pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: leases, Count: channels, Clock: clock})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ledger, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-				Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+				Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: signing.StaticKeys{K: keys},
 				MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
 			if err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -12,7 +13,7 @@ import (
 // envelope's replacement or Done leaves it alone, and its own Done drops it.
 func TestFeeGuardBook(t *testing.T) {
 	var g feeGuard
-	lease := sourceLease{account: "GCHAN", owner: "owner-1"}
+	lease := sources.Lease{Account: "GCHAN", Owner: "owner-1"}
 	env := transfer.Envelope{Channel: "GCHAN", InnerHash: "aa", FeeStroops: 200}
 	g.note(lease, env)
 	if fee, ok := g.booked("GCHAN", "owner-1"); !ok || fee != 200 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -57,7 +58,7 @@ const FeeStatsTTL = 5 * time.Second
 // ledgers (DefaultLedgerInterval each): after TRANSACTION_QUEUE_TIMEOUT_LEDGERS (4) every
 // transaction queued when it was named has been included, evicted or aged out, so the queue it
 // described is gone; the fee stats have caught up by then.
-const FeeHintTTL = 4 * DefaultLedgerInterval
+const FeeHintTTL = 4 * transfer.DefaultLedgerInterval
 
 // maxFeeBoost bounds how far refusals that name no fee raise the rate: at most this many times
 // the rate the fee stats call for. MAX_FEE_STROOPS still caps it.
@@ -128,6 +129,31 @@ type feeRead struct {
 	err  error
 }
 
+// feeReadPoll is how often an envelope waiting for another's read of the fee stats looks whether
+// it has ended (awaitRead): a read takes one round trip to Stellar RPC, or up to six to Horizon.
+const feeReadPoll = 5 * time.Millisecond
+
+// awaitRead waits until r has ended or ctx is done (then ctx.Err()), sleeping on the injected clock
+// in steps of feeReadPoll. It polls rather than receive from r.done because the clock's Sleep is
+// the only wait the clock knows of: under virtual time (internal/vclock: the benchmarks and the
+// fault campaign) time moves only when every participant sleeps, so a waiter blocked on a channel
+// would count as running and hold the clock, and with it the reader's own round trip, still.
+func (c *common) awaitRead(ctx context.Context, r *feeRead) error {
+	for {
+		select {
+		case <-r.done:
+			return nil
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := c.clock.Sleep(ctx, feeReadPoll); err != nil {
+			return err
+		}
+	}
+}
+
 // feeBid is what an envelope's fee has to cover.
 type feeBid struct {
 	lane feeLane
@@ -180,7 +206,7 @@ func (c *common) bidRate(ctx context.Context, ch chain, b feeBid) (int64, error)
 	if rate <= budget {
 		return rate, nil
 	}
-	interval := ledgerInterval(c.interval)
+	interval := sources.LedgerInterval(c.interval)
 	retry := interval
 	if hint.rate == rate {
 		retry = max(retry, hint.until.Sub(now))
@@ -304,15 +330,13 @@ func (c *common) marketFees(ctx context.Context, ch chain) (marketFees, error) {
 			break
 		}
 		fc.mu.Unlock()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
+		if err := c.awaitRead(ctx, r); err != nil {
 			fc.mu.Lock()
 			defer fc.mu.Unlock()
 			if fc.hasRead {
 				return fc.market, nil
 			}
-			return marketFees{}, fmt.Errorf("stellar: reading fee stats: %w", ctx.Err())
+			return marketFees{}, fmt.Errorf("stellar: reading fee stats: %w", err)
 		}
 		fc.mu.Lock()
 		if fc.hasRead {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/keypair"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -40,7 +41,7 @@ func TestNamedFeeNeverBidsAboveTheCapOrBelowTheBaseFee(t *testing.T) {
 		}
 		for _, n := range named {
 			clock := vclock.New(time.Unix(1_900_000_000, 0))
-			c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, maxFee, 90, StaticKeys{}, nil, clock, nil)
+			c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, maxFee, 90, signing.StaticKeys{}, nil, clock, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -56,12 +56,13 @@ func blockedIn(fn string) int {
 // way wait for it and take its figures.
 func TestFeeStatsReadOncePerTTLForConcurrentEnvelopes(t *testing.T) {
 	const batch = 8
-	c := &common{clock: vclock.New(time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)), fees: &feeCache{}}
+	clock := vclock.New(time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC))
+	c := &common{clock: clock, fees: &feeCache{}}
 	ch := &herdChain{release: make(chan struct{})}
 	var wg sync.WaitGroup
 	errs := make([]error, batch)
 	for i := range batch {
-		wg.Go(func() {
+		clock.Go(&wg, func() {
 			_, errs[i] = c.marketFees(context.Background(), ch)
 		})
 	}
@@ -102,18 +103,19 @@ func (h *cancelChain) feeStats(ctx context.Context) (marketFees, error) {
 // end: the reader's invocation is cancelled (its client gone, its deadline past), which says
 // nothing of the network, so the waiting envelope reads for itself and gets the market.
 func TestFeeStatsWaiterIsNotFailedByTheReadersCancellation(t *testing.T) {
-	c := &common{clock: vclock.New(time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)), fees: &feeCache{}}
+	clock := vclock.New(time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC))
+	c := &common{clock: clock, fees: &feeCache{}}
 	ch := &cancelChain{}
 	readerCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 	var readerErr, waiterErr error
 	var got marketFees
-	wg.Go(func() { _, readerErr = c.marketFees(readerCtx, ch) })
+	clock.Go(&wg, func() { _, readerErr = c.marketFees(readerCtx, ch) })
 	for blockedIn("(*common).marketFees") < 1 {
 		runtime.Gosched()
 	}
-	wg.Go(func() { got, waiterErr = c.marketFees(context.Background(), ch) })
+	clock.Go(&wg, func() { got, waiterErr = c.marketFees(context.Background(), ch) })
 	for blockedIn("(*common).marketFees") < 2 {
 		runtime.Gosched()
 	}
@@ -127,5 +129,60 @@ func TestFeeStatsWaiterIsNotFailedByTheReadersCancellation(t *testing.T) {
 	}
 	if n := ch.reads.Load(); n != 2 {
 		t.Errorf("%d fee stats reads, want 2 (the cancelled one, then the waiter's own)", n)
+	}
+}
+
+// rttChain's fee stats read takes a round trip on the virtual clock, as the benchmarks' and the
+// fault campaign's transports do.
+type rttChain struct {
+	chain
+	clock *vclock.Clock
+	reads atomic.Int32
+}
+
+func (h *rttChain) feeStats(ctx context.Context) (marketFees, error) {
+	h.reads.Add(1)
+	if err := h.clock.Sleep(ctx, 15*time.Millisecond); err != nil {
+		return marketFees{}, err
+	}
+	d := newFeeDistribution(100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100)
+	return marketFees{d, d}, nil
+}
+
+// Envelopes waiting for another's read of the fee stats wait on the injected clock. Under virtual
+// time, which moves only when every participant sleeps, a waiter blocked on a channel counted as
+// running: the reader's round trip never ended and a burst of transfers in one process stood
+// still for good (BenchmarkAsync, every submitter batch).
+func TestFeeStatsWaitersSleepOnTheClock(t *testing.T) {
+	const batch = 8
+	start := time.Date(2026, 5, 6, 0, 0, 0, 0, time.UTC)
+	clock := vclock.New(start)
+	c := &common{clock: clock, fees: &feeCache{}}
+	ch := &rttChain{clock: clock}
+	var wg sync.WaitGroup
+	errs := make([]error, batch)
+	for i := range batch {
+		clock.Go(&wg, func() {
+			_, errs[i] = c.marketFees(context.Background(), ch)
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the envelopes still wait for the fee stats after a minute of real time: virtual time stands still")
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("envelope %d: %v", i, err)
+		}
+	}
+	if n := ch.reads.Load(); n != 1 {
+		t.Errorf("%d fee stats reads for %d envelopes, want 1", n, batch)
+	}
+	// The waiters see the read's end within one poll of it.
+	if took := clock.Now().Sub(start); took < 15*time.Millisecond || took > 15*time.Millisecond+feeReadPoll {
+		t.Errorf("the envelopes had the market after %v of virtual time, want 15 ms (the read) and at most one poll more", took)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -95,7 +96,7 @@ func TestFeeNamedByTheNetwork(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := vclock.New(time.Unix(1_900_000_000, 0))
-			c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, 0, 90, StaticKeys{}, nil, clock, nil)
+			c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, 0, 90, signing.StaticKeys{}, nil, clock, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +121,7 @@ func TestFeeNamedByTheNetwork(t *testing.T) {
 // floor; above the cap (resource fee included) it is FEE_ABOVE_CAP, never a lowered bid.
 func TestBidRate(t *testing.T) {
 	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, 10_000, 90, StaticKeys{}, nil, clock, nil)
+	c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, 10_000, 90, signing.StaticKeys{}, nil, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestBidRate(t *testing.T) {
 		switch {
 		case tc.code == "" && (err != nil || got != tc.want):
 			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
-		case tc.code == transfer.CodeFeeAboveCap && (!errors.As(err, &u) || u.Code != tc.code || u.RetryAfter < DefaultLedgerInterval):
+		case tc.code == transfer.CodeFeeAboveCap && (!errors.As(err, &u) || u.Code != tc.code || u.RetryAfter < transfer.DefaultLedgerInterval):
 			t.Errorf("%s: %d, %v; want %s with a Retry-After", tc.name, got, err, tc.code)
 		case tc.code == "plain" && (err == nil || errors.As(err, &u)):
 			t.Errorf("%s: %d, %v; want a configuration error", tc.name, got, err)

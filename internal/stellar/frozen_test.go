@@ -12,7 +12,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
-	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -22,7 +22,7 @@ import (
 // naming the code in core's spelling, the key released; once the trustline is unfrozen a retry
 // with the same key pays exactly once.
 func TestFrozenWalletTrustlineRefusedRetryableThenPaysOnce(t *testing.T) {
-	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+	clock, n := startSimNet(t, simNetOpts{})
 	a := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 100 * unit, wallet: true, walletTrustline: true,
 		noChannelMaster: true})
 	keys, usdc, vault, wallet := a.keys, a.usdc, a.vault, a.wallet
@@ -44,7 +44,7 @@ func TestFrozenWalletTrustlineRefusedRetryableThenPaysOnce(t *testing.T) {
 	db, _ := dynamotest.Minidyn(t)
 	store := dynamotest.NewStore(t, db)
 	ledger, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-		Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+		Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: signing.StaticKeys{K: keys},
 		MaxFeeStroops: 1_000_000, Clock: clock})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package stellar
 import (
 	"fmt"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -30,7 +31,7 @@ func clipCode(s string) string {
 // channel account (the service's own accounts), or one of contracts (the vault contracts).
 // Addresses are compared decoded, so no spelling of one of them passes. Errors:
 // *transfer.ValidationError INVALID_ADDRESS (unacceptable).
-func (c *common) guardWallet(wallet rawAddress, asset vaultAsset, keys Keys, contracts ...rawAddress) error {
+func (c *common) guardWallet(wallet rawAddress, asset vaultAsset, keys signing.Keys, contracts ...rawAddress) error {
 	switch wallet {
 	case c.vault:
 		return invalidWallet("walletAddress is the vault itself")

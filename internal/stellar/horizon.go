@@ -16,6 +16,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -31,8 +33,8 @@ type HorizonConfig struct {
 	BaseFeeStroops int64
 	MaxFeeStroops  int64
 	FeePercentile  int
-	Keys           KeySource
-	Channels       *ChannelPool
+	Keys           signing.KeySource
+	Channels       *sources.ChannelPool
 	Clock          transfer.Clock
 	LedgerInterval func() time.Duration
 }
@@ -137,7 +139,7 @@ func (l *HorizonLedger) EnsureChannels(ctx context.Context) ([]ChannelAccount, e
 // Done releases the envelope's channel lease (see RPCLedger.Done).
 func (l *HorizonLedger) Done(ctx context.Context, env transfer.Envelope) {
 	l.guard.forget(env)
-	l.source.release(ctx, sourceLease{}, env)
+	l.source.Release(ctx, sources.Lease{}, env)
 }
 
 type horizonChain struct{ l *HorizonLedger }

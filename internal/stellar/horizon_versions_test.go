@@ -11,13 +11,14 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
 func horizonLedgerAt(t *testing.T, url, passphrase string) *HorizonLedger {
 	t.Helper()
 	l, err := NewHorizonLedger(HorizonConfig{URL: url, Passphrase: passphrase, VaultAccount: testKeys(t).Vault.Address(),
-		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}, Keys: StaticKeys{}})
+		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}, Keys: signing.StaticKeys{}})
 	if err != nil {
 		t.Fatal(err)
 	}

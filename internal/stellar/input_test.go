@@ -16,6 +16,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -100,7 +102,7 @@ func refused(t *testing.T, what string, err error, fake *fakeRPC, calls int) {
 func TestPrepareRefusesOwnAccountsAnySpelling(t *testing.T) {
 	leases := &memLeases{}
 	e := newUnitEnv(t, func(c *RPCConfig) {
-		pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: 2})
+		pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: leases, Count: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +136,7 @@ func TestNewLedgerRefusesMalformedConfig(t *testing.T) {
 	issuer := keypair.MustRandom().Address()
 	good := RPCConfig{URL: "http://127.0.0.1:8010/rpc", Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(),
 		Assets: []txnbuild.CreditAsset{{Code: "yUSDC", Issuer: issuer}, {Code: "A", Issuer: issuer}, {Code: "abcdefghijkl", Issuer: issuer}},
-		Keys:   StaticKeys{K: keys}}
+		Keys:   signing.StaticKeys{K: keys}}
 	l, err := NewRPCLedger(good)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +185,7 @@ func TestContractLedgerNeedsOneContractPerAsset(t *testing.T) {
 	keys := testKeys(t)
 	issuer := keypair.MustRandom().Address()
 	two, err := NewRPCLedger(RPCConfig{URL: "http://127.0.0.1:8010/rpc", Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(),
-		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer}, {Code: "eurC", Issuer: issuer}}, Keys: StaticKeys{K: keys}})
+		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer}, {Code: "eurC", Issuer: issuer}}, Keys: signing.StaticKeys{K: keys}})
 	if err != nil {
 		t.Fatal(err)
 	}

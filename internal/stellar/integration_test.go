@@ -10,6 +10,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -35,7 +36,7 @@ func startSim(t *testing.T) *simEnv {
 	}
 	t.Cleanup(func() { _ = n.Close() })
 
-	keys, err := GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +62,9 @@ func startSim(t *testing.T) *simEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets := NewLocalSecrets()
+	secrets := signing.NewLocalSecrets()
 	secrets.Put("local/signing", doc)
-	src, err := NewSecretKeys(SecretKeysConfig{Client: secrets, SecretID: "local/signing", Now: clock.Now})
+	src, err := signing.NewSecretKeys(signing.SecretKeysConfig{Client: secrets, SecretID: "local/signing", Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

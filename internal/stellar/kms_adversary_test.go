@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/strkey"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -107,24 +108,24 @@ func (c *expiringCtx) Err() error {
 func kmsLedger(t *testing.T, e *suiteEnv, vaultKMS, feeKMS *seedKMS) *RPCLedger {
 	t.Helper()
 	ctx := context.Background()
-	vs, err := NewKMSSigner(ctx, vaultKMS, "vault-key")
+	vs, err := signing.NewKMSSigner(ctx, vaultKMS, "vault-key")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs, err := NewKMSSigner(ctx, feeKMS, "fee-key")
+	fs, err := signing.NewKMSSigner(ctx, feeKMS, "fee-key")
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := Keys{VaultSigner: vs, FeeSigner: fs, ChannelMaster: e.keys.ChannelMaster}
-	var pool *ChannelPool
+	keys := signing.Keys{VaultSigner: vs, FeeSigner: fs, ChannelMaster: e.keys.ChannelMaster}
+	var pool *sources.ChannelPool
 	if e.channels > 0 {
-		if pool, err = NewChannelPool(ChannelPoolConfig{Leases: e.leases, Count: e.channels, Clock: e.clock}); err != nil {
+		if pool, err = sources.NewChannelPool(sources.ChannelPoolConfig{Leases: e.leases, Count: e.channels, Clock: e.clock}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	l, err := NewRPCLedger(RPCConfig{URL: e.net.RPCURL(), Passphrase: e.net.Passphrase(), VaultAccount: e.vault,
 		Assets: []txnbuild.CreditAsset{{Code: e.usdc.Code, Issuer: e.usdc.Issuer}}, MaxFeeStroops: 10_000,
-		Keys: StaticKeys{K: keys}, Channels: pool, Clock: e.clock})
+		Keys: signing.StaticKeys{K: keys}, Channels: pool, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,60 +194,5 @@ func TestKMSSignHangIsSigningKeysUnavailable(t *testing.T) {
 				t.Fatalf("%d envelopes sent, %d channels leased; want none", n-sent, e.leases.leased())
 			}
 		})
-	}
-}
-
-// The signing secret's errors name fields, never values (keys.go; README.md, "Configuration":
-// seeds never appear in errors). A seed pasted as a field name (`{"S...": ...}`, or
-// `{"vaultSeed S...": ""}`) is an unknown field, and its name must not be quoted whole into the
-// error, which init logs and reports.
-func TestSecretUnknownFieldNeverQuotesASeed(t *testing.T) {
-	kp := keypair.MustRandom()
-	for _, doc := range []string{
-		`{"` + kp.Seed() + `":""}`,
-		`{"vaultSeed ` + kp.Seed() + `":""}`,
-		`{"channelSeeds":[],"` + kp.Seed() + `":1}`,
-	} {
-		for name, parse := range map[string]func([]byte) (Keys, error){"ParseKeys": ParseKeys, "ParseChannelKeys": ParseChannelKeys} {
-			_, err := parse([]byte(doc))
-			if !errors.Is(err, ErrBadSecret) || strings.Contains(err.Error(), kp.Seed()) {
-				t.Errorf("%s: %v: want ErrBadSecret without the seed", name, err)
-			}
-		}
-	}
-	// A short misspelt name is still named.
-	if _, err := ParseKeys([]byte(`{"vaultSeed":"` + kp.Seed() + `","vaultseed2":1}`)); err == nil || !strings.Contains(err.Error(), `"vaultseed2"`) {
-		t.Errorf("misspelt field: %v", err)
-	}
-}
-
-// deadlineKMS records the deadline each Sign is given and answers as a hung KMS does once that
-// deadline passes (without waiting for it: the deadline is what the test checks).
-type deadlineKMS struct {
-	seedKMS
-	deadline time.Time
-	had      bool
-}
-
-func (f *deadlineKMS) Sign(ctx context.Context, _ *kms.SignInput, _ ...func(*kms.Options)) (*kms.SignOutput, error) {
-	f.deadline, f.had = ctx.Deadline()
-	return nil, fmt.Errorf("operation error KMS: Sign, https response error: %w", context.DeadlineExceeded)
-}
-
-// A Sign that hangs ends at KMSSignTimeout, whatever the caller's budget: the signer gives KMS
-// its own deadline (a hang's answer, SIGNING_KEYS_UNAVAILABLE, is TestKMSSignHangIsSigningKeysUnavailable's).
-func TestKMSSignHasItsOwnDeadline(t *testing.T) {
-	f := &deadlineKMS{seedKMS: seedKMS{kp: keypair.MustRandom()}}
-	s, err := NewKMSSigner(context.Background(), f, "arn:aws:kms:us-east-1:000000000000:key/k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := time.Now()
-	_, err = s.SignHash(context.Background(), [32]byte{1})
-	if !f.had || f.deadline.After(before.Add(KMSSignTimeout+time.Second)) {
-		t.Fatalf("Sign got deadline %v (set %v), want within %v", f.deadline, f.had, KMSSignTimeout)
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("SignHash = %v, want the deadline's error", err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -57,11 +59,11 @@ type RPCConfig struct {
 	// Keys supplies the signing keys, read on every Prepare. Keys.Vault must be a signer of
 	// VaultAccount (usually its master key); if it is not, the network refuses the envelope
 	// with txBAD_AUTH.
-	Keys KeySource
+	Keys signing.KeySource
 	// Channels, when set, leases a channel account as each transaction's source and wraps the
 	// transaction in a fee bump paid by Keys.Fee; nil makes the vault the source (one
 	// transaction per ledger).
-	Channels *ChannelPool
+	Channels *sources.ChannelPool
 	// Clock is the time leases and fee stats are judged by; nil means the system clock.
 	Clock transfer.Clock
 	// LedgerInterval returns the ledger interval as this process sees it; nil, or a result <= 0,
@@ -132,7 +134,8 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // the vault sign, and a fee bump paid and signed by the fee account wraps it: InnerHash is the
 // payment's hash (the transfer's identity), OuterHash the fee bump's, FeeStroops the most the fee
 // bump can charge (within MaxFeeStroops). Without channels this process builds on the vault for
-// one transfer at a time (vaultSource): Prepare waits up to a ledger interval for the others.
+// one transfer at a time (sources.VaultSource): Prepare waits up to a ledger interval for the
+// others.
 // SubmittedLedger is the latest ledger read before the source was acquired. Nothing is sent.
 //
 // The asset is the configured one whose code equals req.Asset ignoring case, paid under its code
@@ -144,7 +147,7 @@ func (l *RPCLedger) CheckNetwork(ctx context.Context) error {
 // asset's issuer, the fee account or a channel account (compared decoded, whatever the spelling),
 // and for an unknown asset or a zero amount; *transfer.UnavailableError when the
 // keys cannot be loaded, no source is free within a ledger interval (CodeChannelsBusy, with a
-// RetryAfter: ChannelPool.acquire, vaultSource) or the source account does not
+// RetryAfter: sources.ChannelPool.Acquire, sources.VaultSource) or the source account does not
 // exist; a wrapped error when the RPC could not be reached or answered wrongly.
 func (l *RPCLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	return l.prepare(ctx, rpcChain{l}, req, terms)
@@ -409,7 +412,7 @@ func (l *RPCLedger) getTransaction(ctx context.Context, hash string) (transfer.L
 // closes after the envelope's maxTime. Without channels it does nothing.
 func (l *RPCLedger) Done(ctx context.Context, env transfer.Envelope) {
 	l.guard.forget(env)
-	l.source.release(ctx, sourceLease{}, env)
+	l.source.Release(ctx, sources.Lease{}, env)
 }
 
 // LatestLedger reads getLatestLedger: the latest ledger the RPC ingested and its close time

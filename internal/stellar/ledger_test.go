@@ -20,6 +20,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -28,7 +29,7 @@ const testPassphrase = network.TestNetworkPassphrase
 type unitEnv struct {
 	fake   *fakeRPC
 	url    string
-	keys   Keys
+	keys   signing.Keys
 	issuer *keypair.Full
 	ledger *RPCLedger
 }
@@ -41,7 +42,7 @@ func newUnitEnv(t *testing.T, mutate ...func(*RPCConfig)) *unitEnv {
 	cfg := RPCConfig{
 		URL: srv.URL, Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(),
 		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer.Address()}},
-		Keys:   StaticKeys{K: keys}, BaseFeeStroops: 250, MaxFeeStroops: 10_000,
+		Keys:   signing.StaticKeys{K: keys}, BaseFeeStroops: 250, MaxFeeStroops: 10_000,
 	}
 	for _, m := range mutate {
 		m(&cfg)
@@ -178,9 +179,9 @@ func TestPrepareFailures(t *testing.T) {
 
 	// The keys cannot be loaded: 503, typed, no seed in the message.
 	bad := `{"vaultSeed":"` + e.keys.Vault.Seed()[:50] + `"}`
-	local := NewLocalSecrets()
+	local := signing.NewLocalSecrets()
 	local.Put("s", []byte(bad))
-	src, _ := NewSecretKeys(SecretKeysConfig{Client: local, SecretID: "s"})
+	src, _ := signing.NewSecretKeys(signing.SecretKeysConfig{Client: local, SecretID: "s"})
 	e = newUnitEnv(t, func(c *RPCConfig) { c.Keys = src })
 	_, err = e.ledger.Prepare(ctx, withdraw(wallet, 1), transfer.Terms{MaxTime: maxTime})
 	if !errors.As(err, &ue) || ue.Code != CodeSigningKeysUnavailable || strings.Contains(err.Error(), e.keys.Vault.Seed()[:20]) {
@@ -207,7 +208,7 @@ func TestNewRPCLedgerChecksConfig(t *testing.T) {
 	keys := testKeys(t)
 	issuer := keypair.MustRandom().Address()
 	good := RPCConfig{URL: "http://127.0.0.1:8010/rpc", Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(),
-		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer}}, Keys: StaticKeys{K: keys}}
+		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer}}, Keys: signing.StaticKeys{K: keys}}
 	if _, err := NewRPCLedger(good); err != nil {
 		t.Fatal(err)
 	}

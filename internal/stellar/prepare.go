@@ -10,6 +10,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -44,9 +46,9 @@ type common struct {
 	baseFeeStroops int64
 	maxFeeStroops  int64
 	feePercentile  int
-	keys           KeySource
-	source         source
-	pool           *ChannelPool // nil without channels
+	keys           signing.KeySource
+	source         sources.Source
+	pool           *sources.ChannelPool // nil without channels
 	clock          transfer.Clock
 	fees           *feeCache
 	guard          feeGuard     // this process's envelopes and their fees (feeguard.go)
@@ -58,7 +60,7 @@ type common struct {
 
 // newCommon checks the shared configuration.
 func newCommon(passphrase, vaultAccount string, assets []txnbuild.CreditAsset, baseFee, maxFee int64, percentile int,
-	keys KeySource, pool *ChannelPool, clock transfer.Clock, interval func() time.Duration) (*common, error) {
+	keys signing.KeySource, pool *sources.ChannelPool, clock transfer.Clock, interval func() time.Duration) (*common, error) {
 	if passphrase == "" {
 		return nil, errors.New("stellar: a network passphrase is required")
 	}
@@ -90,7 +92,7 @@ func newCommon(passphrase, vaultAccount string, assets []txnbuild.CreditAsset, b
 		clock = transfer.SystemClock{}
 	}
 	c := &common{passphrase: passphrase, vault: vault, vaultAccount: vault.String(), assets: set, baseFeeStroops: baseFee,
-		maxFeeStroops: maxFee, feePercentile: percentile, keys: keys, source: newVaultSource(vault.String(), clock, interval), clock: clock,
+		maxFeeStroops: maxFee, feePercentile: percentile, keys: keys, source: sources.NewVaultSource(vault.String(), clock, interval), clock: clock,
 		fees: &feeCache{}, interval: interval}
 	if pool != nil {
 		c.source, c.pool = pool, pool
@@ -102,15 +104,15 @@ func newCommon(passphrase, vaultAccount string, assets []txnbuild.CreditAsset, b
 // ledger's close time as the answer reported it: lastClose). An envelope whose transaction source
 // is the vault (not fee-bumped) is refused so when the vault's queue slot is taken: stellar-core
 // queues one transaction per source account (TransactionQueue::canAdd), and this process holds
-// the vault for one transfer at a time (vaultSource), so another process's transfer or an in-doubt
-// one holds it. The slot frees when that transaction is included, at the next ledger close:
-// busyRetryAfter with nobody ahead. 0 for a channel's envelope, whose lease no one else holds.
+// the vault for one transfer at a time (sources.VaultSource), so another process's transfer or an
+// in-doubt one holds it. The slot frees when that transaction is included, at the next ledger
+// close: sources.BusyRetryAfter with nobody ahead. 0 for a channel's envelope, whose lease no one else holds.
 func (c *common) sourceBusy(env transfer.Envelope, lastClose time.Time) time.Duration {
 	if env.OuterHash != "" || env.Channel != c.vaultAccount {
 		return 0
 	}
-	interval := ledgerInterval(c.interval)
-	return busyRetryAfter(0, 1, interval, untilNextClose(lastClose, c.clock.Now(), interval))
+	interval := sources.LedgerInterval(c.interval)
+	return sources.BusyRetryAfter(0, 1, interval, sources.UntilNextClose(lastClose, c.clock.Now(), interval))
 }
 
 func notSupported(detail string) *transfer.ValidationError {
@@ -125,7 +127,7 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, te
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	return c.withSource(ctx, ch, keys, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
+	return c.withSource(ctx, ch, keys, maxTime, func(lease sources.Lease) (transfer.Envelope, error) {
 		return c.build(ctx, ch, lease, wallet, req.Stroops, asset, terms)
 	})
 }
@@ -135,45 +137,45 @@ func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, te
 // accounts, an unknown asset, an amount that is not positive, a maxTime unset (typed
 // *transfer.ValidationError, or a plain error), and keys that cannot be loaded
 // (SIGNING_KEYS_UNAVAILABLE). It returns the wallet, the asset and the keys.
-func (c *common) checkPayment(ctx context.Context, req transfer.Request, maxTime time.Time) (rawAddress, vaultAsset, Keys, error) {
+func (c *common) checkPayment(ctx context.Context, req transfer.Request, maxTime time.Time) (rawAddress, vaultAsset, signing.Keys, error) {
 	switch req.OperationType {
 	case transfer.Withdraw:
 	case transfer.Deposit:
-		return rawAddress{}, vaultAsset{}, Keys{}, notSupported("deposits need a vault contract (Soroban), which this deployment does not have yet; only withdrawals are supported")
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, notSupported("deposits need a vault contract (Soroban), which this deployment does not have yet; only withdrawals are supported")
 	default:
-		return rawAddress{}, vaultAsset{}, Keys{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
 	}
 	wallet, err := decodeAddress(req.WalletAddress)
 	if err != nil {
-		return rawAddress{}, vaultAsset{}, Keys{}, invalidWallet("walletAddress must be a G... account")
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, invalidWallet("walletAddress must be a G... account")
 	}
 	if !wallet.isAccount() {
-		return rawAddress{}, vaultAsset{}, Keys{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Kind: transfer.KindUnacceptable, Field: "walletAddress",
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Kind: transfer.KindUnacceptable, Field: "walletAddress",
 			Detail: "withdrawals to contract addresses (C...) need a vault contract (Soroban), which this deployment does not have yet; use a G... account"}
 	}
 	asset, ok := c.assets.find(req.Asset)
 	if !ok {
-		return rawAddress{}, vaultAsset{}, Keys{}, unknownAsset(req.Asset)
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, unknownAsset(req.Asset)
 	}
 	if req.Stroops <= 0 {
-		return rawAddress{}, vaultAsset{}, Keys{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount",
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount",
 			Detail: "amount must be greater than zero"}
 	}
 	if maxTime.Unix() <= 0 {
-		return rawAddress{}, vaultAsset{}, Keys{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
 	}
 	keys, err := c.loadKeys(ctx)
 	if err != nil {
-		return rawAddress{}, vaultAsset{}, Keys{}, err
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, err
 	}
 	if err := c.guardWallet(wallet, asset, keys); err != nil {
-		return rawAddress{}, vaultAsset{}, Keys{}, err
+		return rawAddress{}, vaultAsset{}, signing.Keys{}, err
 	}
 	return wallet, asset, keys, nil
 }
 
 // Admit is transfer.Admission for a ledger with channel accounts: before the call claims its
-// key, whether the channel calendar has a slot for it within the wait (ChannelPool.admit; its
+// key, whether the channel calendar has a slot for it within the wait (ChannelPool.Admit; its
 // CHANNELS_BUSY, or nil with the context that carries the slot for this call's Prepare). A
 // request Prepare would refuse before asking for a source (checkPayment: the client's mistake, or
 // keys that cannot be loaded) is left to Prepare (ctx, nil), so it is answered with its own
@@ -192,24 +194,24 @@ func (c *common) Admit(ctx context.Context, req transfer.Request, maxTime time.T
 	if err != nil {
 		return ctx, nil
 	}
-	return c.pool.admit(ctx, chans, maxTime)
+	return c.pool.Admit(ctx, chans, maxTime)
 }
 
 // Release is transfer.Admission's: the slot Admit set aside in ctx, if the call's Prepare did
 // not lease it (the claim lost to a replay, a conflict, another call of the request), is kept
-// for this process's next call (ChannelPool.unadmit).
+// for this process's next call (ChannelPool.Unadmit).
 func (c *common) Release(ctx context.Context) {
 	if c.pool != nil {
-		c.pool.unadmit(ctx)
+		c.pool.Unadmit(ctx)
 	}
 }
 
 // loadKeys reads the signing keys; a failure is SIGNING_KEYS_UNAVAILABLE (503, nothing built).
-func (c *common) loadKeys(ctx context.Context) (Keys, error) {
+func (c *common) loadKeys(ctx context.Context) (signing.Keys, error) {
 	keys, err := c.keys.Keys(ctx)
 	if err != nil {
 		// The key source's errors never carry seeds (ParseKeys names fields only).
-		return Keys{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "the signing keys could not be loaded", Err: err}
+		return signing.Keys{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "the signing keys could not be loaded", Err: err}
 	}
 	return keys, nil
 }
@@ -217,11 +219,11 @@ func (c *common) loadKeys(ctx context.Context) (Keys, error) {
 // withSource runs build with a transaction source (the vault, or a leased channel account) and
 // returns its envelope with SubmittedLedger set and the lease bound to it; on any error the lease
 // is released, since nothing was sent. Both the payment and the contract-call paths use it.
-func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime time.Time, build func(sourceLease) (transfer.Envelope, error)) (transfer.Envelope, error) {
-	terms := leaseTerms{maxTime: maxTime, until: maxTime, vault: c.vaultAccount}
+func (c *common) withSource(ctx context.Context, ch chain, keys signing.Keys, maxTime time.Time, build func(sources.Lease) (transfer.Envelope, error)) (transfer.Envelope, error) {
+	terms := sources.LeaseTerms{MaxTime: maxTime, Until: maxTime, Vault: c.vaultAccount}
 	if dl, ok := ctx.Deadline(); ok {
 		// The invocation's deadline, on the ledger's clock (virtual in tests).
-		terms.until = c.clock.Now().Add(time.Until(dl))
+		terms.Until = c.clock.Now().Add(time.Until(dl))
 	}
 	// The latest ledger is read before the source is acquired: its close time decides whether an
 	// earlier in-doubt envelope's channel quarantine is over and when the next ledger should
@@ -230,8 +232,8 @@ func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime ti
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	terms.ledgerClose = ledgerClose
-	lease, err := c.source.acquire(ctx, keys, terms)
+	terms.LedgerClose = ledgerClose
+	lease, err := c.source.Acquire(ctx, keys, terms)
 	if err != nil {
 		var ue *transfer.UnavailableError
 		if errors.As(err, &ue) || ctx.Err() != nil {
@@ -239,15 +241,15 @@ func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime ti
 		}
 		return transfer.Envelope{}, &transfer.UnavailableError{Code: CodeSigningKeysUnavailable, Detail: "no transaction source is available", Err: err}
 	}
-	lease.ledgerClose = ledgerClose
+	lease.LedgerClose = ledgerClose
 	env, err := build(lease)
 	if err != nil {
-		c.source.release(ctx, lease, transfer.Envelope{Channel: lease.account})
+		c.source.Release(ctx, lease, transfer.Envelope{Channel: lease.Account})
 		return transfer.Envelope{}, err
 	}
 	env.SubmittedLedger = latest
-	c.source.bind(lease, env)
-	if lease.feeSource != nil {
+	c.source.Bind(lease, env)
+	if lease.FeeSource != nil {
 		c.guard.note(lease, env)
 	}
 	return env, nil
@@ -258,7 +260,7 @@ func (c *common) withSource(ctx context.Context, ch chain, keys Keys, maxTime ti
 // read, builds the payment of stroops of asset (its code as configured) to wallet (its canonical
 // strkey), signs it, wraps it in a fee bump when the lease has a fee source, and refuses it
 // before it is sent when the vault or the fee payer cannot pay (checkFunds).
-func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet rawAddress, stroops int64, asset vaultAsset, terms transfer.Terms) (transfer.Envelope, error) {
+func (c *common) build(ctx context.Context, ch chain, lease sources.Lease, wallet rawAddress, stroops int64, asset vaultAsset, terms transfer.Terms) (transfer.Envelope, error) {
 	snap, err := ch.accounts(ctx, c.fundsQuery(lease, asset.credit, true))
 	if err != nil {
 		return transfer.Envelope{}, err
@@ -268,9 +270,9 @@ func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet 
 		Destination:   wallet.String(),
 		Amount:        amount.StringFromInt64(stroops),
 		Asset:         asset.credit,
-		SourceAccount: lease.opSource,
+		SourceAccount: lease.OpSource,
 	}}
-	feeBumped := lease.feeSource != nil
+	feeBumped := lease.FeeSource != nil
 	slots := int64(len(ops))
 	if feeBumped {
 		slots++
@@ -285,7 +287,7 @@ func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet 
 		innerRate = c.baseFeeStroops
 	}
 	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
-		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.account, Sequence: seq},
+		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.Account, Sequence: seq},
 		IncrementSequenceNum: true,
 		Operations:           ops,
 		BaseFee:              innerRate,
@@ -309,8 +311,8 @@ func (c *common) build(ctx context.Context, ch chain, lease sourceLease, wallet 
 // envelope: XDR, inner (and outer) hash, maxTime (epoch seconds), channel and the most it can
 // charge, in stroops. A signer that fails (KMS unreachable, access denied, throttled, a signature
 // that does not verify) is *transfer.UnavailableError SIGNING_KEYS_UNAVAILABLE: nothing is sent.
-func (c *common) seal(ctx context.Context, tx *txnbuild.Transaction, lease sourceLease, rate int64, maxTime time.Time, feeBumped bool) (transfer.Envelope, error) {
-	tx, err := signTx(ctx, c.passphrase, tx, lease.signers...)
+func (c *common) seal(ctx context.Context, tx *txnbuild.Transaction, lease sources.Lease, rate int64, maxTime time.Time, feeBumped bool) (transfer.Envelope, error) {
+	tx, err := signTx(ctx, c.passphrase, tx, lease.Signers...)
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
@@ -318,7 +320,7 @@ func (c *common) seal(ctx context.Context, tx *txnbuild.Transaction, lease sourc
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the transaction: %w", err)
 	}
-	env := transfer.Envelope{InnerHash: inner, MaxTime: maxTime.Unix(), Channel: lease.account, FeeStroops: tx.MaxFee()}
+	env := transfer.Envelope{InnerHash: inner, MaxTime: maxTime.Unix(), Channel: lease.Account, FeeStroops: tx.MaxFee()}
 	if !feeBumped {
 		if env.XDR, err = tx.Base64(); err != nil {
 			return transfer.Envelope{}, fmt.Errorf("stellar: encoding the envelope: %w", err)
@@ -326,7 +328,7 @@ func (c *common) seal(ctx context.Context, tx *txnbuild.Transaction, lease sourc
 		return env, nil
 	}
 	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{
-		Inner: tx, FeeAccount: lease.feeSource.Address(), BaseFee: rate,
+		Inner: tx, FeeAccount: lease.FeeSource.Address(), BaseFee: rate,
 	})
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the fee bump: %w", err)
@@ -335,7 +337,7 @@ func (c *common) seal(ctx context.Context, tx *txnbuild.Transaction, lease sourc
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: hashing the fee bump: %w", err)
 	}
-	sig, err := signHash(ctx, lease.feeSource, hash)
+	sig, err := signHash(ctx, lease.FeeSource, hash)
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
@@ -365,7 +367,7 @@ func timebounds(terms transfer.Terms) txnbuild.TimeBounds {
 
 // signTx signs tx's hash with each signer and adds the signatures, as txnbuild's Transaction.Sign
 // does with keypairs; errors as signHash.
-func signTx(ctx context.Context, passphrase string, tx *txnbuild.Transaction, signers ...Signer) (*txnbuild.Transaction, error) {
+func signTx(ctx context.Context, passphrase string, tx *txnbuild.Transaction, signers ...signing.Signer) (*txnbuild.Transaction, error) {
 	hash, err := tx.Hash(passphrase)
 	if err != nil {
 		return nil, fmt.Errorf("stellar: hashing the transaction: %w", err)
@@ -388,7 +390,7 @@ func signTx(ctx context.Context, passphrase string, tx *txnbuild.Transaction, si
 // nothing was sent), a KMS that did not answer before the invocation's deadline included (an
 // unreachable KMS often hangs rather than refuses; it is no failure of the Stellar network, which
 // the circuit breaker counts); or the context's error when the caller cancelled.
-func signHash(ctx context.Context, s Signer, hash [32]byte) (xdr.DecoratedSignature, error) {
+func signHash(ctx context.Context, s signing.Signer, hash [32]byte) (xdr.DecoratedSignature, error) {
 	sig, err := s.SignHash(ctx, hash)
 	if err == nil {
 		return sig, nil

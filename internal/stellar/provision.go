@@ -9,6 +9,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -40,9 +42,9 @@ type ledgerIO interface {
 // new channels. It waits for each transaction to land. Channels need no XLM: the fee account
 // pays their fee bumps. It is the reconcile action `channels`.
 func (c *common) ensureChannels(ctx context.Context, ch chain, io ledgerIO) ([]ChannelAccount, error) {
-	pool, ok := c.source.(*ChannelPool)
+	pool, ok := c.source.(*sources.ChannelPool)
 	if !ok {
-		return nil, fmt.Errorf("%w: this ledger has no channel pool (CHANNEL_COUNT and channel keys)", ErrNoChannels)
+		return nil, fmt.Errorf("%w: this ledger has no channel pool (CHANNEL_COUNT and channel keys)", sources.ErrNoChannels)
 	}
 	keys, err := c.keys.Keys(ctx)
 	if err != nil {
@@ -50,7 +52,7 @@ func (c *common) ensureChannels(ctx context.Context, ch chain, io ledgerIO) ([]C
 	}
 	feeKey := keys.FeeKey()
 	if feeKey == nil {
-		return nil, fmt.Errorf("%w: no fee account key (feeSeed, or FEE_KMS_KEY_ID) to sponsor the channels", ErrNoChannels)
+		return nil, fmt.Errorf("%w: no fee account key (feeSeed, or FEE_KMS_KEY_ID) to sponsor the channels", sources.ErrNoChannels)
 	}
 	chans, err := pool.Channels(keys)
 	if err != nil {
@@ -82,20 +84,20 @@ func (c *common) ensureChannels(ctx context.Context, ch chain, io ledgerIO) ([]C
 	return out, nil
 }
 
-func (c *common) createChannels(ctx context.Context, ch chain, io ledgerIO, fee Signer, batch []*keypair.Full) error {
+func (c *common) createChannels(ctx context.Context, ch chain, io ledgerIO, fee signing.Signer, batch []*keypair.Full) error {
 	seq, err := ch.sequence(ctx, fee.Address())
 	if err != nil {
 		return fmt.Errorf("stellar: reading the fee account: %w", err)
 	}
 	var ops []txnbuild.Operation
-	signers := []Signer{fee}
+	signers := []signing.Signer{fee}
 	for _, kp := range batch {
 		ops = append(ops,
 			&txnbuild.BeginSponsoringFutureReserves{SponsoredID: kp.Address()},
 			&txnbuild.CreateAccount{Destination: kp.Address(), Amount: "0"},
 			&txnbuild.EndSponsoringFutureReserves{SourceAccount: kp.Address()},
 		)
-		signers = append(signers, SeedSigner{KP: kp})
+		signers = append(signers, signing.SeedSigner{KP: kp})
 	}
 	maxTime := c.clock.Now().Add(channelTxValidity)
 	rate, err := c.bidRate(ctx, ch, feeBid{lane: laneClassic, slots: 1})

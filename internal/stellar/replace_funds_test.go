@@ -13,6 +13,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -126,7 +128,7 @@ func TestReplaceByFeeFundsCountOtherChannels(t *testing.T) {
 			if err := r.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDelayInclusion, Ledgers: 2}); err != nil {
 				t.Fatal(err)
 			}
-			chans, err := stellar.DeriveChannelKeys(stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef")), 2)
+			chans, err := sources.DeriveChannelKeys(signing.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef")), 2)
 			if err != nil {
 				t.Fatal(err)
 			}

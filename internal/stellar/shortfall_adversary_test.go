@@ -13,7 +13,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
-	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -41,7 +42,7 @@ func TestFailedShortfallEnvelopeNeverLandsAfterFunding(t *testing.T) {
 // submitter (the item requeued, not deleted, on the real store).
 func failedShortfallNeverLands(t *testing.T, backend string, channels int, async, noTrust bool) {
 	{
-		clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+		clock, n := startSimNet(t, simNetOpts{})
 		sim := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: 6 * unit, fee: true, wallet: true, walletTrustline: true})
 		keys, usdc, vault, wallet := sim.keys, sim.usdc, sim.vault, sim.wallet
 		trustline := func() error { return n.AddTrustline(vault, usdc, 0) }
@@ -61,10 +62,10 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 		db, _ := dynamotest.Minidyn(t)
 		store := dynamotest.NewStore(t, db)
 		cfg := stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-			Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+			Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: signing.StaticKeys{K: keys},
 			MaxFeeStroops: 1_000_000, Clock: clock}
 		if channels > 0 {
-			pool, err := stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()), Count: channels, Clock: clock})
+			pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()), Count: channels, Clock: clock})
 			if err != nil {
 				t.Fatal(err)
 			}

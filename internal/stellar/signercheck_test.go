@@ -11,6 +11,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -48,17 +49,17 @@ func (e *suiteEnv) setVaultOptions(t *testing.T, so *txnbuild.SetOptions) {
 	}
 }
 
-func (e *suiteEnv) checkSigners(keys Keys) error {
+func (e *suiteEnv) checkSigners(keys signing.Keys) error {
 	return e.ledger.(interface {
-		CheckSigners(context.Context, Keys) error
+		CheckSigners(context.Context, signing.Keys) error
 	}).CheckSigners(context.Background(), keys)
 }
 
 // signerRefusal is err's one *SignerError; it fails the test when err is not exactly one.
-func signerRefusal(t *testing.T, err error) *SignerError {
+func signerRefusal(t *testing.T, err error) *signing.SignerError {
 	t.Helper()
-	var se *SignerError
-	if !errors.Is(err, ErrCannotSign) || !errors.As(err, &se) {
+	var se *signing.SignerError
+	if !errors.Is(err, signing.ErrCannotSign) || !errors.As(err, &se) {
 		t.Fatalf("CheckSigners = %v, want a *SignerError", err)
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) != 1 {
@@ -84,10 +85,10 @@ func TestCheckSignersHoldsKeysToTheThresholds(t *testing.T) {
 
 		// A key that is not a signer of the vault.
 		stranger := keypair.MustRandom()
-		keys.VaultSigner = SeedSigner{KP: stranger}
+		keys.VaultSigner = signing.SeedSigner{KP: stranger}
 		se := signerRefusal(t, e.checkSigners(keys))
 		if se.Role != "vault" || se.Account != e.vault || se.Key != stranger.Address() || se.Weight != 0 || se.Needed != 1 ||
-			se.Level != ThresholdMedium || se.Auth.MasterWeight != 1 {
+			se.Level != signing.ThresholdMedium || se.Auth.MasterWeight != 1 {
 			t.Fatalf("refusal %+v", se)
 		}
 		for _, want := range []string{e.vault, stranger.Address(), "its weight there is 0 (not a signer of the account)", "need weight 1"} {
@@ -101,7 +102,7 @@ func TestCheckSignersHoldsKeysToTheThresholds(t *testing.T) {
 		e.setVaultOptions(t, &txnbuild.SetOptions{Signer: &txnbuild.Signer{Address: stranger.Address(), Weight: 1},
 			MasterWeight: u(3), LowThreshold: u(1), MediumThreshold: u(2), HighThreshold: u(3)})
 		se = signerRefusal(t, e.checkSigners(keys))
-		if se.Weight != 1 || se.Needed != 2 || se.Level != ThresholdMedium || se.Auth.Medium != 2 || se.Auth.Signers[stranger.Address()] != 1 {
+		if se.Weight != 1 || se.Needed != 2 || se.Level != signing.ThresholdMedium || se.Auth.Medium != 2 || se.Auth.Signers[stranger.Address()] != 1 {
 			t.Fatalf("refusal %+v", se)
 		}
 		if !strings.Contains(se.Error(), "its weight there is 1, and the vault's payments and contract calls need weight 2 (the medium threshold is 2;") {
@@ -120,7 +121,7 @@ func TestCheckSignersHoldsKeysToTheThresholds(t *testing.T) {
 		err := e.checkSigners(keys)
 		if e.channels == 0 {
 			se = signerRefusal(t, err)
-			if se.Level != ThresholdLow || se.Needed != 3 || se.Weight != 2 {
+			if se.Level != signing.ThresholdLow || se.Needed != 3 || se.Weight != 2 {
 				t.Fatalf("refusal %+v", se)
 			}
 		} else if err != nil {
@@ -129,7 +130,7 @@ func TestCheckSignersHoldsKeysToTheThresholds(t *testing.T) {
 
 		// The fee key pays the fee bumps for its own account: a fee key whose account does not
 		// exist is refused with channels, and not looked at without them.
-		keys.FeeSigner = SeedSigner{KP: keypair.MustRandom()}
+		keys.FeeSigner = signing.SeedSigner{KP: keypair.MustRandom()}
 		keys.VaultSigner = nil // the master key again (weight 3 reaches every threshold)
 		err = e.checkSigners(keys)
 		if e.channels == 0 {
@@ -154,7 +155,7 @@ func TestCheckSignersUnreadableNetwork(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close() // nothing listens there now: every request is refused
-	keys, err := GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,18 +164,18 @@ func TestCheckSignersUnreadableNetwork(t *testing.T) {
 	assets := []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}
 	for _, backend := range []string{"rpc", "horizon"} {
 		var l interface {
-			CheckSigners(context.Context, Keys) error
+			CheckSigners(context.Context, signing.Keys) error
 		}
 		if backend == "rpc" {
-			l, err = NewRPCLedger(RPCConfig{URL: "http://" + addr, Passphrase: passphrase, VaultAccount: vault, Assets: assets, Keys: StaticKeys{K: keys}})
+			l, err = NewRPCLedger(RPCConfig{URL: "http://" + addr, Passphrase: passphrase, VaultAccount: vault, Assets: assets, Keys: signing.StaticKeys{K: keys}})
 		} else {
-			l, err = NewHorizonLedger(HorizonConfig{URL: "http://" + addr, Passphrase: passphrase, VaultAccount: vault, Assets: assets, Keys: StaticKeys{K: keys}})
+			l, err = NewHorizonLedger(HorizonConfig{URL: "http://" + addr, Passphrase: passphrase, VaultAccount: vault, Assets: assets, Keys: signing.StaticKeys{K: keys}})
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = l.CheckSigners(context.Background(), keys)
-		if err == nil || errors.Is(err, ErrCannotSign) || !strings.Contains(err.Error(), "reading the vault account "+vault) {
+		if err == nil || errors.Is(err, signing.ErrCannotSign) || !strings.Contains(err.Error(), "reading the vault account "+vault) {
 			t.Fatalf("%s: CheckSigners = %v, want a read error", backend, err)
 		}
 	}

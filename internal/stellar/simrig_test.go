@@ -7,7 +7,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/keypair"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -84,7 +84,7 @@ type fundOpts struct {
 
 // simAccounts are the service's keys and the accounts fundedKeys created on the network.
 type simAccounts struct {
-	keys   stellar.Keys
+	keys   signing.Keys
 	issuer *keypair.Full
 	usdc   stellarsim.Asset
 	vault  string
@@ -97,12 +97,12 @@ type simAccounts struct {
 // o.noChannelMaster), issues USDC from a random issuer and creates the accounts o asks for.
 func fundedKeys(t *testing.T, n *stellarsim.Network, o fundOpts) simAccounts {
 	t.Helper()
-	keys, err := stellar.GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !o.noChannelMaster {
-		keys.ChannelMaster = stellar.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
+		keys.ChannelMaster = signing.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
 	}
 	a := simAccounts{keys: keys, issuer: keypair.MustRandom(), vault: keys.Vault.Address(), fee: keys.Fee.Address()}
 	a.usdc = n.IssueAsset("USDC", a.issuer)

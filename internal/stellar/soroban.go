@@ -15,6 +15,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -162,7 +163,7 @@ var symbolRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}$`)
 func validSymbol(s string) bool { return symbolRE.MatchString(s) }
 
 // VaultErrInsufficientBalance is the vault contract's error code for a withdrawal above its
-// balance (README.md, "The vault contract": #1 = insufficient balance).
+// balance (README.md, "The vault contract (Soroban)": #1 = insufficient balance).
 const VaultErrInsufficientBalance = 1
 
 // contractErrorRE finds the contract's own error code in a simulation error ("Error(Contract, #1)").
@@ -221,7 +222,7 @@ func (l *ContractLedger) Prepare(ctx context.Context, req transfer.Request, term
 		return transfer.Envelope{}, err
 	}
 	ch := rpcChain{l.RPCLedger}
-	return l.withSource(ctx, ch, keys, maxTime, func(lease sourceLease) (transfer.Envelope, error) {
+	return l.withSource(ctx, ch, keys, maxTime, func(lease sources.Lease) (transfer.Envelope, error) {
 		return l.buildCall(ctx, ch, lease, call, terms)
 	})
 }
@@ -294,7 +295,7 @@ func toInt128(v *big.Int) (xdr.Int128Parts, error) {
 }
 
 // buildCall simulates, restores if asked, assembles and signs the contract call.
-func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourceLease, call contractCall, terms transfer.Terms) (transfer.Envelope, error) {
+func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sources.Lease, call contractCall, terms transfer.Terms) (transfer.Envelope, error) {
 	maxTime := terms.MaxTime
 	fn := call.fn
 	contract, wallet := call.contract.scAddress(), call.wallet.scAddress()
@@ -363,7 +364,7 @@ func (l *ContractLedger) buildCall(ctx context.Context, ch rpcChain, lease sourc
 // the simulate path, nothing sent), with the contract's error code in the detail when there is one.
 //
 // A withdraw refused with the vault contract's insufficient-balance error (VaultErrInsufficientBalance,
-// README.md, "The vault contract") is VAULT_UNDERFUNDED instead, the answer a classic vault gives
+// README.md, "The vault contract (Soroban)") is VAULT_UNDERFUNDED instead, the answer a classic vault gives
 // when its payment is included FAILED op_underfunded (transfer.SourceShortfall): one answer for an
 // empty vault in both modes, retryable, and it pages; here nothing was sent and no fee spent.
 func simulationError(fn, simError string) *transfer.UnavailableError {
@@ -418,9 +419,9 @@ func assemble(op *txnbuild.InvokeHostFunction, sim protocol.SimulateTransactionR
 }
 
 // transaction builds the unsigned transaction of one Soroban operation from lease's account.
-func (l *ContractLedger) transaction(lease sourceLease, seq int64, op txnbuild.Operation, baseFee int64, terms transfer.Terms) (*txnbuild.Transaction, error) {
+func (l *ContractLedger) transaction(lease sources.Lease, seq int64, op txnbuild.Operation, baseFee int64, terms transfer.Terms) (*txnbuild.Transaction, error) {
 	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
-		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.account, Sequence: seq},
+		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.Account, Sequence: seq},
 		IncrementSequenceNum: true,
 		Operations:           []txnbuild.Operation{op},
 		BaseFee:              baseFee,
@@ -436,7 +437,7 @@ func (l *ContractLedger) transaction(lease sourceLease, seq int64, op txnbuild.O
 // (sequence seq+1) and waits until it lands. Its maxTime is RestoreTimeout ahead (never past the
 // transfer's): an error means it failed, was refused, or did not land by then. A restore that
 // lands later anyway is harmless: it moves no money, and the next simulation sees it.
-func (l *ContractLedger) restore(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, pre protocol.RestorePreamble, maxTime time.Time) error {
+func (l *ContractLedger) restore(ctx context.Context, ch rpcChain, lease sources.Lease, seq int64, pre protocol.RestorePreamble, maxTime time.Time) error {
 	var data xdr.SorobanTransactionData
 	if err := xdr.SafeUnmarshalBase64(pre.TransactionDataXDR, &data); err != nil {
 		return fmt.Errorf("stellar: decoding the restore preamble: %w", err)

@@ -7,6 +7,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -29,7 +30,7 @@ import (
 // for the Soroban lane, within MAX_FEE_STROOPS), signs, and fee-bumps when the lease has a fee
 // source. Over the cap it returns checkSorobanFeeCap's error (the resource fee alone does not
 // fit) or bidRate's FEE_ABOVE_CAP (the lane's market does not), and signs nothing.
-func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLease, seq int64, op txnbuild.Operation, terms transfer.Terms) (transfer.Envelope, error) {
+func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sources.Lease, seq int64, op txnbuild.Operation, terms transfer.Terms) (transfer.Envelope, error) {
 	var data *xdr.SorobanTransactionData
 	restoring := 0
 	switch o := op.(type) {
@@ -46,7 +47,7 @@ func (l *ContractLedger) sign(ctx context.Context, ch rpcChain, lease sourceLeas
 		return transfer.Envelope{}, fmt.Errorf("stellar: the %T has no Soroban transaction data", op)
 	}
 	resourceFee := int64(data.ResourceFee)
-	feeBumped := lease.feeSource != nil
+	feeBumped := lease.FeeSource != nil
 	slots := int64(1)
 	if feeBumped {
 		slots = 2

@@ -237,12 +237,12 @@ func TestContractArchivedBalanceRestoredByTheCallWithChannels(t *testing.T) {
 	}
 }
 
-// A node that still answers a restorePreamble (stellarsim's Legacy.RestorePreamble, the protocol
-// 22 flow) gets an explicit RestoreFootprint first. A restore over MAX_FEE_STROOPS is refused
+// A node that answers a restorePreamble (a network before protocol 23; stellarsim's
+// Options.Protocol22Restore) gets an explicit RestoreFootprint first. A restore over MAX_FEE_STROOPS is refused
 // before it is sent; when the network refuses it, the transfer is RESTORE_REQUIRED (retryable,
 // nothing landed); retried, the same key restores and withdraws in one request.
 func TestContractExplicitRestoreWhenTheNodeAsksForIt(t *testing.T) {
-	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{legacy: stellarsim.Legacy{RestorePreamble: true}})
+	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{protocol22Restore: true})
 	r.mustTransfer("deposit-0001", transfer.Deposit, r.wallet, 9)
 	if err := r.host.ArchiveBalance(r.contract, r.wallet); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -43,10 +45,11 @@ type contractRig struct {
 // contractLagMax is the longest the rig's RPC takes to show a closed ledger.
 const contractLagMax = 3 * time.Second
 
-// contractRigOpts changes the rig's network: legacy brings back an older behaviour for the tests
-// that check the service still handles it.
+// contractRigOpts changes the rig's network.
 type contractRigOpts struct {
-	legacy stellarsim.Legacy
+	// protocol22Restore runs the network's restore flow of before protocol 23
+	// (stellarsim.Options.Protocol22Restore), for the test of the service's explicit restore.
+	protocol22Restore bool
 	// channels > 0 builds the calls on that many channel accounts, fee-bumped by the fee account.
 	channels int
 	// lanes are the network's per-ledger lane limits (zero: pubnet's).
@@ -61,7 +64,7 @@ func newContractRigWith(t *testing.T, cc stellar.ContractConfig, o contractRigOp
 	t.Helper()
 	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{MinPersistentTTL: 1000})
 	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Contracts: host,
-		VisibilityLagMin: time.Second, VisibilityLagMax: contractLagMax, Legacy: o.legacy, Lanes: o.lanes}})
+		VisibilityLagMin: time.Second, VisibilityLagMax: contractLagMax, Protocol22Restore: o.protocol22Restore, Lanes: o.lanes}})
 	a := fundedKeys(t, n, fundOpts{fee: true, wallet: true})
 	keys, usdc, wallet := a.keys, a.usdc, a.wallet
 	contract, err := host.DeployVault(stellarsim.VaultSpec{Operator: keys.Vault.Address()})
@@ -73,11 +76,11 @@ func newContractRigWith(t *testing.T, cc stellar.ContractConfig, o contractRigOp
 	r := &contractRig{t: t, clock: clock, net: n, host: host, contract: contract, vault: keys.Vault.Address(), wallet: wallet,
 		inner: stellar.RPCConfig{
 			URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: keys.Vault.Address(),
-			Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: stellar.StaticKeys{K: keys},
+			Assets: []txnbuild.CreditAsset{{Code: usdc.Code, Issuer: usdc.Issuer}}, Keys: signing.StaticKeys{K: keys},
 			MaxFeeStroops: 1_000_000, Clock: clock,
 		}}
 	if o.channels > 0 {
-		pool, err := stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()),
+		pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()),
 			Count: o.channels, Clock: clock})
 		if err != nil {
 			t.Fatal(err)

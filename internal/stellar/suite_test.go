@@ -18,6 +18,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -92,7 +94,7 @@ type suiteEnv struct {
 	channels int
 	net      *stellarsim.Network
 	clock    *simClock
-	keys     Keys
+	keys     signing.Keys
 	usdc     stellarsim.Asset
 	vault    string
 	wallet   string
@@ -121,11 +123,11 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	}
 	t.Cleanup(func() { _ = n.Close() })
 	clock.net = n
-	keys, err := GenerateKeys(0)
+	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys.ChannelMaster = NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
+	keys.ChannelMaster = signing.NewMasterSeed([]byte("0123456789abcdef0123456789abcdef"))
 	issuer := keypair.MustRandom()
 	usdc := n.IssueAsset("USDC", issuer)
 	wallet := keypair.MustRandom().Address()
@@ -144,9 +146,9 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	closeShown(n, clock.advance)
 	e := &suiteEnv{backend: backend, channels: o.channels, net: n, clock: clock, keys: keys, usdc: usdc,
 		vault: keys.Vault.Address(), wallet: wallet, leases: &memLeases{}}
-	var pool *ChannelPool
+	var pool *sources.ChannelPool
 	if o.channels > 0 {
-		if pool, err = NewChannelPool(ChannelPoolConfig{Leases: e.leases, Count: o.channels, Clock: clock}); err != nil {
+		if pool, err = sources.NewChannelPool(sources.ChannelPoolConfig{Leases: e.leases, Count: o.channels, Clock: clock}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,14 +172,14 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	switch backend {
 	case "rpc":
 		e.ledger, err = NewRPCLedger(RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
-			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: StaticKeys{K: keys}, Channels: pool, Clock: clock})
+			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: signing.StaticKeys{K: keys}, Channels: pool, Clock: clock})
 	default:
 		horizonURL := n.URL()
 		if backend == "horizon-prefix" {
 			horizonURL = prefixProxy(t, horizonURL, "/horizon")
 		}
 		e.ledger, err = NewHorizonLedger(HorizonConfig{URL: horizonURL, Passphrase: n.Passphrase(), VaultAccount: e.vault, Assets: assets,
-			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: StaticKeys{K: keys}, Channels: pool, Clock: clock})
+			MaxFeeStroops: o.maxFee, FeePercentile: o.feePercentile, Keys: signing.StaticKeys{K: keys}, Channels: pool, Clock: clock})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -496,7 +498,7 @@ func TestSuiteQuarantine(t *testing.T) {
 			// No Done: the envelope is in doubt. Later Prepares wait (closing ledgers) and give up.
 			_, err := e.ledger.Prepare(ctx, withdraw(e.wallet, unit), transfer.Terms{MaxTime: e.clock.Now().Add(time.Minute)})
 			var ue *transfer.UnavailableError
-			if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+			if !errors.As(err, &ue) || ue.Code != transfer.CodeChannelsBusy {
 				t.Fatalf("second Prepare while in doubt: %v", err)
 			}
 			// The in-doubt envelope landed meanwhile, but nobody said Done: still quarantined until a
@@ -561,7 +563,7 @@ func TestEnsureChannelsCreatesSponsoredChannels(t *testing.T) {
 	for _, backend := range []string{"rpc", "horizon"} {
 		t.Run(backend, func(t *testing.T) {
 			e := newSuiteEnv(t, backend, suiteOpts{channels: 35}) // two creation transactions
-			chans, err := DeriveChannelKeys(e.keys.ChannelMaster, 35)
+			chans, err := sources.DeriveChannelKeys(e.keys.ChannelMaster, 35)
 			if err != nil {
 				t.Fatal(err)
 			}

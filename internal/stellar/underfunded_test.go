@@ -15,6 +15,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -26,7 +28,7 @@ import (
 type fundsRig struct {
 	n       *stellarsim.Network
 	clock   *vclock.Clock
-	keys    stellar.Keys
+	keys    signing.Keys
 	usdc    stellarsim.Asset
 	vault   string
 	store   transfer.Store
@@ -41,7 +43,7 @@ type fundsRig struct {
 
 func newFundsRig(t *testing.T, backend string, channels int, vaultUSDC int64) *fundsRig {
 	t.Helper()
-	clock, n := startSimNet(t, simNetOpts{net: stellarsim.Options{Legacy: stellarsim.Legacy{NoVisibilityLag: true}}})
+	clock, n := startSimNet(t, simNetOpts{})
 	a := fundedKeys(t, n, fundOpts{vaultTrustline: true, vaultUSDC: vaultUSDC, fee: true})
 	keys, usdc, vault := a.keys, a.usdc, a.vault
 	db, _ := dynamotest.Minidyn(t)
@@ -51,19 +53,19 @@ func newFundsRig(t *testing.T, backend string, channels int, vaultUSDC int64) *f
 	newLedger := func() shortfallLedger {
 		t.Helper()
 		var err error
-		var pool *stellar.ChannelPool
+		var pool *sources.ChannelPool
 		if channels > 0 {
-			if pool, err = stellar.NewChannelPool(stellar.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()), Count: channels, Clock: clock}); err != nil {
+			if pool, err = sources.NewChannelPool(sources.ChannelPoolConfig{Leases: dynamo.NewChannelLeases(db, store.Table()), Count: channels, Clock: clock}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var ledger shortfallLedger
 		if backend == "rpc" {
 			ledger, err = stellar.NewRPCLedger(stellar.RPCConfig{URL: n.RPCURL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-				Assets: assets, Keys: stellar.StaticKeys{K: keys}, MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
+				Assets: assets, Keys: signing.StaticKeys{K: keys}, MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
 		} else {
 			ledger, err = stellar.NewHorizonLedger(stellar.HorizonConfig{URL: n.URL(), Passphrase: n.Passphrase(), VaultAccount: vault,
-				Assets: assets, Keys: stellar.StaticKeys{K: keys}, MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
+				Assets: assets, Keys: signing.StaticKeys{K: keys}, MaxFeeStroops: maxFee, Channels: pool, Clock: clock})
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 )
 
 // methodNotFoundServer answers getNetwork with passphrase and every other method, getVersionInfo
@@ -42,7 +44,7 @@ func TestCheckNetworkRefusesRPCWithoutGetVersionInfo(t *testing.T) {
 	const pass = "Test SDF Network ; September 2015"
 	rpc, err := NewRPCLedger(RPCConfig{URL: methodNotFoundServer(t, pass), Passphrase: pass,
 		VaultAccount: testKeys(t).Vault.Address(),
-		Assets:       []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}, Keys: StaticKeys{}})
+		Assets:       []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}, Keys: signing.StaticKeys{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -114,11 +115,11 @@ func TestCheckNetworkVersions(t *testing.T) {
 	assets := []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}
 	for _, c := range cases {
 		url := fakeVersionServer(t, pass, c.rpc, c.horizon)
-		rpc, err := NewRPCLedger(RPCConfig{URL: url, Passphrase: pass, VaultAccount: vault, Assets: assets, Keys: StaticKeys{}})
+		rpc, err := NewRPCLedger(RPCConfig{URL: url, Passphrase: pass, VaultAccount: vault, Assets: assets, Keys: signing.StaticKeys{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		hz, err := NewHorizonLedger(HorizonConfig{URL: url, Passphrase: pass, VaultAccount: vault, Assets: assets, Keys: StaticKeys{}})
+		hz, err := NewHorizonLedger(HorizonConfig{URL: url, Passphrase: pass, VaultAccount: vault, Assets: assets, Keys: signing.StaticKeys{}})
 		if err != nil {
 			t.Fatal(err)
 		}

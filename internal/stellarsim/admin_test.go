@@ -142,7 +142,7 @@ func TestAdminIndex(t *testing.T) {
 	}
 }
 
-// A fault the table of README.md ("Try it") does not allow is refused with a 400 that says why,
+// A fault the table of doc.go ("Faults") does not allow is refused with a 400 that says why,
 // and nothing is armed: a count on a kind that lasts until healed (it was dropped silently), and an
 // answer naming two answers at once.
 func TestAdminRefusesFaultsThatReadTwoWays(t *testing.T) {

@@ -174,7 +174,7 @@ func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
 			Balances:   viewBalances{ac.v},
 			Soroban:    ac.t.soroban,
 			Return:     func(v xdr.ScVal) { ac.ret = &v },
-			Protocol23: !ac.n.opts.Legacy.RestorePreamble,
+			Protocol23: !ac.n.opts.Protocol22Restore,
 			Refundable: &ac.refundable,
 		}, op)
 	}

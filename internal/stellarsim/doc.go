@@ -335,10 +335,25 @@
 //     ledger outside any ledger close, so RPC and Horizon show them at once.
 //   - Reads further back than 4,096 ledgers see the current entries.
 //
-// Options.Legacy brings back, one by one, the kinder behaviours of earlier
-// versions (next-close time bounds at submission, no queue ageing, no
-// visibility lag, the protocol 22 restore flow, submission-order apply), for
-// callers still adapting.
+// Three options make the network simpler than the real one, each off by
+// default and each for tests that hold one behaviour still to test another
+// deterministically:
+//
+//   - Options.NoVisibilityLag shows a ledger through RPC and Horizon the
+//     instant it closes; stellar-rpc and Horizon show it once their ingestion
+//     has read it (see "Visibility lag" above). Most of this package's own
+//     tests close ledgers on a clock they do not move and read at once.
+//   - Options.ApplyInSubmissionOrder applies a ledger's transactions in the
+//     order they were submitted; stellar-core shuffles them by hash
+//     (ApplyTxSorter), so no submitter chooses the order. Tests of a signer
+//     removed ahead of a payment that still carries its signature, in the
+//     same ledger, need that order every run.
+//   - Options.Protocol22Restore runs the Soroban restore flow of a network
+//     before protocol 23 (simulation answers a restorePreamble, an
+//     invocation touching an archived entry fails with ENTRY_ARCHIVED, with
+//     simpler fees: the declared resource fee judged at apply only, no
+//     refund), for a client's code path that meets such a node; pubnet
+//     restores in the invocation since protocol 23 (see "Soroban").
 //
 // # Soroban
 //
@@ -359,7 +374,8 @@
 // simulateTransaction never answers a restorePreamble for it (stellar-rpc
 // lib/preflight/src/shared.rs); the fee charged is the inclusion fee plus the
 // declared resource fee minus the refund of the unused refundable part
-// (TransactionFrame::refundSorobanFee). Explicit RestoreFootprint still works.
+// (TransactionFrame::refundSorobanFee). An explicit RestoreFootprint restores
+// too.
 //
 // # Endpoints
 //
@@ -407,6 +423,42 @@
 // turn). Every envelope received and every
 // transaction applied is recorded (Envelopes, Applied; GET /_sim/envelopes,
 // GET /_sim/transactions).
+//
+// Over HTTP (the local stack's `$SIM`), POST /_sim/faults arms one fault or an
+// array of them, GET lists those armed (count -1: until healed), DELETE heals
+// all; GET /_sim/ lists the admin routes. The body's "count" counts what the
+// last column says; "api" ("rpc" or "horizon") restricts a fault to one API:
+//
+//	kind             what it does; parameters; without count
+//	refuse           closes the connection without an answer, nothing is
+//	                 accepted; api; the next submission
+//	drop_response    accepts the envelope (it lands), then closes the
+//	                 connection without an answer; api; the next submission
+//	delay            accepts as usual, answers after the delay; "delay"
+//	                 (required): "2s" or milliseconds, api; the next submission
+//	answer           answers without accepting; one of "status"
+//	                 (TRY_AGAIN_LATER, ERROR, PENDING, DUPLICATE), "code"
+//	                 ("txBAD_SEQ"; alone or with "status":"ERROR"),
+//	                 "http_status" (504: an HTTP error without a body, from RPC
+//	                 and Horizon), two of them refused (400), api; the next
+//	                 submission
+//	drop_envelope    answers PENDING, then evicts the envelope from the queue:
+//	                 it never lands; api; the next submission
+//	delay_inclusion  includes an accepted envelope that many ledgers later;
+//	                 "ledgers" (required, > 0), api; the next submission
+//	stall            ledger closes close nothing; none; until healed (count:
+//	                 that many close attempts)
+//	retention        shrinks getTransaction's history to that many ledgers;
+//	                 "ledgers" (required, > 0); until healed (a count is
+//	                 refused)
+//	read_order       getTransaction answers NOT_FOUND for a transaction in the
+//	                 latest ledger, as stellar-rpc does while it ingests;
+//	                 "ledgers": n, any of the latest n+1 ledgers; the next lookup
+//	db_lag           RPC's database trails its core by that many ledgers;
+//	                 "ledgers" (required, > 0); until healed
+//	instances        several RPC or Horizon instances behind one URL, answering
+//	                 in turn, the slowest that far behind; "delay" (required),
+//	                 "instances" (2 or more, default 3), api; until healed
 //
 // Client note: rpcclient's context deadline does not abort the HTTP exchange
 // (the call returns only when the answer arrives, then reports the deadline);

@@ -9,7 +9,7 @@ import (
 // operation (the surge price of a full lane while a ledger closes, lanes.go;
 // a fee bump counts one more operation), capped by the bid's inclusion fee,
 // plus the whole declared Soroban resource fee. Since protocol 23 (unless
-// Legacy.RestorePreamble) the unused refundable part is given back after
+// Options.Protocol22Restore) the unused refundable part is given back after
 // apply (sorobanRefund).
 func (n *Network) chargedFee(t *txInfo) int64 {
 	return min(t.inclusionFee(), satMul(n.laneBaseFee(t), max(t.numOps(), 1))) + t.resourceFee
@@ -88,7 +88,7 @@ func (n *Network) sorobanDataValid(t *txInfo) bool {
 // non-refundable part minus the refundable fee the operation consumed
 // (RefundableFeeTracker); a failed operation consumes none of it.
 func (n *Network) sorobanRefund(t *txInfo, consumed int64, success bool) int64 {
-	if t.soroban == nil || n.opts.Legacy.RestorePreamble {
+	if t.soroban == nil || n.opts.Protocol22Restore {
 		return 0
 	}
 	if !success {

@@ -52,7 +52,7 @@ func newEnv(t *testing.T, opts stellarsim.Options) *env {
 	if opts.VisibilityLagMin == 0 && opts.VisibilityLagMax == 0 {
 		// Most tests read a ledger as soon as they close it; the lag has its
 		// own tests (realism_test.go), which set it explicitly.
-		opts.Legacy.NoVisibilityLag = true
+		opts.NoVisibilityLag = true
 	}
 	n, err := stellarsim.Start(opts)
 	if err != nil {

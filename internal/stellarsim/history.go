@@ -85,7 +85,7 @@ func (n *Network) visibleLocked(extra time.Duration) uint32 {
 // VisibilityLagMax] by a hash of the seed and the sequence (SplitMix64), so
 // it is the same on every run.
 func (n *Network) visibilityLag(seq uint32) time.Duration {
-	if n.opts.Legacy.NoVisibilityLag {
+	if n.opts.NoVisibilityLag {
 		return 0
 	}
 	lo, hi := n.opts.VisibilityLagMin, n.opts.VisibilityLagMax

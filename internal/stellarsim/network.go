@@ -83,40 +83,30 @@ type Options struct {
 	// default: 28.0.0), HorizonV27, HorizonV26, HorizonV25 or HorizonV22. PUT
 	// /_sim/horizon_version and SetHorizonVersion change it while running.
 	HorizonVersion HorizonVersion
-	// Legacy switches realistic behaviours off, for tests written against the
-	// earlier, kinder network. The zero value is the realistic network.
-	Legacy Legacy
-}
+	// Three switches make the network simpler than the real one, each for tests that need one
+	// behaviour held still to test another deterministically (doc.go, "Where it deliberately
+	// differs"). The zero value of each is the real network's behaviour.
 
-// Legacy lists the behaviours of earlier versions of this package that a
-// caller may keep while it adapts. Each field, when true, brings back the old
-// behaviour; every one of them is kinder than the real network.
-type Legacy struct {
-	// SubmitTimeBounds judges time bounds at submission against the expected
-	// close time of the next ledger, max(now, last close + 1s), instead of
-	// core's last close time + upperBoundCloseTimeOffset; queued envelopes are
-	// then not re-checked with that offset after each close.
-	SubmitTimeBounds bool
-	// NoQueueAgeing keeps a queued transaction until it is included or
-	// invalid, instead of evicting and banning it after 4 ledgers.
-	NoQueueAgeing bool
-	// NoVisibilityLag shows a ledger through RPC and Horizon the instant it
-	// closes.
+	// NoVisibilityLag shows a ledger through RPC and Horizon the instant core closes it.
+	// stellar-rpc and Horizon show a ledger only once their ingestion has read it
+	// (VisibilityLagMin..VisibilityLagMax later); with this set, a test that closes a ledger on a
+	// clock it does not move can read the ledger at once. The lag has its own tests.
 	NoVisibilityLag bool
-	// RestorePreamble runs the protocol 22 Soroban flow: simulation answers a
-	// restorePreamble for archived entries, an invocation touching one fails
-	// with ENTRY_ARCHIVED, the whole declared resource fee is charged (no
-	// refund) and the declared fee is checked only at apply.
-	RestorePreamble bool
-	// SubmissionOrder applies a ledger's transactions in the order they were submitted instead
-	// of stellar-core's shuffled order (Options.ApplyOrderSeed).
-	SubmissionOrder bool
+	// ApplyInSubmissionOrder applies a ledger's transactions in the order they were submitted.
+	// stellar-core applies them in an order it shuffles by hash (ApplyTxSorter; here seeded by
+	// ApplyOrderSeed), which no submitter controls; with this set, a test whose subject needs one
+	// transaction of a ledger to apply before another (a signer removed ahead of a payment that
+	// still carries its signature) gets that order every run.
+	ApplyInSubmissionOrder bool
+	// Protocol22Restore runs the Soroban restore flow of a network before protocol 23, for a
+	// client's code path that meets such a node: simulateTransaction answers a restorePreamble
+	// for archived entries and an invocation whose footprint holds one fails with ENTRY_ARCHIVED,
+	// so a RestoreFootprint must land first. Since protocol 23 (CAP-66; pubnet is at 26) the
+	// invocation restores the entries its transaction data marks and stellar-rpc answers no
+	// preamble. The fees of this mode are simpler than protocol 22's: the declared resource fee
+	// is judged against the used resources only at apply and nothing is refunded.
+	Protocol22Restore bool
 }
-
-// AllLegacy is every Legacy behaviour: a network kinder than pubnet (no visibility lag, no
-// queue ageing, submission-time bounds, the restore preamble, submission order), except that an applied transaction is banned while the last closed ledger
-// is N..N+8 (it was N..N+9), as core does.
-var AllLegacy = Legacy{SubmitTimeBounds: true, NoQueueAgeing: true, NoVisibilityLag: true, RestorePreamble: true, SubmissionOrder: true}
 
 const defaultRetention = 120960
 

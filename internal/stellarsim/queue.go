@@ -55,9 +55,6 @@ func (n *Network) upperBoundCloseTimeOffset(lastClose int64) int64 {
 // bounds.
 func (n *Network) submitCtx() checkCtx {
 	latest := n.latestLocked()
-	if n.opts.Legacy.SubmitTimeBounds {
-		return checkCtx{closeTime: n.nextCloseTime(), ledgerSeq: latest.Sequence + 1}
-	}
 	ct := latest.CloseTime.Unix()
 	return checkCtx{closeTime: ct, upperOffset: n.upperBoundCloseTimeOffset(ct), ledgerSeq: latest.Sequence + 1}
 }
@@ -263,18 +260,12 @@ func (n *Network) dueLocked(seq uint32) []*pendingTx {
 // (TransactionQueue::ban). Callers hold n.mu.
 func (n *Network) updateQueueLocked(seq uint32, closeTime int64) {
 	for _, p := range n.sortedQueue() {
-		if n.opts.Legacy.NoQueueAgeing {
-			break
-		}
 		p.age++
 		if p.age >= queueTimeoutLedgers {
 			delete(n.queue, p.tx.source)
 			n.banAtClose(p.tx.fullHash, seq)
 			p.envelope.Outcome = "evicted from queue after " + itoa(queueTimeoutLedgers) + " ledgers (at ledger " + itoa(int64(seq)) + "): never applied"
 		}
-	}
-	if n.opts.Legacy.SubmitTimeBounds {
-		return
 	}
 	c := checkCtx{closeTime: closeTime, upperOffset: n.upperBoundCloseTimeOffset(closeTime), ledgerSeq: seq + 1}
 	queued := n.sortedQueue()

@@ -362,22 +362,3 @@ func TestUpperBoundOffsetFollowsExpectedCloseInterval(t *testing.T) {
 		t.Fatalf("maxTime = last close + 2 s: %+v", r)
 	}
 }
-
-func TestLegacyNoQueueAgeing(t *testing.T) {
-	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{NoQueueAgeing: true}})
-	tx, hash := e.payTx()
-	if err := e.n.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultDelayInclusion, Ledgers: 6}); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.send(b64(t, tx)); r.Status != "PENDING" {
-		t.Fatalf("%+v", r)
-	}
-	var l stellarsim.LedgerInfo
-	for i := 0; i < 7; i++ {
-		e.clock.Advance(5 * time.Second)
-		l = e.n.CloseLedger()
-	}
-	if got := e.getTx(hash); got.Status != "SUCCESS" || got.Ledger != l.Sequence {
-		t.Fatalf("without ageing it lands 7 ledgers later: %+v", got)
-	}
-}

@@ -37,10 +37,46 @@ func (e *env) history() (pay, outer, inner string) {
 	return pay, outer, inner
 }
 
+// appliedOrder is the envelope hashes (the outer one of a fee bump, as stellar-rpc names a
+// transaction) in the order the network applied them. Core shuffles a ledger's transactions
+// (txset.go, applyOrder), so a test reads the order from the network rather than assuming one.
+func (e *env) appliedOrder() []string {
+	e.t.Helper()
+	var out []string
+	for _, a := range e.n.Applied() {
+		h := a.Hash
+		if a.FeeBumpHash != "" {
+			h = a.FeeBumpHash
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// sameSet reports whether got holds exactly the hashes of want, in any order.
+func sameSet(got []string, want ...string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, h := range want {
+		seen[h]++
+	}
+	for _, h := range got {
+		if seen[h]--; seen[h] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func TestGetLatestLedgerSendsBareHeaderAndCloseMeta(t *testing.T) {
-	// Submission order, so the test knows the meta's order (core shuffles: txset.go, applyOrder).
-	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmissionOrder: true}})
+	e := newEnv(t, stellarsim.Options{})
 	pay, outer, _ := e.history()
+	order := e.appliedOrder()
+	if !sameSet(order, pay, outer) {
+		t.Fatalf("applied %v, want %s and %s", order, pay, outer)
+	}
 	ll, err := e.rpc.GetLatestLedger(e.ctx)
 	if err != nil || ll.Sequence != 4 || ll.ProtocolVersion != 26 {
 		t.Fatalf("%v %+v", err, ll)
@@ -56,13 +92,13 @@ func TestGetLatestLedgerSendsBareHeaderAndCloseMeta(t *testing.T) {
 		lcm.LedgerHash().HexString() != ll.Hash || lcm.CountTransactions() != 0 {
 		t.Fatalf("meta %v %+v", err, lcm)
 	}
-	// Ledger 2's meta, through getLedgers, carries both transactions.
+	// Ledger 2's meta, through getLedgers, carries both transactions in the order they applied.
 	page, err := e.rpc.GetLedgers(e.ctx, protocol.GetLedgersRequest{StartLedger: 2, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
 	if err != nil || len(page.Ledgers) != 1 {
 		t.Fatalf("%v %+v", err, page)
 	}
 	if err := xdr.SafeUnmarshalBase64(page.Ledgers[0].LedgerMetadata, &lcm); err != nil || lcm.CountTransactions() != 2 ||
-		lcm.TransactionHash(0).HexString() != pay || lcm.TransactionHash(1).HexString() != outer {
+		lcm.TransactionHash(0).HexString() != order[0] || lcm.TransactionHash(1).HexString() != order[1] {
 		t.Fatalf("ledger 2 meta %v", err)
 	}
 }
@@ -104,22 +140,25 @@ func TestGetLedgersPagesLikeStellarRPC(t *testing.T) {
 }
 
 func TestGetTransactionsPagesInApplicationOrder(t *testing.T) {
-	// Submission order, so the test knows which transaction applies first (core's order is a
-	// shuffle: txset.go, applyOrder).
-	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmissionOrder: true}})
+	e := newEnv(t, stellarsim.Options{})
 	pay, outer, inner := e.history()
+	order := e.appliedOrder()
+	if !sameSet(order, pay, outer) {
+		t.Fatalf("applied %v, want %s and %s", order, pay, outer)
+	}
 	all, err := e.rpc.GetTransactions(e.ctx, protocol.GetTransactionsRequest{StartLedger: 1})
 	if err != nil || len(all.Transactions) != 2 || all.LatestLedger != 4 || all.OldestLedger != 1 {
 		t.Fatalf("%v %+v", err, all)
 	}
-	got, fb := all.Transactions[0], all.Transactions[1]
-	if got.TransactionHash != pay || got.Status != "SUCCESS" || got.Ledger != 2 || got.ApplicationOrder != 1 || got.FeeBump ||
-		got.LedgerCloseTime == 0 || got.EnvelopeXDR == "" || got.ResultXDR == "" {
-		t.Fatalf("payment %+v", got)
-	}
-	// The envelope's own hash, the outer one for a fee bump, as stellar-rpc answers.
-	if fb.TransactionHash != outer || !fb.FeeBump || fb.ApplicationOrder != 2 {
-		t.Fatalf("fee bump %+v (inner %s)", fb, inner)
+	for i, tx := range all.Transactions {
+		if tx.TransactionHash != order[i] || tx.ApplicationOrder != int32(i+1) || tx.Status != "SUCCESS" || tx.Ledger != 2 ||
+			tx.LedgerCloseTime == 0 || tx.EnvelopeXDR == "" || tx.ResultXDR == "" {
+			t.Fatalf("transaction %d: %+v, want %s", i, tx, order[i])
+		}
+		// The envelope's own hash, the outer one for a fee bump, as stellar-rpc answers.
+		if fb := tx.TransactionHash == outer; tx.FeeBump != fb {
+			t.Fatalf("transaction %d: feeBump %v, want %v (payment %s, fee bump %s, inner %s)", i, tx.FeeBump, fb, pay, outer, inner)
+		}
 	}
 	// The cursor after the last transaction is the TOID of the last ledger looked at.
 	if want := "17179869185"; all.Cursor != want { // toid(4, 0, 1)
@@ -138,7 +177,7 @@ func TestGetTransactionsPagesInApplicationOrder(t *testing.T) {
 		}
 		req = protocol.GetTransactionsRequest{Pagination: &protocol.LedgerPaginationOptions{Cursor: p.Cursor, Limit: 1}}
 	}
-	if len(hashes) != 2 || hashes[0] != pay || hashes[1] != outer {
+	if len(hashes) != 2 || hashes[0] != order[0] || hashes[1] != order[1] {
 		t.Fatalf("paged %v", hashes)
 	}
 	if _, err := e.rpc.GetTransactions(e.ctx, protocol.GetTransactionsRequest{StartLedger: 9}); err == nil {

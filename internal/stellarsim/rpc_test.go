@@ -381,28 +381,6 @@ func TestExpiredWhileQueuedIsDroppedNotApplied(t *testing.T) {
 	}
 }
 
-func TestLegacyTimeboundsAtSubmissionUseNextCloseTime(t *testing.T) {
-	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmitTimeBounds: true}})
-	a, b := e.funded(10*xlm), e.funded(10*xlm)
-	// The next ledger closes at least one second after the latest one, so a
-	// maxTime equal to the latest close time is already too late.
-	latest := e.n.LatestLedger().CloseTime.Unix()
-	tx := e.build(a, []txnbuild.Operation{payment(b.Address(), txnbuild.NativeAsset{}, "1")}, 0, latest)
-	if code, _ := errorCode(t, e.send(b64(t, tx))); code != xdr.TransactionResultCodeTxTooLate {
-		t.Fatalf("got %s", stellarsim.TxCodeName(code))
-	}
-	tx = e.build(a, []txnbuild.Operation{payment(b.Address(), txnbuild.NativeAsset{}, "1")}, 0, latest+1)
-	if r := e.send(b64(t, tx)); r.Status != "PENDING" {
-		t.Fatalf("%+v", r)
-	}
-	if l := e.n.CloseLedger(); l.CloseTime.Unix() != latest+1 {
-		t.Fatalf("close time %v", l.CloseTime)
-	}
-	if len(e.n.Applied()) != 1 {
-		t.Fatal("not applied")
-	}
-}
-
 func TestSponsoredChannelAccount(t *testing.T) {
 	e := newEnv(t, stellarsim.Options{})
 	sponsor := e.funded(10 * xlm)

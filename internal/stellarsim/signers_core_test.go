@@ -29,7 +29,7 @@ import (
 // queued.
 func TestApplyTimeSignatureCheckIncludesFailed(t *testing.T) {
 	// The removal must apply first: submission order (core shuffles the set: txset.go, applyOrder).
-	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmissionOrder: true}})
+	e := newEnv(t, stellarsim.Options{ApplyInSubmissionOrder: true})
 	vault := e.funded(1000 * xlm)
 	channel := e.funded(10 * xlm)
 	wallet := e.funded(10 * xlm)
@@ -202,7 +202,7 @@ func TestSponsoredSignerReserveIsTheSponsors(t *testing.T) {
 // is therefore applied, and its payment made.
 func TestFeeBumpOuterSignaturesNotJudgedAtApply(t *testing.T) {
 	// The removal must apply first: submission order (core shuffles the set: txset.go, applyOrder).
-	e := newEnv(t, stellarsim.Options{Legacy: stellarsim.Legacy{SubmissionOrder: true}})
+	e := newEnv(t, stellarsim.Options{ApplyInSubmissionOrder: true})
 	payer := e.funded(100 * xlm)
 	src := e.funded(10 * xlm)
 	wallet := e.funded(10 * xlm)

@@ -35,7 +35,7 @@ type ContractContext struct {
 	// Return records a successful invocation's return value, which the transaction's meta then
 	// carries (TransactionMetaV4 sorobanMeta.returnValue, see txMeta); nil where nothing records it.
 	Return func(xdr.ScVal)
-	// Protocol23 is true unless Options.Legacy.RestorePreamble: an invocation
+	// Protocol23 is true unless Options.Protocol22Restore: an invocation
 	// restores the archived entries its transaction data marks
 	// (archivedSorobanEntries) and the unused refundable fee is refunded.
 	Protocol23 bool

@@ -139,11 +139,11 @@ func (n *Network) trimInvalidLocked(due []*pendingTx, c checkCtx, seq uint32) []
 // (ApplyTxSorter, lessThanXored), and the Soroban phase's stages and clusters are sorted the same
 // way (sortedForApplyParallel). The set's hash is a stand-in: sha256 of Options.ApplyOrderSeed,
 // the ledger sequence and the set's full hashes, so the order is as unpredictable to a submitter
-// as core's and the same on every run with the same seed. Legacy.SubmissionOrder keeps the
+// as core's and the same on every run with the same seed. Options.ApplyInSubmissionOrder keeps the
 // submission order.
 func (n *Network) applyOrder(set []*pendingTx, seq uint32) []*pendingTx {
 	out := append([]*pendingTx(nil), set...)
-	if n.opts.Legacy.SubmissionOrder {
+	if n.opts.ApplyInSubmissionOrder {
 		return out
 	}
 	h := sha256.New()

@@ -110,7 +110,7 @@ func (n *Network) checkInner(t *txInfo, c checkCtx, chargeFee bool) (xdr.Transac
 	if t.resourceFee < 0 || (chargeFee && t.resourceFee > t.innerFee) {
 		return xdr.TransactionResultCodeTxSorobanInvalid, nil
 	}
-	if soroban && !n.opts.Legacy.RestorePreamble && !n.sorobanDataValid(t) {
+	if soroban && !n.opts.Protocol22Restore && !n.sorobanDataValid(t) {
 		return xdr.TransactionResultCodeTxSorobanInvalid, nil
 	}
 	// TransactionFrame::isTooEarly / isTooLate (src/transactions/TransactionFrame.cpp),

@@ -45,7 +45,7 @@ import (
 // transaction data that restores it, and the invocation restores it
 // (protocol 23: the entry moves to the read-write footprint and its index is
 // listed in archivedSorobanEntries). A RestoreFootprint operation still
-// brings an entry back explicitly. With Options.Legacy.RestorePreamble the
+// brings an entry back explicitly. With Options.Protocol22Restore the
 // protocol 22 flow runs instead: simulation answers a restorePreamble and an
 // invocation whose footprint holds an archived entry fails with
 // ENTRY_ARCHIVED.

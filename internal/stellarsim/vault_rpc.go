@@ -124,7 +124,7 @@ func (h *VaultHost) simulate(latest LedgerInfo, req protocol.SimulateTransaction
 	}
 	rent := x.rent
 	var ext xdr.SorobanTransactionDataExt
-	if len(x.archived) > 0 && !h.legacyRestoreLocked() {
+	if len(x.archived) > 0 && !h.protocol22RestoreLocked() {
 		// Protocol 23: no restorePreamble for an invocation
 		// (stellar-rpc cmd/stellar-rpc/lib/preflight/src/shared.rs,
 		// preflight_invoke_hf_op_post_autorestore_or_maybe_panic passes
@@ -150,7 +150,7 @@ func (h *VaultHost) simulate(latest LedgerInfo, req protocol.SimulateTransaction
 		return resp, err
 	}
 	resp.Results = []protocol.SimulateHostFunctionResult{{AuthXDR: &auth, ReturnValueXDR: &ret}}
-	if len(x.archived) > 0 && h.legacyRestoreLocked() {
+	if len(x.archived) > 0 && h.protocol22RestoreLocked() {
 		var size uint32
 		for _, k := range x.archived {
 			size += entrySize(h.entries[keyString(k)])
@@ -183,10 +183,10 @@ func fillTransactionData(resp *protocol.SimulateTransactionResponse, res xdr.Sor
 	return nil
 }
 
-// legacyRestoreLocked reports whether the network runs the protocol 22
+// protocol22RestoreLocked reports whether the network runs the protocol 22
 // restore flow. Callers hold h.mu (n.opts never changes after Start).
-func (h *VaultHost) legacyRestoreLocked() bool {
-	return h.net != nil && h.net.opts.Legacy.RestorePreamble
+func (h *VaultHost) protocol22RestoreLocked() bool {
+	return h.net != nil && h.net.opts.Protocol22Restore
 }
 
 // autorestoreLocked moves x's archived entries to the read-write footprint of

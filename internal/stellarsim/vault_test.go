@@ -304,10 +304,10 @@ func authOf(t *testing.T, auth []xdr.SorobanAuthorizationEntry) *[]string {
 	return &out
 }
 
-// The protocol 22 flow, kept with Legacy.RestorePreamble: simulation answers a
+// The protocol 22 flow (Options.Protocol22Restore): simulation answers a
 // restorePreamble, the invocation fails until a RestoreFootprint lands.
-func TestLegacyVaultArchivedBalanceIsRestoredFirst(t *testing.T) {
-	v := newVaultEnvOpts(t, stellarsim.VaultOptions{MinPersistentTTL: 50}, stellarsim.Options{Legacy: stellarsim.Legacy{RestorePreamble: true}})
+func TestProtocol22VaultArchivedBalanceIsRestoredFirst(t *testing.T) {
+	v := newVaultEnvOpts(t, stellarsim.VaultOptions{MinPersistentTTL: 50}, stellarsim.Options{Protocol22Restore: true})
 	wallet := v.funded(10 * xlm).Address()
 	v.call("deposit", wallet, 900)
 	if err := v.host.ArchiveBalance(v.vault, wallet); err != nil {

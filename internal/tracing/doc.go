@@ -51,7 +51,7 @@
 // fails nothing.
 //
 // Export: OTLP/HTTP to X-Ray's OTLP endpoint, signed with SigV4. The two ways without a collector
-// layer were (a) UDP to the X-Ray daemon Lambda runs, in X-Ray's segment format, and (b) OTLP/HTTP
+// layer are (a) UDP to the X-Ray daemon Lambda runs, in X-Ray's segment format, and (b) OTLP/HTTP
 // to https://xray.<region>.amazonaws.com/v1/traces signed with SigV4 (service "xray"). This
 // package does (b):
 //

@@ -183,8 +183,9 @@
 // delete by the incarnation being gone. The same holds for channel account leases, whose owner ID is
 // unique per lease (internal/dynamo, ChannelLeases).
 //
-// A ClaimID was chosen over a version that keeps rising across releases because the latter needs a
-// tombstone per released key (an item that outlives the release) to remember the last version;
-// a random ID needs no state beyond the item itself. Items written before claim IDs existed have
-// none: a condition with an empty ClaimID matches only such an item, never a later claim.
+// A random ClaimID, not a version that keeps rising across releases, names an incarnation: such a
+// version needs a tombstone per released key (an item that outlives the release) to remember the
+// last version, while a random ID needs no state beyond the item itself. An item that carries no
+// ClaimID (a table may hold items written without one) is matched only by a condition with an
+// empty ClaimID, never by a later claim.
 package transfer

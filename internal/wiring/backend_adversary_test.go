@@ -16,6 +16,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 )
 
 // Rule: the service never takes an invocation on a stellar-rpc release it cannot read (Init.
@@ -35,7 +36,7 @@ func TestCheckBackendRefusesRPCWithoutGetVersionInfo(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: srv.URL, Passphrase: pass, VaultAccount: keypair.MustRandom().Address(),
-		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}, Keys: stellar.StaticKeys{}})
+		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}, Keys: signing.StaticKeys{}})
 	if err != nil {
 		t.Fatal(err)
 	}

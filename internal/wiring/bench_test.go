@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -20,73 +22,33 @@ import (
 type rig struct {
 	svc    *wiring.Service
 	cfg    config.Config
-	keys   stellar.KeySource
+	keys   signing.KeySource
 	db     *dynamotest.CountingClient
 	net    *stellarsim.Network
 	wallet string
 }
 
-// newRig assembles the service as the Lambda does, on minidyn and the local network.
+// newRig starts the API function of the local stack (devstack.Start, which assembles it as the
+// Lambda does, on minidyn and the local network) with the vault as the only source, on a virtual
+// clock shared with the network (Sleep moves it on and a ledger closes for every 5 s passed, so a
+// transfer's await costs no real time), its DynamoDB requests counted from when it is built.
 func newRig(tb testing.TB) *rig {
 	tb.Helper()
-	wallet := keypair.MustRandom()
-	clock, n, keys, usdc := localNetwork(tb, wallet.Address())
-
-	client, _ := dynamotest.Minidyn(tb)
-	counting := dynamotest.NewCountingClient(client)
-	store := dynamotest.NewStore(tb, counting)
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"TABLE_NAME": store.Table(), "STELLAR_RPC_URL": n.RPCURL(), "NETWORK_PASSPHRASE": n.Passphrase(),
-			"VAULT_ACCOUNT": keys.Vault.Address(), "ASSETS": "USDC:" + usdc.Issuer,
-		}[k]
+	var counting *dynamotest.CountingClient
+	st, err := devstack.Start(context.Background(), devstack.Options{
+		Clock: vclock.New(time.Unix(1_900_000_000, 0)), APIOnly: true, DemoWallets: 1,
+		Getenv: func(k string) string { return map[string]string{"CHANNEL_COUNT": "0"}[k] },
+		WrapDynamo: func(c *dynamodb.Client) dynamo.Client {
+			counting = dynamotest.NewCountingClient(c)
+			return counting
+		},
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src := stellar.StaticKeys{K: keys}
-	svc, err := wiring.Build(wiring.Deps{Config: cfg, Getenv: func(string) string { return "" }, Dynamo: counting,
-		Keys: src, Clock: clock})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	tb.Cleanup(func() { _ = st.Close() })
 	counting.Reset()
-	return &rig{svc: svc, cfg: cfg, keys: src, db: counting, net: n, wallet: wallet.Address()}
-}
-
-// localNetwork starts the local network on a virtual clock shared with the service (Sleep moves it
-// on and a ledger closes for every 5 s passed, so a transfer's await costs no real time), with a
-// funded vault holding USDC and the wallets trusting it.
-func localNetwork(tb testing.TB, wallets ...string) (*vclock.Clock, *stellarsim.Network, stellar.Keys, stellarsim.Asset) {
-	tb.Helper()
-	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = n.Close() })
-	n.CloseOnAdvance(clock, 5*time.Second)
-	keys, err := stellar.GenerateKeys(0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	issuer, _ := n.CreateKeypair(1e11)
-	usdc := n.IssueAsset("USDC", issuer)
-	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
-	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
-	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e15))
-	for _, w := range wallets {
-		must(tb, n.CreateAccount(w, 1e11))
-		must(tb, n.AddTrustline(w, usdc, 0))
-	}
-	return clock, n, keys, usdc
-}
-
-func must(tb testing.TB, err error) {
-	tb.Helper()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	return &rig{svc: st.Service, cfg: st.Config, keys: st.Keys, db: counting, net: st.Network, wallet: st.Info.Wallets[0].Account}
 }
 
 func (r *rig) input(key string) transfer.Input {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -22,17 +23,18 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/api"
 	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
-	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
 // The doors' fuzz targets: the HTTP handler and the API Gateway adapter, as
 // deployed (wiring.Build: the real address rules, orchestrator, DynamoDB store and Stellar
-// ledger), on minidyn and the local network. Whatever a client sends: never a 5xx (nothing here
+// ledger), on the local stack's minidyn and network. Whatever a client sends: never a 5xx (nothing here
 // is down) and never a panic; every 4xx is application/problem+json with a code; and no part of
 // a secret seed in the input comes back in the answer, the log, a stored item or the alert that
 // item would raise.
@@ -112,37 +114,48 @@ func (b *syncBuffer) take() string {
 	return s
 }
 
-// doorRig is the deployed service over minidyn and the local network. handler builds the service
-// anew (wiring.Build makes no network call) on the same table and network: a fresh circuit
+// doorRig is the deployed service over the local stack (devstack.Start: minidyn and the local
+// network, on a virtual clock). handler builds the service anew (wiring.Build makes no network
+// call) from the stack's configuration and keys, on the same table and network: a fresh circuit
 // breaker per input, so one input's failures cannot open it for the next.
 type doorRig struct {
 	cfg   config.Config
 	db    *itemRecorder
-	keys  stellar.Keys
+	keys  signing.KeySource
 	clock *vclock.Clock
 	logs  *syncBuffer
 }
 
 func newDoorRig(tb testing.TB) *doorRig {
 	tb.Helper()
-	clock, n, keys, usdc := localNetwork(tb, doorWallet)
-	client, _ := dynamotest.Minidyn(tb)
-	store := dynamotest.NewStore(tb, client)
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"TABLE_NAME": store.Table(), "STELLAR_RPC_URL": n.RPCURL(), "NETWORK_PASSPHRASE": n.Passphrase(),
-			"VAULT_ACCOUNT": keys.Vault.Address(), "ASSETS": "USDC:" + usdc.Issuer,
-		}[k]
+	r := &doorRig{clock: vclock.New(time.Unix(1_900_000_000, 0)), logs: &syncBuffer{}}
+	st, err := devstack.Start(context.Background(), devstack.Options{
+		Clock: r.clock, APIOnly: true, DemoWallets: 1,
+		Getenv: func(k string) string { return map[string]string{"CHANNEL_COUNT": "0"}[k] },
+		WrapDynamo: func(c *dynamodb.Client) dynamo.Client {
+			r.db = &itemRecorder{Client: c}
+			return r.db
+		},
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &doorRig{cfg: cfg, db: &itemRecorder{Client: client}, keys: keys, clock: clock, logs: &syncBuffer{}}
+	tb.Cleanup(func() { _ = st.Close() })
+	// The corpus pays doorWallet, a fixed account: funded here with a USDC trustline.
+	usdc := stellarsim.Asset{Code: st.Info.Assets[0].Code, Issuer: st.Info.Assets[0].Issuer}
+	if err := st.Network.CreateAccount(doorWallet, 1e11); err != nil {
+		tb.Fatal(err)
+	}
+	if err := st.Network.AddTrustline(doorWallet, usdc, 0); err != nil {
+		tb.Fatal(err)
+	}
+	r.cfg, r.keys = st.Config, st.Keys
+	return r
 }
 
 func (r *doorRig) handler(tb testing.TB) http.Handler {
 	svc, err := wiring.Build(wiring.Deps{Config: r.cfg, Getenv: func(string) string { return "" }, Dynamo: r.db,
-		Keys: stellar.StaticKeys{K: r.keys}, Clock: r.clock, Logger: logging.New(r.logs, slog.LevelDebug)})
+		Keys: r.keys, Clock: r.clock, Logger: logging.New(r.logs, slog.LevelDebug)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -38,7 +39,7 @@ type ReconcileParts struct {
 	Metrics *metrics.Writer
 	// Keys are the signing keys, nil for a function that holds none (no SIGNING_SECRET_ARN, or the
 	// read-only reader): there is then no channels action and the watch reads no key's account.
-	Keys stellar.KeySource
+	Keys signing.KeySource
 	// Queue is where the sweep sends a queued item's message again (QUEUE_URL); nil: nowhere, and
 	// the sweep counts the queued items nothing will send (reconcile.Config.Stranded).
 	Queue transfer.Queue
@@ -95,7 +96,7 @@ func (in *Init) ReconcileService() *reconcile.Service {
 	clients, err := NewAWSClients(context.Background(), cfg.DynamoEndpoint)
 	in.Check("AWS clients", err)
 	emf := metrics.New(os.Stdout, nil)
-	var keys stellar.KeySource
+	var keys signing.KeySource
 	// The secret is passed only with channels (template.yaml); with SIGNER=kms the fee account's
 	// KMS key signs their creation and the secret holds the channel keys.
 	if cfg.SigningSecretARN != "" && !readOnly {
@@ -127,8 +128,8 @@ func (in *Init) ReconcileService() *reconcile.Service {
 // transactions up and never signs.
 type noSigning struct{}
 
-func (noSigning) Keys(context.Context) (stellar.Keys, error) {
-	return stellar.Keys{}, errors.New("the reconcile function does not sign transactions")
+func (noSigning) Keys(context.Context) (signing.Keys, error) {
+	return signing.Keys{}, errors.New("the reconcile function does not sign transactions")
 }
 
 // AlertHandler is the start-up of AlertFunction: the table's stream (NEW_AND_OLD_IMAGES, with

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -29,7 +30,7 @@ type StellarLedger interface {
 
 // buildLedger picks the backend and, when CHANNEL_COUNT > 0, a channel pool whose leases live in
 // the transfers table.
-func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadence) (StellarLedger, *stellar.ChannelPool, error) {
+func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadence) (StellarLedger, *sources.ChannelPool, error) {
 	clock := d.Clock
 	if clock == nil {
 		clock = transfer.SystemClock{}
@@ -38,14 +39,14 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 	// Retry-After of CHANNELS_BUSY: the process-wide estimate the orchestrator's awaits keep
 	// (transfer.Cadence; 5 s until it has seen two ledgers).
 	ledgerInterval := cadence.Interval
-	var pool *stellar.ChannelPool
+	var pool *sources.ChannelPool
 	// The ledger built below: the pool's admission reads the latest ledger through it when the
 	// process has seen none (a new environment's first call).
 	var latest transfer.LatestReader
 	if d.Config.ChannelCount > 0 {
 		var err error
 		leases := dynamo.NewChannelLeases(d.Dynamo, d.Config.Table)
-		cfg := stellar.ChannelPoolConfig{
+		cfg := sources.ChannelPoolConfig{
 			Leases: leases, Count: d.Config.ChannelCount, Clock: clock,
 			LedgerInterval: ledgerInterval, WaitLedgers: d.ChannelWaitLedgers,
 			LatestClose: func(ctx context.Context) time.Time {
@@ -60,12 +61,12 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 				return l.CloseTime
 			},
 		}
-		// Leases are scheduled on the channel calendar (internal/stellar/channelsched.go) when
-		// the client can make its UpdateItem; without it, unscheduled.
+		// Leases are scheduled on the channel calendar (internal/stellar/sources/channelsched.go)
+		// when the client can make its UpdateItem; without it, unscheduled.
 		if _, ok := d.Dynamo.(dynamo.TicketClient); ok {
 			cfg.Tickets = leases
 		}
-		pool, err = stellar.NewChannelPool(cfg)
+		pool, err = sources.NewChannelPool(cfg)
 		if err != nil {
 			return nil, nil, err
 		}

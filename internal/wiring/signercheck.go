@@ -8,14 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // SignerChecker checks that signing keys can sign for their accounts on the network
 // (stellar.RPCLedger.CheckSigners, ContractLedger's, HorizonLedger's; StellarLedger has it).
 type SignerChecker interface {
-	CheckSigners(ctx context.Context, keys stellar.Keys) error
+	CheckSigners(ctx context.Context, keys signing.Keys) error
 }
 
 // The start-up check's bounds. Lambda gives an on-demand function's init 10 s (AWS Lambda
@@ -43,7 +43,7 @@ const (
 // signs for with enough weight would otherwise be found only at the first send, and every
 // transfer would then be refused by the network (txBAD_AUTH) after a round trip.
 //
-// At start, Start runs the check (Ledger.CheckSigners): a refusal (stellar.ErrCannotSign) makes
+// At start, Start runs the check (Ledger.CheckSigners): a refusal (signing.ErrCannotSign) makes
 // the function refuse to start. What happens when the network cannot be read is a choice, made
 // for a payments team: the check is tried signerCheckAttempts times within signerCheckBudget,
 // and then the function starts anyway, with the check pending, and says so at ERROR. Refusing to
@@ -59,12 +59,12 @@ const (
 // signerRecheckRead while the network cannot be read; meanwhile the keys are handed out
 // unchecked, as before the check existed: the send then meets the same unreadable network). Once
 // it has passed, Keys hands out keys without asking again. If it refuses, Keys answers the
-// *stellar.SignerError (so a transfer is SIGNING_KEYS_UNAVAILABLE, 503, nothing built or sent)
+// *signing.SignerError (so a transfer is SIGNING_KEYS_UNAVAILABLE, 503, nothing built or sent)
 // and checks again every signerRecheckRefused. Safe for concurrent use; Ledger must be set
 // before the first Keys or Start call.
 type SignerCheck struct {
 	// Source is the key source checked (SigningKeys' KMSKeys).
-	Source stellar.KeySource
+	Source signing.KeySource
 	// Ledger reads the accounts (the assembled service's StellarLedger).
 	Ledger SignerChecker
 	// Clock paces the retries; nil means the system clock.
@@ -98,7 +98,7 @@ func (g *SignerCheck) logger() *slog.Logger {
 }
 
 // Start runs the start-up check. It returns nil when the keys can sign; the refusals (errors.Is
-// stellar.ErrCannotSign; each a *stellar.SignerError naming the account, the key and the
+// signing.ErrCannotSign; each a *signing.SignerError naming the account, the key and the
 // weights) when they cannot: refuse to start; an error wrapping ErrSignerCheckPending and the
 // last read error when the network could not be read in signerCheckAttempts tries: start, the
 // check then runs before signing. A failure to load the keys themselves is returned as it is.
@@ -112,7 +112,7 @@ func (g *SignerCheck) Start(ctx context.Context) error {
 	clock, backoff := g.clock(), signerCheckBackoff
 	for attempt := 1; ; attempt++ {
 		err = g.checkOnce(ctx, keys)
-		if err == nil || errors.Is(err, stellar.ErrCannotSign) {
+		if err == nil || errors.Is(err, signing.ErrCannotSign) {
 			g.record(err, clock.Now())
 			return err
 		}
@@ -124,13 +124,13 @@ func (g *SignerCheck) Start(ctx context.Context) error {
 	}
 }
 
-func (g *SignerCheck) checkOnce(ctx context.Context, keys stellar.Keys) error {
+func (g *SignerCheck) checkOnce(ctx context.Context, keys signing.Keys) error {
 	ctx, cancel := context.WithTimeout(ctx, signerCheckAttemptTimeout)
 	defer cancel()
 	return g.Ledger.CheckSigners(ctx, keys)
 }
 
-// record notes a check's outcome at now: passed (nil), refused (stellar.ErrCannotSign) or
+// record notes a check's outcome at now: passed (nil), refused (signing.ErrCannotSign) or
 // unread (anything else).
 func (g *SignerCheck) record(err error, now time.Time) {
 	g.mu.Lock()
@@ -139,7 +139,7 @@ func (g *SignerCheck) record(err error, now time.Time) {
 	switch {
 	case err == nil:
 		g.passed, g.refused = true, nil
-	case errors.Is(err, stellar.ErrCannotSign):
+	case errors.Is(err, signing.ErrCannotSign):
 		g.refused, g.next = err, now.Add(signerRecheckRefused)
 	default:
 		g.next = now.Add(signerRecheckRead)
@@ -147,10 +147,10 @@ func (g *SignerCheck) record(err error, now time.Time) {
 }
 
 // Keys returns the key source's keys once the check has passed; see SignerCheck.
-func (g *SignerCheck) Keys(ctx context.Context) (stellar.Keys, error) {
+func (g *SignerCheck) Keys(ctx context.Context) (signing.Keys, error) {
 	keys, err := g.Source.Keys(ctx)
 	if err != nil {
-		return stellar.Keys{}, err
+		return signing.Keys{}, err
 	}
 	clock := g.clock()
 	g.mu.Lock()
@@ -162,7 +162,7 @@ func (g *SignerCheck) Keys(ctx context.Context) (stellar.Keys, error) {
 		refused := g.refused
 		g.mu.Unlock()
 		if refused != nil {
-			return stellar.Keys{}, refused
+			return signing.Keys{}, refused
 		}
 		return keys, nil
 	}
@@ -176,14 +176,14 @@ func (g *SignerCheck) Keys(ctx context.Context) (stellar.Keys, error) {
 	case err == nil:
 		g.logger().Info("signing keys checked: each can sign for its account", "keys", keys)
 		return keys, nil
-	case errors.Is(err, stellar.ErrCannotSign):
+	case errors.Is(err, signing.ErrCannotSign):
 		if was == nil || was.Error() != err.Error() {
 			g.logger().Error("signing keys cannot sign for their accounts; transfers are refused SIGNING_KEYS_UNAVAILABLE until they can", "err", err)
 		}
-		return stellar.Keys{}, err
+		return signing.Keys{}, err
 	default:
 		if was != nil {
-			return stellar.Keys{}, was
+			return signing.Keys{}, was
 		}
 		return keys, nil
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/keypair"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 )
 
 // stepClock is a clock that only moves when Sleep or advance moves it; it records the sleeps.
@@ -47,7 +47,7 @@ type scriptedChecker struct {
 	calls   int
 }
 
-func (s *scriptedChecker) CheckSigners(context.Context, stellar.Keys) error {
+func (s *scriptedChecker) CheckSigners(context.Context, signing.Keys) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
@@ -75,12 +75,12 @@ func newSignerCheck(t *testing.T, answers ...error) (*SignerCheck, *scriptedChec
 	vault := keypair.MustRandom()
 	checker := &scriptedChecker{answers: answers}
 	clock := &stepClock{now: time.Unix(1_750_000_000, 0)}
-	g := &SignerCheck{Source: stellar.StaticKeys{K: stellar.Keys{Vault: vault}}, Ledger: checker, Clock: clock}
+	g := &SignerCheck{Source: signing.StaticKeys{K: signing.Keys{Vault: vault}}, Ledger: checker, Clock: clock}
 	return g, checker, clock
 }
 
 func refusal() error {
-	return &stellar.SignerError{Role: "vault", Account: "GVAULT", Key: "GKEY", Weight: 1, Needed: 2, Level: stellar.ThresholdMedium}
+	return &signing.SignerError{Role: "vault", Account: "GVAULT", Key: "GKEY", Weight: 1, Needed: 2, Level: signing.ThresholdMedium}
 }
 
 var errUnreadable = errors.New("getLedgerEntries: connection refused")
@@ -105,14 +105,14 @@ func TestSignerCheckPassesAtStart(t *testing.T) {
 func TestSignerCheckRefusesAtStart(t *testing.T) {
 	g, checker, clock := newSignerCheck(t, refusal())
 	err := g.Start(context.Background())
-	var se *stellar.SignerError
-	if !errors.Is(err, stellar.ErrCannotSign) || !errors.As(err, &se) || se.Needed != 2 || errors.Is(err, ErrSignerCheckPending) {
+	var se *signing.SignerError
+	if !errors.Is(err, signing.ErrCannotSign) || !errors.As(err, &se) || se.Needed != 2 || errors.Is(err, ErrSignerCheckPending) {
 		t.Fatalf("Start = %v, want the refusal", err)
 	}
 	if checker.count() != 1 || len(clock.sleeps) != 0 {
 		t.Fatalf("%d checks, sleeps %v; want one check, no retry", checker.count(), clock.sleeps)
 	}
-	if _, err := g.Keys(context.Background()); !errors.Is(err, stellar.ErrCannotSign) {
+	if _, err := g.Keys(context.Background()); !errors.Is(err, signing.ErrCannotSign) {
 		t.Fatalf("Keys after a refusal = %v, want the refusal", err)
 	}
 }
@@ -125,7 +125,7 @@ func TestSignerCheckPendingWhenTheNetworkCannotBeRead(t *testing.T) {
 	g, checker, clock := newSignerCheck(t, errUnreadable)
 	ctx := context.Background()
 	err := g.Start(ctx)
-	if !errors.Is(err, ErrSignerCheckPending) || !errors.Is(err, errUnreadable) || errors.Is(err, stellar.ErrCannotSign) {
+	if !errors.Is(err, ErrSignerCheckPending) || !errors.Is(err, errUnreadable) || errors.Is(err, signing.ErrCannotSign) {
 		t.Fatalf("Start = %v, want pending with the read error", err)
 	}
 	if checker.count() != signerCheckAttempts || len(clock.sleeps) != 2 || clock.sleeps[0] != 200*time.Millisecond || clock.sleeps[1] != 400*time.Millisecond {
@@ -139,18 +139,18 @@ func TestSignerCheckPendingWhenTheNetworkCannotBeRead(t *testing.T) {
 	// Due: the check runs, and now refuses.
 	checker.script(refusal())
 	clock.advance(signerRecheckRead)
-	if _, err := g.Keys(ctx); !errors.Is(err, stellar.ErrCannotSign) || checker.count() != 4 {
+	if _, err := g.Keys(ctx); !errors.Is(err, signing.ErrCannotSign) || checker.count() != 4 {
 		t.Fatalf("Keys = %v after %d checks; want the refusal from a 4th check", err, checker.count())
 	}
 	// Refused until the recheck is due, without asking the network.
 	clock.advance(signerRecheckRefused - time.Second)
-	if _, err := g.Keys(ctx); !errors.Is(err, stellar.ErrCannotSign) || checker.count() != 4 {
+	if _, err := g.Keys(ctx); !errors.Is(err, signing.ErrCannotSign) || checker.count() != 4 {
 		t.Fatalf("Keys = %v after %d checks; want the refusal, no new check", err, checker.count())
 	}
 	// A recheck that cannot read the network keeps the refusal.
 	checker.script(errUnreadable)
 	clock.advance(time.Second)
-	if _, err := g.Keys(ctx); !errors.Is(err, stellar.ErrCannotSign) || checker.count() != 5 {
+	if _, err := g.Keys(ctx); !errors.Is(err, signing.ErrCannotSign) || checker.count() != 5 {
 		t.Fatalf("Keys = %v after %d checks; want the refusal kept", err, checker.count())
 	}
 	// The signers fixed on the network: the next recheck passes, and that is the last check.

@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 )
 
 // ErrNoSigningKeys is SigningKeys' answer when the configuration names no signing keys at all:
@@ -24,22 +24,22 @@ var ErrNoSigningKeys = errors.New("SIGNING_SECRET_ARN is required (or SIGNER=kms
 //     there is refused).
 //
 // Nothing is called until the source's first Keys call.
-func SigningKeys(cfg config.Config, secrets stellar.SecretsManagerAPI, kmsClient stellar.KMSAPI) (stellar.KeySource, error) {
+func SigningKeys(cfg config.Config, secrets signing.SecretsManagerAPI, kmsClient signing.KMSAPI) (signing.KeySource, error) {
 	if cfg.Signer != config.SignerKMS {
 		if cfg.SigningSecretARN == "" {
 			return nil, ErrNoSigningKeys
 		}
-		return stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: secrets, SecretID: cfg.SigningSecretARN})
+		return signing.NewSecretKeys(signing.SecretKeysConfig{Client: secrets, SecretID: cfg.SigningSecretARN})
 	}
-	kc := stellar.KMSKeysConfig{Client: kmsClient, VaultKeyID: cfg.VaultKMSKeyID, FeeKeyID: cfg.FeeKMSKeyID}
+	kc := signing.KMSKeysConfig{Client: kmsClient, VaultKeyID: cfg.VaultKMSKeyID, FeeKeyID: cfg.FeeKMSKeyID}
 	if cfg.SigningSecretARN != "" {
-		ch, err := stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: secrets, SecretID: cfg.SigningSecretARN, ChannelsOnly: true})
+		ch, err := signing.NewSecretKeys(signing.SecretKeysConfig{Client: secrets, SecretID: cfg.SigningSecretARN, ChannelsOnly: true})
 		if err != nil {
 			return nil, err
 		}
 		kc.Channels = ch
 	}
-	return stellar.NewKMSKeys(kc)
+	return signing.NewKMSKeys(kc)
 }
 
 // kmsOptions points the KMS client at endpoint when set (KMS_ENDPOINT: the local stack's
@@ -52,4 +52,4 @@ func kmsOptions(endpoint string) func(*kms.Options) {
 	}
 }
 
-var _ stellar.SecretsManagerAPI = (*secretsmanager.Client)(nil)
+var _ signing.SecretsManagerAPI = (*secretsmanager.Client)(nil)

@@ -9,6 +9,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -115,7 +117,7 @@ func (w *Watch) leasesInUse(ctx context.Context, channels []string) (int, error)
 
 // KeyAccounts is Watch.Accounts over the signing keys: the fee key's account and the channel
 // accounts the pool uses (pool nil: none).
-func KeyAccounts(keys stellar.KeySource, pool *stellar.ChannelPool) func(ctx context.Context) (string, []string, error) {
+func KeyAccounts(keys signing.KeySource, pool *sources.ChannelPool) func(ctx context.Context) (string, []string, error) {
 	return func(ctx context.Context) (string, []string, error) {
 		k, err := keys.Keys(ctx)
 		if err != nil {

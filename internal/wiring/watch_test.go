@@ -15,6 +15,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -112,7 +113,7 @@ func TestWatchWritesBalancesAndLeases(t *testing.T) {
 // fire forever.
 func TestKeyAccountsNamesTheSignersFeeAccount(t *testing.T) {
 	fee := keypair.MustRandom()
-	accounts := KeyAccounts(stellar.StaticKeys{K: stellar.Keys{Vault: keypair.MustRandom(), FeeSigner: stellar.SeedSigner{KP: fee}}}, nil)
+	accounts := KeyAccounts(signing.StaticKeys{K: signing.Keys{Vault: keypair.MustRandom(), FeeSigner: signing.SeedSigner{KP: fee}}}, nil)
 	got, chans, err := accounts(context.Background())
 	if err != nil || got != fee.Address() || len(chans) != 0 {
 		t.Fatalf("KeyAccounts = %q %v %v, want the fee signer's address %s", got, chans, err, fee.Address())

@@ -25,6 +25,8 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -35,7 +37,7 @@ type Deps struct {
 	// Getenv is read per call for the orchestrator's settings.
 	Getenv config.Getenv
 	Dynamo dynamo.Client
-	Keys   stellar.KeySource
+	Keys   signing.KeySource
 	// HTTPClient carries Stellar requests; nil means a client with stellar.DefaultHTTPTimeout.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
@@ -47,7 +49,7 @@ type Deps struct {
 	// respond-async and runs every transfer synchronously.
 	Queue transfer.Queue
 	// ChannelWaitLedgers is how many ledger intervals a transfer waits for a channel before it is
-	// answered CHANNELS_BUSY (stellar.ChannelPoolConfig.WaitLedgers); 0 means 1, the API's.
+	// answered CHANNELS_BUSY (sources.ChannelPoolConfig.WaitLedgers); 0 means 1, the API's.
 	ChannelWaitLedgers int
 }
 
@@ -59,7 +61,8 @@ type Deps struct {
 // dead-lettered messages while the slots booked for them pass unused. A batch of BatchSize
 // transfers booked at once spans up to BatchSize slots, each aligned to its channel's ledger, so
 // up to two intervals ahead; three leave a ledger's margin. The wait stays inside the transfer's
-// budget and its envelope's maxTime (ChannelPool.acquire). Measured in README.md, "Benchmarks".
+// budget and its envelope's maxTime (sources.ChannelPool.Acquire). Measured in README.md,
+// "Benchmarks".
 const SubmitterChannelWaitLedgers = 3
 
 // Service is the assembled API service.
@@ -69,7 +72,7 @@ type Service struct {
 	Store        *dynamo.Store
 	Handler      http.Handler
 	// Channels is the channel account pool; nil when CHANNEL_COUNT is 0 (the vault is the source).
-	Channels *stellar.ChannelPool
+	Channels *sources.ChannelPool
 	// Redelivery is where SubmitterFunction backs off a failed message (queue.Submitter): the SQS
 	// client on QUEUE_URL, set by Init.TransferService when QUEUE_URL is; zero (no change of
 	// visibility) from Build.

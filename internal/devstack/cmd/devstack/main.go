@@ -21,6 +21,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -76,7 +77,7 @@ func run(logger *slog.Logger) error {
 		}
 		return err
 	}
-	printBanner(s.Info)
+	printBanner(os.Stdout, s.Info)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	// Stopping is what was asked for: a request cut short on the way out is reported, not a failure.
@@ -86,8 +87,9 @@ func run(logger *slog.Logger) error {
 	return nil
 }
 
-func printBanner(i devstack.Info) {
-	w := os.Stdout
+// printBanner writes what the stack is and how to reach it to w: the addresses, the accounts (public
+// keys only), and the line of shell variables README.md's examples use ("Try it").
+func printBanner(w io.Writer, i devstack.Info) {
 	fmt.Fprintf(w, "\nStellar Transfer Orchestrator, local stack\n\n")
 	fmt.Fprintf(w, "  API                %s\n", i.APIURL)
 	fmt.Fprintf(w, "  Lambda Invoke API  %s  (ApiFunction, SubmitterFunction, AlertFunction, ReconcileFunction, InDoubtReaderFunction)\n", i.LambdaURL)
@@ -118,7 +120,8 @@ func printBanner(i devstack.Info) {
 	fmt.Fprintf(w, "\n  Each start is new: a new network, new keys, accounts and wallets, and an empty table\n  (unless DYNAMODB_ENDPOINT); nothing is kept after Ctrl-C.\n")
 	if len(i.Wallets) > 0 {
 		// README.md's examples use these variables, so they work whatever ports the stack took.
-		fmt.Fprintf(w, "\nIn another shell:\n  export API=%s LAMBDA=%s SIM=%s WALLET=%s\n", i.APIURL, i.LambdaURL, i.HorizonURL, i.Wallets[0].Account)
+		fmt.Fprintf(w, "\nIn another shell:\n  export API=%s LAMBDA=%s DYNAMO=%s SIM=%s WALLET=%s\n",
+			i.APIURL, i.LambdaURL, i.DynamoDBEndpoint, i.HorizonURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "\nTry:\n  curl -s -X POST %s/transfers \\\n    -H 'Content-Type: application/json' -H 'Idempotency-Key: order-00000001' \\\n    -d '{\"operationType\":\"withdraw\",\"walletAddress\":\"%s\",\"amount\":\"12.5\",\"asset\":\"USDC\"}'\n",
 			i.APIURL, i.Wallets[0].Account)
 		fmt.Fprintf(w, "  curl -s %s/wallets/%s/transfers/order-00000001\n", i.APIURL, i.Wallets[0].Account)

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
+)
 
 // PORT_BASE moves every listener; an *_ADDR moves one; a bad PORT_BASE is refused.
 func TestListenAddrsFollowPortBase(t *testing.T) {
@@ -17,5 +22,21 @@ func TestListenAddrsFollowPortBase(t *testing.T) {
 		if _, err := listenAddrs(env(map[string]string{"PORT_BASE": bad})); err == nil {
 			t.Errorf("PORT_BASE=%s accepted", bad)
 		}
+	}
+}
+
+// The banner's export line names every address README.md's examples use, each where the stack
+// listens, so the examples work on whatever ports PORT_BASE gave it.
+func TestBannerExportsTheExamplesVariables(t *testing.T) {
+	info := devstack.Info{
+		APIURL: "http://127.0.0.1:4100", LambdaURL: "http://127.0.0.1:4101", DynamoDBEndpoint: "http://127.0.0.1:4102",
+		HorizonURL: "http://127.0.0.1:4103", AdminURL: "http://127.0.0.1:4103/_sim/", Table: "transfers",
+		Wallets: []devstack.Account{{Account: "GWALLET"}},
+	}
+	var out strings.Builder
+	printBanner(&out, info)
+	want := "  export API=http://127.0.0.1:4100 LAMBDA=http://127.0.0.1:4101 DYNAMO=http://127.0.0.1:4102 SIM=http://127.0.0.1:4103 WALLET=GWALLET\n"
+	if !strings.Contains(out.String(), "\n"+want) {
+		t.Fatalf("the banner has no line %q:\n%s", want, out.String())
 	}
 }

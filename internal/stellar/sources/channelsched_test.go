@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/keypair"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -58,7 +59,7 @@ func (m *memTickets) booked() int {
 }
 
 // scheduledPool is a pool of count channels on leases and the calendar tickets, 5 s ledgers.
-func scheduledPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int) (Keys, []*keypair.Full, *ChannelPool) {
+func scheduledPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int) (signing.Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
 	keys := testKeys(t)
 	keys.Channels = nil
@@ -90,7 +91,7 @@ func TestScheduledPoolSpreadsProcessesWithoutCollisions(t *testing.T) {
 	end := start.Add(ledgers * interval)
 	lastClose := func(now time.Time) time.Time { return start.Add(now.Sub(start).Truncate(interval)) }
 	pools := make([]*ChannelPool, processes)
-	var keys Keys
+	var keys signing.Keys
 	for i := range pools {
 		keys, _, pools[i] = scheduledPool(t, clock, leases, tickets, channels)
 	}
@@ -106,7 +107,7 @@ func TestScheduledPoolSpreadsProcessesWithoutCollisions(t *testing.T) {
 		clock.Go(&wg, func() {
 			for clock.Now().Before(end) {
 				now := clock.Now()
-				lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(25 * time.Second), maxTime: now.Add(20 * time.Second), ledgerClose: lastClose(now)})
+				lease, err := pool.Acquire(ctx, keys, LeaseTerms{Until: now.Add(25 * time.Second), MaxTime: now.Add(20 * time.Second), LedgerClose: lastClose(now)})
 				var ue *transfer.UnavailableError
 				if errors.As(err, &ue) && ue.Code == CodeChannelsBusy {
 					if ue.RetryAfter <= 0 {
@@ -126,17 +127,17 @@ func TestScheduledPoolSpreadsProcessesWithoutCollisions(t *testing.T) {
 				leasedAt := clock.Now()
 				closeAt := lastClose(leasedAt).Add(interval) // the transfer lands at the next close
 				mu.Lock()
-				if landed[lease.account] == nil {
-					landed[lease.account] = map[int64]bool{}
+				if landed[lease.Account] == nil {
+					landed[lease.Account] = map[int64]bool{}
 				}
 				ledger := int64(closeAt.Sub(start) / interval)
-				if landed[lease.account][ledger] {
-					errs = append(errs, fmt.Errorf("channel %s carried two transfers into ledger %d", lease.account, ledger))
+				if landed[lease.Account][ledger] {
+					errs = append(errs, fmt.Errorf("channel %s carried two transfers into ledger %d", lease.Account, ledger))
 				}
-				landed[lease.account][ledger] = true
+				landed[lease.Account][ledger] = true
 				mu.Unlock()
 				_ = clock.Sleep(ctx, closeAt.Add(2*time.Second).Sub(leasedAt))
-				pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
+				pool.Release(ctx, lease, transfer.Envelope{Channel: lease.Account})
 			}
 		})
 	}
@@ -186,12 +187,12 @@ func TestScheduledBusyAnswersAtOnceAndKeepsTheSlot(t *testing.T) {
 	tickets := &memTickets{next: 6, nextAt: start.Add(20 * time.Second)} // the calendar booked 20 s ahead
 	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 4)
 	ctx := context.Background()
-	terms := func() leaseTerms {
+	terms := func() LeaseTerms {
 		now := clock.Now()
-		return leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second)}
+		return LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second)}
 	}
 	for i, want := range []time.Duration{20 * time.Second, 15 * time.Second} {
-		_, err := pool.acquire(ctx, keys, terms())
+		_, err := pool.Acquire(ctx, keys, terms())
 		var ue *transfer.UnavailableError
 		if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy || ue.RetryAfter != want {
 			t.Fatalf("call %d: %v, want CHANNELS_BUSY with Retry-After %v", i+1, err, want)
@@ -205,12 +206,12 @@ func TestScheduledBusyAnswersAtOnceAndKeepsTheSlot(t *testing.T) {
 		t.Fatalf("busy calls wrote leases: granted %v, stats %+v", leases.granted, pool.Stats())
 	}
 	_ = clock.Sleep(ctx, 10*time.Second) // the slot's time
-	lease, err := pool.acquire(ctx, keys, terms())
+	lease, err := pool.Acquire(ctx, keys, terms())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := chans[6%4].Address(); lease.account != want {
-		t.Errorf("leased %s, want ticket 6's channel %s", lease.account, want)
+	if want := chans[6%4].Address(); lease.Account != want {
+		t.Errorf("leased %s, want ticket 6's channel %s", lease.Account, want)
 	}
 	if n := tickets.booked(); n != 1 {
 		t.Errorf("%d bookings for three calls, want 1 (the slot kept by the process)", n)
@@ -234,12 +235,12 @@ func TestScheduledSlotOnAQuarantinedChannelMovesOn(t *testing.T) {
 	if err := leases.LeaseChannel(ctx, chans[0].Address(), "dead-process", start.Add(-time.Minute), start.Add(-time.Second), start.Add(20*time.Second), start.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := pool.acquire(ctx, keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: start})
+	lease, err := pool.Acquire(ctx, keys, LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(30 * time.Second), LedgerClose: start})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lease.account != chans[1].Address() {
-		t.Errorf("leased %s, want the next slot's channel %s", lease.account, chans[1].Address())
+	if lease.Account != chans[1].Address() {
+		t.Errorf("leased %s, want the next slot's channel %s", lease.Account, chans[1].Address())
 	}
 	if st := pool.Stats(); st.Collisions != 1 || st.Tickets != 2 {
 		t.Errorf("stats %+v, want one failed write and two bookings", st)
@@ -263,12 +264,12 @@ func TestScheduledCalendarFailingAfterACollision(t *testing.T) {
 	if err := leases.LeaseChannel(ctx, chans[0].Address(), "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := pool.acquire(ctx, keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: start})
+	lease, err := pool.Acquire(ctx, keys, LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(30 * time.Second), LedgerClose: start})
 	if err != nil {
 		t.Fatalf("acquire = %v, want the free channel leased unscheduled", err)
 	}
-	if lease.account != chans[1].Address() {
-		t.Errorf("leased %s, want %s", lease.account, chans[1].Address())
+	if lease.Account != chans[1].Address() {
+		t.Errorf("leased %s, want %s", lease.Account, chans[1].Address())
 	}
 }
 
@@ -282,23 +283,23 @@ func TestScheduledCrashedHolder(t *testing.T) {
 	keys, chans, dead := scheduledPool(t, clock, leases, tickets, 2)
 	_, _, live := scheduledPool(t, clock, leases, tickets, 2)
 	ctx := context.Background()
-	terms := func() leaseTerms {
+	terms := func() LeaseTerms {
 		now := clock.Now()
-		return leaseTerms{until: now.Add(14 * time.Second), maxTime: now.Add(12 * time.Second), ledgerClose: now.Add(-time.Second)}
+		return LeaseTerms{Until: now.Add(14 * time.Second), MaxTime: now.Add(12 * time.Second), LedgerClose: now.Add(-time.Second)}
 	}
 	// The dead lease runs 30 s (its envelope's maxTime 28 s): longer than the three calls below
 	// take, however soon their slots come.
 	start := clock.Now()
-	held, err := dead.acquire(ctx, keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(28 * time.Second),
-		ledgerClose: start.Add(-time.Second)}) // ticket 0, then the process dies
-	if err != nil || held.account != chans[0].Address() {
-		t.Fatalf("dead process: %s, %v", held.account, err)
+	held, err := dead.Acquire(ctx, keys, LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(28 * time.Second),
+		LedgerClose: start.Add(-time.Second)}) // ticket 0, then the process dies
+	if err != nil || held.Account != chans[0].Address() {
+		t.Fatalf("dead process: %s, %v", held.Account, err)
 	}
 	// acquire answers a lease, sleeping out CHANNELS_BUSY's Retry-After as a client would.
-	acquire := func() sourceLease {
+	acquire := func() Lease {
 		t.Helper()
 		for range 10 {
-			l, err := live.acquire(ctx, keys, terms())
+			l, err := live.Acquire(ctx, keys, terms())
 			var ue *transfer.UnavailableError
 			if errors.As(err, &ue) && ue.Code == CodeChannelsBusy {
 				_ = clock.Sleep(ctx, ue.RetryAfter)
@@ -310,7 +311,7 @@ func TestScheduledCrashedHolder(t *testing.T) {
 			return l
 		}
 		t.Fatal("ten calls answered CHANNELS_BUSY")
-		return sourceLease{}
+		return Lease{}
 	}
 	got := []string{}
 	for range 3 { // channel 0's slots meet the dead lease: only channel 1 is leased
@@ -318,8 +319,8 @@ func TestScheduledCrashedHolder(t *testing.T) {
 		if !clock.Now().Before(start.Add(30 * time.Second)) {
 			t.Fatalf("a call leased at %v, after the dead lease ended", clock.Now().Sub(start))
 		}
-		got = append(got, l.account)
-		live.release(ctx, l, transfer.Envelope{Channel: l.account})
+		got = append(got, l.Account)
+		live.Release(ctx, l, transfer.Envelope{Channel: l.Account})
 	}
 	for i, a := range got {
 		if a != chans[1].Address() {
@@ -334,8 +335,8 @@ func TestScheduledCrashedHolder(t *testing.T) {
 	seen := map[string]bool{}
 	for range 2 {
 		l := acquire()
-		seen[l.account] = true
-		live.release(ctx, l, transfer.Envelope{Channel: l.account})
+		seen[l.Account] = true
+		live.Release(ctx, l, transfer.Envelope{Channel: l.Account})
 	}
 	if !seen[chans[0].Address()] {
 		t.Errorf("the dead process's channel never leased again after its lease and quarantine ended: %v", seen)
@@ -352,27 +353,27 @@ func TestScheduledCalendarFailureLeasesUnscheduled(t *testing.T) {
 	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 2)
 	ctx := context.Background()
 	now := clock.Now()
-	terms := leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second)}
-	l, err := pool.acquire(ctx, keys, terms)
+	terms := LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second)}
+	l, err := pool.Acquire(ctx, keys, terms)
 	if err != nil {
 		t.Fatalf("calendar throttled: %v, want an unscheduled lease", err)
 	}
-	pool.release(ctx, l, transfer.Envelope{Channel: l.account})
+	pool.Release(ctx, l, transfer.Envelope{Channel: l.Account})
 	if st := pool.Stats(); st.Leases != 1 || st.Tickets != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	tickets.mu.Lock()
 	tickets.fail, tickets.lose = nil, 1
 	tickets.mu.Unlock()
-	if l, err = pool.acquire(ctx, keys, terms); err != nil { // ticket 0 applied, its answer lost: unscheduled
+	if l, err = pool.Acquire(ctx, keys, terms); err != nil { // ticket 0 applied, its answer lost: unscheduled
 		t.Fatal(err)
 	}
-	pool.release(ctx, l, transfer.Envelope{Channel: l.account})
-	if l, err = pool.acquire(ctx, keys, terms); err != nil {
+	pool.Release(ctx, l, transfer.Envelope{Channel: l.Account})
+	if l, err = pool.Acquire(ctx, keys, terms); err != nil {
 		t.Fatal(err)
 	}
-	if l.account != chans[1].Address() {
-		t.Errorf("leased %s, want ticket 1's channel %s (ticket 0 skipped)", l.account, chans[1].Address())
+	if l.Account != chans[1].Address() {
+		t.Errorf("leased %s, want ticket 1's channel %s (ticket 0 skipped)", l.Account, chans[1].Address())
 	}
 }
 

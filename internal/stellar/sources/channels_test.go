@@ -1,9 +1,11 @@
-package stellar
+package sources
 
 import (
 	"encoding/hex"
 	"errors"
 	"testing"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 )
 
 // SEP-5 test 1 (https://github.com/stellar/stellar-protocol/blob/master/ecosystem/sep-0005.md):
@@ -12,7 +14,7 @@ const sep5Test1Seed = "e4a5a632e70943ae7f07659df1332160937fad82587216a4c64315a0f
 
 func TestDeriveChannelKeysSEP5Vectors(t *testing.T) {
 	seed, _ := hex.DecodeString(sep5Test1Seed)
-	keys, err := DeriveChannelKeys(NewMasterSeed(seed), 3)
+	keys, err := DeriveChannelKeys(signing.NewMasterSeed(seed), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func TestDeriveChannelKeysSEP5Vectors(t *testing.T) {
 
 func TestChannelKeys(t *testing.T) {
 	listed := testKeys(t)
-	listed.ChannelMaster = MasterSeed{}
+	listed.ChannelMaster = signing.MasterSeed{}
 	for _, c := range []struct {
 		count, want int
 	}{{0, len(listed.Channels)}, {1, 1}} {
@@ -42,14 +44,14 @@ func TestChannelKeys(t *testing.T) {
 	if _, err := ChannelKeys(listed, len(listed.Channels)+1); !errors.Is(err, ErrNoChannels) {
 		t.Errorf("more than listed: %v", err)
 	}
-	derived := Keys{Vault: listed.Vault, ChannelMaster: NewMasterSeed(make([]byte, 32))}
+	derived := signing.Keys{Vault: listed.Vault, ChannelMaster: signing.NewMasterSeed(make([]byte, 32))}
 	if got, err := ChannelKeys(derived, 4); err != nil || len(got) != 4 || got[0].Address() == got[1].Address() {
 		t.Errorf("derived: %v, %v", got, err)
 	}
 	if _, err := ChannelKeys(derived, 0); !errors.Is(err, ErrNoChannels) {
 		t.Errorf("derived without a count: %v", err)
 	}
-	if _, err := ChannelKeys(Keys{Vault: listed.Vault}, 3); !errors.Is(err, ErrNoChannels) {
+	if _, err := ChannelKeys(signing.Keys{Vault: listed.Vault}, 3); !errors.Is(err, ErrNoChannels) {
 		t.Errorf("no channel keys: %v", err)
 	}
 }

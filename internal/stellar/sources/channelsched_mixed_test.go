@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -87,7 +87,7 @@ func runMixed(t *testing.T, procs []procSpec, interval, hold time.Duration, ledg
 				for clock.Now().Before(end) {
 					now := clock.Now()
 					cw := &callWrites{}
-					lease, err := pool.acquire(context.WithValue(ctx, callWritesKey{}, cw), keys, leaseTerms{until: now.Add(25 * time.Second), maxTime: now.Add(20 * time.Second), ledgerClose: lastClose(now)})
+					lease, err := pool.Acquire(context.WithValue(ctx, callWritesKey{}, cw), keys, LeaseTerms{Until: now.Add(25 * time.Second), MaxTime: now.Add(20 * time.Second), LedgerClose: lastClose(now)})
 					w := cw.n
 					mu.Lock()
 					run.calls++
@@ -116,10 +116,10 @@ func runMixed(t *testing.T, procs []procSpec, interval, hold time.Duration, ledg
 					}
 					leasedAt := clock.Now()
 					mu.Lock()
-					if h, ok := holders[lease.account]; ok {
-						errs = append(errs, fmt.Errorf("channel %s leased by %s while %s holds it", lease.account, lease.owner, h))
+					if h, ok := holders[lease.Account]; ok {
+						errs = append(errs, fmt.Errorf("channel %s leased by %s while %s holds it", lease.Account, lease.Owner, h))
 					}
-					holders[lease.account] = lease.owner
+					holders[lease.Account] = lease.Owner
 					run.leases++
 					run.perProc[i]++
 					run.maxGap = max(run.maxGap, leasedAt.Sub(lastLease))
@@ -128,9 +128,9 @@ func runMixed(t *testing.T, procs []procSpec, interval, hold time.Duration, ledg
 					closeAt := lastClose(leasedAt).Add(interval)
 					_ = clock.Sleep(ctx, closeAt.Add(hold).Sub(leasedAt))
 					mu.Lock()
-					delete(holders, lease.account)
+					delete(holders, lease.Account)
 					mu.Unlock()
-					pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
+					pool.Release(ctx, lease, transfer.Envelope{Channel: lease.Account})
 				}
 			})
 		}

@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/keypair"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 // lonePool is a pool of count channels on leases and the calendar tickets, ledgers every
 // interval (the pool's Wait left at its default: one interval).
-func lonePool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, interval time.Duration) (Keys, []*keypair.Full, *ChannelPool) {
+func lonePool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, interval time.Duration) (signing.Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
 	keys := testKeys(t)
 	keys.Channels = nil
@@ -71,17 +72,17 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 	keys, chans, pool := lonePool(t, clock, leases, tickets, channels, interval)
 	ctx := context.Background()
 	lastClose := start.Add(-time.Duration(phase * float64(interval)))
-	terms := leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: lastClose}
+	terms := LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(30 * time.Second), LedgerClose: lastClose}
 
-	first, err := pool.acquire(ctx, keys, terms)
+	first, err := pool.Acquire(ctx, keys, terms)
 	if err != nil {
 		t.Fatalf("first call: %v", err)
 	}
-	if first.account != chans[0].Address() || !clock.Now().Equal(start) {
-		t.Fatalf("first call leased %s after %v, want the first channel at once", first.account, clock.Now().Sub(start))
+	if first.Account != chans[0].Address() || !clock.Now().Equal(start) {
+		t.Fatalf("first call leased %s after %v, want the first channel at once", first.Account, clock.Now().Sub(start))
 	}
 	// Refused before sending (withSource's build failed): the lease is released, nothing bound.
-	pool.release(ctx, first, transfer.Envelope{Channel: first.account})
+	pool.Release(ctx, first, transfer.Envelope{Channel: first.Account})
 
 	spacing := interval / time.Duration(channels)
 	// Where alignToLedger would have put the slot: the first release point at or after it.
@@ -90,7 +91,7 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 		point = point.Add(interval)
 	}
 
-	second, err := pool.acquire(ctx, keys, terms)
+	second, err := pool.Acquire(ctx, keys, terms)
 	var ue *transfer.UnavailableError
 	if errors.As(err, &ue) && ue.Code == CodeChannelsBusy {
 		t.Fatalf("second call answered CHANNELS_BUSY (Retry-After %v) with all %d channels free; stats %+v",
@@ -103,13 +104,13 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 		t.Errorf("second call leased after %v, want the booked slot's %v (the release point after it %v ahead)",
 			waited, spacing, point.Sub(start))
 	}
-	if wantCh := chans[1%channels].Address(); second.account != wantCh {
-		t.Errorf("second call leased %s, want ticket 1's channel %s", second.account, wantCh)
+	if wantCh := chans[1%channels].Address(); second.Account != wantCh {
+		t.Errorf("second call leased %s, want ticket 1's channel %s", second.Account, wantCh)
 	}
 	if st := pool.Stats(); st.Leases != 2 || st.Collisions != 0 || st.Busy != 0 || st.Tickets != 2 {
 		t.Errorf("stats %+v, want 2 leases on 2 tickets, no collision, no busy", st)
 	}
-	pool.release(ctx, second, transfer.Envelope{Channel: second.account})
+	pool.Release(ctx, second, transfer.Envelope{Channel: second.Account})
 }
 
 // What the process does not know keeps the alignment: one channel, leased by another process
@@ -127,14 +128,14 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 	ctx := context.Background()
 	// The latest close half a ledger ago: the release point 0.5 s ahead, so the booked slot
 	// (now + 5 s) aligns to now + 5.5 s, past the wait.
-	terms := leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second),
-		ledgerClose: start.Add(-interval / 2)}
+	terms := LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(30 * time.Second),
+		LedgerClose: start.Add(-interval / 2)}
 
-	held, err := other.acquire(ctx, keys, terms)
+	held, err := other.Acquire(ctx, keys, terms)
 	if err != nil {
 		t.Fatalf("first call: %v", err)
 	}
-	_, err = pool.acquire(ctx, keys, terms)
+	_, err = pool.Acquire(ctx, keys, terms)
 	var ue *transfer.UnavailableError
 	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
 		t.Fatalf("second call on a channel held elsewhere: %v, want CHANNELS_BUSY", err)
@@ -145,16 +146,16 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 	if st := pool.Stats(); st.Leases != 0 || st.Collisions != 0 || st.Busy != 1 || st.Tickets != 1 {
 		t.Errorf("stats %+v, want 1 busy on 1 ticket, no lease write", st)
 	}
-	if got := leases.m[chans[0].Address()].owner; got != held.owner {
-		t.Errorf("the channel's lease is %q's, want the first call's %q", got, held.owner)
+	if got := leases.m[chans[0].Address()].owner; got != held.Owner {
+		t.Errorf("the channel's lease is %q's, want the first call's %q", got, held.Owner)
 	}
 
 	// The other process's transfer lands at the close 2.5 s ahead and is released; the caller
 	// comes back at its Retry-After and leases at the kept slot's release point.
 	clock.Advance(4 * time.Second)
-	other.release(ctx, held, transfer.Envelope{Channel: held.account})
+	other.Release(ctx, held, transfer.Envelope{Channel: held.Account})
 	clock.Advance(time.Second)
-	lease, err := pool.acquire(ctx, keys, terms)
+	lease, err := pool.Acquire(ctx, keys, terms)
 	if err != nil {
 		t.Fatalf("call back at Retry-After: %v", err)
 	}
@@ -164,7 +165,7 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 	if st := pool.Stats(); st.Leases != 1 || st.Reused != 1 || st.Tickets != 1 || st.Collisions != 0 {
 		t.Errorf("stats %+v, want the kept slot leased, no new ticket, no failed write", st)
 	}
-	pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
+	pool.Release(ctx, lease, transfer.Envelope{Channel: lease.Account})
 }
 
 // slotTime leases a queued slot as booked only on what the process saw: slots among the first

@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -28,7 +29,7 @@ func TestCalendarFarAheadNeverAnswersAFalseRetryAfter(t *testing.T) {
 		ctx := context.Background()
 		for i := range 3 {
 			now := clock.Now()
-			lease, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now})
+			lease, err := pool.Acquire(ctx, keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now})
 			var ue *transfer.UnavailableError
 			if errors.As(err, &ue) {
 				t.Fatalf("calendar %v ahead, call %d: %v (Retry-After %v), want a lease: every channel is idle", ahead, i+1, err, ue.RetryAfter)
@@ -36,7 +37,7 @@ func TestCalendarFarAheadNeverAnswersAFalseRetryAfter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pool.release(ctx, lease, transfer.Envelope{Channel: lease.account})
+			pool.Release(ctx, lease, transfer.Envelope{Channel: lease.Account})
 		}
 	}
 }
@@ -64,7 +65,7 @@ func TestKeptSlotSurvivesAShorterChannelList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys.ChannelMaster = MasterSeed{}
+	keys.ChannelMaster = signing.MasterSeed{}
 	keys.Channels = all
 	leases := &memLeases{}
 	tickets := &memTickets{next: 7, nextAt: start.Add(20 * time.Second)}
@@ -74,22 +75,22 @@ func TestKeptSlotSurvivesAShorterChannelList(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	terms := func() leaseTerms {
+	terms := func() LeaseTerms {
 		now := clock.Now()
-		return leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second)}
+		return LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second)}
 	}
 	var ue *transfer.UnavailableError
-	if _, err := pool.acquire(ctx, keys, terms()); !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
+	if _, err := pool.Acquire(ctx, keys, terms()); !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
 		t.Fatalf("first call: %v, want CHANNELS_BUSY (ticket 7 kept)", err)
 	}
 	_ = clock.Sleep(ctx, 20*time.Second)
 	keys.Channels = all[:4] // the secret rotated to 4 channelSeeds
-	lease, err := pool.acquire(ctx, keys, terms())
+	lease, err := pool.Acquire(ctx, keys, terms())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := all[7%4].Address(); lease.account != want {
-		t.Errorf("leased %s, want ticket 7's channel among 4: %s", lease.account, want)
+	if want := all[7%4].Address(); lease.Account != want {
+		t.Errorf("leased %s, want ticket 7's channel among 4: %s", lease.Account, want)
 	}
 }
 
@@ -110,11 +111,11 @@ func TestCallerBackAtRetryAfterMeetsItsSlot(t *testing.T) {
 		keys, chans, pool := scheduledPool(t, clock, leases, tickets, 4)
 		pool.cfg.LedgerInterval = func() time.Duration { return interval }
 		ctx := context.Background()
-		terms := func() leaseTerms {
+		terms := func() LeaseTerms {
 			now := clock.Now()
-			return leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second)}
+			return LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second)}
 		}
-		_, err := pool.acquire(ctx, keys, terms())
+		_, err := pool.Acquire(ctx, keys, terms())
 		var ue *transfer.UnavailableError
 		if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
 			t.Fatalf("%v ledgers: first call %v, want CHANNELS_BUSY", interval, err)
@@ -126,12 +127,12 @@ func TestCallerBackAtRetryAfterMeetsItsSlot(t *testing.T) {
 			}
 		}
 		_ = clock.Sleep(ctx, ue.RetryAfter)
-		lease, err := pool.acquire(ctx, keys, terms())
+		lease, err := pool.Acquire(ctx, keys, terms())
 		if err != nil {
 			t.Fatalf("%v ledgers: the call back after Retry-After %v: %v, want its kept slot's lease", interval, ue.RetryAfter, err)
 		}
-		if want := chans[9%4].Address(); lease.account != want {
-			t.Errorf("%v ledgers: leased %s, want ticket 9's channel %s", interval, lease.account, want)
+		if want := chans[9%4].Address(); lease.Account != want {
+			t.Errorf("%v ledgers: leased %s, want ticket 9's channel %s", interval, lease.Account, want)
 		}
 		if st := pool.Stats(); st.Tickets != 1 || st.Reused != 1 {
 			t.Errorf("%v ledgers: stats %+v, want one booking and its slot reused", interval, st)
@@ -178,7 +179,7 @@ func TestLostLeaseAnswerLeavesNoChannelHeld(t *testing.T) {
 			tickets = nil
 		}
 		keys, _, pool := scheduledPool(t, clock, lostLeaseAnswers{leases}, tickets, 2)
-		_, err := pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(60 * time.Second), ledgerClose: start})
+		_, err := pool.Acquire(context.Background(), keys, LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(60 * time.Second), LedgerClose: start})
 		var ue *transfer.UnavailableError
 		if !errors.As(err, &ue) || ue.Code != transfer.CodeStoreUnavailable {
 			t.Fatalf("scheduled %v: %v, want STORE_UNAVAILABLE", scheduled, err)

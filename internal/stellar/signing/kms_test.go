@@ -1,4 +1,4 @@
-package stellar_test
+package signing_test
 
 import (
 	"context"
@@ -6,18 +6,20 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/stellar/go-stellar-sdk/keypair"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 )
 
-// fakeKMS is an in-memory stellar.KMSAPI: one Ed25519 key, or what a test makes it answer.
+// fakeKMS is an in-memory signing.KMSAPI: one Ed25519 key, or what a test makes it answer.
 type fakeKMS struct {
 	priv     ed25519.PrivateKey
 	spec     kmstypes.KeySpec
@@ -65,7 +67,7 @@ const testKeyARN = "arn:aws:kms:us-east-1:000000000000:key/11111111-2222-3333-44
 // bytes, and verifies as the keypair of that address.
 func TestKMSSignerSignsTheHash(t *testing.T) {
 	f := newFakeKMS(t)
-	s, err := stellar.NewKMSSigner(context.Background(), f, testKeyARN)
+	s, err := signing.NewKMSSigner(context.Background(), f, testKeyARN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,24 +101,24 @@ func TestKMSSignerRefuses(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeKMS(t)
 	f.spec = kmstypes.KeySpecEccNistP256
-	if _, err := stellar.NewKMSSigner(ctx, f, testKeyARN); !errors.Is(err, stellar.ErrKMSKey) {
+	if _, err := signing.NewKMSSigner(ctx, f, testKeyARN); !errors.Is(err, signing.ErrKMSKey) {
 		t.Fatalf("a P-256 key: %v, want ErrKMSKey", err)
 	}
 
 	f = newFakeKMS(t)
-	s, err := stellar.NewKMSSigner(ctx, f, testKeyARN)
+	s, err := signing.NewKMSSigner(ctx, f, testKeyARN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, f.forge, _ = ed25519.GenerateKey(rand.Reader)
-	if _, err := s.SignHash(ctx, [32]byte{9}); !errors.Is(err, stellar.ErrBadKMSSignature) {
+	if _, err := s.SignHash(ctx, [32]byte{9}); !errors.Is(err, signing.ErrBadKMSSignature) {
 		t.Fatalf("a signature by another key: %v, want ErrBadKMSSignature", err)
 	}
 	f.forge, f.err = nil, errors.New("AccessDeniedException: not authorized")
 	if _, err := s.SignHash(ctx, [32]byte{9}); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
 		t.Fatalf("KMS refusing: %v", err)
 	}
-	if _, err := stellar.NewKMSSigner(ctx, f, testKeyARN); err == nil {
+	if _, err := signing.NewKMSSigner(ctx, f, testKeyARN); err == nil {
 		t.Fatal("GetPublicKey failing: no error")
 	}
 }
@@ -129,13 +131,13 @@ func TestKMSKeys(t *testing.T) {
 	f := newFakeKMS(t)
 	f.err = errors.New("dial tcp 127.0.0.1:1: connection refused")
 	channel, _ := keypair.Random()
-	secrets := stellar.NewLocalSecrets()
+	secrets := signing.NewLocalSecrets()
 	secrets.Put("channels", []byte(`{"channelSeeds":["`+channel.Seed()+`"]}`))
-	ch, err := stellar.NewSecretKeys(stellar.SecretKeysConfig{Client: secrets, SecretID: "channels", ChannelsOnly: true})
+	ch, err := signing.NewSecretKeys(signing.SecretKeysConfig{Client: secrets, SecretID: "channels", ChannelsOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := stellar.NewKMSKeys(stellar.KMSKeysConfig{Client: f, VaultKeyID: testKeyARN, FeeKeyID: testKeyARN, Channels: ch})
+	src, err := signing.NewKMSKeys(signing.KMSKeysConfig{Client: f, VaultKeyID: testKeyARN, FeeKeyID: testKeyARN, Channels: ch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,39 @@ func TestKMSKeys(t *testing.T) {
 
 	// With SIGNER=kms the secret holds channel keys only.
 	vault, _ := keypair.Random()
-	if _, err := stellar.ParseChannelKeys([]byte(`{"vaultSeed":"` + vault.Seed() + `"}`)); !errors.Is(err, stellar.ErrBadSecret) || strings.Contains(err.Error(), vault.Seed()) {
+	if _, err := signing.ParseChannelKeys([]byte(`{"vaultSeed":"` + vault.Seed() + `"}`)); !errors.Is(err, signing.ErrBadSecret) || strings.Contains(err.Error(), vault.Seed()) {
 		t.Fatalf("a vault seed in the channel secret: %v", err)
+	}
+}
+
+// deadlineKMS records the deadline each Sign is given and answers as a hung KMS does once that
+// deadline passes (without waiting for it: the deadline is what the test checks).
+type deadlineKMS struct {
+	*fakeKMS
+	deadline time.Time
+	had      bool
+}
+
+func (f *deadlineKMS) Sign(ctx context.Context, _ *kms.SignInput, _ ...func(*kms.Options)) (*kms.SignOutput, error) {
+	f.deadline, f.had = ctx.Deadline()
+	return nil, fmt.Errorf("operation error KMS: Sign, https response error: %w", context.DeadlineExceeded)
+}
+
+// A Sign that hangs ends at KMSSignTimeout, whatever the caller's budget: the signer gives KMS
+// its own deadline (a hang's answer, SIGNING_KEYS_UNAVAILABLE, is internal/stellar's
+// TestKMSSignHangIsSigningKeysUnavailable).
+func TestKMSSignHasItsOwnDeadline(t *testing.T) {
+	f := &deadlineKMS{fakeKMS: newFakeKMS(t)}
+	s, err := signing.NewKMSSigner(context.Background(), f, "arn:aws:kms:us-east-1:000000000000:key/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	_, err = s.SignHash(context.Background(), [32]byte{1})
+	if !f.had || f.deadline.After(before.Add(signing.KMSSignTimeout+time.Second)) {
+		t.Fatalf("Sign got deadline %v (set %v), want within %v", f.deadline, f.had, signing.KMSSignTimeout)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SignHash = %v, want the deadline's error", err)
 	}
 }

@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
-	"github.com/stellar/go-stellar-sdk/strkey"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 // admitPool is scheduledPool with a latest ledger close (lastClose; zero: none known) for admit.
-func admitPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, lastClose time.Time) (Keys, []*keypair.Full, *ChannelPool) {
+func admitPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, lastClose time.Time) (signing.Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
 	keys := testKeys(t)
 	keys.Channels = nil
@@ -53,26 +53,26 @@ func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
 	keys, chans, pool := admitPool(t, clock, leases, tickets, 4, start.Add(-3*time.Second))
 	ctx := context.Background()
 	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
-	_, err := pool.admit(ctx, chans, maxTime())
+	_, err := pool.Admit(ctx, chans, maxTime())
 	wantBusy(t, err, 20*time.Second)
 	_ = clock.Sleep(ctx, 5*time.Second)
-	_, err = pool.admit(ctx, chans, maxTime())
+	_, err = pool.Admit(ctx, chans, maxTime())
 	wantBusy(t, err, 15*time.Second)
 	if len(leases.granted) != 0 || clock.Now().Sub(start) != 5*time.Second {
 		t.Fatalf("busy admissions wrote leases %v or waited", leases.granted)
 	}
 	_ = clock.Sleep(ctx, 15*time.Second)
-	actx, err := pool.admit(ctx, chans, maxTime())
+	actx, err := pool.Admit(ctx, chans, maxTime())
 	if err != nil {
 		t.Fatalf("at the slot's time: %v", err)
 	}
 	now := clock.Now()
-	lease, err := pool.acquire(actx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-3 * time.Second)})
+	lease, err := pool.Acquire(actx, keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now.Add(-3 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := chans[6%4].Address(); lease.account != want {
-		t.Errorf("leased %s, want ticket 6's channel %s", lease.account, want)
+	if want := chans[6%4].Address(); lease.Account != want {
+		t.Errorf("leased %s, want ticket 6's channel %s", lease.Account, want)
 	}
 	if n := tickets.booked(); n != 1 {
 		t.Errorf("%d bookings for three calls, want 1", n)
@@ -92,8 +92,8 @@ func TestAdmitAnswersWhatTheAcquireWould(t *testing.T) {
 		_, chans, admitting := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
 		keys, _, acquiring := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
 		maxTime := start.Add(60 * time.Second)
-		_, err := admitting.admit(context.Background(), chans, maxTime)
-		_, want := acquiring.acquire(context.Background(), keys, leaseTerms{until: maxTime, maxTime: maxTime, ledgerClose: lastClose})
+		_, err := admitting.Admit(context.Background(), chans, maxTime)
+		_, want := acquiring.Acquire(context.Background(), keys, LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: lastClose})
 		var a, b *transfer.UnavailableError
 		if !errors.As(err, &a) || !errors.As(want, &b) || a.Code != b.Code || a.RetryAfter != b.RetryAfter {
 			t.Errorf("calendar %v ahead: admit %v, acquire %v", ahead, err, want)
@@ -112,16 +112,16 @@ func TestAdmitWithinTheWaitBooksOnceForTheCall(t *testing.T) {
 	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-time.Second))
 	ctx := context.Background()
 	now := clock.Now()
-	actx, err := pool.admit(ctx, chans, now.Add(30*time.Second))
+	actx, err := pool.Admit(ctx, chans, now.Add(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := pool.acquire(actx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-time.Second)})
+	lease, err := pool.Acquire(actx, keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now.Add(-time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lease.account != chans[0].Address() || tickets.booked() != 1 {
-		t.Errorf("leased %s after %d bookings, want ticket 0's channel %s after 1", lease.account, tickets.booked(), chans[0].Address())
+	if lease.Account != chans[0].Address() || tickets.booked() != 1 {
+		t.Errorf("leased %s after %d bookings, want ticket 0's channel %s after 1", lease.Account, tickets.booked(), chans[0].Address())
 	}
 	if st := pool.Stats(); st.Tickets != 1 || st.Reused != 0 || st.Busy != 0 {
 		t.Errorf("stats %+v", st)
@@ -135,67 +135,24 @@ func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
 	ctx := context.Background()
 	tickets := &memTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
 	_, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, time.Time{})
-	if _, err := pool.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil || tickets.booked() != 0 {
+	if _, err := pool.Admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil || tickets.booked() != 0 {
 		t.Fatalf("no ledger close known: %v after %d bookings, want nil after none", err, tickets.booked())
 	}
 	failing := &memTickets{fail: errors.New("ThrottlingException")}
 	keys, chans, pool := admitPool(t, clock, &memLeases{}, failing, 4, clock.Now().Add(-time.Second))
-	if _, err := pool.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
+	if _, err := pool.Admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
 		t.Fatalf("a failing calendar: %v, want nil", err)
 	}
 	now := clock.Now()
-	if _, err := pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now.Add(-time.Second)}); err != nil {
+	if _, err := pool.Acquire(ctx, keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now.Add(-time.Second)}); err != nil {
 		t.Fatalf("the acquire after a failed admission booking: %v, want an unscheduled lease", err)
 	}
 	noCalendar, err := NewChannelPool(ChannelPoolConfig{Leases: &memLeases{}, Count: 4, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := noCalendar.admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
+	if _, err := noCalendar.Admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
 		t.Fatalf("no calendar: %v, want nil", err)
-	}
-}
-
-// The ledger's admission leaves a request Prepare would refuse before asking for a source to
-// Prepare: with every slot beyond the wait, a withdrawal of an unknown asset, to a C... wallet,
-// to the vault or to a channel account, or a deposit, is not answered CHANNELS_BUSY (the client
-// would retry a request that can never go through) and books no slot. A valid request is
-// answered busy; without channels nothing is decided.
-func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
-	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	tickets := &memTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
-	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-3*time.Second))
-	assets := usdcOnly()
-	c, err := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, StaticKeys{K: keys}, pool, clock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wallet := keypair.MustRandom().Address()
-	contract := strkey.MustEncode(strkey.VersionByteContract, make([]byte, 32))
-	ctx := context.Background()
-	maxTime := clock.Now().Add(60 * time.Second)
-	for name, req := range map[string]transfer.Request{
-		"unknown asset":     {OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "EURC", Stroops: 1},
-		"contract wallet":   {OperationType: transfer.Withdraw, WalletAddress: contract, Asset: "USDC", Stroops: 1},
-		"the vault":         {OperationType: transfer.Withdraw, WalletAddress: keys.Vault.Address(), Asset: "USDC", Stroops: 1},
-		"a channel account": {OperationType: transfer.Withdraw, WalletAddress: chans[1].Address(), Asset: "USDC", Stroops: 1},
-		"a deposit":         {OperationType: transfer.Deposit, WalletAddress: wallet, Asset: "USDC", Stroops: 1},
-	} {
-		if _, err := c.Admit(ctx, req, maxTime); err != nil {
-			t.Errorf("%s: %v, want nil (Prepare refuses it)", name, err)
-		}
-	}
-	if n := tickets.booked(); n != 0 {
-		t.Fatalf("%d bookings for requests Prepare refuses", n)
-	}
-	_, err = c.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime)
-	wantBusy(t, err, 20*time.Second)
-	vaultOnly, err := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, StaticKeys{K: keys}, nil, clock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vaultOnly.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime); err != nil {
-		t.Fatalf("without channels: %v, want nil", err)
 	}
 }
 
@@ -209,25 +166,25 @@ func TestAnAdmittedSlotIsItsCallsAlone(t *testing.T) {
 	ctx := context.Background()
 	now := clock.Now()
 	maxTime := now.Add(30 * time.Second)
-	first, err := pool.admit(ctx, chans, maxTime)
+	first, err := pool.Admit(ctx, chans, maxTime)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := pool.admit(ctx, chans, maxTime)
+	second, err := pool.Admit(ctx, chans, maxTime)
 	if err != nil {
 		t.Fatal(err)
 	}
-	terms := leaseTerms{until: maxTime, maxTime: maxTime, ledgerClose: now.Add(-time.Second)}
-	b, err := pool.acquire(second, keys, terms)
+	terms := LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: now.Add(-time.Second)}
+	b, err := pool.Acquire(second, keys, terms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := pool.acquire(first, keys, terms)
+	a, err := pool.Acquire(first, keys, terms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.account != chans[0].Address() || b.account != chans[1].Address() {
-		t.Errorf("the first call leased %s, the second %s; want tickets 0 and 1: %s and %s", a.account, b.account, chans[0].Address(), chans[1].Address())
+	if a.Account != chans[0].Address() || b.Account != chans[1].Address() {
+		t.Errorf("the first call leased %s, the second %s; want tickets 0 and 1: %s and %s", a.Account, b.Account, chans[0].Address(), chans[1].Address())
 	}
 	if n := tickets.booked(); n != 2 {
 		t.Errorf("%d bookings for two calls, want 2", n)
@@ -245,29 +202,25 @@ func TestAnUnusedAdmittedSlotIsKeptForTheNextCall(t *testing.T) {
 	start := clock.Now()
 	tickets := &memTickets{next: 6, nextAt: start.Add(2 * time.Second)}
 	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, start.Add(-3*time.Second))
-	c, err := newCommon("test", keys.Vault.Address(), usdcOnly(), 100, 0, 90, StaticKeys{K: keys}, pool, clock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	maxTime := start.Add(60 * time.Second)
-	replay, err := pool.admit(ctx, chans, maxTime)
+	replay, err := pool.Admit(ctx, chans, maxTime)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Release(replay) // the claim lost to a settled item: no acquire
-	next, err := pool.admit(ctx, chans, maxTime)
+	pool.Unadmit(replay) // the claim lost to a settled item: no acquire
+	next, err := pool.Admit(ctx, chans, maxTime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := clock.Now()
-	lease, err := pool.acquire(next, keys, leaseTerms{until: maxTime, maxTime: maxTime, ledgerClose: now.Add(-3 * time.Second)})
+	lease, err := pool.Acquire(next, keys, LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: now.Add(-3 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Release(next)
-	if lease.account != chans[6%4].Address() || tickets.booked() != 1 {
-		t.Errorf("leased %s after %d bookings, want the replay's slot (ticket 6: %s) after 1", lease.account, tickets.booked(), chans[6%4].Address())
+	pool.Unadmit(next)
+	if lease.Account != chans[6%4].Address() || tickets.booked() != 1 {
+		t.Errorf("leased %s after %d bookings, want the replay's slot (ticket 6: %s) after 1", lease.Account, tickets.booked(), chans[6%4].Address())
 	}
 	if _, ok := pool.reserved(clock.Now(), time.Hour); ok {
 		t.Error("a slot its call leased was kept again")
@@ -285,27 +238,27 @@ func TestAdmitBooksNothingWhileTheCalendarHasRoom(t *testing.T) {
 	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, start.Add(-3*time.Second))
 	ctx := context.Background()
 	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
-	first, err := pool.admit(ctx, chans, maxTime())
+	first, err := pool.Admit(ctx, chans, maxTime())
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool.unadmit(first) // a replay: its slot is kept for the next call
+	pool.Unadmit(first) // a replay: its slot is kept for the next call
 	if _, ok := pool.reserved(clock.Now(), time.Hour); !ok {
 		t.Fatal("the replay's slot was not kept")
 	} // taken: by the process's next call
-	if actx, err := pool.admit(ctx, chans, maxTime()); err != nil || actx != ctx || tickets.booked() != 1 {
+	if actx, err := pool.Admit(ctx, chans, maxTime()); err != nil || actx != ctx || tickets.booked() != 1 {
 		t.Fatalf("with room: %v after %d bookings, want nil and no slot after 1 (no booking before the claim)", err, tickets.booked())
 	}
 	tickets.mu.Lock()
 	tickets.nextAt = clock.Now().Add(20 * time.Second) // other processes fill the calendar
 	tickets.mu.Unlock()
 	now := clock.Now()
-	_, err = pool.acquire(ctx, keys, leaseTerms{until: maxTime(), maxTime: maxTime(), ledgerClose: now.Add(-3 * time.Second)})
+	_, err = pool.Acquire(ctx, keys, LeaseTerms{Until: maxTime(), MaxTime: maxTime(), LedgerClose: now.Add(-3 * time.Second)})
 	wantBusy(t, err, 20*time.Second)
 	if _, ok := pool.reserved(clock.Now(), time.Hour); !ok {
 		t.Fatal("the busy call's slot was not kept")
 	} // taken: by the client's retry
-	_, err = pool.admit(ctx, chans, maxTime())
+	_, err = pool.Admit(ctx, chans, maxTime())
 	var ue *transfer.UnavailableError
 	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy || ue.RetryAfter < 20*time.Second {
 		t.Fatalf("the calendar full: %v, want CHANNELS_BUSY at least 20 s ahead", err)

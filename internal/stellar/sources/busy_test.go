@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
-	"github.com/stellar/go-stellar-sdk/txnbuild"
 
-	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -29,7 +28,7 @@ func TestUntilNextClose(t *testing.T) {
 		{"unknown close", time.Time{}, close0, 5 * time.Second},
 		{"close ahead of the clock", close0.Add(time.Second), close0, 5 * time.Second},
 	} {
-		if got := untilNextClose(c.lastClose, c.now, 5*time.Second); got != c.want {
+		if got := UntilNextClose(c.lastClose, c.now, 5*time.Second); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -48,8 +47,8 @@ func TestBusyRetryAfter(t *testing.T) {
 		{32, 16, 4 * time.Second, 14 * time.Second},
 		{5, 0, time.Second, 26 * time.Second}, // no sources counted: as one
 	} {
-		if got := busyRetryAfter(c.ahead, c.sources, 5*time.Second, c.untilNext); got != c.want {
-			t.Errorf("busyRetryAfter(%d, %d, 5s, %v) = %v, want %v", c.ahead, c.sources, c.untilNext, got, c.want)
+		if got := BusyRetryAfter(c.ahead, c.sources, 5*time.Second, c.untilNext); got != c.want {
+			t.Errorf("BusyRetryAfter(%d, %d, 5s, %v) = %v, want %v", c.ahead, c.sources, c.untilNext, got, c.want)
 		}
 	}
 }
@@ -77,7 +76,7 @@ func TestChannelsBusyAfterOneLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	lastClose := start.Add(-time.Second)
-	_, err = pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: lastClose})
+	_, err = pool.Acquire(context.Background(), keys, LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(30 * time.Second), LedgerClose: lastClose})
 	var ue *transfer.UnavailableError
 	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
 		t.Fatalf("acquire = %v, want CHANNELS_BUSY", err)
@@ -97,7 +96,7 @@ func TestChannelsBusyAfterOneLedger(t *testing.T) {
 	// An explicit Wait still overrides the ledger interval.
 	pool.cfg.Wait = 10 * time.Second
 	start = clock.Now()
-	if _, err := pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(time.Minute), maxTime: start.Add(time.Minute)}); !errors.As(err, &ue) {
+	if _, err := pool.Acquire(context.Background(), keys, LeaseTerms{Until: start.Add(time.Minute), MaxTime: start.Add(time.Minute)}); !errors.As(err, &ue) {
 		t.Fatalf("acquire = %v", err)
 	}
 	if waited := clock.Now().Sub(start); waited < 8*time.Second || waited > 10*time.Second {
@@ -106,7 +105,7 @@ func TestChannelsBusyAfterOneLedger(t *testing.T) {
 	// WaitLedgers (SubmitterFunction's wait) waits that many ledger intervals instead of one.
 	pool.cfg.Wait, pool.cfg.WaitLedgers = 0, 3
 	start = clock.Now()
-	if _, err := pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(time.Minute), maxTime: start.Add(time.Minute)}); !errors.As(err, &ue) {
+	if _, err := pool.Acquire(context.Background(), keys, LeaseTerms{Until: start.Add(time.Minute), MaxTime: start.Add(time.Minute)}); !errors.As(err, &ue) {
 		t.Fatalf("acquire = %v", err)
 	}
 	if waited := clock.Now().Sub(start); waited < 11*time.Second || waited > 12*time.Second {
@@ -120,17 +119,17 @@ func TestChannelsBusyAfterOneLedger(t *testing.T) {
 func TestVaultSlotSerialisesTransfers(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	keys := testKeys(t)
-	v := newVaultSource(keys.Vault.Address(), clock, nil)
+	v := NewVaultSource(keys.Vault.Address(), clock, nil)
 	ctx := context.Background()
 	start := clock.Now()
-	terms := leaseTerms{until: start.Add(20 * time.Second), maxTime: start.Add(20 * time.Second), ledgerClose: start.Add(-2 * time.Second)}
-	first, err := v.acquire(ctx, keys, terms)
+	terms := LeaseTerms{Until: start.Add(20 * time.Second), MaxTime: start.Add(20 * time.Second), LedgerClose: start.Add(-2 * time.Second)}
+	first, err := v.Acquire(ctx, keys, terms)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := transfer.Envelope{InnerHash: "aa", Channel: first.account}
-	v.bind(first, env)
-	_, err = v.acquire(ctx, keys, terms)
+	env := transfer.Envelope{InnerHash: "aa", Channel: first.Account}
+	v.Bind(first, env)
+	_, err = v.Acquire(ctx, keys, terms)
 	var ue *transfer.UnavailableError
 	if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
 		t.Fatalf("second acquire = %v, want CHANNELS_BUSY", err)
@@ -140,79 +139,20 @@ func TestVaultSlotSerialisesTransfers(t *testing.T) {
 	if waited := clock.Now().Sub(start); waited != 4900*time.Millisecond || ue.RetryAfter != 4*time.Second {
 		t.Errorf("waited %v, RetryAfter %v; want 4.9s and 4s", waited, ue.RetryAfter)
 	}
-	v.release(ctx, sourceLease{}, transfer.Envelope{InnerHash: "bb", Channel: first.account}) // a take-over's envelope
-	if _, err := v.acquire(ctx, keys, leaseTerms{until: terms.until, maxTime: terms.maxTime}); err == nil {
+	v.Release(ctx, Lease{}, transfer.Envelope{InnerHash: "bb", Channel: first.Account}) // a take-over's envelope
+	if _, err := v.Acquire(ctx, keys, LeaseTerms{Until: terms.Until, MaxTime: terms.MaxTime}); err == nil {
 		t.Fatal("another envelope's Done freed the slot")
 	}
-	v.release(ctx, sourceLease{}, env)
-	second, err := v.acquire(ctx, keys, terms)
-	if err != nil || second.owner == first.owner {
+	v.Release(ctx, Lease{}, env)
+	second, err := v.Acquire(ctx, keys, terms)
+	if err != nil || second.Owner == first.Owner {
 		t.Fatalf("after Done: %+v, %v", second, err)
 	}
 	// Never Done (in doubt): the hold ends at the invocation's deadline.
-	clock.Advance(terms.until.Sub(clock.Now()))
-	if _, err := v.acquire(ctx, keys, leaseTerms{until: clock.Now().Add(20 * time.Second), maxTime: clock.Now().Add(20 * time.Second)}); err != nil {
+	clock.Advance(terms.Until.Sub(clock.Now()))
+	if _, err := v.Acquire(ctx, keys, LeaseTerms{Until: clock.Now().Add(20 * time.Second), MaxTime: clock.Now().Add(20 * time.Second)}); err != nil {
 		t.Fatalf("after the holder's deadline: %v", err)
 	}
-}
-
-// Another process holds the vault's slot in the network's queue: this process's first send of its
-// own vault-sourced envelope is answered TRY_AGAIN_LATER, and the answer says the source is busy
-// (SourceBusy: the time to the next close, whole seconds). A channel's TRY_AGAIN_LATER does not.
-func TestSuiteTryAgainLaterFromABusyVault(t *testing.T) {
-	for _, backend := range []string{"rpc", "horizon"} {
-		t.Run(backend, func(t *testing.T) {
-			e := newSuiteEnv(t, backend, suiteOpts{})
-			other := e.otherProcess(t)
-			ctx := context.Background()
-			mine := e.prepare(t, e.wallet, unit)
-			theirs, err := other.Prepare(ctx, withdraw(e.wallet, 2*unit), transfer.Terms{MaxTime: e.clock.Now().Add(time.Minute)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := other.Send(ctx, theirs); err != nil {
-				t.Fatal(err)
-			}
-			res := e.send(t, mine, transfer.SendTryAgainLater)
-			if res.SourceBusy <= 0 || res.SourceBusy > DefaultLedgerInterval || res.SourceBusy%time.Second != 0 {
-				t.Errorf("SourceBusy %v, want the time to the next close in whole seconds", res.SourceBusy)
-			}
-			if !transfer.RefusedBeforeInclusion(res, false) {
-				t.Error("a busy vault's first send should prove nothing landed")
-			}
-		})
-	}
-	t.Run("channel", func(t *testing.T) {
-		e := newSuiteEnv(t, "rpc", suiteOpts{channels: 1})
-		env := e.prepare(t, e.wallet, unit)
-		e.net.InjectFault(stellarsim.Fault{Kind: stellarsim.FaultAnswer, Status: stellarsim.StatusTryAgainLater})
-		if res := e.send(t, env, transfer.SendTryAgainLater); res.SourceBusy != 0 {
-			t.Errorf("a channel's TRY_AGAIN_LATER: SourceBusy %v, want 0", res.SourceBusy)
-		}
-	})
-}
-
-// otherProcess is a second ledger on e's network with e's keys and vault, as another Lambda
-// instance would have: it shares nothing in memory with e.ledger.
-func (e *suiteEnv) otherProcess(t *testing.T) backendLedger {
-	t.Helper()
-	assets := []txnbuild.CreditAsset{{Code: e.usdc.Code, Issuer: e.usdc.Issuer}}
-	var (
-		l   backendLedger
-		err error
-	)
-	switch e.backend {
-	case "rpc":
-		l, err = NewRPCLedger(RPCConfig{URL: e.net.RPCURL(), Passphrase: e.net.Passphrase(), VaultAccount: e.vault, Assets: assets,
-			MaxFeeStroops: 10_000, Keys: StaticKeys{K: e.keys}, Clock: e.clock})
-	default:
-		l, err = NewHorizonLedger(HorizonConfig{URL: e.net.URL(), Passphrase: e.net.Passphrase(), VaultAccount: e.vault, Assets: assets,
-			MaxFeeStroops: 10_000, Keys: StaticKeys{K: e.keys}, Clock: e.clock})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
 // 63 of 64 channels are leased by other processes (a burst's first SubmitterFunction invocations
@@ -243,19 +183,19 @@ func TestPoolAsksEveryChannelBeforeBackingOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := clock.Now()
-		lease, err := pool.acquire(context.Background(), keys, leaseTerms{until: start.Add(30 * time.Second), maxTime: start.Add(30 * time.Second), ledgerClose: start})
+		lease, err := pool.Acquire(context.Background(), keys, LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(30 * time.Second), LedgerClose: start})
 		if err != nil {
 			t.Fatalf("run %d: acquire = %v, want the free channel", run, err)
 		}
-		if lease.account != chans[0].Address() {
-			t.Fatalf("run %d: leased %s, want the free channel %s", run, lease.account, chans[0].Address())
+		if lease.Account != chans[0].Address() {
+			t.Fatalf("run %d: leased %s, want the free channel %s", run, lease.Account, chans[0].Address())
 		}
 		// 63 taken channels, 3 a round, a round every 100 ms: 21 rounds at most before the free
 		// channel's, which starts by 2.1 s.
 		if waited, st := clock.Now().Sub(start), pool.Stats(); waited > 2100*time.Millisecond || st.Collisions > count-1 {
 			t.Errorf("run %d: found the free channel after %v and %d failed writes, want at most 2.1 s and %d", run, waited, st.Collisions, count-1)
 		}
-		pool.release(context.Background(), lease, transfer.Envelope{Channel: lease.account})
+		pool.Release(context.Background(), lease, transfer.Envelope{Channel: lease.Account})
 	}
 }
 
@@ -273,36 +213,36 @@ func TestPoolTriesItsReleasedChannelsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease1 := func() sourceLease {
+	lease1 := func() Lease {
 		t.Helper()
 		now := clock.Now()
-		lease, err := pool.acquire(context.Background(), keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now})
+		lease, err := pool.Acquire(context.Background(), keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return lease
 	}
 	first := lease1()
-	pool.release(context.Background(), first, transfer.Envelope{Channel: first.account})
+	pool.Release(context.Background(), first, transfer.Envelope{Channel: first.Account})
 	for i := range 20 {
 		l := lease1()
-		pool.release(context.Background(), l, transfer.Envelope{Channel: l.account})
-		if l.account != first.account {
-			t.Fatalf("lease %d went to %s, want the channel this process released, %s", i, l.account, first.account)
+		pool.Release(context.Background(), l, transfer.Envelope{Channel: l.Account})
+		if l.Account != first.Account {
+			t.Fatalf("lease %d went to %s, want the channel this process released, %s", i, l.Account, first.Account)
 		}
 	}
 	now := clock.Now()
-	if err := leases.LeaseChannel(context.Background(), first.account, "other-process", now, now.Add(time.Hour), now.Add(time.Hour), now); err != nil {
+	if err := leases.LeaseChannel(context.Background(), first.Account, "other-process", now, now.Add(time.Hour), now.Add(time.Hour), now); err != nil {
 		t.Fatal(err)
 	}
 	before := pool.Stats().Collisions
 	second := lease1()
-	if second.account == first.account || pool.Stats().Collisions != before+1 {
-		t.Fatalf("leased %s after %d failed writes, want another channel than %s after 1", second.account, pool.Stats().Collisions-before, first.account)
+	if second.Account == first.Account || pool.Stats().Collisions != before+1 {
+		t.Fatalf("leased %s after %d failed writes, want another channel than %s after 1", second.Account, pool.Stats().Collisions-before, first.Account)
 	}
-	pool.release(context.Background(), second, transfer.Envelope{Channel: second.account})
-	if l := lease1(); l.account != second.account {
-		t.Errorf("leased %s, want %s: the channel taken elsewhere is no longer preferred, the one released since is", l.account, second.account)
+	pool.Release(context.Background(), second, transfer.Envelope{Channel: second.Account})
+	if l := lease1(); l.Account != second.Account {
+		t.Errorf("leased %s, want %s: the channel taken elsewhere is no longer preferred, the one released since is", l.Account, second.Account)
 	}
 }
 
@@ -349,7 +289,7 @@ func TestPoolBusyCallsUnderOverloadCostNoMoreWrites(t *testing.T) {
 		for range 4 { // four calls in a row, each answered CHANNELS_BUSY
 			before := pool.Stats().Collisions
 			now := clock.Now()
-			_, err := pool.acquire(context.Background(), keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now})
+			_, err := pool.Acquire(context.Background(), keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now})
 			var ue *transfer.UnavailableError
 			if !errors.As(err, &ue) || ue.Code != CodeChannelsBusy {
 				t.Fatalf("%d channels: acquire = %v, want CHANNELS_BUSY", count, err)
@@ -390,16 +330,16 @@ func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 	clock, leases, keys, chans, pool := twoChannelPool(t)
 	ctx := context.Background()
 	start := clock.Now()
-	terms := func() leaseTerms {
+	terms := func() LeaseTerms {
 		now := clock.Now()
-		return leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now}
+		return LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now}
 	}
-	held, err := pool.acquire(ctx, keys, terms())
+	held, err := pool.Acquire(ctx, keys, terms())
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := chans[0].Address()
-	if other == held.account {
+	if other == held.Account {
 		other = chans[1].Address()
 	}
 	if err := leases.LeaseChannel(ctx, other, "other-process", start, start.Add(time.Hour), start.Add(time.Hour), start); err != nil {
@@ -407,27 +347,27 @@ func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	var w1, w2 error
-	var w1Lease, w2Lease sourceLease
+	var w1Lease, w2Lease Lease
 	var w1At time.Duration
 	clock.Go(&wg, func() { // the holder: its transfer settles at 1 s
 		_ = clock.Sleep(ctx, time.Second)
-		pool.release(ctx, held, transfer.Envelope{Channel: held.account})
+		pool.Release(ctx, held, transfer.Envelope{Channel: held.Account})
 	})
 	clock.Go(&wg, func() {
-		w1Lease, w1 = pool.acquire(ctx, keys, terms())
+		w1Lease, w1 = pool.Acquire(ctx, keys, terms())
 		w1At = clock.Now().Sub(start)
 	})
 	clock.Go(&wg, func() {
 		_ = clock.Sleep(ctx, 1050*time.Millisecond)
-		w2Lease, w2 = pool.acquire(ctx, keys, terms())
+		w2Lease, w2 = pool.Acquire(ctx, keys, terms())
 	})
 	wg.Wait()
-	t.Logf("W1 (waiting since 0 s): %s, %v; W2 (arrived at 1.05 s): %s, %v", w1Lease.account, w1, w2Lease.account, w2)
+	t.Logf("W1 (waiting since 0 s): %s, %v; W2 (arrived at 1.05 s): %s, %v", w1Lease.Account, w1, w2Lease.Account, w2)
 	if w1 != nil {
-		t.Fatalf("W1, waiting since 0 s, answered %v; the channel freed at 1 s went to W2, who arrived at 1.05 s (%s)", w1, w2Lease.account)
+		t.Fatalf("W1, waiting since 0 s, answered %v; the channel freed at 1 s went to W2, who arrived at 1.05 s (%s)", w1, w2Lease.Account)
 	}
-	if w1Lease.account != held.account {
-		t.Errorf("W1 leased %s, want the freed channel %s", w1Lease.account, held.account)
+	if w1Lease.Account != held.Account {
+		t.Errorf("W1 leased %s, want the freed channel %s", w1Lease.Account, held.Account)
 	}
 	// Released at 1 s; W1 looks every firstRound (100 ms) within its backoff.
 	if w1At < time.Second || w1At > 1100*time.Millisecond {
@@ -435,7 +375,7 @@ func TestPoolFreedChannelGoesToTheLongestWaiter(t *testing.T) {
 	}
 	var ue *transfer.UnavailableError
 	if !errors.As(w2, &ue) || ue.Code != CodeChannelsBusy {
-		t.Errorf("W2 = %s, %v; want CHANNELS_BUSY: the one free channel went to the longer waiter", w2Lease.account, w2)
+		t.Errorf("W2 = %s, %v; want CHANNELS_BUSY: the one free channel went to the longer waiter", w2Lease.Account, w2)
 	}
 }
 
@@ -457,7 +397,7 @@ func TestPoolOnlyTheOldestWaiterAsksAFullPool(t *testing.T) {
 	var (
 		wg         sync.WaitGroup
 		errs       [3]error
-		got        [3]sourceLease
+		got        [3]Lease
 		gotAt      [3]time.Duration
 		collisions int64
 	)
@@ -466,7 +406,7 @@ func TestPoolOnlyTheOldestWaiterAsksAFullPool(t *testing.T) {
 		clock.Go(&wg, func() {
 			_ = clock.Sleep(ctx, arrives)
 			now := clock.Now()
-			got[i], errs[i] = pool.acquire(ctx, keys, leaseTerms{until: now.Add(30 * time.Second), maxTime: now.Add(30 * time.Second), ledgerClose: now})
+			got[i], errs[i] = pool.Acquire(ctx, keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now})
 			gotAt[i] = clock.Now().Sub(start)
 		})
 	}
@@ -485,20 +425,20 @@ func TestPoolOnlyTheOldestWaiterAsksAFullPool(t *testing.T) {
 	if collisions != 10 {
 		t.Errorf("%d failed lease writes by 2.45 s, want 10: only the oldest waiter asks about channels known leased elsewhere", collisions)
 	}
-	if errs[0] != nil || got[0].account != chans[0].Address() || gotAt[0] != 2500*time.Millisecond {
-		t.Errorf("oldest caller: %s at %v, %v; want %s at 2.5 s", got[0].account, gotAt[0], errs[0], chans[0].Address())
+	if errs[0] != nil || got[0].Account != chans[0].Address() || gotAt[0] != 2500*time.Millisecond {
+		t.Errorf("oldest caller: %s at %v, %v; want %s at 2.5 s", got[0].Account, gotAt[0], errs[0], chans[0].Address())
 	}
 	for i := 1; i < 3; i++ {
 		var ue *transfer.UnavailableError
 		if !errors.As(errs[i], &ue) || ue.Code != CodeChannelsBusy {
-			t.Errorf("caller %d: %s, %v; want CHANNELS_BUSY", i+1, got[i].account, errs[i])
+			t.Errorf("caller %d: %s, %v; want CHANNELS_BUSY", i+1, got[i].Account, errs[i])
 		}
 	}
 }
 
 // twoChannelPool is a pool of two channel accounts on an in-memory lease store and a virtual
 // clock, with 5 s ledgers: what the waiting-queue tests share.
-func twoChannelPool(t *testing.T) (*vclock.Clock, *memLeases, Keys, []*keypair.Full, *ChannelPool) {
+func twoChannelPool(t *testing.T) (*vclock.Clock, *memLeases, signing.Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	leases := &memLeases{}

@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 // Lambda runs each concurrent invocation in an execution environment of its own: the pool's
 // processes share nothing but the table. Left to guess, they collide: at 4 callers per channel,
 // one environment per caller, channels tried in random order cost 28 to 92 failed lease writes
-// per lease and 64 to 192 DynamoDB requests per transfer at 4 to 64 channels (README, "Channel
-// assignment across processes"; internal/loadtest's BenchmarkChannelsLambda). So every lease is
+// per lease and 64 to 192 DynamoDB requests per transfer at 4 to 64 channels (internal/loadtest's
+// BenchmarkChannelsLambda with BENCH_UNSCHEDULED=1). So every lease is
 // scheduled on a calendar kept in one item (TicketStore; internal/dynamo/channeltickets.go), a
 // virtual scheduler (the generic cell rate algorithm): each booking gets the next ticket n and a
 // time, spacing = interval / channels after the previous booking's and never before now. Ticket n
@@ -109,14 +109,14 @@ func ticketChannel(n int64, count int) int { return int(uint64(n) % uint64(count
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
 // could not book a slot (an error other than a failed condition: throttled, unavailable, its
-// answer lost) or booked one beyond the horizon: acquire then leases unscheduled, so a calendar outage costs the old collisions,
+// answer lost) or booked one beyond the horizon: Acquire then leases unscheduled, so a calendar outage costs the old collisions,
 // not transfers.
 // A call makes at most TriesPerRound lease writes: a slot whose channel is still held (its
 // transfer not settled yet, its envelope in quarantine, or its holder dead with the lease not
 // expired) is a failed write, after which the call books the next slot. build makes the lease of a
 // channel key (everything but its owner).
-func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Full, terms leaseTerms, interval time.Duration, waitUntil time.Time,
-	build func(*keypair.Full) sourceLease) (sourceLease, bool, error) {
+func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Full, terms LeaseTerms, interval time.Duration, waitUntil time.Time,
+	build func(*keypair.Full) Lease) (Lease, bool, error) {
 	clock := p.cfg.Clock
 	spacing, grace, horizon := calendarTerms(interval, len(chans))
 	taken := map[string]bool{}
@@ -133,9 +133,9 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 			n, at, err := p.cfg.Tickets.TakeTicket(ctx, now, spacing, horizon)
 			if err != nil {
 				if ctx.Err() != nil {
-					return sourceLease{}, true, ctx.Err()
+					return Lease{}, true, ctx.Err()
 				}
-				return sourceLease{}, false, nil
+				return Lease{}, false, nil
 			}
 			p.tickets.Add(1)
 			if at.Sub(now) > horizon+interval {
@@ -143,9 +143,9 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				// a slot beyond it (and an alignment) was booked on another clock or by a store that
 				// does not bound it: no caller's turn. Kept, it would answer every later call of the
 				// process busy, every channel idle; leasing unscheduled costs collisions at worst.
-				return sourceLease{}, false, nil
+				return Lease{}, false, nil
 			}
-			r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.ledgerClose, interval)}
+			r = reservation{n: n, at: p.slotTime(n, at, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.LedgerClose, interval)}
 			p.booked(r, waitUntil)
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
@@ -162,14 +162,14 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				p.crowded = now
 				p.mu.Unlock()
 			}
-			return sourceLease{}, true, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: slotRetryAfter(r.at.Sub(now)),
+			return Lease{}, true, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: slotRetryAfter(r.at.Sub(now)),
 				Detail: "every channel account is busy; nothing was submitted"}
 		}
 		if d := r.at.Sub(now); d > 0 {
 			p.waits.Add(1)
 			if err := clock.Sleep(ctx, d); err != nil {
 				p.keep(r)
-				return sourceLease{}, true, err
+				return Lease{}, true, err
 			}
 		}
 		now = clock.Now()
@@ -179,21 +179,21 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 		}
 		owner := newLeaseOwner()
 		writes++
-		err := p.cfg.Leases.LeaseChannel(ctx, ch.Address(), owner, now, terms.until, terms.maxTime, terms.ledgerClose)
+		err := p.cfg.Leases.LeaseChannel(ctx, ch.Address(), owner, now, terms.Until, terms.MaxTime, terms.LedgerClose)
 		if err == nil {
 			p.leases.Add(1)
 			p.mu.Lock()
-			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin), ticket: r.n, scheduled: true}
+			p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.Until, terms.MaxTime).Add(HeldMargin), ticket: r.n, scheduled: true}
 			delete(p.elsewhere, ch.Address())
 			p.mu.Unlock()
 			l := build(ch)
-			l.owner = owner
+			l.Owner = owner
 			return l, true, nil
 		}
 		p.unhold(ch.Address())
 		if !errors.Is(err, transfer.ErrConditionFailed) {
 			p.dropLost(ctx, ch.Address(), owner)
-			return sourceLease{}, true, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
+			return Lease{}, true, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
 				Detail: "the channel lease store is unavailable; nothing was submitted",
 				Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
 		}
@@ -238,14 +238,14 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 // admit answers ctx and nil, deciding nothing, when the pool has no calendar, when it knows no
 // ledger close, and when the booking fails or lands beyond the calendar's horizon (the call's
 // acquire then books again and, failing, leases unscheduled).
-func (p *ChannelPool) admit(ctx context.Context, chans []*keypair.Full, maxTime time.Time) (context.Context, error) {
+func (p *ChannelPool) Admit(ctx context.Context, chans []*keypair.Full, maxTime time.Time) (context.Context, error) {
 	if p.cfg.Tickets == nil || len(chans) == 0 {
 		return ctx, nil
 	}
 	p.mu.Lock()
 	lastClose := p.lastClose
 	p.mu.Unlock()
-	interval := ledgerInterval(p.cfg.LedgerInterval)
+	interval := LedgerInterval(p.cfg.LedgerInterval)
 	now := p.cfg.Clock.Now()
 	waitUntil := p.waitUntil(now, interval, maxTime)
 	spacing, grace, horizon := calendarTerms(interval, len(chans))
@@ -301,7 +301,7 @@ func (p *ChannelPool) booked(r reservation, waitUntil time.Time) {
 
 // unadmit keeps the slot admit set aside in ctx for this process's next call, unless the call's
 // acquire took it.
-func (p *ChannelPool) unadmit(ctx context.Context) {
+func (p *ChannelPool) Unadmit(ctx context.Context) {
 	if r, ok := p.admittedFrom(ctx); ok {
 		p.keep(r)
 	}
@@ -310,7 +310,7 @@ func (p *ChannelPool) unadmit(ctx context.Context) {
 // calendarHorizon is how many ledger intervals (of 5 s at the least) ahead of now the calendar
 // may run before it is taken as stale and restarted at now (TakeTicket's horizon): twice the
 // queue of the heaviest overload measured (16 callers per channel, one environment each: 16
-// intervals of slots; README, "Overload"). A calendar left further ahead by slots nobody will use
+// intervals of slots; README.md, "Lambda-shaped throughput"). A calendar left further ahead by slots nobody will use
 // (environments reaped while keeping them, an operator's edit, a fast clock) answers callers
 // CHANNELS_BUSY for at most this long instead of until real time catches up with it.
 const calendarHorizon = 32

@@ -1,9 +1,11 @@
-package stellar
+package signing
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
 )
 
 // The signing secret has one meaning or none (internal/strictjson): encoding/json would load the
@@ -54,5 +56,29 @@ func TestSecretWithEachFieldOnceLoads(t *testing.T) {
 	got, err := ParseKeys([]byte(` {"vaultSeed":"` + k.Vault.Seed() + `", "feeSeed":"` + k.Fee.Seed() + `"} `))
 	if err != nil || got.Vault.Address() != k.Vault.Address() || got.Fee.Address() != k.Fee.Address() {
 		t.Fatalf("ParseKeys: %v", err)
+	}
+}
+
+// The signing secret's errors name fields, never values (secret.go; README.md, "Configuration":
+// seeds never appear in errors). A seed pasted as a field name (`{"S...": ...}`, or
+// `{"vaultSeed S...": ""}`) is an unknown field, and its name must not be quoted whole into the
+// error, which init logs and reports.
+func TestSecretUnknownFieldNeverQuotesASeed(t *testing.T) {
+	kp := keypair.MustRandom()
+	for _, doc := range []string{
+		`{"` + kp.Seed() + `":""}`,
+		`{"vaultSeed ` + kp.Seed() + `":""}`,
+		`{"channelSeeds":[],"` + kp.Seed() + `":1}`,
+	} {
+		for name, parse := range map[string]func([]byte) (Keys, error){"ParseKeys": ParseKeys, "ParseChannelKeys": ParseChannelKeys} {
+			_, err := parse([]byte(doc))
+			if !errors.Is(err, ErrBadSecret) || strings.Contains(err.Error(), kp.Seed()) {
+				t.Errorf("%s: %v: want ErrBadSecret without the seed", name, err)
+			}
+		}
+	}
+	// A short misspelt name is still named.
+	if _, err := ParseKeys([]byte(`{"vaultSeed":"` + kp.Seed() + `","vaultseed2":1}`)); err == nil || !strings.Contains(err.Error(), `"vaultseed2"`) {
+		t.Errorf("misspelt field: %v", err)
 	}
 }

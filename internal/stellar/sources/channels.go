@@ -1,4 +1,4 @@
-package stellar
+package sources
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/tools/stellar-hd-wallet/crypto/derivation"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -53,8 +54,8 @@ type ChannelPoolConfig struct {
 	Clock transfer.Clock
 	// LedgerInterval returns the network's ledger interval as this process sees it (the time
 	// between two ledger closes); nil, or a result <= 0, means DefaultLedgerInterval. It sets the
-	// default Wait and the Retry-After of CHANNELS_BUSY (see acquire). It is called on every
-	// acquire, so a process-wide cadence estimate can be passed.
+	// default Wait and the Retry-After of CHANNELS_BUSY (see Acquire). It is called on every
+	// Acquire, so a process-wide cadence estimate can be passed.
 	LedgerInterval func() time.Duration
 	// Wait, when set, bounds how long Prepare waits for a free channel; 0 means one ledger
 	// interval (LedgerInterval), so that an overloaded pool answers CHANNELS_BUSY at once rather
@@ -142,8 +143,8 @@ type ChannelPool struct {
 	// released for it (nap).
 	mine map[string]time.Time
 	// crowded is when a call of this process last answered CHANNELS_BUSY after finding channels
-	// leased elsewhere: for one ledger interval after it, acquire backs off between rounds even
-	// while some channel is unasked (see acquire).
+	// leased elsewhere: for one ledger interval after it, Acquire backs off between rounds even
+	// while some channel is unasked (see Acquire).
 	crowded time.Time
 
 	// reservations are calendar slots this process booked and has not used (a call answered
@@ -204,9 +205,12 @@ func (p *ChannelPool) Stats() PoolStats {
 		Busy: p.busy.Load(), Tickets: p.tickets.Load(), Reused: p.reused.Load()}
 }
 
+// Leases is the lease store the pool writes to (ChannelPoolConfig.Leases).
+func (p *ChannelPool) Leases() LeaseStore { return p.cfg.Leases }
+
 // Channels returns the channel keys the pool uses with keys (see ChannelKeys), derived once per
 // master seed.
-func (p *ChannelPool) Channels(keys Keys) ([]*keypair.Full, error) {
+func (p *ChannelPool) Channels(keys signing.Keys) ([]*keypair.Full, error) {
 	if len(keys.Channels) > 0 || !keys.ChannelMaster.IsSet() {
 		return ChannelKeys(keys, p.cfg.Count)
 	}
@@ -228,7 +232,7 @@ func (p *ChannelPool) Channels(keys Keys) ([]*keypair.Full, error) {
 // count is 0), or, when the secret lists none, count keys derived from keys.ChannelMaster by
 // SEP-5 (SLIP-0010 ed25519, path m/44'/148'/i' for i = 0 .. count-1). Errors wrap ErrNoChannels
 // or name the problem; they never show key material.
-func ChannelKeys(keys Keys, count int) ([]*keypair.Full, error) {
+func ChannelKeys(keys signing.Keys, count int) ([]*keypair.Full, error) {
 	switch {
 	case len(keys.Channels) > 0:
 		if count == 0 {
@@ -251,7 +255,7 @@ func ChannelKeys(keys Keys, count int) ([]*keypair.Full, error) {
 // DeriveChannelKeys derives n keys from a SEP-5 master seed (the BIP-39 seed bytes): key i is at
 // m/44'/148'/i'. The derivation is go-stellar-sdk's SLIP-0010 implementation (the one behind
 // stellar-hd-wallet), checked against SEP-5's published vectors in the tests.
-func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
+func DeriveChannelKeys(master signing.MasterSeed, n int) ([]*keypair.Full, error) {
 	seed := master.Bytes()
 	if len(seed) == 0 {
 		return nil, ErrNoChannels
@@ -271,7 +275,7 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 	return out, nil
 }
 
-// acquire leases a channel: on the calendar when the pool has one (acquireScheduled); else, or
+// Acquire leases a channel: on the calendar when the pool has one (acquireScheduled); else, or
 // when the calendar cannot book, rounds of up to TriesPerRound channels in random order, skipping the
 // ones this process holds, until a channel is won or the wait ends (Wait, by default one ledger
 // interval). Between rounds it backs off on the pool's clock: 100 ms doubling to 1 s while rounds
@@ -289,44 +293,44 @@ func DeriveChannelKeys(master MasterSeed, n int) ([]*keypair.Full, error) {
 // When the wait ends it answers *transfer.UnavailableError CHANNELS_BUSY at once, nothing built
 // or sent, with RetryAfter estimated from the transfers ahead of this one:
 //
-//	RetryAfter = (ahead + taken) / channels * interval + untilNextClose
+//	RetryAfter = (ahead + taken) / channels * interval + UntilNextClose
 //
 // where ahead is the number of this process's callers before this one in its ticket queue, taken
 // the number of distinct channels this call found leased by another process (a lease write whose
 // condition failed), channels the pool's channel count, interval the ledger interval
-// (LedgerInterval) and untilNextClose the time from now to the next ledger close expected after
-// the latest one read before the wait (terms.ledgerClose; one interval when unknown). Each
+// (LedgerInterval) and UntilNextClose the time from now to the next ledger close expected after
+// the latest one read before the wait (terms.LedgerClose; one interval when unknown). Each
 // channel carries one transaction per ledger (stellar-core queues one transaction per source
 // account), so the transfers ahead take that many ledgers, from the next close on.
-func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) (sourceLease, error) {
+func (p *ChannelPool) Acquire(ctx context.Context, keys signing.Keys, terms LeaseTerms) (Lease, error) {
 	feeKey, vaultKey := keys.FeeKey(), keys.VaultKey()
 	if feeKey == nil {
-		return sourceLease{}, fmt.Errorf("%w: no fee account key (feeSeed, or FEE_KMS_KEY_ID) to pay the channels' fee bumps", ErrNoChannels)
+		return Lease{}, fmt.Errorf("%w: no fee account key (feeSeed, or FEE_KMS_KEY_ID) to pay the channels' fee bumps", ErrNoChannels)
 	}
 	if vaultKey == nil {
-		return sourceLease{}, errors.New("no vault key")
+		return Lease{}, errors.New("no vault key")
 	}
 	// The operations' source is the vault account, which the vault key signs for: its master key,
 	// or (SIGNER=kms) a signer added to it. Never empty: that would make the channel the source.
-	vault := terms.vault
+	vault := terms.Vault
 	if vault == "" {
 		vault = vaultKey.Address()
 	}
 	chans, err := p.Channels(keys)
 	if err != nil {
-		return sourceLease{}, err
+		return Lease{}, err
 	}
 	clock := p.cfg.Clock
-	interval := ledgerInterval(p.cfg.LedgerInterval)
-	waitUntil := p.waitUntil(clock.Now(), interval, terms.maxTime)
+	interval := LedgerInterval(p.cfg.LedgerInterval)
+	waitUntil := p.waitUntil(clock.Now(), interval, terms.MaxTime)
 	p.mu.Lock()
-	if terms.ledgerClose.After(p.lastClose) {
-		p.lastClose = terms.ledgerClose
+	if terms.LedgerClose.After(p.lastClose) {
+		p.lastClose = terms.LedgerClose
 	}
 	p.mu.Unlock()
 	if p.cfg.Tickets != nil {
-		if lease, done, err := p.acquireScheduled(ctx, chans, terms, interval, waitUntil, func(ch *keypair.Full) sourceLease {
-			return sourceLease{account: ch.Address(), opSource: vault, signers: []Signer{SeedSigner{KP: ch}, vaultKey}, feeSource: feeKey}
+		if lease, done, err := p.acquireScheduled(ctx, chans, terms, interval, waitUntil, func(ch *keypair.Full) Lease {
+			return Lease{Account: ch.Address(), OpSource: vault, Signers: []signing.Signer{signing.SeedSigner{KP: ch}, vaultKey}, FeeSource: feeKey}
 		}); done {
 			return lease, err
 		}
@@ -352,20 +356,20 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 			}
 			tried++
 			owner := newLeaseOwner()
-			err := p.cfg.Leases.LeaseChannel(ctx, ch.Address(), owner, now, terms.until, terms.maxTime, terms.ledgerClose)
+			err := p.cfg.Leases.LeaseChannel(ctx, ch.Address(), owner, now, terms.Until, terms.MaxTime, terms.LedgerClose)
 			if err == nil {
 				p.leases.Add(1)
 				p.mu.Lock()
-				p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.until, terms.maxTime).Add(heldMargin)}
+				p.held[ch.Address()] = heldLease{owner: owner, expires: later(terms.Until, terms.MaxTime).Add(HeldMargin)}
 				delete(p.elsewhere, ch.Address())
 				p.mu.Unlock()
-				return sourceLease{account: ch.Address(), opSource: vault,
-					signers: []Signer{SeedSigner{KP: ch}, vaultKey}, feeSource: feeKey, owner: owner}, nil
+				return Lease{Account: ch.Address(), OpSource: vault,
+					Signers: []signing.Signer{signing.SeedSigner{KP: ch}, vaultKey}, FeeSource: feeKey, Owner: owner}, nil
 			}
 			p.unhold(ch.Address())
 			if !errors.Is(err, transfer.ErrConditionFailed) {
 				p.dropLost(ctx, ch.Address(), owner)
-				return sourceLease{}, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
+				return Lease{}, &transfer.UnavailableError{Code: transfer.CodeStoreUnavailable,
 					Detail: "the channel lease store is unavailable; nothing was submitted",
 					Err:    fmt.Errorf("stellar: leasing channel %s: %w", ch.Address(), err)}
 			}
@@ -379,18 +383,18 @@ func (p *ChannelPool) acquire(ctx context.Context, keys Keys, terms leaseTerms) 
 		p.waits.Add(1)
 		if !clock.Now().Add(backoff).Before(waitUntil) {
 			now := clock.Now()
-			retry := busyRetryAfter(p.ahead(ticket)+len(taken), len(chans), interval, untilNextClose(terms.ledgerClose, now, interval))
+			retry := BusyRetryAfter(p.ahead(ticket)+len(taken), len(chans), interval, UntilNextClose(terms.LedgerClose, now, interval))
 			p.busy.Add(1)
 			if len(taken) > 0 {
 				p.mu.Lock()
 				p.crowded = now
 				p.mu.Unlock()
 			}
-			return sourceLease{}, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: retry,
+			return Lease{}, &transfer.UnavailableError{Code: CodeChannelsBusy, RetryAfter: retry,
 				Detail: "every channel account is busy; nothing was submitted"}
 		}
 		if err := p.nap(ctx, ticket, backoff); err != nil {
-			return sourceLease{}, err
+			return Lease{}, err
 		}
 		if now := clock.Now(); tried > 0 && (!p.unasked(chans, taken, now) || p.crowdedAt(now, interval)) {
 			// Backing off spares the store; a round that asked it nothing (every channel held by
@@ -476,7 +480,7 @@ func (p *ChannelPool) unasked(chans []*keypair.Full, taken map[string]bool, now 
 	return false
 }
 
-// tryOrder is the order in which one round of acquire tries chans (indexes): the channels this
+// tryOrder is the order in which one round of Acquire tries chans (indexes): the channels this
 // process released and has not since found leased elsewhere (mine), then the others, each group in
 // random order, and last the ones this call found leased by another process (taken), which are
 // held until their transfers settle, about a ledger.
@@ -497,13 +501,13 @@ func (p *ChannelPool) tryOrder(chans []*keypair.Full, taken map[string]bool) []i
 	return order
 }
 
-// firstRound is the pause after acquire's first round, and after every round that asked the
+// firstRound is the pause after Acquire's first round, and after every round that asked the
 // lease store nothing.
 const firstRound = 100 * time.Millisecond
 
-// heldMargin is how long past a held lease's deadline and maxTime this process still skips the
+// HeldMargin is how long past a held lease's deadline and maxTime this process still skips the
 // channel without asking the store: about two ledgers, for the quarantine to end.
-const heldMargin = 10 * time.Second
+const HeldMargin = 10 * time.Second
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -603,23 +607,23 @@ func (p *ChannelPool) unhold(channel string) {
 	delete(p.held, channel)
 }
 
-func (p *ChannelPool) bind(lease sourceLease, env transfer.Envelope) {
+func (p *ChannelPool) Bind(lease Lease, env transfer.Envelope) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if h, ok := p.held[lease.account]; ok && h.owner == lease.owner {
+	if h, ok := p.held[lease.Account]; ok && h.owner == lease.Owner {
 		h.inner = env.InnerHash
-		p.held[lease.account] = h
+		p.held[lease.Account] = h
 	}
 }
 
-// release ends the lease of env's channel if this process granted it: by lease (Prepare failed)
+// Release ends the lease of env's channel if this process granted it: by lease (Prepare failed)
 // or by env's inner hash (Done). A lease granted elsewhere (a take-over's envelope) is left to
 // expire: its quarantine already keeps it until the envelope is dead. A failed release is
 // harmless for the same reason.
-func (p *ChannelPool) release(ctx context.Context, lease sourceLease, env transfer.Envelope) {
+func (p *ChannelPool) Release(ctx context.Context, lease Lease, env transfer.Envelope) {
 	p.mu.Lock()
 	h, ok := p.held[env.Channel]
-	ours := ok && h.owner != "" && (h.owner == lease.owner || lease.owner == "" && h.inner == env.InnerHash && env.InnerHash != "")
+	ours := ok && h.owner != "" && (h.owner == lease.Owner || lease.Owner == "" && h.inner == env.InnerHash && env.InnerHash != "")
 	if ours {
 		delete(p.held, env.Channel)
 	}
@@ -650,4 +654,4 @@ func newLeaseOwner() string {
 	return hex.EncodeToString(b[:])
 }
 
-var _ source = (*ChannelPool)(nil)
+var _ Source = (*ChannelPool)(nil)

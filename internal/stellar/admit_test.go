@@ -1,0 +1,102 @@
+package stellar
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/strkey"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
+)
+
+// admitTickets is the channel calendar in memory (as internal/dynamo's TakeTicket keeps it: the
+// next number and its time, never before now), counting its bookings.
+type admitTickets struct {
+	mu     sync.Mutex
+	next   int64
+	nextAt time.Time
+	calls  int
+}
+
+func (m *admitTickets) TakeTicket(_ context.Context, now time.Time, spacing, horizon time.Duration) (int64, time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	n, at := m.next, m.nextAt
+	if at.Before(now) || horizon > 0 && at.After(now.Add(horizon)) {
+		at = now
+	}
+	m.next, m.nextAt = n+1, at.Add(spacing)
+	return n, at, nil
+}
+
+func (m *admitTickets) booked() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
+}
+
+// The ledger's admission leaves a request Prepare would refuse before asking for a source to
+// Prepare: with every slot beyond the wait, a withdrawal of an unknown asset, to a C... wallet,
+// to the vault or to a channel account, or a deposit, is not answered CHANNELS_BUSY (the client
+// would retry a request that can never go through) and books no slot. A valid request is
+// answered busy; without channels nothing is decided.
+func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	tickets := &admitTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
+	keys := testKeys(t)
+	keys.Channels = nil
+	chans, err := sources.ChannelKeys(keys, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastClose := clock.Now().Add(-3 * time.Second)
+	pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &memLeases{}, Tickets: tickets, Count: 4, Clock: clock,
+		LedgerInterval: func() time.Duration { return 5 * time.Second },
+		LatestClose:    func(context.Context) time.Time { return lastClose }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets := usdcOnly()
+	c, err2 := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, signing.StaticKeys{K: keys}, pool, clock, nil)
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	wallet := keypair.MustRandom().Address()
+	contract := strkey.MustEncode(strkey.VersionByteContract, make([]byte, 32))
+	ctx := context.Background()
+	maxTime := clock.Now().Add(60 * time.Second)
+	for name, req := range map[string]transfer.Request{
+		"unknown asset":     {OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "EURC", Stroops: 1},
+		"contract wallet":   {OperationType: transfer.Withdraw, WalletAddress: contract, Asset: "USDC", Stroops: 1},
+		"the vault":         {OperationType: transfer.Withdraw, WalletAddress: keys.Vault.Address(), Asset: "USDC", Stroops: 1},
+		"a channel account": {OperationType: transfer.Withdraw, WalletAddress: chans[1].Address(), Asset: "USDC", Stroops: 1},
+		"a deposit":         {OperationType: transfer.Deposit, WalletAddress: wallet, Asset: "USDC", Stroops: 1},
+	} {
+		if _, err := c.Admit(ctx, req, maxTime); err != nil {
+			t.Errorf("%s: %v, want nil (Prepare refuses it)", name, err)
+		}
+	}
+	if n := tickets.booked(); n != 0 {
+		t.Fatalf("%d bookings for requests Prepare refuses", n)
+	}
+	_, err = c.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime)
+	var ue *transfer.UnavailableError
+	if !errors.As(err, &ue) || ue.Code != transfer.CodeChannelsBusy || ue.RetryAfter != 20*time.Second {
+		t.Fatalf("%v, want CHANNELS_BUSY with Retry-After 20s", err)
+	}
+	vaultOnly, err := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, signing.StaticKeys{K: keys}, nil, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vaultOnly.Admit(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: "USDC", Stroops: 1}, maxTime); err != nil {
+		t.Fatalf("without channels: %v, want nil", err)
+	}
+}
