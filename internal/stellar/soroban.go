@@ -182,6 +182,18 @@ func ContractErrorCode(simError string) (uint32, bool) {
 	return uint32(n), err == nil
 }
 
+// Admit is transfer.Admission's for the contract: it decides nothing, so every contract call
+// claims first and is answered CHANNELS_BUSY, when it is, by Prepare. The classic admission
+// (common.Admit) would answer busy a request the contract's own checks refuse before they ask for
+// a source (an amount finer than the asset's decimals, a deposit's shape), and the client would
+// retry, after the Retry-After, a request that can never go through.
+func (l *ContractLedger) Admit(ctx context.Context, _ transfer.Request, _ time.Time) (context.Context, error) {
+	return ctx, nil
+}
+
+// Release is transfer.Admission's: Admit set nothing aside.
+func (l *ContractLedger) Release(context.Context) {}
+
 // Prepare builds and signs a call of the asset's vault contract for req: deposit or withdraw
 // (wallet: Address, amount: i128 in the asset's smallest unit), timebounds {0, maxTime}. It
 // simulates the call (simulateTransaction) and assembles the simulation's transaction data as is

@@ -124,6 +124,12 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 	for {
 		now := clock.Now()
 		r, ok := p.admittedFrom(ctx)
+		if ok && now.After(r.at.Add(grace)) {
+			// Past its grace, as a kept slot is dropped (reserved): the call waited on a holder
+			// of its own request after its admission, and leasing the slot's channel now would
+			// meet the caller of that channel's next slot. It books anew.
+			ok = false
+		}
 		if !ok {
 			if r, ok = p.reserved(now, grace); ok {
 				p.reused.Add(1)
@@ -299,7 +305,7 @@ func (p *ChannelPool) booked(r reservation, waitUntil time.Time) {
 	p.room = !r.at.After(waitUntil)
 }
 
-// unadmit keeps the slot admit set aside in ctx for this process's next call, unless the call's
+// Unadmit keeps the slot Admit set aside in ctx for this process's next call, unless the call's
 // acquire took it.
 func (p *ChannelPool) Unadmit(ctx context.Context) {
 	if r, ok := p.admittedFrom(ctx); ok {
