@@ -100,3 +100,38 @@ func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
 		t.Fatalf("without channels: %v, want nil", err)
 	}
 }
+
+// With channels but no fee account key, the pool refuses before it books (no fee to pay the
+// channels' fee bumps) and Prepare answers that. The admission leaves the request to Prepare
+// rather than answer CHANNELS_BUSY, whose Retry-After would send the client back to the same
+// refusal, and books no slot.
+func TestAdmitLeavesAPoolWithoutItsFeeKeyToPrepare(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	tickets := &admitTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
+	keys := testKeys(t)
+	keys.Channels = nil
+	lastClose := clock.Now().Add(-3 * time.Second)
+	pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &memLeases{}, Tickets: tickets, Count: 4, Clock: clock,
+		LedgerInterval: func() time.Duration { return 5 * time.Second },
+		LatestClose:    func(context.Context) time.Time { return lastClose }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFee := keys
+	noFee.Fee, noFee.FeeSigner = nil, nil
+	c, err := newCommon("test", keys.Vault.Address(), usdcOnly(), 100, 0, 90, signing.StaticKeys{K: noFee}, pool, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := transfer.Request{OperationType: transfer.Withdraw, WalletAddress: keypair.MustRandom().Address(), Asset: "USDC", Stroops: 1}
+	maxTime := clock.Now().Add(60 * time.Second)
+	if _, err := c.Admit(context.Background(), req, maxTime); err != nil {
+		t.Errorf("Admit without a fee key: %v, want nil (Prepare refuses it)", err)
+	}
+	if n := tickets.booked(); n != 0 {
+		t.Errorf("%d bookings without a fee key, want 0", n)
+	}
+	if _, err := pool.Acquire(context.Background(), noFee, sources.LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: lastClose}); !errors.Is(err, sources.ErrNoChannels) {
+		t.Errorf("the pool without a fee key: %v, want ErrNoChannels (the premise of this test)", err)
+	}
+}

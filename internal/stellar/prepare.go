@@ -190,6 +190,11 @@ func (c *common) Admit(ctx context.Context, req transfer.Request, maxTime time.T
 	if err != nil {
 		return ctx, nil
 	}
+	if keys.FeeKey() == nil || keys.VaultKey() == nil {
+		// The pool refuses these keys before it books (ChannelPool.Acquire): Prepare answers
+		// that, not a busy answer to retry.
+		return ctx, nil
+	}
 	chans, err := c.pool.Channels(keys)
 	if err != nil {
 		return ctx, nil
