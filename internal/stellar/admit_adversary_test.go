@@ -9,7 +9,6 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
-	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -21,15 +20,7 @@ import (
 func TestAContractAdmissionLeavesAnAmountItsPrepareRefuses(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	tickets := &admitTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
-	keys := testKeys(t)
-	keys.Channels = nil
-	lastClose := clock.Now().Add(-3 * time.Second)
-	pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &memLeases{}, Tickets: tickets, Count: 4, Clock: clock,
-		LedgerInterval: func() time.Duration { return 5 * time.Second },
-		LatestClose:    func(context.Context) time.Time { return lastClose }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, _, pool, _ := admitLedgerPool(t, clock, tickets)
 	_, srv := newFakeRPC(t)
 	assets := usdcOnly()
 	inner, err := NewRPCLedger(RPCConfig{URL: srv.URL, Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(), Assets: assets,

@@ -43,14 +43,11 @@ func (m *admitTickets) booked() int {
 	return m.calls
 }
 
-// The ledger's admission leaves a request Prepare would refuse before asking for a source to
-// Prepare: with every slot beyond the wait, a withdrawal of an unknown asset, to a C... wallet,
-// to the vault or to a channel account, or a deposit, is not answered CHANNELS_BUSY (the client
-// would retry a request that can never go through) and books no slot. A valid request is
-// answered busy; without channels nothing is decided.
-func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
-	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	tickets := &admitTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
+// admitLedgerPool is a calendar-scheduled pool of 4 channels derived from fresh test keys (no
+// listed channels), its latest ledger closed 3 s before the clock's now, for the ledger's
+// admission tests; it returns the keys, the channel keys, the pool and that close time.
+func admitLedgerPool(t *testing.T, clock *vclock.Clock, tickets sources.TicketStore) (signing.Keys, []*keypair.Full, *sources.ChannelPool, time.Time) {
+	t.Helper()
 	keys := testKeys(t)
 	keys.Channels = nil
 	chans, err := sources.ChannelKeys(keys, 4)
@@ -64,10 +61,22 @@ func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return keys, chans, pool, lastClose
+}
+
+// The ledger's admission leaves a request Prepare would refuse before asking for a source to
+// Prepare: with every slot beyond the wait, a withdrawal of an unknown asset, to a C... wallet,
+// to the vault or to a channel account, or a deposit, is not answered CHANNELS_BUSY (the client
+// would retry a request that can never go through) and books no slot. A valid request is
+// answered busy; without channels nothing is decided.
+func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
+	clock := vclock.New(time.Unix(1_800_000_000, 0))
+	tickets := &admitTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
+	keys, chans, pool, _ := admitLedgerPool(t, clock, tickets)
 	assets := usdcOnly()
-	c, err2 := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, signing.StaticKeys{K: keys}, pool, clock, nil)
-	if err2 != nil {
-		t.Fatal(err2)
+	c, err := newCommon("test", keys.Vault.Address(), assets, 100, 0, 90, signing.StaticKeys{K: keys}, pool, clock, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	wallet := keypair.MustRandom().Address()
 	contract := strkey.MustEncode(strkey.VersionByteContract, make([]byte, 32))
@@ -108,15 +117,7 @@ func TestAdmitLeavesARefusedRequestToPrepare(t *testing.T) {
 func TestAdmitLeavesAPoolWithoutItsFeeKeyToPrepare(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	tickets := &admitTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
-	keys := testKeys(t)
-	keys.Channels = nil
-	lastClose := clock.Now().Add(-3 * time.Second)
-	pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &memLeases{}, Tickets: tickets, Count: 4, Clock: clock,
-		LedgerInterval: func() time.Duration { return 5 * time.Second },
-		LatestClose:    func(context.Context) time.Time { return lastClose }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, _, pool, lastClose := admitLedgerPool(t, clock, tickets)
 	noFee := keys
 	noFee.Fee, noFee.FeeSigner = nil, nil
 	c, err := newCommon("test", keys.Vault.Address(), usdcOnly(), 100, 0, 90, signing.StaticKeys{K: noFee}, pool, clock, nil)
