@@ -150,7 +150,7 @@ func (e *NotCancellableError) Error() string {
 // Problem implements ProblemError.
 func (e *NotCancellableError) Problem() Problem {
 	return Problem{Code: CodeNotCancellable, Kind: KindConflict, Classification: Terminal,
-		Detail:          "Only a queued transfer that no submitter has taken can be cancelled; this one is " + e.State + ". GET it for its outcome.",
+		Detail:          "Only a queued transfer that no submitter has taken can be cancelled; this one is past queued (state " + e.State + "). GET it for its outcome.",
 		State:           e.State,
 		TransactionHash: e.TransactionHash}
 }
