@@ -95,13 +95,17 @@ func (o *Orchestrator) Cancel(ctx context.Context, wallet, clientKey string, by 
 		switch {
 		case errors.Is(err, ErrNotFound) || err == nil && rec.Expired(now):
 			return Cancellation{}, &NotFoundError{}
+		case err != nil && wrote != nil:
+			return Cancellation{}, cancelUnknown(err)
 		case err != nil:
 			return Cancellation{}, storeUnreadable(err)
 		}
 		switch rec.Status {
 		case StatusCancelled:
+			// This call's own write (its answer lost) is the same incarnation, version, caller and
+			// time (the store keeps milliseconds); anything else was cancelled before this call.
 			own := wrote != nil && rec.ClaimID == wrote.ClaimID && rec.Version == wrote.Version && rec.Audit != nil &&
-				rec.Audit.Operator == wrote.Audit.Operator && rec.Audit.At.Equal(wrote.Audit.At)
+				rec.Audit.Operator == wrote.Audit.Operator && rec.Audit.At.UnixMilli() == wrote.Audit.At.UnixMilli()
 			return Cancellation{View: viewOf(rec), Replayed: !own}, nil
 		case StatusQueued:
 		default:
@@ -117,10 +121,16 @@ func (o *Orchestrator) Cancel(ctx context.Context, wallet, clientKey string, by 
 		case isConflict(werr):
 			continue // taken, requeued or cancelled by another writer: read it again
 		}
-		return Cancellation{}, &UnavailableError{Code: CodeStoreUnavailable, RetryAfter: time.Second, Err: werr,
-			Detail: "the idempotency store failed while cancelling: the transfer may have been cancelled; DELETE again to learn which (it answers the cancellation if it was)"}
+		return Cancellation{}, cancelUnknown(werr)
 	}
 	return Cancellation{}, &InProgressError{RetryAfter: time.Second}
+}
+
+// cancelUnknown is the answer of a cancel whose write may have applied: the store failed during
+// or after it, and the item could not be read back.
+func cancelUnknown(err error) *UnavailableError {
+	return &UnavailableError{Code: CodeStoreUnavailable, RetryAfter: time.Second, Err: err,
+		Detail: "the idempotency store failed while cancelling: the transfer may have been cancelled; DELETE again to learn which (it answers the cancellation if it was)"}
 }
 
 // notCancellable is the 409 for rec, an item past queued: its state in the GET's vocabulary

@@ -263,6 +263,7 @@ func TestCancelLostAnswer(t *testing.T) {
 			rec := enqueued(t, h, "lost-0001")
 			s := &lostAnswerStore{Store: h.store, lose: transfer.StatusCancelled, transit: c.transit, getFail: c.readFails}
 			h.orch.Store = s
+			h.clock.Advance(1_234_567 * time.Nanosecond) // the store keeps milliseconds: the read back still names this call's write
 			got, err := h.orch.Cancel(ctx, wallet, "lost-0001", ops)
 			switch {
 			case !c.unknown && (err != nil || got.View.Status != "cancelled" || got.Replayed || got.View.CancelledBy != ops.Caller):
