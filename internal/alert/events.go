@@ -34,18 +34,24 @@ const (
 	// (error), or proven never to land and released (released: nothing moved, the key is free and
 	// the same request with the same key runs afresh).
 	DetailTypeResolved = "Transfer Resolved"
+	// DetailTypeCancelled: a queued item was cancelled (status cancelled) before any submitter
+	// took it: nothing was sent and nothing will be; a POST of the key answers
+	// TRANSFER_CANCELLED until its replay window ends.
+	DetailTypeCancelled = "Transfer Cancelled"
 	// EventSchemaVersion is the detail's schemaVersion; it changes only when a field changes
 	// meaning or disappears (fields may be added within a version).
 	EventSchemaVersion = 1
 )
 
 // Values of EventDetail.Status: the vocabulary of GET /wallets/{wallet}/transfers/{key}
-// (success, error) plus the two states a subscriber must act on (in_doubt, released).
+// (success, error, cancelled) plus the two states a subscriber must act on (in_doubt, released).
 const (
 	EventSuccess  = "success"
 	EventError    = "error"
 	EventInDoubt  = "in_doubt"
 	EventReleased = "released"
+	// EventCancelled: Transfer Cancelled's status.
+	EventCancelled = "cancelled"
 )
 
 // Values of EventDetail.ResolvedBy.
@@ -76,7 +82,8 @@ type EventDetail struct {
 	TransactionHash string `json:"transactionHash,omitempty"`
 	Ledger          uint32 `json:"ledger,omitempty"`
 	// Code is the problem code a call with this key now answers: TRANSACTION_FAILED (error),
-	// TRANSFER_IN_DOUBT (in_doubt); empty for success and released.
+	// TRANSFER_IN_DOUBT (in_doubt), TRANSFER_CANCELLED (cancelled); empty for success and
+	// released.
 	Code string `json:"code,omitempty"`
 	// FailingCode says what made a transfer in doubt (TRANSFER_TIMEOUT, SUBMISSION_FAILED,
 	// INTERNAL_ERROR, LEASE_EXPIRED), as the 409's failingCode.
@@ -108,7 +115,9 @@ type SettlementEvent struct {
 //     or error), or "Transfer Resolved" when the old status was in_doubt;
 //   - a new image whose status changed into in_doubt: "Transfer In Doubt";
 //   - an in_doubt old image removed (released: proven dead, or an operator's discard):
-//     "Transfer Resolved" with status released.
+//     "Transfer Resolved" with status released;
+//   - a new image whose status changed into cancelled (from queued: the only write that makes
+//     one): "Transfer Cancelled".
 //
 // Nothing else is an event: the claim (INSERT in_flight), the attach and take-overs (in_flight
 // to in_flight), in_doubt to in_doubt (an operator's audit before a discard), a release of an
@@ -134,6 +143,10 @@ func SettlementEventOf(r *events.DynamoDBEventRecord, old, next *transfer.Record
 		d = baseDetail(*next, EventSuccess, string(next.Status))
 	case transfer.StatusRejected:
 		d = baseDetail(*next, EventError, string(next.Status))
+	case transfer.StatusCancelled:
+		d = baseDetail(*next, EventCancelled, string(next.Status))
+		d.Code = transfer.CodeCancelled
+		return SettlementEvent{DetailType: DetailTypeCancelled, Detail: d}, true
 	case transfer.StatusInDoubt:
 		d = baseDetail(*next, EventInDoubt, string(next.Status))
 		d.Code, d.FailingCode = transfer.CodeInDoubt, transfer.CodeInternalError

@@ -126,6 +126,9 @@ func TestSettlementEventsFromStreamRecords(t *testing.T) {
 	audited.Version++
 	audited.Audit = &transfer.Audit{Action: "discard", Operator: "alice", RequestID: "req-2", Reason: "history gone", Forced: true, At: t0.Add(2 * time.Minute)}
 	removedAt := t0.Add(2*time.Minute + time.Second)
+	queued := claim
+	queued.Status, queued.LeaseOwner, queued.LeaseExpiresAt, queued.Async = transfer.StatusQueued, "", time.Time{}, true
+	cancelled := transfer.Cancelled(queued, transfer.Canceller{Caller: "arn:aws:iam::123456789012:user/ops", RequestID: "req-3"}, t0.Add(4*time.Second), time.Hour)
 
 	hash := attached.Envelope.InnerHash
 	base := alert.EventDetail{SchemaVersion: 1, WalletAddress: wallet, IdempotencyKey: key, OperationType: "withdraw", Amount: "12.5", Asset: "USDC", CreatedAt: t0}
@@ -183,6 +186,11 @@ func TestSettlementEventsFromStreamRecords(t *testing.T) {
 			want: with(func(d *alert.EventDetail) { d.Status, d.ResolvedBy, d.OccurredAt = "released", "ledger", removedAt })},
 		{name: "settled item rewritten", event: "MODIFY", old: &landed, next: func() *transfer.Record { r := landed; r.Version++; return &r }()},
 		{name: "TTL removes a settled item", event: "REMOVE", old: &landed},
+		{name: "cancelled", event: "MODIFY", old: &queued, next: &cancelled, wantType: alert.DetailTypeCancelled,
+			want: with(func(d *alert.EventDetail) {
+				d.Status, d.Code, d.OccurredAt = "cancelled", "TRANSFER_CANCELLED", t0.Add(4*time.Second)
+			})},
+		{name: "TTL removes a cancelled item", event: "REMOVE", old: &cancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &bridge{}

@@ -1,9 +1,10 @@
 // Package api is the HTTP face of the transfer orchestrator (README.md, "The HTTP API"; the
 // contract is openapi.yaml beside this file): a net/http handler for
 //
-//	POST /transfers                                            (header Idempotency-Key, JSON body)
-//	GET  /wallets/{walletAddress}/transfers?limit=&cursor=          (the wallet's history)
-//	GET  /wallets/{walletAddress}/transfers/{idempotencyKey}
+//	POST   /transfers                                           (header Idempotency-Key, JSON body)
+//	GET    /wallets/{walletAddress}/transfers?limit=&cursor=     (the wallet's history)
+//	GET    /wallets/{walletAddress}/transfers/{idempotencyKey}
+//	DELETE /wallets/{walletAddress}/transfers/{idempotencyKey}          (cancel a queued transfer; WithCancel)
 //
 // and an adapter that serves it from API Gateway HTTP API events (payload format 2.0).
 //
@@ -28,6 +29,6 @@
 //	                a random one
 //
 // and, where they apply, retryAfterMs (milliseconds, with a Retry-After header in whole seconds,
-// rounded up), transactionHash and resultCodes (a stored rejection of an included transaction) and
-// failingCode (what made a transfer in doubt).
+// rounded up), transactionHash and resultCodes (a stored rejection of an included transaction),
+// failingCode (what made a transfer in doubt) and state (a cancellation refused or replayed).
 package api

@@ -37,6 +37,13 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, in transfer.Input) (transfer.Enqueued, error)
 }
 
+// CancelService cancels a queued asynchronous transfer (*transfer.Orchestrator.Cancel): wallet is
+// canonical; the answer is the cancelled transfer (Replayed when an earlier DELETE cancelled it);
+// errors are Service's, plus *transfer.NotCancellableError (409).
+type CancelService interface {
+	Cancel(ctx context.Context, wallet, clientKey string, by transfer.Canceller) (transfer.Cancellation, error)
+}
+
 // DefaultMaxBodyBytes bounds a request body (16 KiB); a transfer request is well under 1 KiB.
 const DefaultMaxBodyBytes = 16 << 10
 
@@ -65,7 +72,7 @@ type TransferResponse struct {
 
 // ViewResponse is the 200 body of GET /wallets/{walletAddress}/transfers/{idempotencyKey}.
 type ViewResponse struct {
-	// Status is "pending" (in flight or in doubt), "success" or "error".
+	// Status is "pending" (queued, in flight or in doubt), "success", "error" or "cancelled".
 	Status          string `json:"status"`
 	TransactionHash string `json:"transactionHash,omitempty"`
 	Ledger          uint32 `json:"ledger,omitempty"`
@@ -73,6 +80,11 @@ type ViewResponse struct {
 	InDoubt bool `json:"inDoubt,omitempty"`
 	// Error is the stored rejection (status "error"), without instance and traceId.
 	Error *ProblemDetails `json:"error,omitempty"`
+	// CancelledAt (status "cancelled": RFC 3339, UTC, milliseconds) and CancelledBy (the caller
+	// identity that cancelled it: an IAM principal's ARN, or "anonymous" when the API
+	// authenticates nobody; absent in a history item).
+	CancelledAt string `json:"cancelledAt,omitempty"`
+	CancelledBy string `json:"cancelledBy,omitempty"`
 }
 
 // HistoryResponse is the 200 body of GET /wallets/{walletAddress}/transfers: a page of the
@@ -132,6 +144,12 @@ func WithAsync(e Enqueuer) Option {
 	return func(h *handler) { h.async = e }
 }
 
+// WithCancel serves DELETE /wallets/{walletAddress}/transfers/{idempotencyKey} with c (README.md,
+// "Asynchronous transfers": Cancel); without it DELETE is 405, as any method a path does not take.
+func WithCancel(c CancelService) Option {
+	return func(h *handler) { h.cancel = c }
+}
+
 // StaticRules returns a rules function that always returns r.
 func StaticRules(r transfer.Rules) func() transfer.Rules {
 	return func() transfer.Rules { return r }
@@ -144,6 +162,7 @@ type handler struct {
 	maxBody int64
 	mux     *http.ServeMux
 	async   Enqueuer
+	cancel  CancelService
 }
 
 // NewHandler returns the API's handler. rules is called once per request, so settings such as
@@ -168,7 +187,12 @@ func NewHandler(svc Service, rules func() transfer.Rules, opts ...Option) http.H
 	h.mux.HandleFunc("GET /wallets/{walletAddress}/transfers", h.listTransfers)
 	h.mux.HandleFunc("/wallets/{walletAddress}/transfers", h.methodNotAllowed("GET, HEAD"))
 	h.mux.HandleFunc("GET /wallets/{walletAddress}/transfers/{idempotencyKey}", h.getTransfer)
-	h.mux.HandleFunc("/wallets/{walletAddress}/transfers/{idempotencyKey}", h.methodNotAllowed("GET, HEAD"))
+	transferMethods := "GET, HEAD"
+	if h.cancel != nil {
+		h.mux.HandleFunc("DELETE /wallets/{walletAddress}/transfers/{idempotencyKey}", h.deleteTransfer)
+		transferMethods = "DELETE, GET, HEAD"
+	}
+	h.mux.HandleFunc("/wallets/{walletAddress}/transfers/{idempotencyKey}", h.methodNotAllowed(transferMethods))
 	h.mux.HandleFunc("/", h.notFound)
 	return h
 }
@@ -423,27 +447,38 @@ func parseKey(rules transfer.Rules, key string) (string, error) {
 	return rules.ParseKey(key)
 }
 
-// getTransfer serves GET /wallets/{walletAddress}/transfers/{idempotencyKey}.
-func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
+// transferOf reads the wallet (canonical) and key of /wallets/{walletAddress}/transfers/{idempotencyKey}:
+// 422 INVALID_ADDRESS for a wallet that is no Stellar address, 400 IDEMPOTENCY_KEY_INVALID for a
+// key out of its syntax (both written to w; ok is then false).
+func (h *handler) transferOf(w http.ResponseWriter, r *http.Request) (wallet, key string, ok bool) {
 	st := stateOf(r.Context())
 	st.route = r.Pattern
 	rules := h.rules()
 	wallet, err := rules.CanonicalWallet(r.PathValue("walletAddress"))
 	if err != nil {
 		h.writeError(w, r, err)
-		return
+		return "", "", false
 	}
 	// The path segment is the key's value, never its sf-string form: a structured field is a
 	// header's syntax, and a URI that may name one key two ways is two cache keys.
-	key, err := parseKey(rules, r.PathValue("idempotencyKey"))
+	key, err = parseKey(rules, r.PathValue("idempotencyKey"))
 	if err != nil {
 		if strings.HasPrefix(r.PathValue("idempotencyKey"), `"`) {
 			err = keyInvalid(`the path takes the key's value, without the quotes of the Idempotency-Key header's structured-field form: "order-0001" is .../transfers/order-0001`)
 		}
 		h.writeError(w, r, err)
-		return
+		return "", "", false
 	}
 	st.key = key
+	return wallet, key, true
+}
+
+// getTransfer serves GET /wallets/{walletAddress}/transfers/{idempotencyKey}.
+func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
+	wallet, key, ok := h.transferOf(w, r)
+	if !ok {
+		return
+	}
 	v, err := h.svc.View(r.Context(), wallet, key)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -452,10 +487,31 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, "application/json", viewResponse(v))
 }
 
+// deleteTransfer serves DELETE /wallets/{walletAddress}/transfers/{idempotencyKey}: the wallet
+// and key as GET reads them, then the cancel, by the caller the API authenticated (callerOf).
+// 200 with the cancelled transfer (Idempotent-Replayed: true when an earlier DELETE cancelled
+// it), 404 TRANSFER_NOT_FOUND, 409 TRANSFER_NOT_CANCELLABLE with its state, 503.
+func (h *handler) deleteTransfer(w http.ResponseWriter, r *http.Request) {
+	wallet, key, ok := h.transferOf(w, r)
+	if !ok {
+		return
+	}
+	c, err := h.cancel.Cancel(r.Context(), wallet, key, callerOf(r.Context()))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if c.Replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	}
+	writeJSON(w, http.StatusOK, "application/json", viewResponse(c.View))
+}
+
 // viewResponse is what a client sees of v: a stored rejection as a problem without instance and
 // traceId.
 func viewResponse(v transfer.View) ViewResponse {
-	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt}
+	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt,
+		CancelledAt: rfc3339Millis(v.CancelledAt), CancelledBy: v.CancelledBy}
 	if v.Problem != nil {
 		p := *v.Problem
 		if p.Kind == "" {
@@ -557,5 +613,5 @@ func (h *handler) methodNotAllowed(allow string) http.HandlerFunc {
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, r, httpProblem(r, http.StatusNotFound, CodeRouteNotFound,
-		"no route for "+r.Method+" "+instanceOf(r.URL.Path)+"; the routes are POST /transfers, GET /wallets/{walletAddress}/transfers and GET /wallets/{walletAddress}/transfers/{idempotencyKey}"))
+		"no route for "+r.Method+" "+instanceOf(r.URL.Path)+"; the routes are POST /transfers, GET /wallets/{walletAddress}/transfers and GET (or DELETE) /wallets/{walletAddress}/transfers/{idempotencyKey}"))
 }

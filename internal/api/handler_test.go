@@ -34,6 +34,8 @@ type fakeService struct {
 	transfer func(ctx context.Context, in transfer.Input) (transfer.Outcome, error)
 	view     func(ctx context.Context, wallet, key string) (transfer.View, error)
 	history  func(ctx context.Context, wallet string, limit int, cursor string) (transfer.HistoryPage, error)
+	cancels  []cancelCall
+	cancel   func(ctx context.Context, wallet, key string, by transfer.Canceller) (transfer.Cancellation, error)
 }
 
 // historyCall is one History call's arguments.
@@ -79,10 +81,28 @@ func (f *fakeService) View(ctx context.Context, wallet, key string) (transfer.Vi
 	return fn(ctx, wallet, key)
 }
 
+func (f *fakeService) Cancel(ctx context.Context, wallet, key string, by transfer.Canceller) (transfer.Cancellation, error) {
+	f.mu.Lock()
+	f.cancels = append(f.cancels, cancelCall{wallet, key, by})
+	f.ctxs = append(f.ctxs, ctx)
+	fn := f.cancel
+	f.mu.Unlock()
+	if fn == nil {
+		return transfer.Cancellation{}, &transfer.NotFoundError{}
+	}
+	return fn(ctx, wallet, key, by)
+}
+
+// cancelCall is one Cancel call's arguments.
+type cancelCall struct {
+	wallet, key string
+	by          transfer.Canceller
+}
+
 func (f *fakeService) calls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.transfers) + len(f.views) + len(f.histories)
+	return len(f.transfers) + len(f.views) + len(f.histories) + len(f.cancels)
 }
 
 // syncBuffer is a log sink safe for concurrent use.
@@ -131,7 +151,7 @@ func newFixture(t *testing.T, opts ...Option) *fixture {
 	t.Helper()
 	f := &fixture{svc: &fakeService{}, logs: &syncBuffer{}}
 	logger := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	f.h = NewHandler(f.svc, StaticRules(testRules), append([]Option{WithLogger(logger)}, opts...)...)
+	f.h = NewHandler(f.svc, StaticRules(testRules), append([]Option{WithLogger(logger), WithCancel(f.svc)}, opts...)...)
 	return f
 }
 
@@ -387,8 +407,8 @@ func TestRoutingProblems(t *testing.T) {
 	}{
 		{"GET /transfers", http.MethodGet, "/transfers", 405, CodeMethodNotAllowed, "POST"},
 		{"PUT /transfers", http.MethodPut, "/transfers", 405, CodeMethodNotAllowed, "POST"},
-		{"DELETE view", http.MethodDelete, viewPath, 405, CodeMethodNotAllowed, "GET, HEAD"},
-		{"POST view", http.MethodPost, viewPath, 405, CodeMethodNotAllowed, "GET, HEAD"},
+		{"PATCH view", http.MethodPatch, viewPath, 405, CodeMethodNotAllowed, "DELETE, GET, HEAD"},
+		{"POST view", http.MethodPost, viewPath, 405, CodeMethodNotAllowed, "DELETE, GET, HEAD"},
 		{"unknown path", http.MethodGet, "/nope", 404, CodeRouteNotFound, ""},
 		{"root", http.MethodGet, "/", 404, CodeRouteNotFound, ""},
 		{"trailing slash", http.MethodPost, "/transfers/", 404, CodeRouteNotFound, ""},

@@ -25,7 +25,8 @@ type LambdaHandler func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 // The request: method from requestContext.http.method; URL from rawPath and rawQueryString;
 // headers as sent (API Gateway has already joined repeated headers with commas); cookies back into
 // one Cookie header; the body base64-decoded when isBase64Encoded; requestContext.requestId in the
-// context (a trace ID fallback); and ctx itself as the request's context, so the invocation's
+// context (a trace ID fallback); requestContext.authorizer.iam.userArn in the context (who a
+// DELETE cancels as); and ctx itself as the request's context, so the invocation's
 // deadline bounds the handler.
 //
 // The response: the status (200 if none was written); each header single-valued, repeated
@@ -35,6 +36,9 @@ type LambdaHandler func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 func NewLambdaHandler(h http.Handler) LambdaHandler {
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		ctx = withRequestID(ctx, ev.RequestContext.RequestID)
+		if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
+			ctx = withCaller(ctx, a.IAM.UserARN)
+		}
 		rw := &bufferedResponse{header: make(http.Header)}
 		req, err := eventRequest(ctx, ev)
 		if err != nil {

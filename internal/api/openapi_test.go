@@ -238,6 +238,11 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 	viewing := func(v transfer.View, err error) func(context.Context, string, string) (transfer.View, error) {
 		return func(context.Context, string, string) (transfer.View, error) { return v, err }
 	}
+	cancelling := func(c transfer.Cancellation, err error) func(context.Context, string, string, transfer.Canceller) (transfer.Cancellation, error) {
+		return func(context.Context, string, string, transfer.Canceller) (transfer.Cancellation, error) {
+			return c, err
+		}
+	}
 	unavailable := func(code string) error {
 		return &transfer.UnavailableError{Code: code, Detail: "down", RetryAfter: 1500 * time.Millisecond, Err: errors.New("cause")}
 	}
@@ -248,6 +253,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		transfer func(context.Context, transfer.Input) (transfer.Outcome, error)
 		view     func(context.Context, string, string) (transfer.View, error)
 		history  func(context.Context, string, int, string) (transfer.HistoryPage, error)
+		cancel   func(context.Context, string, string, transfer.Canceller) (transfer.Cancellation, error)
 		status   int
 		code     string
 	}{
@@ -290,6 +296,26 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		{name: "history bad wallet", route: history, r: req{"GET", "/wallets/GABC/transfers", "", nil}, status: 422, code: transfer.CodeInvalidAddress},
 		{name: "history store down", route: history, r: req{"GET", historyPath, "", nil}, status: 503, code: transfer.CodeStoreUnavailable,
 			history: listing(transfer.HistoryPage{}, unavailable(transfer.CodeStoreUnavailable))},
+		{name: "history with a cancelled transfer", route: history, r: req{"GET", historyPath, "", nil}, status: 200,
+			history: listing(transfer.HistoryPage{Entries: []transfer.HistoryEntry{{ClientKey: goodKey, View: transfer.View{Status: "cancelled", CancelledAt: at},
+				Operation: transfer.Withdraw, Amount: "1", Asset: "USDC", CreatedAt: at, UpdatedAt: at}}}, nil)},
+		{name: "view cancelled", route: view, r: req{"GET", viewPath, "", nil}, status: 200,
+			view: viewing(transfer.View{Status: "cancelled", CancelledAt: at, CancelledBy: "arn:aws:iam::123456789012:user/ops"}, nil)},
+		{name: "cancel", route: view, r: req{"DELETE", viewPath, "", nil}, status: 200,
+			cancel: cancelling(transfer.Cancellation{View: transfer.View{Status: "cancelled", CancelledAt: at, CancelledBy: transfer.AnonymousCaller}}, nil)},
+		{name: "cancel replayed", route: view, r: req{"DELETE", viewPath, "", nil}, status: 200,
+			cancel: cancelling(transfer.Cancellation{Replayed: true, View: transfer.View{Status: "cancelled", CancelledAt: at, CancelledBy: transfer.AnonymousCaller}}, nil)},
+		{name: "cancel not found", route: view, r: req{"DELETE", viewPath, "", nil}, status: 404, code: transfer.CodeNotFound},
+		{name: "cancel taken", route: view, r: req{"DELETE", viewPath, "", nil}, status: 409, code: transfer.CodeNotCancellable,
+			cancel: cancelling(transfer.Cancellation{}, &transfer.NotCancellableError{State: "in_flight"})},
+		{name: "cancel settled", route: view, r: req{"DELETE", viewPath, "", nil}, status: 409, code: transfer.CodeNotCancellable,
+			cancel: cancelling(transfer.Cancellation{}, &transfer.NotCancellableError{State: "success", TransactionHash: hash})},
+		{name: "cancel bad key", route: view, r: req{"DELETE", "/wallets/" + wallet + "/transfers/short", "", nil}, status: 400, code: transfer.CodeKeyInvalid},
+		{name: "cancel bad wallet", route: view, r: req{"DELETE", "/wallets/GABC/transfers/" + goodKey, "", nil}, status: 422, code: transfer.CodeInvalidAddress},
+		{name: "cancel store down", route: view, r: req{"DELETE", viewPath, "", nil}, status: 503, code: transfer.CodeStoreUnavailable,
+			cancel: cancelling(transfer.Cancellation{}, unavailable(transfer.CodeStoreUnavailable))},
+		{name: "post of a cancelled key", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeCancelled,
+			transfer: failing(&transfer.CancelledError{CancelledAt: at})},
 	}
 	for _, code := range []string{transfer.CodeCircuitOpen, transfer.CodeRPCError, transfer.CodeSimulationError, transfer.CodeRestoreRequired,
 		transfer.CodeTransactionExpired, transfer.CodeNetworkUnavailable, transfer.CodeStoreUnavailable, transfer.CodeConfigurationInvalid,
@@ -302,6 +328,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 			transfer func(context.Context, transfer.Input) (transfer.Outcome, error)
 			view     func(context.Context, string, string) (transfer.View, error)
 			history  func(context.Context, string, int, string) (transfer.HistoryPage, error)
+			cancel   func(context.Context, string, string, transfer.Canceller) (transfer.Cancellation, error)
 			status   int
 			code     string
 		}{name: code, route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 503, code: code, transfer: failing(unavailable(code))})
@@ -310,7 +337,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.svc.transfer, f.svc.view, f.svc.history = c.transfer, c.view, c.history
+			f.svc.transfer, f.svc.view, f.svc.history, f.svc.cancel = c.transfer, c.view, c.history, c.cancel
 			rec := f.do(c.r)
 			if rec.Code != c.status {
 				t.Fatalf("status %d, want %d: %s", rec.Code, c.status, rec.Body)
@@ -461,7 +488,7 @@ func TestOpenAPIMethodNotAllowed(t *testing.T) {
 	for _, c := range []struct{ method, path, route, declared, allow string }{
 		{"PUT", "/transfers", "/transfers", "POST", "POST"},
 		{"DELETE", "/wallets/" + wallet + "/transfers", "/wallets/{walletAddress}/transfers", "GET", "GET, HEAD"},
-		{"PATCH", "/wallets/" + wallet + "/transfers/" + goodKey, "/wallets/{walletAddress}/transfers/{idempotencyKey}", "GET", "GET, HEAD"},
+		{"PATCH", "/wallets/" + wallet + "/transfers/" + goodKey, "/wallets/{walletAddress}/transfers/{idempotencyKey}", "GET", "DELETE, GET, HEAD"},
 	} {
 		f := newFixture(t)
 		rec := f.do(req{c.method, c.path, "", nil})

@@ -46,6 +46,9 @@ type ProblemDetails struct {
 	TransactionHash string   `json:"transactionHash,omitempty"`
 	ResultCodes     []string `json:"resultCodes,omitempty"`
 	FailingCode     string   `json:"failingCode,omitempty"`
+	// State is the transfer's state in a cancellation's problem: TRANSFER_NOT_CANCELLABLE
+	// (in_flight, in_doubt, success, error) and TRANSFER_CANCELLED (cancelled).
+	State string `json:"state,omitempty"`
 }
 
 // titles are the fixed summaries per code (RFC 9457 section 3.1.3: the title does not change
@@ -82,6 +85,8 @@ var titles = map[string]string{
 	transfer.CodeLeaseExpired:           "Lease expired",
 	transfer.CodeLimitInvalid:           "Page size invalid",
 	transfer.CodeCursorInvalid:          "Cursor invalid",
+	transfer.CodeNotCancellable:         "Transfer not cancellable",
+	transfer.CodeCancelled:              "Transfer cancelled",
 	CodeUnsupportedMediaType:            "Unsupported media type",
 	CodeRequestTooLarge:                 "Request body too large",
 	CodeMethodNotAllowed:                "Method not allowed",
@@ -134,6 +139,7 @@ func newProblem(p transfer.Problem, status int, r *http.Request) ProblemDetails 
 		TransactionHash: p.TransactionHash,
 		ResultCodes:     p.ResultCodes,
 		FailingCode:     p.FailingCode,
+		State:           p.State,
 	}
 	if r != nil {
 		pd.Instance = instanceOf(r.URL.Path)

@@ -44,6 +44,9 @@ var domainStatuses = map[string][]answered{
 	transfer.CodeInProgress:  {{transfer.KindConflict, 409}},
 	transfer.CodeNotFound:    {{transfer.KindNotFound, 404}},
 
+	transfer.CodeNotCancellable: {{transfer.KindConflict, 409}},
+	transfer.CodeCancelled:      {{transfer.KindConflict, 409}},
+
 	transfer.CodeCircuitOpen:            {{transfer.KindUnavailable, 503}},
 	transfer.CodeSimulationError:        {{transfer.KindUnavailable, 503}},
 	transfer.CodeRestoreRequired:        {{transfer.KindUnavailable, 503}},
@@ -130,6 +133,10 @@ func domainError(code string, kind transfer.Kind) error {
 		return &transfer.InProgressError{}
 	case transfer.CodeInDoubt:
 		return &transfer.InDoubtError{FailingCode: transfer.CodeTimeout}
+	case transfer.CodeNotCancellable:
+		return &transfer.NotCancellableError{State: "in_flight"}
+	case transfer.CodeCancelled:
+		return &transfer.CancelledError{}
 	}
 	return &transfer.InDoubtError{FailingCode: code}
 }

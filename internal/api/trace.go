@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stellar-transfer/orchestrator/internal/logging"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // TraceHeader is the response header that carries the request's trace ID.
@@ -26,6 +27,29 @@ func withRequestID(ctx context.Context, id string) context.Context {
 func requestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
+}
+
+type callerKey struct{}
+
+// withCaller returns ctx carrying the caller identity API Gateway authenticated (the adapter
+// sets it from the event's IAM authorizer).
+func withCaller(ctx context.Context, arn string) context.Context {
+	if arn == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, callerKey{}, arn)
+}
+
+// callerOf is who a cancel is recorded as: the IAM principal's ARN API Gateway authenticated
+// (requestContext.authorizer.iam.userArn under ApiAuthorization AWS_IAM; clipped to 512 bytes, seeds
+// redacted), transfer.AnonymousCaller when it authenticated nobody; and the API Gateway request ID.
+// Only API Gateway sets the identity: no header or body a client sends can name it.
+func callerOf(ctx context.Context) transfer.Canceller {
+	arn, _ := ctx.Value(callerKey{}).(string)
+	if arn == "" {
+		arn = transfer.AnonymousCaller
+	}
+	return transfer.Canceller{Caller: logging.Clip(arn, 512), RequestID: requestIDFrom(ctx)}
 }
 
 // The X-Ray trace header's fields (AWS X-Ray developer guide, "Tracing header"; the X-Ray SDK's

@@ -658,7 +658,8 @@ func TestHTTPAPI(t *testing.T) {
 		}
 	}
 	sort.Strings(keys)
-	want := []string{"$default", "GET /wallets/{walletAddress}/transfers", "GET /wallets/{walletAddress}/transfers/{idempotencyKey}", "POST /transfers"}
+	want := []string{"$default", "DELETE /wallets/{walletAddress}/transfers/{idempotencyKey}", "GET /wallets/{walletAddress}/transfers",
+		"GET /wallets/{walletAddress}/transfers/{idempotencyKey}", "POST /transfers"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("routes = %v, want %v", keys, want)
 	}

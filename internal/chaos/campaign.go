@@ -136,6 +136,9 @@ type Report struct {
 	// or released it, sorted.
 	InDoubtSettle []time.Duration
 	HealRetries   int
+	// Cancelled is how many keys ended cancelled (async mode: a DELETE won the race with the
+	// submitter); judge holds that nothing moved for any of them.
+	Cancelled int
 	// SweptAfterProvable is how long after the last open envelope became provable (its maxTime,
 	// or its dead invocation's lease) the sweep had settled every item; negative when sooner.
 	SweptAfterProvable    time.Duration
@@ -195,6 +198,9 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "  RPC load balanced (several instances behind one URL): death proven by the sequence number only; %d in-doubt items left to an operator after healing (their source's sequence number was used before the proof)\n", r.LeftToOperator)
 	}
 	fmt.Fprintf(&b, "  applied transactions: %d (%d of them restoring archived entries in the invocation, and %d RestoreFootprint transactions); heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.RestoringInvocations, r.Restores, r.HealRetries, r.SweptAfterProvable)
+	if r.Cancelled > 0 {
+		fmt.Fprintf(&b, "  keys cancelled before a submitter took them: %d (nothing applied for any)\n", r.Cancelled)
+	}
 	median, longest := r.SettleTimes()
 	fmt.Fprintf(&b, "  per 1,000 calls: %.1f in doubt, %.1f rebuilds; in doubt to settled (%d): median %v, max %v\n", r.InDoubtRate(), r.RebuildRate(), len(r.InDoubtSettle), median.Round(time.Second), longest.Round(time.Second))
 	for _, part := range []struct {
@@ -557,6 +563,10 @@ func Run(cfg Config) (Report, error) {
 	t0 := r.clock.Now()
 	seen := make([][]string, cfg.Keys) // hashes each key's callers saw succeed
 	var seenMu sync.Mutex
+	// toldCancelled: a DELETE of the key answered 200 (cancelAsync); cancelled: the heal found the
+	// key cancelled. Guarded by seenMu.
+	toldCancelled := make([]bool, cfg.Keys)
+	cancelled := make([]bool, cfg.Keys)
 	driver := rand.New(rand.NewPCG(cfg.Seed, 1<<40))
 	readDice := rand.New(rand.NewPCG(cfg.Seed, 1<<41)) // the read faults' own (armReadFaults)
 	var lateCalls atomic.Int64
@@ -615,6 +625,7 @@ func Run(cfg Config) (Report, error) {
 					}()
 					c := r.newCaller(k, i, true)
 					ctx := withCaller(context.Background(), c)
+					first := true
 					call := func() {
 						if cfg.Async {
 							res, err := r.orch.Enqueue(ctx, r.input(k))
@@ -629,6 +640,14 @@ func Run(cfg Config) (Report, error) {
 								seen[k] = append(seen[k], res.Outcome.TransactionHash)
 								seenMu.Unlock()
 							}
+							if first && i == 0 && r.cancels(k) {
+								if r.cancelAsync(ctx, k, c.name) {
+									seenMu.Lock()
+									toldCancelled[k] = true
+									seenMu.Unlock()
+								}
+							}
+							first = false
 							return
 						}
 						sends := sendsOf(ctx)
@@ -746,6 +765,14 @@ func Run(cfg Config) (Report, error) {
 					if r.cong != nil {
 						r.cong.answered(fmt.Sprintf("key %d healing retry", k), err, sentSince(ctx, sends))
 					}
+					if errors.As(err, new(*transfer.CancelledError)) {
+						// Cancelled before it ran: every retry answers the same (judge checks
+						// nothing moved for it).
+						seenMu.Lock()
+						cancelled[k] = true
+						seenMu.Unlock()
+						return
+					}
 					if err == nil {
 						seenMu.Lock()
 						seen[k] = append(seen[k], out.TransactionHash)
@@ -780,7 +807,7 @@ func Run(cfg Config) (Report, error) {
 	}
 	rep.SweptAfterProvable = sweptBy.Sub(provableBy)
 	rep.LeftToOperator = unprovable
-	rep.Violations = append(r.judge(seen, settled, &rep), asyncBad...)
+	rep.Violations = append(r.judge(seen, settled, cancelled, toldCancelled, &rep), asyncBad...)
 	if r.cong != nil {
 		ours := func(hash string) bool { _, ok := r.ledger.ownerOf(hash); return ok }
 		rep.Violations = append(rep.Violations, r.cong.judge(r.net, ours, &rep)...)
@@ -795,105 +822,4 @@ func Run(cfg Config) (Report, error) {
 	}
 	rep.RealTime = time.Since(started)
 	return rep, nil
-}
-
-// judge checks the four invariants against the ledger and the store.
-func (r *rig) judge(seen [][]string, settled []bool, rep *Report) []string {
-	var bad []string
-	applied := r.net.Applied()[r.setupTxs:]
-	if r.cong != nil {
-		// The congestion's own payments belong to the network, not to the campaign.
-		applied = r.cong.withoutBackground(applied, r.vaultKey.Address(), r.feeAccount)
-	}
-	rep.Applied = len(applied)
-	// Every transaction is traced to the key whose call prepared it (by its hash); restores of
-	// archived contract entries move nothing and belong to no key.
-	keyOf := map[string]int{}
-	for k := range r.cfg.Keys {
-		in := r.input(k)
-		keyOf[in.Request.WalletAddress+"/"+in.Request.Amount] = k
-	}
-	perKey := map[int][]stellarsim.AppliedTx{}
-	var balance int64 = openingBalance
-	for _, tx := range applied {
-		if len(tx.Ops) == 1 && tx.Ops[0].Type == "restore_footprint" {
-			rep.Applied--
-			rep.Restores++
-			continue
-		}
-		if restoresArchived(tx.EnvelopeXDR) {
-			rep.RestoringInvocations++
-		}
-		id, ok := r.ledger.ownerOf(tx.Hash)
-		k, known := keyOf[id]
-		if !ok || !known {
-			bad = append(bad, fmt.Sprintf("transaction %s (%s) belongs to no key", tx.Hash, tx.Status))
-			continue
-		}
-		perKey[k] = append(perKey[k], tx)
-		if tx.Status == "SUCCESS" {
-			if in := r.input(k); in.Request.OperationType == transfer.Deposit {
-				balance += in.Request.Stroops
-			} else {
-				balance -= in.Request.Stroops
-			}
-		}
-	}
-	if r.contract != "" {
-		// The money itself: the wallet's vault balance moved by each key's amount exactly once.
-		got, err := r.vaults.Balance(r.contract, r.wallet)
-		if err != nil || got.Amount != balance {
-			bad = append(bad, fmt.Sprintf("vault balance %d (%v), want %d from the applied transfers", got.Amount, err, balance))
-		}
-	}
-	for k := range r.cfg.Keys {
-		key := r.input(k).ClientKey
-		txs := perKey[k]
-		if len(txs) > 1 {
-			var b strings.Builder
-			fmt.Fprintf(&b, "key %s: %d transactions applied:", key, len(txs))
-			for _, tx := range txs {
-				fmt.Fprintf(&b, " %s (ledger %d)", short(tx.Hash), tx.Ledger)
-			}
-			b.WriteString("; the item's writes:")
-			for _, line := range r.held.traceOf(r.storeKey(k)) {
-				b.WriteString("\n      " + line)
-			}
-			bad = append(bad, b.String())
-		}
-		rec, err := r.store.Get(context.Background(), r.storeKey(k))
-		switch {
-		case err != nil:
-			bad = append(bad, fmt.Sprintf("key %s: no item after healing: %v", key, err))
-		case rec.Status != transfer.StatusReplayable:
-			var b strings.Builder
-			fmt.Fprintf(&b, "key %s: item is %s after healing (envelope %s, maxTime %d); the item's writes:", key, rec.Status, short(envHash(rec)), envMaxTime(rec))
-			for _, line := range r.held.traceOf(r.storeKey(k)) {
-				b.WriteString("\n      " + line)
-			}
-			bad = append(bad, b.String())
-		case len(txs) == 1 && rec.Result.TransactionHash != txs[0].Hash:
-			bad = append(bad, fmt.Sprintf("key %s: item says %s, the ledger applied %s", key, rec.Result.TransactionHash, txs[0].Hash))
-		case len(txs) == 0:
-			bad = append(bad, fmt.Sprintf("key %s: replayable with %s but nothing applied", key, rec.Result.TransactionHash))
-		}
-		for _, h := range seen[k] {
-			tx, ok := r.net.Transaction(h)
-			if !ok || tx.Status != "SUCCESS" {
-				bad = append(bad, fmt.Sprintf("key %s: a client saw success %s, the ledger has %v/%s", key, h, ok, tx.Status))
-			}
-		}
-		if !settled[k] {
-			bad = append(bad, fmt.Sprintf("key %s: never landed after healing", key))
-		}
-	}
-	return bad
-}
-
-// envMaxTime is the maxTime of the envelope a record holds (0 for none), for traces.
-func envMaxTime(rec transfer.Record) int64 {
-	if rec.Envelope == nil {
-		return 0
-	}
-	return rec.Envelope.MaxTime
 }

@@ -226,7 +226,8 @@ func b2i(b bool) int {
 // TestCampaignAsync runs the campaign in its async mode (chaos.Config.Async): every call posts
 // with Prefer: respond-async, and the SQS model loses, duplicates (receives again), reorders and
 // delays the messages that SubmitterFunction's handler receives in batches, several invocations
-// at once, beside each wave, with the default faults, crashes, stale actors and read faults. 100 keys (800 first calls) by default; CHAOS_KEYS and CHAOS_SEED as in
+// at once, beside each wave, with the default faults, crashes, stale actors and read faults; one
+// key in six is cancelled (DELETE) by its first caller right after its POST. 100 keys (800 first calls) by default; CHAOS_KEYS and CHAOS_SEED as in
 // TestCampaign.
 func TestCampaignAsync(t *testing.T) {
 	if testing.Short() {
@@ -272,5 +273,11 @@ func TestCampaignAsync(t *testing.T) {
 	if rep.Answers["accepted"] == 0 || rep.Events["delivery_done"] == 0 || rep.Events["delivery_stale"] == 0 ||
 		rep.Events["queue_received_while_held"] == 0 || rep.Events["invocation_died"] == 0 || rep.Events["delivery_killed_with_its_invocation"] == 0 {
 		t.Errorf("async mode not exercised: answers %v, events %v", rep.Answers, rep.Events)
+	}
+	// One key in six is cancelled by its first caller right after its POST: both sides of the
+	// race with the submitter must happen in a campaign this size.
+	if cfg.Keys >= 100 && (rep.Cancelled == 0 || rep.Answers["cancel: cancelled"] == 0 || rep.Answers["cancel: not cancellable, in_flight"]+
+		rep.Answers["cancel: not cancellable, success"]+rep.Answers["cancel: not cancellable, in_doubt"] == 0) {
+		t.Errorf("cancels not exercised both ways: %d keys cancelled, answers %v", rep.Cancelled, rep.Answers)
 	}
 }

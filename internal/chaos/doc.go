@@ -31,7 +31,11 @@
 // invocations at once, each dying whole when one of its records crashes, from a model of an SQS
 // standard queue (sqs.go): receipt handles per receive, duplicates as the same message received
 // again, visibility timeouts set by ChangeMessageVisibility (which may fail), the dead-letter
-// queue, loss, and messages delivered late, after healing, which must do nothing.
+// queue, loss, and messages delivered late, after healing, which must do nothing. One key in six
+// is cancelled (Orchestrator.Cancel) by its first caller right after its POST, racing the
+// submitter under the same faults: a key that ends cancelled must have no transaction applied,
+// no client told of a success and no envelope or lease on its item, and a DELETE answered 200
+// must find its key cancelled after healing (judge).
 //
 // In the congestion run (Config.Congested, congestion.go) the network's classic lane takes 60
 // operations per ledger, background payments keep it surge priced and its queue full, and a

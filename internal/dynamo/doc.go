@@ -18,9 +18,11 @@
 //     in_flight; envelopeXdr, innerHash, outerHash, maxTime (epoch s), submittedLedger, channel
 //     and feeStroops once an envelope is attached, outerHashes (L of S, every fee bump sent, oldest
 //     first) once it was replaced by fee (a settled item keeps the hashes and drops
-//     envelopeXdr); result (a map); audit (an operator's resolution); createdAt and updatedAt
-//     (epoch ms); expiresAt (epoch s) on replayable and rejected items only; async (BOOL) on the
-//     items of an asynchronous transfer (a queued item holds no lease, envelope or expiresAt);
+//     envelopeXdr); result (a map); audit (an operator's resolution, or a cancel: who and when);
+//     createdAt and updatedAt (epoch ms); expiresAt (epoch s) on replayable, rejected and
+//     cancelled items only; async (BOOL) on the items of an asynchronous transfer (a queued item
+//     holds no lease, envelope or expiresAt; a cancelled one no lease or envelope, and is written
+//     only in place of a queued one: Store.Replace);
 //     gsi1pk and gsi1sk; gsi2pk and gsi2sk.
 //   - A channel lease, pk "channel:<G...>" (ChannelLeases): leaseOwner, leaseExpiresAt and
 //     leasedAt (epoch ms), quarantinedUntil (epoch s: the maxTime of the envelope built on the

@@ -100,7 +100,8 @@ func historySortKey(createdAt time.Time, pk string) string {
 
 func validStatus(s transfer.Status) bool {
 	switch s {
-	case transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt, transfer.StatusQueued:
+	case transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt, transfer.StatusQueued,
+		transfer.StatusCancelled:
 		return true
 	}
 	return false
@@ -109,7 +110,8 @@ func validStatus(s transfer.Status) bool {
 // marshalRecord maps rec to its item. It refuses records that would break the store's invariants:
 // an unknown status, an envelope without a hash, an unsettled envelope without XDR, and a TTL on
 // an in_flight or in_doubt item (a claim could then overwrite an item whose envelope may still
-// land; internal/transfer/doc.go, "The item").
+// land; internal/transfer/doc.go, "The item"), and a queued or cancelled item holding an
+// envelope or a lease.
 func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error) {
 	switch {
 	case rec.StoreKey == "":
@@ -125,6 +127,10 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 	case rec.Status == transfer.StatusQueued && (rec.Envelope != nil || rec.LeaseOwner != "" || rec.ExpiresAt != 0 || !rec.Async):
 		// A queued item has built nothing and is held by no invocation (transfer.Requeued).
 		return nil, fmt.Errorf("dynamo: record %q: a queued item holds no envelope, lease or TTL and is async", rec.StoreKey)
+	case rec.Status == transfer.StatusCancelled && (rec.Envelope != nil || rec.LeaseOwner != "" || !rec.Async ||
+		rec.Audit == nil || rec.Audit.Action != transfer.AuditCancel):
+		// A cancelled item was queued: it has built nothing and never will (transfer.Cancelled).
+		return nil, fmt.Errorf("dynamo: record %q: a cancelled item holds no envelope or lease, is async and has its cancel audit", rec.StoreKey)
 	}
 	it := item{
 		PK:          rec.StoreKey,

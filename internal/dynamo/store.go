@@ -56,6 +56,9 @@ func (s *Store) Table() string { return s.table }
 // nothing (the holder was deleted in between) it claims again, at most ClaimAttempts writes in all.
 // A won claim returns rec as stored: its times at millisecond precision, in UTC.
 func (s *Store) Claim(ctx context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
+	if rec.Status == transfer.StatusCancelled {
+		return transfer.Record{}, false, fmt.Errorf("dynamo: claim %q: a claim never writes a cancelled item", rec.StoreKey)
+	}
 	av, err := marshalRecord(rec)
 	if err != nil {
 		return transfer.Record{}, false, fmt.Errorf("dynamo: claim: %w", err)
@@ -123,13 +126,19 @@ func (s *Store) Get(ctx context.Context, storeKey string) (transfer.Record, erro
 // Replace puts next (the whole item) in place of the stored one if it matches cond exactly
 // (conditionExpr: incarnation, status, version, lease owner, inner hash). A mismatch, or no item,
 // is transfer.ErrConditionFailed (wrapped, with the service's ConditionalCheckFailedException).
-// next.Version must be cond.Version+1 and next.ClaimID cond.ClaimID (checked before writing).
+// next.Version must be cond.Version+1 and next.ClaimID cond.ClaimID, and a cancelled next must
+// replace a queued item (cond.Status queued): all checked before writing.
 func (s *Store) Replace(ctx context.Context, next transfer.Record, cond transfer.Condition) error {
 	if next.Version != cond.Version+1 {
 		return fmt.Errorf("dynamo: replace %q: next version %d is not the expected %d+1", next.StoreKey, next.Version, cond.Version)
 	}
 	if next.ClaimID != cond.ClaimID {
 		return fmt.Errorf("dynamo: replace %q: claim %q would replace claim %q; only a claim starts an incarnation", next.StoreKey, next.ClaimID, cond.ClaimID)
+	}
+	if next.Status == transfer.StatusCancelled && cond.Status != transfer.StatusQueued {
+		// Only a queued item holds nothing that can land (internal/transfer/doc.go, "The item":
+		// cancel); the condition then makes the write apply only to that queued state.
+		return fmt.Errorf("dynamo: replace %q: only a queued item can be cancelled, not a %s one", next.StoreKey, cond.Status)
 	}
 	av, err := marshalRecord(next)
 	if err != nil {

@@ -28,9 +28,13 @@
 //   - queued: an asynchronous transfer (Prefer: respond-async; queued.go) waits for the submitter:
 //     no lease, no envelope, nothing built or sent. Record.Async marks every item of such a
 //     transfer, whatever its status.
+//   - cancelled: a queued item cancelled before any submitter took it (cancel.go): no lease, no
+//     envelope, Audit names who cancelled it and when. Nothing was built or sent and nothing
+//     ever will be: no write leads out of it (a submitter's message finds it and does nothing),
+//     and every call with its key answers the cancellation until its TTL.
 //
-// replayable and rejected items drop the signed XDR (it can never land again) and expire after
-// Settings.KeyTTL (ExpiresAt, epoch seconds; expiry is judged by Record.Expired, since DynamoDB's
+// replayable and rejected items drop the signed XDR (it can never land again) and, as cancelled
+// items do, expire after Settings.KeyTTL (ExpiresAt, epoch seconds; expiry is judged by Record.Expired, since DynamoDB's
 // TTL deletes days late). queued, in_flight and in_doubt items never expire (the store refuses a
 // TTL on them). A key with no item, or only an expired one, is free.
 //
@@ -56,6 +60,11 @@
 //   - queue (Enqueue): the claim of an asynchronous transfer writes a queued item (Version 1, a
 //     fresh ClaimID, Async) instead of an in_flight one; its message names the key and ClaimID.
 //   - take (RunQueued): queued -> in_flight under the submitter's lease; then as after a claim.
+//   - cancel (Cancel): queued -> cancelled, on the queued item exactly as read, so of a cancel
+//     and a take of the same queued state exactly one applies. Only a queued item holds nothing
+//     that can land (no envelope: never built, or proven dead before its requeue), which is why
+//     nothing else can be cancelled; both stores refuse a cancelled item written on any other
+//     condition.
 //   - requeue (Requeued): where an async item would be released (nothing can land), it becomes
 //     queued again instead: the same ClaimID, the next Version, no lease, no envelope. It is never
 //     deleted, so its Version keeps rising and (ClaimID, Version) still names one state of it; a
@@ -75,7 +84,7 @@
 //	             -> attach -> Ledger.Send -> Ledger.Lookup until the ledger decides or the budget ends
 //	             -> settle (replayable | rejected), in_doubt, or release (then claim again)
 //	  claim lost -> another fingerprint: 409 IDEMPOTENCY_KEY_CONFLICT
-//	                replayable / rejected: replay
+//	                replayable / rejected: replay; cancelled: 409 TRANSFER_CANCELLED
 //	                in_flight: wait for its holder (coalesce.go), or take over an expired lease
 //	                in_doubt: settle it inline from the ledger (inline.go), else 409 TRANSFER_IN_DOUBT
 //

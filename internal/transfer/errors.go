@@ -107,6 +107,10 @@ type Problem struct {
 	ResultCodes     []string
 	// FailingCode is what made a transfer indeterminate (for example TRANSFER_TIMEOUT).
 	FailingCode string
+	// State is the transfer's state when a cancellation is refused or answered
+	// (TRANSFER_NOT_CANCELLABLE: in_flight, in_doubt, success or error; TRANSFER_CANCELLED:
+	// cancelled); "" otherwise.
+	State string
 	// Replayed is true when the answer is a stored outcome replayed, not decided by this call.
 	Replayed bool
 	// StoredStatus is Result.HTTPStatus of a replayed rejection whose item holds one (0 when it

@@ -333,6 +333,8 @@ func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint 
 			return replay(cur), nil
 		case StatusRejected:
 			return Outcome{}, replayedRejection(cur)
+		case StatusCancelled:
+			return Outcome{}, cancelledAnswer(cur)
 		case StatusInDoubt:
 			return Outcome{}, o.inDoubtAnswer(a, cur)
 		}
@@ -364,6 +366,8 @@ func (o *Orchestrator) onHeld(ctx context.Context, a *attempt, held Record) (Out
 		return replay(held), false, nil
 	case StatusRejected:
 		return Outcome{}, false, replayedRejection(held)
+	case StatusCancelled:
+		return Outcome{}, false, cancelledAnswer(held)
 	case StatusInDoubt:
 		return o.reconcileInline(ctx, a, held)
 	case StatusInFlight:

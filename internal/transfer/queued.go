@@ -51,7 +51,8 @@ type Enqueued struct {
 // *InProgressError or *InDoubtError, as a synchronous retry would be answered without waiting
 // (only an async item is requeued rather than released when nothing moved, so only its
 // acceptance is a promise the service keeps). A failed send is logged and the answer is
-// still Accepted: the item is durable and the sweep sends it. Errors: *UnavailableError
+// still Accepted: the item is durable and the sweep sends it. A cancelled item of the same request
+// is its *CancelledError (cancel.go), replayed. Errors: *UnavailableError
 // (STORE_UNAVAILABLE, CONFIGURATION_INVALID) when nothing was claimed, or STORE_UNAVAILABLE saying
 // the transfer may have been accepted when the claim's answer and the read back both failed.
 func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) {
@@ -104,6 +105,8 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 		return Enqueued{Outcome: replay(held)}, nil
 	case held.Status == StatusRejected:
 		return Enqueued{}, replayedRejection(held)
+	case held.Status == StatusCancelled:
+		return Enqueued{}, cancelledAnswer(held)
 	case held.Async && (held.Status == StatusQueued || held.Status == StatusInFlight || held.Status == StatusInDoubt):
 		return Enqueued{Accepted: true, View: View{Status: "pending", InDoubt: held.Status == StatusInDoubt}}, nil
 	case held.Status == StatusInFlight:
@@ -125,7 +128,7 @@ const (
 	// acknowledge the message.
 	DeliveryDone Delivery = "done"
 	// DeliveryStale: the message names nothing to run (the key is free, holds another incarnation
-	// or a settled or in-doubt item); acknowledge it. An item of its incarnation that another
+	// or a settled, cancelled or in-doubt item); acknowledge it. An item of its incarnation that another
 	// invocation holds under a live lease is DeliveryRetry instead, with the lease's remaining
 	// time as its RetryAfter (*InProgressError).
 	DeliveryStale Delivery = "stale"
@@ -187,6 +190,10 @@ func (o *Orchestrator) RunQueued(ctx context.Context, m QueueMessage) (Delivery,
 			return DeliveryStale, nil
 		}
 		switch now := o.Clock.Now(); {
+		case rec.Status == StatusCancelled:
+			// Cancelled before any submitter took it (cancel.go): nothing is taken, built or
+			// sent, and the message is acknowledged (deleted).
+			return DeliveryStale, nil
 		case rec.Status == StatusQueued:
 		case rec.Status == StatusInFlight && rec.LeaseExpired(now):
 		case rec.Status == StatusInFlight:

@@ -20,6 +20,10 @@ const (
 	// StatusQueued: an asynchronous transfer (Prefer: respond-async) waits for the submitter; no
 	// lease, no envelope: nothing was built or sent under it (queued.go).
 	StatusQueued Status = "queued"
+	// StatusCancelled: a queued item cancelled before any submitter took it (cancel.go): no lease,
+	// no envelope, nothing was ever built or sent under it, and nothing ever will be. Audit says
+	// who cancelled it and when; every call with its key answers the cancellation until its TTL.
+	StatusCancelled Status = "cancelled"
 )
 
 // Envelope is a signed transaction as written to the item before its first send.
@@ -132,7 +136,8 @@ type Record struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 
-	// Audit records who settled an in-doubt item by hand, when and why; nil otherwise.
+	// Audit records who settled an in-doubt item by hand, or who cancelled a queued one (Action
+	// AuditCancel), when and why; nil otherwise.
 	Audit *Audit
 
 	// Async marks a transfer accepted with Prefer: respond-async (queued.go): set by its queued
@@ -143,12 +148,14 @@ type Record struct {
 	Async bool
 }
 
-// Audit is an operator's resolution of an in-doubt item (internal/reconcile).
+// Audit is an operator's resolution of an in-doubt item (internal/reconcile), or a caller's
+// cancellation of a queued one (cancel.go).
 type Audit struct {
-	// Action is "resolve" (a transaction hash) or "discard".
+	// Action is "resolve" (a transaction hash), "discard" or AuditCancel.
 	Action string
-	// Operator is who asked (the reconcile payload's operator field); RequestID the Lambda
-	// request ID of the invocation that wrote it.
+	// Operator is who asked: the reconcile payload's operator field, or for a cancellation the
+	// caller identity the API authenticated (Canceller.Caller). RequestID is the Lambda (or API
+	// Gateway) request ID of the invocation that wrote it.
 	Operator  string
 	RequestID string
 	Reason    string

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // What a stored item shows to a client: replays, stored rejections and the GET view (README.md,
@@ -10,7 +11,7 @@ import (
 
 // View is what GET /wallets/{wallet}/transfers/{key} shows: three statuses (README.md, "The HTTP API").
 type View struct {
-	// Status is "pending" (in flight or in doubt), "success" or "error".
+	// Status is "pending" (queued, in flight or in doubt), "success", "error" or "cancelled".
 	Status          string
 	TransactionHash string
 	Ledger          uint32
@@ -18,6 +19,11 @@ type View struct {
 	InDoubt bool
 	// Problem describes a stored rejection (Status "error").
 	Problem *Problem
+	// CancelledAt and CancelledBy (Status "cancelled") are when and by whom (Canceller.Caller)
+	// it was cancelled, from the item's Audit; a history entry, whose index holds no audit, has
+	// CancelledAt from the item's last write (the cancellation) and no CancelledBy.
+	CancelledAt time.Time
+	CancelledBy string
 }
 
 // View returns what is stored for (wallet, clientKey). Errors: *NotFoundError, or a wrapped store
@@ -34,9 +40,16 @@ func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View
 }
 
 // viewOf is what a client sees of rec: "success" with the hash and ledger (replayable), "error"
-// with the stored rejection (rejected), else "pending" (InDoubt while in_doubt).
+// with the stored rejection (rejected), "cancelled" with when and by whom, else "pending"
+// (InDoubt while in_doubt).
 func viewOf(rec Record) View {
 	switch rec.Status {
+	case StatusCancelled:
+		v := View{Status: "cancelled", CancelledAt: rec.UpdatedAt}
+		if a := rec.Audit; a != nil && a.Action == AuditCancel {
+			v.CancelledAt, v.CancelledBy = a.At, a.Operator
+		}
+		return v
 	case StatusReplayable:
 		if rec.Result == nil {
 			return View{Status: "success"}

@@ -123,7 +123,7 @@ func Build(d Deps) (*Service, error) {
 	}
 	opts := []api.Option{api.WithLogger(logger)}
 	if d.Queue != nil {
-		opts = append(opts, api.WithAsync(orch))
+		opts = append(opts, api.WithAsync(orch), api.WithCancel(orch))
 	}
 	h := api.NewHandler(orch, rules, opts...)
 	return &Service{Orchestrator: orch, Ledger: ledger, Channels: pool, Store: store, Handler: h}, nil

@@ -68,6 +68,52 @@ var actors = []spec{
 	{name: "S", role: "sweep", late: true, body: sweep},
 	{name: "O", role: "operator", late: true, body: operator},
 	{name: "F", role: "operator forcing a discard", late: true, body: forceDiscard},
+	{name: "Q", role: "submitter", body: submitter},
+	{name: "X", role: "cancel", body: cancelBody},
+	{name: "Y", role: "cancel, retried", body: cancelBody},
+}
+
+// queuedClaim is the claim ID of the queued item a model with limits.queued starts from: an
+// async transfer of input, accepted with 202, its message not yet delivered.
+const queuedClaim = "claim-E1"
+
+// queuedItem is that item, as Enqueue writes it.
+func queuedItem() transfer.Record {
+	return transfer.Record{
+		StoreKey: storeKey, ClaimID: queuedClaim, Status: transfer.StatusQueued, Fingerprint: input.Request.Fingerprint(),
+		Request: input.Request, ClientKey: clientKey, Version: 1, CreatedAt: t0, UpdatedAt: t0, Async: true,
+	}
+}
+
+// submitter is SubmitterFunction receiving the queued item's message (RunQueued): it takes the
+// item (queued -> in_flight under its lease) and runs it, or finds it cancelled, settled or held
+// and does nothing.
+func submitter(ctx context.Context, k *kit) result {
+	d, err := k.orch.RunQueued(ctx, transfer.QueueMessage{StoreKey: storeKey, ClaimID: queuedClaim})
+	if err != nil {
+		return result{text: "delivery " + string(d) + ": " + problem(err)}
+	}
+	return result{text: "delivery " + string(d)}
+}
+
+// cancelBody is a DELETE of the key (Cancel): it reads the item and, if queued, writes it
+// cancelled on the condition that it is still the queued item read.
+func cancelBody(ctx context.Context, k *kit) result {
+	c, err := k.orch.Cancel(ctx, wallet, clientKey, transfer.Canceller{Caller: "ops-" + k.a.name})
+	if err != nil {
+		var nc *transfer.NotCancellableError
+		res := result{text: "cancel: " + problem(err)}
+		if errors.As(err, &nc) {
+			res.text += " " + nc.State
+			res.notCancelled = true
+		}
+		return res
+	}
+	text := "cancel: 200 cancelled"
+	if c.Replayed {
+		text += " (replayed)"
+	}
+	return result{text: text, cancelled: true}
 }
 
 func retry(name, role string, late bool) spec {

@@ -34,5 +34,15 @@
 // landed, and every answer is true (a 200 names the landed hash). A violation is reported with
 // the interleaving that reached it, step by step.
 //
+// Cancel: the models "cancel" and "cancel, lost answer" start from the key's queued item (an
+// async transfer accepted with 202) and run SubmitterFunction receiving its message
+// (Orchestrator.RunQueued) beside a DELETE (Orchestrator.Cancel), the second also letting one
+// write apply and lose its answer. Their invariants: a cancelled item never has an envelope that
+// can land (it holds no envelope and no lease, and no envelope of the key is queued or landed),
+// and a cancel's answer is true when it returns (cancelled: the item is cancelled; not
+// cancellable: the item is past queued and not cancelled). MODEL_FULL=1 adds a synchronous retry
+// of the same request beside them, a second cancel (a client's retry) with a lost answer, and a
+// submitter that takes, is proven dead, requeues and runs again, with two preemptions.
+//
 // The package has no non-test code; it lives under internal/chaos beside the random campaign.
 package model

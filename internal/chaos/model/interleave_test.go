@@ -30,6 +30,8 @@ var models = []model{
 	{"sweep", "CTS", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100}},
 	{"operator", "CTO", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100}},
 	{"lost answer", "CT", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, lost: 1}},
+	{"cancel", "QX", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, queued: true}},
+	{"cancel, lost answer", "QX", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, queued: true, lost: 1}},
 }
 
 // fullModels are explored as well when MODEL_FULL is set (half a minute without -race, several
@@ -44,6 +46,9 @@ var fullModels = []model{
 	{"take-over and reclaim", "CT", limits{ticks: 1, wakes: 1, preemptions: 1, maxSteps: 100}},
 	{"sweep, two preemptions", "CTS", limits{ticks: 1, wakes: 0, preemptions: 2, maxSteps: 100}},
 	{"operator, two preemptions", "CTO", limits{ticks: 1, wakes: 0, preemptions: 2, maxSteps: 100}},
+	{"cancel beside a synchronous retry", "QXC", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, queued: true}},
+	{"two cancels, lost answer", "QXY", limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, queued: true, lost: 1}},
+	{"cancel, requeue and reclaim", "QX", limits{ticks: 1, wakes: 1, preemptions: 2, maxSteps: 100, queued: true, lost: 1}},
 }
 
 // shortModels is what `go test -short` explores (make test-short): the same models without
@@ -126,4 +131,25 @@ func TestInterleavingsFindStaleWriters(t *testing.T) {
 func statusAndVersion(cond transfer.Condition, cur transfer.Record) bool {
 	return cur.Status == cond.Status && cur.Version == cond.Version &&
 		(cond.LeaseOwner == "" || cur.LeaseOwner == cond.LeaseOwner)
+}
+
+// TestInterleavingsFindCancelRaces shows the cancel models can fail: with conditions that name
+// only the incarnation (no status, version, lease owner or envelope), a cancel and the
+// submitter's take of the same queued item both apply, and the model finds a cancelled item
+// whose envelope can land, or a cancel answered against what the item became.
+func TestInterleavingsFindCancelRaces(t *testing.T) {
+	lim := limits{ticks: 1, wakes: 0, preemptions: 1, maxSteps: 100, queued: true, stopAtFirst: true,
+		holds: func(cond transfer.Condition, cur transfer.Record) bool { return cur.ClaimID == cond.ClaimID }}
+	specs := model{actors: "QX"}.specs()
+	st := explore(specs, lim)
+	var f *found
+	for _, kind := range []string{"cancelled-live", "false-cancel"} {
+		if f == nil {
+			f = st.found[kind]
+		}
+	}
+	if f == nil {
+		t.Fatalf("no cancel race found; found %v", st.kinds())
+	}
+	t.Logf("%s:\n%s", f.detail, strings.Join(replay(specs, lim, f.path), "\n"))
 }

@@ -39,6 +39,9 @@ type choice struct {
 type result struct {
 	text   string
 	landed []string
+	// cancelled: the actor answered that the transfer is cancelled; notCancelled: that it is past
+	// queued (TRANSFER_NOT_CANCELLABLE). Either is checked against the item when it returns.
+	cancelled, notCancelled bool
 }
 
 // spec is an actor: a name (one letter) and what it does, given the adapters bound to it.
@@ -86,6 +89,9 @@ type limits struct {
 	stopAtFirst bool
 	// holds is the store's condition semantics; nil means conditionHolds (transfer.Condition.Matches).
 	holds func(transfer.Condition, transfer.Record) bool
+	// queued: the run starts from the key's queued item (queuedItem), an async transfer accepted
+	// and not yet taken.
+	queued bool
 }
 
 const abort = "\x00abort"
@@ -114,6 +120,9 @@ func newRun(specs []spec, lim limits, tracing bool) *run {
 	w := newWorld()
 	if lim.holds != nil {
 		w.holds = lim.holds
+	}
+	if lim.queued {
+		w.items[storeKey] = queuedItem()
 	}
 	r := &run{w: w, lim: lim, parked: make(chan int), tracing: tracing, current: -1}
 	for i, s := range specs {
@@ -259,6 +268,9 @@ func (r *run) step(c choice) {
 			if v := r.w.answerTrue(a.name, h); v != nil {
 				r.answers = append(r.answers, *v)
 			}
+		}
+		if v := r.w.cancelTrue(a.name, a.res); v != nil {
+			r.answers = append(r.answers, *v)
 		}
 	}
 	if r.tracing {

@@ -267,6 +267,17 @@ func (w *world) check() []violation {
 	if len(done) > 1 {
 		out = append(out, violation{"two-landed", "envelopes " + strings.Join(done, " and ") + " both landed"})
 	}
+	// A cancelled item never has an envelope that can land: it holds none and no lease, and no
+	// envelope of the key is queued or landed.
+	for _, r := range w.items {
+		if r.Status != transfer.StatusCancelled {
+			continue
+		}
+		if r.Envelope != nil || r.LeaseOwner != "" || len(live)+len(done) > 0 {
+			out = append(out, violation{"cancelled-live", fmt.Sprintf("the item is cancelled (%s) while envelopes %s can land or landed",
+				summary(r, w), strings.Join(append(live, done...), " and "))})
+		}
+	}
 	// Every envelope that can still land or has landed is the one the key's item holds: otherwise
 	// the next call builds another.
 	for _, h := range w.order {
@@ -283,6 +294,19 @@ func (w *world) check() []violation {
 		}
 	}
 	return out
+}
+
+// cancelTrue checks a cancel's answer against the item when the actor returns: "cancelled" needs
+// the item cancelled, "not cancellable" an item past queued that is not cancelled.
+func (w *world) cancelTrue(who string, res result) *violation {
+	cur, ok := w.items[storeKey]
+	switch {
+	case res.cancelled && (!ok || cur.Status != transfer.StatusCancelled):
+		return &violation{"false-cancel", fmt.Sprintf("%s answered cancelled, but the item is %s", who, w.itemSummary())}
+	case res.notCancelled && (!ok || cur.Status == transfer.StatusCancelled || cur.Status == transfer.StatusQueued):
+		return &violation{"false-cancel", fmt.Sprintf("%s answered not cancellable, but the item is %s", who, w.itemSummary())}
+	}
+	return nil
 }
 
 // answerTrue checks an answer that names a landed transaction.

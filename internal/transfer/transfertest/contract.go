@@ -257,6 +257,90 @@ func StoreContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 		mustClaim(t, s, claimRecord("contract-delete-cond", "owner-b"))
 	})
 
+	t.Run("a queued item is cancelled once, only from queued, and then neither taken nor cancelled again", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		queued := queuedRecord("contract-cancel")
+		mustClaim(t, s, queued)
+		by := transfer.Canceller{Caller: "arn:aws:iam::123456789012:user/ops", RequestID: "req-1"}
+		cancelled := transfer.Cancelled(queued, by, t0.Add(time.Second), time.Hour)
+		taken := queued
+		taken.Status, taken.LeaseOwner, taken.LeaseExpiresAt, taken.Version = transfer.StatusInFlight, "owner-a", t0.Add(30*time.Second), 2
+
+		// Of a cancel and a take of the same queued state, the first wins and the other fails its
+		// condition, whichever comes first (two stores: one order each).
+		if err := s.Replace(ctx, cancelled, transfer.Expect(queued)); err != nil {
+			t.Fatalf("cancel of the queued item: %v", err)
+		}
+		if err := s.Replace(ctx, taken, transfer.Expect(queued)); !errors.Is(err, transfer.ErrConditionFailed) {
+			t.Errorf("take after the cancel: err=%v, want ErrConditionFailed", err)
+		}
+		if err := s.Replace(ctx, cancelled, transfer.Expect(queued)); !errors.Is(err, transfer.ErrConditionFailed) {
+			t.Errorf("the same cancel again (its answer lost): err=%v, want ErrConditionFailed (ReplaceItem reads it back)", err)
+		}
+		got := mustGet(t, s, queued.StoreKey)
+		equal(t, "the cancelled item", got, asStored(cancelled))
+		if got.Audit == nil || got.Audit.Operator != by.Caller || got.Audit.Action != transfer.AuditCancel || !got.Audit.At.Equal(t0.Add(time.Second)) {
+			t.Errorf("audit of the cancelled item: %+v, want who and when", got.Audit)
+		}
+		// A claim before its TTL finds it; after its TTL the key is free.
+		if holder, won, err := s.Claim(ctx, claimRecord("contract-cancel", "owner-b"), t0.Add(time.Minute)); err != nil || won || holder.Status != transfer.StatusCancelled {
+			t.Errorf("claim within the TTL: won=%v status=%s err=%v, want lost to the cancelled item", won, holder.Status, err)
+		}
+		if _, won, err := s.Claim(ctx, claimRecord("contract-cancel", "owner-b"), t0.Add(2*time.Hour)); err != nil || !won {
+			t.Errorf("claim after the TTL: won=%v err=%v, want won", won, err)
+		}
+
+		// The other order: taken first, the cancel loses.
+		q2 := queuedRecord("contract-cancel-taken")
+		mustClaim(t, s, q2)
+		t2 := q2
+		t2.Status, t2.LeaseOwner, t2.LeaseExpiresAt, t2.Version = transfer.StatusInFlight, "owner-a", t0.Add(30*time.Second), 2
+		if err := s.Replace(ctx, t2, transfer.Expect(q2)); err != nil {
+			t.Fatalf("take: %v", err)
+		}
+		if err := s.Replace(ctx, transfer.Cancelled(q2, by, t0, time.Hour), transfer.Expect(q2)); !errors.Is(err, transfer.ErrConditionFailed) {
+			t.Errorf("cancel after the take: err=%v, want ErrConditionFailed", err)
+		}
+		equal(t, "the taken item", mustGet(t, s, q2.StoreKey), asStored(t2))
+
+		// Cancelling anything but a queued item is refused before writing, whatever the item
+		// holds: in_flight (taken, perhaps sending), in_doubt, settled.
+		for _, st := range []transfer.Status{transfer.StatusInFlight, transfer.StatusInDoubt, transfer.StatusReplayable, transfer.StatusRejected} {
+			cur := t2
+			cur.Status = st
+			c := transfer.Cancelled(cur, by, t0, time.Hour)
+			if err := s.Replace(ctx, c, transfer.Expect(cur)); err == nil || errors.Is(err, transfer.ErrConditionFailed) {
+				t.Errorf("cancel of a %s item: err=%v, want a refusal before the write", st, err)
+			}
+		}
+		equal(t, "the taken item after refused cancels", mustGet(t, s, q2.StoreKey), asStored(t2))
+
+		// A cancelled item holding what could land, or not saying who cancelled it, is refused;
+		// so is a claim that writes one.
+		q3 := queuedRecord("contract-cancel-shape")
+		mustClaim(t, s, q3)
+		c3 := transfer.Cancelled(q3, by, t0, time.Hour)
+		withEnv := withEnvelope(c3)
+		leased := c3
+		leased.LeaseOwner, leased.LeaseExpiresAt = "owner-a", t0.Add(30*time.Second)
+		noAudit := c3
+		noAudit.Audit = nil
+		sync := c3
+		sync.Async = false
+		for name, bad := range map[string]transfer.Record{"an envelope": withEnv, "a lease": leased, "no audit": noAudit, "not async": sync} {
+			if err := s.Replace(ctx, bad, transfer.Expect(q3)); err == nil || errors.Is(err, transfer.ErrConditionFailed) {
+				t.Errorf("cancelled item with %s: err=%v, want a refusal", name, err)
+			}
+		}
+		equal(t, "the queued item after refused cancels", mustGet(t, s, q3.StoreKey), asStored(q3))
+		direct := c3
+		direct.StoreKey, direct.Version = transfer.StoreKey(wallet, "contract-cancel-claimed"), 1
+		if _, _, err := s.Claim(ctx, direct, t0); err == nil {
+			t.Error("a claim wrote a cancelled item")
+		}
+	})
+
 	t.Run("Get of a missing key is ErrNotFound", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
@@ -404,6 +488,13 @@ func claimRecord(clientKey, owner string) transfer.Record {
 	if owner == "" {
 		rec.LeaseExpiresAt = time.Time{}
 	}
+	return rec
+}
+
+// queuedRecord is a fresh queued claim of clientKey, as Enqueue writes one: async, no lease.
+func queuedRecord(clientKey string) transfer.Record {
+	rec := claimRecord(clientKey, "")
+	rec.Status, rec.Async, rec.ClaimID = transfer.StatusQueued, true, "claim-queued-"+clientKey
 	return rec
 }
 

@@ -29,7 +29,9 @@ const DefaultListLimit = 100
 //   - Every write refuses a record that would break the item's invariants, as the DynamoDB store
 //     does before any request: no store key, an unknown status, a TTL on an in_flight or in_doubt
 //     item, an envelope without an inner hash, an unsettled envelope without XDR, a queued item
-//     holding an envelope, a lease or a TTL, or not async.
+//     holding an envelope, a lease or a TTL, or not async, a cancelled item holding an envelope or
+//     a lease, not async or without its cancel audit. A claim of a cancelled item, and a Replace
+//     writing one on the condition of any item but a queued one, are refused too.
 //   - Get of a missing key is transfer.ErrNotFound (wrapped).
 //   - Items read back as DynamoDB stores them: times at millisecond precision in UTC, empty
 //     results and lists absent, and never sharing memory with the caller's record.
@@ -136,6 +138,9 @@ func (s *Store) Claim(ctx context.Context, rec transfer.Record, now time.Time) (
 	if err := validate(rec); err != nil {
 		return transfer.Record{}, false, fmt.Errorf("transfertest: claim: %w", err)
 	}
+	if rec.Status == transfer.StatusCancelled {
+		return transfer.Record{}, false, fmt.Errorf("transfertest: claim %q: a claim never writes a cancelled item", rec.StoreKey)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.writes++
@@ -172,6 +177,9 @@ func (s *Store) Replace(ctx context.Context, next transfer.Record, cond transfer
 		return fmt.Errorf("transfertest: replace %q: claim %q would replace claim %q", next.StoreKey, next.ClaimID, cond.ClaimID)
 	}
 	if err := validate(next); err != nil {
+		return fmt.Errorf("transfertest: replace: %w", err)
+	}
+	if err := validTransition(next, cond); err != nil {
 		return fmt.Errorf("transfertest: replace: %w", err)
 	}
 	s.mu.Lock()
@@ -307,13 +315,27 @@ func validate(rec transfer.Record) error {
 		return fmt.Errorf("record %q: a %s envelope without XDR", rec.StoreKey, rec.Status)
 	case rec.Status == transfer.StatusQueued && (rec.Envelope != nil || rec.LeaseOwner != "" || rec.ExpiresAt != 0 || !rec.Async):
 		return fmt.Errorf("record %q: a queued item holds no envelope, lease or TTL and is async", rec.StoreKey)
+	case rec.Status == transfer.StatusCancelled && (rec.Envelope != nil || rec.LeaseOwner != "" || !rec.Async ||
+		rec.Audit == nil || rec.Audit.Action != transfer.AuditCancel):
+		return fmt.Errorf("record %q: a cancelled item holds no envelope or lease, is async and has its cancel audit", rec.StoreKey)
+	}
+	return nil
+}
+
+// validTransition refuses, before writing, a cancelled item written on a condition other than a
+// queued item's, as internal/dynamo's Replace does: only a queued item holds nothing that can
+// land (internal/transfer/doc.go, "The item": cancel), and a claim never writes one.
+func validTransition(next transfer.Record, cond transfer.Condition) error {
+	if next.Status == transfer.StatusCancelled && cond.Status != transfer.StatusQueued {
+		return fmt.Errorf("record %q: only a queued item can be cancelled, not a %s one", next.StoreKey, cond.Status)
 	}
 	return nil
 }
 
 func validStatus(s transfer.Status) bool {
 	switch s {
-	case transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt, transfer.StatusQueued:
+	case transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt, transfer.StatusQueued,
+		transfer.StatusCancelled:
 		return true
 	}
 	return false
