@@ -1,0 +1,190 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// queueVisibilityTimeout is the template's SettlementWebhookQueue VisibilityTimeout: how long a
+// failed message waits when its ChangeMessageVisibility is refused.
+const queueVisibilityTimeout = 180 * time.Second
+
+// sqsVisibility holds ChangeMessageVisibility to SQS's rule: a message's visibility, counted from
+// the ReceiveMessage that delivered it, ends at most 12 hours after that receive, and a longer one
+// is refused, not shortened (the SQS API Reference, ChangeMessageVisibility: "If you attempt to
+// set the VisibilityTimeout to an amount more than the maximum time left, Amazon SQS returns an
+// error"; the error is InvalidParameterValue, "Total VisibilityTimeout for the message is beyond
+// the limit [43200 seconds]"). elapsed is the time from the receive to the call: the event
+// source mapping's poll and the delivery itself, never zero.
+type sqsVisibility struct {
+	elapsed time.Duration
+
+	mu      sync.Mutex
+	set     map[string]int32
+	refused map[string]int32
+}
+
+func (s *sqsVisibility) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set == nil {
+		s.set, s.refused = map[string]int32{}, map[string]int32{}
+	}
+	rh := aws.ToString(in.ReceiptHandle)
+	if s.elapsed+time.Duration(in.VisibilityTimeout)*time.Second > 12*time.Hour {
+		s.refused[rh] = in.VisibilityTimeout
+		return nil, fmt.Errorf("InvalidParameterValue: Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", in.VisibilityTimeout)
+	}
+	s.set[rh] = in.VisibilityTimeout
+	return &sqs.ChangeMessageVisibilityOutput{}, nil
+}
+
+// Every wait the handler asks of SQS must be one SQS accepts at the moment it is asked, a second
+// after the receive at the earliest: a refused one leaves the message on the queue's 180 s
+// visibility, so the 12-hour waits of the schedule (attempts 7 to 9) and a receiver's long
+// Retry-After become three minutes, and the ten attempts end 18 to 19 hours after the first (the
+// six shorter waits and their jitter), not the 54 README.md promises.
+func TestRetryVisibilityNeverExceedsWhatSQSAcceptsAfterTheReceive(t *testing.T) {
+	rcv := newReceiver(t, http.StatusServiceUnavailable)
+	sg, _ := ParseSecrets(secretA)
+	vis := &sqsVisibility{elapsed: time.Second}
+	h := newHandler(t, rcv.srv.URL, fixedSecrets{sg: sg}, vis)
+	var total time.Duration
+	for n := 1; n < MaxAttempts; n++ {
+		rec := record(fmt.Sprint(n), eventBody(eventID), n)
+		if _, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec}}); err != nil {
+			t.Fatal(err)
+		}
+		vis.mu.Lock()
+		if v, ok := vis.refused[rec.ReceiptHandle]; ok {
+			t.Errorf("attempt %d: SQS refuses a visibility of %d s a second after the receive; the message comes back after the queue's %s instead",
+				n, v, queueVisibilityTimeout)
+			total += queueVisibilityTimeout
+		} else {
+			total += time.Duration(vis.set[rec.ReceiptHandle]) * time.Second
+		}
+		vis.mu.Unlock()
+	}
+	if total < 50*time.Hour {
+		t.Errorf("the %d attempts end %s after the first, want about 54 hours (README.md, \"Signed webhooks\")", MaxAttempts, total.Round(time.Minute))
+	}
+
+	rcv.retryAfter = "86400"
+	rec := record("retry-after", eventBody(eventID), 1)
+	_, _ = h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec}})
+	vis.mu.Lock()
+	defer vis.mu.Unlock()
+	if v, ok := vis.refused[rec.ReceiptHandle]; ok {
+		t.Errorf("Retry-After: 86400: SQS refuses the visibility of %d s; the retry comes after %s, not after the longest wait SQS allows",
+			v, queueVisibilityTimeout)
+	}
+}
+
+// After the last attempt (ApproximateReceiveCount = MaxAttempts = maxReceiveCount) the message
+// has nothing left but the dead-letter queue, which SQS moves it to at its next receive: the
+// handler must not hold it invisible for another schedule wait first (12 hours, on top of the 54
+// before the alarm pages).
+func TestLastAttemptsFailureReachesTheDeadLetterQueueWithoutAnotherWait(t *testing.T) {
+	rcv := newReceiver(t, http.StatusInternalServerError)
+	sg, _ := ParseSecrets(secretA)
+	vis := &visibilities{}
+	h := newHandler(t, rcv.srv.URL, fixedSecrets{sg: sg}, vis)
+	rec := record("last", eventBody(eventID), MaxAttempts)
+	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{rec}})
+	if len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("failures = %+v, want the record reported (SQS then dead-letters it)", resp.BatchItemFailures)
+	}
+	vis.mu.Lock()
+	defer vis.mu.Unlock()
+	if v, ok := vis.got[rec.ReceiptHandle]; ok && time.Duration(v)*time.Second > queueVisibilityTimeout {
+		t.Errorf("after attempt %d of %d the message is held invisible %s before SQS dead-letters it, want at most the queue's %s",
+			MaxAttempts, MaxAttempts, time.Duration(v)*time.Second, queueVisibilityTimeout)
+	}
+}
+
+// The package documentation states the schedule and the maxReceiveCount the code and the
+// template use (README.md and the template say 10 attempts over about 54 hours).
+func TestPackageDocStatesTheRetryScheduleTheCodeRuns(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(doc)), " ")
+	if want := fmt.Sprintf("maxReceiveCount (%d)", MaxAttempts); !strings.Contains(text, want) {
+		t.Errorf("doc.go does not say %q (MaxAttempts, the template's maxReceiveCount)", want)
+	}
+	for _, stale := range []string{"10 h, 10 h", "27.6 hours", "maxReceiveCount (8)"} {
+		if strings.Contains(text, stale) {
+			t.Errorf("doc.go says %q; the schedule is 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, then 12 h three times", stale)
+		}
+	}
+}
+
+// A receiver set up as README.md shows, whose secret is empty (an unset WEBHOOK_SECRET, a
+// `WEBHOOK_SECRET=` line in an env file, a bare "whsec_"), must refuse every delivery: with the
+// key empty, anyone can compute the HMAC, so accepting is accepting forgeries. The specification
+// makes a secret at least 24 bytes ("Signing secret: Random. At least 24 bytes").
+func TestReceiversNeverAcceptASignatureUnderAnEmptySecret(t *testing.T) {
+	forger, _ := standardwebhooks.NewWebhookRaw(nil)
+	body := strings.Replace(eventBody(eventID), "12.5", "999999.5", 1)
+	now := time.Now()
+	sig, err := forger.Sign(eventID, now, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers := map[string]string{HeaderID: eventID, HeaderTimestamp: fmt.Sprint(now.Unix()), HeaderSignature: sig}
+
+	// README.md's Go receiver: standardwebhooks.NewWebhook(os.Getenv("WEBHOOK_SECRET")), then
+	// wh.Verify over the raw body.
+	for _, secret := range []string{"", SecretPrefix} {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			continue // refused at start-up: safe
+		}
+		hdr := http.Header{}
+		for k, v := range headers {
+			hdr.Set(k, v)
+		}
+		if wh.Verify([]byte(body), hdr) == nil {
+			t.Errorf("go, WEBHOOK_SECRET=%q: README.md's receiver accepts a delivery forged with an empty key", secret)
+		}
+	}
+
+	for _, lang := range []struct{ name, cmd, script string }{{"javascript", "node", "testdata/verify.js"}, {"python", "python3", "testdata/verify.py"}} {
+		path, err := exec.LookPath(lang.cmd)
+		if err != nil {
+			t.Errorf("%s: %s is not installed: %v", lang.name, lang.cmd, err)
+			continue
+		}
+		for _, secret := range []string{"", SecretPrefix} {
+			in, _ := json.Marshal(map[string]any{"headers": headers, "body": body})
+			cmd := exec.Command(path, lang.script)
+			cmd.Env = append(cmd.Environ(), "WEBHOOK_SECRET="+secret, fmt.Sprintf("WEBHOOK_NOW=%d", now.Unix()))
+			cmd.Stdin = bytes.NewReader(in)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Errorf("%s: %v", lang.name, err)
+				continue
+			}
+			if strings.TrimSpace(string(out)) == "ok" {
+				t.Errorf("%s, WEBHOOK_SECRET=%q: verify accepts a delivery forged with an empty key", lang.name, secret)
+			}
+		}
+	}
+}
