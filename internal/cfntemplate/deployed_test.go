@@ -878,3 +878,28 @@ func TestWebhookFunctionReadsOnlyItsSecretAndQueue(t *testing.T) {
 		t.Errorf("SettlementWebhookQueue maxReceiveCount = %v, want webhook.MaxAttempts %d", n, webhook.MaxAttempts)
 	}
 }
+
+// WebhookEndpoint's AllowedPattern refuses at deploy time every URL the function refuses at init
+// (config.LoadWebhook, webhook.CheckEndpoint): one it lets through deploys a WebhookFunction
+// whose every init fails, so every event cycles on the queue's visibility until the dead-letter
+// queue, instead of the deployment failing on the typo.
+func TestWebhookEndpointPatternNeverAdmitsAURLTheFunctionRefuses(t *testing.T) {
+	tpl := load(t)
+	pat, ok := cfntemplate.String(tpl.Parameters["WebhookEndpoint"]["AllowedPattern"])
+	if !ok {
+		t.Fatal("WebhookEndpoint has no AllowedPattern")
+	}
+	re := regexp.MustCompile(pat)
+	for _, u := range []string{
+		"https://hooks.example.com/stellar?token=t0k3n",
+		"https://user:pw@hooks.example.com/stellar",
+		"https:///stellar",
+		"https://hooks.example.com/%zz",
+	} {
+		e := map[string]string{"WEBHOOK_URL": u, "WEBHOOK_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:hook-AbCdEf"}
+		_, err := config.LoadWebhook(func(k string) string { return e[k] })
+		if re.MatchString(u) && err != nil {
+			t.Errorf("WebhookEndpoint %q deploys (AllowedPattern %s) but WebhookFunction refuses it at init: %v", u, pat, err)
+		}
+	}
+}
