@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -901,5 +902,26 @@ func TestWebhookEndpointPatternNeverAdmitsAURLTheFunctionRefuses(t *testing.T) {
 		if re.MatchString(u) && err != nil {
 			t.Errorf("WebhookEndpoint %q deploys (AllowedPattern %s) but WebhookFunction refuses it at init: %v", u, pat, err)
 		}
+	}
+}
+
+// SettlementWebhookQueue keeps a message longer than its retries can take, so that every event
+// the receiver never accepted ends in the dead-letter queue, which pages, rather than expiring
+// unseen (SQS deletes a message older than the queue's MessageRetentionPeriod, in flight or not).
+// Each of the MaxAttempts-1 waits may be as long as SQS's longest visibility, 12 hours: a
+// receiver answering 503 with a long Retry-After gets that wait every time.
+func TestWebhookQueueNeverExpiresAMessageBeforeItsLastAttempt(t *testing.T) {
+	tpl := load(t)
+	q := tpl.Resources["SettlementWebhookQueue"].Properties
+	v, _ := cfntemplate.Lookup(q, "MessageRetentionPeriod")
+	secs, err := strconv.Atoi(fmt.Sprint(v))
+	if err != nil {
+		t.Fatalf("SettlementWebhookQueue MessageRetentionPeriod = %v", v)
+	}
+	retention := time.Duration(secs) * time.Second
+	longest := time.Duration(webhook.MaxAttempts-1)*12*time.Hour + time.Duration(webhook.MaxAttempts)*webhook.RequestTimeout
+	if retention < longest {
+		t.Errorf("SettlementWebhookQueue keeps a message %s; %d waits of up to 12 hours take %s, so a receiver sending Retry-After loses the event without a dead letter",
+			retention, webhook.MaxAttempts-1, longest)
 	}
 }
