@@ -1,11 +1,14 @@
 package webhook
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -185,6 +188,89 @@ func TestReceiversNeverAcceptASignatureUnderAnEmptySecret(t *testing.T) {
 			if strings.TrimSpace(string(out)) == "ok" {
 				t.Errorf("%s, WEBHOOK_SECRET=%q: verify accepts a delivery forged with an empty key", lang.name, secret)
 			}
+		}
+	}
+}
+
+// rawHeaders posts one delivery through the Handler to a listener on 127.0.0.1 that reads the
+// request's bytes, and answers the header lines as they are on the wire (name as sent: value).
+func rawHeaders(t *testing.T, body string) map[string]string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan map[string]string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		h := map[string]string{}
+		if _, err := br.ReadString('\n'); err != nil {
+			got <- nil
+			return
+		}
+		for {
+			line, err := br.ReadString('\n')
+			line = strings.TrimRight(line, "\r\n")
+			if err != nil || line == "" {
+				break
+			}
+			if k, v, ok := strings.Cut(line, ": "); ok {
+				h[k] = v
+			}
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+		got <- h
+	}()
+	sg, _ := ParseSecrets(secretA)
+	h := New(Config{Endpoint: "http://" + ln.Addr().String() + "/hook", Secrets: fixedSecrets{sg: sg}, Now: func() time.Time { return signedAt }})
+	if _, err := h.deliver(context.Background(), record("raw", body, 1)); err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+	return <-got
+}
+
+// README.md's JavaScript and Python receivers are given "headers"; a receiver that passes them
+// as its framework holds them with the names as they came on the wire (API Gateway's REST
+// payload, a WSGI app's dict(request.headers)) must still accept our delivery: the function
+// sends "Webhook-Id", not "webhook-id" (net/http writes header names canonical), and HTTP
+// header names are case-insensitive (RFC 9110, section 5.1). Refusing them fails every delivery
+// to the dead-letter queue.
+func TestReceiversAcceptTheHeadersAsTheFunctionSendsThem(t *testing.T) {
+	body := eventBody(eventID)
+	wire := rawHeaders(t, body)
+	headers := map[string]string{}
+	for k, v := range wire {
+		if strings.EqualFold(k, HeaderID) || strings.EqualFold(k, HeaderTimestamp) || strings.EqualFold(k, HeaderSignature) {
+			headers[k] = v
+		}
+	}
+	if len(headers) != 3 {
+		t.Fatalf("the request's headers %v lack the three webhook headers", wire)
+	}
+	for _, lang := range []struct{ name, cmd, script string }{{"javascript", "node", "testdata/verify.js"}, {"python", "python3", "testdata/verify.py"}} {
+		path, err := exec.LookPath(lang.cmd)
+		if err != nil {
+			t.Errorf("%s: %s is not installed: %v", lang.name, lang.cmd, err)
+			continue
+		}
+		in, _ := json.Marshal(map[string]any{"headers": headers, "body": body})
+		cmd := exec.Command(path, lang.script)
+		cmd.Env = append(cmd.Environ(), "WEBHOOK_SECRET="+secretA, fmt.Sprintf("WEBHOOK_NOW=%d", signedAt.Unix()))
+		cmd.Stdin = bytes.NewReader(in)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v: %s", lang.name, err, out)
+			continue
+		}
+		if got := strings.TrimSpace(string(out)); got != "ok" {
+			t.Errorf("%s, headers as sent %v: %q, want ok", lang.name, headers, got)
 		}
 	}
 }
