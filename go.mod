@@ -22,6 +22,7 @@ require (
 	github.com/pb33f/libopenapi v0.41.8
 	github.com/pb33f/libopenapi-validator v0.16.3
 	github.com/sony/gobreaker/v2 v2.4.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stellar/go-stellar-sdk v0.7.3
 	github.com/truora/minidyn v0.8.2
 	go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws v0.72.0
@@ -80,7 +81,6 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/segmentio/go-loggly v0.5.1-0.20171222203950-eb91657e62b2 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
-	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
 	github.com/stellar/go-xdr v0.0.0-20260806060815-dc590f17552a // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
