@@ -274,3 +274,31 @@ func TestReceiversAcceptTheHeadersAsTheFunctionSendsThem(t *testing.T) {
 		}
 	}
 }
+
+// After a read of the secret fails (a malformed rotation, AccessDenied, throttling) while a good
+// Signer is held, the source must not read again on every delivery: each delivery would then wait
+// on a Secrets Manager call made one at a time under the source's lock, and log the same error.
+// It reads again after the TTL, as after a good read.
+func TestFailedSecretReadNeverRereadsOnEveryDelivery(t *testing.T) {
+	api := &secretsAPI{value: secretA}
+	now := signedAt
+	src := &SecretSource{API: api, ID: "webhook", Now: func() time.Time { return now }}
+	if sg, err := src.Signer(context.Background()); err != nil || sg.Keys() != 1 {
+		t.Fatalf("first read: %d keys, %v", sg.Keys(), err)
+	}
+	api.mu.Lock()
+	api.value = "whsec_typo"
+	api.mu.Unlock()
+	now = now.Add(SecretTTL)
+	for i := range 50 {
+		now = now.Add(time.Second)
+		if sg, _ := src.Signer(context.Background()); sg.Keys() != 1 {
+			t.Fatalf("delivery %d: %d keys, want the last good signer", i, sg.Keys())
+		}
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.reads > 2 {
+		t.Errorf("50 deliveries in the 50 s after a failed read made %d reads of the secret, want 1 (the failed one) more than the first", api.reads-1)
+	}
+}
