@@ -57,3 +57,14 @@ func TestWebhookQueueNeverExpiresAMessageBeforeItsLastAttempt(t *testing.T) {
 			retention, webhook.MaxAttempts-1, longest)
 	}
 }
+
+// The receiver's URL may carry its token in the query (webhook.CheckEndpoint hides it from every
+// error and log for that reason), so WebhookEndpoint is NoEcho: CloudFormation otherwise answers
+// it in clear to anyone allowed cloudformation:DescribeStacks, and shows it in the console's
+// Parameters tab and in every change set.
+func TestWebhookEndpointNeverShowsInTheStacksParameters(t *testing.T) {
+	tpl := load(t)
+	if v := fmt.Sprint(tpl.Parameters["WebhookEndpoint"]["NoEcho"]); v != "true" {
+		t.Errorf("WebhookEndpoint NoEcho = %s, want true: DescribeStacks shows the URL, its query's token included", v)
+	}
+}
