@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -134,7 +135,7 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	if o := p.opts.Ops.Webhook; o != nil {
 		sleep := o.Sleep
 		if sleep == nil {
-			sleep = svc.Orchestrator.Clock.Sleep
+			sleep = transfer.SystemClock{}.Sleep
 		}
 		hook, err := newLocalWebhook(*o, log, sleep)
 		if err != nil {
@@ -143,7 +144,9 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		}
 		p.bus.forward = hook.send
 		s.shutdown = append(s.shutdown, hook.close)
-		s.Info.WebhookURL = o.URL
+		if u, err := url.Parse(o.URL); err == nil {
+			s.Info.WebhookURL = u.Scheme + "://" + u.Host + u.Path
+		}
 	}
 	events := eventbridge.New(eventbridge.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(s.Info.LambdaURL),

@@ -142,6 +142,9 @@ func TestPackageDocStatesTheRetryScheduleTheCodeRuns(t *testing.T) {
 // value of WEBHOOK_SECRET: its start-up (standardwebhooks.NewWebhook), then the check of each
 // request (wh.Verify over the raw body). It follows the README: change both together.
 func readmeGoReceiver(secret string) (func(body []byte, h http.Header) error, error) {
+	if len(secret) < len("whsec_")+32 {
+		return nil, errors.New("WEBHOOK_SECRET is not a whsec_ secret")
+	}
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
 		return nil, err

@@ -28,7 +28,8 @@ const RequestTimeout = 15 * time.Second
 // schedule is the wait before each retry, after the first failed attempt, the second, and so on:
 // the specification's example schedule ("Deliverability and reliability": 5 s, 5 min, 30 min,
 // 2 h, 5 h, 10 h, 14 h, 20 h, 24 h) with each wait capped at SQS's longest visibility timeout
-// (12 hours; the SQS API Reference, ChangeMessageVisibility). The template's maxReceiveCount is
+// (12 hours from the receive; the SQS API Reference, ChangeMessageVisibility), less maxVisibility's
+// margin. The template's maxReceiveCount is
 // len(schedule)+1: the message goes to the dead-letter queue after the attempt that follows the
 // last wait, about 54 hours after the first.
 var schedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour,
@@ -38,8 +39,10 @@ var schedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minut
 // per wait of the schedule.
 var MaxAttempts = len(schedule) + 1
 
-// maxVisibility is SQS's longest visibility timeout.
-const maxVisibility = 12 * time.Hour
+// maxVisibility is the longest visibility the handler asks for: SQS's 12 hours count from the
+// receive and refuse a longer total (the SQS API Reference, ChangeMessageVisibility), and the
+// receive was up to the function's timeout ago; five minutes cover that.
+const maxVisibility = 12*time.Hour - 5*time.Minute
 
 // RetryAfter is the visibility timeout to give a message whose delivery failed at its
 // receiveCount-th attempt (SQS's ApproximateReceiveCount, 1 on the first): the schedule's wait,
@@ -123,7 +126,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			wait := RetryAfter(msg.MessageId, n, retryAfter)
 			h.cfg.Logger.WarnContext(ctx, "webhook: delivery failed; it will be attempted again", "messageId", msg.MessageId,
 				"attempt", n, "of", MaxAttempts, "retryInSeconds", int(wait/time.Second), "err", err.Error())
-			h.change(ctx, msg, wait)
+			if n < MaxAttempts {
+				h.change(ctx, msg, wait)
+			}
 		})
 	}
 	wg.Wait()

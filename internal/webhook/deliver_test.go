@@ -145,7 +145,7 @@ func TestRefusedDeliveryComesBackOnTheSpecificationsSchedule(t *testing.T) {
 		{"500 at the first attempt", http.StatusInternalServerError, "", 1, 5 * time.Second, 5500 * time.Millisecond},
 		{"404 at the third", http.StatusNotFound, "", 3, 30 * time.Minute, 33 * time.Minute},
 		{"a redirect is a failure, not followed", http.StatusFound, "", 2, 5 * time.Minute, 330 * time.Second},
-		{"410 Gone is retried until the dead-letter queue pages", http.StatusGone, "", 9, 12 * time.Hour, 12 * time.Hour},
+		{"410 Gone is retried until the dead-letter queue pages", http.StatusGone, "", 9, maxVisibility, maxVisibility},
 		{"the receiver's longer Retry-After wins", http.StatusServiceUnavailable, "3600", 1, time.Hour, time.Hour},
 		{"a shorter Retry-After does not", http.StatusTooManyRequests, "1", 2, 5 * time.Minute, 330 * time.Second},
 	} {
@@ -221,11 +221,11 @@ func TestDeliveryWithoutASigningSecretIsRetriedNotSentUnsigned(t *testing.T) {
 }
 
 func TestRetryScheduleIsTheSpecificationsWithBoundedJitter(t *testing.T) {
-	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 12 * time.Hour, 12 * time.Hour, 12 * time.Hour, 12 * time.Hour}
+	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, maxVisibility, maxVisibility, maxVisibility, maxVisibility}
 	var total time.Duration
 	for i, w := range want {
 		d := RetryAfter("m-1", i+1, 0)
-		if d < w || d > min(w+w/10, 12*time.Hour) || d%time.Second != 0 {
+		if d < w || d > min(w+w/10, maxVisibility) || d%time.Second != 0 {
 			t.Errorf("attempt %d: %s, want %s plus at most a tenth, whole seconds", i+1, d, w)
 		}
 		if d != RetryAfter("m-1", i+1, 0) {
@@ -241,8 +241,8 @@ func TestRetryScheduleIsTheSpecificationsWithBoundedJitter(t *testing.T) {
 	if MaxAttempts != 10 {
 		t.Errorf("MaxAttempts = %d; the template's maxReceiveCount must follow it", MaxAttempts)
 	}
-	if d := RetryAfter("m-1", 1, 48*time.Hour); d != 12*time.Hour {
-		t.Errorf("a Retry-After of two days gave %s, want SQS's most, 12 hours", d)
+	if d := RetryAfter("m-1", 1, 48*time.Hour); d != maxVisibility {
+		t.Errorf("a Retry-After of two days gave %s, want the most SQS accepts after the receive, %s", d, maxVisibility)
 	}
 }
 

@@ -69,6 +69,7 @@ func (s *SecretSource) Signer(ctx context.Context) (Signer, error) {
 	}
 	if err != nil {
 		if s.signer.Keys() > 0 {
+			s.read = t
 			return s.signer, fmt.Errorf("webhook: reading the signing secret %s failed; signing with the secret read at %s: %w",
 				s.ID, s.read.UTC().Format(time.RFC3339), err)
 		}

@@ -7,11 +7,13 @@ const crypto = require("crypto");
 const TOLERANCE_SECONDS = 5 * 60;
 
 function verify(secret, headers, rawBody, nowSeconds) {
-  const id = headers["webhook-id"], ts = headers["webhook-timestamp"], sigs = headers["webhook-signature"];
+  const h = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+  const id = h["webhook-id"], ts = h["webhook-timestamp"], sigs = h["webhook-signature"];
   if (!id || !ts || !sigs) throw new Error("missing webhook headers");
   if (!/^\d+$/.test(ts)) throw new Error("bad timestamp");
   if (Math.abs(nowSeconds - Number(ts)) > TOLERANCE_SECONDS) throw new Error("timestamp outside tolerance");
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64");
+  if (key.length < 24) throw new Error("the secret is not a whsec_ secret of at least 24 bytes");
   const expected = crypto.createHmac("sha256", key).update(`${id}.${ts}.${rawBody}`).digest();
   for (const s of sigs.split(" ")) {
     const [version, b64] = s.split(",");

@@ -13,6 +13,7 @@ TOLERANCE_SECONDS = 5 * 60
 
 
 def verify(secret, headers, raw_body, now_seconds):
+    headers = {k.lower(): v for k, v in headers.items()}
     msg_id = headers.get("webhook-id")
     ts = headers.get("webhook-timestamp")
     sigs = headers.get("webhook-signature")
@@ -23,6 +24,8 @@ def verify(secret, headers, raw_body, now_seconds):
     if abs(now_seconds - int(ts)) > TOLERANCE_SECONDS:
         raise ValueError("timestamp outside tolerance")
     key = base64.b64decode(secret.removeprefix("whsec_"))
+    if len(key) < 24:
+        raise ValueError("the secret is not a whsec_ secret of at least 24 bytes")
     expected = hmac.new(key, f"{msg_id}.{ts}.".encode() + raw_body, hashlib.sha256).digest()
     for s in sigs.split(" "):
         version, _, b64 = s.partition(",")
