@@ -25,7 +25,8 @@ type WebhookOptions struct {
 	// Secret is one or more "whsec_" secrets (WEBHOOK_SECRET); empty: one is generated and shown in
 	// Info.WebhookSecret (a local secret protecting nothing, as a receiver under development needs it).
 	Secret string
-	// Sleep waits between attempts; nil: the stack's clock.
+	// Sleep waits between attempts; nil: the real clock (a virtual one would jump hours of
+	// ledgers for the schedule's waits).
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
@@ -69,6 +70,9 @@ func (w *localWebhook) send(id string, body []byte) {
 			resp, _ := w.h.Handle(w.ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
 			if len(resp.BatchItemFailures) == 0 {
 				return
+			}
+			if attempt == webhook.MaxAttempts {
+				break // deployed: the dead-letter queue at the next receive, no further wait
 			}
 			if w.sleep(w.ctx, webhook.RetryAfter(id, attempt, 0)) != nil {
 				return

@@ -3,6 +3,12 @@
 // "Signature scheme"; https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md),
 // so that a receiver can check that a body came from this service, unchanged, and recently.
 //
+// What the signature proves is that the event passed through this stack's bus and webhook queue:
+// the function signs what the queue holds. A principal of the AWS account allowed
+// events:PutEvents on the bus (an event's source is not reserved) or sqs:SendMessage on the queue
+// is inside that boundary, as an operator is. A receiver that moves money on an event confirms it
+// first with GET /wallets/{walletAddress}/transfers/{idempotencyKey} (README.md, "Signed webhooks").
+//
 // The path: an EventBridge rule on the settlement bus sends every event to an SQS queue
 // (the template's SettlementWebhookQueue), and WebhookFunction (functions/webhook, Handler)
 // posts each message's body, the EventBridge event exactly as the rule delivered it, with three

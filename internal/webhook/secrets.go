@@ -69,9 +69,11 @@ func (s *SecretSource) Signer(ctx context.Context) (Signer, error) {
 	}
 	if err != nil {
 		if s.signer.Keys() > 0 {
+			// The failed read counts as a read: the next comes a TTL later, not with every delivery.
+			last := s.read
 			s.read = t
 			return s.signer, fmt.Errorf("webhook: reading the signing secret %s failed; signing with the secret read at %s: %w",
-				s.ID, s.read.UTC().Format(time.RFC3339), err)
+				s.ID, last.UTC().Format(time.RFC3339), err)
 		}
 		return Signer{}, fmt.Errorf("webhook: reading the signing secret %s: %w", s.ID, err)
 	}
