@@ -7,9 +7,9 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Where `make build` puts the bootstraps; SAM sets ARTIFACTS_DIR itself for build-<LogicalId>.
 BUILD_DIR ?= .build
 LAMBDA_GOFLAGS := -trimpath -tags lambda.norpc -ldflags='-s -w -buildid='
-# The binaries under functions/<dir>; the template's five functions run them (build-<LogicalId>
+# The binaries under functions/<dir>; the template's six functions run them (build-<LogicalId>
 # below: InDoubtReaderFunction runs reconcile's).
-FUNCTIONS := api alert reconcile submitter
+FUNCTIONS := api alert reconcile submitter webhook
 
 # Python tools (cfn-lint, SAM CLI, schemathesis), pinned in .ci/requirements.txt.
 VENV := .ci/venv
@@ -23,8 +23,8 @@ RIE := .ci/bin/rie-$(RIE_VERSION)/aws-lambda-rie
 CONTRACT_MAX_EXAMPLES ?= 300
 
 .PHONY: help build run test test-short fuzz chaos scan-secrets check lint bench bench-latency bench-async bench-async-rate bench-congestion clean tools test-dynalite check-template \
-	sam-build test-lambda test-contract test-clients test-openapi-clients build-api build-alert build-reconcile build-submitter \
-	build-ApiFunction build-AlertFunction build-ReconcileFunction build-InDoubtReaderFunction build-SubmitterFunction
+	sam-build test-lambda test-contract test-clients test-openapi-clients build-api build-alert build-reconcile build-submitter build-webhook \
+	build-ApiFunction build-AlertFunction build-ReconcileFunction build-InDoubtReaderFunction build-SubmitterFunction build-WebhookFunction
 
 .DEFAULT_GOAL := help
 
@@ -58,6 +58,9 @@ build-ReconcileFunction:
 
 build-SubmitterFunction:
 	$(call lambda_build,submitter,$(ARTIFACTS_DIR))
+
+build-WebhookFunction:
+	$(call lambda_build,webhook,$(ARTIFACTS_DIR))
 
 # The read-only operators' function is the reconcile binary; the template sets RECONCILE_ACTIONS=read.
 build-InDoubtReaderFunction:
@@ -126,7 +129,7 @@ check-template: $(TOOLS) ## cfn-lint, sam validate --lint, samconfig.toml's para
 	$(SAM) validate --lint --template-file template.yaml
 	$(VENV)/bin/python .ci/check-samconfig.py
 
-# `sam build` (no container) of the template's five functions, each checked to be a linux/arm64 bootstrap.
+# `sam build` (no container) of the template's six functions, each checked to be a linux/arm64 bootstrap.
 sam-build: $(TOOLS) ## sam build of every function, each checked to be a linux/arm64 bootstrap
 	SAM="$(SAM)" .ci/sam-build.sh
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `sam build` of the template's five functions (makefile builder, no container), then checks that
+# `sam build` of the template's six functions (makefile builder, no container), then checks that
 # each artifact is a linux/arm64 ELF `bootstrap` and prints its size. Output in .ci/sam/build.
 # SAM is the sam command (make passes the venv's, with telemetry off).
 set -euo pipefail
@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 sam=${SAM:-sam}
 build_dir=.ci/sam/build
 $sam build --template-file template.yaml --build-in-source --cache-dir .ci/sam/cache --build-dir "$build_dir" --parallel
-for id in ApiFunction AlertFunction ReconcileFunction InDoubtReaderFunction SubmitterFunction; do
+for id in ApiFunction AlertFunction ReconcileFunction InDoubtReaderFunction SubmitterFunction WebhookFunction; do
 	f="$build_dir/$id/bootstrap"
 	[ -x "$f" ] || { echo "sam build: $f missing or not executable" >&2; exit 1; }
 	# ELF magic, 64-bit, and e_machine 0xb7 (EM_AARCH64) at offset 18.

@@ -21,6 +21,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/webhook"
 )
 
 // The deployed template (template.yaml at the repository root) held to the code.
@@ -28,7 +29,7 @@ import (
 // functions maps each function's logical ID to its directory under functions/. The read-only
 // operators' function is the reconcile binary (RECONCILE_ACTIONS=read).
 var functions = map[string]string{"ApiFunction": "api", "AlertFunction": "alert", "ReconcileFunction": "reconcile",
-	"InDoubtReaderFunction": "reconcile", "SubmitterFunction": "submitter"}
+	"InDoubtReaderFunction": "reconcile", "SubmitterFunction": "submitter", "WebhookFunction": "webhook"}
 
 func load(t *testing.T) *cfntemplate.Template {
 	t.Helper()
@@ -162,7 +163,7 @@ func TestFunctions(t *testing.T) {
 	}
 	ids := tpl.ResourcesOfType("AWS::Serverless::Function")
 	sort.Strings(ids)
-	if want := []string{"AlertFunction", "ApiFunction", "InDoubtReaderFunction", "ReconcileFunction", "SubmitterFunction"}; !slices.Equal(ids, want) {
+	if want := []string{"AlertFunction", "ApiFunction", "InDoubtReaderFunction", "ReconcileFunction", "SubmitterFunction", "WebhookFunction"}; !slices.Equal(ids, want) {
 		t.Fatalf("functions = %v, want %v", ids, want)
 	}
 	for _, id := range ids {
@@ -349,7 +350,7 @@ func TestEnvironmentAndTimeouts(t *testing.T) {
 	}
 	for id := range functions {
 		for k := range env(t, tpl, id, sample) {
-			if strings.Contains(k, "SEED") || (strings.Contains(k, "SECRET") && k != "SIGNING_SECRET_ARN") {
+			if strings.Contains(k, "SEED") || (strings.Contains(k, "SECRET") && !strings.HasSuffix(k, "_SECRET_ARN")) {
 				t.Errorf("%s environment variable %s looks like key material", id, k)
 			}
 		}
@@ -362,7 +363,7 @@ func TestLeastPrivilege(t *testing.T) {
 	tpl := load(t)
 	roles := tpl.ResourcesOfType("AWS::IAM::Role")
 	sort.Strings(roles)
-	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "InDoubtReaderFunctionRole", "ReconcileFunctionRole", "SettlementWebhookRole", "SubmitterFunctionRole"}; !slices.Equal(roles, want) {
+	if want := []string{"AlertFunctionRole", "ApiFunctionRole", "InDoubtReaderFunctionRole", "ReconcileFunctionRole", "SubmitterFunctionRole", "WebhookFunctionRole"}; !slices.Equal(roles, want) {
 		t.Fatalf("roles = %v, want %v", roles, want)
 	}
 	for _, id := range roles {
@@ -446,11 +447,10 @@ func TestLeastPrivilege(t *testing.T) {
 	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:Query"}) {
 		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want only Query (stream reads aside)", got)
 	}
-	// Settlement events: the alert function may put events on the stack's bus only; EventBridge's
-	// webhook role may only invoke the webhook's API destination.
+	// Settlement events: the alert function may put events on the stack's bus only; the webhook
+	// function uses nothing of EventBridge.
 	for role, want := range map[string]string{
-		"AlertFunctionRole":     `events:PutEvents on {"Fn::GetAtt":["SettlementEventBus","Arn"]}`,
-		"SettlementWebhookRole": `events:InvokeApiDestination on {"Fn::GetAtt":["SettlementWebhookDestination","Arn"]}`,
+		"AlertFunctionRole": `events:PutEvents on {"Fn::GetAtt":["SettlementEventBus","Arn"]}`,
 	} {
 		var got []string
 		for _, st := range statements(t, tpl, role) {
@@ -842,5 +842,40 @@ func TestOperatorRoles(t *testing.T) {
 	res, _ := json.Marshal(get(t, sels[0], "DataResources"))
 	if want := `[{"Type":"AWS::Lambda::Function","Values":[` + arn("ReconcileFunction") + "," + arn("InDoubtReaderFunction") + `]}]`; string(res) != want {
 		t.Errorf("DataResources = %s, want %s", res, want)
+	}
+}
+
+// The webhook function reads its signing secret and works its own queue, nothing else: no table,
+// no bus, no other secret; the rule alone may put events on the queue.
+func TestWebhookFunctionReadsOnlyItsSecretAndQueue(t *testing.T) {
+	tpl := load(t)
+	var got []string
+	for _, st := range statements(t, tpl, "WebhookFunctionRole") {
+		for _, a := range st.actions {
+			if strings.HasPrefix(a, "logs:") || strings.HasPrefix(a, "xray:") {
+				continue
+			}
+			got = append(got, a+" on "+st.resource)
+		}
+	}
+	sort.Strings(got)
+	want := []string{
+		`secretsmanager:GetSecretValue on {"Ref":"WebhookSigningSecretArn"}`,
+		`sqs:ChangeMessageVisibility on {"Fn::GetAtt":["SettlementWebhookQueue","Arn"]}`,
+		`sqs:DeleteMessage on {"Fn::GetAtt":["SettlementWebhookQueue","Arn"]}`,
+		`sqs:GetQueueAttributes on {"Fn::GetAtt":["SettlementWebhookQueue","Arn"]}`,
+		`sqs:ReceiveMessage on {"Fn::GetAtt":["SettlementWebhookQueue","Arn"]}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("WebhookFunctionRole = %v, want %v", got, want)
+	}
+	e := env(t, tpl, "WebhookFunction", map[string]string{"WebhookEndpoint": "https://hooks.example.com/stellar",
+		"WebhookSigningSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:hook-AbCdEf"})
+	if _, err := config.LoadWebhook(func(k string) string { return e[k] }); err != nil {
+		t.Errorf("WebhookFunction's environment %v: %v", e, err)
+	}
+	q := tpl.Resources["SettlementWebhookQueue"].Properties
+	if n, _ := cfntemplate.Lookup(q, "RedrivePolicy", "maxReceiveCount"); fmt.Sprint(n) != fmt.Sprint(webhook.MaxAttempts) {
+		t.Errorf("SettlementWebhookQueue maxReceiveCount = %v, want webhook.MaxAttempts %d", n, webhook.MaxAttempts)
 	}
 }

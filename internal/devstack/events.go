@@ -57,6 +57,8 @@ type eventBus struct {
 	name    string
 	console io.Writer
 	log     *slog.Logger
+	// forward, when set, also receives each event (its id and JSON): the local webhook.
+	forward func(id string, event []byte)
 
 	mu      sync.Mutex
 	seq     int
@@ -172,6 +174,9 @@ func (b *eventBus) publish(ev busEvent) {
 		b.backlog = b.backlog[len(b.backlog)-eventBacklog:]
 	}
 	fmt.Fprintf(b.console, "event %s: %s\n", ev.DetailType, data)
+	if b.forward != nil {
+		b.forward(ev.ID, data)
+	}
 	for ch := range b.subs {
 		select {
 		case ch <- e:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -63,6 +64,9 @@ type OpsOptions struct {
 	Metrics io.Writer
 	// Events receives a line per settlement event (events.go; nil: discarded).
 	Events io.Writer
+	// Webhook, when set, also delivers every settlement event, signed, as WebhookFunction does
+	// (webhook.go).
+	Webhook *WebhookOptions
 }
 
 // operations are the alert and reconcile functions, the stream that feeds the first, the sweep
@@ -128,6 +132,22 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	// (events.go), as the deployed alert function sends them to EventBridge.
 	p.bus = newEventBus(localBus, p.opts.Ops.Events, log)
 	s.shutdown = append(s.shutdown, p.bus.close)
+	if o := p.opts.Ops.Webhook; o != nil {
+		sleep := o.Sleep
+		if sleep == nil {
+			sleep = transfer.SystemClock{}.Sleep
+		}
+		hook, err := newLocalWebhook(*o, log, sleep)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		p.bus.forward = hook.send
+		s.shutdown = append(s.shutdown, hook.close)
+		if u, err := url.Parse(o.URL); err == nil {
+			s.Info.WebhookURL = u.Scheme + "://" + u.Host + u.Path
+		}
+	}
 	events := eventbridge.New(eventbridge.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(s.Info.LambdaURL),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),

@@ -130,6 +130,8 @@ type Info struct {
 	FeeKMSKey   *KMSKey `json:"feeKmsKey,omitempty"`
 	// EventsURL streams the settlement events as server-sent events (events.go).
 	EventsURL string `json:"eventsUrl"`
+	// WebhookURL receives the settlement events, signed (OpsOptions.Webhook); empty: none.
+	WebhookURL string `json:"webhookUrl,omitempty"`
 	// TracesURL is the OTLP receiver the spans go to with TRACING=otel (tracing.go); GET lists them.
 	TracesURL string `json:"tracesUrl,omitempty"`
 }

@@ -33,6 +33,7 @@
 //	functions/reconcile  ReconcileFunction: operator actions and the sweep -> internal/reconcile;
 //	                     InDoubtReaderFunction: the same binary, list and get only (RECONCILE_ACTIONS=read)
 //	functions/submitter  SubmitterFunction: TransferQueue's SQS events -> internal/queue -> the orchestrator
+//	functions/webhook    WebhookFunction: the webhook queue's settlement events -> internal/webhook -> the receiver
 //	internal/transfer    the domain: requests, keys, typed errors, proof rules, the orchestrator, Settle
 //	  transfer/transfertest  the domain's importable test helpers
 //	internal/dynamo      transfer.Store and the channel leases on DynamoDB (conditional writes, the sparse index)
@@ -43,6 +44,7 @@
 //	internal/api         net/http handler (problem+json), the API Gateway adapter, openapi.yaml
 //	internal/alert       stream records -> alert lines, SNS, the in-doubt gauge, settlement events (EventBridge)
 //	internal/queue       asynchronous transfers: transfer.Queue on SQS, the submitter's handler, an in-process queue
+//	internal/webhook     settlement events to one HTTPS receiver, signed (Standard Webhooks), rotated, retried
 //	internal/reconcile   list, get, resolve, sweep, channels
 //	internal/metrics     CloudWatch Embedded Metric Format
 //	internal/logging     slog JSON with request and trace IDs, seed redaction (Redact, Clip)

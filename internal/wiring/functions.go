@@ -20,6 +20,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/tracing"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/webhook"
 )
 
 // ReconcileParts are what the reconcile function is assembled from. functions/reconcile and the
@@ -151,4 +152,17 @@ func (in *Init) AlertHandler() *alert.Handler {
 		ac.Events, ac.EventBus, ac.EventFailures = eventbridge.NewFromConfig(clients.Config), cfg.EventBus, emf
 	}
 	return alert.New(ac)
+}
+
+// WebhookHandler is the start-up of WebhookFunction: the settlement events the template's rule
+// puts on its queue, posted to WEBHOOK_URL signed with the secrets in WEBHOOK_SECRET_ARN (read
+// again every webhook.SecretTTL), failed ones timed for retry on QUEUE_URL (internal/webhook).
+// Any failure ends the init (Init.Check).
+func (in *Init) WebhookHandler() *webhook.Handler {
+	cfg, err := config.LoadWebhook(os.Getenv)
+	in.Check("invalid configuration", err)
+	clients, err := NewAWSClients(context.Background(), "")
+	in.Check("AWS clients", err)
+	return webhook.New(webhook.Config{Endpoint: cfg.URL, Secrets: &webhook.SecretSource{API: clients.Secrets, ID: cfg.SecretARN},
+		Visibility: clients.SQS, QueueURL: cfg.QueueURL, Logger: in.Logger})
 }

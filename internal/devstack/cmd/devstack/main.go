@@ -51,6 +51,14 @@ func run(logger *slog.Logger) error {
 		// The metrics as a terminal shows them (metrics.Console), the events as JSON lines.
 		Ops: devstack.OpsOptions{LambdaAddr: at.lambda, Metrics: metrics.Console(os.Stdout), Events: os.Stdout},
 	}
+	webhookSecret := ""
+	if u := os.Getenv("WEBHOOK_URL"); u != "" {
+		webhookSecret = os.Getenv("WEBHOOK_SECRET")
+		if webhookSecret == "" {
+			webhookSecret = devstack.GenerateWebhookSecret()
+		}
+		opts.Ops.Webhook = &devstack.WebhookOptions{URL: u, Secret: webhookSecret}
+	}
 	if ms, err := strconv.Atoi(os.Getenv("SWEEP_INTERVAL_MS")); err == nil && ms > 0 {
 		opts.Ops.SweepInterval = time.Duration(ms) * time.Millisecond
 	}
@@ -78,6 +86,11 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	printBanner(os.Stdout, s.Info)
+	if s.Info.WebhookURL != "" && os.Getenv("WEBHOOK_SECRET") == "" {
+		// Generated for this run and shown once, as a receiver under development needs it: a local
+		// secret that protects nothing. Set WEBHOOK_SECRET to keep one across runs.
+		fmt.Fprintf(os.Stdout, "  Webhook secret     %s  (generated; WEBHOOK_SECRET sets one)\n\n", webhookSecret)
+	}
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	// Stopping is what was asked for: a request cut short on the way out is reported, not a failure.
@@ -94,6 +107,9 @@ func printBanner(w io.Writer, i devstack.Info) {
 	fmt.Fprintf(w, "  API                %s\n", i.APIURL)
 	fmt.Fprintf(w, "  Lambda Invoke API  %s  (ApiFunction, SubmitterFunction, AlertFunction, ReconcileFunction, InDoubtReaderFunction)\n", i.LambdaURL)
 	fmt.Fprintf(w, "  Settlement events  %s  (server-sent events, also printed here; curl -N '%s?since=0')\n", i.EventsURL, i.EventsURL)
+	if i.WebhookURL != "" {
+		fmt.Fprintf(w, "  Webhook            %s  (every settlement event, signed: README.md, \"Signed webhooks\")\n", i.WebhookURL)
+	}
 	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
 	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
 	fmt.Fprintf(w, "  Stellar RPC        %s\n", i.RPCURL)
