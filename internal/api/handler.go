@@ -23,12 +23,12 @@ import (
 type Service interface {
 	Transfer(ctx context.Context, in transfer.Input) (transfer.Outcome, error)
 	// View returns the transfer stored under (wallet, clientKey); wallet is canonical (upper
-	// case). *transfer.NotFoundError when there is none.
-	View(ctx context.Context, wallet, clientKey string) (transfer.View, error)
+	// case; transfer.Rules.ParseWallet). *transfer.NotFoundError when there is none.
+	View(ctx context.Context, wallet transfer.Wallet, clientKey string) (transfer.View, error)
 	// History lists wallet's transfers newest first (wallet canonical, limit 1 to
 	// transfer.MaxHistoryLimit, cursor "" for the first page). *transfer.ValidationError
 	// LIMIT_INVALID or CURSOR_INVALID for what the client sent wrong.
-	History(ctx context.Context, wallet string, limit int, cursor string) (transfer.HistoryPage, error)
+	History(ctx context.Context, wallet transfer.Wallet, limit int, cursor string) (transfer.HistoryPage, error)
 }
 
 // Enqueuer accepts a transfer for asynchronous processing (*transfer.Orchestrator.Enqueue with a
@@ -73,6 +73,19 @@ type ViewResponse struct {
 	InDoubt bool `json:"inDoubt,omitempty"`
 	// Error is the stored rejection (status "error"), without instance and traceId.
 	Error *ProblemDetails `json:"error,omitempty"`
+	// Memo is the transfer's memo as canonical ({"type","value"}), absent without one.
+	Memo *transfer.Memo `json:"memo,omitempty"`
+	// MuxedAccount names the muxed (M...) wallet a transfer paid: absent for a G... or C... one.
+	MuxedAccount *MuxedAccount `json:"muxedAccount,omitempty"`
+}
+
+// MuxedAccount is a muxed destination (SEP-23): the M... address as the request named it, the
+// G... account the payment credited and the id, a decimal string (a uint64 is not exact in
+// every client's JSON number).
+type MuxedAccount struct {
+	Address string `json:"address"`
+	Account string `json:"account"`
+	ID      string `json:"id"`
 }
 
 // HistoryResponse is the 200 body of GET /wallets/{walletAddress}/transfers: a page of the
@@ -428,7 +441,7 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r.Context())
 	st.route = r.Pattern
 	rules := h.rules()
-	wallet, err := rules.CanonicalWallet(r.PathValue("walletAddress"))
+	wallet, err := rules.ParseWallet(r.PathValue("walletAddress"))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -456,6 +469,13 @@ func (h *handler) getTransfer(w http.ResponseWriter, r *http.Request) {
 // traceId.
 func viewResponse(v transfer.View) ViewResponse {
 	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt}
+	if !v.Memo.IsZero() {
+		m := v.Memo
+		resp.Memo = &m
+	}
+	if v.Wallet.Muxed() {
+		resp.MuxedAccount = &MuxedAccount{Address: v.Wallet.Address, Account: v.Wallet.Account, ID: strconv.FormatUint(v.Wallet.MuxedID, 10)}
+	}
 	if v.Problem != nil {
 		p := *v.Problem
 		if p.Kind == "" {
@@ -479,7 +499,7 @@ func viewResponse(v transfer.View) ViewResponse {
 func (h *handler) listTransfers(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r.Context())
 	st.route = r.Pattern
-	wallet, err := h.rules().CanonicalWallet(r.PathValue("walletAddress"))
+	wallet, err := h.rules().ParseWallet(r.PathValue("walletAddress"))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
