@@ -82,7 +82,7 @@ func (m Memo) Hash32() (b [32]byte, ok bool) {
 
 // decimalDigits is an id memo's text: ASCII digits only (strconv.ParseUint also takes "0x..",
 // "0b.." and "_" with base 0, and this service takes none of them).
-var decimalDigits = regexp.MustCompile(`^[0-9]{1,20}$`)
+var decimalDigits = regexp.MustCompile(`^[0-9]+$`)
 
 // hex64 is a hash or return memo's text: 64 hex digits in any case.
 var hex64 = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
