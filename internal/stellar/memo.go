@@ -1,11 +1,14 @@
 package stellar
 
 import (
+	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -110,4 +113,66 @@ func txMemo(m transfer.Memo) (txnbuild.Memo, error) {
 // memoNotSupported is the refusal of what a contract call cannot carry (ContractLedger.validate).
 func memoNotSupported(field, detail string) *transfer.ValidationError {
 	return &transfer.ValidationError{Code: transfer.CodeMemoNotSupported, Kind: transfer.KindUnacceptable, Field: field, Detail: detail}
+}
+
+// errBuiltMismatch is checkBuilt's refusal: a bug between the request and the signed bytes.
+var errBuiltMismatch = errors.New("stellar: the signed envelope does not pay what was asked; nothing was sent")
+
+// checkBuilt decodes the signed envelope (the fee bump's inner transaction, or the transaction)
+// and refuses it unless it holds exactly one payment of stroops of asset to pay's destination (the
+// muxed account with its id, or the account) and exactly pay's memo, each compared as XDR bytes
+// with what is built here from pay apart from txnbuild's conversion. It guards the conversion
+// (txnbuild.Payment's Destination text, txnbuild.Memo's ToXDR) so that no spelling, library change
+// or bug sends a payment elsewhere or with another memo than the one checked before it; a
+// mismatch is errBuiltMismatch (Prepare's plain error: 503, nothing sent, the key released).
+func checkBuilt(envXDR string, pay payment, stroops int64, asset vaultAsset) error {
+	var env xdr.TransactionEnvelope
+	if err := xdr.SafeUnmarshalBase64(envXDR, &env); err != nil {
+		return fmt.Errorf("%w: %v", errBuiltMismatch, err)
+	}
+	var tx xdr.Transaction
+	switch {
+	case env.Type == xdr.EnvelopeTypeEnvelopeTypeTx && env.V1 != nil:
+		tx = env.V1.Tx
+	case env.Type == xdr.EnvelopeTypeEnvelopeTypeTxFeeBump && env.FeeBump != nil && env.FeeBump.Tx.InnerTx.V1 != nil:
+		tx = env.FeeBump.Tx.InnerTx.V1.Tx
+	default:
+		return fmt.Errorf("%w: envelope type %s", errBuiltMismatch, env.Type)
+	}
+	if len(tx.Operations) != 1 || tx.Operations[0].Body.PaymentOp == nil {
+		return fmt.Errorf("%w: not one payment", errBuiltMismatch)
+	}
+	op := tx.Operations[0].Body.PaymentOp
+	wantDest := xdr.MuxedAccount{Type: xdr.CryptoKeyTypeKeyTypeEd25519}
+	if pay.to.muxed != nil {
+		wantDest = pay.to.muxed.muxedAccount()
+	} else {
+		key := xdr.Uint256(pay.to.account.key)
+		wantDest.Ed25519 = &key
+	}
+	wantMemo := xdr.Memo{Type: xdr.MemoTypeMemoNone}
+	if pay.memo != nil {
+		m, err := pay.memo.ToXDR()
+		if err != nil {
+			return fmt.Errorf("%w: %v", errBuiltMismatch, err)
+		}
+		wantMemo = m
+	}
+	wantAsset, err := asset.credit.ToXDR()
+	if err != nil {
+		return fmt.Errorf("%w: %v", errBuiltMismatch, err)
+	}
+	for _, pair := range [][2]interface{ MarshalBinary() ([]byte, error) }{
+		{op.Destination, wantDest}, {tx.Memo, wantMemo}, {op.Asset, wantAsset},
+	} {
+		a, err1 := pair[0].MarshalBinary()
+		b, err2 := pair[1].MarshalBinary()
+		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+			return errBuiltMismatch
+		}
+	}
+	if int64(op.Amount) != stroops {
+		return errBuiltMismatch
+	}
+	return nil
 }

@@ -3,10 +3,12 @@ package stellar
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
@@ -85,6 +87,71 @@ func TestMemoValidatedAsTheNetworkReadsIt(t *testing.T) {
 		b, _ := want.MarshalBinary()
 		if err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%q %q: the envelope's memo %v, the network's reading %v", raw.Type, raw.Value, x, want)
+		}
+	}
+}
+
+// checkBuilt passes the envelope of exactly the payment asked and refuses one that differs in
+// its muxed id, its account, muxed or not, its memo (value or type), its amount or its asset.
+func TestCheckBuiltRefusesAnotherPayment(t *testing.T) {
+	source := keypair.MustRandom()
+	account, other := keypair.MustRandom().Address(), keypair.MustRandom().Address()
+	usdc := txnbuild.CreditAsset{Code: "USDC", Issuer: keypair.MustRandom().Address()}
+	asset := vaultAsset{credit: usdc}
+	m, err := xdr.MuxedAccountFromAccountId(account, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := transfer.Request{OperationType: transfer.Withdraw, WalletAddress: m.Address(), Account: account, MuxedID: 42, Asset: "USDC", Stroops: unit,
+		Memo: transfer.Memo{Type: transfer.MemoID, Value: "7"}}
+	to, err := paymentDestination(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memo, err := txMemo(req.Memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := payment{to: to, memo: memo}
+	build := func(dest string, amount string, a txnbuild.CreditAsset, memo txnbuild.Memo) string {
+		t.Helper()
+		tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+			SourceAccount: &txnbuild.SimpleAccount{AccountID: source.Address(), Sequence: 1}, IncrementSequenceNum: true,
+			Operations: []txnbuild.Operation{&txnbuild.Payment{Destination: dest, Amount: amount, Asset: a}},
+			BaseFee:    100, Memo: memo, Preconditions: txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, 1_900_000_000)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b64, err := tx.Base64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b64
+	}
+	muxed := func(a string, id uint64) string {
+		mm, err := xdr.MuxedAccountFromAccountId(a, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mm.Address()
+	}
+	if err := checkBuilt(build(m.Address(), "1", usdc, txnbuild.MemoID(7)), pay, unit, asset); err != nil {
+		t.Fatalf("the payment asked: %v", err)
+	}
+	for name, b64 := range map[string]string{
+		"muxed id 43":     build(muxed(account, 43), "1", usdc, txnbuild.MemoID(7)),
+		"the account":     build(account, "1", usdc, txnbuild.MemoID(7)),
+		"another account": build(muxed(other, 42), "1", usdc, txnbuild.MemoID(7)),
+		"memo id 8":       build(m.Address(), "1", usdc, txnbuild.MemoID(8)),
+		"memo text 7":     build(m.Address(), "1", usdc, txnbuild.MemoText("7")),
+		"no memo":         build(m.Address(), "1", usdc, nil),
+		"another amount":  build(m.Address(), "1.0000001", usdc, txnbuild.MemoID(7)),
+		"another asset":   build(m.Address(), "1", txnbuild.CreditAsset{Code: "USDC", Issuer: other}, txnbuild.MemoID(7)),
+		"not an envelope": "AAAA",
+	} {
+		if err := checkBuilt(b64, pay, unit, asset); !errors.Is(err, errBuiltMismatch) {
+			t.Errorf("%s: %v, want errBuiltMismatch", name, err)
 		}
 	}
 }

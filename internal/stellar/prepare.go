@@ -315,6 +315,9 @@ func (c *common) build(ctx context.Context, ch chain, lease sources.Lease, pay p
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
+	if err := checkBuilt(env.XDR, pay, stroops, asset); err != nil {
+		return transfer.Envelope{}, err
+	}
 	if err := c.checkFunds(ctx, ch, lease, snap, env, stroops, asset, true); err != nil {
 		return transfer.Envelope{}, err
 	}
