@@ -46,7 +46,8 @@ func WalletHash(wallet string) string {
 // HistoryStore lists a wallet's items. internal/dynamo implements it on the sparse index gsi2.
 type HistoryStore interface {
 	// ListByWallet reads at most limit (1 to MaxHistoryLimit) items of wallet (canonical, upper
-	// case), newest CreatedAt first, after cursor ("" for the first page); it returns the next
+	// case; a scope, Wallet.Scope: the items of an account include its muxed addresses'), newest
+	// CreatedAt first, after cursor ("" for the first page); it returns the next
 	// cursor, "" when there is no more. A cursor the store did not issue for this wallet is
 	// ErrBadCursor (wrapped). The records may hold only what a listing shows: StoreKey, Status,
 	// Request, ClientKey, Result, ExpiresAt, CreatedAt and UpdatedAt. The index is eventually
