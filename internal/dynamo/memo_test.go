@@ -12,7 +12,7 @@ import (
 
 // A transfer to a muxed wallet with a memo round-trips whole (the memo, the account, the id, 0 and
 // 2^64-1 included), and its history key is its account's (transfer.Wallet.Scope), the one an
-// account's own transfers carry; a G... wallet's is its own, as before.
+// account's own transfers carry; a G... wallet's is its own.
 func TestMemoAndMuxedWalletRoundTrip(t *testing.T) {
 	const account = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
 	const muxed = "MA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVAAAAAAAAAAAAAJLK"

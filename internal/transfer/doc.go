@@ -193,9 +193,9 @@
 //     showing its address and id; an M... address's view and history show only its own (View,
 //     History: shows), so a customer-facing caller that names the M... sees no other customer's.
 //
-// A G... wallet without a muxed address is its own scope, so every item written before muxed
-// wallets existed keeps its key, and its fingerprint (a request without a memo fingerprints as
-// before: Memo.fingerprintPart).
+// A G... or C... wallet is its own scope: its store key is StoreKey of the address itself, and a
+// request without a memo fingerprints as its four fields alone (Memo.fingerprintPart), so items
+// stored without either keep their keys and fingerprints.
 //
 // # Incarnations
 //

@@ -129,8 +129,8 @@ func CanonicalMemo(raw *RawMemo) (Memo, error) {
 	}
 }
 
-// fingerprintPart is what m adds to a request's fingerprint: nothing for no memo (so every
-// fingerprint of a request without one is what it was before memos existed), else
+// fingerprintPart is what m adds to a request's fingerprint: nothing for no memo (a request
+// without one fingerprints as its four fields alone, as every stored item without one does), else
 // "\nmemo:<type>:<value>". It is the last part of the fingerprinted text, and no earlier part
 // holds a line break, so the value may hold any bytes without two requests colliding.
 func (m Memo) fingerprintPart() string {

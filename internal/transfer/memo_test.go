@@ -41,7 +41,7 @@ func muxedRules() transfer.Rules {
 		muxed1: {Account: wallet, MuxedID: 1}, muxed2: {Account: wallet, MuxedID: 2}}}}
 }
 
-// A request without a memo fingerprints as it did before memos existed (its stored items keep
+// A request without a memo fingerprints as its four fields alone (stored items without one keep
 // matching); a memo, its type, its value and the muxed address each change the fingerprint; two
 // spellings of one on-chain memo do not.
 func TestFingerprintHoldsMemoAndMuxedAddress(t *testing.T) {

@@ -27,11 +27,12 @@ type View struct {
 
 // View returns what is stored for (wallet, clientKey): the item of the key in wallet's scope
 // (Wallet.Scope). A muxed wallet sees only its own transfers: a key of its account's scope that
-// paid the account itself or another of its muxed addresses is not found. Errors:
-// *NotFoundError, or a wrapped store failure.
+// paid the account itself or another of its muxed addresses is not found, and so is an item
+// whose request names no wallet. Errors: *NotFoundError, or a wrapped store failure.
 func (o *Orchestrator) View(ctx context.Context, wallet Wallet, clientKey string) (View, error) {
 	rec, err := o.Store.Get(ctx, StoreKey(wallet.Scope(), clientKey))
-	if errors.Is(err, ErrNotFound) || err == nil && (rec.Expired(o.Clock.Now()) || !shows(wallet, rec)) {
+	hidden := err == nil && (wallet.Muxed() || rec.Request.WalletAddress != "") && !shows(wallet, rec)
+	if errors.Is(err, ErrNotFound) || err == nil && (rec.Expired(o.Clock.Now()) || hidden) {
 		return View{}, &NotFoundError{}
 	}
 	if err != nil {
