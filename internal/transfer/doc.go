@@ -184,9 +184,12 @@
 //     with the same key but another id (a typo, a customer's address re-read) pays the account
 //     twice. Scoped by the G..., the same key with another id or memo is a fingerprint conflict
 //     (409), the same answer as any other change of the request.
-//   - An exchange with many customers behind one G... needs distinct keys per payout anyway (a
-//     key names a payout, not a customer): one key per (account, payout) costs it nothing, and
-//     its payouts to one customer are still told apart by their memo or id.
+//   - An exchange with many customers behind one G... is paid under one key space: a key names a
+//     payout, not a customer. The cost falls on a client whose keys are unique only per customer
+//     ("withdrawal-1" for each of them): its second customer at the same exchange is answered 409
+//     IDEMPOTENCY_KEY_CONFLICT, never paid by mistake, and it must make its keys unique per payout
+//     (its own payout ID, or the customer's prefixed). Scoped by the M..., that client would be
+//     served, and every client above exposed to the double payment.
 //   - The limits per wallet (a daily total, a per-transfer maximum) must count what lands on the
 //     account: per M... address they could be dodged by changing the id. The history is read by
 //     the same scope: the account's history holds all its muxed addresses' transfers, each
