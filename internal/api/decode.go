@@ -74,14 +74,22 @@ func decodeRequest(body io.Reader) (transfer.RawRequest, error) {
 	return raw, nil
 }
 
+// wireMemo is a memo as read: Value a pointer, so that a memo without one is told from an empty
+// text memo (which the network takes, and an exchange would credit to no one).
+type wireMemo struct {
+	Type  string  `json:"type"`
+	Value *string `json:"value"`
+}
+
 // decodeMemo reads the body's memo: absent or null is none; else exactly one JSON object with
 // only "type" and "value", exact case, each at most once, each a string (strictjson.Decode, as
-// the body). Errors: *transfer.ValidationError REQUEST_INVALID (400) on "memo" or "memo.<field>".
+// the body), "value" present ("" only as itself). Errors: *transfer.ValidationError
+// REQUEST_INVALID (400) on "memo" or "memo.<field>".
 func decodeMemo(data json.RawMessage) (*transfer.RawMemo, error) {
 	if len(data) == 0 || string(data) == "null" {
 		return nil, nil
 	}
-	var m transfer.RawMemo
+	var m wireMemo
 	if err := strictjson.Decode(data, &m); err != nil {
 		var e *strictjson.Error
 		if !errors.As(err, &e) {
@@ -96,5 +104,8 @@ func decodeMemo(data json.RawMessage) (*transfer.RawMemo, error) {
 		}
 		return nil, invalidBody(field, "%s", e.Message("memo"))
 	}
-	return &m, nil
+	if m.Value == nil {
+		return nil, invalidBody("memo.value", "memo.value is required: the memo's text, id, or 64 hex digits, as a JSON string")
+	}
+	return &transfer.RawMemo{Type: m.Type, Value: *m.Value}, nil
 }
