@@ -271,3 +271,35 @@ func TestContractRefusesMemoAndMuxedOverHTTP(t *testing.T) {
 		t.Errorf("the same key without them: %d %v", r.status, r.body)
 	}
 }
+
+// Queued (Prefer: respond-async) with the vault contract, a memo is accepted at the door, which
+// does not know the ledger, and refused by the submitter's Prepare before anything is simulated:
+// the key settles as the stored rejection 422 MEMO_NOT_SUPPORTED, as any refusal of a queued
+// request does (internal/transfer/doc.go, "The item": rejected), and nothing is applied.
+func TestContractRefusesAQueuedMemo(t *testing.T) {
+	t.Parallel()
+	s := startContractStack(t)
+	wallet := s.Info.Wallets[0].Account
+	applied := len(s.Network.Applied())
+	req, _ := http.NewRequest(http.MethodPost, s.Info.APIURL+"/transfers", strings.NewReader(
+		`{"operationType":"deposit","walletAddress":"`+wallet+`","amount":"1","asset":"USDC","memo":{"type":"id","value":"7"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "contract-async-memo-1")
+	req.Header.Set("Prefer", "respond-async")
+	if r := do(t, req); r.status != http.StatusAccepted {
+		t.Fatalf("POST = %d %v", r.status, r.body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := s.ops.submit.waitRuns(ctx, 1); err != nil {
+		t.Fatalf("the submitter did not run: %v", err)
+	}
+	v := getJSON(t, s, "/wallets/"+wallet+"/transfers/contract-async-memo-1")
+	problem, _ := v.body["error"].(map[string]any)
+	if v.status != 200 || v.body["status"] != "error" || problem["code"] != "MEMO_NOT_SUPPORTED" || problem["status"] != float64(422) {
+		t.Errorf("GET = %d %v, want the stored 422 MEMO_NOT_SUPPORTED", v.status, v.body)
+	}
+	if n := len(s.Network.Applied()); n != applied {
+		t.Errorf("%d transactions applied", n-applied)
+	}
+}
