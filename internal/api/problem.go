@@ -61,6 +61,8 @@ var titles = map[string]string{
 	transfer.CodeInvalidAmount:          "Invalid amount",
 	transfer.CodeInvalidAsset:           "Invalid asset",
 	transfer.CodeOperationNotSupp:       "Operation not supported",
+	transfer.CodeInvalidMemo:            "Invalid memo",
+	transfer.CodeMemoNotSupported:       "Memo or muxed destination not supported",
 	transfer.CodeKeyConflict:            "Idempotency-Key reused with a different request",
 	transfer.CodeInDoubt:                "Transfer in doubt",
 	transfer.CodeInProgress:             "Transfer in progress",

@@ -36,6 +36,8 @@ var domainStatuses = map[string][]answered{
 	transfer.CodeInvalidAmount:    {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
 	transfer.CodeInvalidAsset:     {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
 	transfer.CodeOperationNotSupp: {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
+	transfer.CodeInvalidMemo:      {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
+	transfer.CodeMemoNotSupported: {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
 
 	transfer.CodeTransactionFailed: {{transfer.KindRejected, 422}},
 

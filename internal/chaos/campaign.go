@@ -473,21 +473,6 @@ func (r *rig) loadBalanced() bool {
 	return r.cfg.LoadBalanced && (r.cfg.Backend == "" || r.cfg.Backend == "rpc")
 }
 
-func (r *rig) input(k int) transfer.Input {
-	// Each key has its own amount, so a transaction's amount names the key it belongs to.
-	amount := strconv.Itoa(k + 1)
-	op := transfer.Withdraw
-	if r.contract != "" && k%2 == 0 {
-		op = transfer.Deposit
-	}
-	return transfer.Input{ClientKey: fmt.Sprintf("chaos-key-%06d", k), Request: transfer.Request{
-		OperationType: op, WalletAddress: r.wallet, Amount: amount, Asset: "USDC",
-		Stroops: int64(k+1) * transfer.StroopsPerUnit,
-	}}
-}
-
-func (r *rig) storeKey(k int) string { return transfer.StoreKey(r.wallet, r.input(k).ClientKey) }
-
 // sweep settles every open item it can prove, as the scheduled sweep does, and returns how many
 // are still in_flight or in_doubt.
 func (r *rig) sweep(ctx context.Context) (int, error) {

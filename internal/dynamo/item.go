@@ -48,7 +48,7 @@ type item struct {
 	GSI1PK string `dynamodbav:"gsi1pk,omitempty"` // InDoubtPartition or ClaimsPartition, else absent
 	GSI1SK string `dynamodbav:"gsi1sk,omitempty"` // see AttrGSI1SK
 
-	GSI2PK string `dynamodbav:"gsi2pk,omitempty"` // transfer.WalletHash of request.walletAddress
+	GSI2PK string `dynamodbav:"gsi2pk,omitempty"` // transfer.WalletHash of the request's wallet scope (request.account, else request.walletAddress)
 	GSI2SK string `dynamodbav:"gsi2sk,omitempty"` // see AttrGSI2SK
 
 	Audit *auditItem `dynamodbav:"audit,omitempty"` // an operator's resolution (internal/reconcile)
@@ -73,6 +73,16 @@ type requestItem struct {
 	Amount        string `dynamodbav:"amount,omitempty"` // canonical decimal string
 	Asset         string `dynamodbav:"asset,omitempty"`
 	Stroops       int64  `dynamodbav:"stroops,omitempty"`
+	// Account and MuxedID: an M... walletAddress's G... account and id (transfer.Request).
+	Account string    `dynamodbav:"account,omitempty"`
+	MuxedID uint64    `dynamodbav:"muxedId,omitempty"` // N; absent for 0
+	Memo    *memoItem `dynamodbav:"memo,omitempty"`
+}
+
+// memoItem is transfer.Memo (map attribute "request.memo"); value absent for an empty text memo.
+type memoItem struct {
+	Type  string `dynamodbav:"type"`
+	Value string `dynamodbav:"value,omitempty"`
 }
 
 // resultItem is the stored outcome (map attribute "result"); names as transfer.Result's JSON.
@@ -154,6 +164,11 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 			Amount:        r.Amount,
 			Asset:         r.Asset,
 			Stroops:       r.Stroops,
+			Account:       r.Account,
+			MuxedID:       r.MuxedID,
+		}
+		if !r.Memo.IsZero() {
+			it.Request.Memo = &memoItem{Type: string(r.Memo.Type), Value: r.Memo.Value}
 		}
 	}
 	if e := rec.Envelope; e != nil {
@@ -202,7 +217,8 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 	// Every write of a transfer item is the whole item (Claim and Replace are PutItem), so the
 	// history keys are derived here from what every write carries: the request's wallet and the
 	// claim's createdAt. An item without them (written by another writer) is not in the history.
-	if w := rec.Request.WalletAddress; w != "" && !rec.CreatedAt.IsZero() {
+	// A muxed wallet's items are its account's (transfer.Wallet.Scope), as their store keys are.
+	if w := rec.Request.Wallet().Scope(); w != "" && !rec.CreatedAt.IsZero() {
 		it.GSI2PK = transfer.WalletHash(w)
 		it.GSI2SK = historySortKey(rec.CreatedAt, rec.StoreKey)
 	}
@@ -257,6 +273,11 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			Amount:        r.Amount,
 			Asset:         r.Asset,
 			Stroops:       r.Stroops,
+			Account:       r.Account,
+			MuxedID:       r.MuxedID,
+		}
+		if m := r.Memo; m != nil {
+			rec.Request.Memo = transfer.Memo{Type: transfer.MemoType(m.Type), Value: m.Value}
 		}
 	}
 	if it.InnerHash != "" {

@@ -10,7 +10,8 @@
 //
 // # The item
 //
-// A transfer is one item of the store under StoreKey(wallet, clientKey):
+// A transfer is one item of the store under StoreKey(wallet, clientKey), wallet being the
+// request's Wallet().Scope() (the G... account of a muxed wallet; "Muxed wallets" below):
 // "transfer:<first 16 hex of sha256(upper(wallet))>:<clientKey>" (Record; the table's layout is
 // internal/dynamo/doc.go, "Table layout"). Its Status is one of:
 //
@@ -173,6 +174,40 @@
 //     failing code (TRANSFER_TIMEOUT, SUBMISSION_FAILED, INTERNAL_ERROR; LEASE_EXPIRED for a
 //     dead invocation's claim). Unknown failures default to indeterminate.
 //   - The store fails before anything was sent: 503 STORE_UNAVAILABLE.
+//
+// # Muxed wallets
+//
+// A wallet may be an M... muxed account (SEP-23): a G... account and a 64-bit id that the
+// account's owner (an exchange, a custodian) reads to credit one of its customers. The network
+// knows only the account: a muxed destination pays the G... account's balance, and the id travels
+// with the operation (stellar-core PaymentOpFrame: toAccountID of the destination). Request keeps
+// the M... address as WalletAddress (what the client named, what the envelope pays, what the
+// fingerprint holds) with its Account and MuxedID, taken apart by the AddressParser
+// (MuxedParser; the domain decodes no strkey itself).
+//
+// The idempotency key is scoped by the G... account (Wallet.Scope: StoreKey, the history index),
+// not by the M... address. Why:
+//
+//   - A key names one payment to one ledger account. The M... addresses of one account are 2^64
+//     names for one balance, minted freely; scoped by the M..., a client that retries a payout
+//     with the same key but another id (a typo, a customer's address re-read) pays the account
+//     twice. Scoped by the G..., the same key with another id or memo is a fingerprint conflict
+//     (409), the same answer as any other change of the request.
+//   - An exchange with many customers behind one G... is paid under one key space: a key names a
+//     payout, not a customer. The cost falls on a client whose keys are unique only per customer
+//     ("withdrawal-1" for each of them): its second customer at the same exchange is answered 409
+//     IDEMPOTENCY_KEY_CONFLICT, never paid by mistake, and it must make its keys unique per payout
+//     (its own payout ID, or the customer's prefixed). Scoped by the M..., that client would be
+//     served, and every client above exposed to the double payment.
+//   - The limits per wallet (a daily total, a per-transfer maximum) must count what lands on the
+//     account: per M... address they could be dodged by changing the id. The history is read by
+//     the same scope: the account's history holds all its muxed addresses' transfers, each
+//     showing its address and id; an M... address's view and history show only its own (View,
+//     History: shows), so a customer-facing caller that names the M... sees no other customer's.
+//
+// A G... or C... wallet is its own scope: its store key is StoreKey of the address itself, and a
+// request without a memo fingerprints as its four fields alone (Memo.fingerprintPart), so items
+// stored without either keep their keys and fingerprints.
 //
 // # Incarnations
 //

@@ -162,7 +162,7 @@ func (e *ConflictError) Error() string {
 // Problem implements ProblemError.
 func (e *ConflictError) Problem() Problem {
 	return Problem{Code: CodeKeyConflict, Kind: KindConflict, Classification: Terminal,
-		Detail: "This Idempotency-Key was already used for a different transfer of this wallet (keys are scoped to the wallet, deposits and withdrawals alike)."}
+		Detail: "This Idempotency-Key was already used for a different transfer of this wallet (keys are scoped to the wallet, deposits and withdrawals alike; an M... address shares the keys of its G... account)."}
 }
 
 // InDoubtError (KindConflict, indeterminate): the outcome is unknown until reconciled. Every caller gets

@@ -408,7 +408,7 @@ func (o *Orchestrator) begin(ctx context.Context, in Input) *attempt {
 		owner = randomID()
 	}
 	return &attempt{
-		in: in, key: StoreKey(in.Request.WalletAddress, in.ClientKey), owner: owner, settings: s,
+		in: in, key: StoreKey(in.Request.Wallet().Scope(), in.ClientKey), owner: owner, settings: s,
 		deadline: now.Add(budget), lease: lease,
 	}
 }

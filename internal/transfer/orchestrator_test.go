@@ -465,16 +465,16 @@ func TestInDoubtProvenDeadRunsFreshAttempt(t *testing.T) {
 func TestViewShowsThreeStatuses(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.orch.View(ctx, wallet, "order-0014"); problemCode(err) != transfer.CodeNotFound {
+	if _, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-0014"); problemCode(err) != transfer.CodeNotFound {
 		t.Fatalf("err = %v", err)
 	}
 	out, _ := h.orch.Transfer(ctx, input("order-0014", "1"))
-	v, err := h.orch.View(ctx, strings.ToLower(wallet), "order-0014")
+	v, err := h.orch.View(ctx, transfer.Wallet{Address: strings.ToLower(wallet)}, "order-0014")
 	if err != nil || v.Status != "success" || v.TransactionHash != out.TransactionHash {
 		t.Fatalf("view = %+v, %v", v, err)
 	}
 	h.clock.Advance(25 * time.Hour)
-	if _, err := h.orch.View(ctx, wallet, "order-0014"); problemCode(err) != transfer.CodeNotFound {
+	if _, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-0014"); problemCode(err) != transfer.CodeNotFound {
 		t.Fatalf("an expired item reads as not found, got %v", err)
 	}
 }

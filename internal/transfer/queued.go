@@ -66,7 +66,7 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 	now := o.Clock.Now()
 	fingerprint := in.Request.Fingerprint()
 	rec := Record{
-		StoreKey: StoreKey(in.Request.WalletAddress, in.ClientKey), ClaimID: o.newClaimID(), Status: StatusQueued,
+		StoreKey: StoreKey(in.Request.Wallet().Scope(), in.ClientKey), ClaimID: o.newClaimID(), Status: StatusQueued,
 		Fingerprint: fingerprint, Request: in.Request, ClientKey: in.ClientKey, TraceID: in.TraceID,
 		Version: 1, CreatedAt: now, UpdatedAt: now, Async: true,
 	}

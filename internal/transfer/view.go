@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -24,13 +25,20 @@ type View struct {
 	// CancelledAt from the item's last write (the cancellation) and no CancelledBy.
 	CancelledAt time.Time
 	CancelledBy string
+	// Wallet is the wallet the transfer paid, as its request named it (a muxed address with its
+	// account and id); Memo its memo, zero for none.
+	Wallet Wallet
+	Memo   Memo
 }
 
-// View returns what is stored for (wallet, clientKey). Errors: *NotFoundError, or a wrapped store
-// failure.
-func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View, error) {
-	rec, err := o.Store.Get(ctx, StoreKey(wallet, clientKey))
-	if errors.Is(err, ErrNotFound) || err == nil && rec.Expired(o.Clock.Now()) {
+// View returns what is stored for (wallet, clientKey): the item of the key in wallet's scope
+// (Wallet.Scope). A muxed wallet sees only its own transfers: a key of its account's scope that
+// paid the account itself or another of its muxed addresses is not found, and so is an item
+// whose request names no wallet. Errors: *NotFoundError, or a wrapped store failure.
+func (o *Orchestrator) View(ctx context.Context, wallet Wallet, clientKey string) (View, error) {
+	rec, err := o.Store.Get(ctx, StoreKey(wallet.Scope(), clientKey))
+	hidden := err == nil && (wallet.Muxed() || rec.Request.WalletAddress != "") && !shows(wallet, rec)
+	if errors.Is(err, ErrNotFound) || err == nil && (rec.Expired(o.Clock.Now()) || hidden) {
 		return View{}, &NotFoundError{}
 	}
 	if err != nil {
@@ -39,10 +47,27 @@ func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View
 	return viewOf(rec), nil
 }
 
+// shows reports whether a view or history of wallet shows rec: a record of its scope whose
+// request names wallet itself or, for an account's view, any muxed address of that account.
+// Addresses are compared upper case, as canonical.
+func shows(wallet Wallet, rec Record) bool {
+	req := rec.Request.Wallet()
+	if !strings.EqualFold(req.Scope(), wallet.Scope()) {
+		return false
+	}
+	return !wallet.Muxed() || strings.EqualFold(req.Address, wallet.Address)
+}
+
 // viewOf is what a client sees of rec: "success" with the hash and ledger (replayable), "error"
 // with the stored rejection (rejected), "cancelled" with when and by whom, else "pending"
-// (InDoubt while in_doubt).
+// (InDoubt while in_doubt); with the wallet and memo its request named.
 func viewOf(rec Record) View {
+	v := viewStatus(rec)
+	v.Wallet, v.Memo = rec.Request.Wallet(), rec.Request.Memo
+	return v
+}
+
+func viewStatus(rec Record) View {
 	switch rec.Status {
 	case StatusCancelled:
 		v := View{Status: "cancelled", CancelledAt: rec.UpdatedAt}
