@@ -1,6 +1,7 @@
 package transfer_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -18,5 +19,35 @@ func TestCanonicalMemoTextIsUTF8(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Code != transfer.CodeInvalidMemo {
 			t.Errorf("text memo %q: %v, want INVALID_MEMO", v, err)
 		}
+	}
+}
+
+// RunQueued pays the item's request as read back from the store and never compares it with the
+// fingerprint the item was accepted under. A reader that cannot see a field of the request (a
+// submitter of the version before memos, during a deploy that updates the API function first; any
+// later field the same way) reads an item accepted with a memo as one without it, pays it without
+// the memo the exchange credits by, and its next whole-item write drops the memo for good. The
+// item's own fingerprint tells: a request that does not fingerprint as its item was accepted must
+// never be built or sent (retried, or left in place for a reader that can read it).
+func TestRunQueuedPaysOnlyTheRequestItsItemFingerprints(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.orch.Queue = &recordingQueue{}
+	in := input("async-memo-0001", "5")
+	in.Request.Memo = transfer.Memo{Type: transfer.MemoID, Value: "1234567"}
+	if _, err := h.orch.Enqueue(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	rec := h.item(t, in.ClientKey)
+	if rec.Fingerprint != in.Request.Fingerprint() {
+		t.Fatal("the item is not fingerprinted as its request")
+	}
+	// The item as a reader blind to the memo sees it: the same item, fingerprint and all, no memo.
+	blind := rec
+	blind.Request.Memo = transfer.Memo{}
+	h.store.Put(blind)
+	d, err := h.orch.RunQueued(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
+	if prepares, sends := h.ledger.counts(); prepares != 0 || sends != 0 {
+		t.Fatalf("RunQueued = %s, %v: %d envelopes built and %d sent for a request that is not the one accepted (its memo lost)", d, err, prepares, sends)
 	}
 }
