@@ -3,6 +3,7 @@ package transfer_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -49,5 +50,37 @@ func TestRunQueuedPaysOnlyTheRequestItsItemFingerprints(t *testing.T) {
 	d, err := h.orch.RunQueued(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
 	if prepares, sends := h.ledger.counts(); prepares != 0 || sends != 0 {
 		t.Fatalf("RunQueued = %s, %v: %d envelopes built and %d sent for a request that is not the one accepted (its memo lost)", d, err, prepares, sends)
+	}
+}
+
+// A wallet address is "56 (or 69) characters of A-Z and 2-7, any case" (CanonicalWallet,
+// ParseWallet), checked before it is decoded. Both upper-case the text with strings.ToUpper before
+// that check, and Unicode upper-cases U+017F (long s) to S and U+0131 (dotless i) to I, so a
+// string that is not an address in any case is taken as one: a look-alike another reader (a log
+// search, the client's own records, a proxy's allow list) does not see as that address.
+func TestWalletAddressIsASCIIBeforeItIsUpperCased(t *testing.T) {
+	rules := muxedRules()
+	lookalike := func(s string) string {
+		r := []rune(strings.ToLower(s))
+		for i, c := range r {
+			switch c {
+			case 's':
+				r[i] = 'ſ'
+				return string(r)
+			case 'i':
+				r[i] = 'ı'
+				return string(r)
+			}
+		}
+		t.Fatalf("%s has no S or I", s)
+		return ""
+	}
+	for _, w := range []string{muxed1, wallet} {
+		raw := lookalike(w)
+		got, err := rules.ParseWallet(raw)
+		var v *transfer.ValidationError
+		if !errors.As(err, &v) || v.Code != transfer.CodeInvalidAddress {
+			t.Errorf("ParseWallet(%q) = %+v, %v; want INVALID_ADDRESS", raw, got, err)
+		}
 	}
 }
