@@ -84,3 +84,44 @@ func TestWalletAddressIsASCIIBeforeItIsUpperCased(t *testing.T) {
 		}
 	}
 }
+
+// A muxed wallet reaches only its own transfers (doc.go, "Muxed wallets"): another M... of the
+// same account, under the same key, neither reads, cancels nor replays it, whatever the spelling
+// of its address; the account and the M... itself do. (Held: a regression guard.)
+func TestMuxedWalletReachesNoOtherMuxedTransfer(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.orch.Queue = &recordingQueue{}
+	rules := muxedRules()
+	req, err := rules.Canonicalize(transfer.RawRequest{OperationType: "withdraw", WalletAddress: strings.ToLower(muxed1), Amount: "5", Asset: "USDC",
+		Memo: &transfer.RawMemo{Type: "id", Value: "0042"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := transfer.Input{ClientKey: "payout-0001", Request: req}
+	if _, err := h.orch.Enqueue(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := rules.ParseWallet(muxed1)
+	m2, _ := rules.ParseWallet(strings.ToLower(muxed2))
+	if _, err := h.orch.View(ctx, m2, in.ClientKey); !errors.As(err, new(*transfer.NotFoundError)) {
+		t.Errorf("View by another M... = %v, want not found", err)
+	}
+	if _, err := h.orch.Cancel(ctx, m2, in.ClientKey, transfer.Canceller{Caller: "x"}); !errors.As(err, new(*transfer.NotFoundError)) {
+		t.Errorf("Cancel by another M... = %v, want not found", err)
+	}
+	other := req
+	other.WalletAddress, other.MuxedID = muxed2, 2
+	if _, err := h.orch.Enqueue(ctx, transfer.Input{ClientKey: in.ClientKey, Request: other}); !errors.As(err, new(*transfer.ConflictError)) {
+		t.Errorf("Enqueue by another M... under the key = %v, want a conflict", err)
+	}
+	if v, err := h.orch.View(ctx, m1, in.ClientKey); err != nil || v.Memo.Value != "42" || v.Wallet != m1 {
+		t.Errorf("View by the M... = %+v, %v", v, err)
+	}
+	if v, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, in.ClientKey); err != nil || v.Wallet != m1 {
+		t.Errorf("View by the account = %+v, %v", v, err)
+	}
+	if rec, _ := h.store.Item(transfer.StoreKey(wallet, in.ClientKey)); rec.Status != transfer.StatusQueued {
+		t.Errorf("the item moved: %+v", rec)
+	}
+}
