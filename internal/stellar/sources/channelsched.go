@@ -71,9 +71,10 @@ import (
 // straddled a close, and invocations lasted 6.5 to 11.2 s at 5 s ledgers). Booked from the ledger's
 // start and leased at their own ledger's release point, every batch of an invocation that starts
 // once the previous one settled (about half a ledger in) lands at the next close: 1.00 of the
-// bound at 4, 16 and 64 channels. A restart at the ledger's start is safe to lease at once: the
-// calendar was behind it, so every channel's previous slot is two ledgers back
-// (TestALedgersTicketsAllLeaseInThatLedger).
+// bound at 4, 16 and 64 channels (TestALedgersTicketsAllLeaseInThatLedger). A slot restarted at
+// the ledger's start is safe to lease at once: the calendar was behind it, so the count slots
+// before it span a ledger and end before this one, and its channel's previous slot is two ledgers
+// back.
 //
 // Weighed for it: a batch booking (one UpdateItem giving an invocation k consecutive tickets at
 // one time) needs the invocation's runs, separate goroutines each with its own call, to gather
@@ -124,11 +125,11 @@ func (p *ChannelPool) admittedFrom(ctx context.Context) (reservation, bool) {
 
 // calendarTerms are the calendar's terms at interval with count channels: the spacing between
 // slots (interval / count, rounded up to the nanosecond so that count of them span a ledger at
-// least, and a channel's two slots never share one); the grace after which a kept slot left unused is dropped (by then the channel's next
-// slot, an interval later, is near, and leasing it late would meet that slot's caller); and the
-// horizon beyond which the calendar is stale, in default ledgers at the least, so that processes
-// whose estimates differ (one just started at the default, one that has seen 1 s ledgers) agree
-// on it and do not restart each other's queue.
+// least, and a channel's two slots never share one); the grace after which a kept slot left
+// unused is dropped (by then the channel's next slot, an interval later, is near, and leasing it
+// late would meet that slot's caller); and the horizon beyond which the calendar is stale, in
+// default ledgers at the least, so that processes whose estimates differ (one just started at
+// the default, one that has seen 1 s ledgers) agree on it and do not restart each other's queue.
 func calendarTerms(interval time.Duration, count int) (spacing, grace, horizon time.Duration) {
 	spacing = (interval + time.Duration(count) - 1) / time.Duration(count)
 	return spacing, interval / 2, calendarHorizon * max(interval, DefaultLedgerInterval)
@@ -379,9 +380,9 @@ func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
 // slotTime is when the slot n, booked at at (restarted: on a calendar behind the start of the
 // ledger of now) by a call at now, leases on channel (ticket n's among count), never before now:
 //
-//   - restarted: at once. Every channel's previous slot is at least two ledgers back (the
-//     calendar was behind the ledger's start, and a ledger has count slots). The slot begins a
-//     run of bookings (calendarSeen.run);
+//   - restarted: at once. Its channel's previous slot (n - count) is at least two ledgers back:
+//     the calendar was behind the ledger's start, and the count slots before n span a ledger. The
+//     slot begins a run of bookings (calendarSeen.run);
 //   - queued: at the release point of the ledger at falls in (0.6 into it, alignToLedger of its
 //     start), where the transfer of the channel's previous slot, a ledger earlier, has been
 //     released; at once when that point has passed;
