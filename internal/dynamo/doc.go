@@ -28,7 +28,8 @@
 //     leasedAt (epoch ms), quarantinedUntil (epoch s: the maxTime of the envelope built on the
 //     lease). A free channel has no item.
 //   - The channel calendar, pk "channels:tickets" (ChannelLeases.TakeTicket; channeltickets.go):
-//     next (N, the next ticket number) and nextAt (N, epoch ms, the time booked for it). One item
+//     next (N, the next ticket number) and nextAt (N, epoch ms with up to six decimals, the time
+//     booked for it; items written in whole ms read the same). One item
 //     per table, about 60 bytes; every process of the deployment books its channel leases on it.
 //
 // gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL) is sparse: gsi1pk is "in_doubt" on
