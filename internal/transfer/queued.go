@@ -67,9 +67,24 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 	rec := Record{
 		StoreKey: StoreKey(in.Request.WalletAddress, in.ClientKey), ClaimID: o.newClaimID(), Status: StatusQueued,
 		Fingerprint: fingerprint, Request: in.Request, ClientKey: in.ClientKey, TraceID: in.TraceID,
-		Version: 1, CreatedAt: now, UpdatedAt: now, Async: true,
+		Version: 1, CreatedAt: now, UpdatedAt: now, Async: true, Charges: o.Limits.Charges(in.Request, now),
 	}
-	held, won, err := o.Store.Claim(ctx, rec, now)
+	var (
+		held Record
+		won  bool
+	)
+	over, err := o.overLimit(ctx, rec.StoreKey, in.Request)
+	switch {
+	case err != nil:
+		return Enqueued{}, err
+	case over != nil:
+		held = *over // the key's item answers, as for a claim lost to it
+	default:
+		held, won, err = o.Store.Claim(ctx, rec, now)
+	}
+	if limited := o.limited(err, now); limited != nil {
+		return Enqueued{}, limited
+	}
 	if err != nil {
 		var found claimReadBack
 		switch held, won, found = o.readBackClaim(ctx, rec, now); found {
