@@ -58,6 +58,9 @@ type item struct {
 	// Charges (L of M) are what the claim added to the limits' daily counters
 	// (transfer.Record.Charges); absent without limits.
 	Charges []chargeItem `dynamodbav:"charges,omitempty"`
+	// Charged (BOOL true) marks an item with charges, for the stream's filter (template.yaml,
+	// AlertFunction): a filter matches scalar attributes, not the elements of a list.
+	Charged bool `dynamodbav:"charged,omitempty"`
 }
 
 // chargeItem is transfer.Charge (an element of "charges").
@@ -218,6 +221,7 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		it.Audit = &auditItem{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,
 			Forced: a.Forced, At: epochMillis(a.At)}
 	}
+	it.Charged = len(rec.Charges) > 0
 	for _, c := range rec.Charges {
 		it.Charges = append(it.Charges, chargeItem{Counter: c.Counter, Scope: string(c.Scope), Asset: c.Asset, Day: c.Day,
 			Stroops: c.Stroops, Cap: c.Cap})
