@@ -401,10 +401,28 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("%s DynamoDB actions = %v, want %v", role, got, want)
 		}
 	}
+	// The limits' items: a charged claim's UpdateItem of its counters (the API function's
+	// DailyLimits), a give-back's marker and counters (the alert function's DailyLimitGiveBacks),
+	// each on the "limit:" keys only (internal/dynamo/limits.go).
+	limitKeys := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{transfer.CounterPrefix + "*"}}}
+	for role, sid := range map[string]string{"ApiFunctionRole": "DailyLimits", "AlertFunctionRole": "DailyLimitGiveBacks"} {
+		found := false
+		for _, st := range statements(t, tpl, role) {
+			if st.sid == sid {
+				found = true
+				if !reflect.DeepEqual(st.condition, limitKeys) {
+					t.Errorf("%s %s condition = %v, want %v", role, sid, st.condition, limitKeys)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s has no statement %s", role, sid)
+		}
+	}
 	for _, role := range []string{"ApiFunctionRole", "SubmitterFunctionRole"} {
 		for _, st := range statements(t, tpl, role) {
-			if slices.Contains(st.actions, "dynamodb:UpdateItem") && (st.sid != "ChannelCalendar" || len(st.actions) != 1) {
-				t.Errorf("%s statement %s allows UpdateItem beside %v; only ChannelCalendar may, alone", role, st.sid, st.actions)
+			if slices.Contains(st.actions, "dynamodb:UpdateItem") && (st.sid != "ChannelCalendar" && (st.sid != "DailyLimits" || role != "ApiFunctionRole") || len(st.actions) != 1) {
+				t.Errorf("%s statement %s allows UpdateItem beside %v; only ChannelCalendar (and the API's DailyLimits) may, alone", role, st.sid, st.actions)
 			}
 		}
 		var cond any
@@ -443,8 +461,13 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
-	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:Query"}) {
-		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want only Query (stream reads aside)", got)
+	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}) {
+		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want Query, and PutItem and UpdateItem for the give-backs (stream reads aside)", got)
+	}
+	for _, st := range statements(t, tpl, "AlertFunctionRole") {
+		if (slices.Contains(st.actions, "dynamodb:PutItem") || slices.Contains(st.actions, "dynamodb:UpdateItem")) && st.sid != "DailyLimitGiveBacks" {
+			t.Errorf("AlertFunctionRole statement %s writes %v outside the limits' items", st.sid, st.actions)
+		}
 	}
 	// Settlement events: the alert function may put events on the stack's bus only; EventBridge's
 	// webhook role may only invoke the webhook's API destination.
@@ -561,26 +584,45 @@ func TestStreamMappingScheduleAndAlarms(t *testing.T) {
 	// Each filter is valid JSON on the images' status. Together they pass every record the
 	// handler acts on (an alert: in_doubt entering or leaving; an event: SettlementEventOf) and
 	// hold back the claim, the attach, take-overs and the TTL's removals of settled items.
-	type filter map[string]map[string]map[string]map[string][]string
+	// A filter matches an event name (optional), and per image its status and, optionally, the
+	// charged marker of an item whose claim charged the limits.
+	type image struct {
+		Status  map[string][]string `json:"status"`
+		Charged map[string][]bool   `json:"charged"`
+	}
+	type filter struct {
+		EventName []string         `json:"eventName"`
+		Dynamodb  map[string]image `json:"dynamodb"`
+	}
 	var filters []filter
 	for i, f := range get(t, p, "FilterCriteria", "Filters").([]any) {
 		var pat filter
-		if err := json.Unmarshal([]byte(str(t, f, "Pattern")), &pat); err != nil || len(pat["dynamodb"]) == 0 {
+		dec := json.NewDecoder(strings.NewReader(str(t, f, "Pattern")))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&pat); err != nil || len(pat.Dynamodb) == 0 {
 			t.Fatalf("filter %d: %v %v", i, pat, err)
 		}
-		for side, img := range pat["dynamodb"] {
-			if (side != "NewImage" && side != "OldImage") || len(img) != 1 || len(img["status"]) != 1 || len(img["status"]["S"]) == 0 {
-				t.Errorf("filter %d: %s %v: want a list of statuses of an image", i, side, img)
+		for side, img := range pat.Dynamodb {
+			if (side != "NewImage" && side != "OldImage") || len(img.Status) != 1 || len(img.Status["S"]) == 0 ||
+				img.Charged != nil && !slices.Equal(img.Charged["BOOL"], []bool{true}) {
+				t.Errorf("filter %d: %s %v: want a list of statuses of an image, and at most charged true", i, side, img)
 			}
 		}
 		filters = append(filters, pat)
 	}
-	passes := func(old, next transfer.Status) bool {
+	passesCharged := func(old, next transfer.Status, charged bool) bool {
 		status := map[string]transfer.Status{"OldImage": old, "NewImage": next}
+		name := "MODIFY"
+		switch {
+		case old == "":
+			name = "INSERT"
+		case next == "":
+			name = "REMOVE"
+		}
 		for _, f := range filters {
-			all := true
-			for side, img := range f["dynamodb"] {
-				all = all && status[side] != "" && slices.Contains(img["status"]["S"], string(status[side]))
+			all := f.EventName == nil || slices.Contains(f.EventName, name)
+			for side, img := range f.Dynamodb {
+				all = all && status[side] != "" && slices.Contains(img.Status["S"], string(status[side])) && (img.Charged == nil || charged)
 			}
 			if all {
 				return true
@@ -588,6 +630,7 @@ func TestStreamMappingScheduleAndAlarms(t *testing.T) {
 		}
 		return false
 	}
+	passes := func(old, next transfer.Status) bool { return passesCharged(old, next, false) }
 	statuses := []transfer.Status{"", transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt}
 	for _, old := range statuses {
 		for _, next := range statuses {
@@ -606,6 +649,31 @@ func TestStreamMappingScheduleAndAlarms(t *testing.T) {
 			if (event || alerts) && !passes(old, next) {
 				t.Errorf("the filters hold back %q -> %q, which the handler acts on (event %v, alert %v)", old, next, event, alerts)
 			}
+		}
+	}
+	// The give-backs (transfer.GiveBackOf) of a charged item, and nothing more of one.
+	charges := []transfer.Charge{{Counter: "limit:asset:USDC:2026-12-02", Stroops: 1, Cap: 2}}
+	statuses = append(statuses, transfer.StatusQueued)
+	for _, old := range statuses {
+		for _, next := range statuses {
+			if old == "" && next == "" {
+				continue
+			}
+			var o, n *transfer.Record
+			if old != "" {
+				o = &transfer.Record{StoreKey: "transfer:k", ClaimID: "c", Status: old, Charges: charges}
+			}
+			if next != "" {
+				n = &transfer.Record{StoreKey: "transfer:k", ClaimID: "c", Status: next, Charges: charges}
+			}
+			if _, give := transfer.GiveBackOf(o, n); give != nil && !passesCharged(old, next, true) {
+				t.Errorf("the filters hold back the give-back of a charged %q -> %q", old, next)
+			}
+		}
+	}
+	for _, held := range [][2]transfer.Status{{transfer.StatusInFlight, transfer.StatusInFlight}, {"", transfer.StatusInFlight}, {transfer.StatusReplayable, ""}} {
+		if passesCharged(held[0], held[1], true) {
+			t.Errorf("the filters pass a charged %q -> %q, which the handler ignores", held[0], held[1])
 		}
 	}
 	for _, held := range [][2]transfer.Status{
