@@ -213,3 +213,57 @@ func TestDailyLimitRefusesTheClaimThatWouldPassItsCapAndClaimsNothing(t *testing
 type queueFunc func(context.Context, transfer.QueueMessage) error
 
 func (f queueFunc) Send(ctx context.Context, m transfer.QueueMessage) error { return f(ctx, m) }
+
+// TestEveryWriteKeepsTheClaimsCharges: the charges the claim wrote stay on the item through the
+// attach and the settlement, so that GiveBackOf sees them on the change that ends the transfer:
+// a success keeps its charge, a FAILED one (rejected) gives it back.
+func TestEveryWriteKeepsTheClaimsCharges(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.orch.Limits = transfer.Limits{"USDC": {WalletDaily: unit(100), AssetDaily: unit(1000)}}
+	last := map[string]*transfer.Record{} // the item as the last hook saw it, by key
+	type change struct{ old, next *transfer.Record }
+	var changes []change
+	h.orch.Hooks = func(_ context.Context, _ transfer.Step, rec transfer.Record) error {
+		cur, ok := h.store.Item(rec.StoreKey)
+		if ok {
+			c := cur
+			if prev := last[rec.StoreKey]; prev == nil || prev.Version != c.Version || prev.ClaimID != c.ClaimID {
+				changes = append(changes, change{prev, &c})
+			}
+			last[rec.StoreKey] = &c
+		}
+		return nil
+	}
+	if _, err := h.orch.Transfer(ctx, input("order-keep-ok", "10")); err != nil {
+		t.Fatal(err)
+	}
+	settled := h.item(t, "order-keep-ok")
+	want := h.orch.Limits.Charges(input("order-keep-ok", "10").Request, settled.CreatedAt)
+	if settled.Status != transfer.StatusReplayable || !reflect.DeepEqual(settled.Charges, want) {
+		t.Fatalf("settled item: %s with charges %+v, want %+v", settled.Status, settled.Charges, want)
+	}
+	if _, give := transfer.GiveBackOf(last[settled.StoreKey], &settled); give != nil {
+		t.Fatalf("a success gives back %+v", give)
+	}
+	for _, c := range changes {
+		if c.next.Charges == nil || !reflect.DeepEqual(c.next.Charges, want) {
+			t.Fatalf("a write dropped the charges: %+v", c.next)
+		}
+	}
+	h.ledger.failResult = func(transfer.Envelope) bool { return true }
+	if _, err := h.orch.Transfer(ctx, input("order-keep-failed", "10")); problemCode(err) != transfer.CodeTransactionFailed {
+		t.Fatalf("err = %v, want TRANSACTION_FAILED", err)
+	}
+	rejected := h.item(t, "order-keep-failed")
+	id, give := transfer.GiveBackOf(last[rejected.StoreKey], &rejected)
+	if rejected.Status != transfer.StatusRejected || id != rejected.ClaimID || len(give) != 2 {
+		t.Fatalf("rejected item %s: GiveBackOf = %q %+v, want its two charges", rejected.Status, id, give)
+	}
+	if err := h.store.GiveBack(ctx, id, give); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := h.store.Counter(ctx, want[0].Counter); n != unit(10) {
+		t.Fatalf("wallet counter after the give-back = %d, want the success's 10 only", n)
+	}
+}
