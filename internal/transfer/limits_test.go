@@ -267,3 +267,27 @@ func TestEveryWriteKeepsTheClaimsCharges(t *testing.T) {
 		t.Fatalf("wallet counter after the give-back = %d, want the success's 10 only", n)
 	}
 }
+
+// TestALimitLoweredDuringACallRefusesItsNextClaim: a call whose envelope was refused (nothing
+// moved, its key released) claims again; with the per-transfer maximum lowered meanwhile below its
+// amount, that claim is refused 422 as a new request would be, and nothing more is built or sent.
+func TestALimitLoweredDuringACallRefusesItsNextClaim(t *testing.T) {
+	h := newHarness(t)
+	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+		if n == 0 {
+			h.orch.Limits = transfer.Limits{"USDC": {PerTransfer: unit(1)}} // the call's own goroutine
+			return transfer.SendResult{Status: transfer.SendTryAgainLater}, false, nil
+		}
+		return transfer.SendResult{Status: transfer.SendPending}, true, nil
+	}
+	_, err := h.orch.Transfer(context.Background(), input("order-lowered-mid", "5"))
+	if problemCode(err) != transfer.CodeAmountAboveLimit {
+		t.Fatalf("err = %v, want AMOUNT_ABOVE_LIMIT", err)
+	}
+	if p, s := h.ledger.counts(); p != 1 || s != 1 || h.ledger.landedCount() != 0 {
+		t.Fatalf("prepares=%d sends=%d landed=%d, want the one refused envelope only", p, s, h.ledger.landedCount())
+	}
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "order-lowered-mid")); ok {
+		t.Fatal("the key holds an item")
+	}
+}

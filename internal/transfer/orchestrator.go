@@ -169,6 +169,16 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			won  bool
 			err  error
 		)
+		if pre == nil && pass > 0 {
+			// A request above a limit that a pass of this call found on its key's item (accepted
+			// before the limit was lowered) and that left it (released) is refused now, as a new
+			// request would be, rather than claimed afresh.
+			over, err := o.overLimit(ctx, a.key, in.Request)
+			if err != nil {
+				return Outcome{}, err
+			}
+			pre = over
+		}
 		if pre != nil {
 			// The admission found no source free in time and the key held this item: it is
 			// answered as a claim that lost to it would be (replay, rejection, in doubt, wait
