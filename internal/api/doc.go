@@ -28,6 +28,9 @@
 //	                a random one
 //
 // and, where they apply, retryAfterMs (milliseconds, with a Retry-After header in whole seconds,
-// rounded up), transactionHash and resultCodes (a stored rejection of an included transaction) and
-// failingCode (what made a transfer in doubt).
+// rounded up), transactionHash and resultCodes (a stored rejection of an included transaction),
+// failingCode (what made a transfer in doubt), and limit and limitCap (the limit that refused a
+// transfer and its cap as a decimal amount: AMOUNT_ABOVE_LIMIT, DAILY_LIMIT_EXCEEDED). A daily
+// limit is 429 (status.go); API Gateway's own throttling is 429 too, as application/json
+// {"message"}, never a problem.
 package api
