@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -129,6 +131,12 @@ func LimitContract(t *testing.T, open func(t *testing.T) LimitStore) {
 		wantCounters(t, s, c.Charges, 2*limitAmount, 2*limitAmount)
 	})
 
+	t.Run("a random history of claims, settlements, releases and redelivered give-backs leaves each counter at the charges still standing", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		randomHistory(t, s, limits)
+	})
+
 	t.Run("of concurrent claims near a cap no more win than fit under it", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
@@ -189,6 +197,134 @@ func wantCounters(t *testing.T, s transfer.Counters, charges []transfer.Charge, 
 		got, err := s.Counter(context.Background(), c.Counter)
 		if err != nil || got != want[i] {
 			t.Fatalf("counter %s = %d (err %v), want %d", c.Counter, got, err, want[i])
+		}
+	}
+}
+
+// randomHistory plays a seeded random history on s: claims of six keys of two wallets (a claim of
+// a held key is a replay or a conflict and must charge nothing; one over a cap must write
+// nothing), then for each held item one of its next writes as the orchestrator and the operators
+// make them (settle with success, reject, put in doubt, release, discard), each change appended to
+// a stream that is delivered late, in order, and partly twice (GiveBackOf, then GiveBack). After
+// every step no counter is above its cap; once the stream is delivered, each counter is the sum
+// of the charges of the incarnations under which something moved or may still move.
+func randomHistory(t *testing.T, s LimitStore, limits transfer.Limits) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 11))
+	type change struct{ old, next *transfer.Record }
+	var stream []change
+	delivered := 0
+	deliver := func(upTo int) {
+		for ; delivered < upTo; delivered++ {
+			c := stream[delivered]
+			for range 1 + rng.IntN(2) { // at least once
+				if id, charges := transfer.GiveBackOf(c.old, c.next); charges != nil {
+					if err := s.GiveBack(ctx, id, charges); err != nil {
+						t.Fatalf("GiveBack: %v", err)
+					}
+				}
+			}
+		}
+	}
+	keys := []string{"limits-random-a", "limits-random-b", "limits-random-c", "limits-random-d", "limits-random-e", "limits-random-f"}
+	walletOf := func(i int) string {
+		if i%2 == 0 {
+			return wallet
+		}
+		return otherWallet
+	}
+	var counters []transfer.Charge
+	for _, w := range []string{wallet, otherWallet} {
+		counters = append(counters, limits.Charges(chargedRecord(limits, "x", "y", w).Request, t0)...)
+	}
+	seq := 0
+	for step := range 400 {
+		i := rng.IntN(len(keys))
+		w := walletOf(i)
+		key := transfer.StoreKey(w, keys[i])
+		cur, err := s.Get(ctx, key)
+		switch {
+		case errors.Is(err, transfer.ErrNotFound):
+			seq++
+			rec := chargedRecord(limits, keys[i], fmt.Sprintf("owner-%d", seq), w)
+			rec.ClaimID = fmt.Sprintf("claim-random-%d", seq)
+			_, won, err := s.Claim(ctx, rec, t0)
+			if le, ok := errors.AsType[*transfer.LimitError](err); ok && le.Code == transfer.CodeDailyLimitExceeded {
+				if _, gerr := s.Get(ctx, key); !errors.Is(gerr, transfer.ErrNotFound) {
+					t.Fatalf("step %d: a refused claim left an item", step)
+				}
+				break
+			}
+			if err != nil || !won {
+				t.Fatalf("step %d: claim of a free key: won=%v err=%v", step, won, err)
+			}
+			stream = append(stream, change{nil, &rec})
+		case err != nil:
+			t.Fatalf("step %d: Get: %v", step, err)
+		default:
+			if rng.IntN(4) == 0 { // a retry of the key: lost to the holder, charges nothing
+				again := chargedRecord(limits, keys[i], "owner-replay", w)
+				again.ClaimID = fmt.Sprintf("claim-replay-%d", step)
+				if held, won, err := s.Claim(ctx, again, t0); err != nil || won || held.ClaimID != cur.ClaimID {
+					t.Fatalf("step %d: a claim of a held key: won=%v err=%v", step, won, err)
+				}
+				break
+			}
+			next := cur
+			next.Version, next.LeaseOwner, next.LeaseExpiresAt = cur.Version+1, "", time.Time{}
+			old := cur
+			switch r := rng.IntN(5); {
+			case cur.Status == transfer.StatusReplayable || cur.Status == transfer.StatusRejected:
+				// Settled: its TTL removes it (what the stream sees of a TTL's removal).
+				if err := s.Delete(ctx, key, transfer.Expect(cur)); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				stream = append(stream, change{&old, nil})
+				continue
+			case r == 0 || r == 1 && cur.Status == transfer.StatusInDoubt:
+				next = settle(cur, transfer.StatusReplayable, t0.Unix()+3600)
+			case r == 1:
+				next = settle(cur, transfer.StatusRejected, t0.Unix()+3600)
+			case r == 2 && cur.Status == transfer.StatusInFlight:
+				next = settle(cur, transfer.StatusInDoubt, 0)
+			default: // a release, or an operator's discard of an item in doubt
+				if err := s.Delete(ctx, key, transfer.Expect(cur)); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				stream = append(stream, change{&old, nil})
+				continue
+			}
+			if err := s.Replace(ctx, next, transfer.Expect(cur)); err != nil {
+				t.Fatalf("step %d: Replace: %v", step, err)
+			}
+			stream = append(stream, change{&old, &next})
+		}
+		deliver(delivered + rng.IntN(len(stream)-delivered+1)) // the stream lags
+		for _, c := range counters {
+			if n, err := s.Counter(ctx, c.Counter); err != nil || n > c.Cap || n < 0 {
+				t.Fatalf("step %d: counter %s = %d (%v), cap %d", step, c.Counter, n, err, c.Cap)
+			}
+		}
+	}
+	deliver(len(stream))
+	// Standing: the charges of every incarnation no change gave back.
+	givenBack := map[string]bool{}
+	standing := map[string]int64{}
+	for _, c := range stream {
+		if id, charges := transfer.GiveBackOf(c.old, c.next); charges != nil {
+			givenBack[id] = true
+		}
+	}
+	for _, c := range stream {
+		if c.old == nil && !givenBack[c.next.ClaimID] { // the claim's change, once per incarnation
+			for _, ch := range c.next.Charges {
+				standing[ch.Counter] += ch.Stroops
+			}
+		}
+	}
+	for _, c := range counters {
+		if n, err := s.Counter(ctx, c.Counter); err != nil || n != standing[c.Counter] {
+			t.Fatalf("counter %s = %d (%v), want %d: the charges still standing", c.Counter, n, err, standing[c.Counter])
 		}
 	}
 }
