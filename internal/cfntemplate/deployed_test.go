@@ -630,7 +630,7 @@ func TestStreamMappingScheduleAndAlarms(t *testing.T) {
 	}
 	// The give-backs (transfer.GiveBackOf) of a charged item, and nothing more of one.
 	charges := []transfer.Charge{{Counter: "limit:asset:USDC:2026-12-02", Stroops: 1, Cap: 2}}
-	statuses = append(statuses, transfer.StatusQueued)
+	statuses = append(statuses, transfer.StatusQueued, "cancelled")
 	for _, old := range statuses {
 		for _, next := range statuses {
 			if old == "" && next == "" {

@@ -225,8 +225,9 @@ type Counters interface {
 //
 // Every other change keeps the charge: a settlement with SUCCESS moved the funds, an in_doubt
 // item may still land, a requeued async item will run again, and a settled item's TTL removal
-// changes nothing (a rejected one was given back when it became rejected). A status that ends a
-// transfer with nothing moved (a cancellation) is given back the same way: add it to nothingMoved.
+// changes nothing (a rejected or cancelled one was given back when it became so). A queued item
+// that becomes cancelled (status "cancelled", which a cancellation writes: nothing is ever built
+// or sent under it) gives its charge back as a rejected one does.
 func GiveBackOf(old, next *Record) (claimID string, charges []Charge) {
 	switch {
 	case next != nil && nothingMoved(next.Status) && len(next.Charges) > 0 &&
@@ -239,5 +240,9 @@ func GiveBackOf(old, next *Record) (claimID string, charges []Charge) {
 	return "", nil
 }
 
-// nothingMoved reports whether an item in status s ended its transfer without moving funds.
-func nothingMoved(s Status) bool { return s == StatusRejected }
+// nothingMoved reports whether an item in status s ended its transfer without moving funds:
+// rejected, or cancelled (a queued transfer no submitter took; the status a cancellation writes).
+func nothingMoved(s Status) bool { return s == StatusRejected || s == statusCancelled }
+
+// statusCancelled is the status of a cancelled transfer, as a cancellation writes it.
+const statusCancelled Status = "cancelled"

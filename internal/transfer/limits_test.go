@@ -111,6 +111,8 @@ func TestGiveBackOfReturnsTheChargeOnlyWhenNothingMoved(t *testing.T) {
 		{"a settled item's TTL", rec(transfer.StatusReplayable), nil, false},
 		{"a rejected item's TTL", rec(transfer.StatusRejected), nil, false},
 		{"a rejected item rewritten", rec(transfer.StatusRejected), rec(transfer.StatusRejected), false},
+		{"a queued item cancelled", rec(transfer.StatusQueued), rec("cancelled"), true},
+		{"a cancelled item's TTL", rec("cancelled"), nil, false},
 	} {
 		id, got := transfer.GiveBackOf(tc.old, tc.next)
 		if tc.give != (got != nil) || tc.give && (id != "claim-1" || !reflect.DeepEqual(got, charges)) {
