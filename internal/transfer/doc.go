@@ -187,10 +187,9 @@
 //   - A charge counts on the UTC day of its claim, whenever the transfer lands.
 //   - A charge is given back (Counters.GiveBack, once per claim) when nothing moved and nothing can
 //     move under its incarnation (GiveBackOf): the item becomes rejected (a FAILED transaction
-//     moves no funds; a queued request refused), or is deleted while unsettled (a release: never
-//     sent, refused, proven dead; an operator's discard). A cancellation of a queued transfer is
-//     given back the same way, whether it deletes the item or writes a status of its own (add that
-//     status to nothingMoved). A settled success keeps its charge, and so does an item in doubt:
+//     moves no funds; a queued request refused) or cancelled (a queued transfer no submitter
+//     took), or is deleted while unsettled (a release: never sent, refused, proven dead; an
+//     operator's discard). A settled success keeps its charge, and so does an item in doubt:
 //     it may still land. The give-back runs from the table's stream (internal/alert), so it lands
 //     a few seconds after the change; until then the counter still holds the charge and a claim
 //     that needs that room is refused: the limit errs towards refusing, never above its cap. A call
