@@ -293,3 +293,31 @@ func TestALimitLoweredDuringACallRefusesItsNextClaim(t *testing.T) {
 		t.Fatal("the key holds an item")
 	}
 }
+
+// TestAnAsyncTransferIsChargedWhenAccepted: Enqueue's queued claim carries the charges, so the
+// acceptance (202) is what counts against the day; a claim that would pass the cap is the same
+// 429 with nothing queued, and the accepted key posted again is accepted again, not charged again.
+func TestAnAsyncTransferIsChargedWhenAccepted(t *testing.T) {
+	h := newHarness(t)
+	h.orch.Limits = transfer.Limits{"USDC": {WalletDaily: unit(15)}}
+	sent := 0
+	h.orch.Queue = queueFunc(func(context.Context, transfer.QueueMessage) error { sent++; return nil })
+	ctx := context.Background()
+	if res, err := h.orch.Enqueue(ctx, input("payout-limit-1", "10")); err != nil || !res.Accepted {
+		t.Fatalf("Enqueue: %+v, %v", res, err)
+	}
+	counter := h.orch.Limits.Charges(input("payout-limit-1", "10").Request, h.clock.Now())[0].Counter
+	_, err := h.orch.Enqueue(ctx, input("payout-limit-2", "10"))
+	if le, ok := errors.AsType[*transfer.LimitError](err); !ok || le.Code != transfer.CodeDailyLimitExceeded || le.RetryAfter <= 0 {
+		t.Fatalf("Enqueue over the cap: %v, want DAILY_LIMIT_EXCEEDED with a Retry-After", err)
+	}
+	if _, ok := h.store.Item(transfer.StoreKey(wallet, "payout-limit-2")); ok || sent != 1 {
+		t.Fatalf("the refused transfer was queued (item %v, %d messages)", ok, sent)
+	}
+	if res, err := h.orch.Enqueue(ctx, input("payout-limit-1", "10")); err != nil || !res.Accepted {
+		t.Fatalf("Enqueue again: %+v, %v", res, err)
+	}
+	if n, _ := h.store.Counter(ctx, counter); n != unit(10) {
+		t.Fatalf("wallet counter = %d, want the one acceptance's 10", n)
+	}
+}
