@@ -103,8 +103,9 @@ type attempt struct {
 
 // Transfer runs in.Request at most once under (wallet, in.ClientKey) and returns its outcome.
 // Errors are this package's typed errors (errors.As with ProblemError): *ConflictError,
-// *InDoubtError, *InProgressError, *UnavailableError, *RejectedError; anything else is an
-// internal failure in which nothing was sent.
+// *InDoubtError, *InProgressError, *UnavailableError, *RejectedError, *LimitError (a limit refused
+// it before anything was claimed: doc.go, "Limits"); anything else is an internal failure in which
+// nothing was sent.
 func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) {
 	start := time.Now()
 	a := o.begin(ctx, in)

@@ -44,7 +44,10 @@ type Enqueued struct {
 
 // Enqueue accepts in for the submitter: the key is claimed with the same conditional write as a
 // synchronous claim, as a queued item (Async, no lease, no envelope), then its message is sent
-// with o.Queue. The key's rules are Transfer's: another fingerprint is *ConflictError; a settled
+// with o.Queue. The queued claim carries the limits' charges, so a transfer is charged when it is
+// accepted, and *LimitError refuses one with nothing queued (doc.go, "Limits").
+//
+// The key's rules are Transfer's: another fingerprint is *ConflictError; a settled
 // success is replayed (Accepted false); a stored rejection is its *RejectedError, replayed; an
 // async item of the same request still queued, in_flight or in_doubt is Accepted again (nothing
 // is sent again: its message, its holder or the sweep runs it); a synchronous request's item is
