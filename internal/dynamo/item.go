@@ -54,6 +54,23 @@ type item struct {
 	Audit *auditItem `dynamodbav:"audit,omitempty"` // an operator's resolution (internal/reconcile)
 
 	Async bool `dynamodbav:"async,omitempty"` // BOOL: accepted with Prefer: respond-async (transfer.Record.Async)
+
+	// Charges (L of M) are what the claim added to the limits' daily counters
+	// (transfer.Record.Charges); absent without limits.
+	Charges []chargeItem `dynamodbav:"charges,omitempty"`
+	// Charged (BOOL true) marks an item with charges, for the stream's filter (template.yaml,
+	// AlertFunction): a filter matches scalar attributes, not the elements of a list.
+	Charged bool `dynamodbav:"charged,omitempty"`
+}
+
+// chargeItem is transfer.Charge (an element of "charges").
+type chargeItem struct {
+	Counter string `dynamodbav:"counter"`
+	Scope   string `dynamodbav:"scope"`
+	Asset   string `dynamodbav:"asset"`
+	Day     string `dynamodbav:"day"` // 2006-01-02, UTC
+	Stroops int64  `dynamodbav:"stroops"`
+	Cap     int64  `dynamodbav:"cap"` // stroops
 }
 
 // auditItem is transfer.Audit (map attribute "audit").
@@ -226,6 +243,11 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		it.Audit = &auditItem{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,
 			Forced: a.Forced, At: epochMillis(a.At)}
 	}
+	it.Charged = len(rec.Charges) > 0
+	for _, c := range rec.Charges {
+		it.Charges = append(it.Charges, chargeItem{Counter: c.Counter, Scope: string(c.Scope), Asset: c.Asset, Day: c.Day,
+			Stroops: c.Stroops, Cap: c.Cap})
+	}
 	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: marshal record %q: %w", rec.StoreKey, err)
@@ -306,6 +328,10 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 	if a := it.Audit; a != nil {
 		rec.Audit = &transfer.Audit{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,
 			Forced: a.Forced, At: fromEpochMillis(a.At)}
+	}
+	for _, c := range it.Charges {
+		rec.Charges = append(rec.Charges, transfer.Charge{Counter: c.Counter, Scope: transfer.LimitScope(c.Scope), Asset: c.Asset,
+			Day: c.Day, Stroops: c.Stroops, Cap: c.Cap})
 	}
 	return rec, nil
 }

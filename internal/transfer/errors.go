@@ -117,6 +117,10 @@ type Problem struct {
 	// holds none): the door answers it as stored, so that such an item replays what it was
 	// written with, whatever the door's table says today.
 	StoredStatus int
+	// Limit names the limit a LimitError refused the transfer under, and LimitCap its cap as a
+	// canonical decimal amount (limits.go).
+	Limit    string
+	LimitCap string
 }
 
 // ProblemError is implemented by every typed error of this package; use errors.As to find it.

@@ -146,6 +146,12 @@ type Record struct {
 	// next Version, status queued, no lease, no envelope), so a transfer the client was told is
 	// accepted is never dropped.
 	Async bool
+
+	// Charges are what the claim that created this incarnation added to the limits' daily
+	// counters (limits.go), written with the claim in one atomic write and kept by every later
+	// write, so that a give-back (GiveBackOf) returns exactly them. Empty when the asset has no
+	// daily limit.
+	Charges []Charge
 }
 
 // Audit is an operator's resolution of an in-doubt item (internal/reconcile), or a caller's
