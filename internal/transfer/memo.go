@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Memos and muxed destinations (README.md, "The HTTP API": memo; doc.go, "Muxed wallets"). The
@@ -104,6 +105,12 @@ func CanonicalMemo(raw *RawMemo) (Memo, error) {
 	}
 	switch t := MemoType(raw.Type); t {
 	case MemoText:
+		// The bytes the network carries are the bytes the client meant, or the memo is refused: a
+		// JSON decoder turns an invalid byte or a lone surrogate escape into U+FFFD, which would
+		// then be paid as bytes the client never sent (and make two such memos one fingerprint).
+		if !utf8.ValidString(raw.Value) || strings.ContainsRune(raw.Value, utf8.RuneError) {
+			return Memo{}, unacceptable(CodeInvalidMemo, "memo.value", "a text memo must be valid UTF-8 without U+FFFD (what an invalid byte or a lone surrogate escape decodes to)")
+		}
 		if len(raw.Value) > MemoTextMaxBytes {
 			return Memo{}, unacceptable(CodeInvalidMemo, "memo.value", "a text memo is at most %d bytes; this one is %d bytes (UTF-8)", MemoTextMaxBytes, len(raw.Value))
 		}

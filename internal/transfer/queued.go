@@ -241,6 +241,15 @@ func (o *Orchestrator) RunQueued(ctx context.Context, m QueueMessage) (Delivery,
 // runTaken takes rec (queued, or in_flight with its lease expired) for this call and runs it.
 // again means another writer changed the item first: read it again.
 func (o *Orchestrator) runTaken(ctx context.Context, rec Record) (Delivery, bool, error) {
+	if rec.Fingerprint != "" && rec.Request.Fingerprint() != rec.Fingerprint {
+		// The item's request is not the one its claim fingerprinted: a reader that lost a field
+		// (a build older than the field, during a rolling deploy) would pay another transfer
+		// than the client asked for. Nothing is built; the message waits for a build that reads it.
+		o.log().ErrorContext(ctx, "queued transfer: the stored request does not match its fingerprint; nothing built",
+			"storeKey", rec.StoreKey, "claimId", rec.ClaimID)
+		return DeliveryRetry, false, &UnavailableError{Code: CodeConfigurationInvalid, RetryAfter: time.Minute,
+			Detail: "the stored request does not match its fingerprint; nothing was submitted"}
+	}
 	start := time.Now()
 	in := Input{ClientKey: rec.ClientKey, Request: rec.Request, TraceID: rec.TraceID}
 	a := o.begin(ctx, in)

@@ -227,7 +227,7 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 // MuxedParser: it returns the address upper case with, for an M..., the G... account it pays and
 // its id. Errors: *ValidationError INVALID_ADDRESS (unacceptable), as CanonicalWallet's.
 func (r Rules) ParseWallet(raw string) (Wallet, error) {
-	w := strings.ToUpper(strings.TrimSpace(raw))
+	w := upperASCII(strings.TrimSpace(raw))
 	mp, ok := r.Addresses.(MuxedParser)
 	if !ok || !strings.HasPrefix(w, "M") {
 		addr, err := r.CanonicalWallet(raw)
@@ -246,6 +246,18 @@ func (r Rules) ParseWallet(raw string) (Wallet, error) {
 	return Wallet{Address: w, Account: account, MuxedID: id}, nil
 }
 
+// upperASCII is s upper case when s is ASCII, else a string no address shape matches: Unicode
+// upper-cases some other letters to ASCII ones (U+017F to S, U+0131 to I), which would make a
+// string that is no address pass for one.
+func upperASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return "\x00"
+		}
+	}
+	return strings.ToUpper(s)
+}
+
 // CanonicalWallet checks a wallet address (a G... account or C... contract strkey with a valid
 // checksum, any case, surrounding white space trimmed; muxed M... refused) and returns it upper
 // case. Anything but the 56 characters of A-Z and 2-7 (any case) after trimming, line breaks
@@ -253,7 +265,7 @@ func (r Rules) ParseWallet(raw string) (Wallet, error) {
 // (unacceptable). Rules without an AddressParser is a programming error, reported as an untyped
 // error, not as the client's fault.
 func (r Rules) CanonicalWallet(raw string) (string, error) {
-	w := strings.ToUpper(strings.TrimSpace(raw))
+	w := upperASCII(strings.TrimSpace(raw))
 	if r.Addresses == nil {
 		return "", errors.New("transfer: Rules has no AddressParser")
 	}
