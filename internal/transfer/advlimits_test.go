@@ -2,7 +2,9 @@ package transfer_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -74,5 +76,31 @@ func TestAForcedDiscardGivesNothingBack(t *testing.T) {
 		Audit: &transfer.Audit{Action: "discard", Operator: "ops", Reason: "history gap", Forced: true}}
 	if id, got := transfer.GiveBackOf(old, nil); got != nil {
 		t.Fatalf("a forced discard of an unproven in_doubt item gives back %q %+v, want nothing", id, got)
+	}
+}
+
+// TestARetryAfterChannelsBusyIsNotRefusedByItsOwnFreedCharge: CHANNELS_BUSY says nothing was
+// submitted and the key is free, come back after Retry-After (7 s). The freed claim's charge is
+// given back only when the stream's REMOVE reaches the alert function, which nothing bounds by
+// that Retry-After; until then the client's retry of the same transfer, which fits the day's cap,
+// is answered 429 DAILY_LIMIT_EXCEEDED with a Retry-After of the next UTC midnight (hours).
+func TestARetryAfterChannelsBusyIsNotRefusedByItsOwnFreedCharge(t *testing.T) {
+	h := newHarness(t)
+	h.orch.Limits = transfer.Limits{"USDC": {WalletDaily: unit(3)}}
+	ctx := context.Background()
+	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeChannelsBusy, RetryAfter: 7 * time.Second,
+		Detail: "every channel account is busy; nothing was submitted"}
+	if _, err := h.orch.Transfer(ctx, input("order-busy-limit", "3")); problemCode(err) != transfer.CodeChannelsBusy {
+		t.Fatalf("first call: %v, want CHANNELS_BUSY", err)
+	}
+	h.ledger.prepareErr = nil
+	_ = h.clock.Sleep(ctx, 7*time.Second)
+	out, err := h.orch.Transfer(ctx, input("order-busy-limit", "3"))
+	if err != nil || out.TransactionHash == "" {
+		var ra time.Duration
+		if le, ok := errors.AsType[*transfer.LimitError](err); ok {
+			ra = le.RetryAfter
+		}
+		t.Fatalf("retry after CHANNELS_BUSY = %+v, %v (Retry-After %v); want it paid: nothing moved under the freed claim", out, err, ra)
 	}
 }
