@@ -69,8 +69,8 @@ const CounterKeep = 72 * time.Hour
 // would then be above Cap. The claim's item keeps its charges (Record.Charges) so that they can be
 // given back with exactly what was added.
 type Charge struct {
-	// Counter is the counter item's key: "limit:wallet:<WalletHash>:<asset>:<day>" or
-	// "limit:asset:<asset>:<day>", day as 2006-01-02 (UTC).
+	// Counter is the counter item's key: "limit:wallet:<WalletHash>:<asset>:<day>" (the hash of
+	// the wallet's scope, Wallet.Scope) or "limit:asset:<asset>:<day>", day as 2006-01-02 (UTC).
 	Counter string
 	Scope   LimitScope
 	Asset   string
@@ -121,7 +121,9 @@ func (l Limits) CheckAmount(req Request) error {
 }
 
 // Charges are the daily counters a claim of req at now adds to: the wallet's and the asset's for
-// now's UTC day, each only when its cap is set; nil when the asset has no daily limit.
+// now's UTC day, each only when its cap is set; nil when the asset has no daily limit. The wallet's
+// counter is its scope's (Wallet.Scope): every M... address of one G account counts as that account,
+// as its keys do.
 func (l Limits) Charges(req Request, now time.Time) []Charge {
 	al, ok := l[req.Asset]
 	if !ok {
@@ -130,7 +132,7 @@ func (l Limits) Charges(req Request, now time.Time) []Charge {
 	day := now.UTC().Format(time.DateOnly)
 	var out []Charge
 	if al.WalletDaily > 0 {
-		out = append(out, Charge{Counter: CounterPrefix + "wallet:" + WalletHash(req.WalletAddress) + ":" + req.Asset + ":" + day,
+		out = append(out, Charge{Counter: CounterPrefix + "wallet:" + WalletHash(req.Wallet().Scope()) + ":" + req.Asset + ":" + day,
 			Scope: LimitWallet, Asset: req.Asset, Day: day, Stroops: req.Stroops, Cap: al.WalletDaily})
 	}
 	if al.AssetDaily > 0 {
