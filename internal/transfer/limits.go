@@ -69,8 +69,9 @@ const CounterKeep = 72 * time.Hour
 // would then be above Cap. The claim's item keeps its charges (Record.Charges) so that they can be
 // given back with exactly what was added.
 type Charge struct {
-	// Counter is the counter item's key: "limit:wallet:<WalletHash>:<asset>:<day>" (the hash of
-	// the wallet's scope, Wallet.Scope) or "limit:asset:<asset>:<day>", day as 2006-01-02 (UTC).
+	// Counter is the counter item's key: "limit:wallet:<WalletHash of the wallet's scope, the
+	// G... account of an M... address (Wallet.Scope)>:<asset>:<day>" or
+	// "limit:asset:<asset>:<day>", day as 2006-01-02 (UTC).
 	Counter string
 	Scope   LimitScope
 	Asset   string
@@ -121,9 +122,7 @@ func (l Limits) CheckAmount(req Request) error {
 }
 
 // Charges are the daily counters a claim of req at now adds to: the wallet's and the asset's for
-// now's UTC day, each only when its cap is set; nil when the asset has no daily limit. The wallet's
-// counter is its scope's (Wallet.Scope): every M... address of one G account counts as that account,
-// as its keys do.
+// now's UTC day, each only when its cap is set; nil when the asset has no daily limit.
 func (l Limits) Charges(req Request, now time.Time) []Charge {
 	al, ok := l[req.Asset]
 	if !ok {
