@@ -49,8 +49,10 @@ var _ transfer.Counters = (*Store)(nil)
 // write whose answer was lost applies nothing twice. The cancellation reasons decide: the claim's
 // Put failing its condition is a lost claim, answered with the holder as Claim does (a replay or
 // a conflict wins over a limit: DynamoDB reports every item's reason, and the claim's is read
-// first); else a counter failing its condition is transfer.DailyLimitError of its charge; else a
-// TransactionConflict is written again, at most chargeAttempts times in all.
+// first); else a TransactionConflict on the claim's own item is written again whatever the
+// counters say (its holder is unknown); else a counter failing its condition is
+// transfer.DailyLimitError of its charge; else a TransactionConflict is written again, at most
+// chargeAttempts times in all.
 func (s *Store) claimCharged(ctx context.Context, rec transfer.Record, put *types.Put) (transfer.Record, bool, error) {
 	tc, ok := s.client.(TransactClient)
 	if !ok {
@@ -109,10 +111,12 @@ func (s *Store) claimCharged(ctx context.Context, rec transfer.Record, put *type
 			}
 			return holder, false, nil
 		}
-		conflict := false
+		// A conflict on the claim's own item leaves its holder unknown: written again, never read
+		// as a limit, which would refuse a replay whose holder must answer.
+		conflict := len(reasons) > 0 && aws.ToString(reasons[0].Code) == "TransactionConflict"
 		for i, r := range reasons {
 			switch code := aws.ToString(r.Code); {
-			case i > 0 && i <= len(rec.Charges) && code == "ConditionalCheckFailed":
+			case !conflict && i > 0 && i <= len(rec.Charges) && code == "ConditionalCheckFailed":
 				return transfer.Record{}, false, fmt.Errorf("dynamo: claim %q: %w", rec.StoreKey, transfer.DailyLimitError(rec.Charges[i-1]))
 			case code == "TransactionConflict":
 				conflict = true
