@@ -37,6 +37,10 @@ func (c *charged) add(in *dynamodb.TransactWriteItemsInput) {
 		}
 		pk, _ := it.Update.Key[dynamo.AttrPK].(*types.AttributeValueMemberS)
 		amount, _ := it.Update.ExpressionAttributeValues[":amount"].(*types.AttributeValueMemberN)
+		if amount == nil {
+			// A give-back (dynamo.Store.GiveBack): its negative amount.
+			amount, _ = it.Update.ExpressionAttributeValues[":minus"].(*types.AttributeValueMemberN)
+		}
 		if pk == nil || amount == nil {
 			continue
 		}

@@ -235,7 +235,10 @@ func GiveBackOf(old, next *Record) (claimID string, charges []Charge) {
 		(old == nil || old.ClaimID != next.ClaimID || !nothingMoved(old.Status)):
 		return next.ClaimID, next.Charges
 	case next == nil && old != nil && len(old.Charges) > 0 &&
-		(old.Status == StatusInFlight || old.Status == StatusQueued || old.Status == StatusInDoubt):
+		(old.Status == StatusInFlight || old.Status == StatusQueued || old.Status == StatusInDoubt) &&
+		// A forced discard was not proven by the ledger: its envelope may have landed, so the
+		// charge stays counted (the day's end frees it), never letting more than the cap move.
+		!(old.Audit != nil && old.Audit.Action == "discard" && old.Audit.Forced):
 		return old.ClaimID, old.Charges
 	}
 	return "", nil

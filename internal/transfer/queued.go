@@ -314,11 +314,33 @@ func Requeued(rec Record, now time.Time) Record {
 
 // free ends rec once nothing can land for it: a synchronous item is deleted (the key is free), an
 // async one requeued (Requeued). Both are conditional on rec as read.
+//
+// A synchronous item's limit charges are given back at once (giveBackFreed): its caller may retry
+// the key within a second, before the stream's give-back lands.
 func (o *Orchestrator) free(ctx context.Context, rec Record) error {
 	if !rec.Async {
-		return DeleteItem(ctx, o.Store, rec)
+		if err := DeleteItem(ctx, o.Store, rec); err != nil {
+			return err
+		}
+		o.giveBackFreed(ctx, rec)
+		return nil
 	}
 	return ReplaceItem(ctx, o.Store, rec, Requeued(rec, o.Clock.Now()))
+}
+
+// giveBackFreed gives back the charges of rec, a claim this call deleted with nothing moved, when
+// the store keeps the counters (Counters): once per claim, so the stream's give-back of the same
+// deletion (internal/alert, GiveBackOf) then changes nothing. A failure is logged; the stream's
+// give-back still comes.
+func (o *Orchestrator) giveBackFreed(ctx context.Context, rec Record) {
+	c, ok := o.Store.(Counters)
+	if !ok || len(rec.Charges) == 0 {
+		return
+	}
+	if err := c.GiveBack(context.WithoutCancel(ctx), rec.ClaimID, rec.Charges); err != nil {
+		o.log().WarnContext(ctx, "giving back a freed claim's limit charges failed; the stream gives them back",
+			"storeKey", rec.StoreKey, "claimId", rec.ClaimID, "err", err)
+	}
 }
 
 // rejectQueued settles rec, an async item whose request Ledger.Prepare refused as the client's
