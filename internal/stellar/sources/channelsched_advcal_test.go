@@ -72,3 +72,62 @@ func TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleased(t *testing.T) 
 		t.Errorf("B's stats %+v: a lease written on a channel whose transfer (landed at T+5) was still held until T+7.7", st)
 	}
 }
+
+// A slot never leases a channel before its previous transfer is released when the close time
+// the network reports is not the instant the ledger closed: core writes the close time SCP
+// nominated, in whole seconds, up to about a second before the ledger actually closes. The
+// release point (0.6 into the ledger: 3 s at 5 s ledgers) is taken from the reported close; the
+// previous transfer on the channel landed at the real close and is released 2.7 s after it.
+//
+// 4 channels, 5 s ledgers, reported closes at T and T+5, real ones lag after them. Process A
+// leases the four channels in the ledger reported at T (calls at T+3.6, past its point): they
+// land at the real close T+5+lag and are released 2.7 s later. Process B calls at T+8, the
+// release point of the ledger reported at T+5, and books ticket 4 (channel 0). Right: B leases
+// channel 0 with no failed lease write (waiting for its release). With lag 0 the release is at
+// T+7.7 and B meets a free channel; with 0.5 s (T+8.2) and 0.9 s (T+8.6) B writes a lease on a
+// held channel at T+8.
+func TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleasedWhateverTheReportedCloseTime(t *testing.T) {
+	for _, lag := range []time.Duration{0, 200 * time.Millisecond, 500 * time.Millisecond, 900 * time.Millisecond} {
+		t.Run(lag.String(), func(t *testing.T) {
+			const interval, settle = 5 * time.Second, 2700 * time.Millisecond
+			clock := vclock.New(time.Unix(1_800_000_000, 0))
+			first := clock.Now() // a reported close
+			leases, tickets := &memLeases{}, &memTickets{}
+			keys, chans, poolA := scheduledPool(t, clock, leases, tickets, 4)
+			_, _, poolB := scheduledPool(t, clock, leases, tickets, 4)
+			ctx := context.Background()
+			terms := func(lastClose time.Time) LeaseTerms {
+				now := clock.Now()
+				return LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: lastClose}
+			}
+			clock.Advance(3600 * time.Millisecond)
+			var held []Lease
+			for i := range 4 {
+				l, err := poolA.Acquire(ctx, keys, terms(first))
+				if err != nil || l.Account != chans[i].Address() {
+					t.Fatalf("A's call %d: %s, %v; want channel %d", i, l.Account, err, i)
+				}
+				held = append(held, l)
+			}
+			var once sync.Once
+			clock.OnAdvance(func(now time.Time) {
+				if !now.Before(first.Add(interval + lag + settle)) {
+					once.Do(func() {
+						for _, l := range held {
+							poolA.Release(ctx, l, transfer.Envelope{Channel: l.Account})
+						}
+					})
+				}
+			})
+			clock.Advance(first.Add(8 * time.Second).Sub(clock.Now()))
+			l, err := poolB.Acquire(ctx, keys, terms(first.Add(interval)))
+			if err != nil {
+				t.Fatalf("B's call at T+%v: %v; stats %+v (A released at T+%v)", clock.Now().Sub(first), err, poolB.Stats(), interval+lag+settle)
+			}
+			if st := poolB.Stats(); st.Collisions != 0 || l.Account != chans[0].Address() {
+				t.Errorf("B leased %s at T+%v, stats %+v; want channel 0 with no failed lease write (A released at T+%v)",
+					l.Account, clock.Now().Sub(first), st, interval+lag+settle)
+			}
+		})
+	}
+}
