@@ -131,3 +131,33 @@ func TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleasedWhateverTheRepo
 		})
 	}
 }
+
+// The start of the ledger a time falls in is the close that began it, whichever side of the
+// latest close the time is on: a close ahead of the process's clock (the network's close times
+// run ahead of it) gives the ledger before, never one that has not begun by this clock; a close
+// many ledgers old is extrapolated by whole intervals; a time on a close is that close's ledger.
+func TestALedgerStartsAtTheCloseThatBeganIt(t *testing.T) {
+	const interval = 5 * time.Second
+	c := time.Unix(1_800_000_000, 0)
+	for _, tc := range []struct {
+		name string
+		t    time.Time
+		want time.Time
+	}{
+		{"on the close", c, c},
+		{"just after", c.Add(time.Nanosecond), c},
+		{"just before the next", c.Add(interval - time.Nanosecond), c},
+		{"on the next", c.Add(interval), c.Add(interval)},
+		{"close ahead by half a ledger", c.Add(-interval / 2), c.Add(-interval)},
+		{"close ahead by a whole ledger", c.Add(-interval), c.Add(-interval)},
+		{"close ahead by a nanosecond", c.Add(-time.Nanosecond), c.Add(-interval)},
+		{"close 10,000 ledgers old", c.Add(10000*interval + 3*time.Second), c.Add(10000 * interval)},
+	} {
+		if got := ledgerStart(tc.t, c, interval); !got.Equal(tc.want) {
+			t.Errorf("%s: ledgerStart = close%+v, want close%+v", tc.name, got.Sub(c), tc.want.Sub(c))
+		}
+	}
+	if got := ledgerStart(c, time.Time{}, interval); !got.Equal(c) {
+		t.Errorf("no close known: %v, want the time itself", got)
+	}
+}
