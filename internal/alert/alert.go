@@ -71,6 +71,12 @@ type Config struct {
 	// Wait pauses between PutEvents attempts; nil: a timer (tests inject their own).
 	Wait   func(ctx context.Context, d time.Duration) error
 	Logger *slog.Logger
+	// Archives keeps the lasting records (transfer.ArchiveOf, one PutArchive per settlement;
+	// dynamo.Store); nil: none are written.
+	Archives transfer.ArchiveStore
+	// Retention is how long a lasting record is kept after its settlement (RECORD_RETENTION_DAYS);
+	// 0 keeps it for ever.
+	Retention time.Duration
 }
 
 // Handler handles DynamoDB stream batches (NEW_AND_OLD_IMAGES).
@@ -200,6 +206,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		if err == nil {
 			moved, err = h.alert(ctx, ch)
 		}
+		if err == nil {
+			err = h.archive(ctx, r, ch)
+		}
 		changed = changed || moved
 		var bad *malformedError
 		switch {
@@ -239,6 +248,28 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		h.refreshGauge(ctx)
 	}
 	return resp, nil
+}
+
+// archive writes the lasting record ch calls for (transfer.ArchiveOf), if any. The write is
+// idempotent (conditional on the version), so a batch retried from an earlier record writes it
+// again harmlessly. A record the store refuses to archive is malformed: no retry fixes it.
+func (h *Handler) archive(ctx context.Context, r *events.DynamoDBEventRecord, ch change) error {
+	if h.cfg.Archives == nil || !ch.transfer {
+		return nil
+	}
+	at := r.Change.ApproximateCreationDateTime.Time
+	a, ok := transfer.ArchiveOf(ch.old, ch.next, at, h.cfg.Retention)
+	if !ok {
+		return nil
+	}
+	err := h.cfg.Archives.PutArchive(ctx, a)
+	if errors.Is(err, transfer.ErrNotArchivable) {
+		return malformed("archive: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("alert: writing the lasting record: %w", err)
+	}
+	return nil
 }
 
 // malformedError marks a record that no retry can process.

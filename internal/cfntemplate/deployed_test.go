@@ -146,8 +146,8 @@ func TestTableMatchesDefinition(t *testing.T) {
 	// Every index a policy names exists.
 	raw, _ := os.ReadFile("../../template.yaml")
 	for _, m := range regexp.MustCompile(`/index/([A-Za-z0-9_.*-]+)`).FindAllStringSubmatch(string(raw), -1) {
-		if m[1] != dynamo.InDoubtIndex && m[1] != dynamo.WalletIndex {
-			t.Errorf("a policy names index %q; the table's indexes are %q and %q", m[1], dynamo.InDoubtIndex, dynamo.WalletIndex)
+		if m[1] != dynamo.InDoubtIndex && m[1] != dynamo.WalletIndex && m[1] != dynamo.RecordIndex {
+			t.Errorf("a policy names index %q; the table's indexes are %q, %q and %q", m[1], dynamo.InDoubtIndex, dynamo.WalletIndex, dynamo.RecordIndex)
 		}
 	}
 }
@@ -444,8 +444,20 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
-	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:Query"}) {
-		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want only Query (stream reads aside)", got)
+	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:PutItem", "dynamodb:Query"}) {
+		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want only PutItem (the lasting records) and Query (stream reads aside)", got)
+	}
+	// The alert function writes lasting records only: its one PutItem is held to partition keys
+	// starting with dynamo.ArchivePrefix, so it can never write a transfer item.
+	for _, st := range statements(t, tpl, "AlertFunctionRole") {
+		if !slices.Contains(st.actions, "dynamodb:PutItem") {
+			continue
+		}
+		cond, _ := json.Marshal(st.condition)
+		want := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + dynamo.ArchivePrefix + `*"]}}`
+		if !slices.Equal(st.actions, []string{"dynamodb:PutItem"}) || string(cond) != want {
+			t.Errorf("AlertFunctionRole statement %s: %v under %s; want PutItem alone under %s", st.sid, st.actions, cond, want)
+		}
 	}
 	// Settlement events: the alert function may put events on the stack's bus only; the webhook
 	// function uses nothing of EventBridge.

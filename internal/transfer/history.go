@@ -78,12 +78,14 @@ type HistoryPage struct {
 }
 
 // History lists wallet's transfers (wallet canonical, upper case), newest first: at most limit
-// (1 to MaxHistoryLimit) after cursor ("" for the first page). Items whose replay window has
-// passed (Record.Expired) are left out, as View answers them not found, and so is any item whose
-// request names another wallet (the index is keyed by a hash); a page may therefore hold
-// fewer than limit entries, or none, and still name a next cursor. Errors: *ValidationError
-// LIMIT_INVALID or CURSOR_INVALID (malformed), *UnavailableError STORE_UNAVAILABLE; without
-// WalletHistory, an untyped error (no problem of the client's: the wiring forgot it).
+// (1 to MaxHistoryLimit) after cursor ("" for the first page). An item whose replay window has
+// passed (Record.Expired), and a lasting record (Record.Archived: the store lists an incarnation
+// once, its live item while it exists, else its archive), are listed with OutsideReplayWindow.
+// An item whose request names another wallet (the index is keyed by a hash) is left out; a page
+// may therefore hold fewer than limit entries, or none, and still name a next cursor. Errors:
+// *ValidationError LIMIT_INVALID or CURSOR_INVALID (malformed), *UnavailableError
+// STORE_UNAVAILABLE; without WalletHistory, an untyped error (no problem of the client's: the
+// wiring forgot it).
 func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cursor string) (HistoryPage, error) {
 	if limit < 1 || limit > MaxHistoryLimit {
 		return HistoryPage{}, LimitInvalid()
@@ -102,11 +104,13 @@ func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cu
 	page := HistoryPage{Entries: make([]HistoryEntry, 0, len(recs)), Next: next}
 	for _, rec := range recs {
 		// The index is keyed by a hash of the wallet; the item's own wallet has the last word.
-		if rec.Expired(now) || !strings.EqualFold(rec.Request.WalletAddress, wallet) {
+		if !strings.EqualFold(rec.Request.WalletAddress, wallet) {
 			continue
 		}
+		v := viewOf(rec)
+		v.OutsideReplayWindow = rec.Archived || rec.Expired(now)
 		page.Entries = append(page.Entries, HistoryEntry{
-			View:      viewOf(rec),
+			View:      v,
 			ClientKey: rec.ClientKey,
 			Operation: rec.Request.OperationType,
 			Amount:    rec.Request.Amount,

@@ -146,6 +146,10 @@ type Record struct {
 	// next Version, status queued, no lease, no envelope), so a transfer the client was told is
 	// accepted is never dropped.
 	Async bool
+
+	// Archived marks a record read from the lasting record (an Archive, listed in a wallet's
+	// history) rather than from the live item; it is never written.
+	Archived bool
 }
 
 // Audit is an operator's resolution of an in-doubt item (internal/reconcile), or a caller's

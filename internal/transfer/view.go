@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -11,7 +12,8 @@ import (
 
 // View is what GET /wallets/{wallet}/transfers/{key} shows: three statuses (README.md, "The HTTP API").
 type View struct {
-	// Status is "pending" (queued, in flight or in doubt), "success", "error" or "cancelled".
+	// Status is "pending" (queued, in flight or in doubt), "success", "error", "cancelled", or
+	// "released" (only outside the replay window: an in-doubt transfer released, nothing moved).
 	Status          string
 	TransactionHash string
 	Ledger          uint32
@@ -24,24 +26,53 @@ type View struct {
 	// CancelledAt from the item's last write (the cancellation) and no CancelledBy.
 	CancelledAt time.Time
 	CancelledBy string
+	// OutsideReplayWindow is true when the key's replay window has ended (the item's TTL passed,
+	// or its in-doubt item was released): the answer is the lasting record of its last settled
+	// transfer (archive.go), and a POST with the key now starts a new transfer.
+	OutsideReplayWindow bool
 }
 
 // View returns what is stored for (wallet, clientKey). Errors: *NotFoundError, or a wrapped store
 // failure.
+//
+// The live item answers while it exists, even once expired (DynamoDB deletes expired items days
+// late): it is the key's newest incarnation, so no older archive can be answered in its place. An
+// expired one answers with OutsideReplayWindow. Once the item is gone, the newest incarnation's
+// Archive (Orchestrator.Archives) answers, OutsideReplayWindow, while it is retained.
 func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View, error) {
-	rec, err := o.Store.Get(ctx, StoreKey(wallet, clientKey))
-	if errors.Is(err, ErrNotFound) || err == nil && rec.Expired(o.Clock.Now()) {
+	key := StoreKey(wallet, clientKey)
+	now := o.Clock.Now()
+	rec, err := o.Store.Get(ctx, key)
+	switch {
+	case err == nil:
+		v := viewOf(rec)
+		v.OutsideReplayWindow = rec.Expired(now)
+		return v, nil
+	case !errors.Is(err, ErrNotFound):
+		return View{}, storeUnreadable(err)
+	case o.Archives == nil:
+		return View{}, &NotFoundError{}
+	}
+	a, err := o.Archives.LatestArchive(ctx, key)
+	if errors.Is(err, ErrNotFound) || err == nil && !a.Retained(now) {
 		return View{}, &NotFoundError{}
 	}
 	if err != nil {
 		return View{}, storeUnreadable(err)
 	}
-	return viewOf(rec), nil
+	if !strings.EqualFold(a.Record.Request.WalletAddress, wallet) {
+		// The store key hashes the wallet to 64 bits: the archive's own wallet has the last word.
+		return View{}, &NotFoundError{}
+	}
+	v := viewOf(a.Record)
+	v.OutsideReplayWindow = true
+	return v, nil
 }
 
 // viewOf is what a client sees of rec: "success" with the hash and ledger (replayable), "error"
 // with the stored rejection (rejected), "cancelled" with when and by whom, else "pending"
-// (InDoubt while in_doubt).
+// (InDoubt while in_doubt), or "released" for the archive of an in-doubt item released (nothing
+// moved).
 func viewOf(rec Record) View {
 	switch rec.Status {
 	case StatusCancelled:
@@ -50,6 +81,8 @@ func viewOf(rec Record) View {
 			v.CancelledAt, v.CancelledBy = a.At, a.Operator
 		}
 		return v
+	case StatusReleased:
+		return View{Status: "released"}
 	case StatusReplayable:
 		if rec.Result == nil {
 			return View{Status: "success"}

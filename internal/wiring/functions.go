@@ -144,7 +144,8 @@ func (in *Init) AlertHandler() *alert.Handler {
 	clients, err := NewAWSClients(context.Background(), cfg.DynamoEndpoint)
 	in.Check("AWS clients", err)
 	emf := metrics.New(os.Stdout, nil)
-	ac := alert.Config{Store: dynamo.New(clients.Dynamo, cfg.Table), Gauge: emf, Logger: in.Logger}
+	store := dynamo.New(clients.Dynamo, cfg.Table)
+	ac := alert.Config{Store: store, Gauge: emf, Logger: in.Logger, Archives: store, Retention: cfg.Retention}
 	if cfg.TopicARN != "" {
 		ac.Publisher, ac.TopicARN = clients.SNS, cfg.TopicARN
 	}

@@ -110,6 +110,7 @@ func Build(d Deps) (*Service, error) {
 		Cadence:  cadence,
 
 		WalletHistory: store,
+		Archives:      store,
 		Queue:         d.Queue,
 	}
 	if adm, ok := ledger.(transfer.Admission); ok && pool != nil {

@@ -46,10 +46,12 @@ const DefaultListLimit = 100
 // lost after the write applied (wrap the Store for those; Fail injects errors before a write).
 // It is safe for concurrent use. The zero value is not usable: call NewStore.
 type Store struct {
-	mu     sync.Mutex
-	items  map[string]transfer.Record
-	writes int
-	fail   func(op string) error
+	mu    sync.Mutex
+	items map[string]transfer.Record
+	// archives are the lasting records by store key (archive.go).
+	archives map[string][]transfer.Archive
+	writes   int
+	fail     func(op string) error
 }
 
 var _ transfer.Store = (*Store)(nil)
