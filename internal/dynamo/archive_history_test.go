@@ -97,18 +97,20 @@ func TestHistoryListsEachIncarnationOnce(t *testing.T) {
 	own := transfer.StoreKey(walletA, "history-key-1")
 	other := transfer.StoreKey(walletB, "history-key-1")
 	for name, pos := range map[string][2]string{
-		"another wallet":    {dynamo.ArchiveKey(other, "claim-history-key-1"), sk + other + "#claim-history-key-1"},
-		"another claim":     {dynamo.ArchiveKey(own, "claim-history-key-1"), sk + own + "#claim-history-key-2"},
-		"a hash in a claim": {dynamo.ArchiveKey(own, "claim#x"), sk + own + "#claim#x"},
-		"no claim":          {dynamo.ArchiveKey(own, ""), sk + own + "#"},
-		"a bad time":        {dynamo.ArchiveKey(own, "claim-history-key-1"), "2026-03-01T12:01:00Z#" + own + "#claim-history-key-1"},
+		"another wallet":        {dynamo.ArchiveKey(other, "claim-history-key-1"), sk + other + "#"},
+		"a live item's sk":      {dynamo.ArchiveKey(own, "claim-history-key-1"), sk + own},
+		"a claim in the sk":     {dynamo.ArchiveKey(own, "claim-history-key-1"), sk + own + "#claim-history-key-1"},
+		"another key in the sk": {dynamo.ArchiveKey(own, "claim-history-key-1"), sk + transfer.StoreKey(walletA, "history-key-2") + "#"},
+		"a hash in a claim":     {dynamo.ArchiveKey(own, "claim#x"), sk + own + "#"},
+		"no claim":              {dynamo.ArchiveKey(own, ""), sk + own + "#"},
+		"a bad time":            {dynamo.ArchiveKey(own, "claim-history-key-1"), "2026-03-01T12:01:00Z#" + own + "#"},
 	} {
 		cursor := base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, `{"gsi2sk":%q,"pk":%q}`, pos[1], pos[0]))
 		if _, _, err := f.store.ListByWallet(ctx, walletA, 2, cursor); !errors.Is(err, transfer.ErrBadCursor) {
 			t.Errorf("%s: ListByWallet = %v, want ErrBadCursor", name, err)
 		}
 	}
-	good := base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, `{"gsi2sk":%q,"pk":%q}`, sk+own+"#claim-history-key-1", dynamo.ArchiveKey(own, "claim-history-key-1")))
+	good := base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, `{"gsi2sk":%q,"pk":%q}`, sk+own+"#", dynamo.ArchiveKey(own, "claim-history-key-1")))
 	if _, _, err := f.store.ListByWallet(ctx, walletA, 2, good); err != nil {
 		t.Fatalf("a record's own position: %v", err)
 	}

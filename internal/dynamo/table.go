@@ -50,8 +50,8 @@ const (
 	// AttrGSI3PK is the records index's partition key (S): the store key a lasting record keeps
 	// (archive.go); only record items carry it.
 	AttrGSI3PK = "gsi3pk"
-	// AttrGSI3SK is the records index's sort key (S): "<createdAt, RFC 3339 UTC with
-	// milliseconds>#<claimId>" of the incarnation; descending order gives the newest first.
+	// AttrGSI3SK is the records index's sort key (S): the incarnation's createdAt, RFC 3339 UTC
+	// with milliseconds; descending order gives the newest first.
 	AttrGSI3SK = "gsi3sk"
 	// RecordIndex is the name of the sparse global secondary index over the lasting records by
 	// store key (LatestArchive).

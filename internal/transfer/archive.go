@@ -19,8 +19,7 @@ const StatusReleased Status = "released"
 
 // Archive is the lasting record of one incarnation (Record.ClaimID) of a key, as of its settled
 // state: Record is the item's image at that state (its ExpiresAt the end of its replay window, its
-// Audit the operator's resolution or the cancellation; never the envelope's XDR, lease or
-// fingerprint), Status replayable, rejected, cancelled or StatusReleased.
+// Audit the operator's resolution or the cancellation; in ArchivedForm), Status replayable, rejected, cancelled or StatusReleased.
 type Archive struct {
 	Record Record
 	// RetainUntil is when the archive may be deleted (the store's TTL), epoch seconds; 0 keeps it
@@ -80,17 +79,25 @@ func ArchiveOf(old, next *Record, at time.Time, retention time.Duration) (Archiv
 	if rec.StoreKey == "" {
 		return Archive{}, false
 	}
-	rec.Fingerprint, rec.LeaseOwner, rec.LeaseExpiresAt = "", "", time.Time{}
-	if rec.Envelope != nil {
-		env := *rec.Envelope
-		env.XDR = "" // never kept: it can never land again, and the record outlives its use
-		rec.Envelope = &env
-	}
-	a := Archive{Record: rec}
+	a := Archive{Record: ArchivedForm(rec)}
 	if retention > 0 {
 		a.RetainUntil = settledAt.Add(retention).Unix()
 	}
 	return a, true
+}
+
+// ArchivedForm is rec as an archive keeps it: without the fingerprint, the lease, the signed
+// XDR (it can never land again, and the record outlives any use of it) or the channel account
+// (an operational detail, not the transfer's; dropping it keeps a typical record within one
+// write unit). Every ArchiveStore stores this form, so the stores read back alike.
+func ArchivedForm(rec Record) Record {
+	rec.Fingerprint, rec.LeaseOwner, rec.LeaseExpiresAt, rec.Archived = "", "", time.Time{}, false
+	if rec.Envelope != nil {
+		env := *rec.Envelope
+		env.XDR, env.Channel = "", ""
+		rec.Envelope = &env
+	}
+	return rec
 }
 
 // settledStatus reports whether an item in status s holds its final outcome for its incarnation.

@@ -12,7 +12,7 @@ var _ transfer.ArchiveStore = (*Store)(nil)
 // PutArchive keeps a unless the archive of the same incarnation (StoreKey, ClaimID) is held at a
 // Version at or above a.Record.Version, as internal/dynamo's conditional PutItem does; a record
 // that is not archivable (transfer.Archivable) or has no store key is an error before writing.
-// It counts no write in Writes (those are the item's writes) but runs the Fail hook as "archive".
+// It keeps the record in transfer.ArchivedForm. It counts no write in Writes (those are the item's writes) but runs the Fail hook as "archive".
 func (s *Store) PutArchive(ctx context.Context, a transfer.Archive) error {
 	if err := s.begin(ctx, "archive"); err != nil {
 		return err
@@ -27,8 +27,7 @@ func (s *Store) PutArchive(ctx context.Context, a transfer.Archive) error {
 	}
 	list := s.archives[a.Record.StoreKey]
 	c := a
-	c.Record = stored(a.Record)
-	c.Record.Archived = false
+	c.Record = stored(transfer.ArchivedForm(a.Record))
 	for i, held := range list {
 		if held.Record.ClaimID == a.Record.ClaimID {
 			if held.Record.Version < a.Record.Version {

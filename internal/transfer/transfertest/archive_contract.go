@@ -37,7 +37,7 @@ func archiveContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 		return a
 	}
 	want := func(a transfer.Archive) transfer.Archive {
-		a.Record = asStored(a.Record)
+		a.Record = asStored(transfer.ArchivedForm(a.Record))
 		a.Record.Archived = true
 		return a
 	}
