@@ -135,6 +135,11 @@ func (s *Store) Replace(ctx context.Context, next transfer.Record, cond transfer
 	if next.ClaimID != cond.ClaimID {
 		return fmt.Errorf("dynamo: replace %q: claim %q would replace claim %q; only a claim starts an incarnation", next.StoreKey, next.ClaimID, cond.ClaimID)
 	}
+	if cond.Status == transfer.StatusCancelled {
+		// A cancelled item is final: nothing may take, requeue or rewrite it (internal/transfer/doc.go,
+		// "The item": cancel); only its TTL, or a claim after it, replaces it.
+		return fmt.Errorf("dynamo: replace %q: a cancelled item is final", next.StoreKey)
+	}
 	if next.Status == transfer.StatusCancelled && cond.Status != transfer.StatusQueued {
 		// Only a queued item holds nothing that can land (internal/transfer/doc.go, "The item":
 		// cancel); the condition then makes the write apply only to that queued state.

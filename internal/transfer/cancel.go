@@ -87,6 +87,10 @@ func (o *Orchestrator) Cancel(ctx context.Context, wallet, clientKey string, by 
 	if by.Caller == "" {
 		by.Caller = AnonymousCaller
 	}
+	if by.RequestID == "" {
+		// Tells this call's write from another's by the same caller in the same millisecond.
+		by.RequestID = randomID()
+	}
 	key := StoreKey(wallet, clientKey)
 	var wrote *Record // this call's last cancel write, whose answer may have been lost
 	for range cancelAttempts {
@@ -105,7 +109,8 @@ func (o *Orchestrator) Cancel(ctx context.Context, wallet, clientKey string, by 
 			// This call's own write (its answer lost) is the same incarnation, version, caller and
 			// time (the store keeps milliseconds); anything else was cancelled before this call.
 			own := wrote != nil && rec.ClaimID == wrote.ClaimID && rec.Version == wrote.Version && rec.Audit != nil &&
-				rec.Audit.Operator == wrote.Audit.Operator && rec.Audit.At.UnixMilli() == wrote.Audit.At.UnixMilli()
+				rec.Audit.Operator == wrote.Audit.Operator && rec.Audit.At.UnixMilli() == wrote.Audit.At.UnixMilli() &&
+				rec.Audit.RequestID == wrote.Audit.RequestID
 			return Cancellation{View: viewOf(rec), Replayed: !own}, nil
 		case StatusQueued:
 		default:

@@ -87,9 +87,11 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 				Detail: "the idempotency store failed while accepting the transfer: it may have been accepted, and then it will run; retry with the same key to learn which (it never runs twice)"}
 		}
 	}
-	if !won && held.ClaimID == rec.ClaimID {
+	if !won && held.ClaimID == rec.ClaimID && held.Status == StatusQueued {
 		won = true // our own claim, its answer lost: a ClaimID is never reused
 	}
+	// Our own claim read back past queued (cancelled, taken, settled before the answer came) is
+	// answered as any later call with the key is, below: never a 202 for a cancelled transfer.
 	if won {
 		if err := o.hook(ctx, StepQueued, rec); err != nil {
 			return Enqueued{}, err

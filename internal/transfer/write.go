@@ -77,7 +77,7 @@ func sameWrite(stored, next Record) bool {
 	case (stored.Audit == nil) != (next.Audit == nil):
 		return false
 	case next.Audit != nil && (stored.Audit.Operator != next.Audit.Operator || stored.Audit.Action != next.Audit.Action ||
-		stored.Audit.At.UnixMilli() != next.Audit.At.UnixMilli()):
+		stored.Audit.At.UnixMilli() != next.Audit.At.UnixMilli() || stored.Audit.RequestID != next.Audit.RequestID):
 		return false
 	}
 	return true

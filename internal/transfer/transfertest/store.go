@@ -328,6 +328,9 @@ func validate(rec transfer.Record) error {
 // queued item's, as internal/dynamo's Replace does: only a queued item holds nothing that can
 // land (internal/transfer/doc.go, "The item": cancel), and a claim never writes one.
 func validTransition(next transfer.Record, cond transfer.Condition) error {
+	if cond.Status == transfer.StatusCancelled {
+		return fmt.Errorf("record %q: a cancelled item is final", next.StoreKey)
+	}
 	if next.Status == transfer.StatusCancelled && cond.Status != transfer.StatusQueued {
 		return fmt.Errorf("record %q: only a queued item can be cancelled, not a %s one", next.StoreKey, cond.Status)
 	}
