@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -25,6 +26,10 @@ import (
 //   - replayExpiresAt (N, epoch s): the item's expiresAt, the end of its replay window;
 //   - expiresAt (N, epoch s): the record's own TTL, transfer.Archive.RetainUntil; absent: kept
 //     for ever;
+//   - gsi1pk ArchiveDayPartition of its settlement (transfer.Archive.SettledAt) and gsi1sk
+//     its time (RFC 3339 UTC with milliseconds): the day's records, oldest first (ListArchivedDay), which the daily
+//     reconciliation reads. gsi1 already exists, so the records need one index added, not two
+//     (CloudFormation creates one global secondary index per stack update);
 //   - gsi3pk (the store key) and gsi3sk (its createdAt): the records index, gsi3, which
 //     LatestArchive queries newest first;
 //   - gsi2pk (the wallet's hash, as the item's) and gsi2sk ("<createdAt>#<store key>#"), so the
@@ -32,10 +37,83 @@ import (
 //
 // No claimId attribute (the pk holds it) and no channel (transfer.ArchivedForm): a typical record
 // (a key of 20 characters, a fee-bumped transfer) is under 1 KB, one write unit in the table and
-// one in each index (archive_cost_test.go).
+// one in each of its three indexes (archive_cost_test.go).
 
 // ArchivePrefix starts every record item's pk.
 const ArchivePrefix = "record:"
+
+// ArchiveDayPartition is the gsi1pk of the records settled on t's UTC day: "records:YYYY-MM-DD".
+// No live item's gsi1pk starts so (InDoubtPartition, ClaimsPartition, QueuedPartition).
+func ArchiveDayPartition(t time.Time) string { return "records:" + transfer.ArchiveDay(t) }
+
+// ListArchivedDay queries gsi1's partition of day's records (ArchiveDayPartition), oldest
+// settlement first, at most limit (DefaultListLimit when limit <= 0) after cursor. The cursor is a
+// gsi1 position as ListInDoubt's, refused (ErrBadCursor, before any request) unless its gsi1pk is
+// this day's partition, its pk a record's (ArchiveKey of a valid store key and claim ID) and its
+// gsi1sk a time of that day (sortKeyTimeLayout).
+func (s *Store) ListArchivedDay(ctx context.Context, day time.Time, limit int, cursor string) ([]transfer.Archive, string, error) {
+	const what = "list archived day"
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, 1<<31-1)
+	partition := ArchiveDayPartition(day)
+	var start map[string]types.AttributeValue
+	if cursor != "" {
+		var p indexPosition
+		if err := decodeCursor(cursor, &p); err != nil {
+			return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+		}
+		_, _, ok := splitArchiveKey(p.PK)
+		switch {
+		case p.GSI1PK != partition:
+			return nil, "", fmt.Errorf("dynamo: %s: %w", what, badCursor("a cursor of another listing"))
+		case !ok || !validDayTime(p.GSI1SK, day):
+			return nil, "", fmt.Errorf("dynamo: %s: %w", what, badCursor("malformed position"))
+		}
+		start = map[string]types.AttributeValue{
+			AttrPK:     &types.AttributeValueMemberS{Value: p.PK},
+			AttrGSI1PK: &types.AttributeValueMemberS{Value: partition},
+			AttrGSI1SK: &types.AttributeValueMemberS{Value: p.GSI1SK},
+		}
+	}
+	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrGSI1PK).Equal(expression.Value(partition))).Build()
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: %s: build key condition: %w", what, err)
+	}
+	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(InDoubtIndex),
+		KeyConditionExpression:    expr.KeyCondition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		Limit:                     aws.Int32(int32(limit)),
+		ExclusiveStartKey:         start,
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+	}
+	archives := make([]transfer.Archive, 0, len(out.Items))
+	for _, av := range out.Items {
+		a, err := unmarshalArchive(av)
+		if err != nil {
+			return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+		}
+		archives = append(archives, a)
+	}
+	next, err := indexCursor(partition, out.LastEvaluatedKey)
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+	}
+	return archives, next, nil
+}
+
+// validDayTime reports whether sk is a time in sortKeyTimeLayout that formats back to itself and
+// falls on day's UTC day.
+func validDayTime(sk string, day time.Time) bool {
+	at, err := time.Parse(sortKeyTimeLayout, sk)
+	return err == nil && at.UTC().Format(sortKeyTimeLayout) == sk && transfer.ArchiveDay(at) == transfer.ArchiveDay(day)
+}
 
 // Attributes of a record item besides the transfer item's.
 const (
@@ -80,7 +158,7 @@ func splitArchiveKey(pk string) (storeKey, claimID string, ok bool) {
 // version < :v`, so a repeated or stale delivery (a lower or equal version of the incarnation) is
 // a no-op answered nil. A record that is not archivable, has no claim ID matching claimIDShape or
 // no createdAt is transfer.ErrNotArchivable (wrapped) before any request. One request, of the
-// record's size (about 1 KB: one write unit, plus one to each of gsi2 and gsi3).
+// record's size (about 1 KB: one write unit, plus one to each of gsi1, gsi2 and gsi3).
 func (s *Store) PutArchive(ctx context.Context, a transfer.Archive) error {
 	av, err := marshalArchive(a)
 	if err != nil {
@@ -161,7 +239,7 @@ func marshalArchive(a transfer.Archive) (map[string]types.AttributeValue, error)
 	if err != nil {
 		return nil, err
 	}
-	// The claim ID is in the pk; gsi1 is the live items' only.
+	// The claim ID is in the pk; a record's gsi1 keys are its own (below), never an in-doubt one's.
 	for _, name := range []string{AttrGSI1PK, AttrGSI1SK, TTLAttribute, AttrClaimID} {
 		delete(av, name)
 	}
@@ -172,6 +250,13 @@ func marshalArchive(a transfer.Archive) (map[string]types.AttributeValue, error)
 	}
 	if a.RetainUntil != 0 {
 		av[TTLAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(a.RetainUntil, 10)}
+	}
+	if settled := a.SettledAt(); !settled.IsZero() {
+		// The day's records (ListArchivedDay), in gsi1 under a partition of their own, sorted by
+		// the settlement time alone: an index sort key need not be unique, the pk in every cursor
+		// tells equal times apart, and a short key keeps a typical record within one write unit.
+		av[AttrGSI1PK] = &types.AttributeValueMemberS{Value: ArchiveDayPartition(settled)}
+		av[AttrGSI1SK] = &types.AttributeValueMemberS{Value: settled.UTC().Format(sortKeyTimeLayout)}
 	}
 	av[AttrGSI3PK] = &types.AttributeValueMemberS{Value: rec.StoreKey}
 	av[AttrGSI3SK] = &types.AttributeValueMemberS{Value: rec.CreatedAt.UTC().Format(sortKeyTimeLayout)}

@@ -31,11 +31,12 @@
 //     (ArchiveKey): one per settled incarnation of a transfer, written by the alert function from
 //     the stream with PutItem `attribute_not_exists(pk) OR version < :v`. The transfer item's
 //     attributes as of its settled state, except claimId (in the pk), envelopeXdr, channel,
-//     fingerprint, the lease and gsi1; status may also be "released"; replayExpiresAt (epoch s) is
+//     fingerprint and the lease; status may also be "released"; replayExpiresAt (epoch s) is
 //     the item's expiresAt, and expiresAt is the record's own TTL (RECORD_RETENTION_DAYS; absent:
 //     for ever); gsi2pk/gsi2sk ("<createdAt>#<store key>#", right before its live item in
-//     descending order) and gsi3pk/gsi3sk. No claim, Get or conditional write names a record's
-//     pk, so a record can never hold a key, extend its replay window or match a condition.
+//     descending order), gsi1pk/gsi1sk (the day's records) and gsi3pk/gsi3sk. No claim, Get or
+//     conditional write names a record's pk, so a record can never hold a key, extend its replay
+//     window or match a condition.
 //   - The channel calendar, pk "channels:tickets" (ChannelLeases.TakeTicket; channeltickets.go):
 //     next (N, the next ticket number) and nextAt (N, epoch ms, the time booked for it). One item
 //     per table, about 60 bytes; every process of the deployment books its channel leases on it.
@@ -79,7 +80,14 @@
 // record and its live item (adjacent, same store key and createdAt) once, as the live item, reads
 // one item more than the page to see a record's twin, and accepts a record's position as a cursor
 // only as strictly as a live item's (historyStart). Cost: one PutItem per settlement, a typical
-// record (about 930 bytes) one write unit in the table, gsi2 and gsi3 each (archive_cost_test.go).
+// record (about 980 bytes) one write unit in the table, gsi1, gsi2 and gsi3 each
+// (archive_cost_test.go).
+//
+// gsi1 also holds the records, each under the partition of its settlement's UTC day
+// ("records:YYYY-MM-DD", ArchiveDayPartition; gsi1sk its settlement time): the day's records,
+// oldest first, for a daily reconciliation (ListArchivedDay). They share gsi1 rather than get a
+// fourth index because CloudFormation adds one global secondary index per stack update, and gsi3
+// is this update's; no live item's partition starts with "records:".
 //
 // Counting requests: the package keeps no global state. Wrap the client handed to New (and to
 // EnsureTable) with a decorator; dynamotest.CountingClient does that and is what the tests and

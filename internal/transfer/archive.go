@@ -45,7 +45,20 @@ type ArchiveStore interface {
 	// ErrNotFound (wrapped) when there is none. It may read an eventually consistent index: an
 	// archive shows a moment after it is written.
 	LatestArchive(ctx context.Context, storeKey string) (Archive, error)
+	// ListArchivedDay reads the archives settled on one UTC day (day: any instant of it; an
+	// archive's day is SettledAt's), oldest first, at most limit (a store default when not
+	// positive) after cursor ("" for the first page), and the next cursor, "" when there is no
+	// more. A cursor the store did not issue for that day is ErrBadCursor (wrapped). It is what a
+	// daily reconciliation reads; the index behind it may be eventually consistent.
+	ListArchivedDay(ctx context.Context, day time.Time, limit int, cursor string) ([]Archive, string, error)
 }
+
+// SettledAt is when the archived incarnation settled: its item's last write (UpdatedAt); for a
+// released one, the last write before its removal.
+func (a Archive) SettledAt() time.Time { return a.Record.UpdatedAt }
+
+// ArchiveDay is the UTC day of t as "YYYY-MM-DD", the day ListArchivedDay files an archive under.
+func ArchiveDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // ArchiveOf is the archive a change of a transfer item calls for, and whether it calls for one:
 // old and next are the item before and after the change (nil: none, an insert or a removal).

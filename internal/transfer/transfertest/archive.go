@@ -3,6 +3,9 @@ package transfertest
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -100,4 +103,56 @@ func validArchive(a transfer.Archive) error {
 		return fmt.Errorf("archive %q: negative retention %d", r.StoreKey, a.RetainUntil)
 	}
 	return nil
+}
+
+// ListArchivedDay lists the archives whose SettledAt falls on day's UTC day, oldest first (then
+// by store key and claim ID, as the DynamoDB index's sort key), limit a page (DefaultListLimit when
+// not positive), with an opaque cursor; a cursor it did not issue for that day is
+// transfer.ErrBadCursor (wrapped).
+func (s *Store) ListArchivedDay(ctx context.Context, day time.Time, limit int, cursor string) ([]transfer.Archive, string, error) {
+	if err := s.begin(ctx, "list archives"); err != nil {
+		return nil, "", err
+	}
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	want := transfer.ArchiveDay(day)
+	after, err := decodeCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	if after != "" && !strings.HasPrefix(after, want+"T") {
+		return nil, "", fmt.Errorf("%w: a cursor of another day", transfer.ErrBadCursor)
+	}
+	s.mu.Lock()
+	var all []transfer.Archive
+	for _, list := range s.archives {
+		for _, a := range list {
+			if transfer.ArchiveDay(a.SettledAt()) == want {
+				c := a
+				c.Record = stored(a.Record)
+				c.Record.Archived = true
+				all = append(all, c)
+			}
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b transfer.Archive) int { return strings.Compare(daySortKey(a), daySortKey(b)) })
+	var page []transfer.Archive
+	for _, a := range all {
+		if after != "" && daySortKey(a) <= after {
+			continue
+		}
+		if len(page) == limit {
+			return page, encodeCursor(daySortKey(page[len(page)-1])), nil
+		}
+		page = append(page, a)
+	}
+	return page, "", nil
+}
+
+// daySortKey orders a day's archives: the settlement time (milliseconds, UTC), the store key, the
+// claim ID.
+func daySortKey(a transfer.Archive) string {
+	return a.SettledAt().UTC().Format("2006-01-02T15:04:05.000Z") + "#" + a.Record.StoreKey + "#" + a.Record.ClaimID
 }

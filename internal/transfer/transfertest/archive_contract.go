@@ -3,6 +3,7 @@ package transfertest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,6 +120,60 @@ func archiveContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 		equal(t, "latest", latest(t, as, first.Record.StoreKey).Record, want(second).Record)
 		if _, err := as.LatestArchive(ctx, transfer.StoreKey(wallet, "contract-archive-none")); !errors.Is(err, transfer.ErrNotFound) {
 			t.Fatalf("LatestArchive of a key never archived: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("a day's archives are listed oldest first, page by page, and only that day's", func(t *testing.T) {
+		t.Parallel()
+		s, as := openBoth(t)
+		day := t0.Add(-12 * time.Hour) // midnight UTC of t0's day
+		var want []string
+		for i, at := range []time.Duration{23*time.Hour + 59*time.Minute, time.Hour, 0, 12 * time.Hour, 24 * time.Hour, -time.Millisecond} {
+			a := settledArchive("contract-archive-day-"+string(rune('a'+i)), "claim-day", 3)
+			a.Record.UpdatedAt = day.Add(at)
+			if err := as.PutArchive(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			if at >= 0 && at < 24*time.Hour {
+				want = append(want, a.Record.ClientKey)
+			}
+		}
+		// A live settled item of the day is no archive.
+		put(t, s, settle(claimRecord("contract-archive-day-live", "owner-a"), transfer.StatusReplayable, t0.Unix()+86400))
+		order := []string{want[2], want[1], want[3], want[0]}
+		for _, limit := range []int{1, 3, 10} {
+			var got []string
+			cursor := ""
+			for pages := 0; ; pages++ {
+				page, next, err := as.ListArchivedDay(ctx, day.Add(7*time.Hour), limit, cursor)
+				if err != nil {
+					t.Fatalf("ListArchivedDay: %v", err)
+				}
+				if len(page) > limit || pages > 10 {
+					t.Fatalf("page of %d, limit %d, page %d", len(page), limit, pages)
+				}
+				for _, a := range page {
+					if !a.Record.Archived {
+						t.Fatalf("%s not marked archived", a.Record.ClientKey)
+					}
+					got = append(got, a.Record.ClientKey)
+				}
+				if next == "" {
+					break
+				}
+				if _, _, err := as.ListArchivedDay(ctx, day.Add(24*time.Hour), limit, next); !errors.Is(err, transfer.ErrBadCursor) {
+					t.Fatalf("a cursor of one day on the next: %v, want ErrBadCursor", err)
+				}
+				cursor = next
+			}
+			if !slices.Equal(got, order) {
+				t.Fatalf("limit %d: %q, want %q", limit, got, order)
+			}
+		}
+		for _, bad := range []string{"x", "eyJ9", "AAAA"} {
+			if _, _, err := as.ListArchivedDay(ctx, day, 2, bad); !errors.Is(err, transfer.ErrBadCursor) {
+				t.Fatalf("cursor %q: %v, want ErrBadCursor", bad, err)
+			}
 		}
 	})
 
