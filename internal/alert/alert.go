@@ -169,6 +169,10 @@ func (d Details) attrs() []any {
 // them now would alert them twice. When the batch moved anything into or out of in_doubt, the
 // gauge is refreshed from the in-doubt index. The error result is always nil.
 //
+// With Archives set, a change transfer.ArchiveOf archives writes its lasting record first (before
+// the record's alert and event); a failed write ends the batch at its record as a failed SNS
+// publish does, and an archive the store refuses as not archivable is logged and skipped.
+//
 // With Events set, each transition SettlementEventOf maps is published too, in record order,
 // up to ten per PutEvents request; the events queued before an SNS publish are published first.
 // An event PutEvents still refuses after putAttempts ends the batch at its record, as an SNS
@@ -204,10 +208,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 		moved := false
 		if err == nil {
-			moved, err = h.alert(ctx, ch)
+			// The record first: once the alert or the event of a settlement is out, its record
+			// is there to read. A retry writes it again harmlessly (conditional on the version).
+			err = h.archive(ctx, r, ch)
 		}
 		if err == nil {
-			err = h.archive(ctx, r, ch)
+			moved, err = h.alert(ctx, ch)
 		}
 		changed = changed || moved
 		var bad *malformedError
