@@ -68,6 +68,9 @@ type Config struct {
 	EventBus string
 	// EventFailures counts the events given up on in an invocation; nil: not counted.
 	EventFailures EventFailureCounter
+	// Counters gives back the limits' charges of a transfer under which nothing moved
+	// (transfer.GiveBackOf); nil: none given back (a table without limits has no charges).
+	Counters transfer.Counters
 	// Wait pauses between PutEvents attempts; nil: a timer (tests inject their own).
 	Wait   func(ctx context.Context, d time.Duration) error
 	Logger *slog.Logger
@@ -205,6 +208,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			if seq := flush(); seq != "" {
 				return fail(seq)
 			}
+		}
+		if err == nil {
+			// Before the alert: a give-back that fails retries the batch from this record, and
+			// must not repeat the alert of a record already alerted.
+			err = h.giveBack(ctx, ch)
 		}
 		moved := false
 		if err == nil {
@@ -350,6 +358,26 @@ func (h *Handler) alert(ctx context.Context, c change) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// giveBack returns the limits' charges of a transfer that ended with nothing moved (a rejection,
+// a release, a discard: transfer.GiveBackOf) to their daily counters. Counters.GiveBack applies a
+// claim's give-back once however often its record is delivered, so the stream's at-least-once
+// delivery, a bisected batch or a retried one never gives back twice. An error retries the batch
+// from this record; until it lands the counter still holds the charge, so the limit errs on the
+// side of refusing (never above its cap).
+func (h *Handler) giveBack(ctx context.Context, c change) error {
+	if !c.transfer || h.cfg.Counters == nil {
+		return nil
+	}
+	claimID, charges := transfer.GiveBackOf(c.old, c.next)
+	if len(charges) == 0 {
+		return nil
+	}
+	if err := h.cfg.Counters.GiveBack(ctx, claimID, charges); err != nil {
+		return fmt.Errorf("giving back the daily limits' charges of claim %s: %w", claimID, err)
+	}
+	return nil
 }
 
 func isTransfer(r *events.DynamoDBEventRecord) bool {

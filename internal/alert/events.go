@@ -77,6 +77,11 @@ type EventDetail struct {
 	// Amount is the canonical decimal string in units of Asset (at most 7 decimal places).
 	Amount string `json:"amount"`
 	Asset  string `json:"asset"`
+	// Memo is the transfer's memo as canonical ({"type","value"}: README.md, "The HTTP API"),
+	// absent without one; MuxedAccount the muxed (M...) wallet it paid, absent for a G... or C...
+	// one: walletAddress is then that M... address and account the G... it credited.
+	Memo         *transfer.Memo `json:"memo,omitempty"`
+	MuxedAccount *MuxedAccount  `json:"muxedAccount,omitempty"`
 	// TransactionHash (64 hex) and Ledger (sequence number) of the transaction that landed:
 	// success, and error when it failed on chain.
 	TransactionHash string `json:"transactionHash,omitempty"`
@@ -100,6 +105,14 @@ type EventDetail struct {
 	// item's updatedAt; for a release, the stream record's creation time). RFC 3339, UTC.
 	CreatedAt  time.Time `json:"createdAt,omitzero"`
 	OccurredAt time.Time `json:"occurredAt,omitzero"`
+}
+
+// MuxedAccount is a muxed destination (SEP-23) as an event names it, the same shape as the API's:
+// the M... address, the G... account credited and the 64-bit id in decimal.
+type MuxedAccount struct {
+	Address string `json:"address"`
+	Account string `json:"account"`
+	ID      string `json:"id"`
 }
 
 // SettlementEvent is one event to publish: its detail-type and detail.
@@ -171,11 +184,18 @@ func SettlementEventOf(r *events.DynamoDBEventRecord, old, next *transfer.Record
 }
 
 func baseDetail(rec transfer.Record, status, state string) EventDetail {
-	return EventDetail{
+	d := EventDetail{
 		SchemaVersion: EventSchemaVersion, EventID: eventID(rec, state), WalletAddress: rec.Request.WalletAddress,
 		IdempotencyKey: rec.ClientKey, Status: status, OperationType: string(rec.Request.OperationType),
 		Amount: rec.Request.Amount, Asset: rec.Request.Asset, CreatedAt: rec.CreatedAt.UTC(), OccurredAt: rec.UpdatedAt.UTC(),
 	}
+	if m := rec.Request.Memo; !m.IsZero() {
+		d.Memo = &m
+	}
+	if w := rec.Request.Wallet(); w.Muxed() {
+		d.MuxedAccount = &MuxedAccount{Address: w.Address, Account: w.Account, ID: strconv.FormatUint(w.MuxedID, 10)}
+	}
+	return d
 }
 
 func resolvedBy(d *EventDetail, a *transfer.Audit) {

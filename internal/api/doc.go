@@ -30,5 +30,8 @@
 //
 // and, where they apply, retryAfterMs (milliseconds, with a Retry-After header in whole seconds,
 // rounded up), transactionHash and resultCodes (a stored rejection of an included transaction),
-// failingCode (what made a transfer in doubt) and state (a cancellation refused or replayed).
+// failingCode (what made a transfer in doubt), state (a cancellation refused or replayed), and
+// limit and limitCap (the limit that refused a transfer and its cap as a decimal amount:
+// AMOUNT_ABOVE_LIMIT, DAILY_LIMIT_EXCEEDED). A daily limit is 429 (status.go); API Gateway's own
+// throttling is 429 too, as application/json {"message"}, never a problem.
 package api

@@ -23,12 +23,12 @@ import (
 type Service interface {
 	Transfer(ctx context.Context, in transfer.Input) (transfer.Outcome, error)
 	// View returns the transfer stored under (wallet, clientKey); wallet is canonical (upper
-	// case). *transfer.NotFoundError when there is none.
-	View(ctx context.Context, wallet, clientKey string) (transfer.View, error)
+	// case; transfer.Rules.ParseWallet). *transfer.NotFoundError when there is none.
+	View(ctx context.Context, wallet transfer.Wallet, clientKey string) (transfer.View, error)
 	// History lists wallet's transfers newest first (wallet canonical, limit 1 to
 	// transfer.MaxHistoryLimit, cursor "" for the first page). *transfer.ValidationError
 	// LIMIT_INVALID or CURSOR_INVALID for what the client sent wrong.
-	History(ctx context.Context, wallet string, limit int, cursor string) (transfer.HistoryPage, error)
+	History(ctx context.Context, wallet transfer.Wallet, limit int, cursor string) (transfer.HistoryPage, error)
 }
 
 // Enqueuer accepts a transfer for asynchronous processing (*transfer.Orchestrator.Enqueue with a
@@ -41,7 +41,7 @@ type Enqueuer interface {
 // canonical; the answer is the cancelled transfer (Replayed when an earlier DELETE cancelled it);
 // errors are Service's, plus *transfer.NotCancellableError (409).
 type CancelService interface {
-	Cancel(ctx context.Context, wallet, clientKey string, by transfer.Canceller) (transfer.Cancellation, error)
+	Cancel(ctx context.Context, wallet transfer.Wallet, clientKey string, by transfer.Canceller) (transfer.Cancellation, error)
 }
 
 // DefaultMaxBodyBytes bounds a request body (16 KiB); a transfer request is well under 1 KiB.
@@ -86,10 +86,23 @@ type ViewResponse struct {
 	// authenticates nobody; absent in a history item).
 	CancelledAt string `json:"cancelledAt,omitempty"`
 	CancelledBy string `json:"cancelledBy,omitempty"`
+	// Memo is the transfer's memo as canonical ({"type","value"}), absent without one.
+	Memo *transfer.Memo `json:"memo,omitempty"`
+	// MuxedAccount names the muxed (M...) wallet a transfer paid: absent for a G... or C... one.
+	MuxedAccount *MuxedAccount `json:"muxedAccount,omitempty"`
 	// OutsideReplayWindow is true (else absent) when the key's replay window has ended: this is
 	// the lasting record of its last settled transfer, and a POST with the key now starts a new
 	// transfer (transfer.View.OutsideReplayWindow).
 	OutsideReplayWindow bool `json:"outsideReplayWindow,omitempty"`
+}
+
+// MuxedAccount is a muxed destination (SEP-23): the M... address as the request named it, the
+// G... account the payment credited and the id, a decimal string (a uint64 is not exact in
+// every client's JSON number).
+type MuxedAccount struct {
+	Address string `json:"address"`
+	Account string `json:"account"`
+	ID      string `json:"id"`
 }
 
 // HistoryResponse is the 200 body of GET /wallets/{walletAddress}/transfers: a page of the
@@ -455,14 +468,14 @@ func parseKey(rules transfer.Rules, key string) (string, error) {
 // transferOf reads the wallet (canonical) and key of /wallets/{walletAddress}/transfers/{idempotencyKey}:
 // 422 INVALID_ADDRESS for a wallet that is no Stellar address, 400 IDEMPOTENCY_KEY_INVALID for a
 // key out of its syntax (both written to w; ok is then false).
-func (h *handler) transferOf(w http.ResponseWriter, r *http.Request) (wallet, key string, ok bool) {
+func (h *handler) transferOf(w http.ResponseWriter, r *http.Request) (wallet transfer.Wallet, key string, ok bool) {
 	st := stateOf(r.Context())
 	st.route = r.Pattern
 	rules := h.rules()
-	wallet, err := rules.CanonicalWallet(r.PathValue("walletAddress"))
+	wallet, err := rules.ParseWallet(r.PathValue("walletAddress"))
 	if err != nil {
 		h.writeError(w, r, err)
-		return "", "", false
+		return transfer.Wallet{}, "", false
 	}
 	// The path segment is the key's value, never its sf-string form: a structured field is a
 	// header's syntax, and a URI that may name one key two ways is two cache keys.
@@ -472,7 +485,7 @@ func (h *handler) transferOf(w http.ResponseWriter, r *http.Request) (wallet, ke
 			err = keyInvalid(`the path takes the key's value, without the quotes of the Idempotency-Key header's structured-field form: "order-0001" is .../transfers/order-0001`)
 		}
 		h.writeError(w, r, err)
-		return "", "", false
+		return transfer.Wallet{}, "", false
 	}
 	st.key = key
 	return wallet, key, true
@@ -517,6 +530,13 @@ func (h *handler) deleteTransfer(w http.ResponseWriter, r *http.Request) {
 func viewResponse(v transfer.View) ViewResponse {
 	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt,
 		CancelledAt: rfc3339Millis(v.CancelledAt), CancelledBy: v.CancelledBy, OutsideReplayWindow: v.OutsideReplayWindow}
+	if !v.Memo.IsZero() {
+		m := v.Memo
+		resp.Memo = &m
+	}
+	if v.Wallet.Muxed() {
+		resp.MuxedAccount = &MuxedAccount{Address: v.Wallet.Address, Account: v.Wallet.Account, ID: strconv.FormatUint(v.Wallet.MuxedID, 10)}
+	}
 	if v.Problem != nil {
 		p := *v.Problem
 		if p.Kind == "" {
@@ -540,7 +560,7 @@ func viewResponse(v transfer.View) ViewResponse {
 func (h *handler) listTransfers(w http.ResponseWriter, r *http.Request) {
 	st := stateOf(r.Context())
 	st.route = r.Pattern
-	wallet, err := h.rules().CanonicalWallet(r.PathValue("walletAddress"))
+	wallet, err := h.rules().ParseWallet(r.PathValue("walletAddress"))
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -45,7 +45,8 @@ type historyCall struct {
 	cursor string
 }
 
-func (f *fakeService) History(ctx context.Context, wallet string, limit int, cursor string) (transfer.HistoryPage, error) {
+func (f *fakeService) History(ctx context.Context, w transfer.Wallet, limit int, cursor string) (transfer.HistoryPage, error) {
+	wallet := w.Address
 	f.mu.Lock()
 	f.histories = append(f.histories, historyCall{wallet, limit, cursor})
 	f.ctxs = append(f.ctxs, ctx)
@@ -69,7 +70,8 @@ func (f *fakeService) Transfer(ctx context.Context, in transfer.Input) (transfer
 	return fn(ctx, in)
 }
 
-func (f *fakeService) View(ctx context.Context, wallet, key string) (transfer.View, error) {
+func (f *fakeService) View(ctx context.Context, w transfer.Wallet, key string) (transfer.View, error) {
+	wallet := w.Address
 	f.mu.Lock()
 	f.views = append(f.views, [2]string{wallet, key})
 	f.ctxs = append(f.ctxs, ctx)
@@ -81,9 +83,9 @@ func (f *fakeService) View(ctx context.Context, wallet, key string) (transfer.Vi
 	return fn(ctx, wallet, key)
 }
 
-func (f *fakeService) Cancel(ctx context.Context, wallet, key string, by transfer.Canceller) (transfer.Cancellation, error) {
+func (f *fakeService) Cancel(ctx context.Context, w transfer.Wallet, key string, by transfer.Canceller) (transfer.Cancellation, error) {
 	f.mu.Lock()
-	f.cancels = append(f.cancels, cancelCall{wallet, key, by})
+	f.cancels = append(f.cancels, cancelCall{w.Address, key, by})
 	f.ctxs = append(f.ctxs, ctx)
 	fn := f.cancel
 	f.mu.Unlock()
@@ -295,7 +297,7 @@ func TestPostTransferValidation(t *testing.T) {
 		{"malformed json", post(`{"operationType":"withdraw",`, nil), 400, transfer.CodeRequestInvalid, "ends in the middle"},
 		{"syntax error", post(`{"operationType" "withdraw"}`, nil), 400, transfer.CodeRequestInvalid, "not valid JSON"},
 		{"empty body", post("", nil), 400, transfer.CodeRequestInvalid, "empty"},
-		{"unknown field", post(`{"operationType":"withdraw","walletAddress":"`+wallet+`","amount":"1","asset":"USDC","memo":"x"}`, nil), 400, transfer.CodeRequestInvalid, `unknown field "memo"`},
+		{"unknown field", post(`{"operationType":"withdraw","walletAddress":"`+wallet+`","amount":"1","asset":"USDC","note":"x"}`, nil), 400, transfer.CodeRequestInvalid, `unknown field "note"`},
 		{"field in wrong case", post(`{"operationType":"withdraw","walletAddress":"`+wallet+`","AMOUNT":"1","asset":"USDC"}`, nil), 400, transfer.CodeRequestInvalid, `did you mean "amount"`},
 		{"duplicate field", post(`{"operationType":"withdraw","walletAddress":"`+wallet+`","amount":"1","amount":"1000","asset":"USDC"}`, nil), 400, transfer.CodeRequestInvalid, `"amount" appears more than once`},
 		{"wrong type", post(`{"operationType":"withdraw","walletAddress":"`+wallet+`","amount":1000,"asset":"USDC"}`, nil), 400, transfer.CodeRequestInvalid, "amount must be a string, not a JSON number"},
@@ -305,7 +307,8 @@ func TestPostTransferValidation(t *testing.T) {
 		{"two objects", post(goodBody(wallet)+goodBody(wallet), nil), 400, transfer.CodeRequestInvalid, "exactly one JSON object"},
 		{"missing field", post(`{"operationType":"withdraw","walletAddress":"`+wallet+`","amount":"1"}`, nil), 400, transfer.CodeRequestInvalid, "asset is required"},
 		{"bad address", post(goodBody("GABC"), nil), 422, transfer.CodeInvalidAddress, "not a valid"},
-		{"muxed address", post(goodBody(randomAddress(versionMuxed)), nil), 422, transfer.CodeInvalidAddress, "muxed"},
+		{"muxed address, bad checksum", post(goodBody(flipMiddle(muxedOf(wallet, 7))), nil), 422, transfer.CodeInvalidAddress, "muxed"},
+		{"muxed address, 68 characters", post(goodBody(muxedOf(wallet, 7)[:68]), nil), 422, transfer.CodeInvalidAddress, "muxed"},
 		{"bad amount", post(`{"operationType":"withdraw","walletAddress":"`+wallet+`","amount":"-1","asset":"USDC"}`, nil), 422, transfer.CodeInvalidAmount, "positive"},
 		{"bad asset", post(`{"operationType":"withdraw","walletAddress":"`+wallet+`","amount":"1","asset":"BTC"}`, nil), 422, transfer.CodeInvalidAsset, "not supported"},
 		{"bad operation", post(`{"operationType":"swap","walletAddress":"`+wallet+`","amount":"1","asset":"USDC"}`, nil), 422, transfer.CodeOperationNotSupp, "operationType"},
@@ -679,7 +682,7 @@ func TestGetTransferProblems(t *testing.T) {
 		{"internal", wallet, goodKey, errors.New("secret internals"), 500, transfer.CodeInternalError, true},
 		{"bad wallet", "GNOTANADDRESS", goodKey, nil, 422, transfer.CodeInvalidAddress, false},
 		{"bad checksum", flipLast(wallet), goodKey, nil, 422, transfer.CodeInvalidAddress, false},
-		{"muxed wallet", randomAddress(versionMuxed), goodKey, nil, 422, transfer.CodeInvalidAddress, false},
+		{"muxed wallet, bad checksum", flipMiddle(muxedOf(wallet, 7)), goodKey, nil, 422, transfer.CodeInvalidAddress, false},
 		{"short key", wallet, "short", nil, 400, transfer.CodeKeyInvalid, false},
 		{"bad key chars", wallet, "order%200001", nil, 400, transfer.CodeKeyInvalid, false},
 	}
@@ -729,6 +732,15 @@ func TestTestAddresses(t *testing.T) {
 }
 
 // flipLast changes an address's last character, which breaks its checksum.
+// flipMiddle is s with its 31st character changed: a strkey whose checksum no longer holds.
+func flipMiddle(s string) string {
+	c := "A"
+	if s[30] == 'A' {
+		c = "B"
+	}
+	return s[:30] + c + s[31:]
+}
+
 func flipLast(s string) string {
 	last := "A"
 	if s[len(s)-1] == 'A' {

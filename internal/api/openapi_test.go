@@ -270,9 +270,17 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		{name: "address", route: transfers, r: req{"POST", transfers, goodBody("GABC"), json}, status: 422, code: transfer.CodeInvalidAddress},
 		{name: "amount", route: transfers, r: req{"POST", transfers, `{"operationType":"withdraw","walletAddress":"` + wallet + `","amount":"-1","asset":"USDC"}`, json}, status: 422, code: transfer.CodeInvalidAmount},
 		{name: "asset", route: transfers, r: req{"POST", transfers, `{"operationType":"withdraw","walletAddress":"` + wallet + `","amount":"1","asset":"DOGE"}`, json}, status: 422, code: transfer.CodeInvalidAsset},
+		{name: "memo", route: transfers, r: req{"POST", transfers, `{"operationType":"withdraw","walletAddress":"` + wallet + `","amount":"1","asset":"USDC","memo":{"type":"id","value":"-1"}}`, json}, status: 422, code: transfer.CodeInvalidMemo},
+		{name: "memo not carried", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 422, code: transfer.CodeMemoNotSupported,
+			transfer: failing(&transfer.ValidationError{Code: transfer.CodeMemoNotSupported, Kind: transfer.KindUnacceptable, Field: "memo", Detail: "no memo on a contract call"})},
 		{name: "operation", route: transfers, r: req{"POST", transfers, `{"operationType":"burn","walletAddress":"` + wallet + `","amount":"1","asset":"USDC"}`, json}, status: 422, code: transfer.CodeOperationNotSupp},
 		{name: "failed on ledger", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 422, code: transfer.CodeTransactionFailed,
 			transfer: failing(&transfer.RejectedError{Code: transfer.CodeTransactionFailed, Detail: "op_underfunded", TransactionHash: hash, ResultCodes: []string{"tx_failed", "op_underfunded"}})},
+		{name: "amount above limit", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 422, code: transfer.CodeAmountAboveLimit,
+			transfer: failing(&transfer.LimitError{Code: transfer.CodeAmountAboveLimit, Limit: "per-transfer", Asset: "USDC", Cap: 5000 * transfer.StroopsPerUnit})},
+		{name: "daily limit", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 429, code: transfer.CodeDailyLimitExceeded,
+			transfer: failing(&transfer.LimitError{Code: transfer.CodeDailyLimitExceeded, Limit: "asset", Asset: "USDC", Cap: 20000 * transfer.StroopsPerUnit,
+				Charge: transfer.Charge{Scope: transfer.LimitAsset, Asset: "USDC", Day: "2026-12-02"}, RetryAfter: 3 * time.Hour})},
 		{name: "conflict", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeKeyConflict, transfer: failing(&transfer.ConflictError{})},
 		{name: "in progress", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeInProgress, transfer: failing(&transfer.InProgressError{RetryAfter: time.Second})},
 		{name: "in doubt", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeInDoubt, transfer: failing(&transfer.InDoubtError{FailingCode: transfer.CodeTimeout, RetryAfter: 5 * time.Second})},
@@ -444,15 +452,16 @@ func TestProblemTypeOfAnAnswer(t *testing.T) {
 // parse every body of a status with its first media type's schema): each body passes as one of
 // them (and only one: a problem has no message member, Problem takes no other), and a body that
 // is neither passes as none.
-// At 403, 429 and 504 only API Gateway answers: application/json only, and a problem is refused.
+// At 403, 429 and 504 only API Gateway answers: application/json only, and a problem is refused;
+// but POST /transfers answers 429 DAILY_LIMIT_EXCEEDED itself, so its 429 declares both, as 500.
 func TestOpenAPIGatewayAnswers(t *testing.T) {
 	_, v := loadOpenAPI(t)
 	viewPath := "/wallets/" + wallet + "/transfers/" + goodKey
 	problemBody := map[string]any{"type": problemType(transfer.CodeStoreUnavailable), "title": "Store unavailable", "status": 503,
 		"code": transfer.CodeStoreUnavailable, "classification": "retryable"}
 	for _, status := range []int{403, 429, 500, 503, 504} {
-		both := status == 500 || status == 503
 		for _, r := range []req{post(goodBody(wallet), nil), {"GET", viewPath, "", nil}, {"GET", "/wallets/" + wallet + "/transfers?limit=5", "", nil}} {
+			both := status == 500 || status == 503 || status == 429 && r.method == "POST"
 			hr := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
 			for k, val := range r.header {
 				hr.Header.Set(k, val)

@@ -49,6 +49,11 @@ type ProblemDetails struct {
 	// State is the transfer's state in a cancellation's problem: TRANSFER_NOT_CANCELLABLE
 	// (in_flight, in_doubt, success, error) and TRANSFER_CANCELLED (cancelled).
 	State string `json:"state,omitempty"`
+	// Limit names the limit that refused the transfer (AMOUNT_ABOVE_LIMIT: "per-transfer",
+	// "wallet daily" or "asset daily"; DAILY_LIMIT_EXCEEDED: "wallet" or "asset"), LimitCap its cap
+	// as a decimal amount of the asset.
+	Limit    string `json:"limit,omitempty"`
+	LimitCap string `json:"limitCap,omitempty"`
 }
 
 // titles are the fixed summaries per code (RFC 9457 section 3.1.3: the title does not change
@@ -61,6 +66,8 @@ var titles = map[string]string{
 	transfer.CodeInvalidAmount:          "Invalid amount",
 	transfer.CodeInvalidAsset:           "Invalid asset",
 	transfer.CodeOperationNotSupp:       "Operation not supported",
+	transfer.CodeInvalidMemo:            "Invalid memo",
+	transfer.CodeMemoNotSupported:       "Memo or muxed destination not supported",
 	transfer.CodeKeyConflict:            "Idempotency-Key reused with a different request",
 	transfer.CodeInDoubt:                "Transfer in doubt",
 	transfer.CodeInProgress:             "Transfer in progress",
@@ -82,6 +89,8 @@ var titles = map[string]string{
 	transfer.CodeFeeAccountUnderfunded:  "Fee account underfunded",
 	transfer.CodeConfigurationInvalid:   "Configuration invalid",
 	transfer.CodeFeeAboveCap:            "Network fee above the cap",
+	transfer.CodeAmountAboveLimit:       "Amount above the limit",
+	transfer.CodeDailyLimitExceeded:     "Daily limit exceeded",
 	transfer.CodeLeaseExpired:           "Lease expired",
 	transfer.CodeLimitInvalid:           "Page size invalid",
 	transfer.CodeCursorInvalid:          "Cursor invalid",
@@ -140,6 +149,8 @@ func newProblem(p transfer.Problem, status int, r *http.Request) ProblemDetails 
 		ResultCodes:     p.ResultCodes,
 		FailingCode:     p.FailingCode,
 		State:           p.State,
+		Limit:           p.Limit,
+		LimitCap:        p.LimitCap,
 	}
 	if r != nil {
 		pd.Instance = instanceOf(r.URL.Path)

@@ -32,6 +32,11 @@ var statuses = map[transfer.Kind]int{
 	transfer.KindConflict:     http.StatusConflict,
 	transfer.KindNotFound:     http.StatusNotFound,
 	transfer.KindUnavailable:  http.StatusServiceUnavailable,
+	// A daily limit (transfer.KindLimited) is 429 Too Many Requests: "the user has sent too many
+	// requests in a given amount of time ("rate limiting")", which "MAY include a Retry-After
+	// header indicating how long to wait" (RFC 6585 section 4): the amount, not the count, is what
+	// the day's counter limits, and it frees at the next UTC midnight.
+	transfer.KindLimited: http.StatusTooManyRequests,
 }
 
 // statusOf is the HTTP status of p: the status its item was stored with when p is a replayed

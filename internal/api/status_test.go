@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -36,8 +37,13 @@ var domainStatuses = map[string][]answered{
 	transfer.CodeInvalidAmount:    {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
 	transfer.CodeInvalidAsset:     {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
 	transfer.CodeOperationNotSupp: {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
+	transfer.CodeInvalidMemo:      {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
+	transfer.CodeMemoNotSupported: {{transfer.KindUnacceptable, 422}, {transfer.KindRejected, 422}},
 
 	transfer.CodeTransactionFailed: {{transfer.KindRejected, 422}},
+
+	transfer.CodeAmountAboveLimit:   {{transfer.KindUnacceptable, 422}},
+	transfer.CodeDailyLimitExceeded: {{transfer.KindLimited, 429}},
 
 	transfer.CodeKeyConflict: {{transfer.KindConflict, 409}},
 	transfer.CodeInDoubt:     {{transfer.KindConflict, 409}},
@@ -116,6 +122,11 @@ func TestEveryCodeHasItsStatus(t *testing.T) {
 
 // domainError is the typed error the domain answers code of kind with.
 func domainError(code string, kind transfer.Kind) error {
+	switch code {
+	case transfer.CodeAmountAboveLimit, transfer.CodeDailyLimitExceeded:
+		return &transfer.LimitError{Code: code, Limit: "wallet", Asset: "USDC", Cap: 25 * transfer.StroopsPerUnit,
+			Charge: transfer.Charge{Scope: transfer.LimitWallet, Day: "2026-12-02"}, RetryAfter: time.Hour}
+	}
 	switch kind {
 	case transfer.KindMalformed, transfer.KindUnacceptable:
 		return &transfer.ValidationError{Code: code, Kind: kind, Detail: "refused"}

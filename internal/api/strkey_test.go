@@ -75,3 +75,19 @@ func (testAddresses) ParseAddress(s string) (transfer.AddressKind, error) {
 	}
 	return 0, errors.New("unknown version byte")
 }
+
+// ParseMuxed takes an M... address apart (SEP-23): the G... account of its 32-byte key and its
+// big-endian 64-bit id.
+func (a testAddresses) ParseMuxed(s string) (string, uint64, error) {
+	if k, err := a.ParseAddress(s); err != nil || k != transfer.MuxedAddress {
+		return "", 0, errors.New("not a muxed address")
+	}
+	raw, _ := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(s)
+	return encodeStrkey(versionAccount, raw[1:33]), binary.BigEndian.Uint64(raw[33:41]), nil
+}
+
+// muxedOf is the M... address of account (a G... strkey) and id.
+func muxedOf(account string, id uint64) string {
+	raw, _ := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(account)
+	return encodeStrkey(versionMuxed, binary.BigEndian.AppendUint64(append([]byte(nil), raw[1:33]...), id))
+}

@@ -70,7 +70,7 @@ func TestAsyncRequestTheLedgerRefusesEndsInItsError(t *testing.T) {
 	if len(r.net.Envelopes()) != 0 {
 		t.Fatalf("%d envelopes sent for a refused request", len(r.net.Envelopes()))
 	}
-	v, err := r.orch.View(ctx, r.wallet, in.ClientKey)
+	v, err := r.orch.View(ctx, transfer.Wallet{Address: r.wallet}, in.ClientKey)
 	if err != nil {
 		t.Fatalf("GET: %v", err)
 	}

@@ -121,7 +121,7 @@ func TestAsyncAcceptedThenSettled(t *testing.T) {
 	if m.StoreKey != r.storeKey(0) || m.ClaimID != rec.ClaimID {
 		t.Fatalf("message %+v, want the item's key and claim %s", m, rec.ClaimID)
 	}
-	if v, err := r.orch.View(context.Background(), r.wallet, r.input(0).ClientKey); err != nil || v.Status != "pending" {
+	if v, err := r.orch.View(context.Background(), transfer.Wallet{Address: r.wallet}, r.input(0).ClientKey); err != nil || v.Status != "pending" {
 		t.Fatalf("GET before the run: %+v, %v", v, err)
 	}
 	// A repeat of the accepted key is accepted again and sends nothing.
@@ -132,7 +132,7 @@ func TestAsyncAcceptedThenSettled(t *testing.T) {
 		t.Fatalf("delivery = %s, want done", d)
 	}
 	r.assertPaidOnce(t, 0)
-	v, err := r.orch.View(context.Background(), r.wallet, r.input(0).ClientKey)
+	v, err := r.orch.View(context.Background(), transfer.Wallet{Address: r.wallet}, r.input(0).ClientKey)
 	if err != nil || v.Status != "success" || v.TransactionHash != r.item(t, 0).Result.TransactionHash {
 		t.Fatalf("GET after the run: %+v, %v", v, err)
 	}

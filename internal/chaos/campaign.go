@@ -56,8 +56,7 @@ type Config struct {
 	// Contract runs the transfers through the Soroban vault contract (simulate, restore, invoke):
 	// even keys deposit, odd keys withdraw; archived balances are among the faults.
 	Contract bool
-	// Log receives the progress lines; nil means none.
-	Log io.Writer
+	Log      io.Writer // receives the progress lines; nil: none
 	// ReadFaults arms the local network's read faults (how stellar-rpc reads what it ingested)
 	// among each wave's random faults, for that wave: read_order (a lookup racing ingestion; Ledgers 0 to 3, as while an instance
 	// catches up), db_lag (RPC's database trailing its core) and, with LoadBalanced, instances.
@@ -83,7 +82,8 @@ type Config struct {
 	// Async: callers post with Prefer: respond-async (async.go): SubmitterFunction's handler
 	// delivers the messages in batches, several invocations at once, from an SQS model (sqs.go)
 	// that loses, duplicates (receives again), reorders and delays them past healing.
-	Async bool
+	Async  bool
+	Limits bool // daily limits that never bind: every claim a transaction (limitfaults.go)
 
 	// applyInSubmissionOrder applies each ledger's transactions in the order they were submitted
 	// (stellarsim.Options.ApplyInSubmissionOrder) instead of core's shuffle, for a scenario test
@@ -283,11 +283,12 @@ type rig struct {
 	queue   *sqsQueue
 	handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 	// cong is the congestion run's tally and invariants (Config.Congested), nil otherwise.
-	cong *congestion
+	cong    *congestion
+	charged *charged // the charges of the claims that applied (Config.Limits), else nil
 }
 
 func newRig(cfg Config) (*rig, func(), error) {
-	r := &rig{cfg: cfg, clock: vclock.New(time.Unix(2_000_000_000, 0))}
+	r := &rig{cfg: cfg, clock: vclock.New(time.Unix(2_000_000_000, 0)), charged: newCharged(cfg.Limits)}
 	var closers []func()
 	cleanup := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -382,14 +383,14 @@ func newRig(cfg Config) (*rig, func(), error) {
 			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(),
 			"ASSETS": usdc.Code + ":" + usdc.Issuer, "CHANNEL_COUNT": strconv.Itoa(cfg.Channels),
 			"VAULT_CONTRACT": r.contract, "STELLAR_RPC_LOAD_BALANCED": strconv.FormatBool(r.loadBalanced()),
-			"MAX_FEE_STROOPS": maxFeeEnv(maxFee),
+			"MAX_FEE_STROOPS": maxFeeEnv(maxFee), "LIMITS": limitsEnv(cfg.Limits),
 		}[k]
 	})
 	if err != nil {
 		return fail(err)
 	}
 	svc, err := wiring.Build(wiring.Deps{Config: conf, Getenv: func(string) string { return "" },
-		Dynamo: &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults}, Keys: signing.StaticKeys{K: keys},
+		Dynamo: &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults, charged: r.charged}, Keys: signing.StaticKeys{K: keys},
 		Clock: r.clock, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fail(err)
@@ -472,21 +473,6 @@ func maxFeeEnv(stroops int64) string {
 func (r *rig) loadBalanced() bool {
 	return r.cfg.LoadBalanced && (r.cfg.Backend == "" || r.cfg.Backend == "rpc")
 }
-
-func (r *rig) input(k int) transfer.Input {
-	// Each key has its own amount, so a transaction's amount names the key it belongs to.
-	amount := strconv.Itoa(k + 1)
-	op := transfer.Withdraw
-	if r.contract != "" && k%2 == 0 {
-		op = transfer.Deposit
-	}
-	return transfer.Input{ClientKey: fmt.Sprintf("chaos-key-%06d", k), Request: transfer.Request{
-		OperationType: op, WalletAddress: r.wallet, Amount: amount, Asset: "USDC",
-		Stroops: int64(k+1) * transfer.StroopsPerUnit,
-	}}
-}
-
-func (r *rig) storeKey(k int) string { return transfer.StoreKey(r.wallet, r.input(k).ClientKey) }
 
 // sweep settles every open item it can prove, as the scheduled sweep does, and returns how many
 // are still in_flight or in_doubt.
@@ -807,7 +793,7 @@ func Run(cfg Config) (Report, error) {
 	}
 	rep.SweptAfterProvable = sweptBy.Sub(provableBy)
 	rep.LeftToOperator = unprovable
-	rep.Violations = append(r.judge(seen, settled, cancelled, toldCancelled, &rep), asyncBad...)
+	rep.Violations = append(append(r.judge(seen, settled, cancelled, toldCancelled, &rep), asyncBad...), r.judgeCharges()...)
 	if r.cong != nil {
 		ours := func(hash string) bool { _, ok := r.ledger.ownerOf(hash); return ok }
 		rep.Violations = append(rep.Violations, r.cong.judge(r.net, ours, &rep)...)

@@ -19,7 +19,7 @@ func (r *rig) cancels(k int) bool { return r.cfg.Async && k%6 == 4 }
 // cancelAsync is a DELETE of key k by caller (Orchestrator.Cancel); it counts the answer and
 // reports whether it was 200 (the transfer is cancelled).
 func (r *rig) cancelAsync(ctx context.Context, k int, caller string) bool {
-	_, err := r.orch.Cancel(ctx, r.wallet, r.input(k).ClientKey, transfer.Canceller{Caller: caller})
+	_, err := r.orch.Cancel(ctx, r.input(k).Request.Wallet(), r.input(k).ClientKey, transfer.Canceller{Caller: caller})
 	var nc *transfer.NotCancellableError
 	switch {
 	case err == nil:

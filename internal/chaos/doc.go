@@ -26,6 +26,11 @@
 // counts each of these (faults, "stale actors", "operators"); a broken invariant prints the
 // key's applied transactions and the trace of every write to its item.
 //
+// With limits (Config.Limits, limitfaults.go; TestCampaignLimits) the service runs with daily
+// caps far above what the campaign moves, so every claim is one TransactWriteItems of the claim
+// and its two counters, refused, throttled or answer-lost like every other write; besides the
+// invariants below, every counter must hold exactly what the claims that applied charged it.
+//
 // In the async mode (Config.Async, async.go) every call posts with Prefer: respond-async and
 // SubmitterFunction's real handler (queue.Submitter) settles the transfers in batches, several
 // invocations at once, each dying whole when one of its records crashes, from a model of an SQS

@@ -110,6 +110,8 @@ type faultyDynamo struct {
 	dynamotest.API
 	rate   float64
 	faults *counter
+	// charged tallies the charges of the claims that applied (Config.Limits), nil otherwise.
+	charged *charged
 }
 
 func (d *faultyDynamo) before(ctx context.Context, op string) error {

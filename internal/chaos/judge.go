@@ -43,6 +43,9 @@ func (r *rig) judge(seen [][]string, settled, cancelled, toldCancelled []bool, r
 			continue
 		}
 		perKey[k] = append(perKey[k], tx)
+		if diff := r.carriesItsRequest(k, tx); diff != "" {
+			bad = append(bad, fmt.Sprintf("key %s: %s", r.input(k).ClientKey, diff))
+		}
 		if tx.Status == "SUCCESS" {
 			if in := r.input(k); in.Request.OperationType == transfer.Deposit {
 				balance += in.Request.Stroops

@@ -96,6 +96,8 @@ type Config struct {
 	// Breaker configures the circuit breaker (CIRCUIT_BREAKER_FAILURE_THRESHOLD, default 5;
 	// CIRCUIT_BREAKER_RESET_TIMEOUT_MS, default 30000).
 	Breaker transfer.BreakerSettings
+	// Limits are the per-asset limits (LIMITS: JSON, parseLimits); nil when unset.
+	Limits transfer.Limits
 }
 
 // AssetCodes returns the configured asset codes.
@@ -179,6 +181,11 @@ func Load(getenv Getenv) (Config, error) {
 		}
 	}
 	errs = append(errs, loadContract(getenv, &c)...)
+	if limits, err := parseLimits(getenv("LIMITS"), c.AssetCodes()); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.Limits = limits
+	}
 	errs = append(errs, checkSigner(c)...)
 	c.Breaker.FailureThreshold = 5
 	if v := getenv("CIRCUIT_BREAKER_FAILURE_THRESHOLD"); v != "" {

@@ -99,7 +99,7 @@ func TestAsyncTransferSettlesThroughTheQueue(t *testing.T) {
 		t.Errorf("event %s %+v", ev.kind, ev.data)
 	}
 	documented := []string{"schemaVersion", "eventId", "walletAddress", "idempotencyKey", "status", "operationType", "amount", "asset",
-		"transactionHash", "ledger", "code", "failingCode", "resultCodes", "feeCharged", "resolvedBy", "forced", "createdAt", "occurredAt"}
+		"transactionHash", "ledger", "code", "failingCode", "resultCodes", "feeCharged", "resolvedBy", "forced", "createdAt", "occurredAt", "memo", "muxedAccount"}
 	for k := range d {
 		if !slices.Contains(documented, k) {
 			t.Errorf("detail field %q is not in README.md's schema", k)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -135,6 +136,46 @@ func (c *streamClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	out, err := u.UpdateItem(ctx, in, optFns...)
 	if err == nil {
 		c.emit(pk, old, c.read(ctx, pk))
+	}
+	return out, err
+}
+
+// TransactWriteItems forwards to the wrapped client when it has TransactWriteItems (a claim with
+// the limits' charges, a give-back) and emits one change per item written, in the request's
+// order, as DynamoDB's stream records a transaction's items.
+func (c *streamClient) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	tc, ok := c.Client.(dynamo.TransactClient)
+	if !ok {
+		return nil, dynamo.ErrNoTransactions
+	}
+	var pks []string
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			pks = append(pks, pkOf(it.Put.Item))
+		case it.Update != nil:
+			pks = append(pks, pkOf(it.Update.Key))
+		case it.Delete != nil:
+			pks = append(pks, pkOf(it.Delete.Key))
+		default:
+			pks = append(pks, "") // a ConditionCheck writes nothing
+		}
+	}
+	locked := slices.Compact(slices.Sorted(slices.Values(pks))) // one order for every writer: no deadlock
+	for _, pk := range locked {
+		defer c.lock(pk)()
+	}
+	olds := make([]map[string]types.AttributeValue, len(pks))
+	for i, pk := range pks {
+		olds[i] = c.read(ctx, pk)
+	}
+	out, err := tc.TransactWriteItems(ctx, in, optFns...)
+	if err == nil {
+		for i, pk := range pks {
+			if pk != "" {
+				c.emit(pk, olds[i], c.read(ctx, pk))
+			}
+		}
 	}
 	return out, err
 }

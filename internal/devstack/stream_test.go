@@ -83,3 +83,50 @@ func TestStreamEmitsTheRecordsDynamoDBWould(t *testing.T) {
 	default:
 	}
 }
+
+// TestStreamEmitsATransactionsItems: a TransactWriteItems that applied emits one record per
+// item, in the request's order; one that was cancelled emits nothing.
+func TestStreamEmitsATransactionsItems(t *testing.T) {
+	client, _ := dynamotest.Minidyn(t)
+	if err := dynamo.EnsureTable(context.Background(), client, table); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan events.DynamoDBEventRecord, 10)
+	c := newStreamClient(client, table, slog.New(slog.DiscardHandler))
+	c.start(func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		for _, r := range ev.Records {
+			got <- r
+		}
+		return events.DynamoDBEventResponse{}, nil
+	})
+	defer c.close()
+	put := func(pk string) types.TransactWriteItem {
+		return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}}}
+	}
+	add := types.TransactWriteItem{Update: &types.Update{TableName: aws.String(table),
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "limit:asset:USDC:2026-12-02"}},
+		UpdateExpression:          aws.String("ADD #t :one"),
+		ExpressionAttributeNames:  map[string]string{"#t": "total"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}}}
+	ctx := context.Background()
+	if _, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{put("transfer:x:a"), add}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{put("transfer:x:a"), add}}); err == nil {
+		t.Fatal("the second claim of one key applied")
+	}
+	if _, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{put("transfer:x:b"), add}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ name, pk string }{{"INSERT", "transfer:x:a"}, {"INSERT", "limit:asset:USDC:2026-12-02"}, {"INSERT", "transfer:x:b"}, {"MODIFY", "limit:asset:USDC:2026-12-02"}} {
+		select {
+		case r := <-got:
+			if r.EventName != want.name || r.Change.Keys["pk"].String() != want.pk {
+				t.Fatalf("record %d = %s %s, want %+v", i, r.EventName, r.Change.Keys["pk"].String(), want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("record %d did not arrive", i)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,8 +23,8 @@ const (
 	ChannelTicketsKey = "channels:tickets"
 	// AttrTicketNext is the next ticket number to hand out (N).
 	AttrTicketNext = "next"
-	// AttrTicketNextAt is the time booked for the next ticket, epoch milliseconds (N): the
-	// calendar's theoretical arrival time.
+	// AttrTicketNextAt is the time booked for the next ticket, epoch milliseconds with up to six
+	// decimals (N): the calendar's theoretical arrival time.
 	AttrTicketNextAt = "nextAt"
 )
 
@@ -38,31 +39,36 @@ type TicketClient interface {
 // ErrNoTickets is returned by TakeTicket when the client cannot make UpdateItem requests.
 var ErrNoTickets = errors.New("dynamo: the client has no UpdateItem: no channel calendar")
 
-// ticketAttempts bounds TakeTicket's requests: a booking on a calendar ahead of now succeeds at
-// once; one behind now takes the restart, and loses it only to a concurrent restart, after which
-// the calendar is ahead of now.
+// ticketAttempts bounds TakeTicket's requests: a booking on a calendar ahead of from succeeds at
+// once; one behind from takes the restart, and loses it only to a concurrent restart, after which
+// the calendar is ahead of from.
 const ticketAttempts = 4
 
 // TakeTicket books the next slot of the channel calendar: the ticket number n (0, 1, 2, ...) and
-// the time at which it may lease (at, milliseconds), every slot spacing after the previous one
-// and never before now. It is the generic cell rate algorithm (ITU-T I.371's virtual scheduling)
-// on one item:
+// the time at which it may lease (at), every slot spacing after the previous one and never before
+// from (the channel pool passes the start of the ledger its call falls in: a ledger's slots not
+// booked by the time it began still serve within it). It is the generic cell rate algorithm
+// (ITU-T I.371's virtual scheduling) on one item:
 //
-//   - while the calendar runs ahead of now (callers are waiting): UpdateItem
-//     `ADD next :1 SET nextAt = nextAt + :spacing` if `nextAt >= :now`, ReturnValues UPDATED_OLD:
+//   - while the calendar runs at or ahead of from (callers are waiting): UpdateItem
+//     `ADD next :1 SET nextAt = nextAt + :spacing` if `nextAt >= :from`, ReturnValues UPDATED_OLD:
 //     the old next and nextAt are this caller's ticket and time. One request.
 //   - when it has fallen behind (the pool was idle, or the item is new): UpdateItem
-//     `ADD next :1 SET nextAt = :now + :spacing` if `attribute_not_exists(nextAt) OR nextAt < :now`,
-//     ReturnValues UPDATED_NEW: the ticket is next - 1, its time now. Two requests, the first a
-//     failed condition.
+//     `ADD next :1 SET nextAt = :from + :spacing` if `attribute_not_exists(nextAt) OR nextAt < :from`,
+//     ReturnValues UPDATED_NEW: the ticket is next - 1, its time from, and restarted is true (the
+//     caller may lease it at once: no slot of the calendar is later than from). Two requests, the
+//     first a failed condition.
 //
-// A calendar more than horizon ahead of now (horizon > 0) counts as fallen behind: the restart
-// takes it, and the queued write's condition is `nextAt BETWEEN :now AND :now + :horizon`. Slots
+// A calendar more than horizon ahead of from (horizon > 0) counts as fallen behind: the restart
+// takes it, and the queued write's condition is `nextAt BETWEEN :from AND :from + :horizon`. Slots
 // that far ahead are no caller's turn any more (an operator's edit, a process whose clock runs
 // fast, an overload's slots kept by environments Lambda has since reaped); left alone, they
 // would answer every caller CHANNELS_BUSY until real time caught up with them, every channel
 // idle. Restarting over slots some process still keeps costs at most their failed lease writes
 // (the lease's condition decides), never a transfer.
+//
+// Times and the spacing are written as milliseconds with up to six decimals, so a round of
+// slots spans exactly its spacings (DynamoDB adds decimals exactly).
 //
 // Neither write is idempotent, and neither needs to be: a ticket only schedules an attempt (the
 // lease's own conditional write still decides who holds a channel), so a write the SDK retries
@@ -70,84 +76,86 @@ const ticketAttempts = 4
 // for one slot; nothing else changes. The item is about 60 bytes: one write capacity unit per
 // booking, far below a partition's 1,000 per second (the API's throttling caps bookings at twice
 // the channels per ledger, 52/s at 128 channels).
-func (c *ChannelLeases) TakeTicket(ctx context.Context, now time.Time, spacing, horizon time.Duration) (n int64, at time.Time, err error) {
+func (c *ChannelLeases) TakeTicket(ctx context.Context, from time.Time, spacing, horizon time.Duration) (n int64, at time.Time, restarted bool, err error) {
 	tc, ok := c.client.(TicketClient)
 	if !ok {
-		return 0, time.Time{}, ErrNoTickets
+		return 0, time.Time{}, false, ErrNoTickets
 	}
-	// The item keeps milliseconds: spacing is rounded up, never down, so that the slots of one
-	// channel (every channels-th ticket) stay at least an interval apart (1 s ledgers over 128
-	// channels give 7.8125 ms; rounded down, a round of slots would span 896 ms).
-	nowMs, step := epochMillis(now), max(1, (spacing+time.Millisecond-1).Milliseconds())
-	// A calendar more than horizon ahead of now is stale (see above) and restarted: bounded in
-	// milliseconds so that :now + :horizon cannot overflow.
-	aheadMs := int64(-1)
+	// The item keeps epoch milliseconds with up to six decimals (calendarMillis): a round of
+	// count slots spans count x spacing exactly, one ledger when spacing is interval / count (5 s
+	// over 64 channels: 78.125 ms). Whole milliseconds, rounded up, would run a round 56 ms past
+	// its ledger there, and its last slot would fall in the next one.
+	fromNs, step := calendarNanos(from), max(1, spacing.Nanoseconds())
+	// A calendar more than horizon ahead of from is stale (see above) and restarted: bounded so
+	// that :from + :horizon cannot overflow.
+	aheadNs := int64(-1)
 	if horizon > 0 {
-		aheadMs = min(horizon, 100*365*24*time.Hour).Milliseconds()
+		aheadNs = min(horizon, 100*365*24*time.Hour).Nanoseconds()
 	}
 	// The order of the two writes follows this process's last booking: after a restart (light
-	// load: the calendar behind now) the restart is tried first, one request instead of two;
+	// load: the calendar behind from) the restart is tried first, one request instead of two;
 	// after a booking queued on the calendar (under load), that write first. Either write's
 	// condition makes the other order correct too; the guess only saves a failed condition.
 	restartFirst := c.restarted.Load()
 	for range ticketAttempts {
 		if restartFirst {
 			restartFirst = false
-			n, ok, err := c.restart(ctx, tc, nowMs, step, aheadMs)
+			n, ok, err := c.restart(ctx, tc, fromNs, step, aheadNs)
 			if err != nil {
-				return 0, time.Time{}, err
+				return 0, time.Time{}, false, err
 			}
 			if ok {
-				return n, fromEpochMillis(nowMs), nil
+				return n, fromCalendarNanos(fromNs), true, nil
 			}
 		}
 		out, err := c.update(ctx, tc,
 			expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
-				Set(expression.Name(AttrTicketNextAt), expression.Name(AttrTicketNextAt).Plus(expression.Value(step))),
-			queuedCondition(nowMs, aheadMs), types.ReturnValueUpdatedOld)
+				Set(expression.Name(AttrTicketNextAt), expression.Name(AttrTicketNextAt).Plus(calendarMillis(step))),
+			queuedCondition(fromNs, aheadNs), types.ReturnValueUpdatedOld)
 		if err == nil {
 			next, nextAt, perr := ticketAttrs(out.Attributes)
 			if perr != nil {
-				return 0, time.Time{}, perr
+				return 0, time.Time{}, false, perr
 			}
 			c.restarted.Store(false)
-			return next, fromEpochMillis(nextAt), nil
+			return next, fromCalendarNanos(nextAt), false, nil
 		}
 		if !conditionFailed(err) {
-			return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %w", err)
+			return 0, time.Time{}, false, fmt.Errorf("dynamo: take a channel ticket: %w", err)
 		}
-		n, ok, err := c.restart(ctx, tc, nowMs, step, aheadMs)
+		n, ok, err := c.restart(ctx, tc, fromNs, step, aheadNs)
 		if err != nil {
-			return 0, time.Time{}, err
+			return 0, time.Time{}, false, err
 		}
 		if ok {
-			return n, fromEpochMillis(nowMs), nil
+			return n, fromCalendarNanos(fromNs), true, nil
 		}
-		// Another caller restarted it between the two writes: it is ahead of now again.
+		// Another caller restarted it between the two writes: it is ahead of from again.
 	}
-	return 0, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %d attempts lost to concurrent bookings", ticketAttempts)
+	return 0, time.Time{}, false, fmt.Errorf("dynamo: take a channel ticket: %d attempts lost to concurrent bookings", ticketAttempts)
 }
 
-// queuedCondition is the condition of a booking queued on the calendar: nextAt at or after now,
-// and (aheadMs >= 0) at most aheadMs after it.
-func queuedCondition(nowMs, aheadMs int64) expression.ConditionBuilder {
-	if aheadMs < 0 {
-		return expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs))
+// queuedCondition is the condition of a booking queued on the calendar: nextAt at or after from
+// (fromNs, in epoch nanoseconds), and (aheadNs >= 0, nanoseconds) at most aheadNs after it.
+func queuedCondition(fromNs, aheadNs int64) expression.ConditionBuilder {
+	if aheadNs < 0 {
+		return expression.Name(AttrTicketNextAt).GreaterThanEqual(calendarMillis(fromNs))
 	}
-	return expression.Name(AttrTicketNextAt).GreaterThanEqual(expression.Value(nowMs)).
-		And(expression.Name(AttrTicketNextAt).LessThanEqual(expression.Value(nowMs + aheadMs)))
+	return expression.Name(AttrTicketNextAt).GreaterThanEqual(calendarMillis(fromNs)).
+		And(expression.Name(AttrTicketNextAt).LessThanEqual(calendarMillis(fromNs + aheadNs)))
 }
 
-// restart books ticket next at now on a calendar that has fallen behind now, or (aheadMs >= 0)
-// run more than aheadMs ahead of it; ok is false when it has not (the condition failed).
-func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, nowMs, step, aheadMs int64) (n int64, ok bool, err error) {
-	stale := expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(expression.Value(nowMs)))
-	if aheadMs >= 0 {
-		stale = stale.Or(expression.Name(AttrTicketNextAt).GreaterThan(expression.Value(nowMs + aheadMs)))
+// restart books ticket next at from (fromNs) on a calendar that has fallen behind it, or
+// (aheadNs >= 0) run more than aheadNs ahead of it; ok is false when it has not (the condition
+// failed).
+func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, fromNs, step, aheadNs int64) (n int64, ok bool, err error) {
+	stale := expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(calendarMillis(fromNs)))
+	if aheadNs >= 0 {
+		stale = stale.Or(expression.Name(AttrTicketNextAt).GreaterThan(calendarMillis(fromNs + aheadNs)))
 	}
 	out, err := c.update(ctx, tc,
 		expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
-			Set(expression.Name(AttrTicketNextAt), expression.Value(nowMs+step)),
+			Set(expression.Name(AttrTicketNextAt), calendarMillis(fromNs+step)),
 		stale, types.ReturnValueUpdatedNew)
 	if err != nil {
 		if conditionFailed(err) {
@@ -201,10 +209,42 @@ func ticketAttrs(m map[string]types.AttributeValue) (next, nextAt int64, err err
 	if s, err = get(AttrTicketNextAt, false); err != nil {
 		return 0, 0, err
 	}
-	if nextAt, err = strconv.ParseInt(s, 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("dynamo: channel calendar time %q: %w", s, err)
+	if nextAt, err = parseCalendarMillis(s); err != nil {
+		return 0, 0, err
 	}
 	return next, nextAt, nil
+}
+
+// calendarMillis is the calendar value of ns nanoseconds (an epoch time or a spacing): a number
+// of milliseconds with up to six decimals (DynamoDB's numbers are decimal, and add exactly).
+func calendarMillis(ns int64) expression.ValueBuilder {
+	v := strings.TrimSuffix(strings.TrimRight(big.NewRat(ns, 1e6).FloatString(6), "0"), ".")
+	return expression.Value(&types.AttributeValueMemberN{Value: v})
+}
+
+// calendarNanos is t in epoch nanoseconds, 0 for the zero time.
+func calendarNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromCalendarNanos is the UTC time of ns epoch nanoseconds.
+func fromCalendarNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+// parseCalendarMillis reads a calendar time (epoch milliseconds, whole as earlier items keep
+// them, or with decimals) as epoch nanoseconds, digits past the nanosecond dropped.
+func parseCalendarMillis(s string) (int64, error) {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return 0, fmt.Errorf("dynamo: channel calendar time %q is no number", s)
+	}
+	ns := new(big.Int).Quo(new(big.Int).Mul(r.Num(), big.NewInt(1e6)), r.Denom())
+	if !ns.IsInt64() {
+		return 0, fmt.Errorf("dynamo: channel calendar time %q is out of range", s)
+	}
+	return ns.Int64(), nil
 }
 
 // ticketWrap is where ticket numbers past int64 wrap around (2^62).

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
@@ -62,30 +64,33 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 	}
 	const spacing = 1250 * time.Millisecond // 5 s ledgers over 4 channels
 
-	t.Run("consecutive tickets, spaced from now, restarting after an idle spell", func(t *testing.T) {
+	t.Run("consecutive tickets, spaced from now, restarting after an idle spell, and saying so", func(t *testing.T) {
 		l, _, _ := newCalendar(t)
 		type booking struct {
-			n  int64
-			at time.Time
+			n         int64
+			at        time.Time
+			restarted bool
 		}
 		var got []booking
-		for _, now := range []time.Time{t0, t0, t0.Add(time.Second), t0.Add(time.Minute), t0.Add(time.Minute)} {
-			n, at, err := l.TakeTicket(ctx, now, spacing, 0)
+		for _, now := range []time.Time{t0, t0, t0.Add(time.Second), t0.Add(time.Minute), t0.Add(time.Minute), t0.Add(time.Minute + 2*spacing)} {
+			n, at, restarted, err := l.TakeTicket(ctx, now, spacing, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, booking{n, at})
+			got = append(got, booking{n, at, restarted})
 		}
 		want := []booking{
-			{0, t0},                            // a new calendar: now
-			{1, t0.Add(spacing)},               // queued behind the first
-			{2, t0.Add(2 * spacing)},           // still ahead of now (t0 + 1 s)
-			{3, t0.Add(time.Minute)},           // idle since: restarted at now
-			{4, t0.Add(time.Minute + spacing)}, //
+			{0, t0, true},                               // a new calendar: now, restarted
+			{1, t0.Add(spacing), false},                 // queued behind the first
+			{2, t0.Add(2 * spacing), false},             // still ahead of now (t0 + 1 s)
+			{3, t0.Add(time.Minute), true},              // idle since: restarted at now
+			{4, t0.Add(time.Minute + spacing), false},   //
+			{5, t0.Add(time.Minute + 2*spacing), false}, // at exactly from, queued: no restart
 		}
 		for i := range want {
-			if got[i].n != want[i].n || !got[i].at.Equal(want[i].at) {
-				t.Errorf("booking %d = %d at %v, want %d at %v", i, got[i].n, got[i].at.Sub(t0), want[i].n, want[i].at.Sub(t0))
+			if got[i] != want[i] && (got[i].n != want[i].n || !got[i].at.Equal(want[i].at) || got[i].restarted != want[i].restarted) {
+				t.Errorf("booking %d = %d at %v restarted %v, want %d at %v restarted %v", i, got[i].n, got[i].at.Sub(t0), got[i].restarted,
+					want[i].n, want[i].at.Sub(t0), want[i].restarted)
 			}
 		}
 	})
@@ -96,7 +101,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		l := dynamo.NewChannelLeases(counting, table)
 		// Under load: the calendar ahead of now, queued on.
 		for i := range 4 {
-			if _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err != nil {
+			if _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err != nil {
 				t.Fatal(err)
 			}
 			if i == 1 {
@@ -111,7 +116,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		// Light load: every booking finds the calendar behind now, restarted first.
 		counting.Reset()
 		for i := range 3 {
-			if _, at, err := l.TakeTicket(ctx, t0.Add(time.Duration(i+1)*time.Minute), spacing, 0); err != nil || !at.Equal(t0.Add(time.Duration(i+1)*time.Minute)) {
+			if _, at, _, err := l.TakeTicket(ctx, t0.Add(time.Duration(i+1)*time.Minute), spacing, 0); err != nil || !at.Equal(t0.Add(time.Duration(i+1)*time.Minute)) {
 				t.Fatalf("idle booking %d: %v, %v", i, at, err)
 			}
 		}
@@ -131,7 +136,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		for range 8 {
 			wg.Go(func() {
 				for range 5 {
-					n, at, err := l.TakeTicket(ctx, t0, spacing, 0)
+					n, at, _, err := l.TakeTicket(ctx, t0, spacing, 0)
 					if err != nil {
 						t.Error(err)
 						return
@@ -158,20 +163,60 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 	t.Run("a booking whose answer was lost skips a ticket and nothing else", func(t *testing.T) {
 		_, client, table := newCalendar(t)
 		l := dynamo.NewChannelLeases(&lostAnswers{API: client, n: 1}, table)
-		if _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err == nil {
+		if _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err == nil {
 			t.Fatal("a lost answer reported success")
 		}
 		// The caller (or the SDK) books again: the applied booking is skipped, never handed out twice.
-		n, at, err := l.TakeTicket(ctx, t0, spacing, 0)
+		n, at, _, err := l.TakeTicket(ctx, t0, spacing, 0)
 		if err != nil || n != 1 || !at.Equal(t0.Add(spacing)) {
 			t.Fatalf("after a lost answer: %d at %v, %v; want ticket 1 one spacing after now", n, at.Sub(t0), err)
+		}
+	})
+
+	t.Run("a round of slots spans its spacings exactly, below the millisecond", func(t *testing.T) {
+		// 5 s ledgers over 64 channels: 78.125 ms. A round of 64 tickets spans exactly one
+		// ledger, so ticket 64 (channel 0 again) is the first of the next ledger, and ticket
+		// 63 the last of this one; kept in whole milliseconds, rounded up, it would be 56 ms late.
+		l, _, _ := newCalendar(t)
+		const fine = 78125 * time.Microsecond
+		var ats []time.Time
+		for range 65 {
+			_, at, _, err := l.TakeTicket(ctx, t0, fine, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ats = append(ats, at)
+		}
+		if !ats[63].Equal(t0.Add(63*fine)) || !ats[64].Equal(t0.Add(5*time.Second)) {
+			t.Errorf("tickets 63 and 64 at %v and %v, want %v and 5s", ats[63].Sub(t0), ats[64].Sub(t0), 63*fine)
+		}
+	})
+
+	t.Run("a calendar time in whole milliseconds is read as it was written", func(t *testing.T) {
+		// Items written with whole milliseconds (and a from with a sub-millisecond part) book on.
+		_, client, table := newCalendar(t)
+		ms := t0.Add(10 * time.Second).UnixMilli()
+		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
+			"pk":                    &types.AttributeValueMemberS{Value: dynamo.ChannelTicketsKey},
+			dynamo.AttrTicketNext:   &types.AttributeValueMemberN{Value: "7"},
+			dynamo.AttrTicketNextAt: &types.AttributeValueMemberN{Value: strconv.FormatInt(ms, 10)},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		l := dynamo.NewChannelLeases(client, table)
+		from := t0.Add(1500 * time.Microsecond)
+		for i, want := range []time.Duration{10 * time.Second, 10*time.Second + 1250*time.Microsecond} {
+			n, at, _, err := l.TakeTicket(ctx, from, 1250*time.Microsecond, 0)
+			if err != nil || n != int64(7+i) || !at.Equal(t0.Add(want)) {
+				t.Errorf("booking %d: %d at %v, %v; want %d at %v", i, n, at.Sub(t0), err, 7+i, want)
+			}
 		}
 	})
 
 	t.Run("a client without UpdateItem has no calendar", func(t *testing.T) {
 		_, client, table := newCalendar(t)
 		l := dynamo.NewChannelLeases(withoutUpdate{client}, table)
-		if _, _, err := l.TakeTicket(ctx, t0, spacing, 0); !errors.Is(err, dynamo.ErrNoTickets) {
+		if _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); !errors.Is(err, dynamo.ErrNoTickets) {
 			t.Fatalf("TakeTicket = %v, want ErrNoTickets", err)
 		}
 	})

@@ -38,8 +38,16 @@
 //     conditional write names a record's pk, so a record can never hold a key, extend its replay
 //     window or match a condition.
 //   - The channel calendar, pk "channels:tickets" (ChannelLeases.TakeTicket; channeltickets.go):
-//     next (N, the next ticket number) and nextAt (N, epoch ms, the time booked for it). One item
+//     next (N, the next ticket number) and nextAt (N, epoch ms with up to six decimals, the time
+//     booked for it; items written in whole ms read the same). One item
 //     per table, about 60 bytes; every process of the deployment books its channel leases on it.
+//   - A daily counter of the limits, pk "limit:wallet:<WalletHash>:<asset>:<day>" or
+//     "limit:asset:<asset>:<day>" (transfer.Charge.Counter; limits.go): total (N, stroops) and
+//     expiresAt (epoch s, transfer.CounterKeep after its UTC day). About 100 bytes.
+//   - A give-back's marker, pk "limit:givenback:<claimId>" (GiveBack): expiresAt only.
+//
+// A transfer item whose claim charged the limits also holds charges (L of M: counter, scope,
+// asset, day, stroops, cap) and charged (BOOL true, for the stream's filter).
 //
 // gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL) is sparse: gsi1pk is "in_doubt" on
 // in_doubt items (the durable in-doubt queue, ListInDoubt), "in_flight" on in_flight items (the
@@ -88,6 +96,57 @@
 // oldest first, for a daily reconciliation (ListArchivedDay). They share gsi1 rather than get a
 // fourth index because CloudFormation adds one global secondary index per stack update, and gsi3
 // is this update's; no live item's partition starts with "records:".
+//
+// # Limits
+//
+// The limits (internal/transfer/limits.go; README.md, "Configuration", LIMITS) must hold under
+// concurrent claims from any number of processes that share only this table, so a daily total is
+// an item the claim updates in the same atomic write as it claims: a claim with charges is one
+// TransactWriteItems of the claim's Put (its usual condition, ReturnValuesOnConditionCheckFailure
+// ALL_OLD) and, per charge, `ADD total :amount` if `attribute_not_exists(total) OR total <=
+// :cap - :amount` (claimCharged). All or nothing: a refused charge writes no claim, a lost claim
+// charges nothing. A read of the counter before the claim, or a counter updated after it, would
+// let two claims each see room for one; a conditional counter update alone, without the claim in
+// the same transaction, would charge a replay or leave a charge behind a claim that then lost.
+//
+// The cancellation reasons say which condition failed, one reason per item in order. The claim's
+// comes first and wins: a claim that lost its key is answered as any lost claim (a replay, a
+// conflict, a wait), whatever the counters say, so a limit never hides a replay and a replay is
+// never charged. Otherwise the first counter that failed is transfer.DailyLimitError for its
+// charge (429 DAILY_LIMIT_EXCEEDED naming it). A TransactionConflict (another transaction on the
+// same counter at the same instant) wrote nothing and is written again after 1, 2, 4 ... ms, at
+// most chargeAttempts times. Each write carries a ClientRequestToken derived from the claim ID
+// and the attempt, so the SDK's own retry of a request whose answer was lost is applied once;
+// past the token's ten minutes, a write sent again fails the claim's condition against its own
+// item, which the orchestrator recognises by its claim ID (transfer/doc.go, "Incarnations").
+//
+// A give-back (GiveBack, called from the table's stream by internal/alert when nothing moved
+// under a claim: transfer.GiveBackOf) is one TransactWriteItems of a marker Put
+// "limit:givenback:<claimId>" if `attribute_not_exists(pk)` and, per charge, `ADD total :minus`.
+// The marker makes it happen once per claim however often the stream delivers its record. It is
+// a marker rather than a set of given-back claim IDs on the counter (`ADD refunded :id` if `NOT
+// contains(refunded, :id)`): that set would grow with each give-back of the day, and every write
+// to the counter, each claim's included, is billed by the item's size (a write unit per KB) up to
+// the 400 KB item limit, at about 12,000 give-backs of one asset in a day.
+//
+// What it costs: a claim without charges is the one PutItem it always was (no limit configured for
+// the asset: same requests, same units). A charged claim is one TransactWriteItems of three items
+// (two with one daily limit), billed as transactional writes: two units per item of up to 1 KB,
+// 6 write units where the PutItem cost 1; a replay or a conflict of a charged request costs the
+// same cancelled transaction. The charges ride on every later write of the item: about 280 bytes
+// for two (measured on the local stack with 8 channels: a claim 649 -> 929 bytes, the item with its
+// fee-bumped envelope 1,566 -> 1,846), within the same KB for keys of ordinary length, so the
+// attach and the settlement cost what they did. A give-back costs one transaction of two or three
+// small items. The asset's counter is one item every claim of the asset updates: DynamoDB serves
+// about 1,000 writes a second on one item, and transactions on it conflict under contention
+// (retried above), so a deployment moving more than a few hundred transfers a second of one asset
+// would split it.
+//
+// Emulators: minidyn runs TransactWriteItems all or nothing and reports the failing item's
+// reason (it leaves the other items' reasons None and, for a Put, the holder out, so the claim is
+// read back as after PutItem); it ignores ClientRequestToken. dynalite (4.0.0, make test-dynalite)
+// has no TransactWriteItems: the limit contract (transfertest.LimitContract) runs on minidyn and
+// the in-memory store only.
 //
 // Counting requests: the package keeps no global state. Wrap the client handed to New (and to
 // EnsureTable) with a decorator; dynamotest.CountingClient does that and is what the tests and

@@ -28,7 +28,8 @@ import (
 
 var _ transfer.HistoryStore = (*Store)(nil)
 
-// ListByWallet queries gsi2 for wallet's items (wallet canonical, upper case), newest createdAt
+// ListByWallet queries gsi2 for wallet's items (wallet canonical, upper case: a scope, as
+// transfer.Wallet.Scope gives it, so an account's items include its muxed addresses'), newest createdAt
 // first (ScanIndexForward false), at most limit items (transfer.DefaultHistoryLimit when
 // limit <= 0) after cursor ("" for the start). It returns the records as projected (the fields
 // transfer.HistoryStore names) and the next cursor, "" when the query reported no more.

@@ -48,12 +48,29 @@ type item struct {
 	GSI1PK string `dynamodbav:"gsi1pk,omitempty"` // InDoubtPartition or ClaimsPartition, else absent
 	GSI1SK string `dynamodbav:"gsi1sk,omitempty"` // see AttrGSI1SK
 
-	GSI2PK string `dynamodbav:"gsi2pk,omitempty"` // transfer.WalletHash of request.walletAddress
+	GSI2PK string `dynamodbav:"gsi2pk,omitempty"` // transfer.WalletHash of the request's wallet scope (request.account, else request.walletAddress)
 	GSI2SK string `dynamodbav:"gsi2sk,omitempty"` // see AttrGSI2SK
 
 	Audit *auditItem `dynamodbav:"audit,omitempty"` // an operator's resolution (internal/reconcile)
 
 	Async bool `dynamodbav:"async,omitempty"` // BOOL: accepted with Prefer: respond-async (transfer.Record.Async)
+
+	// Charges (L of M) are what the claim added to the limits' daily counters
+	// (transfer.Record.Charges); absent without limits.
+	Charges []chargeItem `dynamodbav:"charges,omitempty"`
+	// Charged (BOOL true) marks an item with charges, for the stream's filter (template.yaml,
+	// AlertFunction): a filter matches scalar attributes, not the elements of a list.
+	Charged bool `dynamodbav:"charged,omitempty"`
+}
+
+// chargeItem is transfer.Charge (an element of "charges").
+type chargeItem struct {
+	Counter string `dynamodbav:"counter"`
+	Scope   string `dynamodbav:"scope"`
+	Asset   string `dynamodbav:"asset"`
+	Day     string `dynamodbav:"day"` // 2006-01-02, UTC
+	Stroops int64  `dynamodbav:"stroops"`
+	Cap     int64  `dynamodbav:"cap"` // stroops
 }
 
 // auditItem is transfer.Audit (map attribute "audit").
@@ -73,6 +90,16 @@ type requestItem struct {
 	Amount        string `dynamodbav:"amount,omitempty"` // canonical decimal string
 	Asset         string `dynamodbav:"asset,omitempty"`
 	Stroops       int64  `dynamodbav:"stroops,omitempty"`
+	// Account and MuxedID: an M... walletAddress's G... account and id (transfer.Request).
+	Account string    `dynamodbav:"account,omitempty"`
+	MuxedID uint64    `dynamodbav:"muxedId,omitempty"` // N; absent for 0
+	Memo    *memoItem `dynamodbav:"memo,omitempty"`
+}
+
+// memoItem is transfer.Memo (map attribute "request.memo"); value absent for an empty text memo.
+type memoItem struct {
+	Type  string `dynamodbav:"type"`
+	Value string `dynamodbav:"value,omitempty"`
 }
 
 // resultItem is the stored outcome (map attribute "result"); names as transfer.Result's JSON.
@@ -154,6 +181,11 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 			Amount:        r.Amount,
 			Asset:         r.Asset,
 			Stroops:       r.Stroops,
+			Account:       r.Account,
+			MuxedID:       r.MuxedID,
+		}
+		if !r.Memo.IsZero() {
+			it.Request.Memo = &memoItem{Type: string(r.Memo.Type), Value: r.Memo.Value}
 		}
 	}
 	if e := rec.Envelope; e != nil {
@@ -202,13 +234,19 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 	// Every write of a transfer item is the whole item (Claim and Replace are PutItem), so the
 	// history keys are derived here from what every write carries: the request's wallet and the
 	// claim's createdAt. An item without them (written by another writer) is not in the history.
-	if w := rec.Request.WalletAddress; w != "" && !rec.CreatedAt.IsZero() {
+	// A muxed wallet's items are its account's (transfer.Wallet.Scope), as their store keys are.
+	if w := rec.Request.Wallet().Scope(); w != "" && !rec.CreatedAt.IsZero() {
 		it.GSI2PK = transfer.WalletHash(w)
 		it.GSI2SK = historySortKey(rec.CreatedAt, rec.StoreKey)
 	}
 	if a := rec.Audit; a != nil {
 		it.Audit = &auditItem{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,
 			Forced: a.Forced, At: epochMillis(a.At)}
+	}
+	it.Charged = len(rec.Charges) > 0
+	for _, c := range rec.Charges {
+		it.Charges = append(it.Charges, chargeItem{Counter: c.Counter, Scope: string(c.Scope), Asset: c.Asset, Day: c.Day,
+			Stroops: c.Stroops, Cap: c.Cap})
 	}
 	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
@@ -257,6 +295,11 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			Amount:        r.Amount,
 			Asset:         r.Asset,
 			Stroops:       r.Stroops,
+			Account:       r.Account,
+			MuxedID:       r.MuxedID,
+		}
+		if m := r.Memo; m != nil {
+			rec.Request.Memo = transfer.Memo{Type: transfer.MemoType(m.Type), Value: m.Value}
 		}
 	}
 	if it.InnerHash != "" {
@@ -285,6 +328,10 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 	if a := it.Audit; a != nil {
 		rec.Audit = &transfer.Audit{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,
 			Forced: a.Forced, At: fromEpochMillis(a.At)}
+	}
+	for _, c := range it.Charges {
+		rec.Charges = append(rec.Charges, transfer.Charge{Counter: c.Counter, Scope: transfer.LimitScope(c.Scope), Asset: c.Asset,
+			Day: c.Day, Stroops: c.Stroops, Cap: c.Cap})
 	}
 	return rec, nil
 }

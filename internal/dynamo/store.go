@@ -54,7 +54,9 @@ func (s *Store) Table() string { return s.table }
 // ALL_OLD. When the claim is lost it returns the holder from the failed write or, if the service
 // left it out (minidyn and dynalite always do), from a consistent GetItem. If that read finds
 // nothing (the holder was deleted in between) it claims again, at most ClaimAttempts writes in all.
-// A won claim returns rec as stored: its times at millisecond precision, in UTC.
+// A won claim returns rec as stored: its times at millisecond precision, in UTC. A record with
+// charges (the limits' daily counters) is claimed with its counters in one transaction instead
+// (claimCharged); without charges the claim is the one PutItem, as without limits.
 func (s *Store) Claim(ctx context.Context, rec transfer.Record, now time.Time) (transfer.Record, bool, error) {
 	if rec.Status == transfer.StatusCancelled {
 		return transfer.Record{}, false, fmt.Errorf("dynamo: claim %q: a claim never writes a cancelled item", rec.StoreKey)
@@ -77,6 +79,13 @@ func (s *Store) Claim(ctx context.Context, rec transfer.Record, now time.Time) (
 		ExpressionAttributeNames:            expr.Names(),
 		ExpressionAttributeValues:           expr.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if len(rec.Charges) > 0 {
+		return s.claimCharged(ctx, rec, &types.Put{
+			TableName: in.TableName, Item: in.Item, ConditionExpression: in.ConditionExpression,
+			ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
 	}
 	for range ClaimAttempts {
 		_, err := s.client.PutItem(ctx, in)

@@ -19,3 +19,10 @@ func TestTransferStoreContractDynalite(t *testing.T) {
 	client := dynaliteClient(t)
 	transfertest.StoreContract(t, func(t *testing.T) transfer.Store { return newFixture(t, client).store })
 }
+
+// TestLimitContractMinidyn holds the Store's daily counters on minidyn to the limit contract, the
+// suite the in-memory store passes too. It runs on minidyn only: dynalite (4.0.0) has no
+// TransactWriteItems, which a charged claim and a give-back are.
+func TestLimitContractMinidyn(t *testing.T) {
+	transfertest.LimitContract(t, func(t *testing.T) transfertest.LimitStore { return minidynFixture(t).store })
+}

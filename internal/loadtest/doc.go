@@ -57,17 +57,22 @@
 // Retry-After) and once with Prefer: respond-async (each SubmitterFunction invocation a process
 // of its own), on 5 s ledgers with 15 ms per Stellar, 6 ms per DynamoDB and 10 ms per SQS request.
 // Throughput is against one transfer per channel per ledger; billed ms sum every invocation's
-// duration, rounded up to the ms, per transfer. Why async stays at 0.56 to 0.71 of the bound:
-// SubmitterFunction waits three ledger intervals for a channel (wiring.SubmitterChannelWaitLedgers)
-// where the API waits one; with one, its busy answers requeued transfers into other environments,
-// which booked again further ahead while the slots booked for them lapsed (0.04 to 0.32 of the
-// bound, up to 133 dead-lettered). What still holds it below the bound is the channel calendar's
-// spacing: a burst's slots are an interval over the channel count apart, so a batch booked at once
-// spans BatchSize of them (the second environment's batch the next BatchSize), and the last of a
-// batch go out after the next close: an invocation lasts two ledgers instead of one. With the
-// submitters' pools unscheduled (BENCH_UNSCHEDULED=1) every row is at 1.00 of the bound, but a
-// trickle of synchronous calls beside the burst then waits minutes for channels the submitters
-// take (BenchmarkMixed), so the submitters book on the calendar too.
+// duration, rounded up to the ms, per transfer. SubmitterFunction waits three ledger intervals
+// for a channel (wiring.SubmitterChannelWaitLedgers) where the API waits one; with one, its busy
+// answers requeued transfers into other environments, which booked again further ahead while the
+// slots booked for them lapsed (0.04 to 0.32 of the bound, up to 133 dead-lettered). An
+// invocation's runs book their BatchSize tickets together and the invocation lasts until the last
+// of them settles, so async holds the bound only when a batch lands in one ledger. The channel
+// calendar books from the start of the ledger a call falls in and leases a ledger's tickets at
+// that ledger's release point (internal/stellar/sources/channelsched.go): an invocation that
+// starts once its previous batch settled, about half a ledger in, lands its whole batch at the
+// next close and lasts one ledger. Booked from now, with every slot moved to the release point at
+// or after it, a batch spans BatchSize spacings, its later slots fall in the next ledger, and the
+// invocation lasts two: 0.56 to 0.71 of the bound. With the submitters' pools unscheduled
+// (BENCH_UNSCHEDULED=1) every row is at 1.00 of the bound too, but a trickle of synchronous calls
+// beside the burst then waits minutes for channels the submitters take (BenchmarkMixed), so the
+// submitters book on the calendar. At 4 channels (BatchSize 2) an invocation still lasts about a
+// ledger for 2 transfers, so async costs about half of sync's billed ms there, not a fifth.
 //
 // BenchmarkAsyncRate uses Stellar RPC and the burst's round trips; its Poisson arrivals are
 // seeded, so every row of a rate sees the same; SubmitterFunction's batches are formed as

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/logging"
@@ -11,17 +12,22 @@ import (
 // amount, asset, failing code, the client's idempotency key, trace ID), the envelope's hashes and
 // what the chain says now. Never the fingerprint, never the signed XDR.
 type Item struct {
-	StoreKey       string `json:"storeKey"`
-	Status         string `json:"status"`
-	WalletAddress  string `json:"walletAddress"`
-	OperationType  string `json:"operationType"`
-	Amount         string `json:"amount"`
-	Asset          string `json:"asset"`
-	IdempotencyKey string `json:"idempotencyKey"`
-	TraceID        string `json:"traceId,omitempty"`
-	FailingCode    string `json:"failingCode,omitempty"` // in_doubt
-	InnerHash      string `json:"innerHash,omitempty"`
-	OuterHash      string `json:"outerHash,omitempty"`
+	StoreKey      string `json:"storeKey"`
+	Status        string `json:"status"`
+	WalletAddress string `json:"walletAddress"`
+	OperationType string `json:"operationType"`
+	Amount        string `json:"amount"`
+	Asset         string `json:"asset"`
+	// Memo is the transfer's memo, absent for none; Account and MuxedID the G... account and the
+	// id (decimal) of a muxed (M...) walletAddress, absent otherwise: what an exchange credits by.
+	Memo           *transfer.Memo `json:"memo,omitempty"`
+	Account        string         `json:"account,omitempty"`
+	MuxedID        string         `json:"muxedId,omitempty"`
+	IdempotencyKey string         `json:"idempotencyKey"`
+	TraceID        string         `json:"traceId,omitempty"`
+	FailingCode    string         `json:"failingCode,omitempty"` // in_doubt
+	InnerHash      string         `json:"innerHash,omitempty"`
+	OuterHash      string         `json:"outerHash,omitempty"`
 	// OuterHashes is every fee bump sent around the inner transaction, oldest first, when it was
 	// replaced by fee (more than one); any of them may be the one that landed.
 	OuterHashes     []string   `json:"outerHashes,omitempty"`
@@ -80,6 +86,13 @@ func itemOf(rec transfer.Record) Item {
 		StoreKey: rec.StoreKey, Status: string(rec.Status), WalletAddress: rec.Request.WalletAddress,
 		OperationType: string(rec.Request.OperationType), Amount: rec.Request.Amount, Asset: rec.Request.Asset,
 		IdempotencyKey: rec.ClientKey, TraceID: rec.TraceID, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
+	}
+	if m := rec.Request.Memo; !m.IsZero() {
+		m.Value = logging.Redact(m.Value)
+		it.Memo = &m
+	}
+	if w := rec.Request.Wallet(); w.Muxed() {
+		it.Account, it.MuxedID = w.Account, strconv.FormatUint(w.MuxedID, 10)
 	}
 	if r := rec.Result; r != nil {
 		if rec.Status == transfer.StatusInDoubt {

@@ -1,6 +1,7 @@
 package stellar
 
 import (
+	"encoding/binary"
 	"errors"
 	"regexp"
 
@@ -30,7 +31,51 @@ func wellFormed(s string) bool { return addressShape.MatchString(s) }
 // and CRC16 checksum are verified.
 type Addresses struct{}
 
-var _ transfer.AddressParser = Addresses{}
+var _ transfer.MuxedParser = Addresses{}
+
+// ParseMuxed takes an upper-case M... address apart (SEP-23; go-stellar-sdk xdr.MuxedAccount
+// SetAddress): the G... account it pays and its 64-bit id. Anything but a canonical M... strkey
+// (shape, version byte, 40-byte payload, checksum, zero padding bits: strkey.Decode) is
+// ErrInvalidAddress; the input is not echoed.
+func (Addresses) ParseMuxed(upper string) (string, uint64, error) {
+	m, err := decodeMuxed(upper)
+	if err != nil {
+		return "", 0, err
+	}
+	return m.account.String(), m.id, nil
+}
+
+// muxedAddress is a decoded M... address: the account it pays and its id (SEP-23).
+type muxedAddress struct {
+	account rawAddress
+	id      uint64
+}
+
+// decodeMuxed checks s's shape (addressShape), then decodes it as an M... strkey whose
+// re-encoding is s itself (strkey.Decode already refuses non-canonical padding bits; the
+// re-encoding makes the one spelling this service accepts explicit). Anything else is
+// ErrInvalidAddress; s is not echoed.
+func decodeMuxed(s string) (muxedAddress, error) {
+	if !wellFormed(s) || len(s) != 69 {
+		return muxedAddress{}, ErrInvalidAddress
+	}
+	raw, err := strkey.Decode(strkey.VersionByteMuxedAccount, s)
+	if err != nil || len(raw) != 40 {
+		return muxedAddress{}, ErrInvalidAddress
+	}
+	if again, err := strkey.Encode(strkey.VersionByteMuxedAccount, raw); err != nil || again != s {
+		return muxedAddress{}, ErrInvalidAddress
+	}
+	m := muxedAddress{account: rawAddress{version: strkey.VersionByteAccountID}, id: binary.BigEndian.Uint64(raw[32:])}
+	copy(m.account.key[:], raw[:32])
+	return m, nil
+}
+
+// muxedAccount is m as the XDR MuxedAccount a payment's destination holds (KEY_TYPE_MUXED_ED25519).
+func (m muxedAddress) muxedAccount() xdr.MuxedAccount {
+	return xdr.MuxedAccount{Type: xdr.CryptoKeyTypeKeyTypeMuxedEd25519,
+		Med25519: &xdr.MuxedAccountMed25519{Id: xdr.Uint64(m.id), Ed25519: xdr.Uint256(m.account.key)}}
+}
 
 // ParseAddress returns the kind of an upper-case strkey: G... AccountAddress, C... ContractAddress,
 // M... MuxedAddress. Anything else (any character outside A-Z 2-7, a wrong length, a bad

@@ -17,7 +17,7 @@ import (
 )
 
 // admitTickets is the channel calendar in memory (as internal/dynamo's TakeTicket keeps it: the
-// next number and its time, never before now), counting its bookings.
+// next number and its time, never before from), counting its bookings.
 type admitTickets struct {
 	mu     sync.Mutex
 	next   int64
@@ -25,16 +25,16 @@ type admitTickets struct {
 	calls  int
 }
 
-func (m *admitTickets) TakeTicket(_ context.Context, now time.Time, spacing, horizon time.Duration) (int64, time.Time, error) {
+func (m *admitTickets) TakeTicket(_ context.Context, from time.Time, spacing, horizon time.Duration) (int64, time.Time, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
-	n, at := m.next, m.nextAt
-	if at.Before(now) || horizon > 0 && at.After(now.Add(horizon)) {
-		at = now
+	n, at, restarted := m.next, m.nextAt, false
+	if at.Before(from) || horizon > 0 && at.After(from.Add(horizon)) {
+		at, restarted = from, true
 	}
 	m.next, m.nextAt = n+1, at.Add(spacing)
-	return n, at, nil
+	return n, at, restarted, nil
 }
 
 func (m *admitTickets) booked() int {

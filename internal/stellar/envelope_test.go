@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,18 +172,90 @@ func codeBytes(code string) []byte {
 	return append([]byte(code), make([]byte, n-len(code))...)
 }
 
-// checkPayment checks a payment operation against its request.
-func checkPayment(t *testing.T, op xdr.Operation, wallet string, asset txnbuild.CreditAsset, stroops int64) {
+// want is what a payment's envelope must say beyond its source: where it goes (the G... account
+// credited and, for an M... wallet, the muxed id), the asset, the amount and the memo, each
+// derived from the request apart from the code under test.
+type want struct {
+	account string
+	muxed   bool
+	id      uint64
+	asset   txnbuild.CreditAsset
+	stroops int64
+	memo    xdr.Memo
+}
+
+// wantOf is what req's envelope must say: the wallet taken apart with go-stellar-sdk's xdr (not
+// the service's decoder) and the memo built from the request's text with xdr.NewMemo.
+func wantOf(t *testing.T, req transfer.Request, asset txnbuild.CreditAsset) want {
 	t.Helper()
+	ma, err := xdr.AddressToMuxedAccount(req.WalletAddress)
+	if err != nil {
+		t.Fatalf("wallet %s: %v", req.WalletAddress, err)
+	}
+	w := want{account: ma.ToAccountId().Address(), asset: asset, stroops: req.Stroops, memo: xdr.Memo{Type: xdr.MemoTypeMemoNone}}
+	if id, err := ma.GetId(); err == nil {
+		w.muxed, w.id = true, id
+	}
+	switch req.Memo.Type {
+	case transfer.MemoText:
+		w.memo, err = xdr.NewMemo(xdr.MemoTypeMemoText, req.Memo.Value)
+	case transfer.MemoID:
+		var id uint64
+		if id, err = strconv.ParseUint(req.Memo.Value, 10, 64); err == nil {
+			w.memo, err = xdr.NewMemo(xdr.MemoTypeMemoId, xdr.Uint64(id))
+		}
+	case transfer.MemoHash, transfer.MemoReturn:
+		var raw []byte
+		if raw, err = hex.DecodeString(req.Memo.Value); err == nil && len(raw) == 32 {
+			var h xdr.Hash
+			copy(h[:], raw)
+			typ := map[transfer.MemoType]xdr.MemoType{transfer.MemoHash: xdr.MemoTypeMemoHash, transfer.MemoReturn: xdr.MemoTypeMemoReturn}[req.Memo.Type]
+			w.memo, err = xdr.NewMemo(typ, h)
+		}
+	}
+	if err != nil {
+		t.Fatalf("memo %+v: %v", req.Memo, err)
+	}
+	return w
+}
+
+// paymentMismatches lists how a transaction's payment operation and memo differ from w: its
+// destination (the muxed account's type, key and id, or the account's key), amount, asset (code
+// byte for byte, issuer) and memo (type and value, compared as XDR bytes). Empty: it pays exactly
+// what was asked, where it was asked, with the memo asked.
+func paymentMismatches(op xdr.Operation, memo xdr.Memo, w want) []string {
+	var out []string
 	pay, ok := op.Body.GetPaymentOp()
 	if !ok {
-		t.Fatalf("operation %s, want a payment", op.Body.Type)
+		return []string{fmt.Sprintf("operation %s, want a payment", op.Body.Type)}
 	}
-	if got := ed25519Of(t, pay.Destination); got != wallet {
-		t.Errorf("destination %s, want %s", got, wallet)
+	var raw [32]byte
+	copy(raw[:], strkey.MustDecode(strkey.VersionByteAccountID, w.account))
+	switch d := pay.Destination; {
+	case w.muxed:
+		m, ok := d.GetMed25519()
+		if d.Type != xdr.CryptoKeyTypeKeyTypeMuxedEd25519 || !ok {
+			out = append(out, fmt.Sprintf("destination of type %s, want a muxed account", d.Type))
+			break
+		}
+		if [32]byte(m.Ed25519) != raw {
+			out = append(out, fmt.Sprintf("muxed destination's account %s, want %s", d.ToAccountId().Address(), w.account))
+		}
+		if uint64(m.Id) != w.id {
+			out = append(out, fmt.Sprintf("muxed destination's id %d, want %d", m.Id, w.id))
+		}
+	default:
+		ed, ok := d.GetEd25519()
+		if d.Type != xdr.CryptoKeyTypeKeyTypeEd25519 || !ok {
+			out = append(out, fmt.Sprintf("destination of type %s, want a G... account", d.Type))
+			break
+		}
+		if [32]byte(ed) != raw {
+			out = append(out, fmt.Sprintf("destination %s, want %s", d.ToAccountId().Address(), w.account))
+		}
 	}
-	if int64(pay.Amount) != stroops {
-		t.Errorf("amount %d stroops, want %d", pay.Amount, stroops)
+	if int64(pay.Amount) != w.stroops {
+		out = append(out, fmt.Sprintf("amount %d stroops, want %d", pay.Amount, w.stroops))
 	}
 	var code []byte
 	var issuer xdr.AccountId
@@ -190,13 +265,42 @@ func checkPayment(t *testing.T, op xdr.Operation, wallet string, asset txnbuild.
 	case xdr.AssetTypeAssetTypeCreditAlphanum12:
 		code, issuer = pay.Asset.AlphaNum12.AssetCode[:], pay.Asset.AlphaNum12.Issuer
 	default:
-		t.Fatalf("asset type %s", pay.Asset.Type)
+		return append(out, fmt.Sprintf("asset type %s", pay.Asset.Type))
 	}
-	if !bytes.Equal(code, codeBytes(asset.Code)) {
-		t.Errorf("asset code %q (%s), want %q exactly", code, pay.Asset.Type, asset.Code)
+	if !bytes.Equal(code, codeBytes(w.asset.Code)) {
+		out = append(out, fmt.Sprintf("asset code %q (%s), want %q exactly", code, pay.Asset.Type, w.asset.Code))
 	}
-	if issuer.Address() != asset.Issuer {
-		t.Errorf("asset issuer %s, want %s", issuer.Address(), asset.Issuer)
+	if issuer.Address() != w.asset.Issuer {
+		out = append(out, fmt.Sprintf("asset issuer %s, want %s", issuer.Address(), w.asset.Issuer))
+	}
+	got, err1 := memo.MarshalBinary()
+	exp, err2 := w.memo.MarshalBinary()
+	if err1 != nil || err2 != nil || !bytes.Equal(got, exp) {
+		out = append(out, fmt.Sprintf("memo %s %v, want %s %v", memo.Type, memoValue(memo), w.memo.Type, memoValue(w.memo)))
+	}
+	return out
+}
+
+// memoValue is a memo's value for a message.
+func memoValue(m xdr.Memo) any {
+	switch m.Type {
+	case xdr.MemoTypeMemoText:
+		return *m.Text
+	case xdr.MemoTypeMemoId:
+		return uint64(*m.Id)
+	case xdr.MemoTypeMemoHash:
+		return hex.EncodeToString(m.Hash[:])
+	case xdr.MemoTypeMemoReturn:
+		return hex.EncodeToString(m.RetHash[:])
+	}
+	return nil
+}
+
+// checkPayment checks a payment operation and its transaction's memo against w.
+func checkPayment(t *testing.T, op xdr.Operation, memo xdr.Memo, w want) {
+	t.Helper()
+	for _, m := range paymentMismatches(op, memo, w) {
+		t.Error(m)
 	}
 }
 
@@ -215,8 +319,47 @@ func spellings(code string) []string {
 	return []string{code, strings.ToUpper(code), strings.ToLower(code)}
 }
 
+// muxedOf is the M... address of account with id, as go-stellar-sdk's xdr writes it (SEP-23).
+func muxedOf(t *testing.T, account string, id uint64) string {
+	t.Helper()
+	m, err := xdr.MuxedAccountFromAccountId(account, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Address()
+}
+
+// paying is req with wallet as its destination: for an M... address, its account and id as
+// transfer.Rules sets them (read here with go-stellar-sdk's xdr, not the service's decoder).
+func paying(t *testing.T, req transfer.Request, wallet string) transfer.Request {
+	t.Helper()
+	req.WalletAddress, req.Account, req.MuxedID = wallet, "", 0
+	if wallet[0] == 'M' {
+		ma, err := xdr.AddressToMuxedAccount(wallet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Account = ma.ToAccountId().Address()
+		req.MuxedID, _ = ma.GetId()
+	}
+	return req
+}
+
+// envelopeMemos are memos of every type at their bounds: none, text of 0 and of exactly 28 bytes
+// (14 two-byte characters), ids 0 and 2^64-1, a hash and a return of 32 bytes.
+func envelopeMemos() []transfer.Memo {
+	h := sha256.Sum256([]byte("a payout"))
+	return []transfer.Memo{{}, {Type: transfer.MemoText, Value: "exchange-customer-0042"}, {Type: transfer.MemoID, Value: "18446744073709551615"},
+		{Type: transfer.MemoHash, Value: hex.EncodeToString(h[:])}, {Type: transfer.MemoText, Value: strings.Repeat("é", 14)},
+		{Type: transfer.MemoReturn, Value: hex.EncodeToString(h[:])}, {Type: transfer.MemoID, Value: "0"}, {Type: transfer.MemoText, Value: ""}}
+}
+
+// envelopeMuxedIDs are the ids of the M... rows: 0, 1, 2^63 and 2^64-1.
+var envelopeMuxedIDs = []uint64{0, 1, 1 << 63, math.MaxUint64}
+
 func TestEnvelopesMatchTheirPaymentRequests(t *testing.T) {
 	assets := envelopeAssets()
+	memos := envelopeMemos()
 	amounts := []int64{1, 25*unit + 5, 1_000_000 * unit, math.MaxInt64}
 	forEachBackend(t, func(t *testing.T, newEnv func(suiteOpts) *suiteEnv) {
 		e := newEnv(suiteOpts{assets: assets})
@@ -228,10 +371,16 @@ func TestEnvelopesMatchTheirPaymentRequests(t *testing.T) {
 		n := 0
 		for i, a := range assets {
 			for j, spelled := range spellings(a.Code) {
+				// Every other row pays an M... address of a new account, with the ids in turn.
 				wallet := keypair.MustRandom().Address()
+				if n%2 == 1 {
+					wallet = muxedOf(t, wallet, envelopeMuxedIDs[(n/2)%len(envelopeMuxedIDs)])
+				}
 				stroops := amounts[(i+j)%len(amounts)]
-				t.Run(fmt.Sprintf("%s/%s/%d", spelled, wallet[:4], stroops), func(t *testing.T) {
-					req := transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Asset: spelled, Amount: "x", Stroops: stroops}
+				memo := memos[(n/2)%len(memos)]
+				t.Run(fmt.Sprintf("%s/%s/%d/memo=%s", spelled, wallet[:4], stroops, memo.Type), func(t *testing.T) {
+					req := transfer.Request{OperationType: transfer.Withdraw, Asset: spelled, Amount: "x", Stroops: stroops, Memo: memo}
+					req = paying(t, req, wallet)
 					maxTime := e.clock.Now().Add(time.Duration(30+n) * time.Second)
 					env, err := e.ledger.Prepare(ctx, req, transfer.Terms{MaxTime: maxTime})
 					if err != nil {
@@ -244,7 +393,7 @@ func TestEnvelopesMatchTheirPaymentRequests(t *testing.T) {
 					}
 					o := openEnvelope(t, env.XDR, e.net.Passphrase())
 					checkSources(t, env, o, e.vault, fee, source.Sequence, maxTime)
-					checkPayment(t, onlyOperation(t, o, e.vault), wallet, a, stroops)
+					checkPayment(t, onlyOperation(t, o, e.vault), o.tx.Memo, wantOf(t, req, a))
 				})
 				n++
 			}
@@ -383,11 +532,173 @@ func TestEnvelopesMatchTheirContractRequests(t *testing.T) {
 								if o.tx.Ext.V != 1 || o.tx.Ext.SorobanData == nil || int64(o.tx.Ext.SorobanData.ResourceFee) != e.resourceFee {
 									t.Errorf("Soroban data %+v, want the simulation's (resource fee %d)", o.tx.Ext, e.resourceFee)
 								}
+								if o.tx.Memo.Type != xdr.MemoTypeMemoNone {
+									t.Errorf("a contract call with memo %s", o.tx.Memo.Type)
+								}
 							})
 						}
 					}
 				}
+				// What a contract call cannot carry (ContractLedger.validate): a memo of any type,
+				// and an M... wallet, with or without a memo, for either operation. Each is refused
+				// as the client's mistake before anything is simulated, signed or sent.
+				var refused []transfer.Request
+				for i, memo := range envelopeMemos()[1:] {
+					op := []transfer.Operation{transfer.Deposit, transfer.Withdraw}[i%2]
+					refused = append(refused, transfer.Request{OperationType: op, WalletAddress: wallets[i%len(wallets)], Asset: "yUSDC", Amount: "x", Stroops: unit, Memo: memo})
+				}
+				for i, id := range envelopeMuxedIDs {
+					req := transfer.Request{OperationType: []transfer.Operation{transfer.Deposit, transfer.Withdraw}[i%2], Asset: "EURC", Amount: "x", Stroops: unit}
+					if i == 3 {
+						req.Memo = transfer.Memo{Type: transfer.MemoID, Value: "7"}
+					}
+					refused = append(refused, paying(t, req, muxedOf(t, keypair.MustRandom().Address(), id)))
+				}
+				for _, req := range refused {
+					t.Run(fmt.Sprintf("refused/%s/%s/memo=%s", req.OperationType, req.WalletAddress[:1], req.Memo.Type), func(t *testing.T) {
+						calls := len(e.fake.methods())
+						env, err := e.ledger.Prepare(ctx, req, transfer.Terms{MaxTime: time.Unix(1_700_000_060, 0)})
+						var v *transfer.ValidationError
+						if !errors.As(err, &v) || v.Code != transfer.CodeMemoNotSupported || v.Kind != transfer.KindUnacceptable || env.XDR != "" {
+							t.Fatalf("Prepare = %+v, %v; want MEMO_NOT_SUPPORTED (unacceptable) and no envelope", env, err)
+						}
+						if got := e.fake.methods()[calls:]; len(got) != 0 {
+							t.Errorf("the refusal called %v", got)
+						}
+					})
+				}
 			})
 		}
 	}
+}
+
+// An adversary's envelopes: the table's check (paymentMismatches) refuses a payment whose memo or
+// muxed destination is not its request's, however little it differs. One envelope is built for a
+// muxed wallet with an id memo and passes; each variant changes one thing in its decoded
+// transaction and must be refused.
+func TestEnvelopeCheckRefusesAnotherMemoOrDestination(t *testing.T) {
+	e := newSuiteEnv(t, "rpc", suiteOpts{})
+	account := keypair.MustRandom().Address()
+	req := paying(t, transfer.Request{OperationType: transfer.Withdraw, Asset: "USDC", Amount: "x", Stroops: 5 * unit,
+		Memo: transfer.Memo{Type: transfer.MemoID, Value: "7"}}, muxedOf(t, account, 42))
+	env, err := e.ledger.Prepare(context.Background(), req, transfer.Terms{MaxTime: e.clock.Now().Add(30 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.ledger.Done(context.Background(), env)
+	usdc := txnbuild.CreditAsset{Code: e.usdc.Code, Issuer: e.usdc.Issuer}
+	w := wantOf(t, req, usdc)
+	built := openEnvelope(t, env.XDR, e.net.Passphrase())
+	if m := paymentMismatches(onlyOperation(t, built, e.vault), built.tx.Memo, w); len(m) != 0 {
+		t.Fatalf("the envelope as built: %v", m)
+	}
+	other := keypair.MustRandom().Address()
+	text := "7"
+	h := xdr.Hash{7}
+	for name, tamper := range map[string]func(tx *xdr.Transaction){
+		"memo id 8":   func(tx *xdr.Transaction) { id := xdr.Uint64(8); tx.Memo.Id = &id },
+		"no memo":     func(tx *xdr.Transaction) { tx.Memo = xdr.Memo{Type: xdr.MemoTypeMemoNone} },
+		"memo text 7": func(tx *xdr.Transaction) { tx.Memo = xdr.Memo{Type: xdr.MemoTypeMemoText, Text: &text} },
+		"memo hash":   func(tx *xdr.Transaction) { tx.Memo = xdr.Memo{Type: xdr.MemoTypeMemoHash, Hash: &h} },
+		"muxed id 43": func(tx *xdr.Transaction) { tx.Operations[0].Body.PaymentOp.Destination.Med25519.Id = 43 },
+		"muxed id 0":  func(tx *xdr.Transaction) { tx.Operations[0].Body.PaymentOp.Destination.Med25519.Id = 0 },
+		"the account, not muxed": func(tx *xdr.Transaction) {
+			d := &tx.Operations[0].Body.PaymentOp.Destination
+			aid := d.ToAccountId()
+			*d = aid.ToMuxedAccount()
+		},
+		"another account, id 42": func(tx *xdr.Transaction) {
+			m := muxedAccountOf(t, other, 42)
+			tx.Operations[0].Body.PaymentOp.Destination = m
+		},
+		"another amount": func(tx *xdr.Transaction) { tx.Operations[0].Body.PaymentOp.Amount++ },
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := openEnvelope(t, env.XDR, e.net.Passphrase())
+			tamper(&o.tx)
+			if m := paymentMismatches(o.tx.Operations[0], o.tx.Memo, w); len(m) == 0 {
+				t.Errorf("%s: the check let it pass", name)
+			}
+		})
+	}
+}
+
+// muxedAccountOf is account's muxed account with id, as XDR.
+func muxedAccountOf(t *testing.T, account string, id uint64) xdr.MuxedAccount {
+	t.Helper()
+	m, err := xdr.MuxedAccountFromAccountId(account, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A request not made by transfer.Rules cannot pay elsewhere than its address says, nor carry a
+// memo the network would read otherwise: Prepare refuses, before any source is leased, an M...
+// address whose account or id disagree with the request's, a muxed account or id without an M...
+// address, an M... of one of the service's own accounts, and a memo that is not canonical.
+func TestPrepareRefusesWhatItCannotPayExactly(t *testing.T) {
+	e := newSuiteEnv(t, "rpc", suiteOpts{channels: 2})
+	chans, err := e.ledger.EnsureChannels(context.Background())
+	if err != nil || len(chans) == 0 {
+		t.Fatalf("channels %v, %v", chans, err)
+	}
+	e.leases.mu.Lock()
+	e.leases.granted = nil
+	e.leases.mu.Unlock()
+	someone := keypair.MustRandom().Address()
+	base := transfer.Request{OperationType: transfer.Withdraw, Asset: "USDC", Amount: "x", Stroops: unit}
+	muxed := paying(t, base, muxedOf(t, someone, 42))
+	withAccount := func(r transfer.Request, a string) transfer.Request { r.Account = a; return r }
+	withID := func(r transfer.Request, id uint64) transfer.Request { r.MuxedID = id; return r }
+	withMemo := func(m transfer.Memo) transfer.Request { r := paying(t, base, someone); r.Memo = m; return r }
+	cases := []struct {
+		name string
+		req  transfer.Request
+		code string
+	}{
+		{"M... with another account", withAccount(muxed, keypair.MustRandom().Address()), transfer.CodeInvalidAddress},
+		{"M... with another id", withID(muxed, 43), transfer.CodeInvalidAddress},
+		{"M... without its account", withAccount(muxed, ""), transfer.CodeInvalidAddress},
+		{"G... with an account", withAccount(paying(t, base, someone), someone), transfer.CodeInvalidAddress},
+		{"G... with an id", withID(paying(t, base, someone), 1), transfer.CodeInvalidAddress},
+		{"M... of the vault", paying(t, base, muxedOf(t, e.vault, 1)), transfer.CodeInvalidAddress},
+		{"M... of the issuer", paying(t, base, muxedOf(t, e.usdc.Issuer, 1)), transfer.CodeInvalidAddress},
+		{"M... of the fee account", paying(t, base, muxedOf(t, e.keys.Fee.Address(), 1)), transfer.CodeInvalidAddress},
+		{"M... of a channel", paying(t, base, muxedOf(t, chans[0].Account, 1)), transfer.CodeInvalidAddress},
+		{"M... with a bad checksum", func() transfer.Request { r := muxed; r.WalletAddress = flipMiddle(r.WalletAddress); return r }(), transfer.CodeInvalidAddress},
+		{"text of 29 bytes", withMemo(transfer.Memo{Type: transfer.MemoText, Value: strings.Repeat("x", 29)}), transfer.CodeInvalidMemo},
+		{"text of 15 two-byte characters", withMemo(transfer.Memo{Type: transfer.MemoText, Value: strings.Repeat("é", 15)}), transfer.CodeInvalidMemo},
+		{"id with a leading zero", withMemo(transfer.Memo{Type: transfer.MemoID, Value: "07"}), transfer.CodeInvalidMemo},
+		{"id of 2^64", withMemo(transfer.Memo{Type: transfer.MemoID, Value: "18446744073709551616"}), transfer.CodeInvalidMemo},
+		{"id with a sign", withMemo(transfer.Memo{Type: transfer.MemoID, Value: "+7"}), transfer.CodeInvalidMemo},
+		{"hash in upper case", withMemo(transfer.Memo{Type: transfer.MemoHash, Value: strings.Repeat("AB", 32)}), transfer.CodeInvalidMemo},
+		{"hash of 31 bytes", withMemo(transfer.Memo{Type: transfer.MemoHash, Value: strings.Repeat("ab", 31)}), transfer.CodeInvalidMemo},
+		{"return of 33 bytes", withMemo(transfer.Memo{Type: transfer.MemoReturn, Value: strings.Repeat("ab", 33)}), transfer.CodeInvalidMemo},
+		{"type in upper case", withMemo(transfer.Memo{Type: "TEXT", Value: "x"}), transfer.CodeInvalidMemo},
+		{"a value without a type", withMemo(transfer.Memo{Value: "x"}), transfer.CodeInvalidMemo},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := e.ledger.Prepare(context.Background(), tc.req, transfer.Terms{MaxTime: e.clock.Now().Add(30 * time.Second)})
+			var v *transfer.ValidationError
+			if !errors.As(err, &v) || v.Code != tc.code || v.Kind != transfer.KindUnacceptable || env.XDR != "" {
+				t.Fatalf("Prepare = %+v, %v; want %s (unacceptable) and no envelope", env, err, tc.code)
+			}
+		})
+	}
+	e.leases.mu.Lock()
+	defer e.leases.mu.Unlock()
+	if len(e.leases.granted) != 0 {
+		t.Errorf("channel leases granted to refused requests: %v", e.leases.granted)
+	}
+}
+
+// flipMiddle is s with its 31st character changed: a strkey whose checksum no longer holds.
+func flipMiddle(s string) string {
+	c := "A"
+	if s[30] == 'A' {
+		c = "B"
+	}
+	return s[:30] + c + s[31:]
 }

@@ -176,7 +176,7 @@ func TestPaymentCarriesTheConfiguredCode(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := openEnvelope(t, env.XDR, testPassphrase)
-		checkPayment(t, onlyOperation(t, o, e.keys.Vault.Address()), wallet, txnbuild.CreditAsset{Code: "yUSDC", Issuer: e.issuer.Address()}, unit)
+		checkPayment(t, onlyOperation(t, o, e.keys.Vault.Address()), o.tx.Memo, wantOf(t, req, txnbuild.CreditAsset{Code: "yUSDC", Issuer: e.issuer.Address()}))
 	}
 }
 

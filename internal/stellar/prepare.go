@@ -123,55 +123,63 @@ func notSupported(detail string) *transfer.ValidationError {
 // RPCLedger.Prepare for the contract).
 func (c *common) prepare(ctx context.Context, ch chain, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	maxTime := terms.MaxTime
-	wallet, asset, keys, err := c.checkPayment(ctx, req, maxTime)
+	pay, asset, keys, err := c.checkPayment(ctx, req, maxTime)
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
 	return c.withSource(ctx, ch, keys, maxTime, func(lease sources.Lease) (transfer.Envelope, error) {
-		return c.build(ctx, ch, lease, wallet, req.Stroops, asset, terms)
+		return c.build(ctx, ch, lease, pay, req.Stroops, asset, terms)
 	})
 }
 
+// payment is what a classic payment's envelope says beyond its source, amount and asset: where it
+// goes and the transaction's memo (nil: none).
+type payment struct {
+	to   destination
+	memo txnbuild.Memo
+}
+
 // checkPayment is what prepare refuses before it asks for a transaction source: an operation
-// other than a withdrawal, a wallet that is not a G... account or is one of this service's
-// accounts, an unknown asset, an amount that is not positive, a maxTime unset (typed
-// *transfer.ValidationError, or a plain error), and keys that cannot be loaded
-// (SIGNING_KEYS_UNAVAILABLE). It returns the wallet, the asset and the keys.
-func (c *common) checkPayment(ctx context.Context, req transfer.Request, maxTime time.Time) (rawAddress, vaultAsset, signing.Keys, error) {
+// other than a withdrawal, a wallet that is not a G... or M... account (paymentDestination) or
+// whose account is one of this service's (an M... address is judged by the account it pays), a
+// memo the network would not take (txMemo), an unknown asset, an amount that is not positive, a
+// maxTime unset (typed *transfer.ValidationError, or a plain error), and keys that cannot be
+// loaded (SIGNING_KEYS_UNAVAILABLE). It returns the payment, the asset and the keys.
+func (c *common) checkPayment(ctx context.Context, req transfer.Request, maxTime time.Time) (payment, vaultAsset, signing.Keys, error) {
 	switch req.OperationType {
 	case transfer.Withdraw:
 	case transfer.Deposit:
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, notSupported("deposits need a vault contract (Soroban), which this deployment does not have yet; only withdrawals are supported")
+		return payment{}, vaultAsset{}, signing.Keys{}, notSupported("deposits need a vault contract (Soroban), which this deployment does not have yet; only withdrawals are supported")
 	default:
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
+		return payment{}, vaultAsset{}, signing.Keys{}, notSupported(fmt.Sprintf("operation %q is not supported", req.OperationType))
 	}
-	wallet, err := decodeAddress(req.WalletAddress)
+	to, err := paymentDestination(req)
 	if err != nil {
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, invalidWallet("walletAddress must be a G... account")
+		return payment{}, vaultAsset{}, signing.Keys{}, err
 	}
-	if !wallet.isAccount() {
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, &transfer.ValidationError{Code: transfer.CodeOperationNotSupp, Kind: transfer.KindUnacceptable, Field: "walletAddress",
-			Detail: "withdrawals to contract addresses (C...) need a vault contract (Soroban), which this deployment does not have yet; use a G... account"}
+	memo, err := txMemo(req.Memo)
+	if err != nil {
+		return payment{}, vaultAsset{}, signing.Keys{}, err
 	}
 	asset, ok := c.assets.find(req.Asset)
 	if !ok {
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, unknownAsset(req.Asset)
+		return payment{}, vaultAsset{}, signing.Keys{}, unknownAsset(req.Asset)
 	}
 	if req.Stroops <= 0 {
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount",
+		return payment{}, vaultAsset{}, signing.Keys{}, &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount",
 			Detail: "amount must be greater than zero"}
 	}
 	if maxTime.Unix() <= 0 {
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
+		return payment{}, vaultAsset{}, signing.Keys{}, errors.New("stellar: Prepare needs a maxTime (timebounds must be bounded)")
 	}
 	keys, err := c.loadKeys(ctx)
 	if err != nil {
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, err
+		return payment{}, vaultAsset{}, signing.Keys{}, err
 	}
-	if err := c.guardWallet(wallet, asset, keys); err != nil {
-		return rawAddress{}, vaultAsset{}, signing.Keys{}, err
+	if err := c.guardWallet(to.account, asset, keys); err != nil {
+		return payment{}, vaultAsset{}, signing.Keys{}, err
 	}
-	return wallet, asset, keys, nil
+	return payment{to: to, memo: memo}, asset, keys, nil
 }
 
 // Admit is transfer.Admission for a ledger with channel accounts: before the call claims its
@@ -262,17 +270,18 @@ func (c *common) withSource(ctx context.Context, ch chain, keys signing.Keys, ma
 
 // build reads the source's sequence number from the network (never from a cache: a stale one
 // would be refused with txBAD_SEQ), with the vault's trustline and the fee account in the same
-// read, builds the payment of stroops of asset (its code as configured) to wallet (its canonical
-// strkey), signs it, wraps it in a fee bump when the lease has a fee source, and refuses it
-// before it is sent when the vault or the fee payer cannot pay (checkFunds).
-func (c *common) build(ctx context.Context, ch chain, lease sources.Lease, wallet rawAddress, stroops int64, asset vaultAsset, terms transfer.Terms) (transfer.Envelope, error) {
+// read, builds the payment of stroops of asset (its code as configured) to pay's destination
+// (its canonical G... or M... strkey) with pay's memo, signs it, wraps it in a fee bump when the
+// lease has a fee source, and refuses it before it is sent when the vault or the fee payer
+// cannot pay (checkFunds).
+func (c *common) build(ctx context.Context, ch chain, lease sources.Lease, pay payment, stroops int64, asset vaultAsset, terms transfer.Terms) (transfer.Envelope, error) {
 	snap, err := ch.accounts(ctx, c.fundsQuery(lease, asset.credit, true))
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
 	seq := snap.source.seq
 	ops := []txnbuild.Operation{&txnbuild.Payment{
-		Destination:   wallet.String(),
+		Destination:   pay.to.strkey(),
 		Amount:        amount.StringFromInt64(stroops),
 		Asset:         asset.credit,
 		SourceAccount: lease.OpSource,
@@ -296,6 +305,7 @@ func (c *common) build(ctx context.Context, ch chain, lease sources.Lease, walle
 		IncrementSequenceNum: true,
 		Operations:           ops,
 		BaseFee:              innerRate,
+		Memo:                 pay.memo,
 		Preconditions:        txnbuild.Preconditions{TimeBounds: timebounds(terms)},
 	})
 	if err != nil {
@@ -303,6 +313,9 @@ func (c *common) build(ctx context.Context, ch chain, lease sources.Lease, walle
 	}
 	env, err := c.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
 	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if err := checkBuilt(env.XDR, pay, stroops, asset); err != nil {
 		return transfer.Envelope{}, err
 	}
 	if err := c.checkFunds(ctx, ch, lease, snap, env, stroops, asset, true); err != nil {

@@ -259,8 +259,37 @@ func (l *ContractLedger) contractList() []rawAddress {
 
 // validate checks req for a contract call and returns the call: the asset's contract, the
 // function, the wallet and the amount in the contract's unit.
+//
+// A memo or a muxed (M...) wallet is refused (MEMO_NOT_SUPPORTED, 422) before anything is built,
+// since the network would not carry it on this call:
+//
+//   - A memo: Stellar RPC's simulateTransaction, which every call goes through, refuses a
+//     Soroban transaction with a memo ("Transaction contains a memo. Soroban transactions do not
+//     support memos."). stellar-core refuses an InvokeHostFunction transaction with a memo or a
+//     muxed source as txSOROBAN_INVALID from protocol 25 wherever it judges validity
+//     (TransactionFrame::commonValidPreSeqNum, validateSorobanMemo; internal/stellarsim models
+//     it, validity.go); before protocol 25 its queue refused one whose authorization was not only
+//     the source account's (src/herder/TransactionQueue.cpp, validateSorobanMemo: "non-source
+//     auth Soroban tx uses memo or muxed source account"). CAP-64, which would have let an
+//     authorization sign the memo, was rejected. A withdrawal's memo would reach no one anyway:
+//     CAP-67 turns a transaction's memo into a transfer event's to_muxed_id only for classic
+//     operations, never for a contract's transfer.
+//   - A muxed wallet: protocol 23 (CAP-67, "Multiplexing support") adds SC_ADDRESS_TYPE_MUXED_ACCOUNT,
+//     but as a MuxedAddressObject that "is not implicitly compatible with AddressObject": a
+//     contract whose argument is an Address (the vault's deposit and withdraw(wallet: Address,
+//     amount: i128)) fails when given one; only the Stellar Asset Contract's transfer takes it as
+//     its to. Passing the G... account instead would drop the id the exchange credits by.
+//
+// Retrying cannot change either, so both are the client's mistake, never a 503 SIMULATION_ERROR
+// to retry for ever.
 func (l *ContractLedger) validate(req transfer.Request) (contractCall, error) {
 	var call contractCall
+	if !req.Memo.IsZero() {
+		return contractCall{}, memoNotSupported("memo", "the vault contract's call cannot carry a memo (Soroban transactions do not support memos); send it without one, or pay a G... or M... account from a classic deployment")
+	}
+	if req.Account != "" || strings.HasPrefix(req.WalletAddress, "M") {
+		return contractCall{}, memoNotSupported("walletAddress", "the vault contract takes a G... account or a C... contract, not a muxed (M...) account; a contract call cannot carry the muxed id")
+	}
 	switch req.OperationType {
 	case transfer.Deposit:
 		call.fn = l.depositFn

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
 // adminRoutes serves the /_sim/ API, for tools outside Go:
@@ -29,6 +32,7 @@ import (
 //	PUT    /_sim/horizon_version {"horizon_version": "current" | "v27" | "v26" | "v25" | "v22"}
 //	GET    /_sim/frozen_keys   the frozen ledger keys (protocol 26, CAP-77; frozen.go)
 //	PUT    /_sim/frozen_keys   {"freeze": [base64 LedgerKey...], "unfreeze": [...]}
+//	GET    /_sim/muxed/{account}/{id} the M... address of a G... account and a 64-bit id (SEP-23)
 func (n *Network) adminRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /_sim/{$}", n.AdminIndex())
 	mux.HandleFunc("POST /_sim/faults", n.adminAddFaults)
@@ -58,6 +62,26 @@ func (n *Network) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /_sim/horizon_version", n.adminHorizonVersion)
 	mux.HandleFunc("GET /_sim/frozen_keys", n.adminFrozenKeys)
 	mux.HandleFunc("PUT /_sim/frozen_keys", n.adminFrozenKeys)
+	mux.HandleFunc("GET /_sim/muxed/{account}/{id}", adminMuxed)
+}
+
+// adminMuxed answers GET /_sim/muxed/{account}/{id}: {"account","id","muxed"}, the M... address
+// (SEP-23) of a G... account and a decimal uint64 id, as go-stellar-sdk's xdr.MuxedAccount writes
+// it, so that a shell can pay a muxed wallet of the stack (README.md, "Try it"); 400 otherwise.
+// It reads no ledger: any valid account has muxed addresses.
+func adminMuxed(w http.ResponseWriter, r *http.Request) {
+	account, idText := r.PathValue("account"), r.PathValue("id")
+	id, err := strconv.ParseUint(idText, 10, 64)
+	if err != nil || strconv.FormatUint(id, 10) != idText {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "id must be a uint64 in decimal, without leading zeros"})
+		return
+	}
+	m, err := xdr.MuxedAccountFromAccountId(account, id)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "account must be a G... address"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"account": account, "id": idText, "muxed": m.Address()})
 }
 
 // AdminRoute is one route of the /_sim/ admin API, as GET /_sim/ lists it.
@@ -86,6 +110,7 @@ var adminRouteList = []AdminRoute{
 	{"PUT", "/_sim/horizon_version", `switch the Horizon profile: {"horizon_version": "current" (28.0.0), "v27", "v26", "v25" or "v22"}`},
 	{"GET", "/_sim/frozen_keys", "the frozen ledger keys (protocol 26, CAP-77), base64 XDR"},
 	{"PUT", "/_sim/frozen_keys", `freeze or unfreeze ledger keys: {"freeze": [base64 LedgerKey...], "unfreeze": [...]}`},
+	{"GET", "/_sim/muxed/{account}/{id}", `the M... address (SEP-23) of a G... account and a decimal 64-bit id: {"account","id","muxed"}`},
 }
 
 var vaultRouteList = []AdminRoute{

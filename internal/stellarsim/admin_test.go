@@ -3,10 +3,12 @@ package stellarsim_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
@@ -172,6 +174,29 @@ func TestAdminRefusesFaultsThatReadTwoWays(t *testing.T) {
 	} {
 		if code := e.admin("POST", "/_sim/faults", body, nil); code != 201 {
 			t.Errorf("%s = %d, want 201", body, code)
+		}
+	}
+}
+
+// GET /_sim/muxed/{account}/{id} writes the M... address go-stellar-sdk's xdr reads back as that
+// account and id; anything but a G... account and a canonical decimal uint64 is 400.
+func TestAdminMuxedAddress(t *testing.T) {
+	e := newEnv(t, stellarsim.Options{})
+	const account = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
+	for _, id := range []string{"0", "42", "18446744073709551615"} {
+		var got struct{ Account, ID, Muxed string }
+		if code := e.admin("GET", "/_sim/muxed/"+account+"/"+id, "", &got); code != 200 {
+			t.Fatalf("%s: %d", id, code)
+		}
+		m, err := xdr.AddressToMuxedAccount(got.Muxed)
+		n, _ := m.GetId()
+		if err != nil || m.ToAccountId().Address() != account || strconv.FormatUint(n, 10) != id || got.Account != account || got.ID != id {
+			t.Errorf("%s: %+v reads back as %s %d (%v)", id, got, m.ToAccountId().Address(), n, err)
+		}
+	}
+	for _, path := range []string{account + "/18446744073709551616", account + "/07", account + "/-1", "GABC/1", strings.Replace(account, "G", "C", 1) + "/1"} {
+		if code := e.admin("GET", "/_sim/muxed/"+path, "", nil); code != 400 {
+			t.Errorf("%s: %d, want 400", path, code)
 		}
 	}
 }

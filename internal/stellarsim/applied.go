@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"strconv"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
@@ -26,10 +27,15 @@ type AppliedTx struct {
 	ResultCode       string      `json:"result_code"` // of the (inner) transaction: txSUCCESS, txFAILED, txBAD_SPONSORSHIP
 	OpResults        []string    `json:"op_results"`  // Horizon names: op_success, op_underfunded, ...
 	Ops              []OpSummary `json:"operations"`
-	MaxTime          int64       `json:"max_time,omitempty"`
-	EnvelopeXDR      string      `json:"envelope_xdr"`
-	ResultXDR        string      `json:"result_xdr"`
-	ResultMetaXDR    string      `json:"result_meta_xdr"`
+	// MemoType and Memo are the transaction's memo as Horizon's transaction record shows it
+	// (memo_type none, text, id, hash or return; memo the text, the id in decimal, a hash in
+	// base64), memo absent for none.
+	MemoType      string `json:"memo_type"`
+	Memo          string `json:"memo,omitempty"`
+	MaxTime       int64  `json:"max_time,omitempty"`
+	EnvelopeXDR   string `json:"envelope_xdr"`
+	ResultXDR     string `json:"result_xdr"`
+	ResultMetaXDR string `json:"result_meta_xdr"`
 }
 
 // OpSummary is an operation in brief.
@@ -39,6 +45,11 @@ type OpSummary struct {
 	Destination string `json:"destination,omitempty"`
 	Asset       string `json:"asset,omitempty"`
 	Amount      int64  `json:"amount,omitempty"` // stroops; the limit for change_trust
+	// DestinationMuxed and DestinationMuxedID: a payment to a muxed account (SEP-23) names it and
+	// its id here, as Horizon's payment operation does (to_muxed, to_muxed_id); Destination is
+	// the account it credits.
+	DestinationMuxed   string `json:"destination_muxed,omitempty"`
+	DestinationMuxedID string `json:"destination_muxed_id,omitempty"`
 }
 
 var opTypeNames = map[xdr.OperationType]string{
@@ -68,7 +79,12 @@ func summarizeOp(t *txInfo, op xdr.Operation) OpSummary {
 		s.Asset = "native"
 		s.Amount = int64(op.Body.CreateAccountOp.StartingBalance)
 	case xdr.OperationTypePayment:
-		s.Destination = op.Body.PaymentOp.Destination.ToAccountId().Address()
+		dest := op.Body.PaymentOp.Destination
+		s.Destination = dest.ToAccountId().Address()
+		if m, ok := dest.GetMed25519(); ok {
+			s.DestinationMuxed = dest.Address()
+			s.DestinationMuxedID = strconv.FormatUint(uint64(m.Id), 10)
+		}
 		s.Asset = assetFromXDR(op.Body.PaymentOp.Asset).String()
 		s.Amount = int64(op.Body.PaymentOp.Amount)
 	case xdr.OperationTypeChangeTrust:

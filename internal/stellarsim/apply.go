@@ -90,6 +90,7 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, c
 	if tb := t.env.TimeBounds(); tb != nil {
 		rec.MaxTime = int64(tb.MaxTime)
 	}
+	rec.MemoType, rec.Memo = horizonMemo(t.env.Memo())
 	for i, op := range t.ops {
 		rec.Ops = append(rec.Ops, summarizeOp(t, op))
 		if i < len(opResults) {

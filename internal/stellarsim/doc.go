@@ -108,6 +108,13 @@
 //     burns), ChangeTrust (create, update, remove), Begin/EndSponsoringFutureReserves
 //     (sponsored accounts may start with 0 XLM; sponsored trustlines), SetOptions
 //     (master weight, thresholds, ed25519 signers; see above).
+//   - Muxed destinations and memos (SEP-23; operations.go, applied.go): a Payment
+//     to a muxed account credits its ed25519 account, the id unread
+//     (PaymentOpFrame::doApply, toAccountID of the destination); the memo of any
+//     type travels untouched. The records show both as Horizon does: memo_type
+//     and memo on the transaction (base64 for a hash or return), and the
+//     payment's muxed address and id beside its account (GET /_sim/transactions;
+//     Horizon's to_muxed, to_muxed_id).
 //   - Acceptance as stellar-core does it, in core's order: txMISSING_OPERATION,
 //     txTOO_EARLY / txTOO_LATE (time and ledger bounds), txINSUFFICIENT_FEE
 //     (BaseFee x ops; fee bumps BaseFee x (ops+1) and a rate at least the

@@ -48,18 +48,7 @@ func (n *Network) horizonTx(lb links, a *AppliedTx, asked string) hProtocol.Tran
 			tx.Signatures = tx.FeeBumpTransaction.Signatures
 		}
 	}
-	switch m := env.Memo(); m.Type {
-	case xdr.MemoTypeMemoText:
-		tx.MemoType, tx.Memo = "text", m.MustText()
-	case xdr.MemoTypeMemoId:
-		tx.MemoType, tx.Memo = "id", strconv.FormatUint(uint64(m.MustId()), 10)
-	case xdr.MemoTypeMemoHash:
-		h := m.MustHash()
-		tx.MemoType, tx.Memo = "hash", base64.StdEncoding.EncodeToString(h[:])
-	case xdr.MemoTypeMemoReturn:
-		h := m.MustRetHash()
-		tx.MemoType, tx.Memo = "return", base64.StdEncoding.EncodeToString(h[:])
-	}
+	tx.MemoType, tx.Memo = horizonMemo(env.Memo())
 	if tb := env.TimeBounds(); tb != nil {
 		tx.Preconditions = &hProtocol.TransactionPreconditions{TimeBounds: &hProtocol.TransactionPreconditionsTimebounds{
 			MinTime: strconv.FormatUint(uint64(tb.MinTime), 10)}}
@@ -103,4 +92,23 @@ func txFailedProblem(envXDR string, res xdr.TransactionResult) problem {
 	return problem{Type: "transaction_failed", Title: "Transaction Failed", Status: http.StatusBadRequest,
 		Detail: "The transaction failed when submitted to the stellar network. The `extras.result_codes` field on this response contains further details.  Descriptions of each code can be found at: https://developers.stellar.org/docs/data/apis/horizon/api-reference/errors/http-status-codes/horizon-specific/transaction-failed",
 		Extras: map[string]any{"envelope_xdr": envXDR, "result_codes": resultCodes(res), "result_xdr": resXDR}}
+}
+
+// horizonMemo is a transaction's memo as Horizon's transaction record shows it (services/horizon
+// resourceadapter, PopulateTransaction: memo_type, and memo as the text, the id in decimal, or a
+// hash or return hash in standard base64); "none" and "" without one.
+func horizonMemo(m xdr.Memo) (memoType, memo string) {
+	switch m.Type {
+	case xdr.MemoTypeMemoText:
+		return "text", m.MustText()
+	case xdr.MemoTypeMemoId:
+		return "id", strconv.FormatUint(uint64(m.MustId()), 10)
+	case xdr.MemoTypeMemoHash:
+		h := m.MustHash()
+		return "hash", base64.StdEncoding.EncodeToString(h[:])
+	case xdr.MemoTypeMemoReturn:
+		h := m.MustRetHash()
+		return "return", base64.StdEncoding.EncodeToString(h[:])
+	}
+	return "none", ""
 }

@@ -42,6 +42,9 @@ func (ac *applyCtx) createAccount(src *account, op xdr.CreateAccountOp, reserve 
 	return createAccountResult(xdr.CreateAccountResultCodeCreateAccountSuccess), true
 }
 
+// payment credits the account a destination names: a muxed destination (SEP-23,
+// KEY_TYPE_MUXED_ED25519) pays its ed25519 account, its id is not looked at
+// (PaymentOpFrame::doApply: toAccountID(mPayment.destination)).
 func (ac *applyCtx) payment(src *account, op xdr.PaymentOp, reserve int64) (xdr.OperationResult, bool) {
 	destID := op.Destination.ToAccountId().Address()
 	amount := int64(op.Amount)

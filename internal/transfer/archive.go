@@ -99,12 +99,13 @@ func ArchiveOf(old, next *Record, at time.Time, retention time.Duration) (Archiv
 	return a, true
 }
 
-// ArchivedForm is rec as an archive keeps it: without the fingerprint, the lease, the signed
+// ArchivedForm is rec as an archive keeps it: without the fingerprint, the lease, the limits'
+// charges (given back or kept by the live item's writes, never by its record), the signed
 // XDR (it can never land again, and the record outlives any use of it) or the channel account
 // (an operational detail, not the transfer's; dropping it keeps a typical record within one
 // write unit). Every ArchiveStore stores this form, so the stores read back alike.
 func ArchivedForm(rec Record) Record {
-	rec.Fingerprint, rec.LeaseOwner, rec.LeaseExpiresAt, rec.Archived = "", "", time.Time{}, false
+	rec.Fingerprint, rec.LeaseOwner, rec.LeaseExpiresAt, rec.Archived, rec.Charges = "", "", time.Time{}, false, nil
 	if rec.Envelope != nil {
 		env := *rec.Envelope
 		env.XDR, env.Channel = "", ""

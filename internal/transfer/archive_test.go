@@ -36,7 +36,7 @@ func TestViewAnswersFromTheLastingRecordOnlyOnceTheItemIsGone(t *testing.T) {
 	// Past the window, the TTL deletes the item: the archive answers.
 	h.clock.Advance(25 * time.Hour)
 	h.store.Remove(key)
-	v, err := h.orch.View(ctx, wallet, "order-archive-1")
+	v, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-archive-1")
 	if err != nil || v.Status != "success" || v.TransactionHash != first.TransactionHash || !v.OutsideReplayWindow {
 		t.Fatalf("view from the archive = %+v, %v", v, err)
 	}
@@ -46,7 +46,7 @@ func TestViewAnswersFromTheLastingRecordOnlyOnceTheItemIsGone(t *testing.T) {
 	if err != nil || second.Replayed || second.TransactionHash == first.TransactionHash {
 		t.Fatalf("the key after its window = %+v, %v; want a new transfer", second, err)
 	}
-	v, err = h.orch.View(ctx, wallet, "order-archive-1")
+	v, err = h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-archive-1")
 	if err != nil || v.TransactionHash != second.TransactionHash || v.OutsideReplayWindow {
 		t.Fatalf("view of the new transfer = %+v, %v (the older archive must not answer)", v, err)
 	}
@@ -54,14 +54,14 @@ func TestViewAnswersFromTheLastingRecordOnlyOnceTheItemIsGone(t *testing.T) {
 	// Its item gone too, without an archive yet (the stream lags): the older archive answers, as
 	// what it is, a record outside the window.
 	h.store.Remove(key)
-	v, err = h.orch.View(ctx, wallet, "order-archive-1")
+	v, err = h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-archive-1")
 	if err != nil || v.TransactionHash != first.TransactionHash || !v.OutsideReplayWindow {
 		t.Fatalf("view with only the older archive = %+v, %v", v, err)
 	}
 
 	// Past the retention: not found, whether or not the store deleted it yet.
 	h.clock.Advance(31 * 24 * time.Hour)
-	if _, err := h.orch.View(ctx, wallet, "order-archive-1"); problemCode(err) != transfer.CodeNotFound {
+	if _, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-archive-1"); problemCode(err) != transfer.CodeNotFound {
 		t.Fatalf("view past the retention: %v, want not found", err)
 	}
 
@@ -74,7 +74,7 @@ func TestViewAnswersFromTheLastingRecordOnlyOnceTheItemIsGone(t *testing.T) {
 	if err := h.store.PutArchive(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.orch.View(ctx, wallet, "order-archive-2"); problemCode(err) != transfer.CodeNotFound {
+	if _, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-archive-2"); problemCode(err) != transfer.CodeNotFound {
 		t.Fatalf("another wallet's archive: %v, want not found", err)
 	}
 }

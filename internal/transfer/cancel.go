@@ -79,7 +79,7 @@ const cancelAttempts = 3
 // call), in_doubt, replayable or rejected; *InProgressError when the item changed under every
 // pass; *UnavailableError CONFIGURATION_INVALID, or STORE_UNAVAILABLE when the store failed
 // (the read: nothing was written; the write: it may have applied, and a DELETE again tells).
-func (o *Orchestrator) Cancel(ctx context.Context, wallet, clientKey string, by Canceller) (Cancellation, error) {
+func (o *Orchestrator) Cancel(ctx context.Context, wallet Wallet, clientKey string, by Canceller) (Cancellation, error) {
 	s := o.settings()
 	if err := s.Validate(); err != nil {
 		return Cancellation{}, misconfigured(err)
@@ -91,13 +91,16 @@ func (o *Orchestrator) Cancel(ctx context.Context, wallet, clientKey string, by 
 		// Tells this call's write from another's by the same caller in the same millisecond.
 		by.RequestID = randomID()
 	}
-	key := StoreKey(wallet, clientKey)
+	key := StoreKey(wallet.Scope(), clientKey)
 	var wrote *Record // this call's last cancel write, whose answer may have been lost
 	for range cancelAttempts {
 		rec, err := o.Store.Get(ctx, key)
 		now := o.Clock.Now()
 		switch {
 		case errors.Is(err, ErrNotFound) || err == nil && rec.Expired(now):
+			return Cancellation{}, &NotFoundError{}
+		case err == nil && (wallet.Muxed() || rec.Request.WalletAddress != "") && !shows(wallet, rec):
+			// As View: a muxed wallet reaches only its own transfers, not its account's others.
 			return Cancellation{}, &NotFoundError{}
 		case err != nil && wrote != nil:
 			return Cancellation{}, cancelUnknown(err)

@@ -30,11 +30,11 @@ func TestCancelReplayedUnlessThisCallCancelled(t *testing.T) {
 	var fired atomic.Bool
 	h.store.Fail(func(op string) error {
 		if op == "replace" && fired.CompareAndSwap(false, true) {
-			secondGot, secondErr = h.orch.Cancel(ctx, wallet, "twice-0001", second)
+			secondGot, secondErr = h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "twice-0001", second)
 		}
 		return nil
 	})
-	firstGot, firstErr := h.orch.Cancel(ctx, wallet, "twice-0001", first)
+	firstGot, firstErr := h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "twice-0001", first)
 	h.store.Fail(nil)
 	if !fired.Load() || firstErr != nil || secondErr != nil {
 		t.Fatalf("interleaving fired %v; first %v, second %v", fired.Load(), firstErr, secondErr)
@@ -85,7 +85,7 @@ func TestEnqueueNeverAcceptsACancelledTransfer(t *testing.T) {
 	h.orch.Queue = q
 	var cancelErr error
 	s := &cancelOnClaimStore{Store: h.store}
-	s.cancel = func() { _, cancelErr = h.orch.Cancel(ctx, wallet, "lostclaim-0001", ops) }
+	s.cancel = func() { _, cancelErr = h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "lostclaim-0001", ops) }
 	h.orch.Store = s
 	res, err := h.orch.Enqueue(ctx, input("lostclaim-0001", "5"))
 	if cancelErr != nil {

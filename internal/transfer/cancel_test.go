@@ -41,13 +41,13 @@ func notCancellableState(err error) string {
 func TestCancelAnswers(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t)
-	if _, err := h.orch.Cancel(ctx, wallet, "cancel-none", ops); !errors.As(err, new(*transfer.NotFoundError)) {
+	if _, err := h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "cancel-none", ops); !errors.As(err, new(*transfer.NotFoundError)) {
 		t.Fatalf("unknown key: %v, want not found", err)
 	}
 	queued := enqueued(t, h, "cancel-0001")
 	h.clock.Advance(3 * time.Second)
 	at := h.clock.Now()
-	got, err := h.orch.Cancel(ctx, wallet, "cancel-0001", ops)
+	got, err := h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "cancel-0001", ops)
 	if err != nil || got.Replayed || got.View.Status != "cancelled" || !got.View.CancelledAt.Equal(at) || got.View.CancelledBy != ops.Caller {
 		t.Fatalf("cancel: %+v, %v", got, err)
 	}
@@ -61,7 +61,7 @@ func TestCancelAnswers(t *testing.T) {
 	}
 	// Again, by anyone: the same cancellation, replayed, nothing written.
 	writes := h.store.Writes()
-	again, err := h.orch.Cancel(ctx, wallet, "cancel-0001", transfer.Canceller{})
+	again, err := h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "cancel-0001", transfer.Canceller{})
 	if err != nil || !again.Replayed || again.View.CancelledBy != ops.Caller || h.store.Writes() != writes {
 		t.Fatalf("cancel again: %+v, %v, %d writes", again, err, h.store.Writes()-writes)
 	}
@@ -85,7 +85,7 @@ func TestCancelAnswers(t *testing.T) {
 	if prepares, sends := h.ledger.counts(); d != transfer.DeliveryStale || err != nil || prepares != 0 || sends != 0 {
 		t.Fatalf("the cancelled item's message: %s, %v, %d prepares, %d sends", d, err, prepares, sends)
 	}
-	if v, err := h.orch.View(ctx, wallet, "cancel-0001"); err != nil || v.Status != "cancelled" || v.CancelledBy != ops.Caller {
+	if v, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, "cancel-0001"); err != nil || v.Status != "cancelled" || v.CancelledBy != ops.Caller {
 		t.Fatalf("view: %+v, %v", v, err)
 	}
 	if after := h.item(t, "cancel-0001"); after.Version != rec.Version || after.Status != transfer.StatusCancelled {
@@ -96,7 +96,7 @@ func TestCancelAnswers(t *testing.T) {
 	if _, err := h.orch.Transfer(ctx, input("cancel-settled", "7")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.orch.Cancel(ctx, wallet, "cancel-settled", ops)
+	_, err = h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "cancel-settled", ops)
 	var nc *transfer.NotCancellableError
 	if !errors.As(err, &nc) || nc.State != "success" || nc.TransactionHash == "" || nc.Problem().Kind != transfer.KindConflict {
 		t.Fatalf("cancel of a settled transfer: %v", err)
@@ -106,7 +106,7 @@ func TestCancelAnswers(t *testing.T) {
 		r := queued
 		r.StoreKey, r.ClientKey, r.Status, r.LeaseOwner = transfer.StoreKey(wallet, key), key, st, "someone"
 		h.store.Put(r)
-		if _, err := h.orch.Cancel(ctx, wallet, key, ops); notCancellableState(err) != want {
+		if _, err := h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, key, ops); notCancellableState(err) != want {
 			t.Errorf("cancel of a %s item: %v, want state %s", st, err, want)
 		}
 		if got := h.item(t, key); got.Status != st {
@@ -116,7 +116,7 @@ func TestCancelAnswers(t *testing.T) {
 
 	// After the replay window the key is free: 404, and the same request is a new transfer.
 	h.clock.Advance(transfer.DefaultSettings().KeyTTL + time.Hour)
-	if _, err := h.orch.Cancel(ctx, wallet, "cancel-0001", ops); !errors.As(err, new(*transfer.NotFoundError)) {
+	if _, err := h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "cancel-0001", ops); !errors.As(err, new(*transfer.NotFoundError)) {
 		t.Fatalf("after the window: %v, want not found", err)
 	}
 	if res, err := h.orch.Enqueue(ctx, input("cancel-0001", "5")); err != nil || !res.Accepted {
@@ -143,11 +143,11 @@ func takeRace(t *testing.T, h *harness, first string, key string) (cancelled tra
 	}
 	switch first {
 	case "submitter":
-		interleave(func() { cancelled, cancelErr = h.orch.Cancel(ctx, wallet, key, ops) })
+		interleave(func() { cancelled, cancelErr = h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, key, ops) })
 		d, _ = h.orch.RunQueued(ctx, msg)
 	case "cancel":
 		interleave(func() { d, _ = h.orch.RunQueued(ctx, msg) })
-		cancelled, cancelErr = h.orch.Cancel(ctx, wallet, key, ops)
+		cancelled, cancelErr = h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, key, ops)
 	}
 	h.store.Fail(nil)
 	if !fired.Load() {
@@ -197,7 +197,7 @@ func TestCancelRacesTheTake(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := h.orch.Cancel(context.Background(), wallet, "race-0003", ops)
+		_, err := h.orch.Cancel(context.Background(), transfer.Wallet{Address: wallet}, "race-0003", ops)
 		h.store.Fail(nil)
 		if notCancellableState(err) != "in_flight" {
 			t.Fatalf("cancel: %v, want 409 in_flight", err)
@@ -264,7 +264,7 @@ func TestCancelLostAnswer(t *testing.T) {
 			s := &lostAnswerStore{Store: h.store, lose: transfer.StatusCancelled, transit: c.transit, getFail: c.readFails}
 			h.orch.Store = s
 			h.clock.Advance(1_234_567 * time.Nanosecond) // the store keeps milliseconds: the read back still names this call's write
-			got, err := h.orch.Cancel(ctx, wallet, "lost-0001", ops)
+			got, err := h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "lost-0001", ops)
 			switch {
 			case !c.unknown && (err != nil || got.View.Status != "cancelled" || got.Replayed || got.View.CancelledBy != ops.Caller):
 				t.Fatalf("lost answer: %+v, %v, want this call's cancellation", got, err)
@@ -274,7 +274,7 @@ func TestCancelLostAnswer(t *testing.T) {
 			if notCancellableState(err) != "" {
 				t.Fatalf("a cancel that applied answered 409: %v", err)
 			}
-			retry, err := h.orch.Cancel(ctx, wallet, "lost-0001", ops)
+			retry, err := h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, "lost-0001", ops)
 			if err != nil || retry.View.Status != "cancelled" || !retry.Replayed || retry.View.CancelledBy != ops.Caller {
 				t.Fatalf("the retry: %+v, %v, want the cancellation", retry, err)
 			}
@@ -306,7 +306,7 @@ func TestCancelAndTakeConcurrently(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, rec := range recs {
 		wg.Go(func() {
-			results[i].c, results[i].err = h.orch.Cancel(ctx, wallet, rec.ClientKey, ops)
+			results[i].c, results[i].err = h.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, rec.ClientKey, ops)
 		})
 		wg.Go(func() {
 			results[i].d, _ = h.orch.RunQueued(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})

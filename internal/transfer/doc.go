@@ -11,7 +11,8 @@
 //
 // # The item
 //
-// A transfer is one item of the store under StoreKey(wallet, clientKey):
+// A transfer is one item of the store under StoreKey(wallet, clientKey), wallet being the
+// request's Wallet().Scope() (the G... account of a muxed wallet; "Muxed wallets" below):
 // "transfer:<first 16 hex of sha256(upper(wallet))>:<clientKey>" (Record; the table's layout is
 // internal/dynamo/doc.go, "Table layout"). Its Status is one of:
 //
@@ -42,7 +43,8 @@
 // Every change is one conditional write:
 //
 //   - claim (Store.Claim): write a new in_flight item, Version 1, a fresh ClaimID, if the key is
-//     free. A lost claim returns the item that holds the key.
+//     free, with its charges of the daily limits in the same atomic write ("Limits"). A lost claim
+//     returns the item that holds the key.
 //   - attach: the claim's item gains its Envelope, before the first send.
 //   - replace by fee: an in_flight item's fee bump, outbid for ReplaceAfterLedgers, is wrapped
 //     again around the same inner transaction: the new XDR and outer hash (added to
@@ -174,6 +176,74 @@
 //     failing code (TRANSFER_TIMEOUT, SUBMISSION_FAILED, INTERNAL_ERROR; LEASE_EXPIRED for a
 //     dead invocation's claim). Unknown failures default to indeterminate.
 //   - The store fails before anything was sent: 503 STORE_UNAVAILABLE.
+//
+// # Muxed wallets
+//
+// A wallet may be an M... muxed account (SEP-23): a G... account and a 64-bit id that the
+// account's owner (an exchange, a custodian) reads to credit one of its customers. The network
+// knows only the account: a muxed destination pays the G... account's balance, and the id travels
+// with the operation (stellar-core PaymentOpFrame: toAccountID of the destination). Request keeps
+// the M... address as WalletAddress (what the client named, what the envelope pays, what the
+// fingerprint holds) with its Account and MuxedID, taken apart by the AddressParser
+// (MuxedParser; the domain decodes no strkey itself).
+//
+// The idempotency key is scoped by the G... account (Wallet.Scope: StoreKey, the history index),
+// not by the M... address. Why:
+//
+//   - A key names one payment to one ledger account. The M... addresses of one account are 2^64
+//     names for one balance, minted freely; scoped by the M..., a client that retries a payout
+//     with the same key but another id (a typo, a customer's address re-read) pays the account
+//     twice. Scoped by the G..., the same key with another id or memo is a fingerprint conflict
+//     (409), the same answer as any other change of the request.
+//   - An exchange with many customers behind one G... is paid under one key space: a key names a
+//     payout, not a customer. The cost falls on a client whose keys are unique only per customer
+//     ("withdrawal-1" for each of them): its second customer at the same exchange is answered 409
+//     IDEMPOTENCY_KEY_CONFLICT, never paid by mistake, and it must make its keys unique per payout
+//     (its own payout ID, or the customer's prefixed). Scoped by the M..., that client would be
+//     served, and every client above exposed to the double payment.
+//   - The limits per wallet (a daily total, a per-transfer maximum) must count what lands on the
+//     account: per M... address they could be dodged by changing the id. The history is read by
+//     the same scope: the account's history holds all its muxed addresses' transfers, each
+//     showing its address and id; an M... address's view and history show only its own (View,
+//     History: shows), so a customer-facing caller that names the M... sees no other customer's.
+//
+// A G... or C... wallet is its own scope: its store key is StoreKey of the address itself, and a
+// request without a memo fingerprints as its four fields alone (Memo.fingerprintPart), so items
+// stored without either keep their keys and fingerprints.
+//
+// # Limits
+//
+// Per asset (Limits, limits.go; README.md, "Configuration", LIMITS): a per-transfer maximum, a
+// wallet's daily total and the asset's daily total, days in UTC.
+//
+//   - The amount is checked first (Limits.CheckAmount): above the per-transfer maximum, or above a
+//     daily cap (no day could pass it), the call is 422 AMOUNT_ABOVE_LIMIT before any write. The
+//     key is read first only then: a key that already holds an item is answered from it, as a lost
+//     claim would be, so a request accepted before the limit was lowered still replays.
+//   - The daily totals are counters the claim charges (Record.Charges, Limits.Charges: the
+//     wallet's counter keyed by WalletHash, the asset's, each with the amount in stroops and its
+//     cap), in the same atomic write as the claim (Store.Claim; internal/dynamo/doc.go, "Limits"):
+//     a charge that would take its counter above its cap makes the claim write nothing and return
+//     *LimitError DAILY_LIMIT_EXCEEDED (429, Retry-After the next UTC midnight), and the key stays
+//     free. The claim's own condition comes first: a key held by another item is answered as a
+//     lost claim (replay, conflict, wait) and charges nothing, so a replay is never charged and
+//     never refused by a limit. An async transfer is charged by its queued claim (Enqueue), when it
+//     is accepted; its runs, requeues and take-overs claim nothing and charge nothing again.
+//   - A charge counts on the UTC day of its claim, whenever the transfer lands.
+//   - A charge is given back (Counters.GiveBack, once per claim) when nothing moved and nothing can
+//     move under its incarnation (GiveBackOf): the item becomes rejected (a FAILED transaction
+//     moves no funds; a queued request refused) or cancelled (a queued transfer no submitter
+//     took), or is deleted while unsettled (a release: never sent, refused, proven dead; an
+//     operator's discard). A settled success keeps its charge, and so does an item in doubt:
+//     it may still land. The give-back runs from the table's stream (internal/alert), so it lands
+//     a few seconds after the change; until then the counter still holds the charge and a claim
+//     that needs that room is refused: the limit errs towards refusing, never above its cap. A call
+//     that proves its own envelope dead and claims again charges its new claim before the old
+//     one's give-back lands, so near a cap it may be answered DAILY_LIMIT_EXCEEDED where a retry a
+//     few seconds later passes.
+//   - A cap lowered during a day applies to the next claims against the day's totals as counted
+//     (a total above the new cap refuses every claim until midnight); a cap raised gives room at
+//     once. A give-back after its day changes nothing that any claim reads.
 //
 // # Incarnations
 //

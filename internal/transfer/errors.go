@@ -117,6 +117,10 @@ type Problem struct {
 	// holds none): the door answers it as stored, so that such an item replays what it was
 	// written with, whatever the door's table says today.
 	StoredStatus int
+	// Limit names the limit a LimitError refused the transfer under, and LimitCap its cap as a
+	// canonical decimal amount (limits.go).
+	Limit    string
+	LimitCap string
 }
 
 // ProblemError is implemented by every typed error of this package; use errors.As to find it.
@@ -162,7 +166,7 @@ func (e *ConflictError) Error() string {
 // Problem implements ProblemError.
 func (e *ConflictError) Problem() Problem {
 	return Problem{Code: CodeKeyConflict, Kind: KindConflict, Classification: Terminal,
-		Detail: "This Idempotency-Key was already used for a different transfer of this wallet (keys are scoped to the wallet, deposits and withdrawals alike)."}
+		Detail: "This Idempotency-Key was already used for a different transfer of this wallet (keys are scoped to the wallet, deposits and withdrawals alike; an M... address shares the keys of its G... account)."}
 }
 
 // InDoubtError (KindConflict, indeterminate): the outcome is unknown until reconciled. Every caller gets

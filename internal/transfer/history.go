@@ -46,7 +46,8 @@ func WalletHash(wallet string) string {
 // HistoryStore lists a wallet's items. internal/dynamo implements it on the sparse index gsi2.
 type HistoryStore interface {
 	// ListByWallet reads at most limit (1 to MaxHistoryLimit) items of wallet (canonical, upper
-	// case), newest CreatedAt first, after cursor ("" for the first page); it returns the next
+	// case; a scope, Wallet.Scope: the items of an account include its muxed addresses'), newest
+	// CreatedAt first, after cursor ("" for the first page); it returns the next
 	// cursor, "" when there is no more. A cursor the store did not issue for this wallet is
 	// ErrBadCursor (wrapped). The records may hold only what a listing shows: StoreKey, Status,
 	// Request, ClientKey, Result, ExpiresAt, CreatedAt and UpdatedAt. The index is eventually
@@ -78,22 +79,24 @@ type HistoryPage struct {
 }
 
 // History lists wallet's transfers (wallet canonical, upper case), newest first: at most limit
-// (1 to MaxHistoryLimit) after cursor ("" for the first page). An item whose replay window has
-// passed (Record.Expired), and a lasting record (Record.Archived: the store lists an incarnation
-// once, its live item while it exists, else its archive), are listed with OutsideReplayWindow.
-// An item whose request names another wallet (the index is keyed by a hash) is left out; a page
-// may therefore hold fewer than limit entries, or none, and still name a next cursor. Errors:
-// *ValidationError LIMIT_INVALID or CURSOR_INVALID (malformed), *UnavailableError
+// (1 to MaxHistoryLimit) after cursor ("" for the first page). The store lists wallet's scope
+// (Wallet.Scope: an account's history holds its muxed addresses' transfers too; doc.go, "Muxed
+// wallets"). An item whose replay window has passed (Record.Expired), and a lasting record
+// (Record.Archived: the store lists an incarnation once, its live item while it exists, else its
+// archive), are listed with OutsideReplayWindow. Any item View would not show to wallet (another
+// wallet's: the index is keyed by a hash; another muxed address's, for a muxed wallet) is left
+// out; a page may therefore hold fewer than limit entries, or none, and still name a next cursor.
+// Errors: *ValidationError LIMIT_INVALID or CURSOR_INVALID (malformed), *UnavailableError
 // STORE_UNAVAILABLE; without WalletHistory, an untyped error (no problem of the client's: the
 // wiring forgot it).
-func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cursor string) (HistoryPage, error) {
+func (o *Orchestrator) History(ctx context.Context, wallet Wallet, limit int, cursor string) (HistoryPage, error) {
 	if limit < 1 || limit > MaxHistoryLimit {
 		return HistoryPage{}, LimitInvalid()
 	}
 	if o.WalletHistory == nil {
 		return HistoryPage{}, errors.New("transfer: Orchestrator has no WalletHistory store")
 	}
-	recs, next, err := o.WalletHistory.ListByWallet(ctx, wallet, limit, cursor)
+	recs, next, err := o.WalletHistory.ListByWallet(ctx, wallet.Scope(), limit, cursor)
 	if errors.Is(err, ErrBadCursor) {
 		return HistoryPage{}, CursorInvalid()
 	}
@@ -103,8 +106,8 @@ func (o *Orchestrator) History(ctx context.Context, wallet string, limit int, cu
 	now := o.Clock.Now()
 	page := HistoryPage{Entries: make([]HistoryEntry, 0, len(recs)), Next: next}
 	for _, rec := range recs {
-		// The index is keyed by a hash of the wallet; the item's own wallet has the last word.
-		if !strings.EqualFold(rec.Request.WalletAddress, wallet) {
+		// The index is keyed by a hash of the scope; the item's own wallet has the last word.
+		if !shows(wallet, rec) {
 			continue
 		}
 		v := viewOf(rec)

@@ -63,7 +63,7 @@ func TestHistory(t *testing.T) {
 	stranger.Request.WalletAddress = "GDXRGXFYU77KVAF37QVLG4D27EKEESYRVLXMAFSDBA4AZIIBQJ25UZRJ"
 	store.recs = append(store.recs, stranger)
 	o := &transfer.Orchestrator{Clock: vclock.New(now), WalletHistory: store}
-	page, err := o.History(context.Background(), w, 5, "cursor-1")
+	page, err := o.History(context.Background(), transfer.Wallet{Address: w}, 5, "cursor-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestHistory(t *testing.T) {
 	// Refusals: each a typed error with its code and status; the store is not asked.
 	refused := func(name string, o *transfer.Orchestrator, limit int, cursor string, code string, kind transfer.Kind) {
 		t.Helper()
-		_, err := o.History(context.Background(), w, limit, cursor)
+		_, err := o.History(context.Background(), transfer.Wallet{Address: w}, limit, cursor)
 		var pe transfer.ProblemError
 		if !errors.As(err, &pe) || pe.Problem().Code != code || pe.Problem().Kind != kind {
 			t.Errorf("%s: %v, want %s (%s)", name, err, code, kind)
@@ -111,7 +111,7 @@ func TestHistory(t *testing.T) {
 		}
 	}
 	for _, limit := range []int{1, transfer.MaxHistoryLimit} {
-		if _, err := o.History(context.Background(), w, limit, ""); err != nil {
+		if _, err := o.History(context.Background(), transfer.Wallet{Address: w}, limit, ""); err != nil {
 			t.Errorf("limit %d: %v", limit, err)
 		}
 	}
@@ -120,14 +120,14 @@ func TestHistory(t *testing.T) {
 	down := &transfer.Orchestrator{Clock: vclock.New(now), WalletHistory: &historyStore{err: errors.New("throttled")}}
 	refused("store down", down, 20, "", transfer.CodeStoreUnavailable, transfer.KindUnavailable)
 	none := &transfer.Orchestrator{Clock: vclock.New(now)}
-	if _, err := none.History(context.Background(), w, 20, ""); err == nil {
+	if _, err := none.History(context.Background(), transfer.Wallet{Address: w}, 20, ""); err == nil {
 		t.Error("no WalletHistory: no error")
 	} else if _, typed := errors.AsType[transfer.ProblemError](err); typed {
 		t.Errorf("no WalletHistory is the wiring's bug, not a typed answer: %v", err)
 	}
 	// A wallet with nothing: an empty page, not an error.
 	empty := &transfer.Orchestrator{Clock: vclock.New(now), WalletHistory: &historyStore{}}
-	if page, err := empty.History(context.Background(), w, 20, ""); err != nil || len(page.Entries) != 0 || page.Entries == nil || page.Next != "" {
+	if page, err := empty.History(context.Background(), transfer.Wallet{Address: w}, 20, ""); err != nil || len(page.Entries) != 0 || page.Entries == nil || page.Next != "" {
 		t.Errorf("empty: %+v %v", page, err)
 	}
 }

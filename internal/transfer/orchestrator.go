@@ -70,6 +70,8 @@ type Orchestrator struct {
 	// Admission, when set, is asked before the claim whether a transaction source will be free
 	// in time (admit); nil: every call claims first and Prepare decides.
 	Admission Admission
+	// Limits are the per-asset limits (limits.go); nil: none.
+	Limits Limits
 }
 
 // Pauses between passes of the claim loop after an envelope was proven dead: short first, then
@@ -104,8 +106,9 @@ type attempt struct {
 
 // Transfer runs in.Request at most once under (wallet, in.ClientKey) and returns its outcome.
 // Errors are this package's typed errors (errors.As with ProblemError): *ConflictError,
-// *InDoubtError, *InProgressError, *UnavailableError, *RejectedError; anything else is an
-// internal failure in which nothing was sent.
+// *InDoubtError, *InProgressError, *UnavailableError, *RejectedError, *LimitError (a limit refused
+// it before anything was claimed: doc.go, "Limits"); anything else is an internal failure in which
+// nothing was sent.
 func (o *Orchestrator) Transfer(ctx context.Context, in Input) (Outcome, error) {
 	start := time.Now()
 	a := o.begin(ctx, in)
@@ -135,7 +138,14 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 		return Outcome{}, circuitOpen(left)
 	}
 	fingerprint := in.Request.Fingerprint()
-	pre, busy := o.admit(ctx, a)
+	over, err := o.overLimit(ctx, a.key, in.Request)
+	if err != nil {
+		return Outcome{}, err
+	}
+	pre, busy := over, error(nil)
+	if pre == nil {
+		pre, busy = o.admit(ctx, a)
+	}
 	if o.Admission != nil {
 		defer o.Admission.Release(a.net)
 	}
@@ -156,13 +166,23 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 		rec := Record{
 			StoreKey: a.key, ClaimID: o.newClaimID(), Status: StatusInFlight, Fingerprint: fingerprint, Request: in.Request,
 			ClientKey: in.ClientKey, TraceID: in.TraceID, LeaseOwner: a.owner, LeaseExpiresAt: a.lease,
-			Version: 1, CreatedAt: now, UpdatedAt: now,
+			Version: 1, CreatedAt: now, UpdatedAt: now, Charges: o.Limits.Charges(in.Request, now),
 		}
 		var (
 			held Record
 			won  bool
 			err  error
 		)
+		if pre == nil && pass > 0 {
+			// A request above a limit that a pass of this call found on its key's item (accepted
+			// before the limit was lowered) and that left it (released) is refused now, as a new
+			// request would be, rather than claimed afresh.
+			over, err := o.overLimit(ctx, a.key, in.Request)
+			if err != nil {
+				return Outcome{}, err
+			}
+			pre = over
+		}
 		if pre != nil {
 			// The admission found no source free in time and the key held this item: it is
 			// answered as a claim that lost to it would be (replay, rejection, in doubt, wait
@@ -172,6 +192,9 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			cctx, end := o.observer().StartStep(ctx, TraceClaim)
 			held, won, err = o.Store.Claim(cctx, rec, now)
 			end(err)
+		}
+		if limited := o.limited(err, now); limited != nil {
+			return Outcome{}, limited
 		}
 		if err != nil {
 			var found claimReadBack
@@ -268,6 +291,39 @@ func (o *Orchestrator) admit(ctx context.Context, a *attempt) (pre *Record, busy
 		return &cur, nil
 	}
 	return nil, nil
+}
+
+// overLimit refuses a request above a limit of its asset that no day can pass (Limits.CheckAmount)
+// before anything is written, unless its key already holds an item: a request accepted before
+// the limit was lowered is answered from its item (a replay, a conflict, a wait) as any retry of
+// its key, so a key never changes its answer. That costs one consistent read, only for a request
+// the limit refuses. It returns that item as pre (answered as a lost claim), or the refusal.
+func (o *Orchestrator) overLimit(ctx context.Context, key string, req Request) (pre *Record, err error) {
+	refusal := o.Limits.CheckAmount(req)
+	if refusal == nil {
+		return nil, nil
+	}
+	cur, gerr := o.Store.Get(ctx, key)
+	switch {
+	case gerr == nil && !cur.Expired(o.Clock.Now()):
+		return &cur, nil
+	case gerr == nil || errors.Is(gerr, ErrNotFound):
+		return nil, refusal
+	}
+	return nil, storeUnavailable(gerr)
+}
+
+// limited is the answer to a claim the store refused because one of its charges did not fit
+// under its daily cap (*LimitError, DAILY_LIMIT_EXCEEDED): nothing was claimed, and the client may
+// come back when the counter's day ends. nil for any other outcome.
+func (o *Orchestrator) limited(err error, now time.Time) *LimitError {
+	le, ok := errors.AsType[*LimitError](err)
+	if !ok || le.Code != CodeDailyLimitExceeded {
+		return nil
+	}
+	out := *le
+	out.RetryAfter = max(out.Charge.Frees().Sub(now), time.Second)
+	return &out
 }
 
 // claimReadBack is what a claim whose conditional write failed learns by reading its key back.
@@ -411,7 +467,7 @@ func (o *Orchestrator) begin(ctx context.Context, in Input) *attempt {
 		owner = randomID()
 	}
 	return &attempt{
-		in: in, key: StoreKey(in.Request.WalletAddress, in.ClientKey), owner: owner, settings: s,
+		in: in, key: StoreKey(in.Request.Wallet().Scope(), in.ClientKey), owner: owner, settings: s,
 		deadline: now.Add(budget), lease: lease,
 	}
 }

@@ -465,11 +465,11 @@ func TestInDoubtProvenDeadRunsFreshAttempt(t *testing.T) {
 func TestViewShowsThreeStatuses(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.orch.View(ctx, wallet, "order-0014"); problemCode(err) != transfer.CodeNotFound {
+	if _, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-0014"); problemCode(err) != transfer.CodeNotFound {
 		t.Fatalf("err = %v", err)
 	}
 	out, _ := h.orch.Transfer(ctx, input("order-0014", "1"))
-	v, err := h.orch.View(ctx, strings.ToLower(wallet), "order-0014")
+	v, err := h.orch.View(ctx, transfer.Wallet{Address: strings.ToLower(wallet)}, "order-0014")
 	if err != nil || v.Status != "success" || v.TransactionHash != out.TransactionHash {
 		t.Fatalf("view = %+v, %v", v, err)
 	}
@@ -479,7 +479,7 @@ func TestViewShowsThreeStatuses(t *testing.T) {
 	// Expired but not yet deleted: the item still answers (it is the key's newest incarnation),
 	// marked outside its replay window.
 	h.clock.Advance(25 * time.Hour)
-	v, err = h.orch.View(ctx, wallet, "order-0014")
+	v, err = h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-0014")
 	if err != nil || v.Status != "success" || v.TransactionHash != out.TransactionHash || !v.OutsideReplayWindow {
 		t.Fatalf("an expired item: view = %+v, %v", v, err)
 	}

@@ -44,7 +44,10 @@ type Enqueued struct {
 
 // Enqueue accepts in for the submitter: the key is claimed with the same conditional write as a
 // synchronous claim, as a queued item (Async, no lease, no envelope), then its message is sent
-// with o.Queue. The key's rules are Transfer's: another fingerprint is *ConflictError; a settled
+// with o.Queue. The queued claim carries the limits' charges, so a transfer is charged when it is
+// accepted, and *LimitError refuses one with nothing queued (doc.go, "Limits").
+//
+// The key's rules are Transfer's: another fingerprint is *ConflictError; a settled
 // success is replayed (Accepted false); a stored rejection is its *RejectedError, replayed; an
 // async item of the same request still queued, in_flight or in_doubt is Accepted again (nothing
 // is sent again: its message, its holder or the sweep runs it); a synchronous request's item is
@@ -66,11 +69,26 @@ func (o *Orchestrator) Enqueue(ctx context.Context, in Input) (Enqueued, error) 
 	now := o.Clock.Now()
 	fingerprint := in.Request.Fingerprint()
 	rec := Record{
-		StoreKey: StoreKey(in.Request.WalletAddress, in.ClientKey), ClaimID: o.newClaimID(), Status: StatusQueued,
+		StoreKey: StoreKey(in.Request.Wallet().Scope(), in.ClientKey), ClaimID: o.newClaimID(), Status: StatusQueued,
 		Fingerprint: fingerprint, Request: in.Request, ClientKey: in.ClientKey, TraceID: in.TraceID,
-		Version: 1, CreatedAt: now, UpdatedAt: now, Async: true,
+		Version: 1, CreatedAt: now, UpdatedAt: now, Async: true, Charges: o.Limits.Charges(in.Request, now),
 	}
-	held, won, err := o.Store.Claim(ctx, rec, now)
+	var (
+		held Record
+		won  bool
+	)
+	over, err := o.overLimit(ctx, rec.StoreKey, in.Request)
+	switch {
+	case err != nil:
+		return Enqueued{}, err
+	case over != nil:
+		held = *over // the key's item answers, as for a claim lost to it
+	default:
+		held, won, err = o.Store.Claim(ctx, rec, now)
+	}
+	if limited := o.limited(err, now); limited != nil {
+		return Enqueued{}, limited
+	}
 	if err != nil {
 		var found claimReadBack
 		switch held, won, found = o.readBackClaim(ctx, rec, now); found {

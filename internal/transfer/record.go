@@ -147,6 +147,12 @@ type Record struct {
 	// accepted is never dropped.
 	Async bool
 
+	// Charges are what the claim that created this incarnation added to the limits' daily
+	// counters (limits.go), written with the claim in one atomic write and kept by every later
+	// write, so that a give-back (GiveBackOf) returns exactly them. Empty when the asset has no
+	// daily limit.
+	Charges []Charge
+
 	// Archived marks a record read from the lasting record (an Archive, listed in a wallet's
 	// history) rather than from the live item; it is never written.
 	Archived bool

@@ -51,6 +51,8 @@ type RawRequest struct {
 	WalletAddress string `json:"walletAddress"`
 	Amount        string `json:"amount"`
 	Asset         string `json:"asset"`
+	// Memo is optional (nil: none); CanonicalMemo's rules.
+	Memo *RawMemo `json:"memo,omitempty"`
 }
 
 // Request is a validated transfer request in canonical form: wallet upper case, asset spelled as
@@ -58,8 +60,15 @@ type RawRequest struct {
 // canonicalise to the same Request.
 type Request struct {
 	OperationType Operation `json:"operationType"`
-	// WalletAddress is a G... account or C... contract strkey, upper case.
+	// WalletAddress is a G... account, C... contract or M... muxed account strkey (SEP-23),
+	// upper case: the destination as the client named it.
 	WalletAddress string `json:"walletAddress"`
+	// Account is the G... account (upper case) an M... WalletAddress pays (SEP-23: a muxed
+	// account is its ed25519 account and a 64-bit id); "" for a G... or C... wallet. It scopes
+	// the idempotency key and the history (Wallet.Scope; doc.go, "Muxed wallets").
+	Account string `json:"account,omitempty"`
+	// MuxedID is an M... WalletAddress's id (meaningful only when Account is set).
+	MuxedID uint64 `json:"muxedId,omitempty"`
 	// Amount is the canonical decimal string, e.g. "1000.5".
 	Amount string `json:"amount"`
 	// Asset is the configured asset code, spelled exactly as configured (Stellar asset codes are
@@ -67,6 +76,36 @@ type Request struct {
 	Asset string `json:"asset"`
 	// Stroops is Amount in the asset's smallest unit (10^-7).
 	Stroops int64 `json:"-"`
+	// Memo is the transaction memo; the zero Memo is none.
+	Memo Memo `json:"memo,omitzero"`
+}
+
+// Wallet is the wallet a request names, or a path's {walletAddress}: the address as named and,
+// for a muxed one, its account and id.
+type Wallet struct {
+	// Address is the canonical strkey: a G..., C... or M..., upper case.
+	Address string
+	// Account is the G... account of a muxed Address, "" otherwise.
+	Account string
+	// MuxedID is a muxed Address's id.
+	MuxedID uint64
+}
+
+// Muxed reports whether w is an M... address.
+func (w Wallet) Muxed() bool { return w.Account != "" }
+
+// Scope is the wallet an idempotency key and a history belong to: the G... account of a muxed
+// address, else the address itself (doc.go, "Muxed wallets").
+func (w Wallet) Scope() string {
+	if w.Account != "" {
+		return w.Account
+	}
+	return w.Address
+}
+
+// Wallet is the wallet r names.
+func (r Request) Wallet() Wallet {
+	return Wallet{Address: r.WalletAddress, Account: r.Account, MuxedID: r.MuxedID}
 }
 
 // AddressKind is the kind of strkey a wallet address is.
@@ -86,6 +125,14 @@ const (
 // address's shape (addressShape).
 type AddressParser interface {
 	ParseAddress(upper string) (AddressKind, error)
+}
+
+// MuxedParser is an AddressParser that also takes an M... address apart (SEP-23): the G...
+// account it pays (upper case) and its 64-bit id. internal/stellar's Addresses provides it;
+// Rules whose AddressParser is not one refuse M... wallets.
+type MuxedParser interface {
+	AddressParser
+	ParseMuxed(upper string) (account string, id uint64, err error)
 }
 
 // addressShape is the text of a strkey (SEP-23) a wallet may be: a G... account or C... contract
@@ -155,11 +202,11 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 	default:
 		return Request{}, unacceptable(CodeOperationNotSupp, "operationType", "operationType must be %q or %q", Deposit, Withdraw)
 	}
-	wallet, err := r.CanonicalWallet(raw.WalletAddress)
+	wallet, err := r.ParseWallet(raw.WalletAddress)
 	if err != nil {
 		return Request{}, err
 	}
-	req.WalletAddress = wallet
+	req.WalletAddress, req.Account, req.MuxedID = wallet.Address, wallet.Account, wallet.MuxedID
 	req.Amount, req.Stroops, err = CanonicalAmount(raw.Amount)
 	if err != nil {
 		return Request{}, err
@@ -168,7 +215,35 @@ func (r Rules) Canonicalize(raw RawRequest) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
+	req.Memo, err = CanonicalMemo(raw.Memo)
+	if err != nil {
+		return Request{}, err
+	}
 	return req, nil
+}
+
+// ParseWallet checks a wallet address as CanonicalWallet does, and takes also an M... muxed
+// account (SEP-23; 69 characters of A-Z and 2-7, any case) when the AddressParser is a
+// MuxedParser: it returns the address upper case with, for an M..., the G... account it pays and
+// its id. Errors: *ValidationError INVALID_ADDRESS (unacceptable), as CanonicalWallet's.
+func (r Rules) ParseWallet(raw string) (Wallet, error) {
+	w := strings.ToUpper(strings.TrimSpace(raw))
+	mp, ok := r.Addresses.(MuxedParser)
+	if !ok || !strings.HasPrefix(w, "M") {
+		addr, err := r.CanonicalWallet(raw)
+		return Wallet{Address: addr}, err
+	}
+	if !addressShape.MatchString(w) {
+		return Wallet{}, unacceptable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid muxed account address (M...): 69 characters of A-Z and 2-7")
+	}
+	if kind, err := mp.ParseAddress(w); err != nil || kind != MuxedAddress {
+		return Wallet{}, unacceptable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid muxed account address (M...): its checksum or length is wrong")
+	}
+	account, id, err := mp.ParseMuxed(w)
+	if err != nil || account == "" || account[0] != 'G' {
+		return Wallet{}, unacceptable(CodeInvalidAddress, "walletAddress", "walletAddress is not a valid muxed account address (M...)")
+	}
+	return Wallet{Address: w, Account: account, MuxedID: id}, nil
 }
 
 // CanonicalWallet checks a wallet address (a G... account or C... contract strkey with a valid
@@ -297,7 +372,9 @@ func ValidStoreKey(pk string) bool {
 func (r Request) Fingerprint() string {
 	// A fixed field order with a separator that no canonical field contains keeps this stable
 	// without depending on a JSON encoder's choices.
-	sum := sha256.Sum256([]byte(string(r.OperationType) + "\n" + r.WalletAddress + "\n" + r.Amount + "\n" + r.Asset))
+	// The wallet as named is in it (an M... address holds its account and id), and so is the memo
+	// (Memo.fingerprintPart): the same key with another muxed id or memo is a conflict.
+	sum := sha256.Sum256([]byte(string(r.OperationType) + "\n" + r.WalletAddress + "\n" + r.Amount + "\n" + r.Asset + r.Memo.fingerprintPart()))
 	return hex.EncodeToString(sum[:])
 }
 

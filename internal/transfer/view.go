@@ -26,25 +26,35 @@ type View struct {
 	// CancelledAt from the item's last write (the cancellation) and no CancelledBy.
 	CancelledAt time.Time
 	CancelledBy string
+	// Wallet is the wallet the transfer paid, as its request named it (a muxed address with its
+	// account and id); Memo its memo, zero for none.
+	Wallet Wallet
+	Memo   Memo
 	// OutsideReplayWindow is true when the key's replay window has ended (the item's TTL passed,
 	// or its in-doubt item was released): the answer is the lasting record of its last settled
 	// transfer (archive.go), and a POST with the key now starts a new transfer.
 	OutsideReplayWindow bool
 }
 
-// View returns what is stored for (wallet, clientKey). Errors: *NotFoundError, or a wrapped store
-// failure.
+// View returns what is stored for (wallet, clientKey): the item of the key in wallet's scope
+// (Wallet.Scope). A muxed wallet sees only its own transfers: a key of its account's scope that
+// paid the account itself or another of its muxed addresses is not found, and so is an item
+// whose request names no wallet. Errors: *NotFoundError, or a wrapped store failure.
 //
 // The live item answers while it exists, even once expired (DynamoDB deletes expired items days
 // late): it is the key's newest incarnation, so no older archive can be answered in its place. An
 // expired one answers with OutsideReplayWindow. Once the item is gone, the newest incarnation's
-// Archive (Orchestrator.Archives) answers, OutsideReplayWindow, while it is retained.
-func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View, error) {
-	key := StoreKey(wallet, clientKey)
+// Archive (Orchestrator.Archives) answers, OutsideReplayWindow, while it is retained and under
+// the same rule of which wallet sees it.
+func (o *Orchestrator) View(ctx context.Context, wallet Wallet, clientKey string) (View, error) {
+	key := StoreKey(wallet.Scope(), clientKey)
 	now := o.Clock.Now()
 	rec, err := o.Store.Get(ctx, key)
 	switch {
 	case err == nil:
+		if (wallet.Muxed() || rec.Request.WalletAddress != "") && !shows(wallet, rec) {
+			return View{}, &NotFoundError{}
+		}
 		v := viewOf(rec)
 		v.OutsideReplayWindow = rec.Expired(now)
 		return v, nil
@@ -60,8 +70,9 @@ func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View
 	if err != nil {
 		return View{}, storeUnreadable(err)
 	}
-	if !strings.EqualFold(a.Record.Request.WalletAddress, wallet) {
-		// The store key hashes the wallet to 64 bits: the archive's own wallet has the last word.
+	if !shows(wallet, a.Record) {
+		// The store key hashes the wallet to 64 bits, and a muxed wallet sees its own transfers
+		// only: the archive's own wallet has the last word.
 		return View{}, &NotFoundError{}
 	}
 	v := viewOf(a.Record)
@@ -69,11 +80,28 @@ func (o *Orchestrator) View(ctx context.Context, wallet, clientKey string) (View
 	return v, nil
 }
 
+// shows reports whether a view or history of wallet shows rec: a record of its scope whose
+// request names wallet itself or, for an account's view, any muxed address of that account.
+// Addresses are compared upper case, as canonical.
+func shows(wallet Wallet, rec Record) bool {
+	req := rec.Request.Wallet()
+	if !strings.EqualFold(req.Scope(), wallet.Scope()) {
+		return false
+	}
+	return !wallet.Muxed() || strings.EqualFold(req.Address, wallet.Address)
+}
+
 // viewOf is what a client sees of rec: "success" with the hash and ledger (replayable), "error"
 // with the stored rejection (rejected), "cancelled" with when and by whom, else "pending"
 // (InDoubt while in_doubt), or "released" for the archive of an in-doubt item released (nothing
-// moved).
+// moved); with the wallet and memo its request named.
 func viewOf(rec Record) View {
+	v := viewStatus(rec)
+	v.Wallet, v.Memo = rec.Request.Wallet(), rec.Request.Memo
+	return v
+}
+
+func viewStatus(rec Record) View {
 	switch rec.Status {
 	case StatusCancelled:
 		v := View{Status: "cancelled", CancelledAt: rec.UpdatedAt}

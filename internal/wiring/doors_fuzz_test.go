@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/api"
@@ -287,6 +288,17 @@ func FuzzHandler(f *testing.F) {
 	good := `{"operationType":"withdraw","walletAddress":"` + doorWallet + `","amount":"1.5","asset":"USDC"}`
 	f.Add("POST", "/transfers", "order-0001", "application/json", "Root=1-5e9f0c65-1de4d666d4dd26aced652b6c", []byte(good))
 	f.Add("GET", "/wallets/"+doorWallet+"/transfers/order-0001", "", "", "", []byte(nil))
+	// Memos of each type and a muxed wallet of doorWallet (id 7), so the fuzzer mutates them too.
+	m, err := xdr.MuxedAccountFromAccountId(doorWallet, 7)
+	if err != nil {
+		f.Fatal(err)
+	}
+	muxed := m.Address()
+	for _, memo := range []string{`{"type":"text","value":"customer 42"}`, `{"type":"id","value":"18446744073709551615"}`,
+		`{"type":"hash","value":"` + strings.Repeat("ab", 32) + `"}`, `{"type":"return","value":"` + strings.Repeat("CD", 32) + `"}`} {
+		f.Add("POST", "/transfers", "order-0002", "application/json", "", []byte(`{"operationType":"withdraw","walletAddress":"`+muxed+`","amount":"1.5","asset":"USDC","memo":`+memo+`}`))
+	}
+	f.Add("GET", "/wallets/"+muxed+"/transfers?limit=5", "", "", "", []byte(nil))
 	r := newDoorRig(f)
 	f.Fuzz(func(t *testing.T, method, path, key, contentType, trace string, body []byte) {
 		if !strings.HasPrefix(path, "/") {

@@ -112,6 +112,7 @@ func Build(d Deps) (*Service, error) {
 		WalletHistory: store,
 		Archives:      store,
 		Queue:         d.Queue,
+		Limits:        d.Config.Limits,
 	}
 	if adm, ok := ledger.(transfer.Admission); ok && pool != nil {
 		// A call the channel calendar has no slot for within the wait is answered CHANNELS_BUSY

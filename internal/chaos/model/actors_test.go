@@ -99,7 +99,7 @@ func submitter(ctx context.Context, k *kit) result {
 // cancelBody is a DELETE of the key (Cancel): it reads the item and, if queued, writes it
 // cancelled on the condition that it is still the queued item read.
 func cancelBody(ctx context.Context, k *kit) result {
-	c, err := k.orch.Cancel(ctx, wallet, clientKey, transfer.Canceller{Caller: "ops-" + k.a.name})
+	c, err := k.orch.Cancel(ctx, transfer.Wallet{Address: wallet}, clientKey, transfer.Canceller{Caller: "ops-" + k.a.name})
 	if err != nil {
 		var nc *transfer.NotCancellableError
 		res := result{text: "cancel: " + problem(err)}

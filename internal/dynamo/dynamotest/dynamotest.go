@@ -119,15 +119,48 @@ func (c *CountingClient) Total() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var n int64
-	for _, v := range c.counts {
-		n += v
+	for k, v := range c.counts {
+		if k != TransactItems {
+			n += v
+		}
 	}
 	return n
 }
 
-// Writes returns the number of item writes (PutItem, DeleteItem, UpdateItem) so far.
+// Writes returns the number of item writes (PutItem, DeleteItem, UpdateItem, and each item of a
+// TransactWriteItems) so far.
 func (c *CountingClient) Writes() int64 {
-	return c.Count("PutItem") + c.Count("DeleteItem") + c.Count("UpdateItem")
+	return c.Count("PutItem") + c.Count("DeleteItem") + c.Count("UpdateItem") + c.Count(TransactItems)
+}
+
+// TransactItems is the counter of the items written by TransactWriteItems requests (Count).
+const TransactItems = "TransactWriteItems.items"
+
+// WriteUnits is the write capacity units the writes so far cost on DynamoDB when each item is at
+// most 1 KB (a transfer item is about 0.5 to 1 KB; a counter or marker item under 100 bytes): one
+// per PutItem, DeleteItem and UpdateItem, two per item of a TransactWriteItems (a transactional
+// write costs twice a standard one: Amazon DynamoDB Developer Guide, "DynamoDB read consumption
+// and write consumption", transactional write requests). Requests whose condition failed are
+// billed too and counted the same.
+func (c *CountingClient) WriteUnits() int64 {
+	return c.Count("PutItem") + c.Count("DeleteItem") + c.Count("UpdateItem") + 2*c.Count(TransactItems)
+}
+
+// TransactWriteItems counts the request and its items, and forwards (dynamo.TransactClient); it
+// fails when Inner has no TransactWriteItems.
+func (c *CountingClient) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.add("TransactWriteItems")
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = make(map[string]int64)
+	}
+	c.counts[TransactItems] += int64(len(in.TransactItems))
+	c.mu.Unlock()
+	tc, ok := c.Inner.(dynamo.TransactClient)
+	if !ok {
+		return nil, dynamo.ErrNoTransactions
+	}
+	return tc.TransactWriteItems(ctx, in, optFns...)
 }
 
 // Counts returns a copy of the counters by operation.

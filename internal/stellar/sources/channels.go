@@ -84,10 +84,11 @@ type ChannelPoolConfig struct {
 // ChannelLeases implements it.
 type TicketStore interface {
 	// TakeTicket books the next slot: ticket number n (consecutive across every process, but a
-	// number may be skipped) and the time at which it may lease, spacing after the previous
-	// slot's time and never before now. A calendar more than horizon ahead of now is stale and
-	// restarted at now, so no slot is ever booked more than horizon ahead.
-	TakeTicket(ctx context.Context, now time.Time, spacing, horizon time.Duration) (n int64, at time.Time, err error)
+	// number may be skipped) and its time at, spacing after the previous slot's time and never
+	// before from (the pool passes the start of the ledger the call falls in). A calendar behind
+	// from, or more than horizon ahead of it (stale), is restarted: the slot is at from, and
+	// restarted is true. No slot is ever booked more than horizon ahead of from.
+	TakeTicket(ctx context.Context, from time.Time, spacing, horizon time.Duration) (n int64, at time.Time, restarted bool, err error)
 }
 
 // DefaultLedgerInterval is the ledger interval assumed when none is configured: the domain's

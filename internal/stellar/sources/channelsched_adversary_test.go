@@ -122,7 +122,7 @@ func TestCallerBackAtRetryAfterMeetsItsSlot(t *testing.T) {
 		}
 		// Other processes queue behind it meanwhile.
 		for range 8 {
-			if _, _, err := tickets.TakeTicket(ctx, clock.Now(), spacing, time.Hour); err != nil {
+			if _, _, _, err := tickets.TakeTicket(ctx, clock.Now(), spacing, time.Hour); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -36,21 +36,21 @@ func lonePool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets Tick
 // call leases and is refused before sending (Prepare's FEE_ACCOUNT_UNDERFUNDED, the vault short),
 // its lease released, and the same client's next call comes at once, nothing else on the pool.
 //
-// The first call books the idle calendar at now and moves its next time to now + spacing
-// (interval / channels); its refusal returns the channel, not the calendar time. The second call
-// books that slot: after now, so queued, and alignToLedger would move it to the first point 0.6
-// into a ledger at or after it. When that ledger's 0.6 point falls between now and the slot, the
-// point is the next ledger's: up to interval + spacing ahead, past the wait (one interval), and
-// the call was answered CHANNELS_BUSY with every channel free (once in channels follow-up calls,
-// whatever the phase); at other phases it waited for the point, up to a ledger, for a free
-// channel. slotTime leases it as booked: the slot is in the first round of the run the process
-// saw begin (its channel's previous slot before the run), or with one channel its previous slot
-// was the process's own, released.
+// The first call books the idle calendar from the start of the ledger it falls in (the latest
+// close) and leases at once; the calendar's next time is that close + spacing (interval /
+// channels), and the refusal returns the channel, not the calendar time. The second call books
+// that slot: queued, so it would lease at its ledger's release point, 0.6 into the ledger, up to
+// a ledger ahead when the slot falls in the next one (one channel), and the call would wait for a
+// free channel or, past the wait, be answered CHANNELS_BUSY with every channel free. slotTime
+// leases it as booked, or at once when its time has passed: the slot is in the first round of the
+// run the process saw begin (its channel's previous slot before the run), or with one channel its
+// previous slot was the process's own, released.
 //
 // The cases: 1 s and 5 s ledgers, 1, 4, 8 (the local stack's) and 64 channels, the calls at
 // several phases of the ledger they fall in (the share of the interval since its close). The
-// right wait is the spacing: the booked slot, now + interval / channels. The channel is the one
-// the calendar booked: ticket 1's, the second channel (the first again with one channel).
+// right wait is to the booked slot, the latest close + interval / channels, none when it has
+// passed. The channel is the one the calendar booked: ticket 1's, the second channel (the first
+// again with one channel).
 func TestALoneCallerIsNeverBusyWithChannelsFree(t *testing.T) {
 	for _, interval := range []time.Duration{time.Second, 5 * time.Second} {
 		for _, channels := range []int{1, 4, 8, 64} {
@@ -85,9 +85,10 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 	pool.Release(ctx, first, transfer.Envelope{Channel: first.Account})
 
 	spacing := interval / time.Duration(channels)
-	// Where alignToLedger would have put the slot: the first release point at or after it.
+	booked := max(lastClose.Add(spacing).Sub(start), 0)
+	// Where the alignment would put the slot: the release point of the ledger it falls in.
 	point := lastClose.Add(interval * 6 / 10)
-	for point.Before(start.Add(spacing)) {
+	if channels == 1 {
 		point = point.Add(interval)
 	}
 
@@ -100,9 +101,9 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 	if err != nil {
 		t.Fatalf("second call: %v", err)
 	}
-	if waited := clock.Now().Sub(start); waited != spacing {
-		t.Errorf("second call leased after %v, want the booked slot's %v (the release point after it %v ahead)",
-			waited, spacing, point.Sub(start))
+	if waited := clock.Now().Sub(start); waited != booked {
+		t.Errorf("second call leased after %v, want the booked slot's %v (its ledger's release point %v ahead)",
+			waited, booked, point.Sub(start))
 	}
 	if wantCh := chans[1%channels].Address(); second.Account != wantCh {
 		t.Errorf("second call leased %s, want ticket 1's channel %s", second.Account, wantCh)
@@ -171,8 +172,9 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 // slotTime leases a queued slot as booked only on what the process saw: slots among the first
 // count after a booking it made on the idle calendar, or a slot whose channel's previous slot
 // (n - count) was its own lease, released. Past the first round, or after another process's
-// slot on the channel, the slot keeps its alignment (here 4 channels at 5 s ledgers, the latest
-// close 2.5 s before now: release points at now + 0.5 s + k x 5 s).
+// slot on the channel, the slot leases at the release point of the ledger it falls in (here 4
+// channels at 5 s ledgers, the latest close 2.5 s before now: release points at now + 0.5 s +
+// k x 5 s; the next ledger begins at now + 2.5 s).
 func TestSlotTimeLeavesOnlyKnownIdleChannelsUnaligned(t *testing.T) {
 	const interval, count = 5 * time.Second, 4
 	now := time.Unix(1_800_000_000, 0)
@@ -182,22 +184,24 @@ func TestSlotTimeLeavesOnlyKnownIdleChannelsUnaligned(t *testing.T) {
 		t.Fatal(err)
 	}
 	slot := func(n int64, ahead time.Duration) time.Duration {
-		return pool.slotTime(n, now.Add(ahead), now, fmt.Sprintf("channel-%d", n%count), count, lastClose, interval).Sub(now)
+		return pool.slotTime(n, now.Add(ahead), ahead == -interval/2, now, fmt.Sprintf("channel-%d", n%count), count, lastClose, interval).Sub(now)
 	}
-	// Nothing seen: a queued slot aligns (1 s ahead: to the point 5.5 s ahead); one at now stays.
-	if got := slot(41, time.Second); got != 5500*time.Millisecond {
+	// Nothing seen: a queued slot in the next ledger (3 s ahead) aligns to its point, 5.5 s ahead;
+	// one booked at the ledger's start, the calendar restarted, leases now.
+	if got := slot(41, 3*time.Second); got != 5500*time.Millisecond {
 		t.Errorf("queued slot, nothing seen: leases at now + %v, want 5.5s", got)
 	}
-	if got := slot(40, 0); got != 0 {
-		t.Errorf("slot at now: leases at now + %v, want now", got)
+	if got := slot(40, -interval/2); got != 0 {
+		t.Errorf("slot at the ledger's start: leases at now + %v, want now", got)
 	}
-	// Slot 40 was booked at now: 41 to 43 are its run's first round, 44 (channel 0 again) is not.
+	// Slot 40 was booked at the ledger's start: 41 to 43 are its run's first round, 44 (channel 0
+	// again) is not.
 	for n := int64(41); n <= 43; n++ {
-		if got := slot(n, time.Second); got != time.Second {
-			t.Errorf("slot %d of the first round: leases at now + %v, want as booked, 1s", n, got)
+		if got := slot(n, 3*time.Second); got != 3*time.Second {
+			t.Errorf("slot %d of the first round: leases at now + %v, want as booked, 3s", n, got)
 		}
 	}
-	if got := slot(44, time.Second); got != 5500*time.Millisecond {
+	if got := slot(44, 3*time.Second); got != 5500*time.Millisecond {
 		t.Errorf("slot 44, past the first round: leases at now + %v, want aligned, 5.5s", got)
 	}
 	// The process released its lease of slot 42 (channel 2): slot 46 leases as booked, slot 45
@@ -206,13 +210,13 @@ func TestSlotTimeLeavesOnlyKnownIdleChannelsUnaligned(t *testing.T) {
 	pool.mu.Lock()
 	pool.seen.freed("channel-2", 42)
 	pool.mu.Unlock()
-	if got := slot(46, 2*time.Second); got != 2*time.Second {
-		t.Errorf("slot 46 after the process released slot 42's lease: leases at now + %v, want as booked, 2s", got)
+	if got := slot(46, 3*time.Second); got != 3*time.Second {
+		t.Errorf("slot 46 after the process released slot 42's lease: leases at now + %v, want as booked, 3s", got)
 	}
-	if got := slot(45, 2*time.Second); got != 5500*time.Millisecond {
+	if got := slot(45, 3*time.Second); got != 5500*time.Millisecond {
 		t.Errorf("slot 45: leases at now + %v, want aligned, 5.5s", got)
 	}
-	if got := slot(50, 3*time.Second); got != 5500*time.Millisecond {
+	if got := slot(50, 4*time.Second); got != 5500*time.Millisecond {
 		t.Errorf("slot 50: leases at now + %v, want aligned, 5.5s", got)
 	}
 }

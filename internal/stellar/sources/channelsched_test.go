@@ -16,7 +16,7 @@ import (
 )
 
 // memTickets is the channel calendar in memory, as internal/dynamo's TakeTicket keeps it: the
-// next number, and the time booked for it, never before now.
+// next number, and the time booked for it, never before from.
 type memTickets struct {
 	mu     sync.Mutex
 	next   int64
@@ -30,26 +30,26 @@ type memTickets struct {
 	failFrom int
 }
 
-func (m *memTickets) TakeTicket(_ context.Context, now time.Time, spacing, horizon time.Duration) (int64, time.Time, error) {
+func (m *memTickets) TakeTicket(_ context.Context, from time.Time, spacing, horizon time.Duration) (int64, time.Time, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
 	if m.fail != nil {
-		return 0, time.Time{}, m.fail
+		return 0, time.Time{}, false, m.fail
 	}
 	if m.failFrom > 0 && m.calls >= m.failFrom {
-		return 0, time.Time{}, errors.New("ThrottlingException")
+		return 0, time.Time{}, false, errors.New("ThrottlingException")
 	}
-	n, at := m.next, m.nextAt
-	if at.Before(now) || horizon > 0 && at.After(now.Add(horizon)) {
-		at = now // behind now, or stale (more than horizon ahead): restarted
+	n, at, restarted := m.next, m.nextAt, false
+	if at.Before(from) || horizon > 0 && at.After(from.Add(horizon)) {
+		at, restarted = from, true // behind from, or stale (more than horizon ahead): restarted
 	}
 	m.next, m.nextAt = n+1, at.Add(spacing)
 	if m.lose > 0 {
 		m.lose--
-		return 0, time.Time{}, errors.New("read tcp: i/o timeout (the booking applied, its answer lost)")
+		return 0, time.Time{}, false, errors.New("read tcp: i/o timeout (the booking applied, its answer lost)")
 	}
-	return n, at, nil
+	return n, at, restarted, nil
 }
 
 func (m *memTickets) booked() int {

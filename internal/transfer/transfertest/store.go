@@ -21,7 +21,13 @@ const DefaultListLimit = 100
 //
 //   - Claim writes when no item holds the key or the item there expired before now (ExpiresAt
 //     set and below now in epoch seconds; an in_flight or in_doubt item has none and never
-//     expires). A lost claim returns the holder.
+//     expires). A lost claim returns the holder and charges nothing. A won claim adds its
+//     record's charges (transfer.Record.Charges) to their daily counters in the same step; when
+//     one would take its counter above its cap the claim writes nothing and returns
+//     transfer.DailyLimitError (wrapped) for the first such charge. The key's holder is decided
+//     first, as DynamoDB's transaction reports it: a claim lost to an item is never a limit
+//     refusal.
+//   - GiveBack subtracts a claim's charges once per claim ID (transfer.Counters).
 //   - Replace and Delete apply only when the stored item matches the condition exactly
 //     (transfer.Condition.Matches); a mismatch or a missing item is transfer.ErrConditionFailed
 //     (wrapped). Replace refuses, with another error and before writing, a next record whose
@@ -46,21 +52,30 @@ const DefaultListLimit = 100
 // lost after the write applied (wrap the Store for those; Fail injects errors before a write).
 // It is safe for concurrent use. The zero value is not usable: call NewStore.
 type Store struct {
-	mu    sync.Mutex
-	items map[string]transfer.Record
+	mu     sync.Mutex
+	items  map[string]transfer.Record
+	writes int
+	fail   func(op string) error
+	// counters are the limits' daily totals by counter key; givenBack the claims whose charges
+	// were given back.
+	counters  map[string]int64
+	givenBack map[string]bool
 	// archives are the lasting records by store key (archive.go).
 	archives map[string][]transfer.Archive
-	writes   int
-	fail     func(op string) error
 }
 
-var _ transfer.Store = (*Store)(nil)
+var (
+	_ transfer.Store    = (*Store)(nil)
+	_ transfer.Counters = (*Store)(nil)
+)
 
 // NewStore returns an empty Store.
-func NewStore() *Store { return &Store{items: map[string]transfer.Record{}} }
+func NewStore() *Store {
+	return &Store{items: map[string]transfer.Record{}, counters: map[string]int64{}, givenBack: map[string]bool{}}
+}
 
 // Fail sets a hook run at the start of every operation with its name ("claim", "get", "replace",
-// "delete" or "list"); a non-nil error is returned by the operation, which then changes nothing
+// "delete", "list", "counter" or "giveback"); a non-nil error is returned by the operation, which then changes nothing
 // and counts no write. The hook runs outside the store's lock, so it may call Put, PutIfAbsent or
 // Remove to model another writer acting just before the operation. nil removes the hook.
 func (s *Store) Fail(hook func(op string) error) {
@@ -147,10 +162,50 @@ func (s *Store) Claim(ctx context.Context, rec transfer.Record, now time.Time) (
 	defer s.mu.Unlock()
 	s.writes++
 	if cur, ok := s.items[rec.StoreKey]; ok && !cur.Expired(now) {
-		return stored(cur), false, nil
+		return stored(cur), false, nil // a lost claim charges nothing, whatever the counters hold
+	}
+	for _, c := range rec.Charges {
+		if c.Stroops > c.Cap || s.counters[c.Counter] > c.Cap-c.Stroops {
+			return transfer.Record{}, false, fmt.Errorf("transfertest: claim %q: %w", rec.StoreKey, transfer.DailyLimitError(c))
+		}
+	}
+	for _, c := range rec.Charges {
+		s.counters[c.Counter] += c.Stroops
 	}
 	s.items[rec.StoreKey] = stored(rec)
 	return stored(rec), true, nil
+}
+
+// Counter is the total charged to the counter key (transfer.Counters).
+func (s *Store) Counter(ctx context.Context, key string) (int64, error) {
+	if err := s.begin(ctx, "counter"); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counters[key], nil
+}
+
+// GiveBack subtracts the charges of claimID from their counters once per claimID
+// (transfer.Counters); a later call for the same claim changes nothing. It counts one write.
+func (s *Store) GiveBack(ctx context.Context, claimID string, charges []transfer.Charge) error {
+	if err := s.begin(ctx, "giveback"); err != nil {
+		return err
+	}
+	if claimID == "" || len(charges) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	if s.givenBack[claimID] {
+		return nil
+	}
+	s.givenBack[claimID] = true
+	for _, c := range charges {
+		s.counters[c.Counter] -= c.Stroops
+	}
+	return nil
 }
 
 // Get returns the item at key, or transfer.ErrNotFound (wrapped).
@@ -374,6 +429,11 @@ func stored(rec transfer.Record) transfer.Record {
 		c := *a
 		c.At = millis(a.At)
 		rec.Audit = &c
+	}
+	if len(rec.Charges) == 0 {
+		rec.Charges = nil
+	} else {
+		rec.Charges = slices.Clone(rec.Charges)
 	}
 	return rec
 }

@@ -12,3 +12,9 @@ import (
 func TestStoreContract(t *testing.T) {
 	transfertest.StoreContract(t, func(*testing.T) transfer.Store { return transfertest.NewStore() })
 }
+
+// TestLimitContract holds the in-memory Store's daily counters to the DynamoDB store's rules;
+// internal/dynamo runs the same suite on its Store.
+func TestLimitContract(t *testing.T) {
+	transfertest.LimitContract(t, func(*testing.T) transfertest.LimitStore { return transfertest.NewStore() })
+}
