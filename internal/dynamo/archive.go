@@ -23,7 +23,7 @@ import (
 // of a transfer item ever reads or matches one. It holds the item's attributes as of its settled
 // state (never envelopeXdr, leaseOwner, leaseExpiresAt, fingerprint, gsi1pk or gsi1sk) and:
 //   - status: replayable, rejected, cancelled or released (transfer.StatusReleased);
-//   - replayExpiresAt (N, epoch s): the item's expiresAt, the end of its replay window;
+//   - replayUntil (N, epoch s): the item's expiresAt, the end of its replay window;
 //   - expiresAt (N, epoch s): the record's own TTL, transfer.Archive.RetainUntil; absent: kept
 //     for ever;
 //   - gsi1pk ArchiveDayPartition of its settlement (transfer.Archive.SettledAt) and gsi1sk
@@ -118,7 +118,7 @@ func validDayTime(sk string, day time.Time) bool {
 // Attributes of a record item besides the transfer item's.
 const (
 	// AttrReplayExpiresAt is the end of the archived item's replay window, epoch seconds (N).
-	AttrReplayExpiresAt = "replayExpiresAt"
+	AttrReplayExpiresAt = "replayUntil"
 )
 
 // claimIDShape is what a record's pk may end with: a claim ID as transfer.NewClaimID writes it (32

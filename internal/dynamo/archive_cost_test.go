@@ -144,4 +144,18 @@ func TestARecordCostsOneWritePerSettlement(t *testing.T) {
 	if counter.Count("Query") != 0 || counter.Count("GetItem") != 0 {
 		t.Fatalf("archiving read: %v", counter.Counts())
 	}
+
+	// With the longest text memo (28 bytes) too, the record stays within 1 KB.
+	memo := a
+	memo.Record.ClaimID = transfer.NewClaimID()
+	memo.Record.Request.Memo = transfer.Memo{Type: "text", Value: strings.Repeat("m", 28)}
+	before := units.units
+	units.sizes = nil
+	if err := s.PutArchive(ctx, memo); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with a 28-byte text memo: %d write units (%d bytes)", units.units-before, units.sizes[0])
+	if got := units.units - before; got != 4 {
+		t.Fatalf("a record with a memo took %d write units, want 4", got)
+	}
 }

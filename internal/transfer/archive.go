@@ -101,14 +101,15 @@ func ArchiveOf(old, next *Record, at time.Time, retention time.Duration) (Archiv
 
 // ArchivedForm is rec as an archive keeps it: without the fingerprint, the lease, the limits'
 // charges (given back or kept by the live item's writes, never by its record), the signed
-// XDR (it can never land again, and the record outlives any use of it) or the channel account
-// (an operational detail, not the transfer's; dropping it keeps a typical record within one
-// write unit). Every ArchiveStore stores this form, so the stores read back alike.
+// XDR (it can never land again, and the record outlives any use of it), the channel account,
+// the ledger seen before the first send and the fee bid (operational details of the sending, not
+// of the transfer: the result keeps the ledger and the fee charged; dropping them keeps a record
+// with the longest text memo within one write unit). Every ArchiveStore stores this form, so the stores read back alike.
 func ArchivedForm(rec Record) Record {
 	rec.Fingerprint, rec.LeaseOwner, rec.LeaseExpiresAt, rec.Archived, rec.Charges = "", "", time.Time{}, false, nil
 	if rec.Envelope != nil {
 		env := *rec.Envelope
-		env.XDR, env.Channel = "", ""
+		env.XDR, env.Channel, env.SubmittedLedger, env.FeeStroops = "", "", 0, 0
 		rec.Envelope = &env
 	}
 	return rec
