@@ -221,7 +221,8 @@
 //     key is read first only then: a key that already holds an item is answered from it, as a lost
 //     claim would be, so a request accepted before the limit was lowered still replays.
 //   - The daily totals are counters the claim charges (Record.Charges, Limits.Charges: the
-//     wallet's counter keyed by WalletHash, the asset's, each with the amount in stroops and its
+//     wallet's counter keyed by WalletHash of its scope, the G... account of an M... address as
+//     "Muxed wallets" requires, the asset's, each with the amount in stroops and its
 //     cap), in the same atomic write as the claim (Store.Claim; internal/dynamo/doc.go, "Limits"):
 //     a charge that would take its counter above its cap makes the claim write nothing and return
 //     *LimitError DAILY_LIMIT_EXCEEDED (429, Retry-After the next UTC midnight), and the key stays

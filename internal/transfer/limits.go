@@ -69,7 +69,8 @@ const CounterKeep = 72 * time.Hour
 // would then be above Cap. The claim's item keeps its charges (Record.Charges) so that they can be
 // given back with exactly what was added.
 type Charge struct {
-	// Counter is the counter item's key: "limit:wallet:<WalletHash>:<asset>:<day>" or
+	// Counter is the counter item's key: "limit:wallet:<WalletHash of the wallet's scope, the
+	// G... account of an M... address (Wallet.Scope)>:<asset>:<day>" or
 	// "limit:asset:<asset>:<day>", day as 2006-01-02 (UTC).
 	Counter string
 	Scope   LimitScope
@@ -130,7 +131,7 @@ func (l Limits) Charges(req Request, now time.Time) []Charge {
 	day := now.UTC().Format(time.DateOnly)
 	var out []Charge
 	if al.WalletDaily > 0 {
-		out = append(out, Charge{Counter: CounterPrefix + "wallet:" + WalletHash(req.WalletAddress) + ":" + req.Asset + ":" + day,
+		out = append(out, Charge{Counter: CounterPrefix + "wallet:" + WalletHash(req.Wallet().Scope()) + ":" + req.Asset + ":" + day,
 			Scope: LimitWallet, Asset: req.Asset, Day: day, Stroops: req.Stroops, Cap: al.WalletDaily})
 	}
 	if al.AssetDaily > 0 {
