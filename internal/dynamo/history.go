@@ -32,15 +32,18 @@ var _ transfer.HistoryStore = (*Store)(nil)
 // transfer.Wallet.Scope gives it, so an account's items include its muxed addresses'), newest createdAt
 // first (ScanIndexForward false), at most limit items (transfer.DefaultHistoryLimit when
 // limit <= 0) after cursor ("" for the start). It returns the records as projected (the fields
-// transfer.HistoryStore names) and the next cursor, "" when the query reported no more.
+// transfer.HistoryStore names) and the next cursor, "" when the query reported no more. The
+// lasting records are in the index too: each incarnation is listed once (historyPage), its live
+// item while the table holds it, else its record (Archived).
 //
-// The cursor is base64url of JSON {"gsi2sk","pk"} of the query's LastEvaluatedKey (cursor.go);
+// The cursor is base64url of JSON {"gsi2sk","pk"} of the last item the page used (cursor.go);
 // the partition is the wallet's own, never read from the cursor. A cursor is refused
 // (ErrBadCursor), before any request, unless it is exactly as this package writes it, its pk is
 // one of this wallet's store keys whose client key obeys the key rules
 // (transfer.ValidStoreKey), and its gsi2sk is a time then "#" and that pk, within DynamoDB's key
 // sizes: a cursor issued for another wallet, edited or forged names no position in this
-// wallet's partition. Like ListInDoubt it reads an eventually consistent index.
+// wallet's partition; a record's position is held to its own shape as strictly (historyStart).
+// Like ListInDoubt it reads an eventually consistent index.
 func (s *Store) ListByWallet(ctx context.Context, wallet string, limit int, cursor string) ([]transfer.Record, string, error) {
 	const what = "list by wallet"
 	if limit <= 0 {
@@ -74,11 +77,11 @@ func (s *Store) ListByWallet(ctx context.Context, wallet string, limit int, curs
 		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
 	recs, last, err := historyPage(what, out.Items, limit, len(out.LastEvaluatedKey) > 0)
-	if last == nil && len(out.Items) == 0 && len(out.LastEvaluatedKey) > 0 {
-		last = out.LastEvaluatedKey // an empty page that still names more
-	}
 	if err != nil {
 		return nil, "", err
+	}
+	if last == nil && len(out.Items) == 0 && len(out.LastEvaluatedKey) > 0 {
+		last = out.LastEvaluatedKey // an empty page that still names more
 	}
 	if last == nil {
 		return recs, "", nil

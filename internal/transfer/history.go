@@ -50,7 +50,9 @@ type HistoryStore interface {
 	// CreatedAt first, after cursor ("" for the first page); it returns the next
 	// cursor, "" when there is no more. A cursor the store did not issue for this wallet is
 	// ErrBadCursor (wrapped). The records may hold only what a listing shows: StoreKey, Status,
-	// Request, ClientKey, Result, ExpiresAt, CreatedAt and UpdatedAt. The index is eventually
+	// Request, ClientKey, Result, ExpiresAt, CreatedAt and UpdatedAt, and Archived for a lasting
+	// record (each incarnation listed once: its live item while it exists, else its record;
+	// archive.go). The index is eventually
 	// consistent: an item may show a little after a write, in its state before that write. The
 	// records are for reading only: never build a write from one (it lacks ClaimID and Version, so
 	// its Expect matches no stored item).
