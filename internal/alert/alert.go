@@ -74,6 +74,12 @@ type Config struct {
 	// Wait pauses between PutEvents attempts; nil: a timer (tests inject their own).
 	Wait   func(ctx context.Context, d time.Duration) error
 	Logger *slog.Logger
+	// Archives keeps the lasting records (transfer.ArchiveOf, one PutArchive per settlement;
+	// dynamo.Store); nil: none are written.
+	Archives transfer.ArchiveStore
+	// Retention is how long a lasting record is kept after its settlement (RECORD_RETENTION_DAYS);
+	// 0 keeps it for ever.
+	Retention time.Duration
 }
 
 // Handler handles DynamoDB stream batches (NEW_AND_OLD_IMAGES).
@@ -166,6 +172,10 @@ func (d Details) attrs() []any {
 // them now would alert them twice. When the batch moved anything into or out of in_doubt, the
 // gauge is refreshed from the in-doubt index. The error result is always nil.
 //
+// With Archives set, a change transfer.ArchiveOf archives writes its lasting record first (before
+// the record's alert and event); a failed write ends the batch at its record as a failed SNS
+// publish does, and an archive the store refuses as not archivable is logged and skipped.
+//
 // With Events set, each transition SettlementEventOf maps is published too, in record order,
 // up to ten per PutEvents request; the events queued before an SNS publish are published first.
 // An event PutEvents still refuses after putAttempts ends the batch at its record, as an SNS
@@ -205,6 +215,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			err = h.giveBack(ctx, ch)
 		}
 		moved := false
+		if err == nil {
+			// The record first: once the alert or the event of a settlement is out, its record
+			// is there to read. A retry writes it again harmlessly (conditional on the version).
+			err = h.archive(ctx, r, ch)
+		}
 		if err == nil {
 			moved, err = h.alert(ctx, ch)
 		}
@@ -247,6 +262,28 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		h.refreshGauge(ctx)
 	}
 	return resp, nil
+}
+
+// archive writes the lasting record ch calls for (transfer.ArchiveOf), if any. The write is
+// idempotent (conditional on the version), so a batch retried from an earlier record writes it
+// again harmlessly. A record the store refuses to archive is malformed: no retry fixes it.
+func (h *Handler) archive(ctx context.Context, r *events.DynamoDBEventRecord, ch change) error {
+	if h.cfg.Archives == nil || !ch.transfer {
+		return nil
+	}
+	at := r.Change.ApproximateCreationDateTime.Time
+	a, ok := transfer.ArchiveOf(ch.old, ch.next, at, h.cfg.Retention)
+	if !ok {
+		return nil
+	}
+	err := h.cfg.Archives.PutArchive(ctx, a)
+	if errors.Is(err, transfer.ErrNotArchivable) {
+		return malformed("archive: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("alert: writing the lasting record: %w", err)
+	}
+	return nil
 }
 
 // malformedError marks a record that no retry can process.

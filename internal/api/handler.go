@@ -72,7 +72,8 @@ type TransferResponse struct {
 
 // ViewResponse is the 200 body of GET /wallets/{walletAddress}/transfers/{idempotencyKey}.
 type ViewResponse struct {
-	// Status is "pending" (queued, in flight or in doubt), "success", "error" or "cancelled".
+	// Status is "pending" (queued, in flight or in doubt), "success", "error", "cancelled", or
+	// "released" (outside the replay window only: an in-doubt transfer released, nothing moved).
 	Status          string `json:"status"`
 	TransactionHash string `json:"transactionHash,omitempty"`
 	Ledger          uint32 `json:"ledger,omitempty"`
@@ -89,6 +90,10 @@ type ViewResponse struct {
 	Memo *transfer.Memo `json:"memo,omitempty"`
 	// MuxedAccount names the muxed (M...) wallet a transfer paid: absent for a G... or C... one.
 	MuxedAccount *MuxedAccount `json:"muxedAccount,omitempty"`
+	// OutsideReplayWindow is true (else absent) when the key's replay window has ended: this is
+	// the lasting record of its last settled transfer, and a POST with the key now starts a new
+	// transfer (transfer.View.OutsideReplayWindow).
+	OutsideReplayWindow bool `json:"outsideReplayWindow,omitempty"`
 }
 
 // MuxedAccount is a muxed destination (SEP-23): the M... address as the request named it, the
@@ -524,7 +529,7 @@ func (h *handler) deleteTransfer(w http.ResponseWriter, r *http.Request) {
 // traceId.
 func viewResponse(v transfer.View) ViewResponse {
 	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt,
-		CancelledAt: rfc3339Millis(v.CancelledAt), CancelledBy: v.CancelledBy}
+		CancelledAt: rfc3339Millis(v.CancelledAt), CancelledBy: v.CancelledBy, OutsideReplayWindow: v.OutsideReplayWindow}
 	if !v.Memo.IsZero() {
 		m := v.Memo
 		resp.Memo = &m

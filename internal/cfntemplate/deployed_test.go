@@ -146,8 +146,8 @@ func TestTableMatchesDefinition(t *testing.T) {
 	// Every index a policy names exists.
 	raw, _ := os.ReadFile("../../template.yaml")
 	for _, m := range regexp.MustCompile(`/index/([A-Za-z0-9_.*-]+)`).FindAllStringSubmatch(string(raw), -1) {
-		if m[1] != dynamo.InDoubtIndex && m[1] != dynamo.WalletIndex {
-			t.Errorf("a policy names index %q; the table's indexes are %q and %q", m[1], dynamo.InDoubtIndex, dynamo.WalletIndex)
+		if m[1] != dynamo.InDoubtIndex && m[1] != dynamo.WalletIndex && m[1] != dynamo.RecordIndex {
+			t.Errorf("a policy names index %q; the table's indexes are %q, %q and %q", m[1], dynamo.InDoubtIndex, dynamo.WalletIndex, dynamo.RecordIndex)
 		}
 	}
 }
@@ -445,7 +445,24 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	}
 	if got := dynamoActions(t, tpl, "AlertFunctionRole"); !slices.Equal(got, []string{"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}) {
-		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want Query, and PutItem and UpdateItem for the give-backs (stream reads aside; TestLimitsWriteOnlyTheirItems)", got)
+		t.Errorf("AlertFunctionRole DynamoDB actions = %v, want Query, PutItem for the lasting records, and PutItem and UpdateItem for the give-backs (stream reads aside; TestLimitsWriteOnlyTheirItems)", got)
+	}
+	// The alert function writes lasting records only in LastingRecords: a PutItem held to
+	// partition keys starting with dynamo.ArchivePrefix, so it can never write a transfer item.
+	found := false
+	for _, st := range statements(t, tpl, "AlertFunctionRole") {
+		if st.sid != "LastingRecords" {
+			continue
+		}
+		found = true
+		cond, _ := json.Marshal(st.condition)
+		want := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + dynamo.ArchivePrefix + `*"]}}`
+		if !slices.Equal(st.actions, []string{"dynamodb:PutItem"}) || string(cond) != want {
+			t.Errorf("AlertFunctionRole statement %s: %v under %s; want PutItem alone under %s", st.sid, st.actions, cond, want)
+		}
+	}
+	if !found {
+		t.Error("AlertFunctionRole has no statement LastingRecords")
 	}
 	// Settlement events: the alert function may put events on the stack's bus only; the webhook
 	// function uses nothing of EventBridge.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -32,8 +33,10 @@ func TestLimitsWriteOnlyTheirItems(t *testing.T) {
 		}
 	}
 	for _, st := range statements(t, tpl, "AlertFunctionRole") {
-		if (slices.Contains(st.actions, "dynamodb:PutItem") || slices.Contains(st.actions, "dynamodb:UpdateItem")) && st.sid != "DailyLimitGiveBacks" {
-			t.Errorf("AlertFunctionRole statement %s writes %v outside the limits' items", st.sid, st.actions)
+		// LastingRecords writes the records' items only (TestLeastPrivilege holds it to them).
+		if (slices.Contains(st.actions, "dynamodb:PutItem") || slices.Contains(st.actions, "dynamodb:UpdateItem")) &&
+			st.sid != "DailyLimitGiveBacks" && st.sid != "LastingRecords" {
+			t.Errorf("AlertFunctionRole statement %s writes %v outside the limits' and the records' items", st.sid, st.actions)
 		}
 	}
 }
@@ -87,6 +90,36 @@ func streamFilters(t *testing.T, mapping any) func(old, next transfer.Status, ch
 			}
 		}
 		return false
+	}
+}
+
+// TestStreamPassesEveryArchive: the stream's filters pass every change transfer.ArchiveOf writes
+// a lasting record for (a settlement, a cancellation, a release from in_doubt), charged or not.
+func TestStreamPassesEveryArchive(t *testing.T) {
+	tpl := load(t)
+	passes := streamFilters(t, get(t, tpl.Resources["AlertFunction"].Properties, "Events", "TransferChanges", "Properties"))
+	statuses := []transfer.Status{"", transfer.StatusInFlight, transfer.StatusReplayable, transfer.StatusRejected, transfer.StatusInDoubt,
+		transfer.StatusQueued, transfer.StatusCancelled}
+	archived := 0
+	for _, old := range statuses {
+		for _, next := range statuses {
+			var o, n *transfer.Record
+			if old != "" {
+				o = &transfer.Record{StoreKey: "transfer:k", ClaimID: "c", Status: old}
+			}
+			if next != "" {
+				n = &transfer.Record{StoreKey: "transfer:k", ClaimID: "c", Status: next}
+			}
+			if _, ok := transfer.ArchiveOf(o, n, time.Unix(1_800_000_000, 0), 0); ok {
+				archived++
+				if !passes(old, next, false) {
+					t.Errorf("the filters hold back the record of an uncharged %q -> %q", old, next)
+				}
+			}
+		}
+	}
+	if archived == 0 {
+		t.Fatal("no change archived")
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Alert is what the alert function reads at init: it needs the table (for the in-doubt gauge)
@@ -19,7 +21,13 @@ type Alert struct {
 	// bus name or ARN; README.md, "Settlement events"); empty means none. Another endpoint is the
 	// AWS SDK's own AWS_ENDPOINT_URL_EVENTBRIDGE.
 	EventBus string
+	// Retention is how long a lasting record of a settled transfer is kept
+	// (RECORD_RETENTION_DAYS, whole days from 0 to 36500; 0, the default, keeps it for ever).
+	Retention time.Duration
 }
+
+// maxRetentionDays bounds RECORD_RETENTION_DAYS: a hundred years.
+const maxRetentionDays = 36500
 
 // eventBusName is an EventBridge bus name (PutEventsRequestEntry.EventBusName: a name of 1 to
 // 256 characters of [/\.\-_A-Za-z0-9]) or a bus ARN.
@@ -38,6 +46,14 @@ func LoadAlert(getenv Getenv) (Alert, error) {
 	}
 	if a.EventBus != "" && !eventBusName.MatchString(a.EventBus) {
 		errs = append(errs, fmt.Errorf("EVENT_BUS_NAME must be an EventBridge bus name or ARN, not %q", a.EventBus))
+	}
+	if v := strings.TrimSpace(getenv("RECORD_RETENTION_DAYS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxRetentionDays {
+			errs = append(errs, fmt.Errorf("RECORD_RETENTION_DAYS must be a whole number of days from 0 (for ever) to %d, not %q", maxRetentionDays, v))
+		} else {
+			a.Retention = time.Duration(n) * 24 * time.Hour
+		}
 	}
 	if len(errs) > 0 {
 		return Alert{}, fmt.Errorf("config: %w", errors.Join(errs...))

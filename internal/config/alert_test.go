@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoadAlert(t *testing.T) {
@@ -33,6 +34,22 @@ func TestLoadAlertEventBus(t *testing.T) {
 		}
 		if !ok && (err == nil || !strings.Contains(err.Error(), "EVENT_BUS_NAME")) {
 			t.Errorf("EVENT_BUS_NAME=%q: err = %v, want it refused", bus, err)
+		}
+	}
+}
+
+func TestLoadAlertRecordRetention(t *testing.T) {
+	for v, want := range map[string]time.Duration{
+		"": 0, "0": 0, "1": 24 * time.Hour, " 2555 ": 2555 * 24 * time.Hour, "36500": 36500 * 24 * time.Hour,
+		"-1": -1, "36501": -1, "7d": -1, "1.5": -1, "1e3": -1,
+	} {
+		env := map[string]string{"TABLE_NAME": "transfers", "RECORD_RETENTION_DAYS": v}
+		a, err := LoadAlert(func(k string) string { return env[k] })
+		if want >= 0 && (err != nil || a.Retention != want) {
+			t.Errorf("RECORD_RETENTION_DAYS=%q: %+v, %v; want %s", v, a, err, want)
+		}
+		if want < 0 && (err == nil || !strings.Contains(err.Error(), "RECORD_RETENTION_DAYS")) {
+			t.Errorf("RECORD_RETENTION_DAYS=%q: err = %v, want it refused", v, err)
 		}
 	}
 }

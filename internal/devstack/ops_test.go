@@ -185,6 +185,20 @@ func TestInDoubtIsAlertedListedGuardedAndSweptAfterTheNetworkHeals(t *testing.T)
 	if _, has := resolved["audit"]; has {
 		t.Fatalf("the sweep's resolution has an operator audit: %v", resolved)
 	}
+	// GET tells what became of it: a landed transfer from its item, a released one from its
+	// lasting record (the item is gone), "released" and outside the replay window.
+	req, _ := http.NewRequest(http.MethodGet, s.Info.APIURL+"/wallets/"+wallet+"/transfers/doubtful-0001", nil)
+	view := do(t, req)
+	switch resolved["resolution"] {
+	case "released":
+		if view.status != http.StatusOK || view.body["status"] != "released" || view.body["outsideReplayWindow"] != true {
+			t.Fatalf("GET of the released transfer = %d %v", view.status, view.body)
+		}
+	default:
+		if view.status != http.StatusOK || view.body["status"] != "success" || view.body["outsideReplayWindow"] != nil {
+			t.Fatalf("GET of the landed transfer = %d %v", view.status, view.body)
+		}
+	}
 	emfText := string(emf.bytes())
 	last := strings.LastIndex(emfText, `"transfer_orchestration_in_doubt":1`)
 	emf.waitLine(t, regexp.MustCompile(`"transfer_orchestration_in_doubt":0[,}]`), last+1, 10*time.Second)

@@ -132,9 +132,11 @@ func itemCount(t *testing.T, s *Stack) int {
 	}
 	n := 0
 	for _, it := range out.Items {
-		// Channel leases and the channel calendar share the table; they are not transfers.
+		// Channel leases, the channel calendar and the lasting records share the table; they are
+		// not transfer items.
 		if pk, ok := it[dynamo.AttrPK].(*types.AttributeValueMemberS); ok &&
-			(strings.HasPrefix(pk.Value, dynamo.ChannelPrefix) || pk.Value == dynamo.ChannelTicketsKey) {
+			(strings.HasPrefix(pk.Value, dynamo.ChannelPrefix) || pk.Value == dynamo.ChannelTicketsKey ||
+				strings.HasPrefix(pk.Value, dynamo.ArchivePrefix)) {
 			continue
 		}
 		n++

@@ -160,7 +160,8 @@ func indexCursor(partition string, last map[string]types.AttributeValue) (string
 
 // historyStart is the ExclusiveStartKey that cursor names in wallet's partition of gsi2, nil for
 // "": pk one of this wallet's store keys (its prefix, then a client key the key rules accept),
-// gsi2sk a time, "#" and that pk. gsi2pk is the wallet's (partition), never read from the cursor.
+// gsi2sk a time, "#" and that pk; or pk the record of one of them (ArchiveKey: the store key and
+// a claim ID of claimIDShape), gsi2sk a time, "#", its store key and "#". gsi2pk is the wallet's (partition), never read from the cursor.
 func historyStart(wallet, partition, cursor string) (map[string]types.AttributeValue, error) {
 	if cursor == "" {
 		return nil, nil
@@ -169,11 +170,23 @@ func historyStart(wallet, partition, cursor string) (map[string]types.AttributeV
 	if err := decodeCursor(cursor, &p); err != nil {
 		return nil, err
 	}
-	switch {
-	case !strings.HasPrefix(p.PK, transfer.StoreKey(wallet, "")) || !validPK(p.PK):
-		return nil, badCursor("not a position in this wallet's history")
-	case !validSortKey(p.GSI2SK, p.PK):
-		return nil, badCursor("malformed position")
+	if storeKey, _, ok := splitArchiveKey(p.PK); ok {
+		// A lasting record's position: its store key one of this wallet's, its gsi2sk exactly
+		// the one marshalArchive writes for that key and claim ID.
+		at, _, _ := strings.Cut(p.GSI2SK, "#")
+		switch {
+		case !strings.HasPrefix(storeKey, transfer.StoreKey(wallet, "")):
+			return nil, badCursor("not a position in this wallet's history")
+		case !validSortKey(at+"#"+storeKey, storeKey) || p.GSI2SK != at+"#"+storeKey+"#" || len(p.GSI2SK) > maxSortKeyBytes:
+			return nil, badCursor("malformed position")
+		}
+	} else {
+		switch {
+		case !strings.HasPrefix(p.PK, transfer.StoreKey(wallet, "")) || !validPK(p.PK):
+			return nil, badCursor("not a position in this wallet's history")
+		case !validSortKey(p.GSI2SK, p.PK):
+			return nil, badCursor("malformed position")
+		}
 	}
 	return map[string]types.AttributeValue{
 		AttrPK:     &types.AttributeValueMemberS{Value: p.PK},

@@ -1,8 +1,8 @@
 // Package dynamo implements transfer.Store on Amazon DynamoDB with aws-sdk-go-v2: one table,
 // partition key "pk" (S), every transition a conditional write (the item's states and writes are
 // internal/transfer/doc.go, "The item"), a sparse global secondary index "gsi1" that holds
-// the in_doubt items and the in_flight claims, and a sparse index "gsi2" of each wallet's items
-// (a wallet's history).
+// the in_doubt items and the in_flight claims, a sparse index "gsi2" of each wallet's items
+// (a wallet's history), and a sparse index "gsi3" of the lasting records by store key.
 //
 // The table's definition lives in TableDefinition; EnsureTable creates it when missing. The item
 // layout (attribute names, types and units) is documented on the item type in item.go.
@@ -10,7 +10,7 @@
 // # Table layout
 //
 // One table, on-demand, with a stream of NEW_AND_OLD_IMAGES (the alert function's input) and TTL
-// on "expiresAt". Two kinds of item share it:
+// on "expiresAt". Four kinds of item share it:
 //
 //   - A transfer, pk "transfer:<16 hex>:<clientKey>" (transfer.StoreKey): claimId (the
 //     incarnation), status, version, fingerprint, request (a map: operationType, walletAddress,
@@ -27,6 +27,16 @@
 //   - A channel lease, pk "channel:<G...>" (ChannelLeases): leaseOwner, leaseExpiresAt and
 //     leasedAt (epoch ms), quarantinedUntil (epoch s: the maxTime of the envelope built on the
 //     lease). A free channel has no item.
+//   - A lasting record (transfer.Archive; archive.go), pk "record:<16 hex>:<clientKey>#<claimId>"
+//     (ArchiveKey): one per settled incarnation of a transfer, written by the alert function from
+//     the stream with PutItem `attribute_not_exists(pk) OR version < :v`. The transfer item's
+//     attributes as of its settled state, except claimId (in the pk), envelopeXdr, channel,
+//     submittedLedger, feeStroops, fingerprint, the lease and the limits' charges; status may also be "released"; replayUntil (epoch s) is
+//     the item's expiresAt, and expiresAt is the record's own TTL (RECORD_RETENTION_DAYS; absent:
+//     for ever); gsi2pk/gsi2sk ("<createdAt>#<store key>#", right before its live item in
+//     descending order), gsi1pk/gsi1sk (the day's records) and gsi3pk/gsi3sk. No claim, Get or
+//     conditional write names a record's pk, so a record can never hold a key, extend its replay
+//     window or match a condition.
 //   - The channel calendar, pk "channels:tickets" (ChannelLeases.TakeTicket; channeltickets.go):
 //     next (N, the next ticket number) and nextAt (N, epoch ms with up to six decimals, the time
 //     booked for it; items written in whole ms read the same). One item
@@ -68,6 +78,24 @@
 // calendar that far ahead is stale); neither is idempotent, and a booking repeated after a lost answer only skips a
 // ticket (TakeTicket). Every read that decides a write is a consistent GetItem; the index is
 // eventually consistent, so what it lists is read again before it is acted on.
+//
+// gsi3 (gsi3pk S hash, gsi3sk S range, projection ALL) holds the lasting records only: gsi3pk is
+// the transfer's store key, gsi3sk the incarnation's createdAt, so a Query in descending order with
+// Limit 1 reads the newest record of a key (LatestArchive), which GET answers once the transfer
+// item is gone. Why an index rather than a record pk GET could compute: the pk must name the
+// incarnation (a key reused after its window keeps both transfers' records), and GET knows only the
+// key. The records also sit in gsi2, so a wallet's history includes them; ListByWallet lists a
+// record and its live item (adjacent, same store key and createdAt) once, as the live item, reads
+// one item more than the page to see a record's twin, and accepts a record's position as a cursor
+// only as strictly as a live item's (historyStart). Cost: one PutItem per settlement, a typical
+// record (about 950 bytes, 1,000 with the longest text memo) one write unit in the table, gsi1,
+// gsi2 and gsi3 each (archive_cost_test.go).
+//
+// gsi1 also holds the records, each under the partition of its settlement's UTC day
+// ("records:YYYY-MM-DD", ArchiveDayPartition; gsi1sk its settlement time): the day's records,
+// oldest first, for a daily reconciliation (ListArchivedDay). They share gsi1 rather than get a
+// fourth index because CloudFormation adds one global secondary index per stack update, and gsi3
+// is this update's; no live item's partition starts with "records:".
 //
 // # Limits
 //

@@ -47,6 +47,15 @@ const (
 	// WalletIndex is the name of the sparse global secondary index over transfer items by wallet
 	// (a wallet's history, ListByWallet).
 	WalletIndex = "gsi2"
+	// AttrGSI3PK is the records index's partition key (S): the store key a lasting record keeps
+	// (archive.go); only record items carry it.
+	AttrGSI3PK = "gsi3pk"
+	// AttrGSI3SK is the records index's sort key (S): the incarnation's createdAt, RFC 3339 UTC
+	// with milliseconds; descending order gives the newest first.
+	AttrGSI3SK = "gsi3sk"
+	// RecordIndex is the name of the sparse global secondary index over the lasting records by
+	// store key (LatestArchive).
+	RecordIndex = "gsi3"
 	// QueuedPartition is the gsi1pk value of every queued item (an async transfer waiting for the
 	// submitter), sorted by the time it was queued: the sweep finds queued items whose message
 	// was never sent or was lost by their age (ListQueued).
@@ -67,7 +76,8 @@ type TableClient interface {
 // TableDefinition is the table's one definition in Go: pk (S) hash key, on-demand billing, the
 // sparse index gsi1 (gsi1pk S hash, gsi1sk S range, projection ALL), the sparse index gsi2
 // (gsi2pk S hash, gsi2sk S range, projection INCLUDE WalletIndexAttributes) and a stream of
-// NEW_AND_OLD_IMAGES (the alert function's input). TTL is set separately (UpdateTimeToLive on
+// NEW_AND_OLD_IMAGES (the alert function's input), and the sparse index gsi3 (gsi3pk S hash, gsi3sk
+// S range, projection ALL) of the lasting records (archive.go). TTL is set separately (UpdateTimeToLive on
 // TTLAttribute). Real DynamoDB wants name to be 3 to 255 characters of [a-zA-Z0-9_.-].
 func TableDefinition(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
@@ -79,6 +89,8 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(AttrGSI1SK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AttrGSI2PK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AttrGSI2SK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrGSI3PK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrGSI3SK), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
@@ -100,6 +112,13 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 				ProjectionType:   types.ProjectionTypeInclude,
 				NonKeyAttributes: slices.Clone(WalletIndexAttributes),
 			},
+		}, {
+			IndexName: aws.String(RecordIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(AttrGSI3PK), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(AttrGSI3SK), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		}},
 		StreamSpecification: &types.StreamSpecification{
 			StreamEnabled:  aws.Bool(true),

@@ -2,7 +2,8 @@
 // how it is canonicalised and keyed, the typed errors a caller sees, how failures are classified,
 // and the Orchestrator that moves money at most once per (wallet, idempotency key).
 //
-// The package depends only on interfaces it declares itself (Store, Ledger, Clock, AddressParser);
+// The package depends only on interfaces it declares itself (Store, ArchiveStore, Ledger, Clock,
+// AddressParser);
 // it imports no AWS or Stellar package. The promise it keeps is README.md's "What the service
 // guarantees"; the HTTP answers it leads to are README.md's "The HTTP API" and "Problem types".
 // Below: the item and its writes, the flow of one call, the proof rules and how the network's

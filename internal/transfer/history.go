@@ -50,7 +50,9 @@ type HistoryStore interface {
 	// CreatedAt first, after cursor ("" for the first page); it returns the next
 	// cursor, "" when there is no more. A cursor the store did not issue for this wallet is
 	// ErrBadCursor (wrapped). The records may hold only what a listing shows: StoreKey, Status,
-	// Request, ClientKey, Result, ExpiresAt, CreatedAt and UpdatedAt. The index is eventually
+	// Request, ClientKey, Result, ExpiresAt, CreatedAt and UpdatedAt, and Archived for a lasting
+	// record (each incarnation listed once: its live item while it exists, else its record;
+	// archive.go). The index is eventually
 	// consistent: an item may show a little after a write, in its state before that write. The
 	// records are for reading only: never build a write from one (it lacks ClaimID and Version, so
 	// its Expect matches no stored item).
@@ -81,12 +83,14 @@ type HistoryPage struct {
 // History lists wallet's transfers (wallet canonical, upper case), newest first: at most limit
 // (1 to MaxHistoryLimit) after cursor ("" for the first page). The store lists wallet's scope
 // (Wallet.Scope: an account's history holds its muxed addresses' transfers too; doc.go, "Muxed
-// wallets"). Items whose replay window has passed (Record.Expired) are left out, as View answers
-// them not found, and so is any item View would not show to wallet (another wallet's: the index
-// is keyed by a hash; another muxed address's, for a muxed wallet); a page may therefore hold
-// fewer than limit entries, or none, and still name a next cursor. Errors: *ValidationError
-// LIMIT_INVALID or CURSOR_INVALID (malformed), *UnavailableError STORE_UNAVAILABLE; without
-// WalletHistory, an untyped error (no problem of the client's: the wiring forgot it).
+// wallets"). An item whose replay window has passed (Record.Expired), and a lasting record
+// (Record.Archived: the store lists an incarnation once, its live item while it exists, else its
+// archive), are listed with OutsideReplayWindow. Any item View would not show to wallet (another
+// wallet's: the index is keyed by a hash; another muxed address's, for a muxed wallet) is left
+// out; a page may therefore hold fewer than limit entries, or none, and still name a next cursor.
+// Errors: *ValidationError LIMIT_INVALID or CURSOR_INVALID (malformed), *UnavailableError
+// STORE_UNAVAILABLE; without WalletHistory, an untyped error (no problem of the client's: the
+// wiring forgot it).
 func (o *Orchestrator) History(ctx context.Context, wallet Wallet, limit int, cursor string) (HistoryPage, error) {
 	if limit < 1 || limit > MaxHistoryLimit {
 		return HistoryPage{}, LimitInvalid()
@@ -105,11 +109,13 @@ func (o *Orchestrator) History(ctx context.Context, wallet Wallet, limit int, cu
 	page := HistoryPage{Entries: make([]HistoryEntry, 0, len(recs)), Next: next}
 	for _, rec := range recs {
 		// The index is keyed by a hash of the scope; the item's own wallet has the last word.
-		if rec.Expired(now) || !shows(wallet, rec) {
+		if !shows(wallet, rec) {
 			continue
 		}
+		v := viewOf(rec)
+		v.OutsideReplayWindow = rec.Archived || rec.Expired(now)
 		page.Entries = append(page.Entries, HistoryEntry{
-			View:      viewOf(rec),
+			View:      v,
 			ClientKey: rec.ClientKey,
 			Operation: rec.Request.OperationType,
 			Amount:    rec.Request.Amount,

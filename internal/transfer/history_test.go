@@ -75,21 +75,22 @@ func TestHistory(t *testing.T) {
 	}
 	var got []string
 	for _, e := range page.Entries {
-		got = append(got, fmt.Sprintf("%s %s %v %s %d %s %s %s", e.ClientKey, e.Status, e.InDoubt, e.TransactionHash, e.Ledger, e.Operation, e.Amount, e.Asset))
+		got = append(got, fmt.Sprintf("%s %s %v %s %d %s %s %s %v", e.ClientKey, e.Status, e.InDoubt, e.TransactionHash, e.Ledger, e.Operation, e.Amount, e.Asset, e.OutsideReplayWindow))
 		if !e.CreatedAt.Equal(now.Add(-time.Minute)) || !e.UpdatedAt.Equal(now.Add(-time.Second)) {
 			t.Errorf("%s: times %v %v", e.ClientKey, e.CreatedAt, e.UpdatedAt)
 		}
 	}
 	want := []string{
-		"order-success success false " + hash + " 7 withdraw 12.5 USDC",
-		"order-failed error false " + hash + " 0 withdraw 12.5 USDC",
-		"order-doubt pending true  0 withdraw 12.5 USDC",
-		"order-flight pending false  0 withdraw 12.5 USDC",
+		"order-success success false " + hash + " 7 withdraw 12.5 USDC false",
+		"order-expired success false " + hash + " 6 withdraw 12.5 USDC true",
+		"order-failed error false " + hash + " 0 withdraw 12.5 USDC false",
+		"order-doubt pending true  0 withdraw 12.5 USDC false",
+		"order-flight pending false  0 withdraw 12.5 USDC false",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("entries:\n%s\nwant (the expired one and another wallet's left out):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Fatalf("entries:\n%s\nwant (the expired one outside its window, another wallet's left out):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if p := page.Entries[1].Problem; p == nil || p.Code != transfer.CodeTransactionFailed || len(p.ResultCodes) != 1 {
+	if p := page.Entries[2].Problem; p == nil || p.Code != transfer.CodeTransactionFailed || len(p.ResultCodes) != 1 {
 		t.Errorf("the rejection's problem: %+v", p)
 	}
 

@@ -64,6 +64,9 @@ type Orchestrator struct {
 	Cadence *Cadence
 	// WalletHistory lists a wallet's items for History; nil answers History with an error (500).
 	WalletHistory HistoryStore
+	// Archives reads the lasting records (archive.go) for View once the live item is gone; nil:
+	// View answers not found then, as it did before the records existed.
+	Archives ArchiveStore
 	// Admission, when set, is asked before the claim whether a transaction source will be free
 	// in time (admit); nil: every call claims first and Prepare decides.
 	Admission Admission

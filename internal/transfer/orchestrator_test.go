@@ -473,9 +473,15 @@ func TestViewShowsThreeStatuses(t *testing.T) {
 	if err != nil || v.Status != "success" || v.TransactionHash != out.TransactionHash {
 		t.Fatalf("view = %+v, %v", v, err)
 	}
+	if v.OutsideReplayWindow {
+		t.Fatalf("a fresh item reads as outside its replay window: %+v", v)
+	}
+	// Expired but not yet deleted: the item still answers (it is the key's newest incarnation),
+	// marked outside its replay window.
 	h.clock.Advance(25 * time.Hour)
-	if _, err := h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-0014"); problemCode(err) != transfer.CodeNotFound {
-		t.Fatalf("an expired item reads as not found, got %v", err)
+	v, err = h.orch.View(ctx, transfer.Wallet{Address: wallet}, "order-0014")
+	if err != nil || v.Status != "success" || v.TransactionHash != out.TransactionHash || !v.OutsideReplayWindow {
+		t.Fatalf("an expired item: view = %+v, %v", v, err)
 	}
 }
 

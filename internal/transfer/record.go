@@ -152,6 +152,10 @@ type Record struct {
 	// write, so that a give-back (GiveBackOf) returns exactly them. Empty when the asset has no
 	// daily limit.
 	Charges []Charge
+
+	// Archived marks a record read from the lasting record (an Archive, listed in a wallet's
+	// history) rather than from the live item; it is never written.
+	Archived bool
 }
 
 // Audit is an operator's resolution of an in-doubt item (internal/reconcile), or a caller's

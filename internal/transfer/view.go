@@ -12,7 +12,8 @@ import (
 
 // View is what GET /wallets/{wallet}/transfers/{key} shows: three statuses (README.md, "The HTTP API").
 type View struct {
-	// Status is "pending" (queued, in flight or in doubt), "success", "error" or "cancelled".
+	// Status is "pending" (queued, in flight or in doubt), "success", "error", "cancelled", or
+	// "released" (only outside the replay window: an in-doubt transfer released, nothing moved).
 	Status          string
 	TransactionHash string
 	Ledger          uint32
@@ -29,22 +30,54 @@ type View struct {
 	// account and id); Memo its memo, zero for none.
 	Wallet Wallet
 	Memo   Memo
+	// OutsideReplayWindow is true when the key's replay window has ended (the item's TTL passed,
+	// or its in-doubt item was released): the answer is the lasting record of its last settled
+	// transfer (archive.go), and a POST with the key now starts a new transfer.
+	OutsideReplayWindow bool
 }
 
 // View returns what is stored for (wallet, clientKey): the item of the key in wallet's scope
 // (Wallet.Scope). A muxed wallet sees only its own transfers: a key of its account's scope that
 // paid the account itself or another of its muxed addresses is not found, and so is an item
 // whose request names no wallet. Errors: *NotFoundError, or a wrapped store failure.
+//
+// The live item answers while it exists, even once expired (DynamoDB deletes expired items days
+// late): it is the key's newest incarnation, so no older archive can be answered in its place. An
+// expired one answers with OutsideReplayWindow. Once the item is gone, the newest incarnation's
+// Archive (Orchestrator.Archives) answers, OutsideReplayWindow, while it is retained and under
+// the same rule of which wallet sees it.
 func (o *Orchestrator) View(ctx context.Context, wallet Wallet, clientKey string) (View, error) {
-	rec, err := o.Store.Get(ctx, StoreKey(wallet.Scope(), clientKey))
-	hidden := err == nil && (wallet.Muxed() || rec.Request.WalletAddress != "") && !shows(wallet, rec)
-	if errors.Is(err, ErrNotFound) || err == nil && (rec.Expired(o.Clock.Now()) || hidden) {
+	key := StoreKey(wallet.Scope(), clientKey)
+	now := o.Clock.Now()
+	rec, err := o.Store.Get(ctx, key)
+	switch {
+	case err == nil:
+		if (wallet.Muxed() || rec.Request.WalletAddress != "") && !shows(wallet, rec) {
+			return View{}, &NotFoundError{}
+		}
+		v := viewOf(rec)
+		v.OutsideReplayWindow = rec.Expired(now)
+		return v, nil
+	case !errors.Is(err, ErrNotFound):
+		return View{}, storeUnreadable(err)
+	case o.Archives == nil:
+		return View{}, &NotFoundError{}
+	}
+	a, err := o.Archives.LatestArchive(ctx, key)
+	if errors.Is(err, ErrNotFound) || err == nil && !a.Retained(now) {
 		return View{}, &NotFoundError{}
 	}
 	if err != nil {
 		return View{}, storeUnreadable(err)
 	}
-	return viewOf(rec), nil
+	if !shows(wallet, a.Record) {
+		// The store key hashes the wallet to 64 bits, and a muxed wallet sees its own transfers
+		// only: the archive's own wallet has the last word.
+		return View{}, &NotFoundError{}
+	}
+	v := viewOf(a.Record)
+	v.OutsideReplayWindow = true
+	return v, nil
 }
 
 // shows reports whether a view or history of wallet shows rec: a record of its scope whose
@@ -60,7 +93,8 @@ func shows(wallet Wallet, rec Record) bool {
 
 // viewOf is what a client sees of rec: "success" with the hash and ledger (replayable), "error"
 // with the stored rejection (rejected), "cancelled" with when and by whom, else "pending"
-// (InDoubt while in_doubt); with the wallet and memo its request named.
+// (InDoubt while in_doubt), or "released" for the archive of an in-doubt item released (nothing
+// moved); with the wallet and memo its request named.
 func viewOf(rec Record) View {
 	v := viewStatus(rec)
 	v.Wallet, v.Memo = rec.Request.Wallet(), rec.Request.Memo
@@ -75,6 +109,8 @@ func viewStatus(rec Record) View {
 			v.CancelledAt, v.CancelledBy = a.At, a.Operator
 		}
 		return v
+	case StatusReleased:
+		return View{Status: "released"}
 	case StatusReplayable:
 		if rec.Result == nil {
 			return View{Status: "success"}

@@ -110,6 +110,7 @@ func Build(d Deps) (*Service, error) {
 		Cadence:  cadence,
 
 		WalletHistory: store,
+		Archives:      store,
 		Queue:         d.Queue,
 		Limits:        d.Config.Limits,
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/truora/minidyn/server"
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
@@ -230,4 +231,55 @@ func (c *CountingClient) DescribeTable(ctx context.Context, in *dynamodb.Describ
 func (c *CountingClient) UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error) {
 	c.add("UpdateTimeToLive")
 	return c.Inner.UpdateTimeToLive(ctx, in, optFns...)
+}
+
+// ItemSize is the size DynamoDB bills an item at, in bytes (Amazon DynamoDB Developer Guide,
+// "Item sizes and formats"): each attribute's name in UTF-8 plus its value: a string its UTF-8
+// bytes, a number about one byte per two significant digits plus one, a boolean or null one
+// byte, a list or map 3 bytes plus one per element plus its elements (a map's with their names).
+// Write units are ItemSize rounded up to 1 KB units (WriteUnits).
+func ItemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+// WriteUnits is the write request units of writing an item of size bytes once: one per KB,
+// rounded up, at least one.
+func WriteUnits(size int) int { return max(1, (size+1023)/1024) }
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		digits := strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(v.Value), "0")
+		return (len(digits)+1)/2 + 1
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for name, e := range v.Value {
+			n += 1 + len(name) + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	default:
+		return 0
+	}
 }

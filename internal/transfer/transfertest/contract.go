@@ -26,6 +26,7 @@ import (
 // need to retry.
 func StoreContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 	ctx := context.Background()
+	archiveContract(t, open)
 
 	t.Run("a claim on a free key wins and reads back as written", func(t *testing.T) {
 		t.Parallel()

@@ -60,6 +60,8 @@ type Store struct {
 	// were given back.
 	counters  map[string]int64
 	givenBack map[string]bool
+	// archives are the lasting records by store key (archive.go).
+	archives map[string][]transfer.Archive
 }
 
 var (
