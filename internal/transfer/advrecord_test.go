@@ -1,0 +1,56 @@
+package transfer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// TestViewNeverAnswersAReleasedTransferWithAnOlderSuccess: a key's second transfer goes in doubt
+// and is released (its item deleted: nothing moved); until the stream writes its "released"
+// record, GET must not answer the first transfer's success: the view carries no createdAt or
+// claim, so the client polling for its second transfer reads "success" with a hash and believes
+// it paid. GET answers for the key's newest incarnation or says it does not know (not found or
+// pending), never an older one's outcome.
+func TestViewNeverAnswersAReleasedTransferWithAnOlderSuccess(t *testing.T) {
+	h := newHarness(t)
+	h.orch.Archives = h.store
+	ctx := context.Background()
+	key := transfer.StoreKey(wallet, "order-advrec-1")
+	w := transfer.Wallet{Address: wallet}
+
+	first, err := h.orch.Transfer(ctx, input("order-advrec-1", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled := h.item(t, "order-advrec-1")
+	a, ok := transfer.ArchiveOf(nil, &settled, h.clock.Now(), 30*24*time.Hour)
+	if !ok {
+		t.Fatal("a settled item calls for no archive")
+	}
+	if err := h.store.PutArchive(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(25 * time.Hour)
+	h.store.Remove(key)
+
+	// The second transfer of the key, in doubt.
+	second := settled
+	second.ClaimID, second.Status, second.ExpiresAt = "claim-advrec-2", transfer.StatusInDoubt, 0
+	second.CreatedAt, second.UpdatedAt = h.clock.Now(), h.clock.Now()
+	second.Result = &transfer.Result{Code: "TRANSFER_TIMEOUT"}
+	h.store.Put(second)
+	if v, err := h.orch.View(ctx, w, "order-advrec-1"); err != nil || v.Status != "pending" || !v.InDoubt {
+		t.Fatalf("view of the second transfer in doubt = %+v, %v", v, err)
+	}
+
+	// Released: the item is deleted; the stream has not written its record yet.
+	h.clock.Advance(time.Minute)
+	h.store.Remove(key)
+	v, err := h.orch.View(ctx, w, "order-advrec-1")
+	if err == nil && v.Status == "success" && v.TransactionHash == first.TransactionHash {
+		t.Fatalf("view after the second transfer's release = %+v: the first transfer's success answers for a transfer that moved nothing", v)
+	}
+}
