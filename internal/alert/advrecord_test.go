@@ -33,8 +33,8 @@ func TestASettledItemRemovedBeforeItsRecordIsStillArchived(t *testing.T) {
 		t.Fatalf("failures %+v", resp.BatchItemFailures)
 	}
 	got := st.Archives(done.StoreKey)
-	if len(got) != 1 || got[0].Record.Status != transfer.StatusReplayable || got[0].Record.Result == nil || got[0].Record.Result.TransactionHash != "ab" {
-		t.Fatalf("archives after the TTL removed a settled item whose record was never written: %+v; want its replayable record", got)
+	if len(got) != 1 || got[0].Record.Status != transfer.StatusReplayable || got[0].Record.Result == nil || got[0].Record.Result.TransactionHash != done.Result.TransactionHash {
+		t.Fatalf("archives after the TTL removed a settled item whose record was never written: %+v (result %+v); want its replayable record", got, resultOf(got))
 	}
 }
 
@@ -70,4 +70,12 @@ func TestAReleaseIsFiledUnderTheDayItHappened(t *testing.T) {
 		t.Fatalf("the release day %s lists %d records (the day it went in doubt, %s, lists %d): a release is filed under a day already reconciled",
 			transfer.ArchiveDay(releasedAt), len(day), transfer.ArchiveDay(doubt.UpdatedAt), len(early))
 	}
+}
+
+// resultOf is the first archive's result, for a failure's message.
+func resultOf(got []transfer.Archive) *transfer.Result {
+	if len(got) == 0 {
+		return nil
+	}
+	return got[0].Record.Result
 }

@@ -94,6 +94,9 @@ type ViewResponse struct {
 	// the lasting record of its last settled transfer, and a POST with the key now starts a new
 	// transfer (transfer.View.OutsideReplayWindow).
 	OutsideReplayWindow bool `json:"outsideReplayWindow,omitempty"`
+	// CreatedAt is when the transfer this answer describes was claimed (RFC 3339, UTC,
+	// milliseconds): with outsideReplayWindow, an earlier transfer of the key.
+	CreatedAt string `json:"createdAt,omitempty"`
 }
 
 // MuxedAccount is a muxed destination (SEP-23): the M... address as the request named it, the
@@ -529,7 +532,8 @@ func (h *handler) deleteTransfer(w http.ResponseWriter, r *http.Request) {
 // traceId.
 func viewResponse(v transfer.View) ViewResponse {
 	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt,
-		CancelledAt: rfc3339Millis(v.CancelledAt), CancelledBy: v.CancelledBy, OutsideReplayWindow: v.OutsideReplayWindow}
+		CancelledAt: rfc3339Millis(v.CancelledAt), CancelledBy: v.CancelledBy, OutsideReplayWindow: v.OutsideReplayWindow,
+		CreatedAt: rfc3339Millis(v.CreatedAt)}
 	if !v.Memo.IsZero() {
 		m := v.Memo
 		resp.Memo = &m

@@ -602,7 +602,6 @@ func TestStreamMappingScheduleAndAlarms(t *testing.T) {
 	}
 	for _, held := range [][2]transfer.Status{
 		{"", transfer.StatusInFlight}, {transfer.StatusInFlight, transfer.StatusInFlight}, {transfer.StatusInFlight, ""},
-		{transfer.StatusReplayable, ""}, {transfer.StatusRejected, ""},
 	} {
 		if passes(held[0], held[1]) {
 			t.Errorf("the filters pass %q -> %q, which the handler ignores", held[0], held[1])

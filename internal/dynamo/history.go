@@ -137,6 +137,9 @@ func historyPage(what string, items []map[string]types.AttributeValue, limit int
 func decodeListed(av map[string]types.AttributeValue) (transfer.Record, error) {
 	if pk, _ := stringAttr(av, AttrPK); strings.HasPrefix(pk, ArchivePrefix) {
 		a, err := unmarshalArchive(av)
+		// Listed, a record's ExpiresAt is the end of its retention (its own TTL), which DynamoDB
+		// deletes days late: the history leaves it out from then on, as GET does.
+		a.Record.ExpiresAt = a.RetainUntil
 		return a.Record, err
 	}
 	return unmarshalRecord(av)

@@ -85,6 +85,17 @@ func ArchiveOf(old, next *Record, at time.Time, retention time.Duration) (Archiv
 		rec.Status = StatusReleased
 		if settledAt.IsZero() {
 			settledAt = old.UpdatedAt
+		} else {
+			// Filed under the day of the release, not of the item's last write (going in doubt).
+			rec.UpdatedAt = settledAt
+		}
+	case next == nil && old != nil && settledStatus(old.Status):
+		// A settled item removed (its TTL): the last chance to keep it if the settlement's own
+		// stream record was lost (a batch given up after the mapping's retries). The write is
+		// conditional on the version, so a record already kept is not changed.
+		rec = *old
+		if !old.UpdatedAt.IsZero() {
+			settledAt = old.UpdatedAt
 		}
 	default:
 		return Archive{}, false

@@ -100,7 +100,7 @@ func TestArchiveOfSettlesOnlySettledStates(t *testing.T) {
 		{"requeued", with(transfer.StatusInDoubt), with(transfer.StatusQueued), ""},
 		{"released", with(transfer.StatusInDoubt), nil, transfer.StatusReleased},
 		{"a claim released", with(transfer.StatusInFlight), nil, ""},
-		{"the TTL", with(transfer.StatusReplayable), nil, ""},
+		{"the TTL: its last chance, conditional on the version", with(transfer.StatusReplayable), nil, transfer.StatusReplayable},
 	} {
 		a, ok := transfer.ArchiveOf(c.old, c.next, at.Add(time.Hour), 24*time.Hour)
 		if ok != (c.want != "") || ok && a.Record.Status != c.want {

@@ -112,6 +112,9 @@ func (o *Orchestrator) History(ctx context.Context, wallet Wallet, limit int, cu
 		if !shows(wallet, rec) {
 			continue
 		}
+		if rec.Archived && rec.ExpiresAt != 0 && now.Unix() >= rec.ExpiresAt {
+			continue // a record past its retention (listed with it as ExpiresAt), as View leaves it out
+		}
 		v := viewOf(rec)
 		v.OutsideReplayWindow = rec.Archived || rec.Expired(now)
 		page.Entries = append(page.Entries, HistoryEntry{

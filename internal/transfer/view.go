@@ -34,6 +34,10 @@ type View struct {
 	// or its in-doubt item was released): the answer is the lasting record of its last settled
 	// transfer (archive.go), and a POST with the key now starts a new transfer.
 	OutsideReplayWindow bool
+	// CreatedAt is when the transfer this view describes was claimed: with OutsideReplayWindow it
+	// tells a record of an earlier transfer of the key from a transfer claimed after it (whose
+	// item may be gone: released with nothing moved, before its own record was written).
+	CreatedAt time.Time
 }
 
 // View returns what is stored for (wallet, clientKey): the item of the key in wallet's scope
@@ -97,7 +101,7 @@ func shows(wallet Wallet, rec Record) bool {
 // moved); with the wallet and memo its request named.
 func viewOf(rec Record) View {
 	v := viewStatus(rec)
-	v.Wallet, v.Memo = rec.Request.Wallet(), rec.Request.Memo
+	v.Wallet, v.Memo, v.CreatedAt = rec.Request.Wallet(), rec.Request.Memo, rec.CreatedAt
 	return v
 }
 
