@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 )
