@@ -599,53 +599,6 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		}
 	})
 
-	t.Run("concurrent claims: exactly one wins", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		k := key("concurrent")
-		const n = 8
-		type outcome struct {
-			rec transfer.Record
-			won bool
-			err error
-		}
-		results := make([]outcome, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				rec, won, err := f.store.Claim(ctx, claimRecord(k, fmt.Sprintf("owner-%d", i), "fp"), t0)
-				results[i] = outcome{rec, won, err}
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := ""
-		for i, r := range results {
-			if r.err != nil {
-				t.Fatalf("claim %d: %v", i, r.err)
-			}
-			if r.won {
-				if winner != "" {
-					t.Fatalf("two winners: %s and owner-%d", winner, i)
-				}
-				winner = r.rec.LeaseOwner
-			}
-		}
-		if winner == "" {
-			t.Fatal("nobody won")
-		}
-		for i, r := range results {
-			if r.rec.LeaseOwner != winner || r.rec.Version != 1 || r.rec.Status != transfer.StatusInFlight {
-				t.Errorf("claim %d returned %+v, want the winner %s", i, r.rec, winner)
-			}
-		}
-		if w := f.counter.Count("PutItem"); w != n {
-			t.Errorf("%d PutItem for %d claims", w, n)
-		}
-	})
-
 	t.Run("malformed items are errors naming the key", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)

@@ -93,8 +93,9 @@ func StoreContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 			t.Fatal("nobody won")
 		}
 		for i, r := range results {
-			if r.rec.LeaseOwner != winner || r.rec.ClaimID != "claim-"+winner {
-				t.Errorf("claim %d returned owner %q claim %q, want the winner %s", i, r.rec.LeaseOwner, r.rec.ClaimID, winner)
+			if r.rec.LeaseOwner != winner || r.rec.ClaimID != "claim-"+winner || r.rec.Version != 1 || r.rec.Status != transfer.StatusInFlight {
+				t.Errorf("claim %d returned owner %q claim %q version %d status %s, want the winner %s's in_flight claim at version 1",
+					i, r.rec.LeaseOwner, r.rec.ClaimID, r.rec.Version, r.rec.Status, winner)
 			}
 		}
 	})
