@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,5 +215,50 @@ func TestStackRigOptions(t *testing.T) {
 	}
 	if _, err := wiring.Build(st.Deps); err != nil {
 		t.Errorf("wiring.Build(Deps): %v", err)
+	}
+}
+
+// A stack started Beside another runs its own service (vault, fee account, channels, table) on
+// the other's network, asset and wallets; closing it leaves the network to the first.
+func TestStackBeside(t *testing.T) {
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
+	env := map[string]string{"CHANNEL_COUNT": "1"}
+	getenv := func(k string) string { return env[k] }
+	a, err := Start(context.Background(), Options{Clock: clock, APIOnly: true, DemoWallets: 2, Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	b, err := Start(context.Background(), Options{Clock: clock, APIOnly: true, Getenv: getenv, Beside: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Network != a.Network || b.Vaults != a.Vaults {
+		t.Fatal("the stack beside started a network of its own")
+	}
+	if b.Info.Vault.Account == a.Info.Vault.Account || b.Info.FeeAccount.Account == a.Info.FeeAccount.Account ||
+		b.Info.Channels[0] == a.Info.Channels[0] || b.Info.VaultContract == a.Info.VaultContract || b.Info.DynamoDBEndpoint == a.Info.DynamoDBEndpoint {
+		t.Errorf("the stack beside shares an account, contract or table: %+v and %+v", b.Info, a.Info)
+	}
+	if !reflect.DeepEqual(b.Info.Assets, a.Info.Assets) || !reflect.DeepEqual(b.Info.Wallets, a.Info.Wallets) {
+		t.Errorf("beside: assets %v wallets %v, want the first's %v %v", b.Info.Assets, b.Info.Wallets, a.Info.Assets, a.Info.Wallets)
+	}
+	usdc := stellarsim.Asset{Code: a.Info.Assets[0].Code, Issuer: a.Info.Assets[0].Issuer}
+	pay := func(st *Stack, key string) {
+		t.Helper()
+		out, err := st.Service.Orchestrator.Transfer(context.Background(), transfer.Input{ClientKey: key,
+			Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: a.Info.Wallets[1].Account,
+				Amount: "1", Asset: "USDC", Stroops: 10_000_000}})
+		if err != nil || out.TransactionHash == "" {
+			t.Fatalf("%s: transfer = %+v, %v", key, out, err)
+		}
+	}
+	pay(b, "beside-0001")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pay(a, "beside-0002")
+	if got, err := a.Network.Balance(a.Info.Wallets[1].Account, usdc); err != nil || got != 20_000_000 {
+		t.Errorf("wallet USDC %d, %v; want 2 USDC, one from each service", got, err)
 	}
 }

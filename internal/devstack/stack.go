@@ -106,6 +106,12 @@ type Options struct {
 	// DynamoOptions, when set, adjusts the DynamoDB client's options last (RetryMaxAttempts 1, so
 	// that every fault reaches the store as it happened).
 	DynamoOptions func(*dynamodb.Options)
+	// Beside, when set, starts this stack's service on Beside's local network, beside Beside's
+	// service, for comparing services on one network: no network of its own (LedgerInterval,
+	// LedgerClock, Network and CloseLedgers are unused; Clock must be Beside's), Beside's asset,
+	// wallets (DemoWallets is unused) and contract host, and its own vault, fee account, vault
+	// contract, channel accounts, DynamoDB and servers. Close leaves the network to Beside.
+	Beside *Stack
 	// vaultSigner, set by tests, replaces the SetOptions that hands the vault over to its KMS key
 	// with SIGNER=kms (vaultSignerOptions(kmsKey)); nil from it sends none.
 	vaultSigner func(vault, kmsKey string) *txnbuild.SetOptions
@@ -258,29 +264,14 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 
 	// The local Stellar network and its accounts.
-	vaults := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	s.Vaults = vaults
-	simOpts := stellarsim.Options{CloseInterval: o.LedgerInterval, LedgerClock: o.LedgerClock, Contracts: vaults}
 	var clock transfer.Clock = transfer.SystemClock{}
 	if o.Clock != nil {
-		simOpts = stellarsim.Options{Clock: o.Clock, Contracts: vaults}
 		clock = o.Clock
 	}
-	if o.Network != nil {
-		o.Network(&simOpts)
+	if err := s.startNetwork(o); err != nil {
+		return nil, err
 	}
-	net0, err := stellarsim.Start(simOpts)
-	if err != nil {
-		return nil, fmt.Errorf("devstack: local network: %w", err)
-	}
-	s.Network = net0
-	s.closers = append(s.closers, net0.Close)
-	switch {
-	case o.Clock != nil && o.CloseLedgers != nil:
-		o.CloseLedgers(net0)
-	case o.Clock != nil:
-		net0.CloseOnAdvance(o.Clock, o.LedgerInterval)
-	}
+	net0, vaults := s.Network, s.Vaults
 	var keys signing.Keys
 	if o.Keys != nil {
 		keys = *o.Keys
@@ -299,7 +290,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err := addChannelKeys(net0, &keys, km, o.FeeXLM); err != nil {
 		return nil, err
 	}
-	usdc, wallets, err := fundAccounts(net0, keys.Vault, o.VaultUSDC, o.DemoWallets)
+	usdc, wallets, err := fundAccounts(net0, keys.Vault, o.VaultUSDC, o.DemoWallets, o.Beside)
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +419,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		s.KMS = km.emulator
 	}
 	for _, w := range wallets {
-		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w.Address()})
+		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w})
 	}
 	s.serve(stellarLn, o.wrapHandler("stellar", s.stellarHandler()))
 	if check != nil {
@@ -483,6 +474,36 @@ func (o *Options) defaults() {
 	}
 }
 
+// startNetwork starts the local network with a contract host (Stack.Network and Vaults) and
+// arranges its ledger closes, or with Beside takes Beside's.
+func (s *Stack) startNetwork(o Options) error {
+	if o.Beside != nil {
+		s.Network, s.Vaults = o.Beside.Network, o.Beside.Vaults
+		return nil
+	}
+	s.Vaults = stellarsim.NewVaultHost(stellarsim.VaultOptions{})
+	simOpts := stellarsim.Options{CloseInterval: o.LedgerInterval, LedgerClock: o.LedgerClock, Contracts: s.Vaults}
+	if o.Clock != nil {
+		simOpts = stellarsim.Options{Clock: o.Clock, Contracts: s.Vaults}
+	}
+	if o.Network != nil {
+		o.Network(&simOpts)
+	}
+	n, err := stellarsim.Start(simOpts)
+	if err != nil {
+		return fmt.Errorf("devstack: local network: %w", err)
+	}
+	s.Network = n
+	s.closers = append(s.closers, n.Close)
+	switch {
+	case o.Clock != nil && o.CloseLedgers != nil:
+		o.CloseLedgers(n)
+	case o.Clock != nil:
+		n.CloseOnAdvance(o.Clock, o.LedgerInterval)
+	}
+	return nil
+}
+
 // wrapHandler is h through WrapHandler for server, or h.
 func (o *Options) wrapHandler(server string, h http.Handler) http.Handler {
 	if o.WrapHandler == nil {
@@ -508,14 +529,26 @@ func (o *Options) stellarClient(base *http.Client) *http.Client {
 }
 
 // fundAccounts creates, at genesis, the USDC issuer, the vault (10,000 XLM, a USDC trustline and
-// usdc stroops of USDC) and n wallets with 10,000 XLM and a USDC trustline.
-func fundAccounts(n *stellarsim.Network, vault *keypair.Full, vaultUSDC int64, wallets int) (stellarsim.Asset, []*keypair.Full, error) {
+// vaultUSDC stroops of USDC) and n wallets with 10,000 XLM and a USDC trustline, and returns the
+// asset and the wallets' addresses. Beside a stack (beside set) it creates the vault only, and
+// returns beside's asset and wallets.
+func fundAccounts(n *stellarsim.Network, vault *keypair.Full, vaultUSDC int64, wallets int, beside *Stack) (stellarsim.Asset, []string, error) {
 	const xlm = 10_000 * 10_000_000
-	issuer, err := n.CreateKeypair(xlm)
-	if err != nil {
-		return stellarsim.Asset{}, nil, err
+	var usdc stellarsim.Asset
+	var out []string
+	if beside != nil {
+		a := beside.Info.Assets[0]
+		usdc = stellarsim.Asset{Code: a.Code, Issuer: a.Issuer}
+		for _, w := range beside.Info.Wallets {
+			out = append(out, w.Account)
+		}
+	} else {
+		issuer, err := n.CreateKeypair(xlm)
+		if err != nil {
+			return stellarsim.Asset{}, nil, err
+		}
+		usdc = n.IssueAsset("USDC", issuer)
 	}
-	usdc := n.IssueAsset("USDC", issuer)
 	if err := n.CreateAccount(vault.Address(), xlm); err != nil {
 		return stellarsim.Asset{}, nil, err
 	}
@@ -525,7 +558,9 @@ func fundAccounts(n *stellarsim.Network, vault *keypair.Full, vaultUSDC int64, w
 	if err := n.Mint(vault.Address(), usdc, vaultUSDC); err != nil {
 		return stellarsim.Asset{}, nil, err
 	}
-	var out []*keypair.Full
+	if beside != nil {
+		return usdc, out, nil
+	}
 	for range wallets {
 		w, err := n.CreateKeypair(xlm)
 		if err != nil {
@@ -534,7 +569,7 @@ func fundAccounts(n *stellarsim.Network, vault *keypair.Full, vaultUSDC int64, w
 		if err := n.AddTrustline(w.Address(), usdc, 0); err != nil {
 			return stellarsim.Asset{}, nil, err
 		}
-		out = append(out, w)
+		out = append(out, w.Address())
 	}
 	return usdc, out, nil
 }
