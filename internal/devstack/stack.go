@@ -87,7 +87,8 @@ type Options struct {
 	// CloseLedgers, with Clock, replaces the default close rule (a ledger whenever the clock has
 	// moved LedgerInterval past the last close: stellarsim.Network.CloseOnAdvance). It is called
 	// once, with the started network, before any account is made, and arranges the closes itself
-	// (on the clock's OnAdvance): for a schedule of its own, or work after every close.
+	// (on the clock's OnAdvance): for a schedule of its own, or work after every close. Without
+	// Clock it is unused: the network closes on its own timer.
 	CloseLedgers func(*stellarsim.Network)
 	// WrapStellar, when set, wraps the HTTP transport the service's Stellar requests (RPC and
 	// Horizon) go through: http.DefaultTransport, or tracing's with TRACING=otel. The client's
