@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,12 +15,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/truora/minidyn/server"
 
 	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
@@ -29,7 +28,6 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
-	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
 // Config sizes a campaign. Calls = Keys x Callers.
@@ -244,10 +242,6 @@ const openingBalance = 100_000_000 * transfer.StroopsPerUnit
 
 var errCrash = errors.New("chaos: invocation killed")
 
-// minidynURL is the campaign's DynamoDB endpoint: a name only, served in-process
-// (handlerTransport).
-const minidynURL = "http://minidyn.chaos.invalid"
-
 // rig is the system under test.
 type rig struct {
 	cfg     Config
@@ -297,13 +291,8 @@ func newRig(cfg Config) (*rig, func(), error) {
 	}
 	fail := func(err error) (*rig, func(), error) { cleanup(); return nil, nil, err }
 
-	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	// The ledger's apply order (core's shuffle) follows the campaign's seed, so a run repeats;
-	// so do the fee-rate ties of a full lane or queue.
-	opts := stellarsim.Options{Clock: r.clock, Contracts: host, ApplyOrderSeed: cfg.Seed, ApplyInSubmissionOrder: cfg.applyInSubmissionOrder}
 	maxFee := cfg.MaxFeeStroops
 	if cfg.Congested {
-		opts.Lanes, opts.SurgeSeed = congestedLanes, cfg.Seed
 		if maxFee == 0 {
 			maxFee = congestedMaxFee
 			if cfg.Contract {
@@ -312,95 +301,67 @@ func newRig(cfg Config) (*rig, func(), error) {
 		}
 		r.cong = &congestion{maxFee: maxFee}
 	}
-	n, err := stellarsim.Start(opts)
-	if err != nil {
-		return fail(err)
-	}
-	closers = append(closers, func() { _ = n.Close() })
-	r.net = n
-	var lastClose time.Time
-	var closeMu sync.Mutex
-	r.clock.OnAdvance(func(now time.Time) {
-		closeMu.Lock()
-		defer closeMu.Unlock()
-		if now.Sub(lastClose) >= ledgerInterval {
-			lastClose = now
-			l := n.CloseLedger()
-			if r.cong != nil {
-				r.cong.closed(n, l.Sequence)
-			}
-		}
-	})
-
 	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		return fail(err)
 	}
-	issuer, err := n.CreateKeypair(1e11)
-	if err != nil {
-		return fail(err)
-	}
-	usdc := n.IssueAsset("USDC", issuer)
-	wallet := keypair.MustRandom()
-	for _, step := range []error{
-		n.CreateAccount(keys.Vault.Address(), 1e11), n.AddTrustline(keys.Vault.Address(), usdc, 0),
-		n.Mint(keys.Vault.Address(), usdc, 1e17), n.CreateAccount(wallet.Address(), 1e11),
-		n.AddTrustline(wallet.Address(), usdc, 0), n.CreateAccount(keys.Fee.Address(), 1e12),
-	} {
-		if step != nil {
-			return fail(step)
-		}
-	}
-	r.wallet, r.vaultKey, r.feeAccount = wallet.Address(), keys.Vault, keys.Fee.Address()
-	r.vaults = host
-	if cfg.Contract {
-		if r.contract, err = host.DeployVault(stellarsim.VaultSpec{Operator: keys.Vault.Address()}); err != nil {
-			return fail(err)
-		}
-	}
 	keys.ChannelMaster = signing.NewMasterSeed([]byte(fmt.Sprintf("chaos-campaign-master-seed-%016x", cfg.Seed)))
-
-	r.minidyn = server.NewServer()
-	// No SDK retries: every fault must reach the store as it happened. The client speaks HTTP to
-	// minidyn's handler in-process (handlerTransport), without a socket, and unsigned (anonymous
-	// credentials skip SigV4 and its payload hash): minidyn checks no signature.
-	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(minidynURL),
-		HTTPClient:  &http.Client{Transport: handlerTransport{r.minidyn}},
-		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1})
-	r.table = "chaos_" + strconv.FormatUint(cfg.Seed, 10)
-	if err := dynamo.EnsureTable(context.Background(), db, r.table); err != nil {
-		return fail(err)
-	}
-	// The service is assembled as the Lambda assembles it, over a DynamoDB client that fails on
-	// purpose (the channel leases share it), then its ledger and store are wrapped for faults.
 	backend := cfg.Backend
 	if backend == "" {
 		backend = "rpc"
 	}
-	conf, err := config.Load(func(k string) string {
-		return map[string]string{
-			"TABLE_NAME": r.table, "STELLAR_BACKEND": backend, "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
-			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(),
-			"ASSETS": usdc.Code + ":" + usdc.Issuer, "CHANNEL_COUNT": strconv.Itoa(cfg.Channels),
-			"VAULT_CONTRACT": r.contract, "STELLAR_RPC_LOAD_BALANCED": strconv.FormatBool(r.loadBalanced()),
-			"MAX_FEE_STROOPS": maxFeeEnv(maxFee), "LIMITS": limitsEnv(cfg.Limits),
-		}[k]
+	env := map[string]string{"STELLAR_BACKEND": backend, "CHANNEL_COUNT": strconv.Itoa(cfg.Channels),
+		"STELLAR_RPC_LOAD_BALANCED": strconv.FormatBool(r.loadBalanced()), "MAX_FEE_STROOPS": maxFeeEnv(maxFee),
+		"LIMITS": limitsEnv(cfg.Limits)}
+	if cfg.Contract {
+		env["VAULT_CONTRACT"] = "local"
+	}
+	// The service is assembled by internal/devstack as the Lambda assembles it, over a DynamoDB
+	// client that fails on purpose (the channel leases share it), then its ledger and store are
+	// wrapped for faults. The client makes no SDK retries, so every fault reaches the store as it
+	// happened, and reaches minidyn in-process (devstack.Options.InProcessDynamo).
+	st, err := devstack.Start(context.Background(), devstack.Options{
+		Clock: r.clock, LedgerInterval: ledgerInterval, APIOnly: true, Keys: &keys, VaultUSDC: 1e17, FeeXLM: 1e12,
+		DemoWallets: 1, Getenv: func(k string) string { return env[k] }, InProcessDynamo: true,
+		DynamoOptions: func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 },
+		WrapDynamo: func(db *dynamodb.Client) dynamo.Client {
+			return &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults, charged: r.charged}
+		},
+		// The ledger's apply order (core's shuffle) follows the campaign's seed, so a run repeats;
+		// so do the fee-rate ties of a full lane or queue.
+		Network: func(o *stellarsim.Options) {
+			o.ApplyOrderSeed, o.ApplyInSubmissionOrder = cfg.Seed, cfg.applyInSubmissionOrder
+			if cfg.Congested {
+				o.Lanes, o.SurgeSeed = congestedLanes, cfg.Seed
+			}
+		},
+		// A ledger at the first move of the clock, then whenever it has moved ledgerInterval past
+		// the last close; the congestion's background follows every close.
+		CloseLedgers: func(n *stellarsim.Network) {
+			var lastClose time.Time
+			var closeMu sync.Mutex
+			r.clock.OnAdvance(func(now time.Time) {
+				closeMu.Lock()
+				defer closeMu.Unlock()
+				if now.Sub(lastClose) >= ledgerInterval {
+					lastClose = now
+					l := n.CloseLedger()
+					if r.cong != nil {
+						r.cong.closed(n, l.Sequence)
+					}
+				}
+			})
+		},
 	})
 	if err != nil {
 		return fail(err)
 	}
-	svc, err := wiring.Build(wiring.Deps{Config: conf, Getenv: func(string) string { return "" },
-		Dynamo: &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults, charged: r.charged}, Keys: signing.StaticKeys{K: keys},
-		Clock: r.clock, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return fail(err)
-	}
-	if cfg.Channels > 0 {
-		if _, err := svc.Ledger.EnsureChannels(context.Background()); err != nil {
-			return fail(fmt.Errorf("creating channels: %w", err))
-		}
-	}
+	closers = append(closers, func() { _ = st.Close() })
+	n, svc := st.Network, st.Service
+	r.net, r.minidyn, r.table, r.vaults = n, st.Minidyn, st.Info.Table, st.Vaults
+	r.wallet, r.vaultKey, r.feeAccount = st.Info.Wallets[0].Account, keys.Vault, keys.Fee.Address()
 	if cfg.Contract {
+		r.contract = st.Info.VaultContract
 		// The wallet's opening balance in the vault, so that withdrawals have something to take.
 		setup := transfer.Input{ClientKey: "chaos-setup-deposit", Request: transfer.Request{
 			OperationType: transfer.Deposit, WalletAddress: r.wallet, Amount: "100000000", Asset: "USDC",

@@ -75,9 +75,11 @@
 // and with it the counts of a report (one binary, one seed, 40 keys: 402 and 392 calls on two
 // runs), so a seed replays a failure's conditions, not its every step.
 //
-// The service's DynamoDB client reaches minidyn's HTTP handler in-process (handlerTransport):
-// most of a campaign's CPU is item reads (callers coalescing on a held claim read the item every
-// 250 ms of virtual time), and a loopback socket per read cost more than minidyn itself.
+// The rig (newRig) starts internal/devstack's stack with the API function alone, the campaign's
+// keys, network options and ledger closes, and the faulty DynamoDB client. That client reaches
+// minidyn's HTTP handler in-process (devstack.Options.InProcessDynamo): most of a campaign's CPU
+// is item reads (callers coalescing on a held claim read the item every 250 ms of virtual time),
+// and a loopback socket per read cost more than minidyn itself.
 //
 // # Scenarios
 //
@@ -115,9 +117,9 @@
 //   - claimreadback_adversary_test.go and channelcalendar_adversary_test.go, the real DynamoDB
 //     store: a claim applied with every answer lost is the caller's own, and a campaign whose
 //     channel calendar bookings are refused, throttled or lose their answers pays at most once.
-//   - sqs_test.go, readfaults_test.go and inprocess_test.go hold the campaign's own parts to
-//     their models: SQS's receipt handles and dead-letter rule, stellar-rpc's read faults and the
-//     report's rates, and the in-process DynamoDB transport.
+//   - sqs_test.go and readfaults_test.go hold the campaign's own parts to their models: SQS's
+//     receipt handles and dead-letter rule, stellar-rpc's read faults and the report's rates (the
+//     in-process DynamoDB transport is internal/devstack's, tested there).
 //
 // rig_test.go holds the rig the scenarios share; stale_test.go the stale actors (slow lookups,
 // held writes, a store whose answers are lost on the wire). The campaign itself is

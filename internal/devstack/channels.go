@@ -25,20 +25,23 @@ func channelCount(getenv config.Getenv) string {
 	return strconv.Itoa(defaultChannels)
 }
 
-// addChannelKeys gives the local keys a random SEP-5 master seed for the channels and funds the
-// fee account (it sponsors the channels' reserves and pays their fee bumps) at genesis: keys.Fee,
-// or with SIGNER=kms (km set) the account of the fee account's KMS key.
-func addChannelKeys(n *stellarsim.Network, keys *signing.Keys, km *kmsSetup) error {
-	seed := make([]byte, 32)
-	if _, err := rand.Read(seed); err != nil {
-		return err
+// addChannelKeys gives the local keys a random SEP-5 master seed for the channels unless they
+// have one, and funds the fee account (it sponsors the channels' reserves and pays their fee
+// bumps) with xlm stroops at genesis: keys.Fee, or with SIGNER=kms (km set) the account of the fee
+// account's KMS key.
+func addChannelKeys(n *stellarsim.Network, keys *signing.Keys, km *kmsSetup, xlm int64) error {
+	if !keys.ChannelMaster.IsSet() {
+		seed := make([]byte, 32)
+		if _, err := rand.Read(seed); err != nil {
+			return err
+		}
+		keys.ChannelMaster = signing.NewMasterSeed(seed)
 	}
-	keys.ChannelMaster = signing.NewMasterSeed(seed)
 	fee := keys.FeeKey()
 	if km != nil {
 		fee = km.fee
 	}
-	return n.CreateAccount(fee.Address(), 10_000*10_000_000)
+	return n.CreateAccount(fee.Address(), xlm)
 }
 
 // createChannels is the local stack's `channels` step: it creates the missing channel accounts on

@@ -10,29 +10,32 @@
 // 127.0.0.1, so tests start as many stacks as they need side by side. `make run` is the thin
 // command in cmd/devstack, which reads its addresses and settings from the environment.
 //
-// Tests and benchmarks of the whole service start it too. Options.Clock runs the service and the
-// network on one virtual clock (internal/vclock), Options.WrapDynamo wraps the DynamoDB client the
-// functions send through (counting, recording), Options.APIOnly leaves out the operating side (the
-// stream, alert, reconcile and submitter functions, the sweep and the Invoke API), and Stack.Config
-// and Stack.Keys let a test assemble another function, or the API function anew, over the same
-// stack: internal/wiring's benchmark rig and doors' fuzz rig and this package's signer benchmark
-// do so. These still assemble their stacks by hand, and each would need, to start this one:
+// Every test and benchmark of the whole service starts it too, so one library assembles them all:
+// internal/loadtest's rigs, the fault campaign (internal/chaos), the bootstraps under the Lambda
+// emulator (internal/lambdatest), internal/wiring's benchmark and the doors' fuzz rig, and this
+// package's signer benchmark. The options they need:
 //
-//   - internal/lambdatest (the functions under aws-lambda-rie, separate processes): a wrapper of
-//     the embedded DynamoDB's and the network's HTTP handlers (it logs every request a function
-//     sends) and the signing secret's document for its fake Secrets Manager; this package never
-//     hands out seeds, so that would be a test-only accessor.
-//   - internal/loadtest: a wrapper of the service's Stellar HTTP transport (round trips of virtual
-//     time, request counts), network options (ExpectedCloseInterval, lanes, congestion, fee
-//     settings), a vault contract deployed with its own spec, and more than one service (an
-//     execution environment per caller, each its own wiring.Build over one table and network:
-//     Stack.Config and Stack.Keys give the parts). The backend it has: STELLAR_BACKEND=horizon in
-//     Options.Getenv runs the service on the stack's Horizon.
-//   - internal/chaos: all of loadtest's, plus stellarsim's ordering options (ApplyOrderSeed,
-//     ApplyInSubmissionOrder), minidyn reached in-process without a socket (its handlerTransport)
-//     and the fault injectors around the DynamoDB and Stellar clients.
-//   - internal/stellar's own rigs test the ledger, not the service: they start the network alone
-//     and need none of this.
+//   - the clock: Options.Clock runs the service and the network on one virtual clock
+//     (internal/vclock); CloseLedgers replaces the close rule (a schedule of its own, work after
+//     every close), Network adjusts the network's options (ExpectedCloseInterval, lanes and surge
+//     pricing, apply order);
+//   - the service: Getenv's settings (STELLAR_BACKEND=horizon runs it on the stack's Horizon,
+//     CHANNEL_COUNT, VAULT_CONTRACT=local, MAX_FEE_STROOPS), Keys (a test's own seeds: channel
+//     accounts the same in every run, the vault's key for an operator), VaultUSDC and FeeXLM (the
+//     opening balances), APIOnly (the API function alone: no stream, alert, reconcile or
+//     submitter function, no sweep, no Invoke API) and Queue (its async transfers);
+//   - the clients and servers: WrapDynamo wraps the DynamoDB client (counting, round trips in
+//     virtual time, injected faults), DynamoOptions adjusts it, InProcessDynamo reaches the
+//     embedded DynamoDB without a socket; WrapStellar wraps the service's Stellar transport (round
+//     trips, request counts); WrapHandler wraps the embedded DynamoDB's and the network's handlers
+//     (logging what separate processes send);
+//   - more than one service: Stack.Deps builds another process of the same deployment over the
+//     same table and network (an execution environment per caller, SubmitterFunction's
+//     containers), and Options.Beside starts a second service with its own accounts and table on
+//     a stack's network (services compared under the same congestion). Stack.Minidyn (failure
+//     emulation) and Stack.Vaults (the contract host) reach the emulators.
+//
+// internal/stellar's own rigs test the ledger, not the service: they start the network alone.
 //
 // It is never deployed, and it differs from AWS where a machine cannot follow it: one process
 // runs every function, the stream and the SQS event source are in-memory loops, and the

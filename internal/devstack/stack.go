@@ -21,6 +21,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -64,7 +65,54 @@ type Options struct {
 	// empty), and no queue, so the API runs every transfer synchronously. For benchmarks and tests
 	// of the API function, whose requests the stream's read-backs would add to.
 	APIOnly bool
+	// Queue, with APIOnly, carries the API function's async transfers (Prefer: respond-async is
+	// answered 202 and only what reads the queue runs them); nil: none, every transfer synchronous.
+	// Without APIOnly the stack's own in-memory queue and submitter are used and Queue is ignored.
+	Queue transfer.Queue
 
+	// Keys, when set, are the service's signing keys, so that a test holds the seeds (its own
+	// channel master seed for accounts that are the same in every run, the vault's key for an
+	// operator's transactions); a nil ChannelMaster gets a random SEP-5 master seed, and Keys'
+	// listed Channels are unused. nil: keys generated at random, whose seeds this package never
+	// hands out. With SIGNER=kms Keys.Vault stays the vault's account (its master key hands over
+	// to the KMS key) and Keys.Fee is unused.
+	Keys *signing.Keys
+	// VaultUSDC is the vault's opening USDC and FeeXLM the fee account's opening XLM, in stroops
+	// (defaults: 1,000,000 USDC and 10,000 XLM).
+	VaultUSDC, FeeXLM int64
+	// Network, when set, adjusts the local network's options before it starts (stellarsim.Options:
+	// ExpectedCloseInterval, lanes and surge pricing, apply order), after Clock, CloseInterval,
+	// LedgerClock and Contracts are set from these Options.
+	Network func(*stellarsim.Options)
+	// CloseLedgers, with Clock, replaces the default close rule (a ledger whenever the clock has
+	// moved LedgerInterval past the last close: stellarsim.Network.CloseOnAdvance). It is called
+	// once, with the started network, before any account is made, and arranges the closes itself
+	// (on the clock's OnAdvance): for a schedule of its own, or work after every close. Without
+	// Clock it is unused: the network closes on its own timer.
+	CloseLedgers func(*stellarsim.Network)
+	// WrapStellar, when set, wraps the HTTP transport the service's Stellar requests (RPC and
+	// Horizon) go through: http.DefaultTransport, or tracing's with TRACING=otel. The client's
+	// timeout stays stellar.DefaultHTTPTimeout. For round trips in virtual time and request counts.
+	WrapStellar func(http.RoundTripper) http.RoundTripper
+	// WrapHandler, when set, wraps the HTTP handler of the embedded DynamoDB (server "dynamodb")
+	// and of the local network (server "stellar": Horizon, RPC, friendbot and /_sim/) before they
+	// serve, for logging what separate processes send them.
+	WrapHandler func(server string, h http.Handler) http.Handler
+	// InProcessDynamo has the service's DynamoDB client reach the embedded DynamoDB's handler in
+	// the calling goroutine, without a socket, and unsigned (minidyn checks no signature; SigV4's
+	// payload hash costs CPU): nothing listens on DynamoAddr, and Info.DynamoDBEndpoint is a name
+	// only (inprocess.go). For fault campaigns, whose CPU goes mostly to item reads. Ignored when
+	// DYNAMODB_ENDPOINT points elsewhere.
+	InProcessDynamo bool
+	// DynamoOptions, when set, adjusts the DynamoDB client's options last (RetryMaxAttempts 1, so
+	// that every fault reaches the store as it happened).
+	DynamoOptions func(*dynamodb.Options)
+	// Beside, when set, starts this stack's service on Beside's local network, beside Beside's
+	// service, for comparing services on one network: no network of its own (LedgerInterval,
+	// LedgerClock, Network and CloseLedgers are unused; Clock must be Beside's), Beside's asset,
+	// wallets (DemoWallets is unused) and contract host, and its own vault, fee account, vault
+	// contract, channel accounts, DynamoDB and servers. Close leaves the network to Beside.
+	Beside *Stack
 	// vaultSigner, set by tests, replaces the SetOptions that hands the vault over to its KMS key
 	// with SIGNER=kms (vaultSignerOptions(kmsKey)); nil from it sends none.
 	vaultSigner func(vault, kmsKey string) *txnbuild.SetOptions
@@ -86,8 +134,18 @@ type Stack struct {
 	// built from them (for assembling another function over the same stack: wiring.ReconcileParts).
 	Config config.Config
 	Keys   signing.KeySource
+	// Deps are what Service was built from (its Queue included), for assembling another process
+	// of the same deployment on the same table and network: wiring.Build(Deps), with the Queue it
+	// needs, builds one with a channel pool of its own.
+	Deps wiring.Deps
 	// KMS is the local KMS emulator (SIGNER=kms), nil otherwise.
 	KMS *localKMS
+	// Vaults hosts the local network's contracts: the vault contract deployed at start
+	// (Info.VaultContract), and any a test deploys.
+	Vaults *stellarsim.VaultHost
+	// Minidyn is the embedded DynamoDB (for its failure emulation: EmulateFailureForTable on
+	// Info.Table); nil when DYNAMODB_ENDPOINT points elsewhere.
+	Minidyn *server.Server
 
 	servers []*http.Server
 	closers []func() error
@@ -173,18 +231,31 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 
 	// The embedded DynamoDB (minidyn), unless DYNAMODB_ENDPOINT points elsewhere.
 	dynamoURL := o.Getenv("DYNAMODB_ENDPOINT")
-	if dynamoURL == "" {
-		ln, err := listen("DynamoDB", "DYNAMODB_ADDR", o.DynamoAddr)
-		if err != nil {
-			return nil, err
-		}
-		dynamoURL = "http://" + ln.Addr().String()
-		s.serve(ln, newTableLister(server.NewServer()))
+	dbOpts := dynamodb.Options{
+		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+		APIOptions: tr.awsOptions(),
 	}
-	db := dynamodb.New(dynamodb.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(dynamoURL),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
-		APIOptions:  tr.awsOptions(),
+	if dynamoURL == "" {
+		s.Minidyn = server.NewServer()
+		h := o.wrapHandler("dynamodb", newTableLister(s.Minidyn))
+		if o.InProcessDynamo {
+			dynamoURL = inProcessDynamoURL
+			dbOpts.HTTPClient = &http.Client{Transport: handlerTransport{h}}
+			dbOpts.Credentials = aws.AnonymousCredentials{}
+		} else {
+			ln, err := listen("DynamoDB", "DYNAMODB_ADDR", o.DynamoAddr)
+			if err != nil {
+				return nil, err
+			}
+			dynamoURL = "http://" + ln.Addr().String()
+			s.serve(ln, h)
+		}
+	}
+	dbOpts.BaseEndpoint = aws.String(dynamoURL)
+	db := dynamodb.New(dbOpts, func(d *dynamodb.Options) {
+		if o.DynamoOptions != nil {
+			o.DynamoOptions(d)
+		}
 	})
 	if err := dynamo.EnsureTable(ctx, db, table); err != nil {
 		return nil, fmt.Errorf("devstack: table: %w", err)
@@ -196,24 +267,19 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 
 	// The local Stellar network and its accounts.
-	vaults := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	simOpts := stellarsim.Options{CloseInterval: o.LedgerInterval, LedgerClock: o.LedgerClock, Contracts: vaults}
 	var clock transfer.Clock = transfer.SystemClock{}
 	if o.Clock != nil {
-		simOpts = stellarsim.Options{Clock: o.Clock, Contracts: vaults}
 		clock = o.Clock
 	}
-	net0, err := stellarsim.Start(simOpts)
-	if err != nil {
-		return nil, fmt.Errorf("devstack: local network: %w", err)
+	if err := s.startNetwork(o); err != nil {
+		return nil, err
 	}
-	s.Network = net0
-	s.closers = append(s.closers, net0.Close)
-	if o.Clock != nil {
-		net0.CloseOnAdvance(o.Clock, o.LedgerInterval)
-	}
-	keys, err := signing.GenerateKeys(0)
-	if err != nil {
+	net0, vaults := s.Network, s.Vaults
+	var keys signing.Keys
+	if o.Keys != nil {
+		keys = *o.Keys
+		keys.Channels = nil
+	} else if keys, err = signing.GenerateKeys(0); err != nil {
 		return nil, err
 	}
 	// SIGNER=kms: the vault's and the fee account's keys live in the local KMS emulator.
@@ -224,10 +290,10 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		}
 		keys.Fee = nil
 	}
-	if err := addChannelKeys(net0, &keys, km); err != nil {
+	if err := addChannelKeys(net0, &keys, km, o.FeeXLM); err != nil {
 		return nil, err
 	}
-	usdc, wallets, err := fundAccounts(net0, keys.Vault, o.DemoWallets)
+	usdc, wallets, err := fundAccounts(net0, keys.Vault, o.VaultUSDC, o.DemoWallets, o.Beside)
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +385,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	// Async transfers go through an in-process queue to the submitter (submitter.go), and every
 	// write through the local stream to the alert function (stream.go).
 	deps := wiring.Deps{Config: cfg, Getenv: o.Getenv, Dynamo: store, Keys: keySource, Logger: o.Logger,
-		Observer: ops.observer(), HTTPClient: tr.httpClient(), Clock: o.Clock}
+		Observer: ops.observer(), HTTPClient: o.stellarClient(tr.httpClient()), Clock: o.Clock, Queue: o.Queue}
 	if !o.APIOnly {
 		ops.queue = queue.NewMemory()
 		deps.Queue, deps.Dynamo = ops.queue, ops.wrap(store)
@@ -328,7 +394,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Service, s.Config, s.Keys = svc, cfg, keySource
+	s.Service, s.Config, s.Keys, s.Deps = svc, cfg, keySource, deps
 	if check != nil {
 		check.Ledger = svc.Ledger
 	}
@@ -356,9 +422,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		s.KMS = km.emulator
 	}
 	for _, w := range wallets {
-		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w.Address()})
+		s.Info.Wallets = append(s.Info.Wallets, Account{Account: w})
 	}
-	s.serve(stellarLn, s.stellarHandler())
+	s.serve(stellarLn, o.wrapHandler("stellar", s.stellarHandler()))
 	if check != nil {
 		// The local network runs in this process, so a read that fails is a failure here too
 		// (the functions start with the check pending instead; wiring.SignerCheck).
@@ -392,6 +458,12 @@ func (o *Options) defaults() {
 	if o.DemoWallets <= 0 {
 		o.DemoWallets = 3
 	}
+	if o.VaultUSDC <= 0 {
+		o.VaultUSDC = 1_000_000 * 10_000_000
+	}
+	if o.FeeXLM <= 0 {
+		o.FeeXLM = 10_000 * 10_000_000
+	}
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
@@ -405,25 +477,93 @@ func (o *Options) defaults() {
 	}
 }
 
-// fundAccounts creates, at genesis, the USDC issuer, the vault (XLM, a USDC trustline and
-// 1,000,000 USDC) and n wallets with XLM and a USDC trustline.
-func fundAccounts(n *stellarsim.Network, vault *keypair.Full, wallets int) (stellarsim.Asset, []*keypair.Full, error) {
-	const xlm = 10_000 * 10_000_000
-	issuer, err := n.CreateKeypair(xlm)
-	if err != nil {
-		return stellarsim.Asset{}, nil, err
+// startNetwork starts the local network with a contract host (Stack.Network and Vaults) and
+// arranges its ledger closes, or with Beside takes Beside's.
+func (s *Stack) startNetwork(o Options) error {
+	if o.Beside != nil {
+		s.Network, s.Vaults = o.Beside.Network, o.Beside.Vaults
+		return nil
 	}
-	usdc := n.IssueAsset("USDC", issuer)
+	s.Vaults = stellarsim.NewVaultHost(stellarsim.VaultOptions{})
+	simOpts := stellarsim.Options{CloseInterval: o.LedgerInterval, LedgerClock: o.LedgerClock, Contracts: s.Vaults}
+	if o.Clock != nil {
+		simOpts = stellarsim.Options{Clock: o.Clock, Contracts: s.Vaults}
+	}
+	if o.Network != nil {
+		o.Network(&simOpts)
+	}
+	n, err := stellarsim.Start(simOpts)
+	if err != nil {
+		return fmt.Errorf("devstack: local network: %w", err)
+	}
+	s.Network = n
+	s.closers = append(s.closers, n.Close)
+	switch {
+	case o.Clock != nil && o.CloseLedgers != nil:
+		o.CloseLedgers(n)
+	case o.Clock != nil:
+		n.CloseOnAdvance(o.Clock, o.LedgerInterval)
+	}
+	return nil
+}
+
+// wrapHandler is h through WrapHandler for server, or h.
+func (o *Options) wrapHandler(server string, h http.Handler) http.Handler {
+	if o.WrapHandler == nil {
+		return h
+	}
+	return o.WrapHandler(server, h)
+}
+
+// stellarClient is the service's HTTP client for Stellar requests: base (nil: the service's
+// default) with its transport wrapped by WrapStellar.
+func (o *Options) stellarClient(base *http.Client) *http.Client {
+	if o.WrapStellar == nil {
+		return base
+	}
+	if base == nil {
+		base = &http.Client{Timeout: stellar.DefaultHTTPTimeout}
+	}
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return &http.Client{Transport: o.WrapStellar(rt), Timeout: base.Timeout}
+}
+
+// fundAccounts creates, at genesis, the USDC issuer, the vault (10,000 XLM, a USDC trustline and
+// vaultUSDC stroops of USDC) and n wallets with 10,000 XLM and a USDC trustline, and returns the
+// asset and the wallets' addresses. Beside a stack (beside set) it creates the vault only, and
+// returns beside's asset and wallets.
+func fundAccounts(n *stellarsim.Network, vault *keypair.Full, vaultUSDC int64, wallets int, beside *Stack) (stellarsim.Asset, []string, error) {
+	const xlm = 10_000 * 10_000_000
+	var usdc stellarsim.Asset
+	var out []string
+	if beside != nil {
+		a := beside.Info.Assets[0]
+		usdc = stellarsim.Asset{Code: a.Code, Issuer: a.Issuer}
+		for _, w := range beside.Info.Wallets {
+			out = append(out, w.Account)
+		}
+	} else {
+		issuer, err := n.CreateKeypair(xlm)
+		if err != nil {
+			return stellarsim.Asset{}, nil, err
+		}
+		usdc = n.IssueAsset("USDC", issuer)
+	}
 	if err := n.CreateAccount(vault.Address(), xlm); err != nil {
 		return stellarsim.Asset{}, nil, err
 	}
 	if err := n.AddTrustline(vault.Address(), usdc, 0); err != nil {
 		return stellarsim.Asset{}, nil, err
 	}
-	if err := n.Mint(vault.Address(), usdc, 1_000_000*10_000_000); err != nil {
+	if err := n.Mint(vault.Address(), usdc, vaultUSDC); err != nil {
 		return stellarsim.Asset{}, nil, err
 	}
-	var out []*keypair.Full
+	if beside != nil {
+		return usdc, out, nil
+	}
 	for range wallets {
 		w, err := n.CreateKeypair(xlm)
 		if err != nil {
@@ -432,7 +572,7 @@ func fundAccounts(n *stellarsim.Network, vault *keypair.Full, wallets int) (stel
 		if err := n.AddTrustline(w.Address(), usdc, 0); err != nil {
 			return stellarsim.Asset{}, nil, err
 		}
-		out = append(out, w)
+		out = append(out, w.Address())
 	}
 	return usdc, out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/transfer/transfertest"
 )
 
 // fixture is one fresh table: store goes through counter, which wraps raw.
@@ -170,35 +171,6 @@ func rawItem(t *testing.T, f fixture, pk string) map[string]types.AttributeValue
 		t.Fatalf("raw GetItem: %v", err)
 	}
 	return out.Item
-}
-
-// listAll pages through the in-doubt index with page size limit.
-func listAll(t *testing.T, s *dynamo.Store, limit int) (keys []string, pages int) {
-	t.Helper()
-	cursor := ""
-	for {
-		recs, next, err := s.ListInDoubt(context.Background(), limit, cursor)
-		if err != nil {
-			t.Fatalf("ListInDoubt: %v", err)
-		}
-		pages++
-		if limit > 0 && len(recs) > limit {
-			t.Fatalf("ListInDoubt returned %d items, limit %d", len(recs), limit)
-		}
-		for _, r := range recs {
-			if r.Status != transfer.StatusInDoubt {
-				t.Fatalf("ListInDoubt returned %s with status %s", r.StoreKey, r.Status)
-			}
-			keys = append(keys, r.StoreKey)
-		}
-		if next == "" {
-			return keys, pages
-		}
-		if pages > 100 {
-			t.Fatal("ListInDoubt does not end")
-		}
-		cursor = next
-	}
 }
 
 // eventually retries check for up to 10 s: the in-doubt index is a GSI, eventually consistent on
@@ -565,7 +537,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 
 		eventually(t, func() error {
 			f.counter.Reset()
-			got, pages := listAll(t, f.store, 2)
+			got, pages := transfertest.ListInDoubtAll(t, f.store, 2)
 			if !slices.Equal(got, want) {
 				return fmt.Errorf("listed %v, want %v", got, want)
 			}
@@ -574,7 +546,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 			}
 			return nil
 		})
-		if got, _ := listAll(t, f.store, 0); !slices.Equal(got, want) {
+		if got, _ := transfertest.ListInDoubtAll(t, f.store, 0); !slices.Equal(got, want) {
 			t.Errorf("default limit listed %v", got)
 		}
 
@@ -588,7 +560,7 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 		}
 		want = slices.Delete(want, 2, 3)
 		eventually(t, func() error {
-			if got, _ := listAll(t, f.store, 10); !slices.Equal(got, want) {
+			if got, _ := transfertest.ListInDoubtAll(t, f.store, 10); !slices.Equal(got, want) {
 				return fmt.Errorf("after resolving one: listed %v, want %v", got, want)
 			}
 			return nil
@@ -596,53 +568,6 @@ func runStoreContract(t *testing.T, newFixture func(t *testing.T) fixture) {
 
 		if _, _, err := f.store.ListInDoubt(ctx, 2, "not a cursor!"); err == nil {
 			t.Error("ListInDoubt accepted a malformed cursor")
-		}
-	})
-
-	t.Run("concurrent claims: exactly one wins", func(t *testing.T) {
-		t.Parallel()
-		f := newFixture(t)
-		k := key("concurrent")
-		const n = 8
-		type outcome struct {
-			rec transfer.Record
-			won bool
-			err error
-		}
-		results := make([]outcome, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				rec, won, err := f.store.Claim(ctx, claimRecord(k, fmt.Sprintf("owner-%d", i), "fp"), t0)
-				results[i] = outcome{rec, won, err}
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := ""
-		for i, r := range results {
-			if r.err != nil {
-				t.Fatalf("claim %d: %v", i, r.err)
-			}
-			if r.won {
-				if winner != "" {
-					t.Fatalf("two winners: %s and owner-%d", winner, i)
-				}
-				winner = r.rec.LeaseOwner
-			}
-		}
-		if winner == "" {
-			t.Fatal("nobody won")
-		}
-		for i, r := range results {
-			if r.rec.LeaseOwner != winner || r.rec.Version != 1 || r.rec.Status != transfer.StatusInFlight {
-				t.Errorf("claim %d returned %+v, want the winner %s", i, r.rec, winner)
-			}
-		}
-		if w := f.counter.Count("PutItem"); w != n {
-			t.Errorf("%d PutItem for %d claims", w, n)
 		}
 	})
 

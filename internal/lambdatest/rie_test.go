@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,9 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stellar/go-stellar-sdk/keypair"
-	"github.com/truora/minidyn/server"
 
 	"github.com/stellar-transfer/orchestrator/internal/alert"
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/lambdatest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
@@ -101,6 +99,7 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // local Stellar network with a funded vault, a USDC asset and a wallet, and fake Secrets Manager,
 // SNS and EventBridge endpoints.
 type stack struct {
+	table      string
 	dynamoURL  string
 	db         *dynamodb.Client
 	net        *stellarsim.Network
@@ -148,7 +147,6 @@ func (l *requestLog) String() string {
 }
 
 const (
-	table      = "transfers-rie"
 	secretARN  = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/signing-AbCdEf"
 	badARN     = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/malformed-XyZxYz"
 	missingARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/missing-QqQqQq"
@@ -157,55 +155,37 @@ const (
 	eventBus   = "transfers-rie-settlements"
 )
 
+// newStack starts the local stack (internal/devstack) with the API function alone and no channel
+// accounts, a ledger a second (the network gives each ledger a close time at least a second after
+// the last, so closing faster would run its clock ahead of the envelopes' maxTime), keys whose
+// seeds go into the fake Secrets Manager, and its DynamoDB and network behind request logs, so a
+// failing test shows what the functions asked them; then the fake AWS endpoints.
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	s := &stack{}
-	s.dynamoLog = &requestLog{}
-	ddb := httptest.NewServer(s.dynamoLog.wrap(server.NewServer()))
-	t.Cleanup(ddb.Close)
-	s.dynamoURL = ddb.URL
-	s.db = dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(ddb.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := dynamo.EnsureTable(ctx, s.db, table); err != nil {
-		t.Fatal(err)
-	}
-
-	// A ledger a second: the network gives each ledger a close time at least a second after the
-	// last, so closing faster would run its clock ahead of the envelopes' maxTime.
-	n, err := stellarsim.Start(stellarsim.Options{CloseInterval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	s.net = n
-	// The network behind a logging proxy, so a failing test shows what the function asked it.
-	s.stellarLog = &requestLog{}
-	target, _ := url.Parse(n.URL())
-	proxy := httptest.NewServer(s.stellarLog.wrap(httputil.NewSingleHostReverseProxy(target)))
-	t.Cleanup(proxy.Close)
-	s.rpcURL = proxy.URL + "/rpc"
-	const xlm = 10_000 * 10_000_000
-	issuer, err := n.CreateKeypair(xlm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.usdc = n.IssueAsset("USDC", issuer)
+	s := &stack{dynamoLog: &requestLog{}, stellarLog: &requestLog{}}
 	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.vault = keys.Vault
-	must(t, n.CreateAccount(s.vault.Address(), xlm))
-	must(t, n.AddTrustline(s.vault.Address(), s.usdc, 0))
-	must(t, n.Mint(s.vault.Address(), s.usdc, 1_000_000*10_000_000))
-	w, err := n.CreateKeypair(xlm)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := devstack.Start(ctx, devstack.Options{LedgerInterval: time.Second, APIOnly: true, DemoWallets: 1, Keys: &keys,
+		Getenv: func(k string) string { return map[string]string{"CHANNEL_COUNT": "0"}[k] },
+		WrapHandler: func(server string, h http.Handler) http.Handler {
+			if server == "dynamodb" {
+				return s.dynamoLog.wrap(h)
+			}
+			return s.stellarLog.wrap(h)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(t, n.AddTrustline(w.Address(), s.usdc, 0))
-	s.wallet = w.Address()
+	t.Cleanup(func() { _ = st.Close() })
+	s.net, s.table, s.dynamoURL, s.rpcURL = st.Network, st.Info.Table, st.Info.DynamoDBEndpoint, st.Info.RPCURL
+	s.db = dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(s.dynamoURL),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	s.usdc = stellarsim.Asset{Code: st.Info.Assets[0].Code, Issuer: st.Info.Assets[0].Issuer}
+	s.vault, s.wallet = keys.Vault, st.Info.Wallets[0].Account
 
 	doc, err := keys.MarshalSecret()
 	if err != nil {
@@ -243,7 +223,7 @@ func (s *stack) env(drop []string, extra ...string) []string {
 	all := []string{
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"AWS_ENDPOINT_URL_SECRETS_MANAGER=" + s.secretsURL, "AWS_ENDPOINT_URL_SNS=" + s.snsURL,
-		"TABLE_NAME=" + table, "DYNAMODB_ENDPOINT=" + s.dynamoURL,
+		"TABLE_NAME=" + s.table, "DYNAMODB_ENDPOINT=" + s.dynamoURL,
 		"STELLAR_BACKEND=rpc", "STELLAR_RPC_URL=" + s.rpcURL, "NETWORK_PASSPHRASE=" + s.net.Passphrase(),
 		"VAULT_ACCOUNT=" + s.vault.Address(), "ASSETS=USDC:" + s.usdc.Issuer, "SIGNING_SECRET_ARN=" + secretARN,
 		"ALERT_TOPIC_ARN=" + topicARN, "EVENT_BUS_NAME=" + eventBus, "AWS_ENDPOINT_URL_EVENTBRIDGE=" + s.eventsURL,
@@ -538,7 +518,7 @@ func inDoubtRecord(t *testing.T, s *stack, key string) (transfer.Record, map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+	if _, err := s.db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
 		t.Fatal(err)
 	}
 	image, err := alert.FromSDK(item)
@@ -548,10 +528,10 @@ func inDoubtRecord(t *testing.T, s *stack, key string) (transfer.Record, map[str
 	return rec, image
 }
 
-func streamRecord(seq, name string, keys, oldImage, newImage map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
+func (s *stack) streamRecord(seq, name string, keys, oldImage, newImage map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
 	return events.DynamoDBEventRecord{
 		AWSRegion: "us-east-1", EventID: "event-" + seq, EventName: name, EventSource: "aws:dynamodb", EventVersion: "1.1",
-		EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/" + table + "/stream/2026-01-01T00:00:00.000",
+		EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/" + s.table + "/stream/2026-01-01T00:00:00.000",
 		Change: events.DynamoDBStreamRecord{
 			ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.Now().Truncate(time.Second)},
 			Keys:                        keys, OldImage: oldImage, NewImage: newImage, SequenceNumber: seq, SizeBytes: 512,
@@ -565,9 +545,9 @@ func TestRIEAlertFunction(t *testing.T) {
 	s := newStack(t)
 	rec, image := inDoubtRecord(t, s, "rie-alert-00000001")
 	keys := map[string]events.DynamoDBAttributeValue{dynamo.AttrPK: events.NewStringAttribute(rec.StoreKey)}
-	malformed := streamRecord("100000000000000000002", "MODIFY", keys, nil, image)
+	malformed := s.streamRecord("100000000000000000002", "MODIFY", keys, nil, image)
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
-		streamRecord("100000000000000000001", "INSERT", keys, nil, image),
+		s.streamRecord("100000000000000000001", "INSERT", keys, nil, image),
 		// A MODIFY without its old image can never be processed: logged and skipped, so that it
 		// does not hold the shard back.
 		malformed,
@@ -751,7 +731,7 @@ func TestRIEInDoubtReaderFunction(t *testing.T) {
 		t.Errorf("the reader read the signing secret %d times", n)
 	}
 	t.Logf("InDoubtReaderFunction: DynamoDB calls %v", ops)
-	out, err := s.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table),
+	out, err := s.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(s.table),
 		Key: map[string]types.AttributeValue{dynamo.AttrPK: &types.AttributeValueMemberS{Value: rec.StoreKey}}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package loadtest
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -19,14 +18,9 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
-	"github.com/stellar-transfer/orchestrator/internal/config"
-	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
-	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
-	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
 // The congestion benchmark in vault-contract mode: the same network, arrivals and budget as the
@@ -49,41 +43,6 @@ func contractBackground(p congParams) stellarsim.Congestion {
 	b := p.Background
 	b.SorobanPerLedger, b.SorobanFeeMin, b.SorobanFeeMax = contractSorobanPerLedger, b.FeeMin, b.FeeMax
 	return b
-}
-
-// newContractCongService is one contract-mode service on the shared network: its vault account
-// operates a vault contract of its own.
-func newContractCongService(tb testing.TB, clock *vclock.Clock, n *stellarsim.Network, host *stellarsim.VaultHost, usdc stellarsim.Asset, p congParams) (congService, string) {
-	tb.Helper()
-	keys, err := signing.GenerateKeys(0)
-	must(tb, err)
-	keys.ChannelMaster = signing.NewMasterSeed([]byte("bench-congestion-contract-master-0123456789"))
-	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
-	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
-	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
-	must(tb, n.CreateAccount(keys.Fee.Address(), 1e13))
-	contract, err := host.DeployVault(stellarsim.VaultSpec{Operator: keys.Vault.Address()})
-	must(tb, err)
-	client, _ := dynamotest.Minidyn(tb)
-	db := dynamotest.NewCountingClient(client)
-	store := dynamotest.NewStore(tb, db)
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"TABLE_NAME": store.Table(), "STELLAR_BACKEND": "rpc", "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
-			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(), "ASSETS": "USDC:" + usdc.Issuer,
-			"VAULT_CONTRACT": contract, "CHANNEL_COUNT": strconv.Itoa(p.Channels), "MAX_FEE_STROOPS": strconv.FormatInt(p.MaxFee, 10),
-		}[k]
-	})
-	must(tb, err)
-	svc, err := wiring.Build(wiring.Deps{Getenv: func(string) string { return "" }, Config: cfg, Keys: signing.StaticKeys{K: keys},
-		Clock: clock, Logger: slog.New(slog.DiscardHandler), Dynamo: slowDynamo{clock: clock, inner: db},
-		HTTPClient: &http.Client{Transport: newRPCTransport(clock), Timeout: stellar.DefaultHTTPTimeout}})
-	must(tb, err)
-	if p.Channels > 0 {
-		_, err := svc.Ledger.EnsureChannels(context.Background())
-		must(tb, err)
-	}
-	return congService{svc: svc, vault: keys.Vault.Address()}, keys.Fee.Address()
 }
 
 // callSubmitter is a direct submitter of vault deposits with a pool of accounts, each the
@@ -288,31 +247,11 @@ func depositOf(a stellarsim.AppliedTx) (amount, resourceFee, slots int64, ok boo
 func measureContractCongestion(tb testing.TB, p congParams) ([]*congSide, []stellarsim.LedgerLanes) {
 	tb.Helper()
 	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	host := stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, ExpectedCloseInterval: p.Interval, Contracts: host,
-		Lanes: stellarsim.PubnetLaneLimits.Scaled(p.LaneScale)})
-	must(tb, err)
-	tb.Cleanup(func() { _ = n.Close() })
+	// The service's vault account operates the vault contract its stack deploys (VAULT_CONTRACT=local).
+	service := startCongService(tb, clock, nil, "bench-congestion-contract-master-0123456789", p,
+		map[string]string{"STELLAR_BACKEND": "rpc", "VAULT_CONTRACT": "local"})
+	n, host, wallets, feeAccount := service.stack.Network, service.stack.Vaults, walletsOf(service.stack), service.fee
 	r := &rig{clock: clock, net: n, interval: p.Interval}
-	var mu sync.Mutex
-	lastClose := clock.Now()
-	clock.OnAdvance(func(now time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		for !lastClose.Add(p.Interval).After(now) {
-			lastClose = lastClose.Add(p.Interval)
-			n.CloseLedger()
-		}
-	})
-	issuer, _ := n.CreateKeypair(1e11)
-	usdc := n.IssueAsset("USDC", issuer)
-	var wallets []string
-	for range 8 {
-		w := keypair.MustRandom()
-		must(tb, n.CreateAccount(w.Address(), 1e11))
-		wallets = append(wallets, w.Address())
-	}
-	service, feeAccount := newContractCongService(tb, clock, n, host, usdc, p)
 	feeStats := newCallSubmitter(tb, clock, n, host, p.Channels, 0, p.Interval)
 	static := newCallSubmitter(tb, clock, n, host, p.Channels, p.StaticFee, p.Interval)
 	sides := []*congSide{

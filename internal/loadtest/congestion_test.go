@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -16,15 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
-	"github.com/stellar-transfer/orchestrator/internal/config"
-	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
@@ -137,41 +137,61 @@ func (s *congSide) paidTwice() int {
 }
 
 // congService is one service (its own vault, fee account and channel accounts) on the shared
-// network, as startRig builds it with round trips.
+// network: a stack of internal/devstack, the API function alone, its Stellar and DynamoDB
+// requests charged their round trips in virtual time, as startRig starts it with round trips.
 type congService struct {
+	stack *devstack.Stack
 	svc   *wiring.Service
 	vault string
+	fee   string // the fee account, the fee bumps' fee source
 }
 
-func newCongService(tb testing.TB, clock *vclock.Clock, n *stellarsim.Network, usdc stellarsim.Asset, backend string, p congParams) congService {
+// startCongService starts one service of the congestion runs, its channel accounts derived from
+// seed, with MAX_FEE_STROOPS p.MaxFee, p.Channels channels and env's settings. The first (beside
+// nil) starts the network: p's lanes, a ledger every p.Interval on a fixed beat, 8 wallets; the
+// next ones start beside it.
+func startCongService(tb testing.TB, clock *vclock.Clock, beside *devstack.Stack, seed string, p congParams, env map[string]string) congService {
 	tb.Helper()
 	keys, err := signing.GenerateKeys(0)
 	must(tb, err)
-	keys.ChannelMaster = signing.NewMasterSeed([]byte("bench-congestion-master-" + backend + "-0123456789"))
-	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
-	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
-	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
-	must(tb, n.CreateAccount(keys.Fee.Address(), 1e13))
-	client, _ := dynamotest.Minidyn(tb)
-	db := dynamotest.NewCountingClient(client)
-	store := dynamotest.NewStore(tb, db)
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"TABLE_NAME": store.Table(), "STELLAR_BACKEND": backend, "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
-			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(), "ASSETS": "USDC:" + usdc.Issuer,
-			"CHANNEL_COUNT": strconv.Itoa(p.Channels), "MAX_FEE_STROOPS": strconv.FormatInt(p.MaxFee, 10),
-		}[k]
-	})
+	keys.ChannelMaster = signing.NewMasterSeed([]byte(seed))
+	env = maps.Clone(env)
+	env["CHANNEL_COUNT"], env["MAX_FEE_STROOPS"] = strconv.Itoa(p.Channels), strconv.FormatInt(p.MaxFee, 10)
+	st, err := devstack.Start(context.Background(), devstack.Options{Clock: clock, LedgerInterval: p.Interval, APIOnly: true,
+		Keys: &keys, VaultUSDC: 1e17, FeeXLM: 1e13, DemoWallets: 8, Beside: beside, Getenv: func(k string) string { return env[k] },
+		Network: func(o *stellarsim.Options) {
+			o.ExpectedCloseInterval, o.Lanes = p.Interval, stellarsim.PubnetLaneLimits.Scaled(p.LaneScale)
+		},
+		CloseLedgers: func(n *stellarsim.Network) {
+			var mu sync.Mutex
+			lastClose := clock.Now()
+			clock.OnAdvance(func(now time.Time) {
+				mu.Lock()
+				defer mu.Unlock()
+				for !lastClose.Add(p.Interval).After(now) {
+					lastClose = lastClose.Add(p.Interval)
+					n.CloseLedger()
+				}
+			})
+		},
+		WrapDynamo: func(db *dynamodb.Client) dynamo.Client { return slowDynamo{clock: clock, inner: db} },
+		WrapStellar: func(base http.RoundTripper) http.RoundTripper {
+			t := newRPCTransport(clock)
+			t.base = base
+			return t
+		}})
 	must(tb, err)
-	svc, err := wiring.Build(wiring.Deps{Getenv: func(string) string { return "" }, Config: cfg, Keys: signing.StaticKeys{K: keys},
-		Clock: clock, Logger: slog.New(slog.DiscardHandler), Dynamo: slowDynamo{clock: clock, inner: db},
-		HTTPClient: &http.Client{Transport: newRPCTransport(clock), Timeout: stellar.DefaultHTTPTimeout}})
-	must(tb, err)
-	if p.Channels > 0 {
-		_, err := svc.Ledger.EnsureChannels(context.Background())
-		must(tb, err)
+	tb.Cleanup(func() { _ = st.Close() })
+	return congService{stack: st, svc: st.Service, vault: keys.Vault.Address(), fee: keys.Fee.Address()}
+}
+
+// walletsOf is the addresses of the stack's wallets.
+func walletsOf(st *devstack.Stack) []string {
+	var out []string
+	for _, w := range st.Info.Wallets {
+		out = append(out, w.Account)
 	}
-	return congService{svc: svc, vault: keys.Vault.Address()}
+	return out
 }
 
 // submitter is a direct submitter with a pool of source accounts (one envelope queued per
@@ -317,35 +337,11 @@ func (s *submitter) pay(ctx context.Context, wallet string, stroops int64, deadl
 func measureCongestion(tb testing.TB, p congParams) ([]*congSide, []stellarsim.LedgerLanes) {
 	tb.Helper()
 	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	opts := stellarsim.Options{Clock: clock, ExpectedCloseInterval: p.Interval, Lanes: stellarsim.PubnetLaneLimits.Scaled(p.LaneScale)}
-	if p.Background.SorobanPerLedger > 0 {
-		// Others' contract calls need a host that runs vault contracts.
-		opts.Contracts = stellarsim.NewVaultHost(stellarsim.VaultOptions{})
-	}
-	n, err := stellarsim.Start(opts)
-	must(tb, err)
-	tb.Cleanup(func() { _ = n.Close() })
+	services := []congService{startCongService(tb, clock, nil, "bench-congestion-master-rpc-0123456789", p, map[string]string{"STELLAR_BACKEND": "rpc"})}
+	services = append(services, startCongService(tb, clock, services[0].stack, "bench-congestion-master-horizon-0123456789", p, map[string]string{"STELLAR_BACKEND": "horizon"}))
+	n, wallets := services[0].stack.Network, walletsOf(services[0].stack)
+	usdc := stellarsim.Asset{Code: services[0].stack.Info.Assets[0].Code, Issuer: services[0].stack.Info.Assets[0].Issuer}
 	r := &rig{clock: clock, net: n, interval: p.Interval}
-	var mu sync.Mutex
-	lastClose := clock.Now()
-	clock.OnAdvance(func(now time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		for !lastClose.Add(p.Interval).After(now) {
-			lastClose = lastClose.Add(p.Interval)
-			n.CloseLedger()
-		}
-	})
-	issuer, _ := n.CreateKeypair(1e11)
-	usdc := n.IssueAsset("USDC", issuer)
-	var wallets []string
-	for range 8 {
-		w := keypair.MustRandom()
-		must(tb, n.CreateAccount(w.Address(), 1e11))
-		must(tb, n.AddTrustline(w.Address(), usdc, 0))
-		wallets = append(wallets, w.Address())
-	}
-	services := []congService{newCongService(tb, clock, n, usdc, "rpc", p), newCongService(tb, clock, n, usdc, "horizon", p)}
 	feeStats := newSubmitter(tb, clock, n, usdc, p.Channels, 0, p.Interval)
 	static := newSubmitter(tb, clock, n, usdc, p.Channels, p.StaticFee, p.Interval)
 	sides := []*congSide{

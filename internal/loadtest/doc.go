@@ -1,6 +1,8 @@
 // Package loadtest measures the assembled service (internal/wiring, as the Lambda runs it) on
 // minidyn and the local network in virtual time (internal/vclock), so a run costs seconds of real
-// time whatever the ledger interval:
+// time whatever the ledger interval. Every rig starts internal/devstack's stack with the API
+// function alone (startRig; startCongService for the congestion runs' services, side by side on
+// one network):
 //
 //   - loadtest_test.go: concurrent callers through the service's HTTP handler, throughput against
 //     the channel limit (channels per ledger interval), latency percentiles, the share of 503

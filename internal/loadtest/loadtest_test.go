@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,11 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stellar/go-stellar-sdk/keypair"
-
-	"github.com/stellar-transfer/orchestrator/internal/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stellar-transfer/orchestrator/internal/devstack"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
-	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
@@ -70,77 +68,64 @@ type rigConfig struct {
 	queue transfer.Queue
 }
 
+// startRig starts the stack (internal/devstack: the API function alone, on the rig's virtual
+// clock) with the rig's own ledger schedule, keys whose channel accounts are the same in every
+// run, a vault of 10^17 stroops of USDC, a fee account of 10^13 stroops of XLM and 8 wallets.
 func startRig(tb testing.TB, c rigConfig) *rig {
 	tb.Helper()
 	backend, channels, interval := c.backend, c.channels, c.interval
 	clock := vclock.New(time.Unix(1_900_000_000, 0))
-	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, ExpectedCloseInterval: interval})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = n.Close() })
-	r := &rig{clock: clock, net: n, interval: interval, sched: stellarsim.NewLedgerSchedule(c.ledgerClock, interval, clock.Now(), 2)}
-	clock.OnAdvance(func(now time.Time) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for !r.sched.Due().After(now) {
-			r.sched.Advance()
-			n.CloseLedger()
-		}
-	})
+	r := &rig{clock: clock, interval: interval}
 	keys, err := signing.GenerateKeys(0)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	keys.ChannelMaster = signing.NewMasterSeed([]byte("loadtest-master-seed-0123456789ab"))
-	issuer, _ := n.CreateKeypair(1e11)
-	usdc := n.IssueAsset("USDC", issuer)
-	must(tb, n.CreateAccount(keys.Vault.Address(), 1e11))
-	must(tb, n.AddTrustline(keys.Vault.Address(), usdc, 0))
-	must(tb, n.Mint(keys.Vault.Address(), usdc, 1e17))
-	must(tb, n.CreateAccount(keys.Fee.Address(), 1e13))
-	r.vault, r.usdc = keys.Vault.Address(), usdc
-	for range 8 {
-		w := keypair.MustRandom()
-		must(tb, n.CreateAccount(w.Address(), 1e11))
-		must(tb, n.AddTrustline(w.Address(), usdc, 0))
-		r.wallets = append(r.wallets, w.Address())
+	env := map[string]string{"STELLAR_BACKEND": backend, "CHANNEL_COUNT": strconv.Itoa(channels)}
+	opts := devstack.Options{Clock: clock, LedgerInterval: interval, APIOnly: true, Queue: c.queue, Keys: &keys,
+		VaultUSDC: 1e17, FeeXLM: 1e13, DemoWallets: 8, Getenv: func(k string) string { return env[k] },
+		Network: func(o *stellarsim.Options) { o.ExpectedCloseInterval = interval },
+		CloseLedgers: func(n *stellarsim.Network) {
+			r.sched = stellarsim.NewLedgerSchedule(c.ledgerClock, interval, clock.Now(), 2)
+			clock.OnAdvance(func(now time.Time) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				for !r.sched.Due().After(now) {
+					r.sched.Advance()
+					n.CloseLedger()
+				}
+			})
+		},
+		WrapDynamo: func(db *dynamodb.Client) dynamo.Client {
+			r.db = dynamotest.NewCountingClient(db)
+			if c.roundTrips {
+				return slowDynamo{clock: clock, inner: r.db}
+			}
+			return r.db
+		},
 	}
-	client, _ := dynamotest.Minidyn(tb)
-	r.db = dynamotest.NewCountingClient(client)
-	store := dynamotest.NewStore(tb, r.db)
-	deps := wiring.Deps{Getenv: func(string) string { return "" }, Dynamo: r.db, Keys: signing.StaticKeys{K: keys}, Clock: clock}
 	if c.roundTrips {
 		r.rpc = newRPCTransport(clock)
-		deps.HTTPClient = &http.Client{Transport: r.rpc, Timeout: stellar.DefaultHTTPTimeout}
-		deps.Dynamo = slowDynamo{clock: clock, inner: r.db}
+		opts.WrapStellar = func(base http.RoundTripper) http.RoundTripper {
+			r.rpc.base = base
+			return r.rpc
+		}
 	}
-	cfg, err := config.Load(func(k string) string {
-		return map[string]string{
-			"TABLE_NAME": store.Table(), "STELLAR_BACKEND": backend, "STELLAR_RPC_URL": n.RPCURL(), "HORIZON_URL": n.URL(),
-			"NETWORK_PASSPHRASE": n.Passphrase(), "VAULT_ACCOUNT": keys.Vault.Address(), "ASSETS": "USDC:" + usdc.Issuer,
-			"CHANNEL_COUNT": strconv.Itoa(channels),
-		}[k]
-	})
+	st, err := devstack.Start(context.Background(), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	deps.Config = cfg
-	deps.Logger = slog.New(slog.DiscardHandler)
-	r.deps = deps
-	deps.Queue = c.queue
-	r.svc, err = wiring.Build(deps)
-	if err != nil {
-		tb.Fatal(err)
+	tb.Cleanup(func() { _ = st.Close() })
+	r.net, r.svc, r.vault = st.Network, st.Service, st.Info.Vault.Account
+	r.usdc = stellarsim.Asset{Code: st.Info.Assets[0].Code, Issuer: st.Info.Assets[0].Issuer}
+	for _, w := range st.Info.Wallets {
+		r.wallets = append(r.wallets, w.Account)
 	}
+	r.deps = st.Deps
+	r.deps.Queue = nil
 	if os.Getenv("BENCH_CLAIM_FIRST") != "" {
 		// Every call claims its key before it asks for a channel (lambda_test.go's environments).
 		r.svc.Orchestrator.Admission = nil
-	}
-	if channels > 0 {
-		if _, err := r.svc.Ledger.EnsureChannels(context.Background()); err != nil {
-			tb.Fatal(err)
-		}
 	}
 	r.db.Reset()
 	if r.rpc != nil {

@@ -39,6 +39,7 @@
 //	internal/dynamo      transfer.Store and the channel leases on DynamoDB (conditional writes, the sparse index)
 //	internal/stellar     transfer.Ledger on Stellar RPC and Horizon: fees, fee bumps, the vault contract
 //	  stellar/sources    the transaction sources: the vault's slot, the channel pool and its calendar
+//	  sources/sourcestest  their importable test helpers: a lease store in memory, test keys
 //	  stellar/signing    the signing keys: the secret, KMS, the signers
 //	internal/stellarsim  a local Stellar network: RPC, Horizon, friendbot, a vault contract, faults
 //	internal/api         net/http handler (problem+json), the API Gateway adapter, openapi.yaml
@@ -52,7 +53,8 @@
 //	internal/tracing     X-Ray or OpenTelemetry (TRACING); otlpreceiver, the local OTLP receiver
 //	internal/config      environment configuration
 //	internal/wiring      assembles the service for the functions and the local stack
-//	internal/devstack    the local stack as a library (Start), its KMS emulator; cmd/devstack is `make run` (never deployed)
+//	internal/devstack    the local stack as a library (Start), its KMS emulator: every full-service test and
+//	                     benchmark starts it; cmd/devstack is `make run` (never deployed)
 //	internal/chaos       the fault campaign; chaos/model the exhaustive check
 //	internal/loadtest    the throughput and latency benchmarks
 //	internal/vclock      virtual time for tests and the campaign

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -48,14 +49,14 @@ func (m *admitTickets) booked() int {
 // admission tests; it returns the keys, the channel keys, the pool and that close time.
 func admitLedgerPool(t *testing.T, clock *vclock.Clock, tickets sources.TicketStore) (signing.Keys, []*keypair.Full, *sources.ChannelPool, time.Time) {
 	t.Helper()
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	keys.Channels = nil
 	chans, err := sources.ChannelKeys(keys, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lastClose := clock.Now().Add(-3 * time.Second)
-	pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &memLeases{}, Tickets: tickets, Count: 4, Clock: clock,
+	pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &sourcestest.Leases{}, Tickets: tickets, Count: 4, Clock: clock,
 		LedgerInterval: func() time.Duration { return 5 * time.Second },
 		LatestClose:    func(context.Context) time.Time { return lastClose }})
 	if err != nil {

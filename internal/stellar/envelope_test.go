@@ -24,6 +24,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -413,7 +414,7 @@ type contractEnv struct {
 func newContractEnv(t *testing.T, channels bool, decimals int, assets []txnbuild.CreditAsset) *contractEnv {
 	t.Helper()
 	fake, srv := newFakeRPC(t)
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	e := &contractEnv{fake: fake, keys: keys, contracts: map[string]string{}, resourceFee: 54_321}
 	for _, a := range assets {
 		e.contracts[a.Code] = randomContract()
@@ -421,7 +422,7 @@ func newContractEnv(t *testing.T, channels bool, decimals int, assets []txnbuild
 	cfg := RPCConfig{URL: srv.URL, Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(), Assets: assets,
 		Keys: signing.StaticKeys{K: keys}, MaxFeeStroops: 1_000_000, Clock: vclock.New(time.Unix(1_700_000_000, 0))}
 	if channels {
-		pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &memLeases{}, Count: 2, Clock: cfg.Clock})
+		pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &sourcestest.Leases{}, Count: 2, Clock: cfg.Clock})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,12 +12,13 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 )
 
 func horizonLedgerAt(t *testing.T, url, passphrase string) *HorizonLedger {
 	t.Helper()
-	l, err := NewHorizonLedger(HorizonConfig{URL: url, Passphrase: passphrase, VaultAccount: testKeys(t).Vault.Address(),
+	l, err := NewHorizonLedger(HorizonConfig{URL: url, Passphrase: passphrase, VaultAccount: sourcestest.Keys(t).Vault.Address(),
 		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}, Keys: signing.StaticKeys{}})
 	if err != nil {
 		t.Fatal(err)

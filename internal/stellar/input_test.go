@@ -18,6 +18,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -100,7 +101,7 @@ func refused(t *testing.T, what string, err error, fake *fakeRPC, calls int) {
 // Guards compare accounts, not text: no spelling of the vault passes, nor the fee account or a
 // channel account (the service's own accounts).
 func TestPrepareRefusesOwnAccountsAnySpelling(t *testing.T) {
-	leases := &memLeases{}
+	leases := &sourcestest.Leases{}
 	e := newUnitEnv(t, func(c *RPCConfig) {
 		pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: leases, Count: 2})
 		if err != nil {
@@ -124,7 +125,7 @@ func TestPrepareRefusesOwnAccountsAnySpelling(t *testing.T) {
 		_, err := e.ledger.Prepare(context.Background(), withdraw(wallet, unit), transfer.Terms{MaxTime: maxTime})
 		refused(t, name, err, e.fake, 0)
 	}
-	if leases.leased() != 0 {
+	if leases.Leased() != 0 {
 		t.Error("a refused Prepare leased a channel")
 	}
 }
@@ -132,7 +133,7 @@ func TestPrepareRefusesOwnAccountsAnySpelling(t *testing.T) {
 // The configuration is read one way too: the vault and issuers by their shape first, asset codes
 // as stellar-core takes them.
 func TestNewLedgerRefusesMalformedConfig(t *testing.T) {
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	issuer := keypair.MustRandom().Address()
 	good := RPCConfig{URL: "http://127.0.0.1:8010/rpc", Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(),
 		Assets: []txnbuild.CreditAsset{{Code: "yUSDC", Issuer: issuer}, {Code: "A", Issuer: issuer}, {Code: "abcdefghijkl", Issuer: issuer}},
@@ -182,7 +183,7 @@ func TestPaymentCarriesTheConfiguredCode(t *testing.T) {
 
 // With two assets and one contract, 50 EURC would be withdrawn from the USDC contract.
 func TestContractLedgerNeedsOneContractPerAsset(t *testing.T) {
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	issuer := keypair.MustRandom().Address()
 	two, err := NewRPCLedger(RPCConfig{URL: "http://127.0.0.1:8010/rpc", Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(),
 		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer}, {Code: "eurC", Issuer: issuer}}, Keys: signing.StaticKeys{K: keys}})

@@ -149,8 +149,8 @@ func TestKMSFeeBumpSignFailsAfterInnerSigned(t *testing.T) {
 	if vaultKMS.signs != 1 {
 		t.Fatalf("the vault's key signed %d times, want 1 (the inner transaction, before the fee bump)", vaultKMS.signs)
 	}
-	if n := len(e.net.Envelopes()); n != sent || e.leases.leased() != 0 {
-		t.Fatalf("%d envelopes sent, %d channels leased; want none", n-sent, e.leases.leased())
+	if n := len(e.net.Envelopes()); n != sent || e.leases.Leased() != 0 {
+		t.Fatalf("%d envelopes sent, %d channels leased; want none", n-sent, e.leases.Leased())
 	}
 	feeKMS.err = nil
 	before, _ := e.net.Balance(e.wallet, e.usdc)
@@ -190,8 +190,8 @@ func TestKMSSignHangIsSigningKeysUnavailable(t *testing.T) {
 			if !errors.As(err, &ue) || ue.Code != CodeSigningKeysUnavailable {
 				t.Fatalf("KMS hanging until the deadline: %v, want SIGNING_KEYS_UNAVAILABLE", err)
 			}
-			if n := len(e.net.Envelopes()); n != sent || e.leases.leased() != 0 {
-				t.Fatalf("%d envelopes sent, %d channels leased; want none", n-sent, e.leases.leased())
+			if n := len(e.net.Envelopes()); n != sent || e.leases.Leased() != 0 {
+				t.Fatalf("%d envelopes sent, %d channels leased; want none", n-sent, e.leases.Leased())
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -37,7 +38,7 @@ type unitEnv struct {
 func newUnitEnv(t *testing.T, mutate ...func(*RPCConfig)) *unitEnv {
 	t.Helper()
 	fake, srv := newFakeRPC(t)
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	issuer := keypair.MustRandom()
 	cfg := RPCConfig{
 		URL: srv.URL, Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(),
@@ -205,7 +206,7 @@ func TestPrepareFailures(t *testing.T) {
 }
 
 func TestNewRPCLedgerChecksConfig(t *testing.T) {
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	issuer := keypair.MustRandom().Address()
 	good := RPCConfig{URL: "http://127.0.0.1:8010/rpc", Passphrase: testPassphrase, VaultAccount: keys.Vault.Address(),
 		Assets: []txnbuild.CreditAsset{{Code: "USDC", Issuer: issuer}}, Keys: signing.StaticKeys{K: keys}}

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -46,49 +46,6 @@ func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-// memLeases is LeaseStore in memory with ChannelLeases' semantics, keeping a history of grants.
-type memLeases struct {
-	mu      sync.Mutex
-	m       map[string]memLease
-	granted []string
-}
-
-type memLease struct {
-	owner           string
-	until           time.Time
-	quarantineUntil int64
-}
-
-func (s *memLeases) LeaseChannel(_ context.Context, channel, owner string, now, until, maxTime, ledgerClose time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]memLease{}
-	}
-	if l, ok := s.m[channel]; ok && !(l.until.UnixMilli() < now.UnixMilli() && l.quarantineUntil < ledgerClose.Unix()) {
-		return transfer.ErrConditionFailed
-	}
-	s.m[channel] = memLease{owner: owner, until: until, quarantineUntil: maxTime.Unix()}
-	s.granted = append(s.granted, channel)
-	return nil
-}
-
-func (s *memLeases) ReleaseChannel(_ context.Context, channel, owner string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l, ok := s.m[channel]; !ok || l.owner != owner {
-		return transfer.ErrConditionFailed
-	}
-	delete(s.m, channel)
-	return nil
-}
-
-func (s *memLeases) leased() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
-}
-
 type suiteEnv struct {
 	backend  string // "rpc", "horizon" or "horizon-prefix" (Horizon under /horizon behind a reverse proxy)
 	channels int
@@ -98,7 +55,7 @@ type suiteEnv struct {
 	usdc     stellarsim.Asset
 	vault    string
 	wallet   string
-	leases   *memLeases
+	leases   *sourcestest.Leases
 	ledger   backendLedger
 }
 
@@ -145,7 +102,7 @@ func newSuiteEnv(t *testing.T, backend string, o suiteOpts) *suiteEnv {
 	}
 	closeShown(n, clock.advance)
 	e := &suiteEnv{backend: backend, channels: o.channels, net: n, clock: clock, keys: keys, usdc: usdc,
-		vault: keys.Vault.Address(), wallet: wallet, leases: &memLeases{}}
+		vault: keys.Vault.Address(), wallet: wallet, leases: &sourcestest.Leases{}}
 	var pool *sources.ChannelPool
 	if o.channels > 0 {
 		if pool, err = sources.NewChannelPool(sources.ChannelPoolConfig{Leases: e.leases, Count: o.channels, Clock: clock}); err != nil {
@@ -309,8 +266,8 @@ func TestSuiteWithdrawLands(t *testing.T) {
 			t.Error("a refused re-send counted as proof")
 		}
 		e.ledger.Done(context.Background(), env)
-		if e.leases.leased() != 0 {
-			t.Errorf("%d channels still leased after Done", e.leases.leased())
+		if e.leases.Leased() != 0 {
+			t.Errorf("%d channels still leased after Done", e.leases.Leased())
 		}
 	})
 }
@@ -530,7 +487,7 @@ func TestSuiteFees(t *testing.T) {
 		if e.channels > 0 && err == nil {
 			t.Error("a fee bump needing 200 stroops passed a 150 stroop cap")
 		}
-		if e.leases.leased() != 0 {
+		if e.leases.Leased() != 0 {
 			t.Error("a failed Prepare kept its channel")
 		}
 	})

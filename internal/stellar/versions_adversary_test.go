@@ -14,6 +14,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 )
 
 // methodNotFoundServer answers getNetwork with passphrase and every other method, getVersionInfo
@@ -43,7 +44,7 @@ func methodNotFoundServer(t *testing.T, passphrase string) string {
 func TestCheckNetworkRefusesRPCWithoutGetVersionInfo(t *testing.T) {
 	const pass = "Test SDF Network ; September 2015"
 	rpc, err := NewRPCLedger(RPCConfig{URL: methodNotFoundServer(t, pass), Passphrase: pass,
-		VaultAccount: testKeys(t).Vault.Address(),
+		VaultAccount: sourcestest.Keys(t).Vault.Address(),
 		Assets:       []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}, Keys: signing.StaticKeys{}})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -111,7 +112,7 @@ func TestCheckNetworkVersions(t *testing.T) {
 		{"", "", false},
 		{"dev", "horizon", false},
 	}
-	vault := testKeys(t).Vault.Address()
+	vault := sourcestest.Keys(t).Vault.Address()
 	assets := []txnbuild.CreditAsset{{Code: "USDC", Issuer: keypair.MustRandom().Address()}}
 	for _, c := range cases {
 		url := fakeVersionServer(t, pass, c.rpc, c.horizon)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
@@ -18,7 +19,7 @@ func TestAnAdmittedSlotPastItsGraceIsNotLeased(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
 	tickets := &memTickets{next: 6, nextAt: start.Add(2 * time.Second)}
-	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, start.Add(-3*time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-3*time.Second))
 	ctx := context.Background()
 	actx, err := pool.Admit(ctx, chans, start.Add(60*time.Second))
 	if err != nil {
@@ -44,7 +45,7 @@ func TestAnAdmittedSlotPastItsGraceIsNotLeased(t *testing.T) {
 func TestConcurrentAdmissionsKeepEachUnusedSlotOnce(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	tickets := &memTickets{}
-	_, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-time.Second))
+	_, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, clock.Now().Add(-time.Second))
 	maxTime := clock.Now().Add(60 * time.Second)
 	const calls = 16
 	ctxs := make([]context.Context, calls)

@@ -10,6 +10,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -58,8 +59,8 @@ func TestBusyRetryAfter(t *testing.T) {
 // two channels found taken over the two channels, one ledger, plus the time to the next close.
 func TestChannelsBusyAfterOneLedger(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases := &memLeases{}
-	keys := testKeys(t)
+	leases := &sourcestest.Leases{}
+	keys := sourcestest.Keys(t)
 	chans, err := ChannelKeys(keys, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestChannelsBusyAfterOneLedger(t *testing.T) {
 // the first envelope is Done (or its hold reaches the invocation's deadline) the next one goes.
 func TestVaultSlotSerialisesTransfers(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	v := NewVaultSource(keys.Vault.Address(), clock, nil)
 	ctx := context.Background()
 	start := clock.Now()
@@ -163,8 +164,8 @@ func TestVaultSlotSerialisesTransfers(t *testing.T) {
 func TestPoolAsksEveryChannelBeforeBackingOff(t *testing.T) {
 	const count = 64
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases := &memLeases{}
-	keys := testKeys(t)
+	leases := &sourcestest.Leases{}
+	keys := sourcestest.Keys(t)
 	keys.Channels = nil // derived from the master seed: as many as count
 	chans, err := ChannelKeys(keys, count)
 	if err != nil {
@@ -206,8 +207,8 @@ func TestPoolAsksEveryChannelBeforeBackingOff(t *testing.T) {
 func TestPoolTriesItsReleasedChannelsFirst(t *testing.T) {
 	const count = 8
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases := &memLeases{}
-	keys := testKeys(t)
+	leases := &sourcestest.Leases{}
+	keys := sourcestest.Keys(t)
 	keys.Channels = nil // derived from the master seed: as many as count
 	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Count: count, Clock: clock})
 	if err != nil {
@@ -267,8 +268,8 @@ func TestPoolTriesItsReleasedChannelsFirst(t *testing.T) {
 func TestPoolBusyCallsUnderOverloadCostNoMoreWrites(t *testing.T) {
 	for _, count := range []int{16, 64, 128} {
 		clock := vclock.New(time.Unix(1_800_000_000, 0))
-		leases := &memLeases{}
-		keys := testKeys(t)
+		leases := &sourcestest.Leases{}
+		keys := sourcestest.Keys(t)
 		keys.Channels = nil // derived from the master seed: as many as count
 		chans, err := ChannelKeys(keys, count)
 		if err != nil {
@@ -438,11 +439,11 @@ func TestPoolOnlyTheOldestWaiterAsksAFullPool(t *testing.T) {
 
 // twoChannelPool is a pool of two channel accounts on an in-memory lease store and a virtual
 // clock, with 5 s ledgers: what the waiting-queue tests share.
-func twoChannelPool(t *testing.T) (*vclock.Clock, *memLeases, signing.Keys, []*keypair.Full, *ChannelPool) {
+func twoChannelPool(t *testing.T) (*vclock.Clock, *sourcestest.Leases, signing.Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases := &memLeases{}
-	keys := testKeys(t)
+	leases := &sourcestest.Leases{}
+	keys := sourcestest.Keys(t)
 	keys.Channels = nil
 	chans, err := ChannelKeys(keys, 2)
 	if err != nil {

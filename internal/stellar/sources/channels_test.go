@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 )
 
 // SEP-5 test 1 (https://github.com/stellar/stellar-protocol/blob/master/ecosystem/sep-0005.md):
@@ -31,7 +32,7 @@ func TestDeriveChannelKeysSEP5Vectors(t *testing.T) {
 }
 
 func TestChannelKeys(t *testing.T) {
-	listed := testKeys(t)
+	listed := sourcestest.Keys(t)
 	listed.ChannelMaster = signing.MasterSeed{}
 	for _, c := range []struct {
 		count, want int

@@ -9,6 +9,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -16,7 +17,7 @@ import (
 // admitPool is scheduledPool with a latest ledger close (lastClose; zero: none known) for admit.
 func admitPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, lastClose time.Time) (signing.Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	keys.Channels = nil
 	chans, err := ChannelKeys(keys, count)
 	if err != nil {
@@ -46,7 +47,7 @@ func wantBusy(t *testing.T, err error, retryAfter time.Duration) {
 func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
-	leases := &memLeases{}
+	leases := &sourcestest.Leases{}
 	tickets := &memTickets{next: 6, nextAt: start.Add(20 * time.Second)}
 	// Ledgers close 3 s before start, every 5 s: the release points (0.6 into a ledger) fall on
 	// start + 5k s, so the slot at start + 20 s stays there.
@@ -58,8 +59,8 @@ func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
 	_ = clock.Sleep(ctx, 5*time.Second)
 	_, err = pool.Admit(ctx, chans, maxTime())
 	wantBusy(t, err, 15*time.Second)
-	if len(leases.granted) != 0 || clock.Now().Sub(start) != 5*time.Second {
-		t.Fatalf("busy admissions wrote leases %v or waited", leases.granted)
+	if len(leases.Granted()) != 0 || clock.Now().Sub(start) != 5*time.Second {
+		t.Fatalf("busy admissions wrote leases %v or waited", leases.Granted())
 	}
 	_ = clock.Sleep(ctx, 15*time.Second)
 	actx, err := pool.Admit(ctx, chans, maxTime())
@@ -89,8 +90,8 @@ func TestAdmitAnswersWhatTheAcquireWould(t *testing.T) {
 		clock := vclock.New(time.Unix(1_800_000_000, 0))
 		start := clock.Now()
 		lastClose := start.Add(-1200 * time.Millisecond)
-		_, chans, admitting := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
-		keys, _, acquiring := admitPool(t, clock, &memLeases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
+		_, chans, admitting := admitPool(t, clock, &sourcestest.Leases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
+		keys, _, acquiring := admitPool(t, clock, &sourcestest.Leases{}, &memTickets{next: 3, nextAt: start.Add(ahead)}, 4, lastClose)
 		maxTime := start.Add(60 * time.Second)
 		_, err := admitting.Admit(context.Background(), chans, maxTime)
 		_, want := acquiring.Acquire(context.Background(), keys, LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: lastClose})
@@ -109,7 +110,7 @@ func TestAdmitAnswersWhatTheAcquireWould(t *testing.T) {
 func TestAdmitWithinTheWaitBooksOnceForTheCall(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	tickets := &memTickets{}
-	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, clock.Now().Add(-time.Second))
 	ctx := context.Background()
 	now := clock.Now()
 	actx, err := pool.Admit(ctx, chans, now.Add(30*time.Second))
@@ -134,12 +135,12 @@ func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	ctx := context.Background()
 	tickets := &memTickets{next: 6, nextAt: clock.Now().Add(20 * time.Second)}
-	_, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, time.Time{})
+	_, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, time.Time{})
 	if _, err := pool.Admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil || tickets.booked() != 0 {
 		t.Fatalf("no ledger close known: %v after %d bookings, want nil after none", err, tickets.booked())
 	}
 	failing := &memTickets{fail: errors.New("ThrottlingException")}
-	keys, chans, pool := admitPool(t, clock, &memLeases{}, failing, 4, clock.Now().Add(-time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, failing, 4, clock.Now().Add(-time.Second))
 	if _, err := pool.Admit(ctx, chans, clock.Now().Add(30*time.Second)); err != nil {
 		t.Fatalf("a failing calendar: %v, want nil", err)
 	}
@@ -147,7 +148,7 @@ func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
 	if _, err := pool.Acquire(ctx, keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now.Add(-time.Second)}); err != nil {
 		t.Fatalf("the acquire after a failed admission booking: %v, want an unscheduled lease", err)
 	}
-	noCalendar, err := NewChannelPool(ChannelPoolConfig{Leases: &memLeases{}, Count: 4, Clock: clock})
+	noCalendar, err := NewChannelPool(ChannelPoolConfig{Leases: &sourcestest.Leases{}, Count: 4, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestAdmitDecidesNothingItCannotKnow(t *testing.T) {
 func TestAnAdmittedSlotIsItsCallsAlone(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	tickets := &memTickets{}
-	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, clock.Now().Add(-time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, clock.Now().Add(-time.Second))
 	ctx := context.Background()
 	now := clock.Now()
 	maxTime := now.Add(30 * time.Second)
@@ -201,7 +202,7 @@ func TestAnUnusedAdmittedSlotIsKeptForTheNextCall(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
 	tickets := &memTickets{next: 6, nextAt: start.Add(2 * time.Second)}
-	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, start.Add(-3*time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-3*time.Second))
 	ctx := context.Background()
 	maxTime := start.Add(60 * time.Second)
 	replay, err := pool.Admit(ctx, chans, maxTime)
@@ -235,7 +236,7 @@ func TestAdmitBooksNothingWhileTheCalendarHasRoom(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
 	tickets := &memTickets{}
-	keys, chans, pool := admitPool(t, clock, &memLeases{}, tickets, 4, start.Add(-3*time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-3*time.Second))
 	ctx := context.Background()
 	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
 	first, err := pool.Admit(ctx, chans, maxTime())

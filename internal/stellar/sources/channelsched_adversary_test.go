@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -24,7 +25,7 @@ func TestCalendarFarAheadNeverAnswersAFalseRetryAfter(t *testing.T) {
 		at := start.AddDate(years, 0, 0).Add(time.Hour)
 		ahead := at.Sub(start)
 		tickets := &memTickets{next: 3, nextAt: at}
-		leases := &memLeases{}
+		leases := &sourcestest.Leases{}
 		keys, _, pool := scheduledPool(t, clock, leases, tickets, 4)
 		ctx := context.Background()
 		for i := range 3 {
@@ -60,14 +61,14 @@ func TestSlotRetryAfterIsWithinASecondBeforeTheSlot(t *testing.T) {
 func TestKeptSlotSurvivesAShorterChannelList(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	all, err := DeriveChannelKeys(keys.ChannelMaster, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys.ChannelMaster = signing.MasterSeed{}
 	keys.Channels = all
-	leases := &memLeases{}
+	leases := &sourcestest.Leases{}
 	tickets := &memTickets{next: 7, nextAt: start.Add(20 * time.Second)}
 	pool, err := NewChannelPool(ChannelPoolConfig{Leases: leases, Tickets: tickets, Clock: clock,
 		LedgerInterval: func() time.Duration { return 5 * time.Second }})
@@ -107,7 +108,7 @@ func TestCallerBackAtRetryAfterMeetsItsSlot(t *testing.T) {
 		start := clock.Now()
 		spacing := interval / 4
 		tickets := &memTickets{next: 9, nextAt: start.Add(2*interval + 300*time.Millisecond)}
-		leases := &memLeases{}
+		leases := &sourcestest.Leases{}
 		keys, chans, pool := scheduledPool(t, clock, leases, tickets, 4)
 		pool.cfg.LedgerInterval = func() time.Duration { return interval }
 		ctx := context.Background()
@@ -155,10 +156,10 @@ func TestAlignToLedgerWithACloseFarAhead(t *testing.T) {
 
 // lostLeaseAnswers applies every lease and then reports an error that is no failed condition (a
 // timeout: the answer lost after the write applied).
-type lostLeaseAnswers struct{ *memLeases }
+type lostLeaseAnswers struct{ *sourcestest.Leases }
 
 func (l lostLeaseAnswers) LeaseChannel(ctx context.Context, channel, owner string, now, until, maxTime, ledgerClose time.Time) error {
-	if err := l.memLeases.LeaseChannel(ctx, channel, owner, now, until, maxTime, ledgerClose); err != nil {
+	if err := l.Leases.LeaseChannel(ctx, channel, owner, now, until, maxTime, ledgerClose); err != nil {
 		return err
 	}
 	return errors.New("read tcp: i/o timeout (the lease applied, its answer lost)")
@@ -173,7 +174,7 @@ func TestLostLeaseAnswerLeavesNoChannelHeld(t *testing.T) {
 	for _, scheduled := range []bool{true, false} {
 		clock := vclock.New(time.Unix(1_800_000_000, 0))
 		start := clock.Now()
-		leases := &memLeases{}
+		leases := &sourcestest.Leases{}
 		var tickets TicketStore = &memTickets{}
 		if !scheduled {
 			tickets = nil
@@ -184,7 +185,7 @@ func TestLostLeaseAnswerLeavesNoChannelHeld(t *testing.T) {
 		if !errors.As(err, &ue) || ue.Code != transfer.CodeStoreUnavailable {
 			t.Fatalf("scheduled %v: %v, want STORE_UNAVAILABLE", scheduled, err)
 		}
-		if n := leases.leased(); n != 0 {
+		if n := leases.Leased(); n != 0 {
 			t.Errorf("scheduled %v: %d channels left leased by a call that submitted nothing, want 0", scheduled, n)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -18,7 +19,7 @@ import (
 // interval (the pool's Wait left at its default: one interval).
 func lonePool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int, interval time.Duration) (signing.Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	keys.Channels = nil
 	chans, err := ChannelKeys(keys, count)
 	if err != nil {
@@ -68,7 +69,7 @@ func TestALoneCallerIsNeverBusyWithChannelsFree(t *testing.T) {
 func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase float64) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
-	leases, tickets := &memLeases{}, &memTickets{}
+	leases, tickets := &sourcestest.Leases{}, &memTickets{}
 	keys, chans, pool := lonePool(t, clock, leases, tickets, channels, interval)
 	ctx := context.Background()
 	lastClose := start.Add(-time.Duration(phase * float64(interval)))
@@ -123,7 +124,7 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 	const interval = 5 * time.Second
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
-	leases, tickets := &memLeases{}, &memTickets{}
+	leases, tickets := &sourcestest.Leases{}, &memTickets{}
 	keys, chans, pool := lonePool(t, clock, leases, tickets, 1, interval)
 	_, _, other := lonePool(t, clock, leases, tickets, 1, interval) // another process
 	ctx := context.Background()
@@ -147,7 +148,7 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 	if st := pool.Stats(); st.Leases != 0 || st.Collisions != 0 || st.Busy != 1 || st.Tickets != 1 {
 		t.Errorf("stats %+v, want 1 busy on 1 ticket, no lease write", st)
 	}
-	if got := leases.m[chans[0].Address()].owner; got != held.Owner {
+	if got := leases.Owner(chans[0].Address()); got != held.Owner {
 		t.Errorf("the channel's lease is %q's, want the first call's %q", got, held.Owner)
 	}
 
@@ -179,7 +180,7 @@ func TestSlotTimeLeavesOnlyKnownIdleChannelsUnaligned(t *testing.T) {
 	const interval, count = 5 * time.Second, 4
 	now := time.Unix(1_800_000_000, 0)
 	lastClose := now.Add(-interval / 2)
-	pool, err := NewChannelPool(ChannelPoolConfig{Leases: &memLeases{}, Count: count})
+	pool, err := NewChannelPool(ChannelPoolConfig{Leases: &sourcestest.Leases{}, Count: count})
 	if err != nil {
 		t.Fatal(err)
 	}

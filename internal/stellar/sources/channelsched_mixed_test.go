@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -59,8 +60,8 @@ func runMixed(t *testing.T, procs []procSpec, interval, hold time.Duration, ledg
 	start := clock.Now()
 	end := start.Add(time.Duration(ledgers) * interval)
 	lastClose := func(now time.Time) time.Time { return start.Add(now.Sub(start).Truncate(interval)) }
-	leases, shared := &memLeases{}, &memTickets{}
-	keys := testKeys(t)
+	leases, shared := &sourcestest.Leases{}, &memTickets{}
+	keys := sourcestest.Keys(t)
 	keys.Channels = nil
 	var (
 		wg      sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -61,7 +62,7 @@ func (m *memTickets) booked() int {
 // scheduledPool is a pool of count channels on leases and the calendar tickets, 5 s ledgers.
 func scheduledPool(t *testing.T, clock *vclock.Clock, leases LeaseStore, tickets TicketStore, count int) (signing.Keys, []*keypair.Full, *ChannelPool) {
 	t.Helper()
-	keys := testKeys(t)
+	keys := sourcestest.Keys(t)
 	keys.Channels = nil
 	chans, err := ChannelKeys(keys, count)
 	if err != nil {
@@ -86,7 +87,7 @@ func TestScheduledPoolSpreadsProcessesWithoutCollisions(t *testing.T) {
 	const channels, processes, ledgers = 4, 16, 12
 	interval := 5 * time.Second
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases, tickets := &memLeases{}, &memTickets{}
+	leases, tickets := &sourcestest.Leases{}, &memTickets{}
 	start := clock.Now()
 	end := start.Add(ledgers * interval)
 	lastClose := func(now time.Time) time.Time { return start.Add(now.Sub(start).Truncate(interval)) }
@@ -183,7 +184,7 @@ func TestScheduledPoolSpreadsProcessesWithoutCollisions(t *testing.T) {
 func TestScheduledBusyAnswersAtOnceAndKeepsTheSlot(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
-	leases := &memLeases{}
+	leases := &sourcestest.Leases{}
 	tickets := &memTickets{next: 6, nextAt: start.Add(20 * time.Second)} // the calendar booked 20 s ahead
 	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 4)
 	ctx := context.Background()
@@ -202,8 +203,8 @@ func TestScheduledBusyAnswersAtOnceAndKeepsTheSlot(t *testing.T) {
 		}
 		_ = clock.Sleep(ctx, 5*time.Second)
 	}
-	if len(leases.granted) != 0 || pool.Stats().Collisions != 0 {
-		t.Fatalf("busy calls wrote leases: granted %v, stats %+v", leases.granted, pool.Stats())
+	if len(leases.Granted()) != 0 || pool.Stats().Collisions != 0 {
+		t.Fatalf("busy calls wrote leases: granted %v, stats %+v", leases.Granted(), pool.Stats())
 	}
 	_ = clock.Sleep(ctx, 10*time.Second) // the slot's time
 	lease, err := pool.Acquire(ctx, keys, terms())
@@ -227,7 +228,7 @@ func TestScheduledBusyAnswersAtOnceAndKeepsTheSlot(t *testing.T) {
 func TestScheduledSlotOnAQuarantinedChannelMovesOn(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
-	leases := &memLeases{}
+	leases := &sourcestest.Leases{}
 	tickets := &memTickets{}
 	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 2)
 	ctx := context.Background()
@@ -257,7 +258,7 @@ func TestScheduledSlotOnAQuarantinedChannelMovesOn(t *testing.T) {
 func TestScheduledCalendarFailingAfterACollision(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
-	leases := &memLeases{}
+	leases := &sourcestest.Leases{}
 	tickets := &memTickets{failFrom: 2}
 	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 2)
 	ctx := context.Background()
@@ -279,7 +280,7 @@ func TestScheduledCalendarFailingAfterACollision(t *testing.T) {
 // the channel's slot leases it again.
 func TestScheduledCrashedHolder(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases, tickets := &memLeases{}, &memTickets{}
+	leases, tickets := &sourcestest.Leases{}, &memTickets{}
 	keys, chans, dead := scheduledPool(t, clock, leases, tickets, 2)
 	_, _, live := scheduledPool(t, clock, leases, tickets, 2)
 	ctx := context.Background()
@@ -348,7 +349,7 @@ func TestScheduledCrashedHolder(t *testing.T) {
 // booking is the one after it, and nobody holds the skipped one.
 func TestScheduledCalendarFailureLeasesUnscheduled(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
-	leases := &memLeases{}
+	leases := &sourcestest.Leases{}
 	tickets := &memTickets{fail: errors.New("ProvisionedThroughputExceededException")}
 	keys, chans, pool := scheduledPool(t, clock, leases, tickets, 2)
 	ctx := context.Background()

@@ -94,8 +94,9 @@ func StoreContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 			t.Fatal("nobody won")
 		}
 		for i, r := range results {
-			if r.rec.LeaseOwner != winner || r.rec.ClaimID != "claim-"+winner {
-				t.Errorf("claim %d returned owner %q claim %q, want the winner %s", i, r.rec.LeaseOwner, r.rec.ClaimID, winner)
+			if r.rec.LeaseOwner != winner || r.rec.ClaimID != "claim-"+winner || r.rec.Version != 1 || r.rec.Status != transfer.StatusInFlight {
+				t.Errorf("claim %d returned owner %q claim %q version %d status %s, want the winner %s's in_flight claim at version 1",
+					i, r.rec.LeaseOwner, r.rec.ClaimID, r.rec.Version, r.rec.Status, winner)
 			}
 		}
 	})
@@ -406,7 +407,7 @@ func StoreContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 		mustClaim(t, s, queued)
 
 		for _, limit := range []int{1, 2, 5, 0} {
-			got, pages := listAll(t, s, limit)
+			got, pages := ListInDoubtAll(t, s, limit)
 			if !slices.Equal(got, want) {
 				t.Errorf("pages of %d listed %v, want %v", limit, got, want)
 			}
@@ -420,7 +421,7 @@ func StoreContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 			t.Fatal(err)
 		}
 		want = slices.Delete(want, 2, 3)
-		if got, _ := listAll(t, s, 2); !slices.Equal(got, want) {
+		if got, _ := ListInDoubtAll(t, s, 2); !slices.Equal(got, want) {
 			t.Errorf("after settling one, listed %v, want %v", got, want)
 		}
 	})
@@ -597,8 +598,10 @@ func equal(t *testing.T, what string, got, want transfer.Record) {
 	}
 }
 
-// listAll pages through ListInDoubt with page size limit and returns the keys in order.
-func listAll(t *testing.T, s transfer.Store, limit int) (keys []string, pages int) {
+// ListInDoubtAll pages through s.ListInDoubt with page size limit (0: the store's default) and
+// returns every key in order and the pages read. It fails t when a page errs, holds more than
+// limit items or an item not in_doubt, or the listing runs past 100 pages.
+func ListInDoubtAll(t testing.TB, s transfer.Store, limit int) (keys []string, pages int) {
 	t.Helper()
 	cursor := ""
 	for {

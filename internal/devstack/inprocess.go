@@ -1,4 +1,4 @@
-package chaos
+package devstack
 
 import (
 	"net/http"
@@ -6,17 +6,22 @@ import (
 )
 
 // handlerTransport is an http.RoundTripper that serves each request with an http.Handler in the
-// calling goroutine, without a socket: the campaign's DynamoDB client reaches minidyn's HTTP
-// handler through it. The SDK still serializes every request and parses every answer as it would
+// calling goroutine, without a socket: with Options.InProcessDynamo the service's DynamoDB client
+// reaches minidyn's HTTP handler through it. The SDK still serializes every request and parses every answer as it would
 // over the network (status, headers, body), and minidyn still parses the request and writes its
 // answer as an HTTP server; only the loopback connection, the server's connection goroutines and
-// the client's connection pool are skipped. The profile of the campaign under -race put about a
-// third of its CPU in that transport (syscalls, net/http's read and write loops, the server's
-// request parsing), mostly the item reads of callers coalescing on a held claim.
+// the client's connection pool are skipped. The profile of the fault campaign (internal/chaos)
+// under -race put about a third of its CPU in that transport (syscalls, net/http's read and write
+// loops, the server's request parsing), mostly the item reads of callers coalescing on a held
+// claim.
 //
 // Own code rather than a library's: net/http/httptest offers the recorder but no round tripper
 // over a handler, and the ones in other modules add nothing over these lines.
 type handlerTransport struct{ h http.Handler }
+
+// inProcessDynamoURL is the DynamoDB endpoint with Options.InProcessDynamo: a name only, which
+// never resolves (.invalid, RFC 6761), served by handlerTransport.
+const inProcessDynamoURL = "http://minidyn.devstack.invalid"
 
 // RoundTrip hands req to the handler as a server would (RequestURI set, the body read by the
 // handler) and returns the recorded answer; the handler's answer is complete when ServeHTTP

@@ -1,4 +1,4 @@
-package chaos
+package devstack
 
 import (
 	"bytes"
@@ -53,11 +53,11 @@ func (t *taping) RoundTrip(req *http.Request) (*http.Response, error) {
 	return res, nil
 }
 
-// TestHandlerTransportAnswersAsTheSocket plays one script of DynamoDB requests (the campaign's
-// kinds: conditional puts that apply and that fail, reads of a present and a missing item, a
-// query of the in-doubt index, conditional deletes, and requests during an emulated outage)
-// against two fresh minidyn servers: one over a loopback socket with signed requests, as the
-// campaign ran before, and one through handlerTransport unsigned, as it runs now. Every answer
+// TestHandlerTransportAnswersAsTheSocket plays one script of DynamoDB requests (the fault
+// campaign's kinds: conditional puts that apply and that fail, reads of a present and a missing
+// item, a query of the in-doubt index, conditional deletes, and requests during an emulated
+// outage) against two fresh minidyn servers: one over a loopback socket with signed requests, as
+// the stack serves by default, and one through handlerTransport unsigned (InProcessDynamo). Every answer
 // must be the same, byte for byte, and so must what the SDK made of it.
 func TestHandlerTransportAnswersAsTheSocket(t *testing.T) {
 	ctx := context.Background()
@@ -69,7 +69,7 @@ func TestHandlerTransportAnswersAsTheSocket(t *testing.T) {
 	sock := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL),
 		HTTPClient: &http.Client{Transport: sockTape}, RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
-	mem := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(minidynURL),
+	mem := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(inProcessDynamoURL),
 		HTTPClient: &http.Client{Transport: memTape}, RetryMaxAttempts: 1, Credentials: aws.AnonymousCredentials{}})
 	const table = "chaos_transport"
 	for _, c := range []*dynamodb.Client{sock, mem} {
@@ -183,14 +183,14 @@ func TestHandlerTransportEndedContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	tr := handlerTransport{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("served after the context ended") })}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, minidynURL, bytes.NewReader([]byte("{}")))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, inProcessDynamoURL, bytes.NewReader([]byte("{}")))
 	if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	served := false
 	tr = handlerTransport{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served = true; cancel2() })}
-	req, _ = http.NewRequestWithContext(ctx2, http.MethodPost, minidynURL, bytes.NewReader([]byte("{}")))
+	req, _ = http.NewRequestWithContext(ctx2, http.MethodPost, inProcessDynamoURL, bytes.NewReader([]byte("{}")))
 	if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) || !served {
 		t.Fatalf("err = %v, served %v", err, served)
 	}
