@@ -210,13 +210,6 @@ func newStack(t *testing.T) *stack {
 	return s
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // env is a function's environment on this stack: AWS settings (region, static credentials, the
 // fake endpoints) and the service's configuration, minus the names in drop, plus extra.
 func (s *stack) env(drop []string, extra ...string) []string {

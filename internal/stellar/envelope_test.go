@@ -644,9 +644,7 @@ func TestPrepareRefusesWhatItCannotPayExactly(t *testing.T) {
 	if err != nil || len(chans) == 0 {
 		t.Fatalf("channels %v, %v", chans, err)
 	}
-	e.leases.mu.Lock()
-	e.leases.granted = nil
-	e.leases.mu.Unlock()
+	before := len(e.leases.Granted())
 	someone := keypair.MustRandom().Address()
 	base := transfer.Request{OperationType: transfer.Withdraw, Asset: "USDC", Amount: "x", Stroops: unit}
 	muxed := paying(t, base, muxedOf(t, someone, 42))
@@ -688,10 +686,8 @@ func TestPrepareRefusesWhatItCannotPayExactly(t *testing.T) {
 			}
 		})
 	}
-	e.leases.mu.Lock()
-	defer e.leases.mu.Unlock()
-	if len(e.leases.granted) != 0 {
-		t.Errorf("channel leases granted to refused requests: %v", e.leases.granted)
+	if granted := e.leases.Granted(); len(granted) != before {
+		t.Errorf("channel leases granted to refused requests: %v", granted[before:])
 	}
 }
 

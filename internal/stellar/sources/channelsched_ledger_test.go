@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -40,7 +41,7 @@ func ledgerBatchesCase(t *testing.T, channels, processes, batch int) {
 	clock.Advance(settle)
 	deadline := first.Add((ledgers + 2) * interval)
 	lastClose := func(now time.Time) time.Time { return first.Add(now.Sub(first).Truncate(interval)) }
-	leases, tickets := &memLeases{}, &memTickets{}
+	leases, tickets := &sourcestest.Leases{}, &memTickets{}
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
