@@ -49,11 +49,11 @@ func TestAsyncTransferSettlesThroughTheQueue(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, s.Info.APIURL+location, nil)
 		return do(t, req)
 	}
-	// At once: still queued or running (exactly {"status":"pending"}), or, on a fast machine,
-	// already settled (checked against the final view below).
+	// At once: still queued or running (exactly {"status":"pending"} and its createdAt), or, on a
+	// fast machine, already settled (checked against the final view below).
 	early := getLocation()
 	if early.status != http.StatusOK || (early.body["status"] != "pending" && early.body["status"] != "success") ||
-		(early.body["status"] == "pending" && len(early.body) != 1) {
+		(early.body["status"] == "pending" && (len(early.body) != 2 || early.body["createdAt"] == nil)) {
 		t.Fatalf("GET %s at once = %d %v, want pending or success", location, early.status, early.body)
 	}
 
@@ -65,8 +65,9 @@ func TestAsyncTransferSettlesThroughTheQueue(t *testing.T) {
 	view := getLocation()
 	hash, _ := view.body["transactionHash"].(string)
 	ledger, _ := view.body["ledger"].(float64)
-	if view.status != http.StatusOK || !hash64.MatchString(hash) || ledger < 1 ||
-		!maps.Equal(view.body, map[string]any{"status": "success", "transactionHash": hash, "ledger": ledger}) {
+	created, _ := view.body["createdAt"].(string)
+	if view.status != http.StatusOK || !hash64.MatchString(hash) || ledger < 1 || created == "" ||
+		!maps.Equal(view.body, map[string]any{"status": "success", "transactionHash": hash, "ledger": ledger, "createdAt": created}) {
 		t.Fatalf("GET %s = %d %v", location, view.status, view.body)
 	}
 	if early.body["status"] == "success" && !maps.Equal(early.body, view.body) {

@@ -82,8 +82,9 @@ func TestCancelAQueuedTransferThroughTheAPI(t *testing.T) {
 	// Lower case wallet: the same transfer.
 	cancelled := request(http.MethodDelete, "/wallets/"+strings.ToLower(wallet)+"/transfers/"+key, "", "", false)
 	at, _ := cancelled.body["cancelledAt"].(string)
-	if cancelled.status != http.StatusOK || cancelled.header.Get("Idempotent-Replayed") != "" ||
-		!maps.Equal(cancelled.body, map[string]any{"status": "cancelled", "cancelledAt": at, "cancelledBy": "anonymous"}) {
+	created, _ := cancelled.body["createdAt"].(string)
+	if cancelled.status != http.StatusOK || cancelled.header.Get("Idempotent-Replayed") != "" || created == "" ||
+		!maps.Equal(cancelled.body, map[string]any{"status": "cancelled", "cancelledAt": at, "cancelledBy": "anonymous", "createdAt": created}) {
 		t.Fatalf("DELETE = %d %v %v", cancelled.status, cancelled.header, cancelled.body)
 	}
 	rec, err := s.Service.Store.Get(context.Background(), transfer.StoreKey(wallet, key))
