@@ -21,18 +21,7 @@ func TestViewFromAnEarlierTransfersRecordSaysWhichTransferItDescribes(t *testing
 	key := transfer.StoreKey(wallet, "order-advrec-1")
 	w := transfer.Wallet{Address: wallet}
 
-	first, err := h.orch.Transfer(ctx, input("order-advrec-1", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	settled := h.item(t, "order-advrec-1")
-	a, ok := transfer.ArchiveOf(nil, &settled, h.clock.Now(), 30*24*time.Hour)
-	if !ok {
-		t.Fatal("a settled item calls for no archive")
-	}
-	if err := h.store.PutArchive(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	first, settled, _ := h.transferArchived(t, "order-advrec-1")
 	h.clock.Advance(25 * time.Hour)
 	h.store.Remove(key)
 
