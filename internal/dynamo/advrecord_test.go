@@ -17,7 +17,7 @@ import (
 func TestHistoryNeverListsARecordPastItsRetention(t *testing.T) {
 	f := minidynFixture(t)
 	ctx := context.Background()
-	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	base := t0
 
 	rec := walletClaim(walletA, "retained-key-1", base)
 	done := settle(attach(rec), transfer.StatusReplayable, base.Unix()+86400)

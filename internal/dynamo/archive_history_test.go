@@ -21,7 +21,7 @@ import (
 func TestHistoryListsEachIncarnationOnce(t *testing.T) {
 	f := minidynFixture(t)
 	ctx := context.Background()
-	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	base := t0
 	type want struct {
 		key      string
 		archived bool

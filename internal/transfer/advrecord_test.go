@@ -15,8 +15,7 @@ import (
 // it paid. GET answers for the key's newest incarnation or says it does not know (not found or
 // pending), never an older one's outcome.
 func TestViewFromAnEarlierTransfersRecordSaysWhichTransferItDescribes(t *testing.T) {
-	h := newHarness(t)
-	h.orch.Archives = h.store
+	h := newArchivingHarness(t)
 	ctx := context.Background()
 	key := transfer.StoreKey(wallet, "order-advrec-1")
 	w := transfer.Wallet{Address: wallet}

@@ -15,8 +15,7 @@ import (
 // window is a new transfer the archive does not refuse; an archive never answers for another
 // wallet whose store key collides.
 func TestViewAnswersFromTheLastingRecordOnlyOnceTheItemIsGone(t *testing.T) {
-	h := newHarness(t)
-	h.orch.Archives = h.store
+	h := newArchivingHarness(t)
 	ctx := context.Background()
 	key := transfer.StoreKey(wallet, "order-archive-1")
 
@@ -110,6 +109,14 @@ func TestArchiveOfSettlesOnlySettledStates(t *testing.T) {
 	if a, _ := transfer.ArchiveOf(nil, with(transfer.StatusReplayable), at, 0); a.RetainUntil != 0 {
 		t.Errorf("retention 0 kept until %d, want for ever", a.RetainUntil)
 	}
+}
+
+// newArchivingHarness is the harness whose orchestrator answers from the lasting records of its
+// store once an item is gone (Orchestrator.Archives).
+func newArchivingHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	h.orch.Archives = h.store
+	return h
 }
 
 // transferArchived runs a transfer of 1 under clientKey and writes the lasting record of its
