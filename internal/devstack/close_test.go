@@ -34,8 +34,9 @@ func TestCloseTwiceStopsOnce(t *testing.T) {
 // A stack that fails to start frees every port it took, the listeners not yet serving included,
 // so that the caller can start another on the same addresses (a test's retry, `make run` after
 // a mistyped setting).
+//
+// Not parallel: between freeAddr and the checks no other test of this package may take the port.
 func TestFailedStartFreesItsPorts(t *testing.T) {
-	t.Parallel()
 	addr := freeAddr(t)
 	env := map[string]string{"CHANNEL_COUNT": "0", "LIMITS": "not json"} // refused by config.Load
 	s, err := Start(context.Background(), Options{LedgerInterval: time.Second, StellarAddr: addr, Getenv: envOf(env)})
