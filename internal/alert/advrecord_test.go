@@ -5,12 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/stellar-transfer/orchestrator/internal/alert"
-	"github.com/stellar-transfer/orchestrator/internal/logging/logtest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
-	"github.com/stellar-transfer/orchestrator/internal/transfer/transfertest"
 )
 
 // TestASettledItemRemovedBeforeItsRecordIsStillArchived: the stream delivers at least once but
@@ -19,19 +14,9 @@ import (
 // carries the settled image in its old image and is the last chance to keep the record. A
 // conditional write on the version makes it harmless when the record is already there.
 func TestASettledItemRemovedBeforeItsRecordIsStillArchived(t *testing.T) {
-	log, _ := logtest.New(t)
-	st := transfertest.NewStore()
-	h := alert.New(alert.Config{Store: fakeIndex{}, Gauge: &gauge{}, Logger: log, Archives: st, Retention: 30 * 24 * time.Hour})
-
-	flight := inFlight("order-0901")
-	flight.ClaimID = "claim-0901"
-	done := transfer.SettledRecord(flight, transfer.Lookup{Status: transfer.LookupSuccess, Hash: "ab", Ledger: 9}, t0.Add(10*time.Second), time.Hour)
-	ttl := streamRecord(t, "90", "REMOVE", &done, nil)
-	ttl.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: t0.Add(2 * time.Hour)}
-	resp, _ := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{ttl}})
-	if len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("failures %+v", resp.BatchItemFailures)
-	}
+	h, st := newArchiveRig(t, 30*24*time.Hour)
+	done := settled(claimed("order-0901", "claim-0901"), t0.Add(10*time.Second), time.Hour)
+	handleAll(t, h, removedAt(t, "90", &done, t0.Add(2*time.Hour)))
 	got := st.Archives(done.StoreKey)
 	if len(got) != 1 || got[0].Record.Status != transfer.StatusReplayable || got[0].Record.Result == nil || got[0].Record.Result.TransactionHash != done.Result.TransactionHash {
 		t.Fatalf("archives after the TTL removed a settled item whose record was never written: %+v (result %+v); want its replayable record", got, resultOf(got))
@@ -44,20 +29,10 @@ func TestASettledItemRemovedBeforeItsRecordIsStillArchived(t *testing.T) {
 // must be listed under that day. Filed under the day it went in doubt, a day already read, no
 // reconciliation ever sees it.
 func TestAReleaseIsFiledUnderTheDayItHappened(t *testing.T) {
-	log, _ := logtest.New(t)
-	st := transfertest.NewStore()
-	h := alert.New(alert.Config{Store: fakeIndex{}, Gauge: &gauge{}, Logger: log, Archives: st, Retention: 30 * 24 * time.Hour})
-
-	lost := inFlight("order-0902")
-	lost.ClaimID = "claim-0902"
-	doubt := transfer.InDoubtRecord(lost, "TRANSFER_TIMEOUT", t0.Add(45*time.Second))
+	h, st := newArchiveRig(t, 30*24*time.Hour)
+	doubt := transfer.InDoubtRecord(claimed("order-0902", "claim-0902"), "TRANSFER_TIMEOUT", t0.Add(45*time.Second))
 	releasedAt := t0.Add(3 * 24 * time.Hour)
-	rel := streamRecord(t, "91", "REMOVE", &doubt, nil)
-	rel.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: releasedAt}
-	resp, _ := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rel}})
-	if len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("failures %+v", resp.BatchItemFailures)
-	}
+	handleAll(t, h, removedAt(t, "91", &doubt, releasedAt))
 	if got := st.Archives(doubt.StoreKey); len(got) != 1 || got[0].Record.Status != transfer.StatusReleased {
 		t.Fatalf("archives %+v, want one released", got)
 	}

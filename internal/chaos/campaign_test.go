@@ -33,14 +33,7 @@ func TestCampaign(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault campaign: make test runs it, make chaos at full size")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("CHAOS_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("CHAOS_SEED: %v", err)
-		}
-		seed = s
-	}
+	seed := campaignSeed(t)
 	// loadBalanced: the run's RPC is several instances behind one URL (chaos.Config.LoadBalanced).
 	// congested: the run's network is congested (chaos.Config.Congested), a short run here and
 	// CHAOS_KEYS in make chaos.
@@ -52,14 +45,8 @@ func TestCampaign(t *testing.T) {
 		congested      bool
 	}{{"rpc", 8, 250, false, true, false}, {"horizon", 8, 100, false, false, false}, {"rpc", 0, 100, false, false, false},
 		{"rpc", 8, 100, true, true, false}, {"rpc", 8, congestedKeys, false, true, true}, {"rpc", 8, congestedKeys, true, true, true}}
-	if v := os.Getenv("CHAOS_KEYS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("CHAOS_KEYS: %q", v)
-		}
-		for i := range runs {
-			runs[i].keys = n
-		}
+	for i := range runs {
+		runs[i].keys = campaignKeys(t, runs[i].keys)
 	}
 	if b, c, k, g := os.Getenv("CHAOS_BACKEND"), os.Getenv("CHAOS_CHANNELS"), os.Getenv("CHAOS_CONTRACT"), os.Getenv("CHAOS_CONGESTED"); b != "" || c != "" || k != "" || g != "" {
 		n, err := strconv.Atoi(c)
@@ -92,17 +79,8 @@ func TestCampaign(t *testing.T) {
 			cfg := chaos.DefaultConfig(seed)
 			cfg.Backend, cfg.Channels, cfg.Keys, cfg.Contract, cfg.LoadBalanced = run.backend, run.channels, run.keys, run.contract, run.loadBalanced
 			cfg.Congested = run.congested
-			if testing.Verbose() {
-				cfg.Log = t.Output() // the run's progress lines under its own name
-			}
-			rep, err := chaos.Run(cfg)
-			if err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
-			t.Log("\n" + rep.String())
-			if rep.Failed() {
-				t.Fatalf("seed %d broke the invariants (rerun: CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%d CHAOS_LOAD_BALANCED=%d CHAOS_CONGESTED=%d)", seed, seed, run.backend, run.channels, b2i(run.contract), b2i(run.loadBalanced), b2i(run.congested))
-			}
+			rep := runCampaign(t, cfg, fmt.Sprintf("CHAOS_SEED=%d CHAOS_BACKEND=%s CHAOS_CHANNELS=%d CHAOS_CONTRACT=%d CHAOS_LOAD_BALANCED=%d CHAOS_CONGESTED=%d",
+				seed, run.backend, run.channels, b2i(run.contract), b2i(run.loadBalanced), b2i(run.congested)))
 			if run.congested {
 				assertCongested(t, cfg, rep)
 			}
@@ -234,34 +212,10 @@ func TestCampaignAsync(t *testing.T) {
 		t.Skip("the fault campaign's async mode: make test runs it")
 	}
 	t.Parallel() // beside TestCampaign's runs, as they run beside each other
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("CHAOS_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("CHAOS_SEED: %v", err)
-		}
-		seed = s
-	}
+	seed := campaignSeed(t)
 	cfg := chaos.DefaultConfig(seed)
-	cfg.Channels, cfg.Keys, cfg.LoadBalanced, cfg.Async = 8, 100, true, true
-	if v := os.Getenv("CHAOS_KEYS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("CHAOS_KEYS: %q", v)
-		}
-		cfg.Keys = n
-	}
-	if testing.Verbose() {
-		cfg.Log = t.Output()
-	}
-	rep, err := chaos.Run(cfg)
-	if err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
-	}
-	t.Log("\n" + rep.String())
-	if rep.Failed() {
-		t.Fatalf("seed %d broke the invariants in async mode (rerun: CHAOS_SEED=%d go test -run TestCampaignAsync ./internal/chaos)", seed, seed)
-	}
+	cfg.Channels, cfg.Keys, cfg.LoadBalanced, cfg.Async = 8, campaignKeys(t, 100), true, true
+	rep := runCampaign(t, cfg, fmt.Sprintf("CHAOS_SEED=%d go test -run TestCampaignAsync ./internal/chaos", seed))
 	if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
 		t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read", n)
 	}
@@ -280,4 +234,54 @@ func TestCampaignAsync(t *testing.T) {
 		rep.Answers["cancel: not cancellable, success"]+rep.Answers["cancel: not cancellable, in_doubt"] == 0) {
 		t.Errorf("cancels not exercised both ways: %d keys cancelled, answers %v", rep.Cancelled, rep.Answers)
 	}
+}
+
+// The campaign tests' rig (here and in limits_test.go): the seed and size from the environment,
+// and a run held to the invariants.
+
+// campaignSeed is CHAOS_SEED, or the clock's nanoseconds when it is unset (each run a new seed,
+// printed on failure).
+func campaignSeed(t *testing.T) uint64 {
+	t.Helper()
+	v := os.Getenv("CHAOS_SEED")
+	if v == "" {
+		return uint64(time.Now().UnixNano())
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("CHAOS_SEED: %v", err)
+	}
+	return seed
+}
+
+// campaignKeys is CHAOS_KEYS, a run's keys, or def when it is unset.
+func campaignKeys(t *testing.T, def int) int {
+	t.Helper()
+	v := os.Getenv("CHAOS_KEYS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("CHAOS_KEYS: %q", v)
+	}
+	return n
+}
+
+// runCampaign runs cfg (its progress lines in the test's output when verbose), logs the report
+// and fails the test if the run broke an invariant, with rerun (how to run that seed again).
+func runCampaign(t *testing.T, cfg chaos.Config, rerun string) chaos.Report {
+	t.Helper()
+	if testing.Verbose() {
+		cfg.Log = t.Output() // the run's progress lines under its own name
+	}
+	rep, err := chaos.Run(cfg)
+	if err != nil {
+		t.Fatalf("seed %d: %v", cfg.Seed, err)
+	}
+	t.Log("\n" + rep.String())
+	if rep.Failed() {
+		t.Fatalf("seed %d broke the invariants (rerun: %s)", cfg.Seed, rerun)
+	}
+	return rep
 }

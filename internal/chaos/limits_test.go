@@ -1,10 +1,8 @@
 package chaos_test
 
 import (
-	"os"
-	"strconv"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/chaos"
 )
@@ -20,34 +18,10 @@ func TestCampaignLimits(t *testing.T) {
 		t.Skip("the fault campaign with limits: make test runs it")
 	}
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("CHAOS_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("CHAOS_SEED: %v", err)
-		}
-		seed = s
-	}
+	seed := campaignSeed(t)
 	cfg := chaos.DefaultConfig(seed)
-	cfg.Channels, cfg.Keys, cfg.LoadBalanced, cfg.Limits = 8, 60, true, true
-	if v := os.Getenv("CHAOS_KEYS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("CHAOS_KEYS: %q", v)
-		}
-		cfg.Keys = n
-	}
-	if testing.Verbose() {
-		cfg.Log = t.Output()
-	}
-	rep, err := chaos.Run(cfg)
-	if err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
-	}
-	t.Log("\n" + rep.String())
-	if rep.Failed() {
-		t.Fatalf("seed %d broke the invariants with limits (rerun: CHAOS_SEED=%d go test -run TestCampaignLimits ./internal/chaos)", seed, seed)
-	}
+	cfg.Channels, cfg.Keys, cfg.LoadBalanced, cfg.Limits = 8, campaignKeys(t, 60), true, true
+	rep := runCampaign(t, cfg, fmt.Sprintf("CHAOS_SEED=%d go test -run TestCampaignLimits ./internal/chaos", seed))
 	if n := rep.Faults["dynamo_claim_transact_answer_lost"] + rep.Faults["dynamo_claim_transact_answer_lost_retried"]; n == 0 {
 		t.Errorf("no charged claim lost its answer: the faults %v never met the limits' transaction", rep.Faults)
 	}

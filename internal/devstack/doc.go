@@ -6,9 +6,11 @@
 // so what runs here is what is deployed.
 //
 // Start(ctx, Options) returns a running *Stack; Stack.Info says where everything listens and
-// which accounts it made; Stack.Close stops it. Empty addresses in Options are free ports on
-// 127.0.0.1, so tests start as many stacks as they need side by side. `make run` is the thin
-// command in cmd/devstack, which reads its addresses and settings from the environment.
+// which accounts it made; Stack.Close stops it and frees its ports, once (a second Close, a
+// test's cleanup after its own, does nothing; a failed Start has closed what it opened). Empty
+// addresses in Options are free ports on 127.0.0.1, so tests start as many stacks as they need
+// side by side. `make run` is the thin command in cmd/devstack, which reads its addresses and
+// settings from the environment and prints Info as its banner.
 //
 // Every test and benchmark of the whole service starts it too, so one library assembles them all:
 // internal/loadtest's rigs, the fault campaign (internal/chaos), the bootstraps under the Lambda

@@ -34,7 +34,7 @@ type kmsSetup struct {
 // the AWS SDK's KMS client, as `aws kms create-key --key-spec ECC_NIST_EDWARDS25519 --key-usage
 // SIGN_VERIFY` does (README.md, "Signing keys in KMS").
 func (s *Stack) startKMS(ctx context.Context, addr string) (*kmsSetup, error) {
-	ln, err := listen("KMS emulator", "KMS_ADDR", addr)
+	ln, err := s.listen("KMS emulator", "KMS_ADDR", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func (p *operations) observer() transfer.Observer {
 // timer, and serves the Invoke API.
 func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	log := p.opts.Logger
-	ln, err := listen("Lambda Invoke API", "LAMBDA_ADDR", p.opts.Ops.LambdaAddr)
+	ln, err := s.listen("Lambda Invoke API", "LAMBDA_ADDR", p.opts.Ops.LambdaAddr)
 	if err != nil {
 		return err
 	}
@@ -137,10 +137,14 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		if sleep == nil {
 			sleep = transfer.SystemClock{}.Sleep
 		}
-		hook, err := newLocalWebhook(*o, log, sleep)
+		wo := *o
+		if wo.Secret == "" {
+			wo.Secret = GenerateWebhookSecret()
+			s.Info.WebhookSecret = wo.Secret
+		}
+		hook, err := newLocalWebhook(wo, log, sleep)
 		if err != nil {
-			_ = ln.Close()
-			return err
+			return err // Start's Close frees the listener
 		}
 		p.bus.forward = hook.send
 		s.shutdown = append(s.shutdown, hook.close)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ func TestARejectedTransferGivesItsDailyChargeBack(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	if want := map[string]AssetLimits{"USDC": {WalletDaily: "10"}}; !reflect.DeepEqual(s.Info.Limits, want) {
+		t.Errorf("Info.Limits = %+v, want %+v: the banner shows the limits in force from it", s.Info.Limits, want)
+	}
 	stream := openEvents(t, s.Info.EventsURL)
 	kp, err := keypair.Random()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -148,11 +149,17 @@ type Stack struct {
 	Minidyn *server.Server
 
 	servers []*http.Server
-	closers []func() error
+	// listeners are every listener the stack opened: a failed Start closes those no server took
+	// yet (a server's Shutdown closes its own).
+	listeners []net.Listener
+	closers   []func() error
 	// shutdown runs first on Close: it ends long-lived responses (the /_events streams), which
 	// would otherwise hold the servers' Shutdown.
 	shutdown []func()
 	ops      *operations
+	// closed makes Close run once; closeErr is what it answered.
+	closed   sync.Once
+	closeErr error
 }
 
 // Info is what GET /_sim/stack returns and what `make run` prints.
@@ -190,8 +197,41 @@ type Info struct {
 	EventsURL string `json:"eventsUrl"`
 	// WebhookURL receives the settlement events, signed (OpsOptions.Webhook); empty: none.
 	WebhookURL string `json:"webhookUrl,omitempty"`
+	// WebhookSecret is the "whsec_" secret generated for this stack when WebhookOptions.Secret was
+	// empty, for the banner to show beside WebhookURL (a local secret protecting nothing, which a
+	// receiver under development needs to verify); empty when the caller gave one. Never in JSON
+	// (GET /_sim/stack), and no log line carries it.
+	WebhookSecret string `json:"-"`
+	// Limits are the per-asset limits in force (LIMITS), by asset code; nil: none.
+	Limits map[string]AssetLimits `json:"limits,omitempty"`
 	// TracesURL is the OTLP receiver the spans go to with TRACING=otel (tracing.go); GET lists them.
 	TracesURL string `json:"tracesUrl,omitempty"`
+}
+
+// AssetLimits are one asset's limits (transfer.AssetLimits) in units, as LIMITS spells them
+// ("5000", "0.5"); empty: no such limit.
+type AssetLimits struct {
+	PerTransfer string `json:"perTransfer,omitempty"`
+	WalletDaily string `json:"walletDaily,omitempty"`
+	AssetDaily  string `json:"assetDaily,omitempty"`
+}
+
+// limitsInfo is cfg's limits as Info.Limits shows them; nil for none.
+func limitsInfo(l transfer.Limits) map[string]AssetLimits {
+	if len(l) == 0 {
+		return nil
+	}
+	inUnits := func(stroops int64) string {
+		if stroops <= 0 {
+			return ""
+		}
+		return units(stroops)
+	}
+	out := make(map[string]AssetLimits, len(l))
+	for code, al := range l {
+		out[code] = AssetLimits{PerTransfer: inUnits(al.PerTransfer), WalletDaily: inUnits(al.WalletDaily), AssetDaily: inUnits(al.AssetDaily)}
+	}
+	return out
 }
 
 // KMSKey is a KMS key and its public key as a Stellar account ID.
@@ -243,7 +283,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			dbOpts.HTTPClient = &http.Client{Transport: handlerTransport{h}}
 			dbOpts.Credentials = aws.AnonymousCredentials{}
 		} else {
-			ln, err := listen("DynamoDB", "DYNAMODB_ADDR", o.DynamoAddr)
+			ln, err := s.listen("DynamoDB", "DYNAMODB_ADDR", o.DynamoAddr)
 			if err != nil {
 				return nil, err
 			}
@@ -317,7 +357,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	stellarLn, err := listen("Stellar network", "STELLAR_ADDR", o.StellarAddr)
+	stellarLn, err := s.listen("Stellar network", "STELLAR_ADDR", o.StellarAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +439,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		check.Ledger = svc.Ledger
 	}
 
-	apiLn, err := listen("API", "API_ADDR", o.APIAddr)
+	apiLn, err := s.listen("API", "API_ADDR", o.APIAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -408,7 +448,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		NetworkPassphrase: net0.Passphrase(), HorizonURL: stellarURL, RPCURL: stellarURL + "/rpc",
 		FriendbotURL: stellarURL + "/friendbot", AdminURL: stellarURL + "/_sim/",
 		Vault: Account{Account: keys.Vault.Address()}, Assets: assets, VaultContract: contract,
-		Signer: cfg.Signer, TracesURL: tr.tracesURL(),
+		Signer: cfg.Signer, TracesURL: tr.tracesURL(), Limits: limitsInfo(cfg.Limits),
 	}
 	if km != nil {
 		s.Info.FeeAccount = Account{Account: km.fee.Address()}
@@ -632,12 +672,14 @@ func withDeadline(h http.Handler, d time.Duration) http.Handler {
 }
 
 // listen listens on addr for what, the server that `make run` places with the environment variable
-// env (main.go): a port already taken is reported with the variable that moves it.
-func listen(what, env, addr string) (net.Listener, error) {
+// env (main.go): a port already taken is reported with the variable that moves it. Close closes
+// the listener, served or not.
+func (s *Stack) listen(what, env, addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: %s listener on %s: %w (is another stack running? PORT_BASE=<port> make run moves the whole stack, %s=127.0.0.1:<port> this listener)", what, addr, err, env)
 	}
+	s.listeners = append(s.listeners, ln)
 	return ln, nil
 }
 
@@ -647,8 +689,15 @@ func (s *Stack) serve(ln net.Listener, h http.Handler) {
 	go func() { _ = srv.Serve(ln) }()
 }
 
-// Close stops the servers (letting requests in progress finish for up to 10 s) and the network.
+// Close stops the servers (letting requests in progress finish for up to 10 s), the functions'
+// loops and the network, and frees every port the stack took. It runs once: a second call (a
+// test's cleanup after the test closed the stack itself) does nothing and answers as the first.
 func (s *Stack) Close() error {
+	s.closed.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Stack) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
@@ -659,6 +708,11 @@ func (s *Stack) Close() error {
 		if err := s.servers[i].Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// The listeners no server took (Start failed between listening and serving); a served one
+	// is closed already, and closing it again only answers net.ErrClosed.
+	for _, ln := range s.listeners {
+		_ = ln.Close()
 	}
 	for _, c := range s.closers {
 		if err := c(); err != nil {

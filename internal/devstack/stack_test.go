@@ -31,13 +31,22 @@ import (
 
 func startStack(t *testing.T) *Stack {
 	t.Helper()
-	s, err := Start(context.Background(), Options{LedgerInterval: time.Second})
+	return startWith(t, Options{LedgerInterval: time.Second})
+}
+
+// startWith starts a stack with o, closed when the test ends.
+func startWith(t *testing.T, o Options) *Stack {
+	t.Helper()
+	s, err := Start(context.Background(), o)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// envOf is a Getenv of env's settings.
+func envOf(env map[string]string) func(string) string { return func(k string) string { return env[k] } }
 
 type reply struct {
 	status int

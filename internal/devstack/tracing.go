@@ -42,7 +42,7 @@ func (s *Stack) startTracing(o Options) (*localTracing, error) {
 	if mode != tracing.OTel {
 		return nil, nil
 	}
-	ln, err := listen("OTLP traces receiver", "TRACES_ADDR", o.TracesAddr)
+	ln, err := s.listen("OTLP traces receiver", "TRACES_ADDR", o.TracesAddr)
 	if err != nil {
 		return nil, err
 	}

@@ -22,8 +22,9 @@ import (
 type WebhookOptions struct {
 	// URL is the receiver (WEBHOOK_URL for `make run`): https, or http to a loopback address.
 	URL string
-	// Secret is one or more "whsec_" secrets (WEBHOOK_SECRET); empty: one is generated and shown in
-	// Info.WebhookSecret (a local secret protecting nothing, as a receiver under development needs it).
+	// Secret is one or more "whsec_" secrets (WEBHOOK_SECRET); empty: one is generated
+	// (GenerateWebhookSecret) and shown in Info.WebhookSecret only (a local secret protecting
+	// nothing, as a receiver under development needs it).
 	Secret string
 	// Sleep waits between attempts; nil: the real clock (a virtual one would jump hours of
 	// ledgers for the schedule's waits).

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
@@ -16,20 +15,13 @@ import (
 // record past its retention not found; a wallet's history must agree with GET, or it keeps
 // showing (and serving, for days) a transfer the service says it no longer holds.
 func TestHistoryNeverListsARecordPastItsRetention(t *testing.T) {
-	client, _ := dynamotest.Minidyn(t)
-	f := newFixture(t, client)
+	f := minidynFixture(t)
 	ctx := context.Background()
-	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	base := t0
 
 	rec := walletClaim(walletA, "retained-key-1", base)
 	done := settle(attach(rec), transfer.StatusReplayable, base.Unix()+86400)
-	a, ok := transfer.ArchiveOf(nil, &done, base, 48*time.Hour)
-	if !ok {
-		t.Fatal("a settled item calls for no archive")
-	}
-	if err := f.store.PutArchive(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	putArchive(t, f, nil, &done, base, 48*time.Hour)
 	// The live item is gone (its TTL); three days on, the record's retention (two days) has passed.
 	now := base.Add(72 * time.Hour)
 	o := &transfer.Orchestrator{Store: f.store, WalletHistory: f.store, Archives: f.store, Clock: vclock.New(now)}

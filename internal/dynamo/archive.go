@@ -52,60 +52,31 @@ func ArchiveDayPartition(t time.Time) string { return "records:" + transfer.Arch
 // this day's partition, its pk a record's (ArchiveKey of a valid store key and claim ID) and its
 // gsi1sk a time of that day (sortKeyTimeLayout).
 func (s *Store) ListArchivedDay(ctx context.Context, day time.Time, limit int, cursor string) ([]transfer.Archive, string, error) {
-	const what = "list archived day"
-	if limit <= 0 {
-		limit = DefaultListLimit
+	start := func(partition, cursor string) (map[string]types.AttributeValue, error) {
+		return archiveStart(partition, day, cursor)
 	}
-	limit = min(limit, 1<<31-1)
-	partition := ArchiveDayPartition(day)
-	var start map[string]types.AttributeValue
-	if cursor != "" {
-		var p indexPosition
-		if err := decodeCursor(cursor, &p); err != nil {
-			return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
-		}
-		_, _, ok := splitArchiveKey(p.PK)
-		switch {
-		case p.GSI1PK != partition:
-			return nil, "", fmt.Errorf("dynamo: %s: %w", what, badCursor("a cursor of another listing"))
-		case !ok || !validDayTime(p.GSI1SK, day):
-			return nil, "", fmt.Errorf("dynamo: %s: %w", what, badCursor("malformed position"))
-		}
-		start = map[string]types.AttributeValue{
-			AttrPK:     &types.AttributeValueMemberS{Value: p.PK},
-			AttrGSI1PK: &types.AttributeValueMemberS{Value: partition},
-			AttrGSI1SK: &types.AttributeValueMemberS{Value: p.GSI1SK},
-		}
+	return queryGSI1(ctx, s, "list archived day", ArchiveDayPartition(day), nil, limit, cursor, start, unmarshalArchive)
+}
+
+// archiveStart is the ExclusiveStartKey that cursor names in day's partition of records on gsi1,
+// nil for "": ErrBadCursor unless the cursor's gsi1pk is partition, its pk a record's and its
+// gsi1sk a time of day.
+func archiveStart(partition string, day time.Time, cursor string) (map[string]types.AttributeValue, error) {
+	if cursor == "" {
+		return nil, nil
 	}
-	expr, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrGSI1PK).Equal(expression.Value(partition))).Build()
-	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: %s: build key condition: %w", what, err)
+	var p indexPosition
+	if err := decodeCursor(cursor, &p); err != nil {
+		return nil, err
 	}
-	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(InDoubtIndex),
-		KeyConditionExpression:    expr.KeyCondition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		Limit:                     aws.Int32(int32(limit)),
-		ExclusiveStartKey:         start,
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+	_, _, ok := splitArchiveKey(p.PK)
+	switch {
+	case p.GSI1PK != partition:
+		return nil, badCursor("a cursor of another listing")
+	case !ok || !validDayTime(p.GSI1SK, day):
+		return nil, badCursor("malformed position")
 	}
-	archives := make([]transfer.Archive, 0, len(out.Items))
-	for _, av := range out.Items {
-		a, err := unmarshalArchive(av)
-		if err != nil {
-			return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
-		}
-		archives = append(archives, a)
-	}
-	next, err := indexCursor(partition, out.LastEvaluatedKey)
-	if err != nil {
-		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
-	}
-	return archives, next, nil
+	return p.startKey(), nil
 }
 
 // validDayTime reports whether sk is a time in sortKeyTimeLayout that formats back to itself and

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
-	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -20,10 +19,9 @@ import (
 // whose item is gone is listed as archived, and every cursor on the way is accepted while a
 // record cursor edited to another wallet, claim or position is refused.
 func TestHistoryListsEachIncarnationOnce(t *testing.T) {
-	client, _ := dynamotest.Minidyn(t)
-	f := newFixture(t, client)
+	f := minidynFixture(t)
 	ctx := context.Background()
-	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	base := t0
 	type want struct {
 		key      string
 		archived bool
@@ -42,24 +40,12 @@ func TestHistoryListsEachIncarnationOnce(t *testing.T) {
 			continue
 		case 3:
 			doubt := settle(attach(rec), transfer.StatusInDoubt, 0)
-			a, ok := transfer.ArchiveOf(&doubt, nil, base.Add(time.Hour), 0)
-			if !ok {
-				t.Fatal("a released in_doubt item calls for no archive")
-			}
-			if err := f.store.PutArchive(ctx, a); err != nil {
-				t.Fatal(err)
-			}
+			putArchive(t, f, &doubt, nil, base.Add(time.Hour), 0)
 			wants = append(wants, want{rec.StoreKey, true, transfer.StatusReleased})
 			continue
 		}
 		done := settle(attach(rec), transfer.StatusReplayable, base.Unix()+86400)
-		a, ok := transfer.ArchiveOf(nil, &done, base, 365*24*time.Hour)
-		if !ok {
-			t.Fatal("a settled item calls for no archive")
-		}
-		if err := f.store.PutArchive(ctx, a); err != nil {
-			t.Fatal(err)
-		}
+		putArchive(t, f, nil, &done, base, 365*24*time.Hour)
 		if i == 1 {
 			wants = append(wants, want{rec.StoreKey, true, transfer.StatusReplayable})
 			continue
@@ -114,4 +100,27 @@ func TestHistoryListsEachIncarnationOnce(t *testing.T) {
 	if _, _, err := f.store.ListByWallet(ctx, walletA, 2, good); err != nil {
 		t.Fatalf("a record's own position: %v", err)
 	}
+}
+
+// putArchive writes the lasting record of the change from old to new at at (transfer.ArchiveOf;
+// nil new: the item's removal), retained for retain (0: for ever), and fails the test if the
+// change calls for none or the write fails.
+func putArchive(t *testing.T, f fixture, old, new *transfer.Record, at time.Time, retain time.Duration) transfer.Archive {
+	t.Helper()
+	a, ok := transfer.ArchiveOf(old, new, at, retain)
+	if !ok {
+		t.Fatalf("the change %v -> %v calls for no archive", statusOf(old), statusOf(new))
+	}
+	if err := f.store.PutArchive(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// statusOf is r's status, "none" for nil.
+func statusOf(r *transfer.Record) string {
+	if r == nil {
+		return "none"
+	}
+	return string(r.Status)
 }

@@ -134,11 +134,16 @@ func indexStart(partition, cursor string) (map[string]types.AttributeValue, erro
 	case !validSortKey(p.GSI1SK, p.PK):
 		return nil, badCursor("malformed position")
 	}
+	return p.startKey(), nil
+}
+
+// startKey is the gsi1 Query's ExclusiveStartKey at p.
+func (p indexPosition) startKey() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		AttrPK:     &types.AttributeValueMemberS{Value: p.PK},
-		AttrGSI1PK: &types.AttributeValueMemberS{Value: partition},
+		AttrGSI1PK: &types.AttributeValueMemberS{Value: p.GSI1PK},
 		AttrGSI1SK: &types.AttributeValueMemberS{Value: p.GSI1SK},
-	}, nil
+	}
 }
 
 // indexCursor is the cursor of a gsi1 Query's LastEvaluatedKey in partition, "" for none (the

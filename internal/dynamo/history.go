@@ -144,16 +144,3 @@ func decodeListed(av map[string]types.AttributeValue) (transfer.Record, error) {
 	}
 	return unmarshalRecord(av)
 }
-
-// unmarshalAll maps a Query's items to records; what names the listing in errors.
-func unmarshalAll(what string, items []map[string]types.AttributeValue) ([]transfer.Record, error) {
-	recs := make([]transfer.Record, 0, len(items))
-	for _, av := range items {
-		rec, err := unmarshalRecord(av)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: %s: %w", what, err)
-		}
-		recs = append(recs, rec)
-	}
-	return recs, nil
-}

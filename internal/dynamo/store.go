@@ -200,17 +200,26 @@ func (s *Store) ListInDoubt(ctx context.Context, limit int, cursor string) ([]tr
 	return s.queryIndex(ctx, "list in doubt", InDoubtPartition, nil, limit, cursor)
 }
 
-// queryIndex reads one page of gsi1's partition (gsi1pk = partition), with gsi1sk below
-// sortBelow when it is not nil, at most limit items (DefaultListLimit when limit <= 0) after
-// cursor, and returns the records and the next cursor ("" when there is no more). A cursor that
-// is not one of this partition's (indexStart) is ErrBadCursor before any request. what names the
-// listing in errors.
+// queryIndex reads one page of transfer items in gsi1's partition (gsi1pk = partition), with
+// gsi1sk below sortBelow when it is not nil, at most limit items (DefaultListLimit when limit <= 0)
+// after cursor, and returns the records and the next cursor ("" when there is no more). A cursor
+// that is not one of this partition's (indexStart) is ErrBadCursor before any request. what names
+// the listing in errors.
 func (s *Store) queryIndex(ctx context.Context, what, partition string, sortBelow *string, limit int, cursor string) ([]transfer.Record, string, error) {
+	return queryGSI1(ctx, s, what, partition, sortBelow, limit, cursor, indexStart, unmarshalRecord)
+}
+
+// queryGSI1 is queryIndex for any item of gsi1: start reads the cursor into the Query's
+// ExclusiveStartKey (nil for ""; an error, which should be ErrBadCursor, fails the listing before
+// any request), and decode reads each item.
+func queryGSI1[T any](ctx context.Context, s *Store, what, partition string, sortBelow *string, limit int, cursor string,
+	start func(partition, cursor string) (map[string]types.AttributeValue, error),
+	decode func(map[string]types.AttributeValue) (T, error)) ([]T, string, error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, 1<<31-1)
-	start, err := indexStart(partition, cursor)
+	startKey, err := start(partition, cursor)
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
@@ -229,20 +238,24 @@ func (s *Store) queryIndex(ctx context.Context, what, partition string, sortBelo
 		ExpressionAttributeNames:  expr.Names(),
 		ExpressionAttributeValues: expr.Values(),
 		Limit:                     aws.Int32(int32(limit)),
-		ExclusiveStartKey:         start,
+		ExclusiveStartKey:         startKey,
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
-	recs, err := unmarshalAll(what, out.Items)
-	if err != nil {
-		return nil, "", err
+	items := make([]T, 0, len(out.Items))
+	for _, av := range out.Items {
+		it, err := decode(av)
+		if err != nil {
+			return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
+		}
+		items = append(items, it)
 	}
 	next, err := indexCursor(partition, out.LastEvaluatedKey)
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: %s: %w", what, err)
 	}
-	return recs, next, nil
+	return items, next, nil
 }
 
 func keyOf(storeKey string) map[string]types.AttributeValue {

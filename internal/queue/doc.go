@@ -17,4 +17,8 @@
 // most MaxBackoff); any other failed message after the queue's visibility timeout. Every other message is acknowledged,
 // whether it ran or was stale: whether a message may run anything is decided by the item alone
 // (transfer.RunQueued), so a message delivered twice, late or out of order does nothing.
+//
+// Visibility.Change and ReceiveCount are the SQS side of any function that times its own retries
+// (internal/webhook too, on its own schedule): the ChangeMessageVisibility call and the
+// ApproximateReceiveCount attribute.
 package queue

@@ -43,7 +43,7 @@ func Submitter(r Runner, v Visibility, log *slog.Logger) func(ctx context.Contex
 				ack, wait := deliver(ctx, r, log, msg)
 				retry[i] = !ack
 				if !ack && wait > 0 {
-					v.change(ctx, log, msg, wait)
+					v.Change(ctx, log, "submitter", msg, wait)
 				}
 			})
 		}
@@ -80,7 +80,7 @@ func deliver(ctx context.Context, r Runner, log *slog.Logger, msg events.SQSMess
 	attrs := []any{"messageId", msg.MessageId, "storeKey", m.StoreKey, "delivery", string(d),
 		"receiveCount", msg.Attributes["ApproximateReceiveCount"]}
 	if d == transfer.DeliveryRetry {
-		wait = Backoff(transfer.RetryAfter(err), receiveCount(msg.Attributes))
+		wait = Backoff(transfer.RetryAfter(err), ReceiveCount(msg.Attributes))
 		attrs = append(attrs, "retryInSeconds", int(wait/time.Second))
 	}
 	if err != nil {
@@ -90,16 +90,20 @@ func deliver(ctx context.Context, r Runner, log *slog.Logger, msg events.SQSMess
 	return d == transfer.DeliveryDone || d == transfer.DeliveryStale, wait
 }
 
-// change sets msg's visibility timeout to wait (whole seconds), if v has a Changer.
-func (v Visibility) change(ctx context.Context, log *slog.Logger, msg events.SQSMessage, wait time.Duration) {
-	if v.Changer == nil {
+// Change sets msg's visibility timeout to wait (whole seconds; the SQS API Reference,
+// ChangeMessageVisibility: 0 to 43,200, counted from the call) on v's queue. A Visibility without
+// a Changer or a URL changes nothing. A failed change is logged on log, with what (the function's
+// name, "submitter" or "webhook") before the message, and changes nothing else: the message then
+// waits the queue's visibility timeout.
+func (v Visibility) Change(ctx context.Context, log *slog.Logger, what string, msg events.SQSMessage, wait time.Duration) {
+	if v.Changer == nil || v.URL == "" {
 		return
 	}
 	secs := int32(wait / time.Second)
 	_, err := v.Changer.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(v.URL), ReceiptHandle: aws.String(msg.ReceiptHandle), VisibilityTimeout: secs})
 	if err != nil {
-		log.WarnContext(ctx, "submitter: changing the message's visibility failed; it waits the queue's visibility timeout",
+		log.WarnContext(ctx, what+": changing the message's visibility failed; it waits the queue's visibility timeout",
 			"messageId", msg.MessageId, "visibilityTimeout", secs, "err", err)
 	}
 }

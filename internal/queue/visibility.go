@@ -8,16 +8,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
-// VisibilityChanger is the part of the SQS API that Submitter uses to bring a failed message back
-// sooner than the queue's visibility timeout; *sqs.Client satisfies it.
+// VisibilityChanger is the part of the SQS API that Visibility.Change uses to time a failed
+// message's next delivery; *sqs.Client satisfies it.
 type VisibilityChanger interface {
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
 
-// Visibility is where Submitter changes a failed message's visibility timeout: Changer on the
-// queue at URL, the queue the messages come from (the template's TransferQueue, QUEUE_URL). The
-// zero Visibility (no Changer) changes nothing: every failed message then waits the queue's
-// visibility timeout.
+// Visibility is where a function changes a failed message's visibility timeout (Change): Changer
+// on the queue at URL, the queue the messages come from (QUEUE_URL: the template's TransferQueue
+// for Submitter, the webhook queue for internal/webhook). The zero Visibility (no Changer, or no
+// URL) changes nothing: every failed message then waits the queue's visibility timeout.
 type Visibility struct {
 	Changer VisibilityChanger
 	URL     string
@@ -57,9 +57,9 @@ func Backoff(retryAfter time.Duration, receiveCount int) time.Duration {
 	return min(d, MaxBackoff)
 }
 
-// receiveCount is a message's ApproximateReceiveCount attribute (as the event source mapping
-// requests it), 1 when absent or malformed.
-func receiveCount(attrs map[string]string) int {
+// ReceiveCount is a message's ApproximateReceiveCount attribute (as the event source mapping
+// requests it: 1 on the first delivery), 1 when absent, malformed or below 1.
+func ReceiveCount(attrs map[string]string) int {
 	n, err := strconv.Atoi(attrs["ApproximateReceiveCount"])
 	if err != nil || n < 1 {
 		return 1

@@ -243,3 +243,39 @@ func TestSubmitterChangesVisibilityWithTheSDK(t *testing.T) {
 		t.Fatalf("SQS got %s %+v, want ChangeMessageVisibility of AQEB-receipt to 12 s", target, got)
 	}
 }
+
+// Change calls ChangeMessageVisibility on v's queue with the wait in whole seconds and the
+// message's receipt handle; a Visibility that names no queue, or has no Changer, calls nothing
+// (a function deployed without QUEUE_URL leaves its messages the queue's visibility timeout). A
+// failure is logged under the caller's name.
+func TestVisibilityChangeNeedsAQueue(t *testing.T) {
+	msg := events.SQSMessage{MessageId: "m-1", ReceiptHandle: "rh-1"}
+	ch := &fakeChanger{}
+	Visibility{Changer: ch}.Change(context.Background(), slog.New(slog.DiscardHandler), "webhook", msg, 90*time.Second)
+	Visibility{URL: queueURL}.Change(context.Background(), slog.New(slog.DiscardHandler), "webhook", msg, 90*time.Second)
+	if len(ch.calls) != 0 {
+		t.Fatalf("a Visibility without a queue URL changed %+v", ch.calls)
+	}
+	ch.err = errors.New("AccessDenied")
+	var logged strings.Builder
+	Visibility{Changer: ch, URL: queueURL}.Change(context.Background(), slog.New(slog.NewTextHandler(&logged, nil)), "webhook", msg, 90500*time.Millisecond)
+	if len(ch.calls) != 1 || ch.calls[0] != (visibilityCall{url: queueURL, receipt: "rh-1", timeout: 90}) {
+		t.Fatalf("calls = %+v, want one of 90 s for rh-1", ch.calls)
+	}
+	if !strings.Contains(logged.String(), `msg="webhook: changing the message's visibility failed`) {
+		t.Fatalf("the failure is not logged under the caller's name:\n%s", logged.String())
+	}
+}
+
+// ReceiveCount reads ApproximateReceiveCount, 1 when it is absent, malformed or below 1.
+func TestReceiveCount(t *testing.T) {
+	for v, want := range map[string]int{"": 1, "1": 1, "7": 7, "x": 1, "0": 1, "-3": 1} {
+		attrs := map[string]string{}
+		if v != "" {
+			attrs["ApproximateReceiveCount"] = v
+		}
+		if got := ReceiveCount(attrs); got != want {
+			t.Errorf("ReceiveCount(%q) = %d, want %d", v, got, want)
+		}
+	}
+}

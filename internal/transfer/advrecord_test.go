@@ -15,24 +15,12 @@ import (
 // it paid. GET answers for the key's newest incarnation or says it does not know (not found or
 // pending), never an older one's outcome.
 func TestViewFromAnEarlierTransfersRecordSaysWhichTransferItDescribes(t *testing.T) {
-	h := newHarness(t)
-	h.orch.Archives = h.store
+	h := newArchivingHarness(t)
 	ctx := context.Background()
 	key := transfer.StoreKey(wallet, "order-advrec-1")
 	w := transfer.Wallet{Address: wallet}
 
-	first, err := h.orch.Transfer(ctx, input("order-advrec-1", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	settled := h.item(t, "order-advrec-1")
-	a, ok := transfer.ArchiveOf(nil, &settled, h.clock.Now(), 30*24*time.Hour)
-	if !ok {
-		t.Fatal("a settled item calls for no archive")
-	}
-	if err := h.store.PutArchive(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	first, settled, _ := h.transferArchived(t, "order-advrec-1")
 	h.clock.Advance(25 * time.Hour)
 	h.store.Remove(key)
 

@@ -15,23 +15,11 @@ import (
 // window is a new transfer the archive does not refuse; an archive never answers for another
 // wallet whose store key collides.
 func TestViewAnswersFromTheLastingRecordOnlyOnceTheItemIsGone(t *testing.T) {
-	h := newHarness(t)
-	h.orch.Archives = h.store
+	h := newArchivingHarness(t)
 	ctx := context.Background()
 	key := transfer.StoreKey(wallet, "order-archive-1")
 
-	first, err := h.orch.Transfer(ctx, input("order-archive-1", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	settled := h.item(t, "order-archive-1")
-	a, ok := transfer.ArchiveOf(nil, &settled, h.clock.Now(), 30*24*time.Hour)
-	if !ok {
-		t.Fatal("a settled item calls for no archive")
-	}
-	if err := h.store.PutArchive(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	first, _, a := h.transferArchived(t, "order-archive-1")
 
 	// Past the window, the TTL deletes the item: the archive answers.
 	h.clock.Advance(25 * time.Hour)
@@ -121,4 +109,32 @@ func TestArchiveOfSettlesOnlySettledStates(t *testing.T) {
 	if a, _ := transfer.ArchiveOf(nil, with(transfer.StatusReplayable), at, 0); a.RetainUntil != 0 {
 		t.Errorf("retention 0 kept until %d, want for ever", a.RetainUntil)
 	}
+}
+
+// newArchivingHarness is the harness whose orchestrator answers from the lasting records of its
+// store once an item is gone (Orchestrator.Archives).
+func newArchivingHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	h.orch.Archives = h.store
+	return h
+}
+
+// transferArchived runs a transfer of 1 under clientKey and writes the lasting record of its
+// settled item, retained 30 days, as the stream would (here and in advrecord_test.go); it
+// returns the outcome, the settled item and its record.
+func (h *harness) transferArchived(t *testing.T, clientKey string) (transfer.Outcome, transfer.Record, transfer.Archive) {
+	t.Helper()
+	out, err := h.orch.Transfer(context.Background(), input(clientKey, "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled := h.item(t, clientKey)
+	a, ok := transfer.ArchiveOf(nil, &settled, h.clock.Now(), 30*24*time.Hour)
+	if !ok {
+		t.Fatal("a settled item calls for no archive")
+	}
+	if err := h.store.PutArchive(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return out, settled, a
 }

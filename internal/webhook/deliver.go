@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 )
 
 // RequestTimeout bounds one delivery: the specification recommends 15 to 30 s for the receiver
@@ -60,12 +60,6 @@ func RetryAfter(messageID string, receiveCount int, receiverRetryAfter time.Dura
 	return max(d.Truncate(time.Second), time.Second)
 }
 
-// VisibilityChanger is the part of the SQS API the handler uses to time a failed message's next
-// attempt; *sqs.Client satisfies it.
-type VisibilityChanger interface {
-	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
-}
-
 // Config is a webhook delivery: where, signed how, retried through which queue.
 type Config struct {
 	// Endpoint is the receiver's URL (WEBHOOK_URL; https, or http to a loopback address).
@@ -76,10 +70,9 @@ type Config struct {
 	}
 	// Client posts the deliveries; nil: a client that follows no redirect, with RequestTimeout.
 	Client *http.Client
-	// Visibility and QueueURL time a failed message's retry (QUEUE_URL, the queue the messages
-	// come from); nil: the queue's visibility timeout.
-	Visibility VisibilityChanger
-	QueueURL   string
+	// Visibility times a failed message's retry (RetryAfter) on the queue the messages come from
+	// (QUEUE_URL); the zero Visibility: the queue's visibility timeout.
+	Visibility queue.Visibility
 	// Now is the clock of webhook-timestamp; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -122,12 +115,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 				return
 			}
 			failed[i] = true
-			n := receiveCount(msg.Attributes)
+			n := queue.ReceiveCount(msg.Attributes)
 			wait := RetryAfter(msg.MessageId, n, retryAfter)
 			h.cfg.Logger.WarnContext(ctx, "webhook: delivery failed; it will be attempted again", "messageId", msg.MessageId,
 				"attempt", n, "of", MaxAttempts, "retryInSeconds", int(wait/time.Second), "err", err.Error())
 			if n < MaxAttempts {
-				h.change(ctx, msg, wait)
+				h.cfg.Visibility.Change(ctx, h.cfg.Logger, "webhook", msg, wait)
 			}
 		})
 	}
@@ -237,27 +230,4 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		return min(t.Sub(now), maxVisibility)
 	}
 	return 0
-}
-
-// change sets msg's visibility timeout to wait, when the handler knows its queue.
-func (h *Handler) change(ctx context.Context, msg events.SQSMessage, wait time.Duration) {
-	if h.cfg.Visibility == nil || h.cfg.QueueURL == "" {
-		return
-	}
-	secs := int32(wait / time.Second)
-	_, err := h.cfg.Visibility.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(h.cfg.QueueURL), ReceiptHandle: aws.String(msg.ReceiptHandle), VisibilityTimeout: secs})
-	if err != nil {
-		h.cfg.Logger.WarnContext(ctx, "webhook: changing the message's visibility failed; it waits the queue's visibility timeout",
-			"messageId", msg.MessageId, "visibilityTimeout", secs, "err", err)
-	}
-}
-
-// receiveCount is a message's ApproximateReceiveCount, 1 when absent or malformed.
-func receiveCount(attrs map[string]string) int {
-	n, err := strconv.Atoi(attrs["ApproximateReceiveCount"])
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 )
 
 // received is one request a test receiver got.
@@ -98,8 +100,8 @@ func record(id, body string, receive int) events.SQSMessage {
 
 func newHandler(t *testing.T, endpoint string, secrets interface {
 	Signer(context.Context) (Signer, error)
-}, v VisibilityChanger) *Handler {
-	return New(Config{Endpoint: endpoint, Secrets: secrets, Visibility: v, QueueURL: "http://127.0.0.1/queue/webhook",
+}, v queue.VisibilityChanger) *Handler {
+	return New(Config{Endpoint: endpoint, Secrets: secrets, Visibility: queue.Visibility{Changer: v, URL: "http://127.0.0.1/queue/webhook"},
 		Now: func() time.Time { return signedAt }})
 }
 

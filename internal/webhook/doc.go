@@ -41,7 +41,8 @@
 // not answered within the request timeout, is reported failed in the batch response and comes
 // back after RetryAfter, the specification's suggested schedule (5 s, 5 min, 30 min, 2 h, 5 h,
 // 10 h, then 11 h 55 min three times: about 54 hours in all), or the receiver's Retry-After when
-// that is longer, set with ChangeMessageVisibility. The queue's maxReceiveCount (10) then moves
-// the message to the dead-letter queue, which pages (settlement-webhook-dead-letters). Deliveries are at least once
-// and unordered, as the events are.
+// that is longer, set with ChangeMessageVisibility (queue.Visibility.Change). The queue's
+// maxReceiveCount (10) then moves the message to the dead-letter queue, which pages
+// (settlement-webhook-dead-letters). Deliveries are at least once and unordered, as the events
+// are.
 package webhook

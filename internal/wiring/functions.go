@@ -165,5 +165,5 @@ func (in *Init) WebhookHandler() *webhook.Handler {
 	clients, err := NewAWSClients(context.Background(), "")
 	in.Check("AWS clients", err)
 	return webhook.New(webhook.Config{Endpoint: cfg.URL, Secrets: &webhook.SecretSource{API: clients.Secrets, ID: cfg.SecretARN},
-		Visibility: clients.SQS, QueueURL: cfg.QueueURL, Logger: in.Logger})
+		Visibility: queue.Visibility{Changer: clients.SQS, URL: cfg.QueueURL}, Logger: in.Logger})
 }

@@ -23,9 +23,12 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -51,13 +54,9 @@ func run(logger *slog.Logger) error {
 		// The metrics as a terminal shows them (metrics.Console), the events as JSON lines.
 		Ops: devstack.OpsOptions{LambdaAddr: at.lambda, Metrics: metrics.Console(os.Stdout), Events: os.Stdout},
 	}
-	webhookSecret := ""
 	if u := os.Getenv("WEBHOOK_URL"); u != "" {
-		webhookSecret = os.Getenv("WEBHOOK_SECRET")
-		if webhookSecret == "" {
-			webhookSecret = devstack.GenerateWebhookSecret()
-		}
-		opts.Ops.Webhook = &devstack.WebhookOptions{URL: u, Secret: webhookSecret}
+		// Without WEBHOOK_SECRET the stack generates one, which only the banner shows.
+		opts.Ops.Webhook = &devstack.WebhookOptions{URL: u, Secret: os.Getenv("WEBHOOK_SECRET")}
 	}
 	if ms, err := strconv.Atoi(os.Getenv("SWEEP_INTERVAL_MS")); err == nil && ms > 0 {
 		opts.Ops.SweepInterval = time.Duration(ms) * time.Millisecond
@@ -86,11 +85,6 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	printBanner(os.Stdout, s.Info)
-	if s.Info.WebhookURL != "" && os.Getenv("WEBHOOK_SECRET") == "" {
-		// Generated for this run and shown once, as a receiver under development needs it: a local
-		// secret that protects nothing. Set WEBHOOK_SECRET to keep one across runs.
-		fmt.Fprintf(os.Stdout, "  Webhook secret     %s  (generated; WEBHOOK_SECRET sets one)\n\n", webhookSecret)
-	}
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	// Stopping is what was asked for: a request cut short on the way out is reported, not a failure.
@@ -109,6 +103,13 @@ func printBanner(w io.Writer, i devstack.Info) {
 	fmt.Fprintf(w, "  Settlement events  %s  (server-sent events, also printed here; curl -N '%s?since=0')\n", i.EventsURL, i.EventsURL)
 	if i.WebhookURL != "" {
 		fmt.Fprintf(w, "  Webhook            %s  (every settlement event, signed: README.md, \"Signed webhooks\")\n", i.WebhookURL)
+		if i.WebhookSecret != "" {
+			// Shown once, here, as a receiver under development needs it to verify: a secret of
+			// this run that protects nothing. WEBHOOK_SECRET keeps one across runs.
+			fmt.Fprintf(w, "    signing secret   %s  (generated for this run; WEBHOOK_SECRET sets one)\n", i.WebhookSecret)
+		} else {
+			fmt.Fprintf(w, "    signing secret   from WEBHOOK_SECRET\n")
+		}
 	}
 	fmt.Fprintf(w, "  DynamoDB           %s  (table %q)\n", i.DynamoDBEndpoint, i.Table)
 	fmt.Fprintf(w, "  Horizon            %s\n", i.HorizonURL)
@@ -130,6 +131,7 @@ func printBanner(w io.Writer, i devstack.Info) {
 	for _, a := range i.Assets {
 		fmt.Fprintf(w, "  Asset              %s issued by %s\n", a.Code, a.Issuer)
 	}
+	printLimits(w, i.Limits)
 	for _, wl := range i.Wallets {
 		fmt.Fprintf(w, "  Wallet (USDC trustline)  %s\n", wl.Account)
 	}
@@ -148,6 +150,26 @@ func printBanner(w io.Writer, i devstack.Info) {
 		fmt.Fprintf(w, "  export AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local   # the aws CLI signs even locally; v1 reads only AWS_DEFAULT_REGION\n")
 		fmt.Fprintf(w, "  aws lambda invoke --endpoint-url %s --function-name ReconcileFunction \\\n    --cli-binary-format raw-in-base64-out --payload '{\"action\":\"list\"}' out.json   # AWS CLI v1: without --cli-binary-format\n", i.LambdaURL)
 		fmt.Fprintf(w, "  aws dynamodb scan --table-name %s --endpoint-url %s\n\n", i.Table, i.DynamoDBEndpoint)
+	}
+}
+
+// printLimits writes the banner's line of the limits in force (LIMITS), an asset a line.
+func printLimits(w io.Writer, limits map[string]devstack.AssetLimits) {
+	if len(limits) == 0 {
+		fmt.Fprintf(w, "  Limits             none (LIMITS sets per-asset caps: README.md, \"Configuration\")\n")
+		return
+	}
+	label := "  Limits (LIMITS)    "
+	for _, code := range slices.Sorted(maps.Keys(limits)) {
+		l := limits[code]
+		var caps []string
+		for _, c := range []struct{ name, v string }{{"per transfer", l.PerTransfer}, {"wallet daily", l.WalletDaily}, {"asset daily", l.AssetDaily}} {
+			if c.v != "" {
+				caps = append(caps, c.name+" "+c.v+" "+code)
+			}
+		}
+		fmt.Fprintf(w, "%s%s: %s\n", label, code, strings.Join(caps, ", "))
+		label = "                     "
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,5 +39,40 @@ func TestBannerExportsTheExamplesVariables(t *testing.T) {
 	want := "  export API=http://127.0.0.1:4100 LAMBDA=http://127.0.0.1:4101 DYNAMO=http://127.0.0.1:4102 SIM=http://127.0.0.1:4103 WALLET=GWALLET\n"
 	if !strings.Contains(out.String(), "\n"+want) {
 		t.Fatalf("the banner has no line %q:\n%s", want, out.String())
+	}
+}
+
+// The banner shows a generated webhook secret once, on the line right after the Webhook line it
+// signs for, and the limits in force (LIMITS), an asset a line with each cap in the asset's
+// units; without LIMITS it says there are none.
+func TestBannerShowsTheWebhookSecretBesideItsURLAndTheLimits(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	info := devstack.Info{
+		APIURL: "http://127.0.0.1:3000", WebhookURL: "http://127.0.0.1:8080/hook", WebhookSecret: secret,
+		Limits: map[string]devstack.AssetLimits{"USDC": {PerTransfer: "5000", WalletDaily: "20"}, "EURC": {AssetDaily: "0.5"}},
+	}
+	var out strings.Builder
+	printBanner(&out, info)
+	lines := strings.Split(out.String(), "\n")
+	webhook := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "  Webhook ") })
+	if webhook < 0 || webhook+1 >= len(lines) || !strings.Contains(lines[webhook+1], secret) {
+		t.Fatalf("the secret is not on the line after the Webhook line:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), secret); n != 1 {
+		t.Errorf("the secret is printed %d times, want once:\n%s", n, out.String())
+	}
+	for _, want := range []string{
+		"  Limits (LIMITS)    EURC: asset daily 0.5 EURC\n",
+		"                     USDC: per transfer 5000 USDC, wallet daily 20 USDC\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the banner has no line %q:\n%s", want, out.String())
+		}
+	}
+	info.Limits, info.WebhookSecret = nil, ""
+	out.Reset()
+	printBanner(&out, info)
+	if !strings.Contains(out.String(), "  Limits             none") || strings.Contains(out.String(), "whsec_") {
+		t.Errorf("without LIMITS and with WEBHOOK_SECRET set:\n%s", out.String())
 	}
 }
