@@ -88,6 +88,9 @@ type Config struct {
 	// QueuedGrace is how long a queued item waits for its own message before the sweep sends it
 	// again; 0 means DefaultQueuedGrace.
 	QueuedGrace time.Duration
+	// Daily, when set, runs the daily reconciliation (daily.go) and reads its stored reports;
+	// nil refuses daily and report with DAILY_NOT_SUPPORTED.
+	Daily *Daily
 }
 
 // QueuedLister lists queued items queued before a time (dynamo.Store.ListQueued).
@@ -157,6 +160,9 @@ type Request struct {
 	Force     bool   `json:"force,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	Operator  string `json:"operator,omitempty"`
+	// daily, report: the UTC day, YYYY-MM-DD; empty is the day before the invocation's
+	// (daily.go).
+	Day string `json:"day,omitempty"`
 }
 
 // Page sizes of list.
@@ -211,6 +217,10 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 		return s.resolve(ctx, req)
 	case ActionSweep:
 		return s.Sweep(ctx)
+	case ActionDaily:
+		return s.daily(ctx, req)
+	case ActionReport:
+		return s.storedReport(ctx, req)
 	case ActionChannels:
 		if s.cfg.Channels == nil {
 			return nil, refuse(CodeChannelsNotAvailable, "no channel accounts here: CHANNEL_COUNT is 0 or the function has no SIGNING_SECRET_ARN")
@@ -221,16 +231,17 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 		}
 		return &ChannelsAnswer{Action: ActionChannels, Channels: chans}, nil
 	case "":
-		return nil, badRequest("action is required (list, get, resolve, sweep, channels)")
+		return nil, badRequest("action is required (list, get, resolve, sweep, channels, daily, report)")
 	default:
-		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels)", logging.Clip(req.Action, 32))
+		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels, daily, report)", logging.Clip(req.Action, 32))
 	}
 }
 
-// writes reports whether action is one a read-only service refuses: every known action but list
-// and get. Unknown actions stay UNKNOWN_ACTION, as on the full service.
+// writes reports whether action is one a read-only service refuses: every known action but list,
+// get and report (a stored daily report). Unknown actions stay UNKNOWN_ACTION, as on the full
+// service.
 func writes(action string) bool {
-	return action == ActionResolve || action == ActionSweep || action == ActionChannels
+	return action == ActionResolve || action == ActionSweep || action == ActionChannels || action == ActionDaily
 }
 
 func (s *Service) list(ctx context.Context, req Request) (*ListAnswer, error) {
