@@ -116,6 +116,9 @@ type DailyReport struct {
 	Action      string    `json:"action"`
 	Day         string    `json:"day"`
 	GeneratedAt time.Time `json:"generatedAt"`
+	// Partial: the day is not over; the report reaches Ledgers.Last only and was not stored
+	// (Request.SoFar).
+	Partial bool `json:"partial"`
 	// OK: no discrepancy.
 	OK            bool `json:"ok"`
 	Discrepancies int  `json:"discrepancies"`
@@ -239,10 +242,15 @@ func (r *DailyReport) Summary() DailySummary {
 		Assets: r.Assets, Ledgers: r.Ledgers, GeneratedAt: r.GeneratedAt}
 }
 
-// dayOf parses the request's day ("YYYY-MM-DD", UTC); "" is the day before now's.
-func dayOf(s string, now time.Time) (time.Time, error) {
+// dayOf parses the request's day ("YYYY-MM-DD", UTC); "" is the day before now's, or now's own
+// with today.
+func dayOf(s string, now time.Time, today bool) (time.Time, error) {
 	if s == "" {
-		y, m, d := now.UTC().AddDate(0, 0, -1).Date()
+		back := -1
+		if today {
+			back = 0
+		}
+		y, m, d := now.UTC().AddDate(0, 0, back).Date()
 		return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), nil
 	}
 	t, err := time.Parse(time.DateOnly, s)
@@ -258,7 +266,7 @@ func (s *Service) storedReport(ctx context.Context, req Request) (json.RawMessag
 	if d == nil || d.Reports == nil {
 		return nil, refuse(CodeDailyNotSupported, "no daily reconciliation is configured on this function")
 	}
-	day, err := dayOf(req.Day, s.cfg.Clock.Now())
+	day, err := dayOf(req.Day, s.cfg.Clock.Now(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -288,14 +296,18 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 		return nil, refuse(CodeDailyNotSupported, "no daily reconciliation is configured on this function")
 	}
 	now := s.cfg.Clock.Now().UTC()
-	start, err := dayOf(req.Day, now)
+	start, err := dayOf(req.Day, now, req.SoFar)
 	if err != nil {
 		return nil, err
 	}
-	if !start.Add(24 * time.Hour).Before(now) {
-		return nil, refuse(CodeDayNotOver, "%s (UTC) is not over yet; a day is reported once it has ended", start.Format(time.DateOnly))
+	partial := req.SoFar && !start.Add(24*time.Hour).Before(now)
+	switch {
+	case start.After(now):
+		return nil, refuse(CodeDayNotOver, "%s (UTC) has not begun", start.Format(time.DateOnly))
+	case !partial && !start.Add(24*time.Hour).Before(now):
+		return nil, refuse(CodeDayNotOver, "%s (UTC) is not over yet; a day is reported once it has ended (soFar: true reports it up to the latest ledger, without storing it)", start.Format(time.DateOnly))
 	}
-	chain, err := d.Chain.VaultDay(ctx, start)
+	chain, err := d.Chain.VaultDay(ctx, start, partial)
 	switch {
 	case errors.Is(err, transfer.ErrDayNotOver):
 		return nil, refuse(CodeDayNotOver, "%s", err.Error())
@@ -311,9 +323,15 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 		return nil, err
 	}
 	report := buildReport(start, now, chain, side)
+	report.Partial = partial
 	body, err := json.Marshal(report)
 	if err != nil {
 		return nil, &Error{Code: CodeStoreUnavailable, Message: "the report could not be encoded", Err: err}
+	}
+	if partial {
+		// The day so far is not the day's report: nothing stored, counted or published.
+		s.cfg.Logger.InfoContext(ctx, "daily reconciliation so far", "report", json.RawMessage(body))
+		return report, nil
 	}
 	if err := d.Reports.PutDailyReport(ctx, start, body, report.GeneratedAt, report.Discrepancies); err != nil {
 		return nil, storeErr(err)

@@ -163,6 +163,9 @@ type Request struct {
 	// daily, report: the UTC day, YYYY-MM-DD; empty is the day before the invocation's
 	// (daily.go).
 	Day string `json:"day,omitempty"`
+	// daily: report a day not over yet up to the latest ledger (its day defaults to today's):
+	// answered and logged only, neither stored nor counted nor published (daily.go).
+	SoFar bool `json:"soFar,omitempty"`
 }
 
 // Page sizes of list.

@@ -35,30 +35,30 @@ const dayPage = 200
 
 // VaultDay reads the vault's classic payments of the UTC day starting at start
 // (transfer.DayReader).
-func (l *RPCLedger) VaultDay(ctx context.Context, start time.Time) (transfer.ChainDay, error) {
-	return l.scanDay(ctx, start, nil)
+func (l *RPCLedger) VaultDay(ctx context.Context, start time.Time, soFar bool) (transfer.ChainDay, error) {
+	return l.scanDay(ctx, start, soFar, nil)
 }
 
 // VaultDay reads the vault contracts' calls of the UTC day starting at start, and the vault
 // account's classic payments beside them (transfer.DayReader).
-func (l *ContractLedger) VaultDay(ctx context.Context, start time.Time) (transfer.ChainDay, error) {
-	return l.scanDay(ctx, start, l)
+func (l *ContractLedger) VaultDay(ctx context.Context, start time.Time, soFar bool) (transfer.ChainDay, error) {
+	return l.RPCLedger.scanDay(ctx, start, soFar, l)
 }
 
 // VaultDay refuses: Horizon's /accounts/{id}/payments would list the vault's classic payments,
 // but neither a contract call nor the metadata's balance changes, and its history is whatever the
 // operator's Horizon keeps; the daily reconciliation reads Stellar RPC only
 // (transfer.ErrDailyNotSupported).
-func (l *HorizonLedger) VaultDay(context.Context, time.Time) (transfer.ChainDay, error) {
+func (l *HorizonLedger) VaultDay(context.Context, time.Time, bool) (transfer.ChainDay, error) {
 	return transfer.ChainDay{}, fmt.Errorf("stellar: %w: this deployment reads the ledger through Horizon (STELLAR_BACKEND=horizon); run it with STELLAR_BACKEND=rpc and STELLAR_RPC_URL", transfer.ErrDailyNotSupported)
 }
 
 // scanDay reads the day; cl is the contract mode's ledger, nil in classic mode.
-func (l *RPCLedger) scanDay(ctx context.Context, start time.Time, cl *ContractLedger) (transfer.ChainDay, error) {
+func (l *RPCLedger) scanDay(ctx context.Context, start time.Time, soFar bool, cl *ContractLedger) (transfer.ChainDay, error) {
 	start = start.UTC()
 	day := transfer.ChainDay{Start: start, End: start.Add(24 * time.Hour), Failed: map[string]uint32{},
 		Balances: map[string]transfer.BalanceMovement{}, ContractMode: cl != nil}
-	first, last, err := l.dayLedgers(ctx, day.Start, day.End)
+	first, last, err := l.dayLedgers(ctx, day.Start, &day.End, soFar)
 	if err != nil {
 		return transfer.ChainDay{}, err
 	}
@@ -121,25 +121,37 @@ func (l *RPCLedger) scanDay(ctx context.Context, start time.Time, cl *ContractLe
 // binary search over getLedgers (one ledger a call) within RPC's history. Close times strictly
 // increase with the sequence (stellar-core closes each ledger at least one second after the last).
 // ErrDayNotOver when no ledger closed at or after end yet; ErrHistoryNotCovered when the oldest
-// ledger RPC holds closed at or after start (ledgers of the day, or the one before it, are gone).
-func (l *RPCLedger) dayLedgers(ctx context.Context, start, end time.Time) (first, last protocol.LedgerInfo, err error) {
+// ledger RPC holds closed at or after start and is not the network's first (ledgers of the day,
+// or the one before it, are gone).
+func (l *RPCLedger) dayLedgers(ctx context.Context, start time.Time, endp *time.Time, soFar bool) (first, last protocol.LedgerInfo, err error) {
 	probe, err := l.ledgerAt(ctx, 0)
 	if err != nil {
 		return first, last, err
 	}
 	oldest, latest := probe.OldestLedger, probe.LatestLedger
+	partial := soFar && probe.LatestLedgerCloseTime < endp.Unix() && probe.LatestLedgerCloseTime >= start.Unix() && len(probe.Ledgers) == 1
+	if partial {
+		// The day so far: up to the latest ledger, which closed within it.
+		*endp = time.Unix(probe.LatestLedgerCloseTime+1, 0).UTC()
+	}
+	end := *endp
 	switch {
-	case probe.LatestLedgerCloseTime < end.Unix():
+	case !partial && probe.LatestLedgerCloseTime < end.Unix():
 		return first, last, fmt.Errorf("stellar: %w: the latest ledger %d closed at %s, before the day's end %s", transfer.ErrDayNotOver,
 			latest, time.Unix(probe.LatestLedgerCloseTime, 0).UTC().Format(time.RFC3339), end.Format(time.RFC3339))
-	case probe.OldestLedgerCloseTime >= start.Unix():
+	case probe.OldestLedgerCloseTime >= start.Unix() && oldest > 1:
 		return first, last, fmt.Errorf("stellar: %w: RPC's oldest ledger %d closed at %s, not before the day's start %s (stellar-rpc keeps history-retention-window ledgers, about 7 days by default)",
 			transfer.ErrHistoryNotCovered, oldest, time.Unix(probe.OldestLedgerCloseTime, 0).UTC().Format(time.RFC3339), start.Format(time.RFC3339))
 	}
-	// firstAtOrAfter(t): the lowest ledger in (oldest, latest] closing at or after t; oldest closes
-	// before start <= t and latest at or after end >= t, so it exists.
+	// firstAtOrAfter(t): the lowest ledger in [from, latest] closing at or after t. The oldest
+	// ledger closes before start <= t, or is the genesis ledger (1: no ledger precedes it, so the
+	// history covers the day from its start); latest closes at or after end >= t.
+	from := oldest + 1
+	if oldest <= 1 {
+		from = 1
+	}
 	firstAtOrAfter := func(t int64) (protocol.LedgerInfo, error) {
-		lo, hi := oldest+1, latest
+		lo, hi := from, latest
 		var found protocol.LedgerInfo
 		for lo <= hi {
 			mid := lo + (hi-lo)/2
@@ -163,6 +175,9 @@ func (l *RPCLedger) dayLedgers(ctx context.Context, start, end time.Time) (first
 	}
 	if first, err = firstAtOrAfter(start.Unix()); err != nil {
 		return first, last, err
+	}
+	if partial {
+		return first, probe.Ledgers[0], nil
 	}
 	after, err := firstAtOrAfter(end.Unix())
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // configured asset from or to the vault, and what the transactions' metadata says the vault's
 // balances did.
 type ChainDay struct {
-	// Start and End bound the day: [Start, End), End = Start + 24 h.
+	// Start and End bound the day: [Start, End), End = Start + 24 h (or earlier: VaultDay's soFar).
 	Start, End time.Time
 	// FirstLedger and LastLedger are the first and last ledgers closed in [Start, End); Ledgers is
 	// LastLedger - FirstLedger + 1 (0 and no ledger when none closed).
@@ -121,8 +121,10 @@ var ErrDailyNotSupported = errors.New("the daily reconciliation needs Stellar RP
 
 // DayReader reads the chain's side of a day (internal/stellar's ledgers).
 type DayReader interface {
-	// VaultDay reads the UTC day starting at start (midnight UTC). Errors wrap ErrHistoryNotCovered,
-	// ErrDayNotOver or ErrDailyNotSupported for what the ledger cannot answer, anything else for a
-	// ledger that could not be asked.
-	VaultDay(ctx context.Context, start time.Time) (ChainDay, error)
+	// VaultDay reads the UTC day starting at start (midnight UTC). With soFar, a day not over yet
+	// is read up to the latest ledger (ChainDay.End is then that ledger's close time plus one
+	// second, before Start + 24 h); without, such a day is ErrDayNotOver. Errors wrap
+	// ErrHistoryNotCovered, ErrDayNotOver or ErrDailyNotSupported for what the ledger cannot
+	// answer, anything else for a ledger that could not be asked.
+	VaultDay(ctx context.Context, start time.Time, soFar bool) (ChainDay, error)
 }
