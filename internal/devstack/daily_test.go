@@ -258,3 +258,61 @@ func TestDailyReconciliationOnTheLocalStack(t *testing.T) {
 		t.Errorf("the reader ran daily: %v", m)
 	}
 }
+
+// In contract mode the day's transfers are the vault contract's calls: a deposit and a withdrawal
+// matched by their hashes (fee bumps from channel accounts), the call's wallet and amount read
+// from its arguments; a classic payment straight from the vault account is still the vault's
+// movement and is reported. The actual movement is not readable (the contract keeps its own book).
+func TestDailyReconciliationInContractMode(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2030, 3, 18, 0, 0, 0, 0, time.UTC)
+	clock := vclock.New(day.Add(12 * time.Hour))
+	keys, err := signing.GenerateKeys(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"VAULT_CONTRACT": "local"}
+	s, err := Start(context.Background(), Options{LedgerInterval: time.Second, Clock: clock, Keys: &keys, Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	wallet, other := s.Info.Wallets[0].Account, s.Info.Wallets[1].Account
+	hashes := map[string]string{}
+	for key, body := range map[string]string{
+		"daily-deposit-0001": contractTransfer("deposit", wallet, "12.5"),
+		"daily-withdraw-001": contractTransfer("withdraw", wallet, "2.5"),
+	} {
+		r := post(t, s, key, body)
+		if r.status != http.StatusOK {
+			t.Fatalf("POST %s = %d %v", key, r.status, r.body)
+		}
+		hashes[key] = r.body["transactionHash"].(string)
+	}
+	direct := payFromVault(t, s, &txnbuildKey{keys: keys, address: keys.Vault.Address()}, other, "1", clock.Now())
+	// Past midnight, a ledger closes; RPC shows it once its ingestion lag (at most 3 s) passed.
+	clock.Advance(day.Add(24*time.Hour + time.Minute).Sub(clock.Now()))
+	s.Network.CloseLedger()
+	clock.Advance(5 * time.Second)
+
+	r, m := invokeDaily(t, s, reconcileFunction, `{"action":"daily","day":"2030-03-18"}`)
+	if m["code"] != nil {
+		t.Fatalf("daily: %v", m)
+	}
+	if !r.ContractMode || r.Matched != 2 || r.Discrepancies != 1 || r.Counts != (reconcile.DailyCounts{Unexplained: 1}) {
+		t.Fatalf("report %+v", r)
+	}
+	if u := r.Unknown[0]; u.Hash != direct || u.Stroops != 10_000_000 || u.Counterparty != other || u.Function != "" {
+		t.Fatalf("unexplained %+v", u)
+	}
+	a := r.Assets[0]
+	if a.Received != 125_000_000 || a.PaidOut != 25_000_000 || a.Net != 100_000_000 || a.ChainNet != 90_000_000 ||
+		a.UnexplainedNet != -10_000_000 || a.ActualReadable || a.ActualNet != nil || a.Difference != -10_000_000 || a.BalanceMismatch {
+		t.Fatalf("USDC %+v", a)
+	}
+	for key, h := range hashes {
+		if tx, ok := s.Network.Transaction(h); !ok || tx.FeeBumpHash == "" {
+			t.Fatalf("%s: not a fee bump: %+v", key, tx)
+		}
+	}
+}
