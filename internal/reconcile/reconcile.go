@@ -2,11 +2,14 @@
 // reconcile function's handler (functions/reconcile): list and get the in-doubt queue with what
 // the chain says now; resolve an item with a transaction hash that the ledger shows landed, or
 // discard one that the ledger proves dead (either forced, with a reason, when the ledger cannot
-// prove it); and sweep: settle every in-doubt item and expired claim the ledger can judge.
-// Judgement is transfer.Orchestrator.Settle's, the same rules every other path uses.
+// prove it); sweep: settle every in-doubt item and expired claim the ledger can judge; and daily:
+// a UTC day's transfers set against the chain and the vault's balance (daily.go), stored and read
+// again with report. Judgement is transfer.Orchestrator.Settle's, the same rules every other path
+// uses.
 //
-// A read-only Service (Config.ReadOnly) answers list and get only and refuses every action that
-// writes (resolve, sweep, channels) with the Problem ACTION_NOT_ALLOWED before reading anything.
+// A read-only Service (Config.ReadOnly) answers list, get and report only and refuses every action
+// that writes (resolve, sweep, channels, daily) with the Problem ACTION_NOT_ALLOWED before reading
+// anything.
 // The same binary serves both operator roles of README.md ("Operator roles"): ReconcileFunction
 // with every action, and InDoubtReaderFunction read-only (RECONCILE_ACTIONS=read), whose IAM
 // role can only read the table, so lambda:InvokeFunction on it grants exactly list and get.
