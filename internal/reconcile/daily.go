@@ -54,8 +54,13 @@ import (
 // default history retention (about 7 days), past which the day cannot be reported again anyway.
 const DailyLookAhead = 7
 
-// DailyListMax clips each list of a report; the counts are exact.
-const DailyListMax = 100
+// DailyListMax clips each list of a report; the counts are exact. Seven lists of 40 entries of
+// under 700 bytes keep a report within a CloudWatch Logs event (256 KB) and a stored item
+// (dynamo.MaxDailyReport).
+const DailyListMax = 40
+
+// maxLoggedReport bounds the report logged whole; a larger one is logged as its summary.
+const maxLoggedReport = 200_000
 
 // Actions of the daily reconciliation.
 const (
@@ -281,11 +286,16 @@ func (s *Service) storedReport(ctx context.Context, req Request) (json.RawMessag
 }
 
 // daily runs the day's reconciliation: reads both sides, builds the report, stores it, logs it,
-// writes the metric and publishes the event. A run that cannot report writes DailyFailed.
+// writes the metric and publishes the event. A run that cannot report writes DailyFailed when it
+// is the scheduled run (no day named, not soFar), refused or failed, or any run that failed (the
+// store, the ledger): an operator's refused request (a malformed day, a day not over) does not.
 func (s *Service) daily(ctx context.Context, req Request) (*DailyReport, error) {
 	r, err := s.runDaily(ctx, req)
 	if err != nil && s.cfg.Daily != nil && s.cfg.Daily.Gauge != nil {
-		s.cfg.Daily.Gauge.DailyFailed(ctx)
+		var e *Error
+		if req.Day == "" && !req.SoFar || !errors.As(err, &e) || e.Err != nil {
+			s.cfg.Daily.Gauge.DailyFailed(ctx)
+		}
 	}
 	return r, err
 }
@@ -340,7 +350,11 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 	if !report.OK {
 		level = slog.LevelWarn
 	}
-	s.cfg.Logger.Log(ctx, level, "daily reconciliation", "report", json.RawMessage(body))
+	if len(body) <= maxLoggedReport {
+		s.cfg.Logger.Log(ctx, level, "daily reconciliation", "report", json.RawMessage(body))
+	} else {
+		s.cfg.Logger.Log(ctx, level, "daily reconciliation", "summary", report.Summary(), "stored", dailyKeyHint(report.Day))
+	}
 	if d.Gauge != nil {
 		d.Gauge.DailyDiscrepancies(ctx, report.Discrepancies)
 	}
@@ -708,4 +722,9 @@ func itemOfRecord(rec transfer.Record) DailyItem {
 		it.SettledAt = rec.UpdatedAt
 	}
 	return it
+}
+
+// dailyKeyHint says where a report too large to log is read.
+func dailyKeyHint(day string) string {
+	return `the whole report: {"action":"report","day":"` + day + `"}`
 }
