@@ -132,8 +132,9 @@ func (r *dayRig) pay(from, to string, amount string) *txnbuild.Payment {
 // ledgers are exactly those closed from 00:00:00 to 23:59:59 UTC (a ledger closed at midnight is
 // the next day's); a classic payment with a text memo, a fee bump around a channel account's
 // transaction whose payment's operation source is the vault and whose destination is muxed, and
-// an incoming payment, each decoded with its hashes, ledger, amount, memo and muxed id; the
-// vault's actual movement and balances from the metadata. A day not over is refused unless read
+// an incoming payment, each decoded with its hashes, ledger, amount, memo and muxed id; an
+// overdraft included FAILED (its hash kept, nothing moved) and an XLM payment (another operation);
+// the vault's actual movement and balances from the metadata. A day not over is refused unless read
 // so far; a day past RPC's history is refused.
 func TestVaultDayAtTheDayBoundaries(t *testing.T) {
 	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
@@ -156,7 +157,13 @@ func TestVaultDayAtTheDayBoundaries(t *testing.T) {
 	r.clock.Advance(day.Add(12*time.Hour - time.Second).Sub(r.clock.Now()))
 	inner, outer := r.send(r.channel, []txnbuild.Operation{r.pay(vault, muxed.Address(), "2.25")}, nil, true, r.channel, r.keys.Vault)
 	in, _ := r.send(r.wallet, []txnbuild.Operation{r.pay("", vault, "3")}, txnbuild.MemoID(99), false, r.wallet)
+	// The vault pays more than it holds: included FAILED (op_underfunded), nothing moves.
+	failed, _ := r.send(r.keys.Vault, []txnbuild.Operation{r.pay("", wallet, "100000")}, nil, false, r.keys.Vault)
 	r.closeAt(day.Add(12 * time.Hour))
+	// 18:00: the vault pays XLM: not a configured asset, another operation of the vault.
+	r.clock.Advance(day.Add(18*time.Hour - time.Second).Sub(r.clock.Now()))
+	xlm, _ := r.send(r.keys.Vault, []txnbuild.Operation{&txnbuild.Payment{Destination: wallet, Amount: "1", Asset: txnbuild.NativeAsset{}}}, nil, false, r.keys.Vault)
+	r.closeAt(day.Add(18 * time.Hour))
 	// 23:59:59: the day's last ledger; 00:00:00 the next day's first.
 	last := r.closeAt(next.Add(-time.Second))
 	after, _ := r.send(r.keys.Vault, []txnbuild.Operation{r.pay("", wallet, "4")}, nil, false, r.keys.Vault)
@@ -180,7 +187,7 @@ func TestVaultDayAtTheDayBoundaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.FirstLedger != first.Sequence || got.LastLedger != last.Sequence || !got.FirstClose.Equal(day) ||
-		!got.LastClose.Equal(next.Add(-time.Second)) || got.Transactions != 3 || got.ContractMode {
+		!got.LastClose.Equal(next.Add(-time.Second)) || got.Transactions != 5 || got.ContractMode {
 		t.Fatalf("day %+v", got)
 	}
 	want := []transfer.ChainPayment{
@@ -206,7 +213,12 @@ func TestVaultDayAtTheDayBoundaries(t *testing.T) {
 			t.Errorf("payment %+v not read: %+v", w, got.Payments)
 		}
 	}
-	if len(got.Other) != 0 || len(got.Failed) != 0 {
+	if tx, _ := r.n.Transaction(failed); tx.Status != "FAILED" {
+		t.Fatalf("the overdraft: %+v", tx)
+	}
+	wantOther := transfer.ChainOther{Hash: xlm, Ledger: first.Sequence + 2, Op: 0, Type: "OperationTypePayment",
+		Detail: "a payment of an asset that is not configured, from or to the vault"}
+	if len(got.Other) != 1 || got.Other[0] != wantOther || len(got.Failed) != 1 || got.Failed[failed] != first.Sequence+1 {
 		t.Fatalf("other %+v failed %+v", got.Other, got.Failed)
 	}
 	opening := r.vaultStart - 90_000_000
@@ -222,5 +234,20 @@ func TestVaultDayAtTheDayBoundaries(t *testing.T) {
 	}
 	if _, err := r.ledger.VaultDay(context.Background(), day, false); !errors.Is(err, transfer.ErrHistoryNotCovered) {
 		t.Fatalf("past the history: %v", err)
+	}
+}
+
+// A Horizon-only deployment cannot read a day: refused with ErrDailyNotSupported, without asking
+// the network anything.
+func TestVaultDayOnHorizonIsRefused(t *testing.T) {
+	r := newDayRig(t, time.Date(2033, 5, 18, 12, 0, 0, 0, time.UTC))
+	h, err := stellar.NewHorizonLedger(stellar.HorizonConfig{URL: r.n.URL(), Passphrase: r.n.Passphrase(), VaultAccount: r.keys.Vault.Address(),
+		Assets: []txnbuild.CreditAsset{r.credit}, Keys: signing.StaticKeys{K: r.keys}, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dr transfer.DayReader = h
+	if _, err := dr.VaultDay(context.Background(), time.Date(2033, 5, 17, 0, 0, 0, 0, time.UTC), false); !errors.Is(err, transfer.ErrDailyNotSupported) {
+		t.Fatalf("Horizon: %v", err)
 	}
 }
