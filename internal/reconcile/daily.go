@@ -42,8 +42,9 @@ import (
 //   - assets: per asset, in stroops, what the transfers say moved, what the chain's payments add up
 //     to, and the vault's actual movement from the metadata's ledger-entry changes where readable;
 //     an actual movement that differs from the payments' is a discrepancy;
-//   - inDoubt and unsettled: the items in doubt now and the expired claims, with whether the chain
-//     shows their transaction in the day (listed, not counted: they have their own alarm);
+//   - inDoubt and unsettled: the items in doubt now, and the expired claims and queued transfers
+//     accepted by the day's end, with whether the chain shows their transaction in the day
+//     (listed, not counted: they have their own alarms);
 //   - unverified: records settled on the day as paid by a forced resolution whose transaction is
 //     not in the day (listed, not counted: the ledger could not prove it when it was forced).
 //
@@ -54,7 +55,7 @@ import (
 // default history retention (about 7 days), past which the day cannot be reported again anyway.
 const DailyLookAhead = 7
 
-// DailyListMax clips each list of a report; the counts are exact. Seven lists of 40 entries of
+// DailyListMax clips each list of a report; the counts are exact. Eight lists of 40 entries of
 // under 700 bytes keep a report within a CloudWatch Logs event (256 KB) and a stored item
 // (dynamo.MaxDailyReport).
 const DailyListMax = 40
@@ -140,7 +141,10 @@ type DailyReport struct {
 	Unknown []DailyPayment        `json:"unexplained"`
 	Other   []transfer.ChainOther `json:"otherOperations"`
 	InDoubt []DailyItem           `json:"inDoubt"`
-	Unsure  []DailyItem           `json:"unverified"`
+	// Unsettled are the transfers not settled when the report was made, accepted by the day's end:
+	// expired claims (an invocation died holding one) and queued transfers no submitter took yet.
+	Unsettled []DailyItem `json:"unsettled"`
+	Unsure    []DailyItem `json:"unverified"`
 }
 
 // DailyLedgers are the day's ledgers: [first, last], their close times and the transactions read.
@@ -161,6 +165,7 @@ type DailyCounts struct {
 	Other       int `json:"otherOperations"`
 	Balance     int `json:"balanceMismatches"`
 	InDoubt     int `json:"inDoubt"`
+	Unsettled   int `json:"unsettled"`
 	Unverified  int `json:"unverified"`
 }
 
@@ -370,8 +375,9 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 type tableSide struct {
 	// records: the lasting records settled from the day on, one per incarnation.
 	records []transfer.Record
-	// live: the items in doubt now and the expired claims.
-	live []transfer.Record
+	// live: the items in doubt now; unsettled: the expired claims and the queued items queued
+	// before the day's end.
+	live, unsettled []transfer.Record
 }
 
 // tableSide reads the records settled from start's day through DailyLookAhead days after it (never
@@ -421,11 +427,25 @@ func (s *Service) tableSide(ctx context.Context, start, now time.Time) (tableSid
 		if err != nil {
 			return side, storeErr(err)
 		}
-		side.live = append(side.live, page...)
+		side.unsettled = append(side.unsettled, page...)
 		if next == "" {
 			break
 		}
 		cursor = next
+	}
+	if s.cfg.Queued != nil {
+		cursor = ""
+		for {
+			page, next, err := s.cfg.Queued.ListQueued(ctx, start.Add(24*time.Hour), MaxListLimit, cursor)
+			if err != nil {
+				return side, storeErr(err)
+			}
+			side.unsettled = append(side.unsettled, page...)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
 	}
 	return side, nil
 }
@@ -557,21 +577,34 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 			r.Absent = append(r.Absent, it)
 		}
 	}
-	for _, rec := range side.live {
+	// The items not settled: their payment on chain is explained (not unexplained: the sweep or
+	// an operator will settle it), and shown with the item.
+	notSettled := func(rec transfer.Record) (DailyItem, bool) {
 		it := itemOfRecord(rec)
 		if rec.Envelope != nil {
 			it.TransactionHash = rec.Envelope.InnerHash
 		}
-		if i, _ := find(rec); i >= 0 {
-			p := chain.Payments[i]
-			if !explained[i] {
-				explained[i] = true
-				asset(p.Asset).InDoubtNet += signed(p)
+		for _, h := range recordHashes(rec) {
+			if is := byHash[h]; len(is) > 0 {
+				p := chain.Payments[is[0]]
+				if !explained[is[0]] {
+					explained[is[0]] = true
+					asset(p.Asset).InDoubtNet += signed(p)
+				}
+				it.OnChain, it.ChainLedger = true, p.Ledger
+				break
 			}
-			it.OnChain, it.ChainLedger = true, p.Ledger
 		}
-		if it.OnChain || !rec.CreatedAt.After(start.Add(24*time.Hour)) {
+		return it, it.OnChain || !rec.CreatedAt.After(start.Add(24*time.Hour))
+	}
+	for _, rec := range side.live {
+		if it, ok := notSettled(rec); ok {
 			r.InDoubt = append(r.InDoubt, it)
+		}
+	}
+	for _, rec := range side.unsettled {
+		if it, ok := notSettled(rec); ok {
+			r.Unsettled = append(r.Unsettled, it)
 		}
 	}
 	for i, p := range chain.Payments {
@@ -615,10 +648,11 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 	}
 	r.Counts.Absent, r.Counts.Failed, r.Counts.Mismatched = len(r.Absent), len(r.Failed), len(r.Differs)
 	r.Counts.Unexplained, r.Counts.Other, r.Counts.InDoubt, r.Counts.Unverified = len(r.Unknown), len(r.Other), len(r.InDoubt), len(r.Unsure)
+	r.Counts.Unsettled = len(r.Unsettled)
 	r.Discrepancies = r.Counts.Absent + r.Counts.Failed + r.Counts.Mismatched + r.Counts.Unexplained + r.Counts.Other + r.Counts.Balance
 	r.OK = r.Discrepancies == 0
 	r.Absent, r.Failed, r.Differs = clip(r.Absent), clip(r.Failed), clip(r.Differs)
-	r.InDoubt, r.Unsure, r.Unknown = clip(r.InDoubt), clip(r.Unsure), clip(r.Unknown)
+	r.InDoubt, r.Unsure, r.Unknown, r.Unsettled = clip(r.InDoubt), clip(r.Unsure), clip(r.Unknown), clip(r.Unsettled)
 	r.Other = clip(r.Other)
 	return r
 }
@@ -718,7 +752,7 @@ func itemOfRecord(rec transfer.Record) DailyItem {
 	it := DailyItem{StoreKey: v.StoreKey, IdempotencyKey: v.IdempotencyKey, Status: v.Status, OperationType: v.OperationType,
 		WalletAddress: v.WalletAddress, Amount: v.Amount, Asset: v.Asset, Memo: v.Memo, TransactionHash: v.TransactionHash,
 		Ledger: v.Ledger, Forced: rec.Audit != nil && rec.Audit.Forced}
-	if rec.Status != transfer.StatusInDoubt && rec.Status != transfer.StatusInFlight {
+	if rec.Status != transfer.StatusInDoubt && rec.Status != transfer.StatusInFlight && rec.Status != transfer.StatusQueued {
 		it.SettledAt = rec.UpdatedAt
 	}
 	return it
