@@ -25,8 +25,8 @@ import (
 // operator settles it. So the table's side is every lasting record settled from the day on, for
 // DailyLookAhead days (and never past the invocation's day), every item in doubt now and every
 // expired claim: each explains the chain payments whose hash is one of its envelope's, whatever
-// day it settled. A record settled as paid is expected on chain on the day of its ledger
-// (transfer.Result.Ledger).
+// day it settled (and from the day before, for a clock behind the ledger's). A record settled as
+// paid is expected on chain on the day of its ledger (transfer.Result.Ledger).
 //
 // What it reports, each list sorted and clipped to DailyListMax entries (its count exact):
 //   - absentOnChain: a transfer settled as paid whose ledger is in the day's range and whose
@@ -380,12 +380,14 @@ type tableSide struct {
 	live, unsettled []transfer.Record
 }
 
-// tableSide reads the records settled from start's day through DailyLookAhead days after it (never
-// past now's day), the in-doubt items and the expired claims.
+// tableSide reads the records settled from the day before start's through DailyLookAhead days
+// after it (never past now's day), the in-doubt items, the expired claims and the queued items.
 func (s *Service) tableSide(ctx context.Context, start, now time.Time) (tableSide, error) {
 	var side tableSide
 	seen := map[string]bool{}
-	for i := 0; i <= DailyLookAhead; i++ {
+	// From the day before: a record is filed under its settlement's day on the settling
+	// function's clock, which may run a little behind the ledger's close times.
+	for i := -1; i <= DailyLookAhead; i++ {
 		day := start.AddDate(0, 0, i)
 		if day.After(now) {
 			break

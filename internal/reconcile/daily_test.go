@@ -83,8 +83,8 @@ func pay(hash string, ledger uint32, stroops int64) transfer.ChainPayment {
 }
 
 // Every way the table and the chain can disagree, in one day, with the amounts to the stroop:
-// transfers matched (one settled after midnight whose ledger is the day's last, one recorded by
-// its fee bump's hash), an amount, a muxed id and a memo that differ, a transfer absent on chain,
+// transfers matched (one settled after midnight whose ledger is the day's last, one filed under
+// the day before by a clock behind the ledger's, one recorded by its fee bump's hash), an amount, a muxed id and a memo that differ, a transfer absent on chain,
 // one failed on chain, a payment whose transfer is recorded as rejected, a second payment in a
 // transfer's transaction, an incoming payment, another operation of the vault, a vault whose
 // actual movement is not its payments', an in-doubt transfer and an expired claim that landed, a
@@ -98,6 +98,8 @@ func TestDailyReportsEveryDiscrepancyExactly(t *testing.T) {
 	muxed6, _ := xdr.MuxedAccountFromAccountId(wallet, 6)
 
 	archive(t, f, "clean-aaaa-0001", transfer.StatusReplayable, 100_000_000, h("a1"), "", 1100, day.Add(10*time.Hour), nil)
+	// Settled by a function whose clock ran behind the ledger's: filed under the day before.
+	archive(t, f, "skewed-nnn-0001", transfer.StatusReplayable, 5_000_000, h("ab1"), "", first, day.Add(-time.Second), nil)
 	archive(t, f, "boundary-b-0001", transfer.StatusReplayable, 200_000_000, h("b1"), "", last, day.Add(24*time.Hour+2*time.Second), nil)
 	archive(t, f, "amount-ccc-0001", transfer.StatusReplayable, 300_000_000, h("c1"), "", 1200, day.Add(11*time.Hour), nil)
 	archive(t, f, "muxed-dddd-0001", transfer.StatusReplayable, 50_000_000, h("d1"), "", 1210, day.Add(11*time.Hour), func(r *transfer.Record) {
@@ -137,10 +139,10 @@ func TestDailyReportsEveryDiscrepancyExactly(t *testing.T) {
 	chain := &chainDay{day: transfer.ChainDay{
 		Start: day, End: day.Add(24 * time.Hour), FirstLedger: first, LastLedger: last, Transactions: 14,
 		Payments: []transfer.ChainPayment{firstOfA, second, amount, mux, memo, pay(h("b9"), 1500, 40_000_000), bumped, incoming, landed,
-			pay(h("b1"), last, 200_000_000), claimLanded},
+			pay(h("b1"), last, 200_000_000), claimLanded, pay(h("ab1"), first, 5_000_000)},
 		Other:    []transfer.ChainOther{{Hash: h("ee1"), Ledger: 1750, Op: 0, Type: "OperationTypeChangeTrust", Detail: "an operation whose source is the vault"}},
 		Failed:   map[string]uint32{h("a9"): 1400},
-		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -100_000_000, Opening: 5_000_000_000, Closing: 4_900_000_000, HasBalances: true}},
+		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -105_000_000, Opening: 5_000_000_000, Closing: 4_895_000_000, HasBalances: true}},
 	}}
 	svc, g, events := withDaily(t, f, chain)
 
@@ -153,7 +155,7 @@ func TestDailyReportsEveryDiscrepancyExactly(t *testing.T) {
 		t.Fatalf("asked %v, day %s", chain.asked, r.Day)
 	}
 	want := reconcile.DailyCounts{Absent: 1, Failed: 1, Mismatched: 3, Unexplained: 3, Other: 1, Balance: 1, InDoubt: 1, Unsettled: 1, Unverified: 1}
-	if r.Counts != want || r.Discrepancies != 10 || r.OK || r.Matched != 3 {
+	if r.Counts != want || r.Discrepancies != 10 || r.OK || r.Matched != 4 {
 		t.Fatalf("counts %+v discrepancies %d matched %d", r.Counts, r.Discrepancies, r.Matched)
 	}
 	if r.Absent[0].StoreKey != absent.StoreKey || r.Absent[0].TransactionHash != h("f1") || r.Absent[0].Ledger != 1300 {
@@ -192,11 +194,11 @@ func TestDailyReportsEveryDiscrepancyExactly(t *testing.T) {
 		t.Errorf("unverified %+v", r.Unsure)
 	}
 	a := r.Assets[0]
-	// Chain: -790 (the transfers' payments) - 250 (in doubt, unsettled) + 950 (unexplained) = -90;
-	// the vault moved -100: 10 moved that no payment shows.
-	if a.Asset != "USDC" || a.PaidOut != 950_000_000 || a.Received != 0 || a.Net != -950_000_000 || a.ChainNet != -90_000_000 ||
-		a.InDoubtNet != -250_000_000 || a.UnexplainedNet != 950_000_000 || !a.ActualReadable || *a.ActualNet != -100_000_000 ||
-		*a.Opening != 5_000_000_000 || *a.Closing != 4_900_000_000 || a.Difference != 850_000_000 || !a.BalanceMismatch {
+	// Chain: -795 (the transfers' payments) - 250 (in doubt, unsettled) + 950 (unexplained) = -95;
+	// the vault moved -105: 10 moved that no payment shows.
+	if a.Asset != "USDC" || a.PaidOut != 955_000_000 || a.Received != 0 || a.Net != -955_000_000 || a.ChainNet != -95_000_000 ||
+		a.InDoubtNet != -250_000_000 || a.UnexplainedNet != 950_000_000 || !a.ActualReadable || *a.ActualNet != -105_000_000 ||
+		*a.Opening != 5_000_000_000 || *a.Closing != 4_895_000_000 || a.Difference != 850_000_000 || !a.BalanceMismatch {
 		t.Errorf("USDC %+v", a)
 	}
 	if len(g.discrepancies) != 1 || g.discrepancies[0] != 10 || g.failed != 0 || len(*events) != 1 || (*events)[0].Discrepancies != 10 {
