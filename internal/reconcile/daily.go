@@ -548,9 +548,13 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 				it.Differences = append(differences(rec, p), DailyDifference{Field: "ledger", Here: u32(ledger), Chain: u32(p.Ledger)})
 				addTransfer(asset(rec.Request.Asset), rec)
 				r.Differs = append(r.Differs, it)
+			} else if failed {
+				// Recorded as landed in another ledger, yet included FAILED in this day.
+				addTransfer(asset(rec.Request.Asset), rec)
+				r.Failed = append(r.Failed, itemOfRecord(rec))
 			}
 			continue
-		case ledger == 0 && i < 0:
+		case ledger == 0 && i < 0 && !failed:
 			if forced && transfer.ArchiveDay(rec.UpdatedAt) == r.Day {
 				r.Unsure = append(r.Unsure, itemOfRecord(rec))
 			}

@@ -85,7 +85,7 @@ func pay(hash string, ledger uint32, stroops int64) transfer.ChainPayment {
 // Every way the table and the chain can disagree, in one day, with the amounts to the stroop:
 // transfers matched (one settled after midnight whose ledger is the day's last, one filed under
 // the day before by a clock behind the ledger's, one recorded by its fee bump's hash), an amount, a muxed id and a memo that differ, a transfer absent on chain,
-// one failed on chain, a payment whose transfer is recorded as rejected, a second payment in a
+// one failed on chain and one forced as landed that failed, a payment whose transfer is recorded as rejected, a second payment in a
 // transfer's transaction, an incoming payment, another operation of the vault, a vault whose
 // actual movement is not its payments', an in-doubt transfer and an expired claim that landed, a
 // forced resolution the chain does not show (listed, not counted) and a record of the day before
@@ -115,6 +115,10 @@ func TestDailyReportsEveryDiscrepancyExactly(t *testing.T) {
 	forced := archive(t, f, "forced-jjj-0001", transfer.StatusReplayable, 10_000_000, h("d9"), "", 0, day.Add(14*time.Hour), func(r *transfer.Record) {
 		r.Audit = &transfer.Audit{Action: "resolve", Operator: "alice", Reason: "seen on an explorer", Forced: true, At: day.Add(14 * time.Hour)}
 	})
+	// Forced as landed, yet the day shows its transaction FAILED.
+	forcedFailed := archive(t, f, "forcedfail-0001", transfer.StatusReplayable, 1_000_000, h("fa1"), "", 0, day.Add(16*time.Hour), func(r *transfer.Record) {
+		r.Audit = &transfer.Audit{Action: "resolve", Operator: "bob", Reason: "looked landed", Forced: true, At: day.Add(16 * time.Hour)}
+	})
 	archive(t, f, "bumped-kkk-0001", transfer.StatusReplayable, 60_000_000, h("e9"), hashOf("e9", true), 1600, day.Add(15*time.Hour), nil)
 	inDoubt := f.put(t, "indoubt-l-0001", transfer.StatusInDoubt, time.Time{}, false)
 	// An invocation died holding this claim after its transaction landed: unsettled, explained.
@@ -141,7 +145,7 @@ func TestDailyReportsEveryDiscrepancyExactly(t *testing.T) {
 		Payments: []transfer.ChainPayment{firstOfA, second, amount, mux, memo, pay(h("b9"), 1500, 40_000_000), bumped, incoming, landed,
 			pay(h("b1"), last, 200_000_000), claimLanded, pay(h("ab1"), first, 5_000_000)},
 		Other:    []transfer.ChainOther{{Hash: h("ee1"), Ledger: 1750, Op: 0, Type: "OperationTypeChangeTrust", Detail: "an operation whose source is the vault"}},
-		Failed:   map[string]uint32{h("a9"): 1400},
+		Failed:   map[string]uint32{h("a9"): 1400, h("fa1"): 1450},
 		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -105_000_000, Opening: 5_000_000_000, Closing: 4_895_000_000, HasBalances: true}},
 	}}
 	svc, g, events := withDaily(t, f, chain)
@@ -154,14 +158,14 @@ func TestDailyReportsEveryDiscrepancyExactly(t *testing.T) {
 	if len(chain.asked) != 1 || !chain.asked[0].Equal(day) || r.Day != "2026-02-28" {
 		t.Fatalf("asked %v, day %s", chain.asked, r.Day)
 	}
-	want := reconcile.DailyCounts{Absent: 1, Failed: 1, Mismatched: 3, Unexplained: 3, Other: 1, Balance: 1, InDoubt: 1, Unsettled: 1, Unverified: 1}
-	if r.Counts != want || r.Discrepancies != 10 || r.OK || r.Matched != 4 {
+	want := reconcile.DailyCounts{Absent: 1, Failed: 2, Mismatched: 3, Unexplained: 3, Other: 1, Balance: 1, InDoubt: 1, Unsettled: 1, Unverified: 1}
+	if r.Counts != want || r.Discrepancies != 11 || r.OK || r.Matched != 4 {
 		t.Fatalf("counts %+v discrepancies %d matched %d", r.Counts, r.Discrepancies, r.Matched)
 	}
 	if r.Absent[0].StoreKey != absent.StoreKey || r.Absent[0].TransactionHash != h("f1") || r.Absent[0].Ledger != 1300 {
 		t.Errorf("absent %+v", r.Absent)
 	}
-	if r.Failed[0].StoreKey != failed.StoreKey {
+	if len(r.Failed) != 2 || r.Failed[0].StoreKey != failed.StoreKey || r.Failed[1].StoreKey != forcedFailed.StoreKey || !r.Failed[1].Forced {
 		t.Errorf("failed %+v", r.Failed)
 	}
 	diffs := map[string][]reconcile.DailyDifference{}
@@ -196,12 +200,12 @@ func TestDailyReportsEveryDiscrepancyExactly(t *testing.T) {
 	a := r.Assets[0]
 	// Chain: -795 (the transfers' payments) - 250 (in doubt, unsettled) + 950 (unexplained) = -95;
 	// the vault moved -105: 10 moved that no payment shows.
-	if a.Asset != "USDC" || a.PaidOut != 955_000_000 || a.Received != 0 || a.Net != -955_000_000 || a.ChainNet != -95_000_000 ||
+	if a.Asset != "USDC" || a.PaidOut != 956_000_000 || a.Received != 0 || a.Net != -956_000_000 || a.ChainNet != -95_000_000 ||
 		a.InDoubtNet != -250_000_000 || a.UnexplainedNet != 950_000_000 || !a.ActualReadable || *a.ActualNet != -105_000_000 ||
-		*a.Opening != 5_000_000_000 || *a.Closing != 4_895_000_000 || a.Difference != 850_000_000 || !a.BalanceMismatch {
+		*a.Opening != 5_000_000_000 || *a.Closing != 4_895_000_000 || a.Difference != 851_000_000 || !a.BalanceMismatch {
 		t.Errorf("USDC %+v", a)
 	}
-	if len(g.discrepancies) != 1 || g.discrepancies[0] != 10 || g.failed != 0 || len(*events) != 1 || (*events)[0].Discrepancies != 10 {
+	if len(g.discrepancies) != 1 || g.discrepancies[0] != 11 || g.failed != 0 || len(*events) != 1 || (*events)[0].Discrepancies != 11 {
 		t.Errorf("metric %+v, events %+v", g, *events)
 	}
 
