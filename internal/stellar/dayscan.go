@@ -1,7 +1,9 @@
 package stellar
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"math/big"
@@ -228,8 +230,22 @@ type dayScanner struct {
 // add decodes one transaction of the day.
 func (s *dayScanner) add(tx protocol.TransactionInfo) error {
 	s.day.Transactions++
+	envRaw, err := base64.StdEncoding.DecodeString(tx.EnvelopeXDR)
+	if err != nil {
+		return fmt.Errorf("stellar: transaction %s in ledger %d: envelope: %w", tx.TransactionHash, tx.Ledger, err)
+	}
+	metaRaw, err := base64.StdEncoding.DecodeString(tx.ResultMetaXDR)
+	if err != nil {
+		return fmt.Errorf("stellar: transaction %s in ledger %d: meta: %w", tx.TransactionHash, tx.Ledger, err)
+	}
+	if !s.mentionsVault(envRaw) && !s.mentionsVault(metaRaw) {
+		// Nothing of it names the vault (or a vault contract): it neither pays from or to the
+		// vault nor changes its entries. Most of a busy network's transactions end here, before
+		// the costlier XDR decoding.
+		return nil
+	}
 	var env xdr.TransactionEnvelope
-	if err := xdr.SafeUnmarshalBase64(tx.EnvelopeXDR, &env); err != nil {
+	if err := xdr.SafeUnmarshal(envRaw, &env); err != nil {
 		return fmt.Errorf("stellar: transaction %s in ledger %d: envelope: %w", tx.TransactionHash, tx.Ledger, err)
 	}
 	inner, outer := tx.TransactionHash, ""
@@ -276,13 +292,31 @@ func (s *dayScanner) add(tx protocol.TransactionInfo) error {
 	if s.cl != nil {
 		return nil
 	}
-	return s.balances(tx, pays)
+	return s.balances(tx, metaRaw, pays)
+}
+
+// mentionsVault reports whether raw XDR holds the vault's public key, or a vault contract's ID in
+// contract mode. Every XDR form of an account (AccountID, a muxed account, an ScAddress, a ledger
+// key or entry) carries its 32-byte ed25519 key as is, and a contract's ScAddress its 32-byte ID,
+// so XDR without them cannot name the vault.
+func (s *dayScanner) mentionsVault(raw []byte) bool {
+	if bytes.Contains(raw, s.l.vault.key[:]) {
+		return true
+	}
+	if s.cl != nil {
+		for _, c := range s.cl.contracts {
+			if bytes.Contains(raw, c.key[:]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // balances adds the vault's trustline changes of a successful transaction.
-func (s *dayScanner) balances(tx protocol.TransactionInfo, pays []transfer.ChainPayment) error {
+func (s *dayScanner) balances(tx protocol.TransactionInfo, metaRaw []byte, pays []transfer.ChainPayment) error {
 	var meta xdr.TransactionMeta
-	if err := xdr.SafeUnmarshalBase64(tx.ResultMetaXDR, &meta); err != nil {
+	if err := xdr.SafeUnmarshal(metaRaw, &meta); err != nil {
 		return fmt.Errorf("stellar: transaction %s: meta: %w", tx.TransactionHash, err)
 	}
 	changed := map[string]bool{}

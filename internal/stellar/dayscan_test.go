@@ -22,7 +22,7 @@ import (
 // dayRig is a network on a virtual clock whose ledgers close when the test says, at the instants
 // it says, with the vault, a fee account, a channel account and a wallet whose keys it holds.
 type dayRig struct {
-	t                     *testing.T
+	t                     testing.TB
 	clock                 *vclock.Clock
 	n                     *stellarsim.Network
 	keys                  signing.Keys
@@ -33,7 +33,7 @@ type dayRig struct {
 	vaultStart, walletUSD int64
 }
 
-func newDayRig(t *testing.T, start time.Time) *dayRig {
+func newDayRig(t testing.TB, start time.Time) *dayRig {
 	t.Helper()
 	clock := vclock.New(start)
 	n, err := stellarsim.Start(stellarsim.Options{Clock: clock, NoVisibilityLag: true})
@@ -250,4 +250,31 @@ func TestVaultDayOnHorizonIsRefused(t *testing.T) {
 	if _, err := dr.VaultDay(context.Background(), time.Date(2033, 5, 17, 0, 0, 0, 0, time.UTC), false); !errors.Is(err, transfer.ErrDailyNotSupported) {
 		t.Fatalf("Horizon: %v", err)
 	}
+}
+
+// BenchmarkVaultDay reads a day of 19,500 background payments (39 ledgers of 500, none the
+// vault's) from the local network in this process: the reader's rate, in transactions a second
+// (README.md, "The daily reconciliation", Limits).
+//
+//	go test -run '^$' -bench BenchmarkVaultDay -benchtime 5x ./internal/stellar/
+func BenchmarkVaultDay(b *testing.B) {
+	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+	r := newDayRig(b, day.Add(time.Hour))
+	if err := r.n.SetCongestion(stellarsim.Congestion{Seed: 1, PerLedger: 500}); err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i <= 40; i++ {
+		r.closeAt(day.Add(time.Hour + time.Duration(i)*5*time.Second))
+	}
+	r.closeAt(day.Add(24*time.Hour + time.Second))
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		got, err := r.ledger.VaultDay(context.Background(), day, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += got.Transactions
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tx/s")
 }
