@@ -162,7 +162,9 @@ func TestVaultDayAtTheDayBoundaries(t *testing.T) {
 	r.closeAt(day.Add(12 * time.Hour))
 	// 18:00: the vault pays XLM: not a configured asset, another operation of the vault.
 	r.clock.Advance(day.Add(18*time.Hour - time.Second).Sub(r.clock.Now()))
-	xlm, _ := r.send(r.keys.Vault, []txnbuild.Operation{&txnbuild.Payment{Destination: wallet, Amount: "1", Asset: txnbuild.NativeAsset{}}}, nil, false, r.keys.Vault)
+	// With it, a SetOptions of the vault's: it moves nothing and is not listed.
+	xlm, _ := r.send(r.keys.Vault, []txnbuild.Operation{&txnbuild.Payment{Destination: wallet, Amount: "1", Asset: txnbuild.NativeAsset{}},
+		&txnbuild.SetOptions{LowThreshold: txnbuild.NewThreshold(0)}}, nil, false, r.keys.Vault)
 	r.closeAt(day.Add(18 * time.Hour))
 	// 23:59:59: the day's last ledger; 00:00:00 the next day's first.
 	last := r.closeAt(next.Add(-time.Second))
@@ -215,6 +217,9 @@ func TestVaultDayAtTheDayBoundaries(t *testing.T) {
 	}
 	if tx, _ := r.n.Transaction(failed); tx.Status != "FAILED" {
 		t.Fatalf("the overdraft: %+v", tx)
+	}
+	if tx, _ := r.n.Transaction(xlm); tx.Status != "SUCCESS" {
+		t.Fatalf("the XLM payment: %+v", tx)
 	}
 	wantOther := transfer.ChainOther{Hash: xlm, Ledger: first.Sequence + 2, Op: 0, Type: "OperationTypePayment",
 		Detail: "a payment of an asset that is not configured, from or to the vault"}
