@@ -60,6 +60,10 @@ const DailyLookAhead = 7
 // (dynamo.MaxDailyReport).
 const DailyListMax = 40
 
+// dailyMargin is how long before the invocation's deadline the daily reading gives up: enough to
+// store nothing, log the failure and write the metric.
+const dailyMargin = 3 * time.Second
+
 // maxLoggedReport bounds the report logged whole; a larger one is logged as its summary.
 const maxLoggedReport = 200_000
 
@@ -322,7 +326,15 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 	case !partial && !start.Add(24*time.Hour).Before(now):
 		return nil, refuse(CodeDayNotOver, "%s (UTC) is not over yet; a day is reported once it has ended (soFar: true reports it up to the latest ledger, without storing it)", start.Format(time.DateOnly))
 	}
-	chain, err := d.Chain.VaultDay(ctx, start, partial)
+	// The reading stops dailyMargin before the invocation's deadline, so that a day too long to
+	// read fails here, counted (DailyFailed) and logged, rather than being cut off by Lambda.
+	readCtx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		readCtx, cancel = context.WithDeadline(ctx, dl.Add(-dailyMargin))
+		defer cancel()
+	}
+	chain, err := d.Chain.VaultDay(readCtx, start, partial)
 	switch {
 	case errors.Is(err, transfer.ErrDayNotOver):
 		return nil, refuse(CodeDayNotOver, "%s", err.Error())
@@ -333,7 +345,7 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 	case err != nil:
 		return nil, ledgerErr(err)
 	}
-	side, err := s.tableSide(ctx, start, now)
+	side, err := s.tableSide(readCtx, start, now)
 	if err != nil {
 		return nil, err
 	}

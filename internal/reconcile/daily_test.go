@@ -284,3 +284,35 @@ func TestDailyCleanDayAndRefusals(t *testing.T) {
 		t.Errorf("the chain was read for %v", chain.asked)
 	}
 }
+
+// slowChain is a read that its context's deadline cut short: it notes the deadline and answers
+// what a read past it answers.
+type slowChain struct{ deadline time.Time }
+
+func (c *slowChain) VaultDay(ctx context.Context, _ time.Time, _ bool) (transfer.ChainDay, error) {
+	c.deadline, _ = ctx.Deadline()
+	return transfer.ChainDay{}, context.DeadlineExceeded
+}
+
+// A day too long to read gives up 3 s before the invocation's deadline: a failure, counted,
+// nothing stored.
+func TestDailyGivesUpBeforeTheDeadline(t *testing.T) {
+	f := newFixture(t)
+	chain := &slowChain{}
+	g := &dailyGauge{}
+	svc := reconcile.New(reconcile.Config{Store: f.store, Settler: f.orch, Ledger: f.ledger, Gauge: f.gauge, Clock: f.clock,
+		KeyTTL: func() time.Duration { return time.Hour }, Logger: f.log,
+		Daily: &reconcile.Daily{Chain: chain, Archives: f.store, Reports: f.store, Gauge: g}})
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if _, err := svc.Answer(ctx, []byte(`{"action":"daily"}`)); err == nil {
+		t.Fatal("a read cut short is not a failure")
+	}
+	if !chain.deadline.Equal(deadline.Add(-3*time.Second)) || g.failed != 1 || len(g.discrepancies) != 0 {
+		t.Fatalf("read deadline %s (want %s), gauge %+v", chain.deadline, deadline.Add(-3*time.Second), g)
+	}
+	if _, err := f.store.GetDailyReport(context.Background(), day); !errors.Is(err, transfer.ErrNotFound) {
+		t.Fatalf("stored: %v", err)
+	}
+}
