@@ -90,7 +90,8 @@ type txnbuildKey struct {
 // payment from the vault that no transfer asked for, and a record settled as paid whose
 // transaction is not on chain. The report of that day names exactly those two, the amounts and
 // the vault's actual movement to the stroop; the next day, with one clean transfer, reports
-// nothing. The report is stored and read back, and the run publishes its event and metric.
+// nothing, so far and once over. The report is stored and read back, and the run publishes its
+// event and metric.
 func TestDailyReconciliationOnTheLocalStack(t *testing.T) {
 	t.Parallel()
 	// 2030-03-18 23:40:00 UTC: the day D is 2030-03-18.
@@ -248,6 +249,20 @@ func TestDailyReconciliationOnTheLocalStack(t *testing.T) {
 	if _, m := invokeDaily(t, s, reconcileFunction, `{"action":"report","day":"2030-03-19"}`); m["code"] != reconcile.CodeReportNotFound {
 		t.Fatalf("a day so far was stored: %v", m)
 	}
+	// Once it is over, the next day reports nothing: its one transfer matched, the day before's
+	// records (read for a clock behind the ledger's) and the direct payment not its.
+	clock.Advance(day.Add(48*time.Hour + time.Minute).Sub(clock.Now()))
+	s.Network.CloseLedger()
+	clock.Advance(5 * time.Second)
+	clean, m := invokeDaily(t, s, reconcileFunction, `{"action":"daily","day":"2030-03-19"}`)
+	if m["code"] != nil || clean.Partial || !clean.OK || clean.Discrepancies != 0 || clean.Matched != 1 || clean.Counts != (reconcile.DailyCounts{}) {
+		t.Fatalf("the next day: %+v %v", clean, m)
+	}
+	if a := clean.Assets[0]; a.Net != -10_000_000 || a.ChainNet != -10_000_000 || *a.ActualNet != -10_000_000 || a.Difference != 0 ||
+		*a.Opening != closing || *a.Closing != closing-10_000_000 {
+		t.Fatalf("the next day's USDC %+v", a)
+	}
+
 	// Bad input is refused, never a failure.
 	for _, p := range []string{`{"action":"daily","day":"2030-3-18"}`, `{"action":"daily","day":"2031-01-01"}`, `{"action":"report","day":"x"}`} {
 		if _, m := invokeDaily(t, s, reconcileFunction, p); m["code"] == nil || m["errorType"] != nil {
