@@ -37,6 +37,9 @@
 //     descending order), gsi1pk/gsi1sk (the day's records) and gsi3pk/gsi3sk. No claim, Get or
 //     conditional write names a record's pk, so a record can never hold a key, extend its replay
 //     window or match a condition.
+//   - A daily reconciliation's report (daily.go), pk "daily:YYYY-MM-DD" (DailyKey): report (the
+//     report's JSON), generatedAt and discrepancies; no status, index key or TTL (kept for ever,
+//     replaced by a later run of the day).
 //   - The channel calendar, pk "channels:tickets" (ChannelLeases.TakeTicket; channeltickets.go):
 //     next (N, the next ticket number) and nextAt (N, epoch ms with up to six decimals, the time
 //     booked for it; items written in whole ms read the same). One item

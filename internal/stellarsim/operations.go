@@ -90,10 +90,16 @@ func (ac *applyCtx) payment(src *account, op xdr.PaymentOp, reserve int64) (xdr.
 		return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
 	}
 	if destTL != nil {
+		pre := *destTL
 		destTL.balance += amount
+		destTL.lastModified = ac.ledger
+		ac.changed(destID, asset, pre, *destTL)
 	}
 	if srcTL != nil {
+		pre := *srcTL
 		srcTL.balance -= amount
+		srcTL.lastModified = ac.ledger
+		ac.changed(src.id, asset, pre, *srcTL)
 	}
 	return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
 }
@@ -144,4 +150,21 @@ func (ac *applyCtx) changeTrust(src *account, op xdr.ChangeTrustOp, reserve int6
 	src.numSubEntries++
 	ac.v.setTrustline(src.id, asset, nt)
 	return changeTrustResult(xdr.ChangeTrustResultCodeChangeTrustSuccess), true
+}
+
+// changed lists a trustline's change in the operation's meta as stellar-core does for an entry an
+// operation modified: LEDGER_ENTRY_STATE with the entry before, then LEDGER_ENTRY_UPDATED with
+// it after (src/ledger/LedgerTxn.cpp, LedgerTxn::Impl::getChanges). Only a credit payment's
+// trustlines are listed here (doc.go, "Not modelled").
+func (ac *applyCtx) changed(id string, asset Asset, pre, post trustline) {
+	before, err1 := pre.entryXDR(id, asset)
+	after, err2 := post.entryXDR(id, asset)
+	if err1 != nil || err2 != nil {
+		return // unreachable: the account and asset were decoded from the operation
+	}
+	ac.changes = append(ac.changes,
+		xdr.LedgerEntryChange{Type: xdr.LedgerEntryChangeTypeLedgerEntryState,
+			State: &xdr.LedgerEntry{LastModifiedLedgerSeq: xdr.Uint32(pre.lastModified), Data: before}},
+		xdr.LedgerEntryChange{Type: xdr.LedgerEntryChangeTypeLedgerEntryUpdated,
+			Updated: &xdr.LedgerEntry{LastModifiedLedgerSeq: xdr.Uint32(post.lastModified), Data: after}})
 }
