@@ -375,8 +375,18 @@
 //     op_src_no_trust, op_src_not_authorized; tx_insufficient_balance, which carries no operation
 //     results) pages once for the batch, as SourceShortfall does for one transfer, and its own key
 //     is requeued too: the vault's shortfall is not the client's mistake.
-//   - Proven dead (ProvenDead on the batch's envelope and hashes), or refused on its first send
-//     (RefusedBeforeInclusion): every key is requeued.
+//   - Proven dead (ProvenDead on the batch's envelope and hashes): every key is requeued, each
+//     alone; no send can make it land any more.
+//   - Refused on its first send (RefusedBeforeInclusion), or no send ever left: the proof holds
+//     only for the sends of this invocation, and a take-over of any key of the batch sends the same
+//     envelope again, which a key's own condition cannot see. So the keys are requeued together,
+//     in one TransactWriteItems conditional on every item as attached: it applies only while no
+//     key was taken over (so nobody else can have sent it), and once it applied no item names the
+//     envelope, so nobody ever will. If it fails, the keys still held are parked in_doubt and
+//     settled by the batch's proof. (Requeued key by key, the model finds the double payment: the
+//     submitter is slow after the refusal, a synchronous caller takes the first key over and sends
+//     the envelope again, and the second key, its own condition intact, is queued again while the
+//     envelope holding its operation can land.)
 //   - In doubt when the budget ends: every key is parked in_doubt, each naming the batch's inner
 //     hash. The sweep, an inline reconciliation and an operator settle each key by the rules above
 //     from the batch's proof; an operator's resolve with a hash is checked on chain to hold this
