@@ -338,13 +338,15 @@
 // rejection, like every answer, names a landed transaction. The check only keeps a doomed
 // operation out of everyone else's transaction.
 //
-// Persisting the envelope. The batch's envelope is stored once, in its own item, pk
-// "batch:<inner hash>", written with PutItem `attribute_not_exists(pk)` before any key names it:
+// Persisting the envelope. The batch's envelope is stored once, in its own item (BatchEnvelope,
+// BatchStore.PutBatch), pk "batch:<inner hash>", written with PutItem `attribute_not_exists(pk)`
+// before any key names it:
 // the signed XDR, inner and outer hashes, maxTime, submitted ledger, channel, fee, and the
 // operations in order (index -> store key and ClaimID). Then one TransactWriteItems attaches it to
-// every key: per key the item (still in_flight under the same lease) gains the envelope's hashes,
-// maxTime, submitted ledger and channel, without the XDR, and its operation index and the batch's
-// size, conditional on the item as taken. The envelope is sent only once that transaction applied
+// every key (BatchStore.ReplaceAll, through ReplaceAllItems): per key the item (still in_flight
+// under the same lease) gains the envelope's hashes, maxTime, submitted ledger and channel,
+// without the XDR, and its operation (Record.Batch: index and size), conditional on the item as
+// taken. The envelope is sent only once that transaction applied
 // (or, its answer lost, every item reads back as written). It must be one transaction: attached
 // key by key, a death between two attaches leaves a key whose item names the envelope and one
 // whose item does not, and a take-over of the first re-sends an envelope holding the second's
@@ -367,14 +369,15 @@
 //
 //   - SUCCESS: replayable, the result naming the inner hash, the ledger and the operation index.
 //     One event per key.
-//   - FAILED: this key's own operation result decides. A destination-side code
-//     (op_no_destination, op_no_trust, op_not_authorized, op_line_full, op_no_issuer) is a stored
-//     rejection naming the transaction and the index. Every other key is requeued (Requeued: the
-//     same incarnation, no envelope): nothing of the transaction moved and its sequence number is
-//     consumed, so nothing can land under it again. A source-side code anywhere (op_underfunded,
-//     op_src_no_trust, op_src_not_authorized; tx_insufficient_balance, which carries no operation
-//     results) pages once for the batch, as SourceShortfall does for one transfer, and its own key
-//     is requeued too: the vault's shortfall is not the client's mistake.
+//   - FAILED: this key's own operation result decides (JudgeOperation). A failure of its own (a
+//     destination-side code: op_no_destination, op_no_trust, op_not_authorized, op_line_full; or
+//     any code a single transfer's FAILED would store) is a stored rejection naming the
+//     transaction and the index. A key whose operation succeeded (op_success: a neighbour failed)
+//     is requeued (Requeued: the same incarnation, no envelope): nothing of the transaction moved
+//     and its sequence number is consumed, so nothing can land under it again. A source-side code
+//     (op_underfunded, op_src_no_trust, op_src_not_authorized; tx_insufficient_balance, which
+//     carries no operation results) pages once for the batch, as SourceShortfall does for one
+//     transfer, and its key is requeued too: the vault's shortfall is not the client's mistake.
 //   - Proven dead (ProvenDead on the batch's envelope and hashes): every key is requeued, each
 //     alone; no send can make it land any more.
 //   - Refused on its first send (RefusedBeforeInclusion), or no send ever left: the proof holds
