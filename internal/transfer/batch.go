@@ -165,11 +165,13 @@ type BatchStore interface {
 
 // ReplaceAllItems writes next[i] in place of cur[i], the items as the caller read them, in one
 // transaction on the conditions Expect(cur[i]) (BatchStore.ReplaceAll). As ReplaceItem does, it
-// recognises a transaction of its own whose answer was lost: on any error other than a
-// *BatchConditionError it reads every item back, and if each is next[i] as written the transaction
-// applied (it is all or nothing, so a read-back that finds some written and some not means another
-// writer came after it: the error stands). Each next[i] must keep cur[i]'s ClaimID and have Version
-// cur[i].Version+1. Errors: *BatchConditionError, or the store's errors.
+// recognises a transaction of its own whose answer was lost: on any error it reads every item
+// back, and if each is next[i] as written (sameWrite) the transaction applied. A transaction is all
+// or nothing, so a read-back that finds some written and some not means another writer came after
+// it, and the error stands. A retry the store could not tell from a new request fails its
+// conditions against the items it wrote itself, which is why a *BatchConditionError is read back
+// too. Each next[i] must keep cur[i]'s ClaimID and have Version cur[i].Version+1. Errors:
+// *BatchConditionError, or the store's errors (the transaction may then have applied or not).
 func ReplaceAllItems(ctx context.Context, s BatchStore, cur, next []Record) error {
 	if len(cur) != len(next) {
 		return fmt.Errorf("transfer: ReplaceAllItems with %d items read and %d to write", len(cur), len(next))
@@ -184,9 +186,6 @@ func ReplaceAllItems(ctx context.Context, s BatchStore, cur, next []Record) erro
 	err := s.ReplaceAll(ctx, writes)
 	if err == nil {
 		return nil
-	}
-	if _, ok := errors.AsType[*BatchConditionError](err); ok {
-		return err
 	}
 	for _, n := range next {
 		stored, gerr := s.Get(ctx, n.StoreKey)
@@ -257,3 +256,50 @@ var destinationSideOpCodes = []string{"op_no_destination", "op_no_trust", "op_no
 // DestinationSide reports whether code, one operation's result code, faults its destination: what
 // the check of destinations before a batch is built looks for (doc.go, "Batches").
 func DestinationSide(code string) bool { return slices.Contains(destinationSideOpCodes, code) }
+
+// BatchAttached is rec, an item the submitter took (in_flight under its lease), with its batch's
+// envelope attached as operation ref of it: the envelope's hashes, maxTime, submitted ledger,
+// channel and fee without the XDR (the batch's item holds it once), the next Version. It is written
+// for every key of the batch together (ReplaceAllItems) before the envelope is sent.
+func BatchAttached(rec Record, env Envelope, ref BatchRef, now time.Time) Record {
+	next := rec
+	env.XDR = ""
+	env.OuterHashes = slices.Clone(env.OuterHashes)
+	next.Envelope = &env
+	next.Batch = &ref
+	next.Version++
+	next.UpdatedAt = now
+	return next
+}
+
+// RequeueRefused frees held, the items of one batch as this invocation attached them, once the
+// batch's first send was refused (RefusedBeforeInclusion) or no send ever left. That proves only
+// that this invocation's sends did not enter the network: a take-over of any key of the batch sends
+// the same envelope again, and a key's own condition cannot see another key taken over. So the keys
+// are requeued together, in one transaction conditional on every item as attached (none taken
+// over, so nobody else can have sent it; once it applied no item names the envelope, so nobody
+// ever will). If a condition fails, some key was taken over and the envelope may yet land: each key
+// still as attached is parked in_doubt with failing (InDoubtRecord), to be settled by the batch's
+// proof. It reports whether the keys were requeued. Errors: the store's, when the transaction's
+// fate is unknown (nothing is parked then: the items stay in_flight under this lease, whose expiry
+// hands them to a take-over or the sweep), or when parking a key failed.
+func RequeueRefused(ctx context.Context, s BatchStore, held []Record, failing string, now time.Time) (bool, error) {
+	next := make([]Record, len(held))
+	for i, rec := range held {
+		next[i] = Requeued(rec, now)
+	}
+	err := ReplaceAllItems(ctx, s, held, next)
+	if err == nil {
+		return true, nil
+	}
+	if _, ok := errors.AsType[*BatchConditionError](err); !ok {
+		return false, err
+	}
+	var errs []error
+	for _, rec := range held {
+		if perr := ReplaceItem(ctx, s, rec, InDoubtRecord(rec, failing, now)); perr != nil && !isConflict(perr) {
+			errs = append(errs, perr)
+		}
+	}
+	return false, errors.Join(errs...)
+}

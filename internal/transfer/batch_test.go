@@ -142,18 +142,76 @@ func TestReplaceAllItemsRecognisesItsOwnLostTransaction(t *testing.T) {
 			t.Fatalf("%s after the attach: %+v", rec.StoreKey, got)
 		}
 	}
-	// Written again from the same read: its conditions fail on the items it wrote, and that is a
-	// failed condition, not its own write (the versions it names are gone).
-	err := transfer.ReplaceAllItems(ctx, s, taken, attached)
+	// Written again from the same read, its conditions fail on the items it wrote: that is its own
+	// write (a retry the store could not tell from a new request), and it succeeds.
+	if err := transfer.ReplaceAllItems(ctx, s, taken, attached); err != nil {
+		t.Fatalf("the same transaction again: %v", err)
+	}
+	// Another writer took the second key over: the transaction fails, names it, writes nothing.
+	over := attached[1]
+	over.LeaseOwner, over.Version = "owner-takeover", 4
+	s.Put(over)
+	var requeued []transfer.Record
+	for _, rec := range attached {
+		requeued = append(requeued, transfer.Requeued(rec, time.Unix(1500, 0)))
+	}
+	err := transfer.ReplaceAllItems(ctx, s, attached, requeued)
 	var bce *transfer.BatchConditionError
-	if !errors.As(err, &bce) || len(bce.Failed) != 2 {
-		t.Fatalf("a second transaction from a stale read: %v, want a BatchConditionError on both keys", err)
+	if !errors.As(err, &bce) || len(bce.Failed) != 1 || bce.Failed[0] != "transfer:k2" || !strings.Contains(fmt.Sprint(bce), "transfer:k2") {
+		t.Fatalf("a transaction over a key another writer changed: %v, want a BatchConditionError naming transfer:k2", err)
+	}
+	if got, _ := s.Item("transfer:k1"); got.Status != transfer.StatusInFlight || got.Version != 3 {
+		t.Fatalf("the first key was written by a failed transaction: %+v", got)
 	}
 	if err := transfer.ReplaceAllItems(ctx, s, taken, attached[:1]); err == nil {
 		t.Fatal("ReplaceAllItems with more items read than written: accepted")
 	}
-	if !strings.Contains(fmt.Sprint(bce), "transfer:k1") {
-		t.Fatalf("the error does not name the keys: %v", bce)
+}
+
+// A refused batch is requeued together while no key was taken over; once one was, the others are
+// parked in doubt, never requeued (doc.go, "Batches").
+func TestRequeueRefusedRequeuesTogetherOrParksInDoubt(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1500, 0)
+	setup := func() (*transfertest.Store, []transfer.Record) {
+		s := transfertest.NewStore()
+		var held []transfer.Record
+		for i, key := range []string{"k1", "k2"} {
+			rec := transfer.Record{StoreKey: "transfer:" + key, ClaimID: "claim-" + key, Status: transfer.StatusInFlight,
+				LeaseOwner: "owner", LeaseExpiresAt: time.Unix(2000, 0), Version: 2, Async: true}
+			s.Put(rec)
+			att := transfer.BatchAttached(rec, transfer.Envelope{XDR: "AAAA", InnerHash: batchEnv.InnerHash, MaxTime: 1000}, transfer.BatchRef{Index: i, Size: 2}, now)
+			if att.Envelope.XDR != "" || att.Version != 3 || att.Batch.Index != i {
+				t.Fatalf("BatchAttached: %+v", att)
+			}
+			s.Put(att)
+			held = append(held, att)
+		}
+		return s, held
+	}
+	s, held := setup()
+	requeued, err := transfer.RequeueRefused(ctx, s, held, transfer.CodeSubmissionFailed, now)
+	if err != nil || !requeued {
+		t.Fatalf("RequeueRefused with every key held: %v, %v", requeued, err)
+	}
+	for _, rec := range held {
+		if got, _ := s.Item(rec.StoreKey); got.Status != transfer.StatusQueued || got.Envelope != nil || got.Batch != nil {
+			t.Fatalf("%s: %+v, want queued with no envelope or batch", rec.StoreKey, got)
+		}
+	}
+	s, held = setup()
+	over := held[0]
+	over.LeaseOwner, over.Version = "owner-takeover", over.Version+1
+	s.Put(over) // a synchronous caller took the first key over and may send the envelope again
+	requeued, err = transfer.RequeueRefused(ctx, s, held, transfer.CodeSubmissionFailed, now)
+	if err != nil || requeued {
+		t.Fatalf("RequeueRefused after a take-over: %v, %v", requeued, err)
+	}
+	if got, _ := s.Item("transfer:k2"); got.Status != transfer.StatusInDoubt || got.Envelope == nil || got.Envelope.InnerHash != batchEnv.InnerHash {
+		t.Fatalf("the key still held: %+v, want in_doubt naming the batch", got)
+	}
+	if got, _ := s.Item("transfer:k1"); got.LeaseOwner != "owner-takeover" {
+		t.Fatalf("the key taken over was written: %+v", got)
 	}
 }
 

@@ -14,8 +14,9 @@ import (
 
 // The batch models: the protocol of internal/transfer/doc.go, "Batches", for two queued keys paid
 // by one transaction. Its actors are written here, step by step as the design says, over the same
-// store and scheduler as the one-key models (the per-key writes are the real transfer.ReplaceItem,
-// conditional on the item as read; a cancel is the real Orchestrator.Cancel): the submitter (takes
+// store and scheduler as the one-key models and on the domain's real pieces (ReplaceItem,
+// BatchAttached, ReplaceAllItems, RequeueRefused, JudgeOperation, SettledRecord; a cancel is the
+// real Orchestrator.Cancel; doc.go says which): the submitter (takes
 // both keys, builds one envelope with an operation per key, attaches it to both in one
 // transaction, sends it, awaits the ledger and judges each key by its own operation), a
 // synchronous caller on key A (waits, takes over an expired lease, or settles an in-doubt key
@@ -183,8 +184,8 @@ func (w *world) batchCheck() []violation {
 			if cur.Result != nil {
 				ans.hash = cur.Result.TransactionHash
 			}
-			if e := w.envs[ans.hash]; e != nil {
-				ans.index = slices.Index(e.ops, b.key)
+			if cur.Batch != nil {
+				ans.index = cur.Batch.Index // the operation the item says is its own
 			}
 			if v := w.opAnswerTrue(b.name+"'s item", ans); v != nil {
 				out = append(out, violation{"false-settlement", v.detail})
@@ -232,50 +233,65 @@ const (
 	mutRequeueKeyByKey = "requeue a refused batch key by key"
 )
 
-// verdict is what the ledger's answer for a batch means for one key (doc.go, "Batches",
-// Outcomes, per key).
-type verdict int
-
-const (
-	undecided verdict = iota // pending: nothing proven
-	settle                   // landed, or failed on this key's own destination: store it
-	requeue                  // nothing of the batch moved and nothing can land: queue the key again
-)
-
-// judge is the per-key rule: from the envelope's fate and this key's operation.
-func (k *kit) judge(e *envelope, key string) verdict {
+// lookupOf is the ledger's answer for e as a transfer.Lookup: SUCCESS; FAILED with the
+// transaction's code and one code per operation in order (op_no_trust on the failed key's, or
+// op_underfunded on the last for the source, op_success on the others), as internal/stellar's
+// ResultCodes lists them; NOT_FOUND with the facts of a proof of death; or NOT_FOUND with none.
+func (w *world) lookupOf(e *envelope) transfer.Lookup {
+	env := e.env
 	switch e.fate {
 	case landed:
-		return settle
+		return transfer.Lookup{Status: transfer.LookupSuccess, Hash: env.InnerHash, Ledger: landedLedger, FeeChargedStroops: 100}
 	case failed:
-		if e.failure == key || k.r.lim.mutation == mutRejectBatch {
-			return settle
+		codes := []string{"tx_failed"}
+		for i, k := range e.ops {
+			switch {
+			case e.failure == k:
+				codes = append(codes, "op_no_trust")
+			case e.failure == failedSource && i == len(e.ops)-1:
+				codes = append(codes, "op_underfunded")
+			default:
+				codes = append(codes, "op_success")
+			}
 		}
-		return requeue
+		return transfer.Lookup{Status: transfer.LookupFailed, Hash: env.InnerHash, Ledger: landedLedger, ResultCodes: codes, FeeChargedStroops: 100}
 	case dead:
-		return requeue
+		return transfer.Lookup{Status: transfer.LookupNotFound, OldestLedger: 1,
+			LatestLedger: landedLedger + 10, LatestLedgerCloseTime: time.Unix(env.MaxTime+1, 0).UTC()}
 	}
-	return undecided
+	return transfer.Lookup{Status: transfer.LookupNotFound, OldestLedger: 1,
+		LatestLedger: submittedLedger + 1, LatestLedgerCloseTime: time.Unix(env.MaxTime-5, 0).UTC()}
 }
 
-// settledRecord is rec once its envelope e landed or failed.
+// judge is the real per-key rule (transfer.JudgeOperation) for rec, an item holding e as its
+// batch, by the operation its item names (under mutRejectBatch a FAILED batch is the key's own
+// rejection whatever its operation did).
+func (k *kit) judge(rec transfer.Record, e *envelope) transfer.OperationVerdict {
+	index := -1
+	if rec.Batch != nil {
+		index = rec.Batch.Index
+	}
+	v, _ := transfer.JudgeOperation(e.env, k.r.w.lookupOf(e), index)
+	if k.r.lim.mutation == mutRejectBatch && e.fate == failed {
+		return transfer.VerdictRejected
+	}
+	return v
+}
+
+// settledRecord is rec once its envelope e landed or failed (transfer.SettledRecord).
 func (k *kit) settledRecord(rec transfer.Record, e *envelope) transfer.Record {
-	lk := transfer.Lookup{Status: transfer.LookupSuccess, Hash: e.env.InnerHash, Ledger: landedLedger}
-	if e.fate == failed {
-		lk.Status = transfer.LookupFailed
-		lk.ResultCodes = []string{"tx_failed"}
-	}
-	return transfer.SettledRecord(rec, lk, k.r.w.now(), 24*time.Hour)
+	return transfer.SettledRecord(rec, k.r.w.lookupOf(e), k.r.w.now(), 24*time.Hour)
 }
 
-// answerOf is the answer a settled item gives for its key.
+// answerOf is the answer a settled item gives for its key: the transaction and the operation its
+// item names.
 func (k *kit) answerOf(rec transfer.Record) opAnswer {
 	a := opAnswer{key: rec.StoreKey, index: -1, rejected: rec.Status == transfer.StatusRejected}
 	if rec.Result != nil {
 		a.hash = rec.Result.TransactionHash
-		if e := k.r.w.envs[a.hash]; e != nil {
-			a.index = slices.Index(e.ops, rec.StoreKey)
-		}
+	}
+	if rec.Batch != nil {
+		a.index = rec.Batch.Index
 	}
 	return a
 }
@@ -324,20 +340,15 @@ func (k *kit) sleep(ctx context.Context) bool {
 	return clock{k}.Sleep(ctx, time.Second) == nil
 }
 
-// attach writes env onto every taken item in one transaction (TransactWriteItems: all or
-// nothing), each conditional on the item as taken; or key by key under mutAttachOneByOne. It
-// returns the items as attached, or false when the envelope must not be sent.
+// attach writes env onto every taken item (transfer.BatchAttached) in one transaction
+// (transfer.ReplaceAllItems, which recognises its own transaction whose answer was lost), each
+// conditional on the item as taken; or key by key under mutAttachOneByOne. It returns the items
+// as attached, or false when the envelope must not be sent.
 func (k *kit) attach(ctx context.Context, taken []transfer.Record, env transfer.Envelope) ([]transfer.Record, bool) {
 	w := k.r.w
 	next := make([]transfer.Record, len(taken))
 	for i, rec := range taken {
-		n := rec
-		e := env
-		e.XDR = "" // the XDR lives once, in the batch's own item
-		n.Envelope = &e
-		n.Version++
-		n.UpdatedAt = w.now()
-		next[i] = n
+		next[i] = transfer.BatchAttached(rec, env, transfer.BatchRef{Index: i, Size: len(taken)}, w.now())
 	}
 	if k.r.lim.mutation == mutAttachOneByOne {
 		for i := range taken {
@@ -347,89 +358,106 @@ func (k *kit) attach(ctx context.Context, taken []transfer.Record, env transfer.
 		}
 		return next, true
 	}
-	return next, k.transact(ctx, taken, next, "attach "+w.envName(env.InnerHash))
+	return next, transfer.ReplaceAllItems(ctx, store{k}, taken, next) == nil
 }
 
-// transact writes every next in place of its cur in one transaction (TransactWriteItems: all or
-// nothing), each conditional on its cur exactly as read (Expect). On a lost answer it reads every
-// item back: the transaction applied for all or for none.
-func (k *kit) transact(ctx context.Context, cur, next []transfer.Record, what string) bool {
-	w := k.r.w
-	holds := func() bool {
-		for _, rec := range cur {
-			stored, ok := w.items[rec.StoreKey]
-			if !ok || !w.holds(transfer.Expect(rec), stored) {
-				return false
-			}
-		}
-		return true
-	}
-	p := point{kind: "Transact", opts: func() []string {
-		if k.r.lost < k.r.lim.lost && holds() {
-			return []string{"", lostAnswer}
-		}
-		return []string{""}
-	}}
-	if k.r.tracing {
-		p.desc = fmt.Sprintf("%s: %d items in one transaction", what, len(cur))
-	}
-	v := k.r.point(k.a, p)
-	ok := holds()
-	if ok {
-		for _, n := range next {
-			w.items[n.StoreKey] = clone(n)
-		}
-	}
-	k.r.observe(k.a, v, fmt.Sprint(ok && v == ""), func() string {
-		switch {
-		case v == lostAnswer:
-			return "applied, answer lost"
-		case ok:
-			return "ok"
-		}
-		return "condition failed"
-	})
-	if v != lostAnswer {
-		return ok
-	}
-	for _, n := range next {
-		stored, err := store{k}.Get(ctx, n.StoreKey)
-		if err != nil || !transfer.Expect(n).Matches(stored) {
-			return false
-		}
-	}
-	return true
-}
-
-// requeueRefused frees held, the items of a batch whose first send was refused. The refusal proves
-// only that this send did not enter the network: a take-over of any key of the batch may send the
-// same envelope again, and a key's own condition cannot see another key taken over. So every key
-// is requeued in one transaction, conditional on every item as attached (none taken over, so none
-// can have sent it since, and once requeued no item names the envelope), or, key by key under
-// mutRequeueKeyByKey. If the transaction fails, a key was taken over and the envelope may be sent
-// again: the keys still held are parked in doubt, to be settled by the batch's proof.
+// requeueRefused frees held, a batch's items as attached, after its first send was refused: the
+// real transfer.RequeueRefused (requeued together in one transaction, or parked in doubt once a
+// key was taken over), or key by key under mutRequeueKeyByKey.
 func (k *kit) requeueRefused(ctx context.Context, held []transfer.Record) string {
 	w := k.r.w
-	next := make([]transfer.Record, len(held))
-	for i, rec := range held {
-		next[i] = transfer.Requeued(rec, w.now())
-	}
 	if k.r.lim.mutation == mutRequeueKeyByKey {
-		for i := range held {
-			k.write(ctx, held[i], next[i])
+		for _, rec := range held {
+			k.write(ctx, rec, transfer.Requeued(rec, w.now()))
 		}
 		return "requeued"
 	}
-	if k.transact(ctx, held, next, "requeue") {
+	requeued, err := transfer.RequeueRefused(ctx, store{k}, held, transfer.CodeSubmissionFailed, w.now())
+	switch {
+	case requeued:
 		return "requeued"
+	case err != nil:
+		return "left in flight: " + okOr(err)
 	}
 	var texts []string
 	for _, rec := range held {
-		if k.write(ctx, rec, transfer.InDoubtRecord(rec, transfer.CodeTimeout, w.now())) {
+		if cur, ok := w.items[rec.StoreKey]; ok && cur.Status == transfer.StatusInDoubt && cur.Version == rec.Version+1 {
 			texts = append(texts, w.keyName(rec.StoreKey)+" in_doubt")
 		}
 	}
 	return "a key was taken over: " + strings.Join(texts, ", ")
+}
+
+// ReplaceAll is the store's transaction over many items (transfer.BatchStore): a point that
+// writes every item if every condition holds, else none and names the failed keys. With
+// limits.lost it may apply and lose its answer: the retry, which the store cannot tell from a new
+// request, fails its conditions against the items it wrote (transfer.ReplaceAllItems reads them
+// back).
+func (s store) ReplaceAll(_ context.Context, writes []transfer.ItemWrite) error {
+	w := s.k.r.w
+	failedKeys := func() []string {
+		var out []string
+		for _, wr := range writes {
+			if cur, ok := w.items[wr.Next.StoreKey]; !ok || !w.holds(wr.Cond, cur) {
+				out = append(out, wr.Next.StoreKey)
+			}
+		}
+		return out
+	}
+	p := point{kind: "Transact", opts: func() []string {
+		if s.k.r.lost < s.k.r.lim.lost && len(failedKeys()) == 0 {
+			return []string{"", lostAnswer}
+		}
+		return []string{""}
+	}}
+	if s.k.r.tracing {
+		var parts []string
+		for _, wr := range writes {
+			parts = append(parts, w.keyName(wr.Next.StoreKey)+" -> "+summary(wr.Next, w))
+		}
+		p.desc = "transaction: " + strings.Join(parts, "; ")
+	}
+	v := s.k.r.point(s.k.a, p)
+	failed := failedKeys()
+	if len(failed) == 0 {
+		for _, wr := range writes {
+			w.items[wr.Next.StoreKey] = clone(wr.Next)
+		}
+	}
+	var err error
+	switch {
+	case v == lostAnswer:
+		for _, wr := range writes {
+			failed = append(failed, wr.Next.StoreKey)
+		}
+		err = &transfer.BatchConditionError{Failed: failed}
+	case len(failed) > 0:
+		err = &transfer.BatchConditionError{Failed: failed}
+	}
+	s.k.r.observe(s.k.a, v, errText(err), func() string {
+		if v == lostAnswer {
+			return "applied, answer lost"
+		}
+		return okOr(err)
+	})
+	return err
+}
+
+// PutBatch and GetBatch complete transfer.BatchStore. The batch's item is folded into the attach
+// (no key names it before then, so its own write changes nothing any actor can see): the model
+// reads a batch's operations from the envelope itself.
+func (s store) PutBatch(context.Context, transfer.BatchEnvelope) error { return nil }
+
+func (s store) GetBatch(_ context.Context, innerHash string) (transfer.BatchEnvelope, error) {
+	e := s.k.r.w.envs[innerHash]
+	if e == nil {
+		return transfer.BatchEnvelope{}, transfer.ErrNotFound
+	}
+	b := transfer.BatchEnvelope{Envelope: e.env, Version: 1}
+	for _, k := range e.ops {
+		b.Ops = append(b.Ops, transfer.BatchOp{StoreKey: k, ClaimID: "-"})
+	}
+	return b, nil
 }
 
 // runBatch builds one envelope for taken (items this actor holds in_flight), attaches it, sends
@@ -461,7 +489,7 @@ func (k *kit) await(ctx context.Context, held []transfer.Record, env transfer.En
 	}
 	for {
 		e := k.lookupBatch(env.InnerHash)
-		if e.fate != built && e.fate != queued {
+		if k.judge(held[0], e) != transfer.VerdictUndecided {
 			return k.judgeAll(ctx, held, e)
 		}
 		if !k.sleep(ctx) {
@@ -488,14 +516,14 @@ func (k *kit) judgeAll(ctx context.Context, held []transfer.Record, e *envelope)
 	var res result
 	var texts []string
 	for _, rec := range held {
-		switch k.judge(e, rec.StoreKey) {
-		case settle:
+		switch k.judge(rec, e) {
+		case transfer.VerdictLanded, transfer.VerdictRejected:
 			next := k.settledRecord(rec, e)
 			if k.write(ctx, rec, next) {
 				res.ops = append(res.ops, k.answerOf(next))
 				texts = append(texts, w.keyName(rec.StoreKey)+" "+string(next.Status))
 			}
-		case requeue:
+		case transfer.VerdictRequeue:
 			if k.write(ctx, rec, transfer.Requeued(rec, w.now())) {
 				texts = append(texts, w.keyName(rec.StoreKey)+" requeued")
 			}
@@ -558,16 +586,16 @@ func batchCaller(ctx context.Context, k *kit) result {
 			return result{text: "409 TRANSFER_CANCELLED"}
 		case rec.Status == transfer.StatusInDoubt:
 			e := k.lookupBatch(rec.Envelope.InnerHash)
-			switch k.judge(e, a.key) {
-			case undecided:
+			switch k.judge(rec, e) {
+			case transfer.VerdictUndecided:
 				return result{text: "409 TRANSFER_IN_DOUBT"}
-			case settle:
+			case transfer.VerdictLanded, transfer.VerdictRejected:
 				next := k.settledRecord(rec, e)
 				if !k.write(ctx, rec, next) {
 					continue
 				}
 				return result{text: "inline " + string(next.Status), ops: []opAnswer{k.answerOf(next)}}
-			case requeue:
+			case transfer.VerdictRequeue:
 				k.write(ctx, rec, transfer.Requeued(rec, w.now()))
 				continue
 			}
@@ -608,18 +636,18 @@ func batchSweep(ctx context.Context, k *kit) result {
 			continue
 		}
 		e := k.lookupBatch(rec.Envelope.InnerHash)
-		switch k.judge(e, b.key) {
-		case undecided:
+		switch k.judge(rec, e) {
+		case transfer.VerdictUndecided:
 			if rec.Status == transfer.StatusInFlight && k.write(ctx, rec, transfer.InDoubtRecord(rec, transfer.CodeLeaseExpired, w.now())) {
 				texts = append(texts, b.name+" in_doubt")
 			}
-		case settle:
+		case transfer.VerdictLanded, transfer.VerdictRejected:
 			next := k.settledRecord(rec, e)
 			if k.write(ctx, rec, next) {
 				res.ops = append(res.ops, k.answerOf(next))
 				texts = append(texts, b.name+" "+string(next.Status))
 			}
-		case requeue:
+		case transfer.VerdictRequeue:
 			if k.write(ctx, rec, transfer.Requeued(rec, w.now())) {
 				texts = append(texts, b.name+" requeued")
 			}
@@ -658,9 +686,9 @@ var batchModels = []model{
 	{"batch, lost answer", "Q", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, lost: 1}},
 }
 
-// fullBatchModels are explored as well when MODEL_FULL is set (about three minutes without -race):
-// the submitter, the synchronous caller and the sweep together, with a death or a lost answer; the
-// caller and the sweep each with a lost answer; and the cancel beside the sweep.
+// fullBatchModels are explored as well when MODEL_FULL is set (about 3 million states, minutes
+// without -race): the submitter, the synchronous caller and the sweep together, with a death or a
+// lost answer; the caller and the sweep each with a lost answer; and the cancel beside the sweep.
 var fullBatchModels = []model{
 	{"batch, caller and sweep, process death", "QCS", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, deaths: 1}},
 	{"batch, caller and sweep, lost answer", "QCS", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, lost: 1}},

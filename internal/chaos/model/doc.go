@@ -46,9 +46,13 @@
 //
 // Batches: the batch models (batch_test.go) check the protocol of internal/transfer/doc.go,
 // "Batches", for two queued keys paid by one envelope, its actors written step by step as the
-// design says over the same store and scheduler (the per-key writes are the real
-// transfer.ReplaceItem; the cancel is the real Orchestrator.Cancel; the batch item that holds the
-// XDR is folded into the attach, since no key names it before then): the submitter (takes each
+// design says over the same store and scheduler, on the domain's real pieces: the per-key writes
+// are transfer.ReplaceItem; the attach and a refused batch's requeue are transfer.BatchAttached,
+// ReplaceAllItems and RequeueRefused over the store's transaction (a point that may apply and
+// lose its answer); each key is judged by transfer.JudgeOperation from a Lookup built from the
+// batch's fate and written with SettledRecord, InDoubtRecord or Requeued; the cancel is
+// Orchestrator.Cancel. The batch item that holds the XDR is folded into the attach, since no key
+// names it before then. The actors: the submitter (takes each
 // key, builds one envelope, attaches it to both keys in one transaction, sends it, awaits the
 // ledger and judges each key by its own operation), a synchronous caller on one key (waits, takes
 // an expired lease over and re-sends the batch's envelope, or runs its key alone when none was

@@ -103,6 +103,10 @@ func clone(r transfer.Record) transfer.Record {
 		a := *r.Audit
 		r.Audit = &a
 	}
+	if r.Batch != nil {
+		b := *r.Batch
+		r.Batch = &b
+	}
 	return r
 }
 
