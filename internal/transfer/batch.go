@@ -303,3 +303,49 @@ func RequeueRefused(ctx context.Context, s BatchStore, held []Record, failing st
 	}
 	return false, errors.Join(errs...)
 }
+
+// FormBatches groups items, the queued items of one submitter's event in the order of its
+// messages, into batches of at most size (1 to MaxBatchOperations; outside that, 1) as doc.go's
+// "Batches" forms them: an item whose request carries a memo (a transaction has one) or that
+// batchable refuses (a Soroban asset: one operation per transaction) runs alone, and a batch holds
+// at most one payment per (destination account, asset), the account being the wallet's scope, so
+// an M... wallet and its G... account share one. An item that would be a second payment to a
+// destination already in every open batch starts a new one. A batch left with one item runs
+// alone too, on the one-transfer path. Every item comes back exactly once, a batch's in the order
+// given.
+func FormBatches(items []Record, size int, batchable func(Request) bool) (batches [][]Record, alone []Record) {
+	if size < 1 || size > MaxBatchOperations {
+		size = 1
+	}
+	type dest struct{ account, asset string }
+	var open [][]Record
+	var taken []map[dest]bool
+	for _, rec := range items {
+		if size == 1 || !rec.Request.Memo.IsZero() || (batchable != nil && !batchable(rec.Request)) {
+			alone = append(alone, rec)
+			continue
+		}
+		d := dest{rec.Request.Wallet().Scope(), rec.Request.Asset}
+		placed := false
+		for i := range open {
+			if len(open[i]) < size && !taken[i][d] {
+				open[i] = append(open[i], rec)
+				taken[i][d] = true
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			open = append(open, []Record{rec})
+			taken = append(taken, map[dest]bool{d: true})
+		}
+	}
+	for _, b := range open {
+		if len(b) == 1 {
+			alone = append(alone, b[0])
+			continue
+		}
+		batches = append(batches, b)
+	}
+	return batches, alone
+}

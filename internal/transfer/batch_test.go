@@ -232,3 +232,65 @@ func TestBatchEnvelopeValidate(t *testing.T) {
 		t.Fatal("a batch with an operation of no claim, or of version 0, was accepted")
 	}
 }
+
+func TestFormBatches(t *testing.T) {
+	const (
+		g1 = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
+		g2 = "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3"
+		m1 = "MBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OAAAAAAAAAAAAAJLK" // g1's account, id 9
+	)
+	item := func(key, wallet, account, asset string, memo bool) transfer.Record {
+		req := transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Account: account, Amount: "1", Asset: asset, Stroops: 10_000_000}
+		if memo {
+			req.Memo = transfer.Memo{Type: transfer.MemoText, Value: "invoice"}
+		}
+		return transfer.Record{StoreKey: "transfer:" + key, Request: req, Status: transfer.StatusQueued, Async: true}
+	}
+	items := []transfer.Record{
+		item("a", g1, "", "USDC", false),
+		item("b", g2, "", "USDC", false),
+		item("c", m1, g1, "USDC", false), // g1's USDC trustline again: the next batch
+		item("d", g2, "", "EURC", false), // another asset of g2: the same batch
+		item("e", g2, "", "USDC", true),  // a memo: alone
+		item("f", g2, "", "SOROBAN", false),
+		item("g", g1, "", "EURC", false),
+	}
+	keys := func(recs []transfer.Record) string {
+		var ks []string
+		for _, r := range recs {
+			ks = append(ks, strings.TrimPrefix(r.StoreKey, "transfer:"))
+		}
+		return strings.Join(ks, "")
+	}
+	notSoroban := func(r transfer.Request) bool { return r.Asset != "SOROBAN" }
+	batches, alone := transfer.FormBatches(items, 3, notSoroban)
+	var got []string
+	for _, b := range batches {
+		got = append(got, keys(b))
+	}
+	// a, b, d fill the first batch; c (g1's USDC again) and g start the second.
+	if strings.Join(got, "|") != "abd|cg" || keys(alone) != "ef" {
+		t.Fatalf("FormBatches(size 3) = %v, alone %q; want [abd cg], alone ef", got, keys(alone))
+	}
+	batches, alone = transfer.FormBatches(items, 1, notSoroban)
+	if len(batches) != 0 || keys(alone) != "abcdefg" {
+		t.Fatalf("FormBatches(size 1) = %d batches, alone %q; want none, every item alone", len(batches), keys(alone))
+	}
+	// A batch of one runs alone; an out-of-range size is 1.
+	batches, alone = transfer.FormBatches(items[:1], 100, nil)
+	if len(batches) != 0 || keys(alone) != "a" {
+		t.Fatalf("a lone item: %d batches, alone %q", len(batches), keys(alone))
+	}
+	if batches, _ := transfer.FormBatches(items, 101, nil); len(batches) != 0 {
+		t.Fatalf("size 101 formed %d batches, want it taken as 1", len(batches))
+	}
+	batches, alone = transfer.FormBatches(items, 100, nil)
+	got = got[:0]
+	for _, b := range batches {
+		got = append(got, keys(b))
+	}
+	// c, g1's USDC again, would be a batch of one: it runs alone, after the memo's e.
+	if strings.Join(got, "|") != "abdfg" || keys(alone) != "ec" {
+		t.Fatalf("FormBatches(size 100, everything batchable) = %v, alone %q", got, keys(alone))
+	}
+}

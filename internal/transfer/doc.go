@@ -311,9 +311,9 @@
 // not queued under its message's ClaimID, or is not batchable (a memo, a Soroban asset, a stored
 // request that no longer matches its fingerprint), goes the one-transfer way (RunQueued), which
 // answers it stale, retry or runs it alone. The rest form batches of at most BATCH_SIZE, at most
-// one operation per (destination account, asset): a second payment to the same trustline waits
-// for the next batch, so that a destination-side result is a fact about its own key and never
-// about a neighbour that filled the line first.
+// one operation per (destination account, asset) (FormBatches): a second payment to the same
+// trustline goes to the next batch, so that a destination-side result is a fact about its own key
+// and never about a neighbour that filled the line first. A batch left with one key runs alone.
 //
 // Taking the keys. Each key is taken as today (queued -> in_flight under the invocation's lease,
 // conditional on the item exactly as read, Expect), one conditional write per key, issued
