@@ -660,6 +660,9 @@ func batchSweep(ctx context.Context, k *kit) result {
 // batchActors are the batch models' actors.
 var batchActors = []spec{
 	{name: "Q", role: "batch submitter", mortal: true, body: batchSubmitter},
+	// P is a second invocation with the same messages: SQS delivers at least once, and a message
+	// whose visibility timeout ended is delivered again while the first may still run.
+	{name: "P", role: "batch submitter, the same messages again", body: batchSubmitter},
 	{name: "C", role: "synchronous caller on A", body: batchCaller},
 	{name: "S", role: "sweep", late: true, body: batchSweep},
 	{name: "X", role: "cancel of A", body: cancelBody},
@@ -688,13 +691,15 @@ var batchModels = []model{
 
 // fullBatchModels are explored as well when MODEL_FULL is set (about 3 million states, minutes
 // without -race): the submitter, the synchronous caller and the sweep together, with a death or a
-// lost answer; the caller and the sweep each with a lost answer; and the cancel beside the sweep.
+// lost answer; the caller and the sweep each with a lost answer; the cancel beside the sweep; and
+// two submitters given the same messages.
 var fullBatchModels = []model{
 	{"batch, caller and sweep, process death", "QCS", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, deaths: 1}},
 	{"batch, caller and sweep, lost answer", "QCS", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, lost: 1}},
 	{"batch beside a synchronous caller, lost answer", "QC", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, lost: 1}},
 	{"batch beside the sweep, lost answer", "QS", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, lost: 1}},
 	{"batch beside a cancel and the sweep, process death", "QXS", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, deaths: 1}},
+	{"two submitters, process death", "QP", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, deaths: 1}},
 }
 
 // TestBatchInterleavings explores every interleaving of each batch model and fails with the first

@@ -67,7 +67,8 @@
 // operation's destination). Four mutations of the protocol (a FAILED batch rejecting every key,
 // the envelope attached key by key, a batch in doubt requeued, a refused batch requeued key by key)
 // each make the model find its violation (TestBatchModelFindsBrokenRules). MODEL_FULL=1 adds the
-// submitter, the caller and the sweep together, and lost answers beside each.
+// submitter, the caller and the sweep together, lost answers beside each, and two submitters given
+// the same messages (SQS delivers at least once).
 //
 // The package has no non-test code; it lives under internal/chaos beside the random campaign.
 package model
