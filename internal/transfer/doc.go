@@ -319,9 +319,9 @@
 // conditional on the item exactly as read, Expect), one conditional write per key, issued
 // concurrently, not one TransactWriteItems: nothing is built or sent between the take and the
 // attach, so a key whose take fails (a cancel won it, a copy of the message took it) simply drops
-// out of the batch, and a key taken but left out (the batch shrank below its place) is requeued at
-// once. A transaction would cost twice the write units (transactional writes bill two per KB) and
-// one failed condition would cancel every take, to be retried without it. A take whose answer was
+// out of the batch (a batch left with one key runs alone). A transaction would cost twice the
+// write units (transactional writes bill two per KB) and one failed condition would cancel every
+// take, to be retried without it. A take whose answer was
 // lost is recognised as today, by reading back its own lease (ReplaceItem).
 //
 // Checking the destinations. Before building, each destination is read as stellar-core will judge
@@ -340,26 +340,28 @@
 //
 // Persisting the envelope. The batch's envelope is stored once, in its own item (BatchEnvelope,
 // BatchStore.PutBatch), pk "batch:<inner hash>", written with PutItem `attribute_not_exists(pk)`
-// before any key names it:
-// the signed XDR, inner and outer hashes, maxTime, submitted ledger, channel, fee, and the
-// operations in order (index -> store key and ClaimID). Then one TransactWriteItems attaches it to
-// every key (BatchStore.ReplaceAll, through ReplaceAllItems): per key the item (still in_flight
-// under the same lease) gains the envelope's hashes, maxTime, submitted ledger and channel,
-// without the XDR, and its operation (Record.Batch: index and size), conditional on the item as
-// taken. The envelope is sent only once that transaction applied
-// (or, its answer lost, every item reads back as written). It must be one transaction: attached
-// key by key, a death between two attaches leaves a key whose item names the envelope and one
-// whose item does not, and a take-over of the first re-sends an envelope holding the second's
-// operation while the second runs again (the model finds this double payment). If it fails for a
-// key (that key's lease was taken over), nothing is sent: every key still held is requeued and the
-// batch item is left unreferenced (inert: no item names it; its TTL removes it). The XDR is stored
-// once rather than on every item: a batch of 100 payments is about 10 KB of XDR (about 14 KB in
-// base64), so on each item it would make the attach a 1.4 MB transaction of 100 items of 15 KB
-// (3,000 transactional write units) instead of one 25 KB item and 100 small ones (about 430); and
-// the batch item plus 100 keys would be 101 items, past TransactWriteItems' 100 (and its 4 MB). The
-// batch item stays far below the 400 KB item limit. Replacing a batch by fee writes the new outer
-// hash to the batch item, conditional on its version, before it is sent; every reader takes the
-// batch's hashes and XDR from the batch item.
+// before any key names it: the signed XDR, inner and outer hashes, maxTime, submitted ledger,
+// channel, fee, and the operations in order (index -> store key and ClaimID). Then one
+// TransactWriteItems attaches it to every key (BatchStore.ReplaceAll, through ReplaceAllItems):
+// per key the item (still in_flight under the same lease) gains the envelope's hashes, maxTime,
+// submitted ledger and channel, without the XDR, and its operation (Record.Batch: index and size),
+// conditional on the item as taken. The envelope is sent only once that transaction applied (or,
+// its answer lost, every item reads back as written). It must be one transaction: attached key by
+// key, a death between two attaches leaves a key whose item names the envelope and one whose item
+// does not, and a take-over of the first re-sends an envelope holding the second's operation while
+// the second runs again (the model finds this double payment). If it fails for a key (that key's
+// lease was taken over), nothing is sent and nothing names the envelope: every key still held is
+// requeued, each alone, and the batch item is left unreferenced (inert; its TTL removes it). If its
+// fate is unknown, nothing is sent either and the keys are left to their lease: applied, every key
+// names the envelope and a take-over re-sends it; not applied, none does and none can.
+//
+// The XDR is stored once rather than on every item: a batch of 100 payments is about 10 KB of XDR
+// (about 14 KB in base64), so on each item it would make the attach a 1.4 MB transaction of 100
+// items of 15 KB (3,000 transactional write units) instead of one 25 KB item and 100 small ones
+// (about 430); and the batch item plus 100 keys would be 101 items, past TransactWriteItems' 100
+// (and its 4 MB). The batch item stays far below the 400 KB item limit. Replacing a batch by fee
+// writes the new outer hash to the batch item, conditional on its version, before it is sent;
+// every reader takes the batch's hashes and XDR from the batch item.
 //
 // Outcomes, per key. Whoever judges a batched key (the submitter, a take-over, an inline
 // reconciler, the sweep, an operator) reads the batch item, looks the batch's hashes up once, and
