@@ -2,12 +2,17 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -75,5 +80,94 @@ func TestBatchItemsAsStored(t *testing.T) {
 	got, err := f.store.GetBatch(ctx, inner)
 	if err != nil || got.Index(taken[1].StoreKey) != 1 || got.Envelope.XDR != b.Envelope.XDR {
 		t.Fatalf("GetBatch: %+v, %v", got, err)
+	}
+}
+
+// tokens records the ClientRequestToken of every TransactWriteItems and forwards it.
+type tokens struct {
+	dynamotest.API
+	mu   sync.Mutex
+	seen []string
+}
+
+func (c *tokens) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opt ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.mu.Lock()
+	c.seen = append(c.seen, aws.ToString(in.ClientRequestToken))
+	c.mu.Unlock()
+	return c.API.(dynamo.TransactClient).TransactWriteItems(ctx, in, opt...)
+}
+
+// batchFixture claims two async keys in_flight on a fresh minidyn table and returns the raw
+// client, the table, the items as taken and as attached to a batch.
+func batchFixture(t *testing.T, prefix string) (dynamotest.API, string, []transfer.Record, []transfer.Record) {
+	t.Helper()
+	raw, _ := dynamotest.Minidyn(t)
+	table := dynamotest.NewStore(t, raw).Table()
+	s := dynamo.New(raw, table)
+	var taken, attached []transfer.Record
+	for i, key := range []string{prefix + "-a", prefix + "-b"} {
+		rec := transfer.Record{StoreKey: transfer.StoreKey("GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3", key), ClaimID: "claim-" + key,
+			Status: transfer.StatusInFlight, ClientKey: key, LeaseOwner: "owner-batch", LeaseExpiresAt: time.Unix(1_800_000_030, 0),
+			Version: 1, CreatedAt: time.Unix(1_800_000_000, 0), UpdatedAt: time.Unix(1_800_000_000, 0), Async: true}
+		if _, won, err := s.Claim(context.Background(), rec, time.Unix(1_800_000_000, 0)); err != nil || !won {
+			t.Fatalf("claim %d: won=%v err=%v", i, won, err)
+		}
+		taken = append(taken, rec)
+		attached = append(attached, transfer.BatchAttached(rec, transfer.Envelope{XDR: "AAAA", InnerHash: strings.Repeat("7c", 32), MaxTime: 1_800_000_040},
+			transfer.BatchRef{Index: i, Size: 2}, time.Unix(1_800_000_001, 0)))
+	}
+	return raw, table, taken, attached
+}
+
+// A transaction cancelled by a conflict alone (nothing written) is written again under the next
+// attempt's token; each attempt's token is the same for the same writes, so the SDK's retry of a
+// request whose answer was lost applies nothing twice.
+func TestReplaceAllWritesAgainAfterAConflictUnderItsToken(t *testing.T) {
+	raw, table, taken, attached := batchFixture(t, "conflict")
+	rec := &tokens{API: &cancelOnce{API: raw, reasons: []types.CancellationReason{
+		{Code: aws.String("None")}, {Code: aws.String("TransactionConflict")}}}}
+	s := dynamo.New(rec, table)
+	if err := transfer.ReplaceAllItems(context.Background(), s, taken, attached); err != nil {
+		t.Fatalf("ReplaceAllItems after a conflict: %v", err)
+	}
+	if len(rec.seen) != 2 || rec.seen[0] == rec.seen[1] || !strings.HasSuffix(rec.seen[0], "-0") || !strings.HasSuffix(rec.seen[1], "-1") {
+		t.Fatalf("tokens %v: want two attempts, -0 then -1", rec.seen)
+	}
+	for _, a := range attached {
+		if got, err := s.Get(context.Background(), a.StoreKey); err != nil || got.Version != 2 || got.Batch == nil {
+			t.Fatalf("%s after the retried transaction: %+v, %v", a.StoreKey, got, err)
+		}
+	}
+	// The same writes give the same token: sent again (they now fail their conditions), their first
+	// attempt carries the token the first transaction's did.
+	again := &tokens{API: raw}
+	_ = dynamo.New(again, table).ReplaceAll(context.Background(), []transfer.ItemWrite{
+		{Next: attached[0], Cond: transfer.Expect(taken[0])}, {Next: attached[1], Cond: transfer.Expect(taken[1])}})
+	if len(again.seen) != 1 || again.seen[0] != rec.seen[0] {
+		t.Fatalf("the same writes sent tokens %v and %v", rec.seen, again.seen)
+	}
+}
+
+// A cancellation whose reasons say a condition failed names those keys, in order; a reason the
+// store does not expect is an error that is not a failed condition.
+func TestReplaceAllReadsTheCancellationReasons(t *testing.T) {
+	raw, table, taken, attached := batchFixture(t, "reasons")
+	s := dynamo.New(&cancelOnce{API: raw, reasons: []types.CancellationReason{
+		{Code: aws.String("ConditionalCheckFailed")}, {Code: aws.String("None")}}}, table)
+	err := s.ReplaceAll(context.Background(), []transfer.ItemWrite{
+		{Next: attached[0], Cond: transfer.Expect(taken[0])}, {Next: attached[1], Cond: transfer.Expect(taken[1])}})
+	bce, ok := errors.AsType[*transfer.BatchConditionError](err)
+	if !ok || len(bce.Failed) != 1 || bce.Failed[0] != taken[0].StoreKey || !errors.Is(err, transfer.ErrConditionFailed) {
+		t.Fatalf("ReplaceAll = %v, want a BatchConditionError naming only %s", err, taken[0].StoreKey)
+	}
+	s = dynamo.New(&cancelOnce{API: raw, reasons: []types.CancellationReason{
+		{Code: aws.String("ValidationError")}, {Code: aws.String("None")}}}, table)
+	err = s.ReplaceAll(context.Background(), []transfer.ItemWrite{
+		{Next: attached[0], Cond: transfer.Expect(taken[0])}, {Next: attached[1], Cond: transfer.Expect(taken[1])}})
+	if err == nil || errors.Is(err, transfer.ErrConditionFailed) {
+		t.Fatalf("ReplaceAll cancelled for a validation error = %v, want an error that is no failed condition", err)
+	}
+	if got, _ := dynamo.New(raw, table).Get(context.Background(), taken[0].StoreKey); got.Version != 1 {
+		t.Fatalf("a cancelled transaction wrote %+v", got)
 	}
 }
