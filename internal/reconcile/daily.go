@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +34,7 @@ import (
 //     transaction is not among the day's transactions;
 //   - failedOnChain: the same, found FAILED;
 //   - mismatched: found, but what moved differs from the transfer (direction, amount, asset,
-//     destination and its muxed id, memo, ledger);
+//     destination and its muxed id, memo, ledger, recorded hash);
 //   - unexplained: a movement of a configured asset from or to the vault on chain that no transfer
 //     explains (an incoming payment that tops the vault up is one: the service never asked for it);
 //     a second payment in the transaction of a transfer is one too, and so is a payment whose
@@ -45,8 +46,13 @@ import (
 //   - inDoubt and unsettled: the items in doubt now, and the expired claims and queued transfers
 //     accepted by the day's end, with whether the chain shows their transaction in the day
 //     (listed, not counted: they have their own alarms);
-//   - unverified: records settled on the day as paid by a forced resolution whose transaction is
-//     not in the day (listed, not counted: the ledger could not prove it when it was forced).
+//   - unverified: records settled on the day as paid without a ledger (a forced resolution) whose
+//     transaction is not in the day (listed, not counted: the ledger could not prove it when it
+//     was forced).
+//
+// A transfer is set against the payment of its transaction that is exactly what it asked for, a
+// batch's key against its own operation; the hash it recorded must be one that landed. A run
+// again of a stored day lists what the earlier runs said (Supersedes).
 //
 // Discrepancies is the sum of the counted lists and the assets whose actual movement differs;
 // any discrepancy logs the report at WARN, writes the metric and publishes the event with ok false.
@@ -149,6 +155,19 @@ type DailyReport struct {
 	// expired claims (an invocation died holding one) and queued transfers no submitter took yet.
 	Unsettled []DailyItem `json:"unsettled"`
 	Unsure    []DailyItem `json:"unverified"`
+	// Supersedes are the earlier runs of the same day whose stored reports this one replaced,
+	// oldest first (at most DailyListMax, the latest kept): a run again never erases what an
+	// earlier one told (a page, the matches it counted). Empty for a day's first report.
+	Supersedes []DailyRun `json:"supersedes,omitempty"`
+}
+
+// DailyRun is what an earlier stored report of the day said: when it was made and its outcome.
+type DailyRun struct {
+	GeneratedAt   time.Time   `json:"generatedAt"`
+	OK            bool        `json:"ok"`
+	Discrepancies int         `json:"discrepancies"`
+	Matched       int         `json:"matched"`
+	Counts        DailyCounts `json:"counts"`
 }
 
 // DailyLedgers are the day's ledgers: [first, last], their close times and the transactions read.
@@ -351,6 +370,11 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 	}
 	report := buildReport(start, now, chain, side)
 	report.Partial = partial
+	if !partial {
+		if report.Supersedes, err = supersedes(ctx, d.Reports, start); err != nil {
+			return nil, err
+		}
+	}
 	body, err := json.Marshal(report)
 	if err != nil {
 		return nil, &Error{Code: CodeStoreUnavailable, Message: "the report could not be encoded", Err: err}
@@ -381,6 +405,25 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 		}
 	}
 	return report, nil
+}
+
+// supersedes are the runs of day stored before this one, oldest first: the stored report's own
+// list and the stored report itself, the latest DailyListMax kept. A stored report that cannot be
+// read is an error: replacing it unread would erase what it said.
+func supersedes(ctx context.Context, reports ReportStore, day time.Time) ([]DailyRun, error) {
+	b, err := reports.GetDailyReport(ctx, day)
+	if errors.Is(err, transfer.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	var old DailyReport
+	if err := json.Unmarshal(b, &old); err != nil {
+		return nil, &Error{Code: CodeStoreUnavailable, Message: "the report stored for " + day.Format(time.DateOnly) + " cannot be read; it is not replaced", Err: err}
+	}
+	runs := append(old.Supersedes, DailyRun{GeneratedAt: old.GeneratedAt, OK: old.OK, Discrepancies: old.Discrepancies, Matched: old.Matched, Counts: old.Counts})
+	return runs[max(0, len(runs)-DailyListMax):], nil
 }
 
 // tableSide is what the table holds that can explain the day's chain.
@@ -517,15 +560,28 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 	for _, p := range chain.Payments {
 		asset(p.Asset).ChainNet += signed(p)
 	}
-	// find: the first payment of rec's transaction in the day, and whether its transaction failed.
-	// A payment explains one transfer: a second record naming the same transaction finds none.
+	// find: rec's payment among its transaction's in the day, and whether its transaction failed.
+	// A payment explains one transfer: a second record naming the same transaction finds none. A
+	// batch's key is its own operation (BatchRef.Index) and no other; any other transfer is the
+	// payment that is exactly what it asked for, else the first not yet explained, so that the
+	// order the records are read in never pairs a transfer with a payment beside its own.
 	find := func(rec transfer.Record) (int, bool) {
+		first := -1
 		for _, h := range recordHashes(rec) {
 			for _, i := range byHash[h] {
-				if !explained[i] {
+				if explained[i] || rec.Batch != nil && chain.Payments[i].Op != rec.Batch.Index {
+					continue
+				}
+				if len(differences(rec, chain.Payments[i])) == 0 {
 					return i, false
 				}
+				if first < 0 {
+					first = i
+				}
 			}
+		}
+		if first >= 0 {
+			return first, false
 		}
 		for _, h := range recordHashes(rec) {
 			if _, ok := chain.Failed[h]; ok {
@@ -546,7 +602,6 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 		if rec.Result != nil {
 			ledger = rec.Result.Ledger
 		}
-		forced := rec.Audit != nil && rec.Audit.Forced
 		// Whose day is it: the ledger the table recorded, or, for a record without one (a forced
 		// resolution), the ledger the chain shows it in.
 		switch {
@@ -567,7 +622,9 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 			}
 			continue
 		case ledger == 0 && i < 0 && !failed:
-			if forced && transfer.ArchiveDay(rec.UpdatedAt) == r.Day {
+			// Forced by an operator, or (never written so, yet possible in a record) settled
+			// without its ledger: listed on the day it settled, never left out.
+			if transfer.ArchiveDay(rec.UpdatedAt) == r.Day {
 				r.Unsure = append(r.Unsure, itemOfRecord(rec))
 			}
 			continue
@@ -631,7 +688,7 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 		}
 		dp := notes[i]
 		dp.ChainPayment = p
-		if dp.Note == "" && len(byHash[strings.ToLower(p.Hash)]) > 1 && byHash[strings.ToLower(p.Hash)][0] != i {
+		if dp.Note == "" && slices.ContainsFunc(byHash[strings.ToLower(p.Hash)], func(j int) bool { return j != i && explained[j] }) {
 			dp.Note = "another payment of the same transaction is a transfer's; this one is not"
 		}
 		asset(p.Asset).UnexplainedNet += signed(p)
@@ -725,6 +782,19 @@ func differences(rec transfer.Record, p transfer.ChainPayment) []DailyDifference
 		}
 	case p.Counterparty != req.WalletAddress || p.Muxed != "":
 		out = append(out, DailyDifference{Field: "walletAddress", Here: req.WalletAddress, Chain: chainWallet(p)})
+	}
+	// The hash the table recorded (and answers its client) must be one the chain shows for this
+	// payment: its inner hash, or the outer hash that landed. A fee bump replaced by fee has
+	// several outer hashes, of which only one can land.
+	if rec.Result != nil && rec.Result.TransactionHash != "" {
+		h := strings.ToLower(rec.Result.TransactionHash)
+		if h != strings.ToLower(p.Hash) && h != strings.ToLower(p.OuterHash) {
+			landed := p.Hash
+			if p.OuterHash != "" {
+				landed = p.OuterHash
+			}
+			out = append(out, DailyDifference{Field: "transactionHash", Here: h, Chain: strings.ToLower(landed)})
+		}
 	}
 	if req.Memo != p.Memo {
 		out = append(out, DailyDifference{Field: "memo", Here: memoText(req.Memo), Chain: memoText(p.Memo)})
