@@ -23,8 +23,8 @@ import (
 // Which transfers belong to the day: those whose transaction landed in one of the day's ledgers.
 // A transfer settles after its transaction lands, at the earliest seconds later (a transaction
 // landed at 23:59:58 is often settled the next day), and an in-doubt one whenever the sweep or an
-// operator settles it. So the table's side is every lasting record settled from the day on, for
-// DailyLookAhead days (and never past the invocation's day), every item in doubt now and every
+// operator settles it. So the table's side is every lasting record settled from the day on, up to
+// the invocation's day and at most DailyLookAhead days after it, every item in doubt now and every
 // expired claim: each explains the chain payments whose hash is one of its envelope's, whatever
 // day it settled (and from the day before, for a clock behind the ledger's). A record settled as
 // paid is expected on chain on the day of its ledger (transfer.Result.Ledger).
@@ -57,9 +57,12 @@ import (
 // Discrepancies is the sum of the counted lists and the assets whose actual movement differs;
 // any discrepancy logs the report at WARN, writes the metric and publishes the event with ok false.
 
-// DailyLookAhead is how many days after the reported day the lasting records are read: stellar-rpc's
-// default history retention (about 7 days), past which the day cannot be reported again anyway.
-const DailyLookAhead = 7
+// DailyLookAhead is how many days after the reported day the lasting records are read, at most:
+// a day is reported again as long as RPC's history holds it (120,960 ledgers by default, about 8
+// days at 5 to 6 s a ledger, and an operator may keep more), and a transfer in doubt may settle
+// days after it landed. The bound keeps a run for a day long past (a typo's year) to that many
+// reads of the lasting record.
+const DailyLookAhead = 92
 
 // DailyListMax clips each list of a report; the counts are exact. Eight lists of 40 entries of
 // under 700 bytes keep a report within a CloudWatch Logs event (256 KB) and a stored item
@@ -435,8 +438,8 @@ type tableSide struct {
 	live, unsettled []transfer.Record
 }
 
-// tableSide reads the records settled from the day before start's through DailyLookAhead days
-// after it (never past now's day), the in-doubt items, the expired claims and the queued items.
+// tableSide reads the records settled from the day before start's through now's day, at most
+// DailyLookAhead days after start's, the in-doubt items, the expired claims and the queued items.
 func (s *Service) tableSide(ctx context.Context, start, now time.Time) (tableSide, error) {
 	var side tableSide
 	seen := map[string]bool{}

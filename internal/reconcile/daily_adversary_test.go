@@ -177,3 +177,51 @@ func TestADailyReportKeepsWhatAnEarlierRunStored(t *testing.T) {
 		t.Fatalf("third run supersedes %+v", third.Supersedes)
 	}
 }
+
+// RPC's history reaches back as far as its operator keeps it (120,960 ledgers is about 8 days at
+// pubnet's pace of 5 to 6 s a ledger, and a retention can be set longer): a day run again late
+// reads every lasting record settled until the run, so a transfer in doubt for 8 days and then
+// settled as paid is matched, not a payment nobody asked for.
+func TestADailyReportReadsRecordsSettledUntilItRuns(t *testing.T) {
+	f := newFixture(t)
+	h := hashOf("slow8", false)
+	archive(t, f, "eight-days-0001", transfer.StatusReplayable, 10_000_000, h, "", 1100, day.Add(8*24*time.Hour+time.Hour), nil)
+	f.clock.now = day.Add(9*24*time.Hour + time.Hour)
+	chain := &chainDay{day: transfer.ChainDay{Start: day, End: day.Add(24 * time.Hour), FirstLedger: 1000, LastLedger: 2000, Transactions: 1,
+		Payments: []transfer.ChainPayment{pay(h, 1100, 10_000_000)}, Failed: map[string]uint32{},
+		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -10_000_000, HasBalances: true}}}}
+	svc, _, _ := withDaily(t, f, chain)
+	if r := runDaily(t, svc); !r.OK || r.Matched != 1 {
+		t.Fatalf("ok %v matched %d counts %+v", r.OK, r.Matched, r.Counts)
+	}
+}
+
+// countingArchives counts the days a run lists.
+type countingArchives struct {
+	reconcile.ArchiveLister
+	days int
+}
+
+func (c *countingArchives) ListArchivedDay(ctx context.Context, day time.Time, limit int, cursor string) ([]transfer.Archive, string, error) {
+	if cursor == "" {
+		c.days++
+	}
+	return c.ArchiveLister.ListArchivedDay(ctx, day, limit, cursor)
+}
+
+// A day long past (a year mistyped, on a network whose RPC holds its history from its first
+// ledger) reads a bounded number of days of the lasting record, not one a day until today.
+func TestADailyReportReadsABoundedRangeOfDays(t *testing.T) {
+	f := newFixture(t)
+	lister := &countingArchives{ArchiveLister: f.store}
+	chain := &chainDay{day: transfer.ChainDay{Failed: map[string]uint32{}}}
+	svc := reconcile.New(reconcile.Config{Store: f.store, Settler: f.orch, Ledger: f.ledger, Gauge: f.gauge, Clock: f.clock,
+		KeyTTL: func() time.Duration { return time.Hour }, Logger: f.log,
+		Daily: &reconcile.Daily{Chain: chain, Archives: lister, Reports: f.store}})
+	if _, err := svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionDaily, Day: "1026-02-28"}); err != nil {
+		t.Fatal(err)
+	}
+	if lister.days != reconcile.DailyLookAhead+2 {
+		t.Fatalf("%d days listed, want %d", lister.days, reconcile.DailyLookAhead+2)
+	}
+}
