@@ -69,6 +69,12 @@ const DailyLookAhead = 92
 // (dynamo.MaxDailyReport).
 const DailyListMax = 40
 
+// DailyMaxBytes bounds a report's JSON: under the store's bound (dynamo.MaxDailyReport, 350,000
+// bytes, within DynamoDB's 400 KB item). Forty entries a list fit in it unless the entries are
+// the longest a transfer can make (255-character keys, muxed wallets, memos of 28 control
+// characters, each escaped to six); encodeReport then clips the lists further.
+const DailyMaxBytes = 300_000
+
 // dailyMargin is how long before the invocation's deadline the daily reading gives up: enough to
 // store nothing, log the failure and write the metric.
 const dailyMargin = 3 * time.Second
@@ -162,6 +168,9 @@ type DailyReport struct {
 	// oldest first (at most DailyListMax, the latest kept): a run again never erases what an
 	// earlier one told (a page, the matches it counted). Empty for a day's first report.
 	Supersedes []DailyRun `json:"supersedes,omitempty"`
+	// ListMax is how many entries each list was clipped to: DailyListMax, or fewer when the
+	// report would not fit DailyMaxBytes otherwise.
+	ListMax int `json:"listMax"`
 }
 
 // DailyRun is what an earlier stored report of the day said: when it was made and its outcome.
@@ -378,7 +387,7 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 			return nil, err
 		}
 	}
-	body, err := json.Marshal(report)
+	body, err := encodeReport(report)
 	if err != nil {
 		return nil, &Error{Code: CodeStoreUnavailable, Message: "the report could not be encoded", Err: err}
 	}
@@ -733,6 +742,26 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 	r.InDoubt, r.Unsure, r.Unknown, r.Unsettled = clip(r.InDoubt), clip(r.Unsure), clip(r.Unknown), clip(r.Unsettled)
 	r.Other = clip(r.Other)
 	return r
+}
+
+// encodeReport is r's JSON within DailyMaxBytes: while it is larger, every list (and Supersedes,
+// its latest entries) is clipped to half as many entries, down to one, and ListMax says to how
+// many. The counts stay exact, so a day with the most wrong is stored and paged, never refused
+// by the store for its size.
+func encodeReport(r *DailyReport) ([]byte, error) {
+	r.ListMax = DailyListMax
+	for {
+		body, err := json.Marshal(r)
+		if err != nil || len(body) <= DailyMaxBytes || r.ListMax == 1 {
+			return body, err
+		}
+		n := r.ListMax / 2
+		r.ListMax = n
+		r.Absent, r.Failed, r.Differs = r.Absent[:min(len(r.Absent), n)], r.Failed[:min(len(r.Failed), n)], r.Differs[:min(len(r.Differs), n)]
+		r.Unknown, r.Other = r.Unknown[:min(len(r.Unknown), n)], r.Other[:min(len(r.Other), n)]
+		r.InDoubt, r.Unsettled, r.Unsure = r.InDoubt[:min(len(r.InDoubt), n)], r.Unsettled[:min(len(r.Unsettled), n)], r.Unsure[:min(len(r.Unsure), n)]
+		r.Supersedes = r.Supersedes[max(0, len(r.Supersedes)-n):]
+	}
 }
 
 // clip keeps the first DailyListMax entries, and never answers null for an empty list.

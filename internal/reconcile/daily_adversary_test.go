@@ -3,11 +3,15 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -223,5 +227,116 @@ func TestADailyReportReadsABoundedRangeOfDays(t *testing.T) {
 	}
 	if lister.days != reconcile.DailyLookAhead+2 {
 		t.Fatalf("%d days listed, want %d", lister.days, reconcile.DailyLookAhead+2)
+	}
+}
+
+// longKey is the i-th idempotency key of the longest length the API takes (255).
+func longKey(tag string, i int) string {
+	k := fmt.Sprintf("%s-%03d-", tag, i)
+	return k + strings.Repeat("k", 255-len(k))
+}
+
+// hexOf is a distinct hash for the i-th entry of a list tagged tag (a hex digit).
+func hexOf(tag byte, i int) string {
+	return fmt.Sprintf("%c%063x", tag, i)
+}
+
+// putLive writes a live item of key in status (in_doubt, or in_flight with an expired lease),
+// holding an envelope whose inner hash is inner and whose memo and wallet are the longest.
+func putLive(t *testing.T, f *fixture, key string, status transfer.Status, inner string, w string, memo transfer.Memo) {
+	t.Helper()
+	rec := transfer.Record{
+		StoreKey: transfer.StoreKey(w, key), Status: transfer.StatusInFlight, Fingerprint: "fp",
+		Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: w, Amount: "922337203685.4775807", Asset: "USDC",
+			Stroops: 9_223_372_036_854_775_807, Memo: memo},
+		ClaimID: "claim-" + inner[:8], ClientKey: key, LeaseOwner: "owner", LeaseExpiresAt: t0.Add(-time.Minute), Version: 1, CreatedAt: day, UpdatedAt: day,
+	}
+	if _, won, err := f.store.Claim(context.Background(), rec, day); err != nil || !won {
+		t.Fatalf("claim %s: %v %v", key, won, err)
+	}
+	next := rec
+	next.Envelope = &transfer.Envelope{XDR: "AAAA-signed", InnerHash: inner, OuterHash: "f" + inner[1:], MaxTime: t0.Unix() - 100, SubmittedLedger: 50}
+	next.Version++
+	if err := f.store.Replace(context.Background(), next, transfer.Expect(rec)); err != nil {
+		t.Fatal(err)
+	}
+	if status == transfer.StatusInDoubt {
+		if err := f.store.Replace(context.Background(), transfer.InDoubtRecord(next, "TRANSFER_TIMEOUT", day.Add(time.Hour)), transfer.Expect(next)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The worst day a report can hold: every list past its clip, each entry as long as a transfer
+// can make it (255-character keys, muxed wallets, hash memos, every field mismatched, the largest
+// amount) and a day run again many times. Its report is stored: a day with that much wrong is
+// the one finance must be able to read again.
+func TestADailyReportOfTheWorstDayIsStored(t *testing.T) {
+	f := newFixture(t)
+	muxed, _ := xdr.MuxedAccountFromAccountId(wallet, 18446744073709551615)
+	other, _ := xdr.MuxedAccountFromAccountId(wallet2, 18446744073709551614)
+	memo := transfer.Memo{Type: transfer.MemoText, Value: strings.Repeat("\x01", 28)}
+	chainMemo := transfer.Memo{Type: transfer.MemoText, Value: strings.Repeat("\xff", 28)}
+	long := func(r *transfer.Record) {
+		r.Request.WalletAddress, r.Request.Account, r.Request.MuxedID = muxed.Address(), wallet, 18446744073709551615
+		r.Request.Memo = memo
+		r.Request.Amount, r.Request.Stroops = "922337203685.4775807", 9_223_372_036_854_775_807
+		r.StoreKey = transfer.StoreKey(muxed.Address(), r.ClientKey)
+	}
+	forced := func(r *transfer.Record) {
+		long(r)
+		r.Audit = &transfer.Audit{Action: "resolve", Operator: strings.Repeat("o", 128), Reason: strings.Repeat("r", 512), Forced: true, At: r.UpdatedAt}
+	}
+	n := reconcile.DailyListMax + 1
+	var pays []transfer.ChainPayment
+	var others []transfer.ChainOther
+	failed := map[string]uint32{}
+	for i := range n {
+		at := day.Add(time.Duration(i) * time.Minute)
+		archive(t, f, longKey("absent", i), transfer.StatusReplayable, 1, hexOf('1', i), hexOf('2', i), 1100, at, long)
+		archive(t, f, longKey("failed", i), transfer.StatusReplayable, 1, hexOf('3', i), hexOf('4', i), 1200, at, long)
+		failed[hexOf('3', i)] = 1200
+		archive(t, f, longKey("differs", i), transfer.StatusReplayable, 1, hexOf('5', i), hexOf('6', i), 1300, at, long)
+		p := transfer.ChainPayment{Hash: hexOf('5', i), OuterHash: hexOf('7', i), Ledger: 1999, Op: 99, Ops: 100, Direction: transfer.DirectionIn,
+			Counterparty: wallet2, Muxed: other.Address(), MuxedID: "18446744073709551614", Asset: "USDC", Stroops: 9_223_372_036_854_775_806, Memo: chainMemo}
+		pays = append(pays, p)
+		archive(t, f, longKey("rejected", i), transfer.StatusRejected, 1, hexOf('8', i), hexOf('9', i), 1400, at, long)
+		p.Hash, p.OuterHash = hexOf('8', i), hexOf('9', i)
+		pays = append(pays, p)
+		archive(t, f, longKey("forced", i), transfer.StatusReplayable, 1, hexOf('a', i), hexOf('b', i), 0, at, forced)
+		others = append(others, transfer.ChainOther{Hash: hexOf('c', i), Ledger: 1500, Op: 99, Type: "OperationTypeLiquidityPoolWithdraw",
+			Detail: "an operation whose source is the vault"})
+		putLive(t, f, longKey("indoubt", i)[:255], transfer.StatusInDoubt, hexOf('d', i), muxed.Address(), memo)
+		putLive(t, f, longKey("expired", i)[:255], transfer.StatusInFlight, hexOf('e', i), muxed.Address(), memo)
+		p.Hash, p.OuterHash = hexOf('d', i), "f"+hexOf('d', i)[1:]
+		pays = append(pays, p)
+	}
+	chain := &chainDay{day: transfer.ChainDay{Start: day, End: day.Add(24 * time.Hour), FirstLedger: 1000, LastLedger: 2000, Transactions: 5 * n,
+		Payments: pays, Other: others, Failed: failed,
+		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -1, HasBalances: true}}}}
+	svc, g, _ := withDaily(t, f, chain)
+	for run := range 3 {
+		f.clock.now = t0.Add(time.Duration(run) * time.Hour)
+		r := runDaily(t, svc)
+		c := r.Counts
+		if c.Absent != n || c.Failed != n || c.Mismatched != n || c.Unexplained != n || c.Other != n || c.InDoubt != n || c.Unsettled != n || c.Unverified != n {
+			t.Fatalf("counts %+v", c)
+		}
+		stored, err := svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionReport, Day: day.Format(time.DateOnly)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := stored.(json.RawMessage)
+		if len(b) > reconcile.DailyMaxBytes || r.ListMax < 1 || r.ListMax >= reconcile.DailyListMax || len(r.Absent) != r.ListMax ||
+			len(r.Unknown) != r.ListMax || len(r.Supersedes) != run {
+			t.Fatalf("run %d: %d bytes stored, lists of %d (absent %d, unexplained %d), supersedes %d", run, len(b), r.ListMax, len(r.Absent), len(r.Unknown), len(r.Supersedes))
+		}
+		t.Logf("run %d: the report is %d bytes, lists of %d", run, len(b), r.ListMax)
+	}
+	if reconcile.DailyMaxBytes > dynamo.MaxDailyReport {
+		t.Fatalf("a report of %d bytes is refused by the store (%d)", reconcile.DailyMaxBytes, dynamo.MaxDailyReport)
+	}
+	if g.failed != 0 {
+		t.Fatalf("failed runs %d", g.failed)
 	}
 }
