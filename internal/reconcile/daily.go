@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -376,6 +377,9 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 	case err != nil:
 		return nil, ledgerErr(err)
 	}
+	if err := wholeDay(chain, start, partial); err != nil {
+		return nil, ledgerErr(err)
+	}
 	side, err := s.tableSide(readCtx, start, now)
 	if err != nil {
 		return nil, err
@@ -417,6 +421,44 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 		}
 	}
 	return report, nil
+}
+
+// wholeDay checks that chain is the day starting at start as transfer.DayReader promises it: the
+// whole day unless partial (End = start + 24 h; so far, End within it), its ledgers' close times
+// (when given) within [Start, End), and every payment, other operation and failed transaction in its ledgers. A
+// reading that is not (a part of the day, a ledger of the day before or after) is never reported
+// as the day: a payment counted in two days' reports, or a day's half counted as all of it.
+func wholeDay(chain transfer.ChainDay, start time.Time, partial bool) error {
+	end := start.Add(24 * time.Hour)
+	switch {
+	case !chain.Start.Equal(start):
+		return fmt.Errorf("the chain's day starts at %s, not %s", chain.Start.UTC().Format(time.RFC3339), start.Format(time.RFC3339))
+	case !partial && !chain.End.Equal(end), partial && (chain.End.After(end) || !chain.End.After(start)):
+		return fmt.Errorf("the chain's day ends at %s: not the whole day to %s", chain.End.UTC().Format(time.RFC3339), end.Format(time.RFC3339))
+	case chain.FirstLedger == 0 && (len(chain.Payments) > 0 || len(chain.Other) > 0 || len(chain.Failed) > 0):
+		return errors.New("the chain's day has no ledger, yet transactions")
+	case chain.FirstLedger != 0 && (chain.LastLedger < chain.FirstLedger || !chain.FirstClose.IsZero() && chain.FirstClose.Before(chain.Start) ||
+		!chain.LastClose.IsZero() && !chain.LastClose.Before(chain.End)):
+		return fmt.Errorf("the chain's day's ledgers %d to %d closed %s to %s, not within the day", chain.FirstLedger, chain.LastLedger,
+			chain.FirstClose.UTC().Format(time.RFC3339), chain.LastClose.UTC().Format(time.RFC3339))
+	}
+	in := func(l uint32) bool { return l >= chain.FirstLedger && l <= chain.LastLedger }
+	for _, p := range chain.Payments {
+		if !in(p.Ledger) {
+			return fmt.Errorf("the chain's day holds a payment of ledger %d, outside its ledgers %d to %d", p.Ledger, chain.FirstLedger, chain.LastLedger)
+		}
+	}
+	for _, o := range chain.Other {
+		if !in(o.Ledger) {
+			return fmt.Errorf("the chain's day holds an operation of ledger %d, outside its ledgers %d to %d", o.Ledger, chain.FirstLedger, chain.LastLedger)
+		}
+	}
+	for _, l := range chain.Failed {
+		if !in(l) {
+			return fmt.Errorf("the chain's day holds a failed transaction of ledger %d, outside its ledgers %d to %d", l, chain.FirstLedger, chain.LastLedger)
+		}
+	}
+	return nil
 }
 
 // supersedes are the runs of day stored before this one, oldest first: the stored report's own

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -218,7 +219,8 @@ func (c *countingArchives) ListArchivedDay(ctx context.Context, day time.Time, l
 func TestADailyReportReadsABoundedRangeOfDays(t *testing.T) {
 	f := newFixture(t)
 	lister := &countingArchives{ArchiveLister: f.store}
-	chain := &chainDay{day: transfer.ChainDay{Failed: map[string]uint32{}}}
+	long := time.Date(1026, 2, 28, 0, 0, 0, 0, time.UTC)
+	chain := &chainDay{day: transfer.ChainDay{Start: long, End: long.Add(24 * time.Hour), Failed: map[string]uint32{}}}
 	svc := reconcile.New(reconcile.Config{Store: f.store, Settler: f.orch, Ledger: f.ledger, Gauge: f.gauge, Clock: f.clock,
 		KeyTTL: func() time.Duration { return time.Hour }, Logger: f.log,
 		Daily: &reconcile.Daily{Chain: chain, Archives: lister, Reports: f.store}})
@@ -338,5 +340,46 @@ func TestADailyReportOfTheWorstDayIsStored(t *testing.T) {
 	}
 	if g.failed != 0 {
 		t.Fatalf("failed runs %d", g.failed)
+	}
+}
+
+// A reading of the chain that is not the whole day (its end short of midnight, a ledger of the
+// next day among its payments, another day's start) is never reported as the day: the run fails,
+// is counted, and stores nothing.
+func TestADailyReportIsNeverMadeFromPartOfTheDay(t *testing.T) {
+	h := hashOf("part1", false)
+	whole := transfer.ChainDay{Start: day, End: day.Add(24 * time.Hour), FirstLedger: 1000, LastLedger: 2000, Transactions: 1,
+		FirstClose: day.Add(3 * time.Second), LastClose: day.Add(24*time.Hour - time.Second),
+		Payments: []transfer.ChainPayment{pay(h, 1100, 10_000_000)}, Failed: map[string]uint32{},
+		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -10_000_000, HasBalances: true}}}
+	for name, edit := range map[string]func(*transfer.ChainDay){
+		"half a day":                  func(c *transfer.ChainDay) { c.End = day.Add(12 * time.Hour) },
+		"the day before":              func(c *transfer.ChainDay) { c.Start, c.End = day.Add(-24*time.Hour), day },
+		"a payment of the next day":   func(c *transfer.ChainDay) { c.Payments = append(c.Payments, pay(hashOf("part2", false), 2001, 1)) },
+		"a failure of the day before": func(c *transfer.ChainDay) { c.Failed = map[string]uint32{hashOf("part3", false): 999} },
+		"a ledger closed at midnight": func(c *transfer.ChainDay) { c.LastClose = day.Add(24 * time.Hour) },
+		"payments without a ledger":   func(c *transfer.ChainDay) { c.FirstLedger, c.LastLedger = 0, 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			archive(t, f, "part-day-k-0001", transfer.StatusReplayable, 10_000_000, h, "", 1100, day.Add(10*time.Hour), nil)
+			c := whole
+			edit(&c)
+			svc, g, _ := withDaily(t, f, &chainDay{day: c})
+			_, err := svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionDaily, Day: day.Format(time.DateOnly)})
+			var e *reconcile.Error
+			if !errors.As(err, &e) || e.Code != reconcile.CodeLedgerUnavailable || g.failed != 1 || len(g.discrepancies) != 0 {
+				t.Fatalf("err %v, gauge %+v", err, g)
+			}
+			if _, err := f.store.GetDailyReport(context.Background(), day); !errors.Is(err, transfer.ErrNotFound) {
+				t.Fatalf("stored: %v", err)
+			}
+		})
+	}
+	f := newFixture(t)
+	archive(t, f, "part-day-k-0001", transfer.StatusReplayable, 10_000_000, h, "", 1100, day.Add(10*time.Hour), nil)
+	svc, _, _ := withDaily(t, f, &chainDay{day: whole})
+	if r := runDaily(t, svc); !r.OK || r.Matched != 1 {
+		t.Fatalf("the whole day: ok %v matched %d", r.OK, r.Matched)
 	}
 }
