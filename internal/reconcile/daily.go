@@ -714,15 +714,31 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 			it.TransactionHash = rec.Envelope.InnerHash
 		}
 		for _, h := range recordHashes(rec) {
-			if is := byHash[h]; len(is) > 0 {
-				p := chain.Payments[is[0]]
-				if !explained[is[0]] {
-					explained[is[0]] = true
-					asset(p.Asset).InDoubtNet += signed(p)
-				}
-				it.OnChain, it.ChainLedger = true, p.Ledger
-				break
+			is := byHash[h]
+			if len(is) == 0 {
+				continue
 			}
+			// Its own payment: a batch's key its operation, any other the first not yet
+			// explained; a second payment of its transaction stays unexplained.
+			pick := -1
+			for _, i := range is {
+				if rec.Batch != nil && chain.Payments[i].Op != rec.Batch.Index {
+					continue
+				}
+				if pick < 0 || explained[pick] && !explained[i] {
+					pick = i
+				}
+			}
+			if pick < 0 {
+				pick = is[0]
+			}
+			p := chain.Payments[pick]
+			if !explained[pick] {
+				explained[pick] = true
+				asset(p.Asset).InDoubtNet += signed(p)
+			}
+			it.OnChain, it.ChainLedger = true, p.Ledger
+			break
 		}
 		return it, it.OnChain || !rec.CreatedAt.After(start.Add(24*time.Hour))
 	}

@@ -383,3 +383,45 @@ func TestADailyReportIsNeverMadeFromPartOfTheDay(t *testing.T) {
 		t.Fatalf("the whole day: ok %v matched %d", r.OK, r.Matched)
 	}
 }
+
+// A batch whose invocation died holding its keys' claims after the transaction landed: each key,
+// unsettled, explains its own operation, so the batch's payments are none of them unexplained.
+func TestADailyReportExplainsEachUnsettledBatchKeyByItsOperation(t *testing.T) {
+	f := newFixture(t)
+	inner := hexOf('b', 7)
+	for i := range 2 {
+		putLiveBatch(t, f, fmt.Sprintf("unsettled-batch-%d", i), inner, &transfer.BatchRef{Index: i, Size: 2})
+	}
+	op0 := pay(inner, 1100, 125_000_000)
+	op0.Ops = 2
+	op1 := op0
+	op1.Op = 1
+	chain := &chainDay{day: transfer.ChainDay{Start: day, End: day.Add(24 * time.Hour), FirstLedger: 1000, LastLedger: 2000, Transactions: 1,
+		Payments: []transfer.ChainPayment{op0, op1}, Failed: map[string]uint32{},
+		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -250_000_000, HasBalances: true}}}}
+	svc, _, _ := withDaily(t, f, chain)
+	r := runDaily(t, svc)
+	if r.Counts.Unexplained != 0 || r.Counts.Unsettled != 2 || r.Assets[0].InDoubtNet != -250_000_000 || !r.OK {
+		t.Fatalf("counts %+v unexplained %+v assets %+v", r.Counts, r.Unknown, r.Assets)
+	}
+}
+
+// putLiveBatch writes an async key of a batch whose claim expired holding the batch's envelope.
+func putLiveBatch(t *testing.T, f *fixture, key, inner string, ref *transfer.BatchRef) {
+	t.Helper()
+	rec := transfer.Record{
+		StoreKey: transfer.StoreKey(wallet, key), Status: transfer.StatusInFlight, Fingerprint: "fp", Async: true,
+		Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
+		ClaimID: "claim-" + key, ClientKey: key, LeaseOwner: "owner", LeaseExpiresAt: t0.Add(-time.Minute), Version: 1, CreatedAt: day, UpdatedAt: day,
+	}
+	if _, won, err := f.store.Claim(context.Background(), rec, day); err != nil || !won {
+		t.Fatalf("claim %s: %v %v", key, won, err)
+	}
+	next := rec
+	next.Envelope = &transfer.Envelope{InnerHash: inner, MaxTime: t0.Unix() - 100, SubmittedLedger: 50}
+	next.Batch = ref
+	next.Version++
+	if err := f.store.Replace(context.Background(), next, transfer.Expect(rec)); err != nil {
+		t.Fatal(err)
+	}
+}
