@@ -648,7 +648,7 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 		i, failed := find(rec)
 		if !paid(rec) {
 			if i >= 0 && !explained[i] {
-				notes[i] = DailyPayment{Note: "its transfer is recorded as " + string(rec.Status) + ", not as paid", StoreKey: rec.StoreKey}
+				notes[i] = DailyPayment{Note: "its transfer is recorded as " + string(rec.Status) + ", not as paid", StoreKey: logging.Redact(rec.StoreKey)}
 			}
 			continue
 		}
@@ -810,8 +810,14 @@ func encodeReport(r *DailyReport) ([]byte, error) {
 	r.ListMax = DailyListMax
 	for {
 		body, err := json.Marshal(r)
-		if err != nil || len(body) <= DailyMaxBytes || r.ListMax == 1 {
-			return body, err
+		if err != nil {
+			return nil, err
+		}
+		// Whatever else a text of the report holds (a chain memo, a note), no seed is logged or
+		// stored: Redact keeps JSON valid (its mark holds no character JSON escapes).
+		body = []byte(logging.Redact(string(body)))
+		if len(body) <= DailyMaxBytes || r.ListMax == 1 {
+			return body, nil
 		}
 		n := r.ListMax / 2
 		r.ListMax = n
@@ -924,10 +930,11 @@ func stroopsText(v int64) string {
 	return s
 }
 
-// itemOfRecord is rec as a report lists it; texts a client wrote are redacted (itemOf).
+// itemOfRecord is rec as a report lists it; texts a client wrote are redacted (itemOf), and so is
+// the store key, which holds the idempotency key: the report is logged whole.
 func itemOfRecord(rec transfer.Record) DailyItem {
 	v := itemOf(rec)
-	it := DailyItem{StoreKey: v.StoreKey, IdempotencyKey: v.IdempotencyKey, Status: v.Status, OperationType: v.OperationType,
+	it := DailyItem{StoreKey: logging.Redact(v.StoreKey), IdempotencyKey: v.IdempotencyKey, Status: v.Status, OperationType: v.OperationType,
 		WalletAddress: v.WalletAddress, Amount: v.Amount, Asset: v.Asset, Memo: v.Memo, TransactionHash: v.TransactionHash,
 		Ledger: v.Ledger, Forced: rec.Audit != nil && rec.Audit.Forced}
 	if rec.Status != transfer.StatusInDoubt && rec.Status != transfer.StatusInFlight && rec.Status != transfer.StatusQueued {

@@ -425,3 +425,28 @@ func putLiveBatch(t *testing.T, f *fixture, key, inner string, ref *transfer.Bat
 		t.Fatal(err)
 	}
 }
+
+// An idempotency key may hold anything of its alphabet, a secret seed included, and the store key
+// holds the idempotency key: the report logged and stored holds neither in clear.
+func TestADailyReportLogsNoSeed(t *testing.T) {
+	f := newFixture(t)
+	seed := keypair.Master("a client secret in its keys").(*keypair.Full).Seed()
+	h := hashOf("5eed", false)
+	archive(t, f, "order-"+seed, transfer.StatusRejected, 10_000_000, h, "", 1100, day.Add(10*time.Hour), nil)
+	archive(t, f, "paid-"+seed, transfer.StatusReplayable, 10_000_000, hashOf("5eee", false), "", 1200, day.Add(10*time.Hour), nil)
+	chain := &chainDay{day: transfer.ChainDay{Start: day, End: day.Add(24 * time.Hour), FirstLedger: 1000, LastLedger: 2000, Transactions: 1,
+		Payments: []transfer.ChainPayment{pay(h, 1100, 10_000_000)}, Failed: map[string]uint32{},
+		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -10_000_000, HasBalances: true}}}}
+	svc, _, _ := withDaily(t, f, chain)
+	r := runDaily(t, svc)
+	if r.Counts.Unexplained != 1 || r.Counts.Absent != 1 {
+		t.Fatalf("counts %+v", r.Counts)
+	}
+	stored, err := f.store.GetDailyReport(context.Background(), day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(f.logs.Bytes()), seed) || strings.Contains(string(stored), seed) {
+		t.Fatalf("the seed is in the log or the stored report:\n%s\n%s", string(f.logs.Bytes()), stored)
+	}
+}
