@@ -47,9 +47,9 @@ import (
 //   - inDoubt and unsettled: the items in doubt now, and the expired claims and queued transfers
 //     accepted by the day's end, with whether the chain shows their transaction in the day
 //     (listed, not counted: they have their own alarms);
-//   - unverified: records settled on the day as paid without a ledger (a forced resolution) whose
-//     transaction is not in the day (listed, not counted: the ledger could not prove it when it
-//     was forced).
+//   - unverified: records settled on the day as paid without a ledger (a forced resolution), or
+//     released by a forced discard, whose transaction is not in the day (listed, not counted: the
+//     ledger could not prove it when it was forced).
 //
 // A transfer is set against the payment of its transaction that is exactly what it asked for, a
 // batch's key against its own operation; the hash it recorded must be one that landed. A run
@@ -649,6 +649,12 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 		if !paid(rec) {
 			if i >= 0 && !explained[i] {
 				notes[i] = DailyPayment{Note: "its transfer is recorded as " + string(rec.Status) + ", not as paid", StoreKey: logging.Redact(rec.StoreKey)}
+			}
+			// A forced discard says nothing moved where the ledger could not prove it (its
+			// transaction may have landed on a day whose report listed it in doubt): listed on
+			// the day it was forced, as a forced resolution is.
+			if i < 0 && rec.Status == transfer.StatusReleased && rec.Audit != nil && rec.Audit.Forced && transfer.ArchiveDay(rec.UpdatedAt) == r.Day {
+				r.Unsure = append(r.Unsure, itemOfRecord(rec))
 			}
 			continue
 		}

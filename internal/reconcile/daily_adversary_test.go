@@ -450,3 +450,24 @@ func TestADailyReportLogsNoSeed(t *testing.T) {
 		t.Fatalf("the seed is in the log or the stored report:\n%s\n%s", string(f.logs.Bytes()), stored)
 	}
 }
+
+// A forced discard, like a forced resolution, is the operator's word where the ledger could not
+// judge: the report of the day it was forced lists it (unverified), so a transfer released while
+// its transaction may have landed is never out of finance's sight.
+func TestADailyReportListsEveryForcedResolution(t *testing.T) {
+	f := newFixture(t)
+	archive(t, f, "discarded-k-0001", transfer.StatusReleased, 10_000_000, hashOf("d15c", false), "", 0, day.Add(10*time.Hour), func(r *transfer.Record) {
+		r.Result = nil
+		r.Audit = &transfer.Audit{Action: "discard", Operator: "carol", Reason: "history gone", Forced: true, At: day.Add(10 * time.Hour)}
+	})
+	archive(t, f, "released-k-0001", transfer.StatusReleased, 10_000_000, hashOf("d15d", false), "", 0, day.Add(10*time.Hour), func(r *transfer.Record) {
+		r.Result = nil
+	})
+	chain := &chainDay{day: transfer.ChainDay{Start: day, End: day.Add(24 * time.Hour), FirstLedger: 1000, LastLedger: 2000,
+		Failed: map[string]uint32{}, Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true}}}}
+	svc, _, _ := withDaily(t, f, chain)
+	r := runDaily(t, svc)
+	if r.Counts.Unverified != 1 || r.Unsure[0].IdempotencyKey != "discarded-k-0001" || !r.Unsure[0].Forced || r.Unsure[0].Status != "released" || !r.OK {
+		t.Fatalf("counts %+v unverified %+v", r.Counts, r.Unsure)
+	}
+}
