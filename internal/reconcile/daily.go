@@ -406,7 +406,10 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 	} else {
 		s.cfg.Logger.Log(ctx, level, "daily reconciliation", "summary", report.Summary(), "stored", dailyKeyHint(report.Day))
 	}
-	if d.Gauge != nil {
+	// The alarm says whether the latest day balances: a run of an older day writes the metric only
+	// when it found something (it pages), never a clean 0 that would clear the page of a later day
+	// still unresolved. The day before now's (the schedule's) writes it whatever it found.
+	if latest, _ := dayOf("", now, false); d.Gauge != nil && (report.Discrepancies > 0 || !start.Before(latest)) {
 		d.Gauge.DailyDiscrepancies(ctx, report.Discrepancies)
 	}
 	if d.Publish != nil {

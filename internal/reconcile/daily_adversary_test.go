@@ -471,3 +471,38 @@ func TestADailyReportListsEveryForcedResolution(t *testing.T) {
 		t.Fatalf("counts %+v unverified %+v", r.Counts, r.Unsure)
 	}
 }
+
+// The discrepancies alarm tells whether the latest day balances: an operator's run of an older,
+// clean day does not clear the page of yesterday's report; an older day that does not balance
+// pages; yesterday run again once it balances clears it.
+func TestADailyReportOfAnOlderCleanDayLeavesThePageStanding(t *testing.T) {
+	f := newFixture(t)
+	h := hashOf("0ld1", false)
+	chain := &chainDay{day: transfer.ChainDay{Start: day, End: day.Add(24 * time.Hour), FirstLedger: 1000, LastLedger: 2000, Transactions: 1,
+		Payments: []transfer.ChainPayment{pay(h, 1100, 10_000_000)}, Failed: map[string]uint32{},
+		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -10_000_000, HasBalances: true}}}}
+	svc, g, _ := withDaily(t, f, chain)
+	runDaily(t, svc) // yesterday: a payment nobody asked for
+	older := day.AddDate(0, 0, -3)
+	clean := transfer.ChainDay{Start: older, End: older.Add(24 * time.Hour), Failed: map[string]uint32{}}
+	chain.day = clean
+	if _, err := svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionDaily, Day: older.Format(time.DateOnly)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.discrepancies) != 1 || g.discrepancies[0] != 1 {
+		t.Fatalf("metric after an older clean day: %v", g.discrepancies)
+	}
+	clean.Payments, clean.FirstLedger, clean.LastLedger = []transfer.ChainPayment{pay(hashOf("0ld2", false), 500, 1)}, 400, 600
+	chain.day = clean
+	if _, err := svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionDaily, Day: older.Format(time.DateOnly)}); err != nil {
+		t.Fatal(err)
+	}
+	archive(t, f, "found-late-0001", transfer.StatusReplayable, 10_000_000, h, "", 1100, day.Add(10*time.Hour), nil)
+	chain.day = transfer.ChainDay{Start: day, End: day.Add(24 * time.Hour), FirstLedger: 1000, LastLedger: 2000, Transactions: 1,
+		Payments: []transfer.ChainPayment{pay(h, 1100, 10_000_000)}, Failed: map[string]uint32{},
+		Balances: map[string]transfer.BalanceMovement{"USDC": {Readable: true, Net: -10_000_000, HasBalances: true}}}
+	runDaily(t, svc)
+	if fmt.Sprint(g.discrepancies) != "[1 1 0]" {
+		t.Fatalf("metric %v, want [1 1 0]", g.discrepancies)
+	}
+}
