@@ -53,8 +53,8 @@ import (
 // any discrepancy logs the report at WARN, writes the metric and publishes the event with ok false.
 
 // DailyLookAhead is how many days after the reported day the lasting records are read, at most:
-// a day is reported again as long as RPC's history holds it (120,960 ledgers by default, about 8
-// days at 5 to 6 s a ledger, and an operator may keep more), and a transfer in doubt may settle
+// a day is reported again as long as RPC's history holds it (120,960 ledgers by default: 7 days at
+// 5 s a ledger, more at a slower pace, and an operator may keep more), and a transfer in doubt may settle
 // days after it landed. The bound keeps a run for a day long past (a typo's year) to that many
 // reads of the lasting record.
 const DailyLookAhead = 92

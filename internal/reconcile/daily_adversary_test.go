@@ -183,8 +183,8 @@ func TestADailyReportKeepsWhatAnEarlierRunStored(t *testing.T) {
 	}
 }
 
-// RPC's history reaches back as far as its operator keeps it (120,960 ledgers is about 8 days at
-// pubnet's pace of 5 to 6 s a ledger, and a retention can be set longer): a day run again late
+// RPC's history reaches back as far as its operator keeps it (120,960 ledgers are 7 days at 5 s a
+// ledger, more at a slower pace, and a retention can be set longer): a day run again late
 // reads every lasting record settled until the run, so a transfer in doubt for 8 days and then
 // settled as paid is matched, not a payment nobody asked for.
 func TestADailyReportReadsRecordsSettledUntilItRuns(t *testing.T) {
