@@ -1,0 +1,325 @@
+package stellar_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// batchLedger is what a batch needs of either backend.
+type batchLedger interface {
+	transfer.Ledger
+	PrepareBatch(ctx context.Context, reqs []transfer.Request, terms transfer.Terms) (transfer.Envelope, error)
+	CheckDestinations(ctx context.Context, reqs []transfer.Request) ([]stellar.DestinationCheck, error)
+}
+
+func withdraw(wallet string, stroops int64) transfer.Request {
+	return transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "1", Asset: "USDC", Stroops: stroops}
+}
+
+// muxedWithdraw pays the M... address of account with id.
+func muxedWithdraw(t *testing.T, account string, id uint64, stroops int64) transfer.Request {
+	t.Helper()
+	m, err := xdr.MuxedAccountFromAccountId(account, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := withdraw(m.Address(), stroops)
+	req.Account, req.MuxedID = account, id
+	return req
+}
+
+// batchInner decodes a batch's envelope: the fee bump's fee and the inner transaction.
+func batchInner(t *testing.T, envXDR string) (int64, xdr.Transaction) {
+	t.Helper()
+	var env xdr.TransactionEnvelope
+	if err := xdr.SafeUnmarshalBase64(envXDR, &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.FeeBump == nil {
+		t.Fatalf("envelope %s is not a fee bump", env.Type)
+	}
+	return int64(env.FeeBump.Tx.Fee), env.FeeBump.Tx.InnerTx.V1.Tx
+}
+
+// A batch of three payments (one to an M... wallet) is one fee-bumped transaction from a channel:
+// operation i pays request i with the vault as its source, the muxed destination kept, the
+// terms' timebounds, (3+1) x 100 stroops of fee; it lands, every operation OpLanded, each wallet
+// paid exactly its amount. Both backends.
+func TestBatchPaysEveryRequestInOneTransaction(t *testing.T) {
+	for _, backend := range []string{"rpc", "horizon"} {
+		t.Run(backend, func(t *testing.T) {
+			r := newFundsRig(t, backend, 2, 1_000*unit)
+			l := r.ledger.(batchLedger)
+			w := []string{r.wallet(t), r.wallet(t), r.wallet(t)}
+			reqs := []transfer.Request{withdraw(w[0], 1*unit), muxedWithdraw(t, w[1], 7, 2*unit), withdraw(w[2], 3*unit+1)}
+			terms := transfer.Terms{MinTime: time.Unix(12_345, 0), MaxTime: r.clock.Now().Add(time.Minute)}
+			ctx := context.Background()
+			env, err := l.PrepareBatch(ctx, reqs, terms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fee, tx := batchInner(t, env.XDR)
+			if fee != 400 || env.FeeStroops != 400 || env.OuterHash == "" || env.Channel == r.vault {
+				t.Fatalf("fee %d, envelope %+v: want a 400-stroop fee bump from a channel", fee, env)
+			}
+			if tx.SourceAccount.ToAccountId().Address() != env.Channel || len(tx.Operations) != 3 || tx.Memo.Type != xdr.MemoTypeMemoNone {
+				t.Fatalf("inner transaction from %s with %d operations", tx.SourceAccount.ToAccountId().Address(), len(tx.Operations))
+			}
+			if tb := tx.Cond.TimeBounds; tb == nil || tb.MinTime != 12_345 || int64(tb.MaxTime) != terms.MaxTime.Unix() {
+				t.Fatalf("timebounds %+v", tx.Cond.TimeBounds)
+			}
+			wantTo := []string{w[0], reqs[1].WalletAddress, w[2]}
+			for i, op := range tx.Operations {
+				p := op.Body.PaymentOp
+				to, _ := p.Destination.GetAddress()
+				if op.SourceAccount == nil || op.SourceAccount.ToAccountId().Address() != r.vault || to != wantTo[i] || int64(p.Amount) != reqs[i].Stroops {
+					t.Fatalf("operation %d: %+v to %s", i, op, to)
+				}
+			}
+			if res, err := l.Send(ctx, env); err != nil || res.Status != transfer.SendPending {
+				t.Fatalf("Send = %+v, %v", res, err)
+			}
+			r.clock.Advance(10 * time.Second) // a ledger closes
+			r.clock.Advance(4 * time.Second)  // RPC and Horizon show it
+			lk, err := l.Lookup(ctx, env)
+			if err != nil || lk.Status != transfer.LookupSuccess || lk.FeeChargedStroops != 400 {
+				t.Fatalf("Lookup = %+v, %v", lk, err)
+			}
+			out, err := stellar.LookupOutcomes(lk, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range out {
+				if o != (stellar.OpOutcome{Index: i, Code: "op_success", Side: stellar.OpLanded}) {
+					t.Fatalf("outcome %d: %+v", i, o)
+				}
+			}
+			for i, want := range []int64{1 * unit, 2 * unit, 3*unit + 1} {
+				if got, _ := r.n.Balance(w[i], r.usdc); got != want {
+					t.Fatalf("wallet %d holds %d, want %d", i, got, want)
+				}
+			}
+			if got, _ := r.n.Balance(r.vault, r.usdc); got != 994*unit-1 {
+				t.Fatalf("vault holds %d", got)
+			}
+			l.Done(ctx, env)
+		})
+	}
+}
+
+// A batch whose middle destination has no trustline lands FAILED and moves nothing; its outcomes
+// name that operation's own code, destination-side, and the others as neighbours (op_success in
+// a failed transaction); the network's own result says the same (BatchOutcomes).
+func TestBatchWithOneUntrustedDestinationFailsOnItsOperation(t *testing.T) {
+	for _, backend := range []string{"rpc", "horizon"} {
+		t.Run(backend, func(t *testing.T) {
+			r := newFundsRig(t, backend, 2, 1_000*unit)
+			l := r.ledger.(batchLedger)
+			untrusted := keypair.MustRandom().Address()
+			if err := r.n.CreateAccount(untrusted, 10*unit); err != nil {
+				t.Fatal(err)
+			}
+			a, b := r.wallet(t), r.wallet(t)
+			reqs := []transfer.Request{withdraw(a, unit), withdraw(untrusted, unit), withdraw(b, unit)}
+			ctx := context.Background()
+			env, err := l.PrepareBatch(ctx, reqs, transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Send(ctx, env); err != nil {
+				t.Fatal(err)
+			}
+			r.clock.Advance(10 * time.Second) // a ledger closes
+			r.clock.Advance(4 * time.Second)  // RPC and Horizon show it
+			lk, err := l.Lookup(ctx, env)
+			if err != nil || lk.Status != transfer.LookupFailed {
+				t.Fatalf("Lookup = %+v, %v", lk, err)
+			}
+			if want := []string{"tx_failed", "op_success", "op_no_trust", "op_success"}; !slices.Equal(lk.ResultCodes, want) {
+				t.Fatalf("result codes %v, want %v", lk.ResultCodes, want)
+			}
+			out, err := stellar.LookupOutcomes(lk, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []stellar.OpOutcome{{0, "op_success", stellar.OpNeighbour}, {1, "op_no_trust", stellar.OpDestination}, {2, "op_success", stellar.OpNeighbour}}
+			if !slices.Equal(out, want) {
+				t.Fatalf("outcomes %+v, want %+v", out, want)
+			}
+			applied, ok := r.n.Transaction(env.InnerHash)
+			if !ok {
+				t.Fatal("not applied")
+			}
+			codes, out2, err := stellar.BatchOutcomes(applied.ResultXDR, 3)
+			if err != nil || !slices.Equal(codes, lk.ResultCodes) || !slices.Equal(out2, want) {
+				t.Fatalf("BatchOutcomes = %v %+v %v", codes, out2, err)
+			}
+			for _, w := range []string{a, b} {
+				if got, _ := r.n.Balance(w, r.usdc); got != 0 {
+					t.Fatalf("wallet holds %d after a failed batch", got)
+				}
+			}
+			if got, _ := r.n.Balance(r.vault, r.usdc); got != 1_000*unit {
+				t.Fatalf("vault holds %d after a failed batch", got)
+			}
+		})
+	}
+}
+
+// What PrepareBatch refuses before it leases a channel: no request or more than 100
+// (ErrBatchSize), a memo (ErrBatchMemo), a second payment to one account and asset, also through
+// an M... address of it (ErrBatchDuplicate), a request Prepare refuses (its own
+// *transfer.ValidationError), each naming the request's index; and the vault short of the
+// batch's sum although it holds each amount (VAULT_UNDERFUNDED). Nothing reaches the network.
+func TestPrepareBatchRefusals(t *testing.T) {
+	r := newFundsRig(t, "rpc", 2, 5*unit)
+	l := r.ledger.(batchLedger)
+	ctx := context.Background()
+	terms := transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)}
+	a, b := r.wallet(t), r.wallet(t)
+	sent := len(r.n.Envelopes()) // the channels' creation
+	memo := withdraw(b, unit)
+	memo.Memo = transfer.Memo{Type: transfer.MemoText, Value: "x"}
+	many := make([]transfer.Request, 101)
+	for i := range many {
+		many[i] = withdraw(a, 1)
+	}
+	for _, c := range []struct {
+		name  string
+		reqs  []transfer.Request
+		index int
+		want  error
+	}{
+		{"none", nil, -1, stellar.ErrBatchSize},
+		{"101", many, -1, stellar.ErrBatchSize},
+		{"memo", []transfer.Request{withdraw(a, unit), memo}, 1, stellar.ErrBatchMemo},
+		{"duplicate", []transfer.Request{withdraw(a, unit), withdraw(b, unit), muxedWithdraw(t, a, 3, unit)}, 2, stellar.ErrBatchDuplicate},
+		{"invalid", []transfer.Request{withdraw(a, unit), withdraw("GNOTANADDRESS", unit)}, 1, nil},
+	} {
+		_, err := l.PrepareBatch(ctx, c.reqs, terms)
+		var be *stellar.BatchRequestError
+		switch {
+		case c.index < 0:
+			if !errors.Is(err, c.want) {
+				t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+			}
+		case !errors.As(err, &be) || be.Index != c.index:
+			t.Fatalf("%s: %v, want request %d refused", c.name, err, c.index)
+		case c.want != nil && !errors.Is(err, c.want):
+			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+		case c.want == nil:
+			var ve *transfer.ValidationError
+			if !errors.As(err, &ve) || ve.Code != transfer.CodeInvalidAddress {
+				t.Fatalf("%s: %v, want INVALID_ADDRESS", c.name, err)
+			}
+		}
+	}
+	_, err := l.PrepareBatch(ctx, []transfer.Request{withdraw(a, 3*unit), withdraw(b, 3*unit)}, terms)
+	wantCode(t, err, transfer.CodeVaultUnderfunded)
+	if got := len(r.n.Envelopes()) - sent; got != 0 {
+		t.Fatalf("%d envelopes reached the network", got)
+	}
+}
+
+// The destination check reads each destination as stellar-core will judge its payment, counting
+// payments to one line in order: a wallet that takes it (""), an account that does not exist
+// (op_no_destination), one without a trustline (op_no_trust), a line its issuer does not
+// authorize (op_not_authorized), a line whose limit, or limit less buying liabilities, leaves
+// too little room (op_line_full) and one whose room is exactly the amount (""), a second payment
+// to a line the first filled (op_line_full); a malformed wallet is its own refusal (Err). The
+// vault's line covers the passing sum; 1 stroop more is VAULT_UNDERFUNDED with the checks. Both
+// backends.
+func TestCheckDestinationsJudgesAsTheNetworkWill(t *testing.T) {
+	for _, backend := range []string{"rpc", "horizon"} {
+		t.Run(backend, func(t *testing.T) {
+			r := newFundsRig(t, backend, 0, 1_000*unit)
+			l := r.ledger.(batchLedger)
+			ok := r.wallet(t)
+			missing := keypair.MustRandom().Address()
+			noTrust := keypair.MustRandom().Address()
+			if err := r.n.CreateAccount(noTrust, 10*unit); err != nil {
+				t.Fatal(err)
+			}
+			unauth := r.wallet(t)
+			if err := r.n.SetTrustlineAuth(unauth, r.usdc, stellarsim.Unauthorized); err != nil {
+				t.Fatal(err)
+			}
+			limited := func(limit, buying int64) string {
+				w := keypair.MustRandom().Address()
+				if err := r.n.CreateAccount(w, 10*unit); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.n.AddTrustline(w, r.usdc, limit); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.n.SetLiabilities(w, r.usdc, buying, 0); err != nil {
+					t.Fatal(err)
+				}
+				return w
+			}
+			full := limited(5*unit, 0)
+			liab := limited(10*unit, 5*unit+1)
+			exact := limited(10*unit, 5*unit)
+			shared := limited(8*unit, 0)
+			reqs := []transfer.Request{
+				withdraw(ok, 100*unit), withdraw(missing, unit), withdraw(noTrust, unit), withdraw(unauth, unit),
+				withdraw(full, 5*unit+1), withdraw(liab, 5*unit), withdraw(exact, 5*unit), withdraw("GBAD", unit),
+				muxedWithdraw(t, shared, 1, 5*unit), withdraw(shared, 5*unit),
+			}
+			ctx := context.Background()
+			checks, err := l.CheckDestinations(ctx, reqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"", "op_no_destination", "op_no_trust", "op_not_authorized", "op_line_full", "op_line_full", "", "", "", "op_line_full"}
+			for i, c := range checks {
+				if c.Code != want[i] || (i == 7) != (c.Err != nil) {
+					t.Fatalf("check %d: %+v, want code %q", i, c, want[i])
+				}
+			}
+			// The passing sum is 100 + 5 + 5 = 110 units: the vault holds 1,000. Take 890 units
+			// and 1 stroop away (a payment out of band) and it no longer covers them.
+			if err := r.n.Burn(r.vault, r.usdc, 890*unit+1); err != nil {
+				t.Fatal(err)
+			}
+			checks, err = l.CheckDestinations(ctx, reqs)
+			wantCode(t, err, transfer.CodeVaultUnderfunded)
+			if len(checks) != len(reqs) || checks[0].Code != "" || checks[1].Code != "op_no_destination" {
+				t.Fatalf("checks with the vault short: %+v", checks)
+			}
+		})
+	}
+}
+
+// 100 destinations, each with its trustline, are read in one getLedgerEntries call of 101 keys
+// (with the vault's line) and all pass.
+func TestCheckDestinationsOfAFullBatch(t *testing.T) {
+	r := newFundsRig(t, "rpc", 0, 1_000*unit)
+	l := r.ledger.(batchLedger)
+	reqs := make([]transfer.Request, stellar.MaxBatchPayments)
+	for i := range reqs {
+		reqs[i] = withdraw(r.wallet(t), unit)
+	}
+	checks, err := l.CheckDestinations(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range checks {
+		if c != (stellar.DestinationCheck{}) {
+			t.Fatalf("check %d: %+v", i, c)
+		}
+	}
+	if _, err := l.CheckDestinations(context.Background(), append(reqs, withdraw(r.wallet(t), unit))); !errors.Is(err, stellar.ErrBatchSize) {
+		t.Fatalf("101 destinations: %v, want ErrBatchSize", err)
+	}
+}
