@@ -146,30 +146,7 @@ func (c *common) buildBatch(ctx context.Context, ch chain, lease sources.Lease, 
 			SourceAccount: lease.OpSource,
 		}
 	}
-	feeBumped := lease.FeeSource != nil
-	slots := int64(len(ops))
-	if feeBumped {
-		slots++
-	}
-	rate, err := c.bidRate(ctx, ch, feeBid{lane: laneClassic, slots: slots})
-	if err != nil {
-		return transfer.Envelope{}, err
-	}
-	innerRate := rate
-	if feeBumped {
-		innerRate = c.baseFeeStroops
-	}
-	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
-		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.Account, Sequence: snap.source.seq},
-		IncrementSequenceNum: true,
-		Operations:           ops,
-		BaseFee:              innerRate,
-		Preconditions:        txnbuild.Preconditions{TimeBounds: timebounds(terms)},
-	})
-	if err != nil {
-		return transfer.Envelope{}, fmt.Errorf("stellar: building the batch's transaction: %w", err)
-	}
-	env, err := c.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
+	env, err := c.buildClassic(ctx, ch, lease, snap.source.seq, ops, nil, terms)
 	if err != nil {
 		return transfer.Envelope{}, err
 	}

@@ -1,16 +1,22 @@
 package stellar_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -321,5 +327,106 @@ func TestCheckDestinationsOfAFullBatch(t *testing.T) {
 	}
 	if _, err := l.CheckDestinations(context.Background(), append(reqs, withdraw(r.wallet(t), unit))); !errors.Is(err, stellar.ErrBatchSize) {
 		t.Fatalf("101 destinations: %v, want ErrBatchSize", err)
+	}
+}
+
+// countingTransport counts the JSON-RPC requests of one method.
+type countingTransport struct {
+	method string
+	mu     sync.Mutex
+	n      int
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		if bytes.Contains(b, []byte(`"method":"`+c.method+`"`)) {
+			c.mu.Lock()
+			c.n++
+			c.mu.Unlock()
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (c *countingTransport) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// Over Stellar RPC the check is one getLedgerEntries call when every destination has its
+// trustline, and one more (for the accounts) when some have none.
+func TestCheckDestinationsReadsInOneCall(t *testing.T) {
+	r := newFundsRig(t, "rpc", 0, 1_000*unit)
+	ct := &countingTransport{method: "getLedgerEntries"}
+	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.n.RPCURL(), Passphrase: r.n.Passphrase(), VaultAccount: r.vault,
+		Assets: []txnbuild.CreditAsset{{Code: r.usdc.Code, Issuer: r.usdc.Issuer}}, Keys: signing.StaticKeys{K: r.keys}, Clock: r.clock,
+		HTTPClient: &http.Client{Transport: ct}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]transfer.Request, 50)
+	for i := range reqs {
+		reqs[i] = withdraw(r.wallet(t), unit)
+	}
+	if _, err := l.CheckDestinations(context.Background(), reqs); err != nil || ct.count() != 1 {
+		t.Fatalf("%v, %d calls, want 1", err, ct.count())
+	}
+	reqs = append(reqs, withdraw(keypair.MustRandom().Address(), unit))
+	checks, err := l.CheckDestinations(context.Background(), reqs)
+	if err != nil || ct.count() != 3 || checks[50].Code != "op_no_destination" {
+		t.Fatalf("%v, %d calls in all, want 3; %+v", err, ct.count(), checks[50])
+	}
+}
+
+// opResult is a payment operation's result with code c.
+func opResult(c xdr.PaymentResultCode) xdr.OperationResult {
+	return xdr.OperationResult{Code: xdr.OperationResultCodeOpInner, Tr: &xdr.OperationResultTr{Type: xdr.OperationTypePayment,
+		PaymentResult: &xdr.PaymentResult{Code: c}}}
+}
+
+// BatchOutcomes reads a fee bump's inner result: each operation's code and side; a
+// transaction-level failure (no operation results) is every operation OpNoResult; an opBAD_AUTH
+// is the operation's own (OpOwn); a count of results other than the batch's is an error.
+func TestBatchOutcomesClassifies(t *testing.T) {
+	encode := func(code xdr.TransactionResultCode, ops []xdr.OperationResult) string {
+		inner := xdr.InnerTransactionResult{Result: xdr.InnerTransactionResultResult{Code: code}}
+		if code == xdr.TransactionResultCodeTxFailed || code == xdr.TransactionResultCodeTxSuccess {
+			inner.Result.Results = &ops
+		}
+		outer := xdr.TransactionResultCodeTxFeeBumpInnerFailed
+		if code == xdr.TransactionResultCodeTxSuccess {
+			outer = xdr.TransactionResultCodeTxFeeBumpInnerSuccess
+		}
+		r := xdr.TransactionResult{FeeCharged: 400, Result: xdr.TransactionResultResult{Code: outer,
+			InnerResultPair: &xdr.InnerTransactionResultPair{Result: inner}}}
+		s, err := xdr.MarshalBase64(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	ops := []xdr.OperationResult{opResult(xdr.PaymentResultCodePaymentSuccess), opResult(xdr.PaymentResultCodePaymentUnderfunded),
+		{Code: xdr.OperationResultCodeOpBadAuth}, opResult(xdr.PaymentResultCodePaymentNotAuthorized)}
+	codes, out, err := stellar.BatchOutcomes(encode(xdr.TransactionResultCodeTxFailed, ops), 4)
+	want := []stellar.OpOutcome{{0, "op_success", stellar.OpNeighbour}, {1, "op_underfunded", stellar.OpSource},
+		{2, "op_bad_auth", stellar.OpOwn}, {3, "op_not_authorized", stellar.OpDestination}}
+	if err != nil || !slices.Equal(out, want) || !slices.Equal(codes, []string{"tx_failed", "op_success", "op_underfunded", "op_bad_auth", "op_not_authorized"}) {
+		t.Fatalf("BatchOutcomes = %v %+v %v", codes, out, err)
+	}
+	_, out, err = stellar.BatchOutcomes(encode(xdr.TransactionResultCodeTxInsufficientBalance, nil), 2)
+	if err != nil || !slices.Equal(out, []stellar.OpOutcome{{0, "", stellar.OpNoResult}, {1, "", stellar.OpNoResult}}) {
+		t.Fatalf("a transaction-level failure: %+v %v", out, err)
+	}
+	if _, _, err := stellar.BatchOutcomes(encode(xdr.TransactionResultCodeTxFailed, ops), 3); err == nil {
+		t.Fatal("4 results for a batch of 3: no error")
+	}
+	if _, err := stellar.LookupOutcomes(transfer.Lookup{Status: transfer.LookupNotFound}, 3); err == nil {
+		t.Fatal("NOT_FOUND: no error")
 	}
 }
