@@ -1,6 +1,7 @@
 package stellarsim_test
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -424,8 +425,8 @@ func TestBatchOf100CountsAs101Operations(t *testing.T) {
 }
 
 // A transaction holds at most 100 operations (stellar-xdr: Operation operations<MAX_OPS_PER_TX>),
-// so 101 do not decode: stellar-rpc answers sendTransaction invalid params (invalid_xdr) and
-// nothing is queued.
+// so 101 do not decode: stellar-rpc answers sendTransaction invalid params (invalid_xdr), Horizon
+// 400 transaction_malformed, and nothing is queued.
 func TestBatchOf101OperationsDoesNotDecode(t *testing.T) {
 	r := newBatchRig(t, stellarsim.Options{})
 	to := r.funded(2 * xlm).Address()
@@ -437,6 +438,9 @@ func TestBatchOf101OperationsDoesNotDecode(t *testing.T) {
 	_, err := r.rpc.SendTransaction(r.ctx, protocol.SendTransactionRequest{Transaction: envXDR})
 	if err == nil || !strings.Contains(err.Error(), "invalid_xdr") {
 		t.Fatalf("101 operations: %v, want invalid_xdr", err)
+	}
+	if code, p := r.hDo("POST", "/transactions", url.Values{"tx": {envXDR}}, nil); code != 400 || !strings.HasSuffix(p.Type, "transaction_malformed") {
+		t.Fatalf("Horizon: %d %s, want 400 transaction_malformed", code, p.Type)
 	}
 	if r.n.Queued() != 0 {
 		t.Fatalf("queued %d", r.n.Queued())
