@@ -60,3 +60,13 @@ func LoadAlert(getenv Getenv) (Alert, error) {
 	}
 	return a, nil
 }
+
+// LoadEventBus reads EVENT_BUS_NAME for the reconcile function (its daily reconciliation's
+// event): "" when unset, an error when it is neither a bus name nor a bus ARN.
+func LoadEventBus(getenv Getenv) (string, error) {
+	bus := strings.TrimSpace(getenv("EVENT_BUS_NAME"))
+	if bus != "" && !eventBusName.MatchString(bus) {
+		return "", fmt.Errorf("config: EVENT_BUS_NAME must be an EventBridge bus name or ARN, not %q", bus)
+	}
+	return bus, nil
+}

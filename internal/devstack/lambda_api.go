@@ -160,7 +160,7 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		EventFailures: p.emf, Logger: log, Archives: svc.Store})
 	parts := wiring.ReconcileParts{
 		Service: svc, Config: p.cfg, Getenv: p.opts.Getenv, Dynamo: p.db, Metrics: p.emf, Keys: p.keys,
-		Queue: p.queue, Clock: svc.Orchestrator.Clock, Logger: log,
+		Queue: p.queue, Clock: svc.Orchestrator.Clock, Logger: log, Events: events, EventBus: localBus,
 	}
 	p.reconcile = wiring.Reconcile(parts)
 	// As the template's InDoubtReaderFunction: read-only and without the keys.

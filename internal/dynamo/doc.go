@@ -10,7 +10,7 @@
 // # Table layout
 //
 // One table, on-demand, with a stream of NEW_AND_OLD_IMAGES (the alert function's input) and TTL
-// on "expiresAt". Four kinds of item share it:
+// on "expiresAt". These kinds of item share it:
 //
 //   - A transfer, pk "transfer:<16 hex>:<clientKey>" (transfer.StoreKey): claimId (the
 //     incarnation), status, version, fingerprint, request (a map: operationType, walletAddress,
@@ -37,6 +37,9 @@
 //     descending order), gsi1pk/gsi1sk (the day's records) and gsi3pk/gsi3sk. No claim, Get or
 //     conditional write names a record's pk, so a record can never hold a key, extend its replay
 //     window or match a condition.
+//   - A daily reconciliation's report (daily.go), pk "daily:YYYY-MM-DD" (DailyKey): report (the
+//     report's JSON), generatedAt and discrepancies; no status, index key or TTL (kept for ever,
+//     replaced by a later run of the day).
 //   - The channel calendar, pk "channels:tickets" (ChannelLeases.TakeTicket; channeltickets.go):
 //     next (N, the next ticket number) and nextAt (N, epoch ms with up to six decimals, the time
 //     booked for it; items written in whole ms read the same). One item
@@ -45,6 +48,12 @@
 //     "limit:asset:<asset>:<day>" (transfer.Charge.Counter; limits.go): total (N, stroops) and
 //     expiresAt (epoch s, transfer.CounterKeep after its UTC day). About 100 bytes.
 //   - A give-back's marker, pk "limit:givenback:<claimId>" (GiveBack): expiresAt only.
+//   - A batch's envelope, pk "batch:<inner hash>" (transfer.BatchKey; batch.go), written once
+//     before any key names it: the envelope's attributes as on a transfer item, ops (L of M:
+//     storeKey, claimId, in the transaction's order), version, createdAt and expiresAt; no status
+//     and no index attributes. The items of its keys hold batch (M: index, size) and the
+//     envelope's hashes without envelopeXdr, and are written together by one TransactWriteItems
+//     (ReplaceAll). Unused while BATCH_SIZE is 1.
 //
 // A transfer item whose claim charged the limits also holds charges (L of M: counter, scope,
 // asset, day, stroops, cap) and charged (BOOL true, for the stream's filter).

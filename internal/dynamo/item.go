@@ -61,6 +61,15 @@ type item struct {
 	// Charged (BOOL true) marks an item with charges, for the stream's filter (template.yaml,
 	// AlertFunction): a filter matches scalar attributes, not the elements of a list.
 	Charged bool `dynamodbav:"charged,omitempty"`
+	// Batch (M) is the key's operation in its batch's transaction (transfer.Record.Batch): index
+	// (N, 0-based) and size (N); absent on the one-transfer path.
+	Batch *batchRefItem `dynamodbav:"batch,omitempty"`
+}
+
+// batchRefItem is transfer.BatchRef (map attribute "batch"); index 0 is written.
+type batchRefItem struct {
+	Index int `dynamodbav:"index"`
+	Size  int `dynamodbav:"size"`
 }
 
 // chargeItem is transfer.Charge (an element of "charges").
@@ -135,7 +144,8 @@ func validStatus(s transfer.Status) bool {
 }
 
 // marshalRecord maps rec to its item. It refuses records that would break the store's invariants:
-// an unknown status, an envelope without a hash, an unsettled envelope without XDR, and a TTL on
+// an unknown status, an envelope without a hash, an unsettled envelope without XDR (unless it is a
+// batch's, whose XDR the batch's item holds), a malformed batch reference (transfer.CheckBatchRef), and a TTL on
 // an in_flight or in_doubt item (a claim could then overwrite an item whose envelope may still
 // land; internal/transfer/doc.go, "The item"), and a queued or cancelled item holding an
 // envelope or a lease.
@@ -149,7 +159,8 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		return nil, fmt.Errorf("dynamo: record %q: a %s item must not expire (expiresAt %d)", rec.StoreKey, rec.Status, rec.ExpiresAt)
 	case rec.Envelope != nil && rec.Envelope.InnerHash == "":
 		return nil, fmt.Errorf("dynamo: record %q: envelope without an inner hash", rec.StoreKey)
-	case rec.Envelope != nil && rec.Envelope.XDR == "" && (rec.Status == transfer.StatusInFlight || rec.Status == transfer.StatusInDoubt):
+	case rec.Envelope != nil && rec.Envelope.XDR == "" && rec.Batch == nil && (rec.Status == transfer.StatusInFlight || rec.Status == transfer.StatusInDoubt):
+		// A batched key's XDR is its batch's item's (transfer.BatchEnvelope).
 		return nil, fmt.Errorf("dynamo: record %q: a %s envelope without XDR", rec.StoreKey, rec.Status)
 	case rec.Status == transfer.StatusQueued && (rec.Envelope != nil || rec.LeaseOwner != "" || rec.ExpiresAt != 0 || !rec.Async):
 		// A queued item has built nothing and is held by no invocation (transfer.Requeued).
@@ -158,6 +169,9 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		rec.Audit == nil || rec.Audit.Action != transfer.AuditCancel):
 		// A cancelled item was queued: it has built nothing and never will (transfer.Cancelled).
 		return nil, fmt.Errorf("dynamo: record %q: a cancelled item holds no envelope or lease, is async and has its cancel audit", rec.StoreKey)
+	}
+	if err := transfer.CheckBatchRef(rec); err != nil {
+		return nil, fmt.Errorf("dynamo: %w", err)
 	}
 	it := item{
 		PK:          rec.StoreKey,
@@ -243,6 +257,9 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		it.Audit = &auditItem{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,
 			Forced: a.Forced, At: epochMillis(a.At)}
 	}
+	if b := rec.Batch; b != nil {
+		it.Batch = &batchRefItem{Index: b.Index, Size: b.Size}
+	}
 	it.Charged = len(rec.Charges) > 0
 	for _, c := range rec.Charges {
 		it.Charges = append(it.Charges, chargeItem{Counter: c.Counter, Scope: string(c.Scope), Asset: c.Asset, Day: c.Day,
@@ -324,6 +341,9 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			ResultCodes:       r.ResultCodes,
 			FeeChargedStroops: r.FeeChargedStroops,
 		}
+	}
+	if b := it.Batch; b != nil {
+		rec.Batch = &transfer.BatchRef{Index: b.Index, Size: b.Size}
 	}
 	if a := it.Audit; a != nil {
 		rec.Audit = &transfer.Audit{Action: a.Action, Operator: a.Operator, RequestID: a.RequestID, Reason: a.Reason,

@@ -26,3 +26,10 @@ func TestTransferStoreContractDynalite(t *testing.T) {
 func TestLimitContractMinidyn(t *testing.T) {
 	transfertest.LimitContract(t, func(t *testing.T) transfertest.LimitStore { return minidynFixture(t).store })
 }
+
+// TestBatchContractMinidyn holds the Store's batches on minidyn to the batch contract, the suite
+// the in-memory store passes too. minidyn only, as the limits: dynalite (4.0.0) has no
+// TransactWriteItems, which a write over a batch's keys is.
+func TestBatchContractMinidyn(t *testing.T) {
+	transfertest.BatchContract(t, func(t *testing.T) transfertest.BatchStore { return minidynFixture(t).store })
+}

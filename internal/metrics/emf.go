@@ -61,11 +61,18 @@ const (
 	// empty; README.md, "Asynchronous transfers"); no dimensions. Written by a sweep only when
 	// it found some.
 	QueuedStranded = "transfer_orchestration_queued_stranded"
+	// DailyDiscrepancies is the discrepancies of a daily reconciliation's report (README.md, "The
+	// daily reconciliation"); no dimensions. Written by every run that reports, 0 included.
+	DailyDiscrepancies = "transfer_orchestration_daily_discrepancies"
+	// DailyFailed is 1 for a daily reconciliation that could not report (the chain or the table
+	// could not be read, or the day cannot be reported); no dimensions.
+	DailyFailed = "transfer_orchestration_daily_failed"
 )
 
 // Names lists every metric name the service writes, for the checks that alarms and dashboards
 // name only metrics that exist.
-var Names = []string{Total, ReplayTotal, FailureTotal, DurationMS, InDoubt, Balance, ChannelLeasesInUse, EventPublishFailures, QueuedStranded}
+var Names = []string{Total, ReplayTotal, FailureTotal, DurationMS, InDoubt, Balance, ChannelLeasesInUse, EventPublishFailures, QueuedStranded,
+	DailyDiscrepancies, DailyFailed}
 
 // Dimensions is the one dimension set each metric is written with: an alarm must name exactly
 // these to see its data (CloudWatch treats each dimension set as a metric of its own).
@@ -73,6 +80,7 @@ var Dimensions = map[string][]string{
 	Total: {DimOperation, DimOutcome}, DurationMS: {DimOperation, DimOutcome},
 	ReplayTotal: {DimOperation, DimReplayOf}, FailureTotal: {DimOperation, DimClassification, DimCode},
 	InDoubt: {}, Balance: {DimAccount, DimAsset}, ChannelLeasesInUse: {}, EventPublishFailures: {}, QueuedStranded: {},
+	DailyDiscrepancies: {}, DailyFailed: {},
 }
 
 // Dimension names (README.md, "Monitoring").
@@ -218,6 +226,22 @@ func (w *Writer) EventPublishFailures(_ context.Context, n int) {
 func (w *Writer) QueuedStrandedGauge(_ context.Context, n int) {
 	w.write(map[string]any{QueuedStranded: n}, []directive{{
 		Namespace: Namespace, Dimensions: [][]string{{}}, Metrics: []metricDefn{{QueuedStranded, unitCount}},
+	}})
+}
+
+// DailyDiscrepancies writes DailyDiscrepancies: a daily report's n discrepancies, no dimensions
+// (reconcile.DailyGauge).
+func (w *Writer) DailyDiscrepancies(_ context.Context, n int) {
+	w.write(map[string]any{DailyDiscrepancies: n}, []directive{{
+		Namespace: Namespace, Dimensions: [][]string{{}}, Metrics: []metricDefn{{DailyDiscrepancies, unitCount}},
+	}})
+}
+
+// DailyFailed writes DailyFailed 1: a daily reconciliation that could not report, no dimensions
+// (reconcile.DailyGauge).
+func (w *Writer) DailyFailed(_ context.Context) {
+	w.write(map[string]any{DailyFailed: 1}, []directive{{
+		Namespace: Namespace, Dimensions: [][]string{{}}, Metrics: []metricDefn{{DailyFailed, unitCount}},
 	}})
 }
 

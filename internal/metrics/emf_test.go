@@ -106,6 +106,7 @@ func TestLinesAreValidEMF(t *testing.T) {
 		metrics.ReplayTotal: {"operation", "replay_of"}, metrics.FailureTotal: {"operation", "classification", "code"},
 		metrics.InDoubt: {}, metrics.Balance: {"account", "asset"}, metrics.ChannelLeasesInUse: {},
 		metrics.EventPublishFailures: {}, metrics.QueuedStranded: {},
+		metrics.DailyDiscrepancies: {}, metrics.DailyFailed: {},
 	}
 	for name, dims := range seedDims {
 		if got, ok := metrics.Dimensions[name]; !ok || strings.Join(got, ",") != strings.Join(dims, ",") {
@@ -129,6 +130,8 @@ func TestLinesAreValidEMF(t *testing.T) {
 	w.ChannelLeasesGauge(context.Background(), 2)
 	w.EventPublishFailures(context.Background(), 3)
 	w.QueuedStrandedGauge(context.Background(), 4)
+	w.DailyDiscrepancies(context.Background(), 0)
+	w.DailyFailed(context.Background())
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var doc emf

@@ -39,6 +39,8 @@ var problems = map[string]struct {
 	CodeSecretInPayload:  {"Secret in payload", 400},
 	CodeNotFound:         {"Item not found", 404},
 	CodeConflict:         {"Item changed", 409},
+	CodeDayNotOver:       {"Day not over", 409},
+	CodeReportNotFound:   {"Report not found", 404},
 }
 
 // problemOf is the refusal e as a Problem.
@@ -48,7 +50,7 @@ func problemOf(e *Error, action string) *Problem {
 		p.title, p.status = "Action refused", 422
 	}
 	switch action {
-	case ActionList, ActionGet, ActionResolve, ActionSweep, ActionChannels:
+	case ActionList, ActionGet, ActionResolve, ActionSweep, ActionChannels, ActionDaily, ActionReport:
 	default:
 		action = ""
 	}

@@ -2,11 +2,14 @@
 // reconcile function's handler (functions/reconcile): list and get the in-doubt queue with what
 // the chain says now; resolve an item with a transaction hash that the ledger shows landed, or
 // discard one that the ledger proves dead (either forced, with a reason, when the ledger cannot
-// prove it); and sweep: settle every in-doubt item and expired claim the ledger can judge.
-// Judgement is transfer.Orchestrator.Settle's, the same rules every other path uses.
+// prove it); sweep: settle every in-doubt item and expired claim the ledger can judge; and daily:
+// a UTC day's transfers set against the chain and the vault's balance (daily.go), stored and read
+// again with report. Judgement is transfer.Orchestrator.Settle's, the same rules every other path
+// uses.
 //
-// A read-only Service (Config.ReadOnly) answers list and get only and refuses every action that
-// writes (resolve, sweep, channels) with the Problem ACTION_NOT_ALLOWED before reading anything.
+// A read-only Service (Config.ReadOnly) answers list, get and report only and refuses every action
+// that writes (resolve, sweep, channels, daily) with the Problem ACTION_NOT_ALLOWED before reading
+// anything.
 // The same binary serves both operator roles of README.md ("Operator roles"): ReconcileFunction
 // with every action, and InDoubtReaderFunction read-only (RECONCILE_ACTIONS=read), whose IAM
 // role can only read the table, so lambda:InvokeFunction on it grants exactly list and get.
@@ -88,6 +91,9 @@ type Config struct {
 	// QueuedGrace is how long a queued item waits for its own message before the sweep sends it
 	// again; 0 means DefaultQueuedGrace.
 	QueuedGrace time.Duration
+	// Daily, when set, runs the daily reconciliation (daily.go) and reads its stored reports;
+	// nil refuses daily and report with DAILY_NOT_SUPPORTED.
+	Daily *Daily
 }
 
 // QueuedLister lists queued items queued before a time (dynamo.Store.ListQueued).
@@ -157,6 +163,12 @@ type Request struct {
 	Force     bool   `json:"force,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	Operator  string `json:"operator,omitempty"`
+	// daily, report: the UTC day, YYYY-MM-DD; empty is the day before the invocation's
+	// (daily.go).
+	Day string `json:"day,omitempty"`
+	// daily: report a day not over yet up to the latest ledger (its day defaults to today's):
+	// answered and logged only, neither stored nor counted nor published (daily.go).
+	SoFar bool `json:"soFar,omitempty"`
 }
 
 // Page sizes of list.
@@ -211,6 +223,10 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 		return s.resolve(ctx, req)
 	case ActionSweep:
 		return s.Sweep(ctx)
+	case ActionDaily:
+		return s.daily(ctx, req)
+	case ActionReport:
+		return s.storedReport(ctx, req)
 	case ActionChannels:
 		if s.cfg.Channels == nil {
 			return nil, refuse(CodeChannelsNotAvailable, "no channel accounts here: CHANNEL_COUNT is 0 or the function has no SIGNING_SECRET_ARN")
@@ -221,16 +237,17 @@ func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 		}
 		return &ChannelsAnswer{Action: ActionChannels, Channels: chans}, nil
 	case "":
-		return nil, badRequest("action is required (list, get, resolve, sweep, channels)")
+		return nil, badRequest("action is required (list, get, resolve, sweep, channels, daily, report)")
 	default:
-		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels)", logging.Clip(req.Action, 32))
+		return nil, refuse(CodeUnknownAction, "unknown action %q (list, get, resolve, sweep, channels, daily, report)", logging.Clip(req.Action, 32))
 	}
 }
 
-// writes reports whether action is one a read-only service refuses: every known action but list
-// and get. Unknown actions stay UNKNOWN_ACTION, as on the full service.
+// writes reports whether action is one a read-only service refuses: every known action but list,
+// get and report (a stored daily report). Unknown actions stay UNKNOWN_ACTION, as on the full
+// service.
 func writes(action string) bool {
-	return action == ActionResolve || action == ActionSweep || action == ActionChannels
+	return action == ActionResolve || action == ActionSweep || action == ActionChannels || action == ActionDaily
 }
 
 func (s *Service) list(ctx context.Context, req Request) (*ListAnswer, error) {

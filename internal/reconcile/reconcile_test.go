@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/stellar/go-stellar-sdk/keypair"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +84,7 @@ type fixture struct {
 	svc    *reconcile.Service
 	logs   *logtest.Buffer
 	orch   *transfer.Orchestrator
+	log    *slog.Logger
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -96,7 +98,7 @@ func newFixture(t *testing.T) *fixture {
 	g := &gauge{}
 	svc := reconcile.New(reconcile.Config{Store: store, Settler: orch, Ledger: l, Gauge: g, Clock: c,
 		KeyTTL: func() time.Duration { return time.Hour }, Logger: log})
-	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc, logs: logs, orch: orch}
+	return &fixture{store: store, ledger: l, clock: c, gauge: g, svc: svc, logs: logs, orch: orch, log: log}
 }
 
 func hashOf(name string, outer bool) string {

@@ -46,7 +46,7 @@
 //	internal/alert       stream records -> alert lines, SNS, the in-doubt gauge, settlement events (EventBridge)
 //	internal/queue       asynchronous transfers: transfer.Queue on SQS, the submitter's handler, an in-process queue
 //	internal/webhook     settlement events to one HTTPS receiver, signed (Standard Webhooks), rotated, retried
-//	internal/reconcile   list, get, resolve, sweep, channels
+//	internal/reconcile   list, get, resolve, sweep, channels, daily, report
 //	internal/metrics     CloudWatch Embedded Metric Format
 //	internal/logging     slog JSON with request and trace IDs, seed redaction (Redact, Clip)
 //	internal/strictjson  the one strict JSON object decoder of POST /transfers and the reconcile payload

@@ -81,6 +81,12 @@
 // concurrently). BatchOutcomes and LookupOutcomes give each operation's result and whose it is
 // (OpSide: landed, a neighbour's failure, the destination's, the paying side's, its own).
 //
+// A day's chain side (dayscan.go; transfer.DayReader): the daily reconciliation's reading of one
+// UTC day, its ledgers found by close time with getLedgers and every transaction of them read with
+// getTransactions: the vault's payments (fee bumps, channel accounts' transactions whose operation
+// source is the vault, muxed destinations, memos), the vault contracts' calls in contract mode, and
+// the vault's trustline changes from the metadata. A Horizon-only ledger refuses it.
+//
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.
 package stellar

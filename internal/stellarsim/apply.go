@@ -43,12 +43,15 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, c
 	ac := &applyCtx{n: n, v: v, t: t, ledger: seq, closeTime: closeTime, sponsors: map[string]string{}}
 	opResults := make([]xdr.OperationResult, len(t.ops))
 	ok := true
+	opChanges := make([]xdr.LedgerEntryChanges, len(t.ops))
 	if failed == nil {
 		for i, op := range t.ops {
 			ac.v = v.child()
 			sponsors := maps.Clone(ac.sponsors)
+			ac.changes = nil
 			r, good := ac.applyOp(op)
 			opResults[i] = r
+			opChanges[i] = ac.changes
 			ok = ok && good
 			if good {
 				ac.v.merge()
@@ -116,7 +119,16 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, c
 	if code != xdr.TransactionResultCodeTxSuccess {
 		ac.ret = nil // a failed transaction returns nothing
 	}
-	rec.ResultMetaXDR, _ = xdr.MarshalBase64(txMeta(len(t.ops), t.soroban != nil, ac.ret))
+	meta := txMeta(len(t.ops), t.soroban != nil, ac.ret)
+	if code == xdr.TransactionResultCodeTxSuccess {
+		// A failed transaction's operations change nothing, and its meta lists no change.
+		for i, ch := range opChanges {
+			if len(ch) > 0 {
+				meta.V4.Operations[i].Changes = ch
+			}
+		}
+	}
+	rec.ResultMetaXDR, _ = xdr.MarshalBase64(meta)
 
 	n.applied = append(n.applied, rec)
 	n.byHash[t.innerHash] = rec
@@ -136,6 +148,8 @@ type applyCtx struct {
 	ret       *xdr.ScVal        // a Soroban invocation's return value, for the meta
 	// refundable is the refundable resource fee the Soroban operation consumed.
 	refundable int64
+	// changes are the ledger-entry changes of the operation being applied, for its meta.
+	changes xdr.LedgerEntryChanges
 }
 
 func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {

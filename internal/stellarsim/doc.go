@@ -340,8 +340,11 @@
 // Ledger headers and meta have stellar-core 23's shapes (LedgerCloseMeta v2,
 // TransactionMeta v4 with a Soroban invocation's return value, see
 // ledger_meta.go) but stand-in contents: ledger hashes are not hashes of the
-// headers, and the meta lists no ledger-entry changes or events (friendbot's
-// answer lists the account it created, which the JS SDK's requestAirdrop reads).
+// headers, and the meta lists no events and no ledger-entry changes but a
+// successful credit payment's trustlines (each operation's STATE then UPDATED
+// of the source's and destination's trustline, as LedgerTxn::getChanges
+// lists them; no account entry, no fee changes) (friendbot's answer lists the
+// account it created, which the JS SDK's requestAirdrop reads).
 //
 // # Where it deliberately differs
 //

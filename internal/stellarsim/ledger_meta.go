@@ -10,8 +10,9 @@ import (
 
 // This file builds the XDR that stellar-core emits for a ledger and a transaction under protocol
 // 23 (ledger headers, LedgerCloseMeta v2, TransactionMeta v4), for the RPC and Horizon answers
-// that carry it. Hashes are stand-ins (ledgerHash), and the meta lists no ledger-entry changes:
-// the shapes are real, so official clients decode them; the contents are what doc.go says.
+// that carry it. Hashes are stand-ins (ledgerHash), and the meta lists only a credit payment's
+// trustline changes (operations.go, applyCtx.changed): the shapes are real, so official clients
+// decode them; the contents are what doc.go says.
 
 // txMeta is the TransactionMeta of an applied transaction. stellar-core emits version 4 from
 // protocol 23 (src/transactions/TransactionMetaFrame.cpp, TransactionMetaFrame::TransactionMetaFrame

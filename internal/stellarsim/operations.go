@@ -85,7 +85,12 @@ func (ac *applyCtx) payment(src *account, op xdr.PaymentOp, reserve int64) (xdr.
 		case tl.balance > tl.limit-amount || tl.balance+amount > tl.limit-tl.buying:
 			return paymentResult(xdr.PaymentResultCodePaymentLineFull), false
 		}
+		pre := *tl
 		tl.balance += amount
+		tl.lastModified = ac.ledger
+		if destID != src.id {
+			ac.changed(destID, asset, pre, *tl)
+		}
 	}
 	// updateSourceBalance: src is re-read from the scope, where the destination's credit (a
 	// payment to itself) is already written.
@@ -109,7 +114,13 @@ func (ac *applyCtx) payment(src *account, op xdr.PaymentOp, reserve int64) (xdr.
 	case tl.balance-amount < tl.selling:
 		return paymentResult(xdr.PaymentResultCodePaymentUnderfunded), false
 	}
+	pre := *tl
 	tl.balance -= amount
+	tl.lastModified = ac.ledger
+	if destID != src.id {
+		// A payment to its own line changes nothing: its meta lists no change.
+		ac.changed(src.id, asset, pre, *tl)
+	}
 	return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
 }
 
@@ -159,4 +170,21 @@ func (ac *applyCtx) changeTrust(src *account, op xdr.ChangeTrustOp, reserve int6
 	src.numSubEntries++
 	ac.v.setTrustline(src.id, asset, nt)
 	return changeTrustResult(xdr.ChangeTrustResultCodeChangeTrustSuccess), true
+}
+
+// changed lists a trustline's change in the operation's meta as stellar-core does for an entry an
+// operation modified: LEDGER_ENTRY_STATE with the entry before, then LEDGER_ENTRY_UPDATED with
+// it after (src/ledger/LedgerTxn.cpp, LedgerTxn::Impl::getChanges). Only a credit payment's
+// trustlines are listed here (doc.go, "Not modelled").
+func (ac *applyCtx) changed(id string, asset Asset, pre, post trustline) {
+	before, err1 := pre.entryXDR(id, asset)
+	after, err2 := post.entryXDR(id, asset)
+	if err1 != nil || err2 != nil {
+		return // unreachable: the account and asset were decoded from the operation
+	}
+	ac.changes = append(ac.changes,
+		xdr.LedgerEntryChange{Type: xdr.LedgerEntryChangeTypeLedgerEntryState,
+			State: &xdr.LedgerEntry{LastModifiedLedgerSeq: xdr.Uint32(pre.lastModified), Data: before}},
+		xdr.LedgerEntryChange{Type: xdr.LedgerEntryChangeTypeLedgerEntryUpdated,
+			Updated: &xdr.LedgerEntry{LastModifiedLedgerSeq: xdr.Uint32(post.lastModified), Data: after}})
 }

@@ -269,4 +269,146 @@
 // last version, while a random ID needs no state beyond the item itself. An item that carries no
 // ClaimID (a table may hold items written without one) is matched only by a condition with an
 // empty ClaimID, never by a later claim.
+//
+// # Batches
+//
+// With BATCH_SIZE above 1 (1 to 100; 1, the default, is the one-transfer path above, unchanged)
+// the submitter pays several queued transfers with one transaction: one operation per key, from
+// one channel, fee-bumped once. The promise does not change: at most one envelope holding a key's
+// operation can ever land, and every answer names a landed transaction that holds this key's
+// operation (its inner hash and the operation's index). Each key is still judged alone: a batch
+// is a way to send, never a unit of outcome. The protocol below is checked by internal/chaos/model
+// (the batch models: two keys in one batch, a synchronous caller on one of them, the sweep, a
+// cancel, lost answers and process death between any two steps), including that each rule below
+// is needed: break it and the checker finds a double payment or a false answer.
+//
+// The network's rules it rests on (stellar-core, src/transactions/TransactionFrame.cpp, and
+// stellar-xdr, Stellar-transaction.x):
+//
+//   - A transaction's operations apply atomically. TransactionFrame::applyOperations applies each
+//     operation in its own LedgerTxn nested in the transaction's; a failed operation's is rolled
+//     back (since protocol 14) and the loop goes on, so every operation gets a result; the
+//     transaction's LedgerTxn is committed only when all succeeded, else the result is txFAILED
+//     and nothing of it moved (the fee is charged and the sequence number consumed, as for one
+//     operation: doc.go's "Proof rules", releaseShortfall).
+//   - txFAILED carries each operation's result (TransactionResult: `case txFAILED: OperationResult
+//     results<>`; under a fee bump, txFEE_BUMP_INNER_FAILED with the inner result pair). Each
+//     operation's result is computed after the transaction's earlier operations applied, which is
+//     why a batch holds at most one operation per (destination account, asset), below.
+//   - At most 100 operations (`const MAX_OPS_PER_TX = 100`, `Operation operations<MAX_OPS_PER_TX>`);
+//     and a Soroban transaction holds exactly one (TransactionFrame::validateSorobanOpsConsistency:
+//     txMALFORMED otherwise), so only classic payments batch: a deployment with VAULT_CONTRACTS
+//     keeps BATCH_SIZE 1 (configuration refuses more). A transaction has one memo
+//     (Transaction.memo), so a request with a memo runs alone; an M... wallet's id travels with its
+//     operation and batches.
+//   - A fee bump's minimum fee counts the inner operations plus one
+//     (FeeBumpTransactionFrame::getNumOperations), so a batch of n pays n+1 base fees where n
+//     transfers alone pay 2n.
+//
+// Forming a batch. SubmitterFunction's event carries up to the event source mapping's BatchSize
+// messages (above 10 it needs a batching window: the Lambda developer guide, "Using Lambda with
+// Amazon SQS"). The handler decodes them and reads every item (consistent reads); an item that is
+// not queued under its message's ClaimID, or is not batchable (a memo, a Soroban asset, a stored
+// request that no longer matches its fingerprint), goes the one-transfer way (RunQueued), which
+// answers it stale, retry or runs it alone. The rest form batches of at most BATCH_SIZE, at most
+// one operation per (destination account, asset) (FormBatches): a second payment to the same
+// trustline goes to the next batch, so that a destination-side result is a fact about its own key
+// and never about a neighbour that filled the line first. A batch left with one key runs alone.
+//
+// Taking the keys. Each key is taken as today (queued -> in_flight under the invocation's lease,
+// conditional on the item exactly as read, Expect), one conditional write per key, issued
+// concurrently, not one TransactWriteItems: nothing is built or sent between the take and the
+// attach, so a key whose take fails (a cancel won it, a copy of the message took it) simply drops
+// out of the batch (a batch left with one key runs alone). A transaction would cost twice the
+// write units (transactional writes bill two per KB) and one failed condition would cancel every
+// take, to be retried without it. A take whose answer was
+// lost is recognised as today, by reading back its own lease (ReplaceItem).
+//
+// Checking the destinations. Before building, each destination is read as stellar-core will judge
+// it (PathPaymentStrictReceiveOpFrame::doApply: the account exists, else op_no_destination;
+// PathPaymentOpFrameBase::updateDestBalance: the trustline exists (op_no_trust), is authorized
+// (op_not_authorized) and has room under its limit after its buying liabilities (op_line_full); a
+// native payment: room below INT64_MAX). One Stellar RPC getLedgerEntries holds every key (at
+// most 200 a call): each destination's trustline (which implies its account: a trustline is an
+// account's subentry) or, for XLM, its account; plus the vault's trustline, whose balance must
+// cover the batch's sum (its shortfall refuses the batch as VAULT_UNDERFUNDED, paging, as today).
+// Horizon deployments read each destination's account, which lists its trustlines, concurrently. A
+// key whose destination fails the check is not rejected on the read: it runs alone (a batch of
+// one), so the network gives its verdict (a trustline added meanwhile is honoured) and its
+// rejection, like every answer, names a landed transaction. The check only keeps a doomed
+// operation out of everyone else's transaction.
+//
+// Persisting the envelope. The batch's envelope is stored once, in its own item (BatchEnvelope,
+// BatchStore.PutBatch), pk "batch:<inner hash>", written with PutItem `attribute_not_exists(pk)`
+// before any key names it: the signed XDR, inner and outer hashes, maxTime, submitted ledger,
+// channel, fee, and the operations in order (index -> store key and ClaimID). Then one
+// TransactWriteItems attaches it to every key (BatchStore.ReplaceAll, through ReplaceAllItems):
+// per key the item (still in_flight under the same lease) gains the envelope's hashes, maxTime,
+// submitted ledger and channel, without the XDR, and its operation (Record.Batch: index and size),
+// conditional on the item as taken. The envelope is sent only once that transaction applied (or,
+// its answer lost, every item reads back as written). It must be one transaction: attached key by
+// key, a death between two attaches leaves a key whose item names the envelope and one whose item
+// does not, and a take-over of the first re-sends an envelope holding the second's operation while
+// the second runs again (the model finds this double payment). If it fails for a key (that key's
+// lease was taken over), nothing is sent and nothing names the envelope: every key still held is
+// requeued, each alone, and the batch item is left unreferenced (inert; its TTL removes it). If its
+// fate is unknown, nothing is sent either and the keys are left to their lease: applied, every key
+// names the envelope and a take-over re-sends it; not applied, none does and none can.
+//
+// The XDR is stored once rather than on every item: a batch of 100 payments is about 10 KB of XDR
+// (about 14 KB in base64), so on each item it would make the attach a 1.4 MB transaction of 100
+// items of 15 KB (3,000 transactional write units) instead of one 25 KB item and 100 small ones
+// (about 430); and the batch item plus 100 keys would be 101 items, past TransactWriteItems' 100
+// (and its 4 MB). The batch item stays far below the 400 KB item limit. Replacing a batch by fee
+// writes the new outer hash to the batch item, conditional on its version, before it is sent;
+// every reader takes the batch's hashes and XDR from the batch item.
+//
+// Outcomes, per key. Whoever judges a batched key (the submitter, a take-over, an inline
+// reconciler, the sweep, an operator) reads the batch item, looks the batch's hashes up once, and
+// writes that key alone, conditional on its item as read; a key settled meanwhile by another judge
+// does not hold up the others, and every judge derives the same outcome from the same ledger
+// facts:
+//
+//   - SUCCESS: replayable, the result naming the inner hash, the ledger and the operation index.
+//     One event per key.
+//   - FAILED: this key's own operation result decides (JudgeOperation). A failure of its own (a
+//     destination-side code: op_no_destination, op_no_trust, op_not_authorized, op_line_full; or
+//     any code a single transfer's FAILED would store) is a stored rejection naming the
+//     transaction and the index. A key whose operation succeeded (op_success: a neighbour failed)
+//     is requeued (Requeued: the same incarnation, no envelope): nothing of the transaction moved
+//     and its sequence number is consumed, so nothing can land under it again. A source-side code
+//     (op_underfunded, op_src_no_trust, op_src_not_authorized; tx_insufficient_balance, which
+//     carries no operation results) pages once for the batch, as SourceShortfall does for one
+//     transfer, and its key is requeued too: the vault's shortfall is not the client's mistake.
+//   - Proven dead (ProvenDead on the batch's envelope and hashes): every key is requeued, each
+//     alone; no send can make it land any more.
+//   - Refused on its first send (RefusedBeforeInclusion), or no send ever left: the proof holds
+//     only for the sends of this invocation, and a take-over of any key of the batch sends the same
+//     envelope again, which a key's own condition cannot see. So the keys are requeued together,
+//     in one TransactWriteItems conditional on every item as attached: it applies only while no
+//     key was taken over (so nobody else can have sent it), and once it applied no item names the
+//     envelope, so nobody ever will. If it fails, the keys still held are parked in_doubt and
+//     settled by the batch's proof. (Requeued key by key, the model finds the double payment: the
+//     submitter is slow after the refusal, a synchronous caller takes the first key over and sends
+//     the envelope again, and the second key, its own condition intact, is queued again while the
+//     envelope holding its operation can land.)
+//   - In doubt when the budget ends: every key is parked in_doubt, each naming the batch's inner
+//     hash. The sweep, an inline reconciliation and an operator settle each key by the rules above
+//     from the batch's proof; an operator's resolve with a hash is checked on chain to hold this
+//     key's operation at its index.
+//
+// Synchronous callers and cancels. A batched key is an async item, and a synchronous call with the
+// same key and request meets it as it meets any: queued or in_flight under a live lease, it waits
+// (coalesce); a lease that expired is taken over for that key alone: with no envelope yet, the key
+// runs alone, as a batch of one; with the batch's envelope, the same envelope (read from the batch
+// item) is re-sent and judged for this key only, never rebuilt. An in_doubt key is settled inline
+// from the batch's proof; a settled one is replayed. Only a queued item can be cancelled: of a
+// cancel and the batch's take of one queued state exactly one applies (both are conditional on
+// it); a key cancelled before its take drops out of the batch and nothing is built for it.
+//
+// What the batch changes elsewhere: each key keeps its own limits' charges (charged at Enqueue; a
+// rejected key's charge is given back as today). The channel is leased per batch and released
+// (Ledger.Done) once the batch is decided. Each key's message is answered as RunQueued would
+// answer it (done when its key holds an outcome, retry when requeued). A batch's minTime is
+// derived from every claim in it, in order, so two batches never sign byte-identical envelopes.
 package transfer

@@ -298,14 +298,16 @@ func (o *Orchestrator) runTaken(ctx context.Context, rec Record) (Delivery, bool
 
 // Requeued is rec, an async item for which nothing can land (never sent, refused before inclusion
 // or proven dead: doc.go, "Proof rules"), queued again for the submitter: the same incarnation
-// (ClaimID), the next Version, status queued, no lease, no envelope, no result, no TTL. It takes
-// the place of the release (delete) of a synchronous item, so the accepted transfer is never
-// dropped; a new envelope is built for it only by the next run, as after a release.
+// (ClaimID), the next Version, status queued, no lease, no envelope (nor batch reference), no
+// result, no TTL. It takes the place of the release (delete) of a synchronous item, so the
+// accepted transfer is never dropped; a new envelope is built for it only by the next run, as
+// after a release.
 func Requeued(rec Record, now time.Time) Record {
 	next := rec
 	next.Status = StatusQueued
 	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
 	next.Envelope, next.Result = nil, nil
+	next.Batch = nil
 	next.ExpiresAt = 0
 	next.Version++
 	next.UpdatedAt = now

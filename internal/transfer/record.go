@@ -153,6 +153,12 @@ type Record struct {
 	// daily limit.
 	Charges []Charge
 
+	// Batch is set on the items of a batch's keys (doc.go, "Batches"): the key's operation in the
+	// batch's transaction, whose signed XDR the batch's own item holds (BatchEnvelope); Envelope
+	// then holds its hashes and no XDR. Written with the envelope and kept by every later write of
+	// the incarnation; nil on the one-transfer path.
+	Batch *BatchRef
+
 	// Archived marks a record read from the lasting record (an Archive, listed in a wallet's
 	// history) rather than from the live item; it is never written.
 	Archived bool

@@ -2,17 +2,21 @@ package wiring
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/stellar-transfer/orchestrator/internal/alert"
 	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/metrics"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/reconcile"
@@ -44,8 +48,12 @@ type ReconcileParts struct {
 	// Queue is where the sweep sends a queued item's message again (QUEUE_URL); nil: nowhere, and
 	// the sweep counts the queued items nothing will send (reconcile.Config.Stranded).
 	Queue transfer.Queue
-	// ReadOnly is InDoubtReaderFunction (RECONCILE_ACTIONS=read): list and get only.
+	// ReadOnly is InDoubtReaderFunction (RECONCILE_ACTIONS=read): list, get and report only.
 	ReadOnly bool
+	// Events and EventBus, both set, publish the daily reconciliation's event (DailyPublisher);
+	// otherwise it is only logged, stored and counted.
+	Events   alert.EventPublisher
+	EventBus string
 	Clock    transfer.Clock
 	Logger   *slog.Logger
 }
@@ -61,8 +69,17 @@ func Reconcile(p ReconcileParts) *reconcile.Service {
 		ReadOnly: p.ReadOnly,
 	}
 	if p.ReadOnly {
-		// The reader answers list and get only: it neither settles, nor sweeps, nor watches.
+		// The reader answers list, get and the stored daily reports only: it neither settles, nor
+		// sweeps, nor watches, nor runs the daily reconciliation.
+		rcfg.Daily = &reconcile.Daily{Reports: svc.Store}
 		return reconcile.New(rcfg)
+	}
+	rcfg.Daily = &reconcile.Daily{Archives: svc.Store, Reports: svc.Store, Gauge: p.Metrics}
+	if dr, ok := svc.Ledger.(transfer.DayReader); ok {
+		rcfg.Daily.Chain = dr
+	}
+	if p.Events != nil && p.EventBus != "" {
+		rcfg.Daily.Publish = DailyPublisher(p.Events, p.EventBus)
 	}
 	rcfg.Queued, rcfg.Stranded = svc.Store, p.Metrics
 	if p.Queue != nil {
@@ -122,6 +139,13 @@ func (in *Init) ReconcileService() *reconcile.Service {
 	if cfg.QueueURL != "" {
 		p.Queue = queue.SQS{Client: clients.SQS, URL: cfg.QueueURL}
 	}
+	if !readOnly {
+		bus, err := config.LoadEventBus(os.Getenv)
+		in.Check("invalid configuration", err)
+		if bus != "" {
+			p.Events, p.EventBus = eventbridge.NewFromConfig(clients.Config), bus
+		}
+	}
 	return Reconcile(p)
 }
 
@@ -166,4 +190,31 @@ func (in *Init) WebhookHandler() *webhook.Handler {
 	in.Check("AWS clients", err)
 	return webhook.New(webhook.Config{Endpoint: cfg.URL, Secrets: &webhook.SecretSource{API: clients.Secrets, ID: cfg.SecretARN},
 		Visibility: queue.Visibility{Changer: clients.SQS, URL: cfg.QueueURL}, Logger: in.Logger})
+}
+
+// DailyPublisher publishes a daily reconciliation's summary to bus: one PutEvents entry, source
+// alert.EventSource, detail-type reconcile.DailyDetailType, the summary as its detail (redacted as
+// the settlement events are). An entry PutEvents refuses is an error.
+func DailyPublisher(events alert.EventPublisher, bus string) func(ctx context.Context, s reconcile.DailySummary) error {
+	return func(ctx context.Context, s reconcile.DailySummary) error {
+		body, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		out, err := events.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{
+			EventBusName: aws.String(bus), Source: aws.String(alert.EventSource), DetailType: aws.String(reconcile.DailyDetailType),
+			Detail: aws.String(logging.Redact(string(body))), Time: aws.Time(s.GeneratedAt),
+		}}})
+		switch {
+		case err != nil:
+			return err
+		case len(out.Entries) != 1 || out.Entries[0].ErrorCode != nil:
+			code := "no entry answered"
+			if len(out.Entries) == 1 {
+				code = aws.ToString(out.Entries[0].ErrorCode) + ": " + aws.ToString(out.Entries[0].ErrorMessage)
+			}
+			return errors.New("PutEvents refused the daily reconciliation's event: " + code)
+		}
+		return nil
+	}
 }

@@ -26,6 +26,9 @@ type point struct {
 	// applies, for a conditional write, reports whether it would apply now: only then can its
 	// answer be lost (limits.lost).
 	applies func() bool
+	// opts, when set, lists the point's variants in the world as it is when the explorer chooses
+	// (the batch models' points: batch_test.go).
+	opts func() []string
 }
 
 // choice is one step: an actor granted its point with one of the point's variants (how the
@@ -42,6 +45,9 @@ type result struct {
 	// cancelled: the actor answered that the transfer is cancelled; notCancelled: that it is past
 	// queued (TRANSFER_NOT_CANCELLABLE). Either is checked against the item when it returns.
 	cancelled, notCancelled bool
+	// ops are the answers that name one operation of a landed or failed transaction (the batch
+	// models), each checked when the actor returns.
+	ops []opAnswer
 }
 
 // spec is an actor: a name (one letter) and what it does, given the adapters bound to it.
@@ -51,7 +57,9 @@ type spec struct {
 	// late actors start only after the clock's tick: they arrive once the claimant's lease has
 	// expired (the claimant may still be running, its writes delayed).
 	late bool
-	body func(ctx context.Context, k *kit) result
+	// mortal actors' processes may die at any of their points (limits.deaths).
+	mortal bool
+	body   func(ctx context.Context, k *kit) result
 }
 
 // actor is a spec's state in one run.
@@ -92,9 +100,21 @@ type limits struct {
 	// queued: the run starts from the key's queued item (queuedItem), an async transfer accepted
 	// and not yet taken.
 	queued bool
+	// batch: the run starts from two queued items, batchKeys (batch_test.go), and the invariants
+	// are checked per key and per operation (batchCheck).
+	batch bool
+	// deaths: how many times in a run a mortal actor's process may die at one of its points (it
+	// stops there, its lease left to expire).
+	deaths int
+	// mutation names a rule of the batch protocol the batch actors break (batch_test.go), to show
+	// that the check finds what breaking it does; "" keeps the protocol.
+	mutation string
 }
 
 const abort = "\x00abort"
+
+// dies is the variant of a mortal actor's point at which its process dies (limits.deaths).
+const dies = "process dies"
 
 // The variants of a conditional write whose answer was lost (limits.lost).
 const (
@@ -114,6 +134,7 @@ type run struct {
 	current int         // the actor that took the last step, -1 before the first
 	preempt int         // preemptions taken
 	lost    int         // answers lost
+	deaths  int         // processes died
 }
 
 func newRun(specs []spec, lim limits, tracing bool) *run {
@@ -123,6 +144,12 @@ func newRun(specs []spec, lim limits, tracing bool) *run {
 	}
 	if lim.queued {
 		w.items[storeKey] = queuedItem()
+	}
+	if lim.batch {
+		w.batch = true
+		for _, b := range batchKeys {
+			w.items[b.key] = batchItem(b)
+		}
 	}
 	r := &run{w: w, lim: lim, parked: make(chan int), tracing: tracing, current: -1}
 	for i, s := range specs {
@@ -153,6 +180,17 @@ func (r *run) point(a *actor, p point) string {
 	if v == abort {
 		runtime.Goexit()
 	}
+	if v == dies {
+		// The process dies here: nothing after this point runs, and what it wrote stays.
+		a.hist = fnv1a(a.hist, "dies|"+p.kind)
+		a.res = result{text: "dies before " + p.kind}
+		if r.tracing {
+			a.last = p.desc + " [" + dies + "]"
+		}
+		a.done, a.pending = true, nil
+		r.parked <- a.idx
+		runtime.Goexit()
+	}
 	a.pending = nil
 	a.hist = fnv1a(a.hist, p.kind+"|"+p.envHash+"|"+v+"|"+strconv.Itoa(r.w.ticks))
 	if r.tracing {
@@ -179,9 +217,24 @@ func (r *run) observe(a *actor, variant, answer string, readable func() string) 
 
 // variants are the ways a's pending point can be granted, in the world as it is now.
 func (r *run) variants(a *actor) []string {
+	vs := r.pointVariants(a)
+	if a.mortal && r.deaths < r.lim.deaths && a.pending.kind != "start" {
+		vs = append(vs[:len(vs):len(vs)], dies)
+	}
+	return vs
+}
+
+// pointVariants are the ways a's pending point can be granted, its process's death aside.
+func (r *run) pointVariants(a *actor) []string {
 	p := a.pending
+	if p.opts != nil {
+		return p.opts()
+	}
 	switch p.kind {
 	case "Send":
+		if r.w.batch {
+			return batchSendVariants[r.w.envs[p.envHash].fate]
+		}
 		return sendVariants[r.w.envs[p.envHash].fate]
 	case "Lookup":
 		f := r.w.envs[p.envHash].fate
@@ -259,6 +312,9 @@ func (r *run) step(c choice) {
 	if c.variant == lostAnswer || c.variant == lostError {
 		r.lost++
 	}
+	if c.variant == dies {
+		r.deaths++
+	}
 	a.grant <- c.variant
 	if got := <-r.parked; got != a.idx {
 		panic("model: another actor ran")
@@ -271,6 +327,11 @@ func (r *run) step(c choice) {
 		}
 		if v := r.w.cancelTrue(a.name, a.res); v != nil {
 			r.answers = append(r.answers, *v)
+		}
+		for _, ans := range a.res.ops {
+			if v := r.w.opAnswerTrue(a.name, ans); v != nil {
+				r.answers = append(r.answers, *v)
+			}
 		}
 	}
 	if r.tracing {

@@ -42,16 +42,25 @@ const (
 	landed
 	// dead: a ledger closed after its maxTime without it; it can never land.
 	dead
+	// failed: included FAILED (the batch models): its sequence number is consumed, nothing of it
+	// moved, and it can never land.
+	failed
 )
 
 func (f fate) String() string {
-	return [...]string{"built", "queued", "landed", "dead"}[f]
+	return [...]string{"built", "queued", "landed", "dead", "failed"}[f]
 }
 
 type envelope struct {
 	name string
 	env  transfer.Envelope
 	fate fate
+	// ops are the store keys the envelope pays, one operation each, in order (the batch models;
+	// nil for the one-transfer envelopes the real code builds).
+	ops []string
+	// failure says why a failed envelope failed: the store key whose operation failed on the
+	// destination's side, or failedSource.
+	failure string
 }
 
 type world struct {
@@ -64,6 +73,8 @@ type world struct {
 	// violations found by the writes themselves (a delete of an item that can still land); the
 	// state invariants are checked by check.
 	violations []violation
+	// batch: the invariants are checked per key and per operation (batchCheck).
+	batch bool
 }
 
 type violation struct {
@@ -91,6 +102,10 @@ func clone(r transfer.Record) transfer.Record {
 	if r.Audit != nil {
 		a := *r.Audit
 		r.Audit = &a
+	}
+	if r.Batch != nil {
+		b := *r.Batch
+		r.Batch = &b
 	}
 	return r
 }
@@ -251,6 +266,9 @@ func hashOf(name string) string {
 
 // check returns the violations of the state invariants, and those the writes found.
 func (w *world) check() []violation {
+	if w.batch {
+		return append(append([]violation(nil), w.violations...), w.batchCheck()...)
+	}
 	out := append([]violation(nil), w.violations...)
 	var live, done []string
 	for _, h := range w.order {
@@ -371,7 +389,11 @@ func (w *world) ledgerSummary() string {
 	var parts []string
 	for _, h := range w.order {
 		e := w.envs[h]
-		parts = append(parts, e.name+":"+e.fate.String())
+		f := e.fate.String()
+		if e.failure != "" {
+			f += "(" + w.keyName(e.failure) + ")"
+		}
+		parts = append(parts, e.name+":"+f)
 	}
 	if len(parts) == 0 {
 		return "no envelopes"
@@ -395,7 +417,7 @@ func (w *world) stateKey() string {
 	// builder's history, and the order in which two actors built theirs changes nothing.
 	names := make([]string, 0, len(w.envs))
 	for _, e := range w.envs {
-		names = append(names, fmt.Sprintf("%s=%d", e.name, e.fate))
+		names = append(names, fmt.Sprintf("%s=%d%s", e.name, e.fate, e.failure))
 	}
 	sort.Strings(names)
 	fmt.Fprintf(&b, "|%s|t%d", strings.Join(names, ","), w.ticks)

@@ -34,7 +34,8 @@ const DefaultListLimit = 100
 //     Version is not the condition's plus one or whose ClaimID is not the condition's.
 //   - Every write refuses a record that would break the item's invariants, as the DynamoDB store
 //     does before any request: no store key, an unknown status, a TTL on an in_flight or in_doubt
-//     item, an envelope without an inner hash, an unsettled envelope without XDR, a queued item
+//     item, an envelope without an inner hash, an unsettled envelope without XDR (unless a batch's:
+//     transfer.Record.Batch), a malformed batch reference (transfer.CheckBatchRef), a queued item
 //     holding an envelope, a lease or a TTL, or not async, a cancelled item holding an envelope or
 //     a lease, not async or without its cancel audit. A claim of a cancelled item, and a Replace
 //     writing one on the condition of any item but a queued one, are refused too.
@@ -62,6 +63,8 @@ type Store struct {
 	givenBack map[string]bool
 	// archives are the lasting records by store key (archive.go).
 	archives map[string][]transfer.Archive
+	// batches are the batches' envelopes by inner hash (batch.go).
+	batches map[string]transfer.BatchEnvelope
 }
 
 var (
@@ -368,7 +371,7 @@ func validate(rec transfer.Record) error {
 		return fmt.Errorf("record %q: a %s item must not expire (expiresAt %d)", rec.StoreKey, rec.Status, rec.ExpiresAt)
 	case rec.Envelope != nil && rec.Envelope.InnerHash == "":
 		return fmt.Errorf("record %q: envelope without an inner hash", rec.StoreKey)
-	case rec.Envelope != nil && rec.Envelope.XDR == "" && unsettled:
+	case rec.Envelope != nil && rec.Envelope.XDR == "" && unsettled && rec.Batch == nil:
 		return fmt.Errorf("record %q: a %s envelope without XDR", rec.StoreKey, rec.Status)
 	case rec.Status == transfer.StatusQueued && (rec.Envelope != nil || rec.LeaseOwner != "" || rec.ExpiresAt != 0 || !rec.Async):
 		return fmt.Errorf("record %q: a queued item holds no envelope, lease or TTL and is async", rec.StoreKey)
@@ -376,7 +379,7 @@ func validate(rec transfer.Record) error {
 		rec.Audit == nil || rec.Audit.Action != transfer.AuditCancel):
 		return fmt.Errorf("record %q: a cancelled item holds no envelope or lease, is async and has its cancel audit", rec.StoreKey)
 	}
-	return nil
+	return transfer.CheckBatchRef(rec)
 }
 
 // validTransition refuses, before writing, a cancelled item written on a condition other than a
@@ -429,6 +432,10 @@ func stored(rec transfer.Record) transfer.Record {
 		c := *a
 		c.At = millis(a.At)
 		rec.Audit = &c
+	}
+	if b := rec.Batch; b != nil {
+		c := *b
+		rec.Batch = &c
 	}
 	if len(rec.Charges) == 0 {
 		rec.Charges = nil

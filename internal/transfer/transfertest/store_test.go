@@ -18,3 +18,9 @@ func TestStoreContract(t *testing.T) {
 func TestLimitContract(t *testing.T) {
 	transfertest.LimitContract(t, func(*testing.T) transfertest.LimitStore { return transfertest.NewStore() })
 }
+
+// TestBatchContract holds the in-memory Store's batches to the DynamoDB store's rules;
+// internal/dynamo runs the same suite on its Store.
+func TestBatchContract(t *testing.T) {
+	transfertest.BatchContract(t, func(*testing.T) transfertest.BatchStore { return transfertest.NewStore() })
+}

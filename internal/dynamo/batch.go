@@ -1,0 +1,225 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// Batches (internal/transfer/doc.go, "Batches"): a batch's envelope is one item, pk
+// "batch:<inner hash>" (transfer.BatchKey), and the batch's keys are written together by one
+// TransactWriteItems. The one-transfer path never calls these.
+//
+// A batch item holds envelopeXdr, innerHash, outerHash, outerHashes, maxTime, submittedLedger,
+// channel and feeStroops as a transfer item does, ops (L of M: storeKey, claimId, in the
+// transaction's order), version, createdAt (epoch ms) and expiresAt (epoch s, the TTL). It has no
+// status and no index attributes, so it is in no index, and the alert function's stream reader
+// passes it by (it reads "transfer:" items only). About 25 KB for 100 operations, below the
+// 400 KB item limit.
+
+var _ transfer.BatchStore = (*Store)(nil)
+
+// batchItem is transfer.BatchEnvelope as stored.
+type batchItem struct {
+	PK              string        `dynamodbav:"pk"`
+	EnvelopeXDR     string        `dynamodbav:"envelopeXdr"`
+	InnerHash       string        `dynamodbav:"innerHash"`
+	OuterHash       string        `dynamodbav:"outerHash,omitempty"`
+	OuterHashes     []string      `dynamodbav:"outerHashes,omitempty"`
+	MaxTime         int64         `dynamodbav:"maxTime,omitempty"`
+	SubmittedLedger uint32        `dynamodbav:"submittedLedger,omitempty"`
+	Channel         string        `dynamodbav:"channel,omitempty"`
+	FeeStroops      int64         `dynamodbav:"feeStroops,omitempty"`
+	Ops             []batchOpItem `dynamodbav:"ops"`
+	Version         int64         `dynamodbav:"version"`
+	CreatedAt       int64         `dynamodbav:"createdAt,omitempty"`
+	ExpiresAt       int64         `dynamodbav:"expiresAt,omitempty"`
+}
+
+// batchOpItem is transfer.BatchOp (an element of "ops").
+type batchOpItem struct {
+	StoreKey string `dynamodbav:"storeKey"`
+	ClaimID  string `dynamodbav:"claimId"`
+}
+
+// PutBatch writes b (it must Validate) with PutItem `attribute_not_exists(pk)`: a batch item is
+// written once, before any key names it. Errors: transfer.ErrConditionFailed (wrapped) when an
+// item holds its key, the request's errors otherwise.
+func (s *Store) PutBatch(ctx context.Context, b transfer.BatchEnvelope) error {
+	if err := b.Validate(); err != nil {
+		return fmt.Errorf("dynamo: put batch: %w", err)
+	}
+	e := b.Envelope
+	it := batchItem{
+		PK: transfer.BatchKey(e.InnerHash), EnvelopeXDR: e.XDR, InnerHash: e.InnerHash, OuterHash: e.OuterHash,
+		MaxTime: e.MaxTime, SubmittedLedger: e.SubmittedLedger, Channel: e.Channel, FeeStroops: e.FeeStroops,
+		Version: b.Version, CreatedAt: epochMillis(b.CreatedAt), ExpiresAt: b.ExpiresAt,
+	}
+	if outers := e.Outers(); len(outers) > 1 {
+		it.OuterHashes = outers
+	}
+	for _, op := range b.Ops {
+		it.Ops = append(it.Ops, batchOpItem{StoreKey: op.StoreKey, ClaimID: op.ClaimID})
+	}
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return fmt.Errorf("dynamo: put batch %s: %w", e.InnerHash, err)
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.table),
+		Item:                     av,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
+	})
+	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		return fmt.Errorf("dynamo: put batch %s: %w: %w", e.InnerHash, transfer.ErrConditionFailed, err)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: put batch %s: %w", e.InnerHash, err)
+	}
+	return nil
+}
+
+// GetBatch reads the batch whose inner hash is innerHash with a consistent GetItem. Errors:
+// transfer.ErrNotFound (wrapped), a malformed item naming its key, the request's errors.
+func (s *Store) GetBatch(ctx context.Context, innerHash string) (transfer.BatchEnvelope, error) {
+	key := transfer.BatchKey(innerHash)
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: keyOf(key), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return transfer.BatchEnvelope{}, fmt.Errorf("dynamo: get batch %s: %w", innerHash, err)
+	}
+	if len(out.Item) == 0 {
+		return transfer.BatchEnvelope{}, fmt.Errorf("dynamo: get batch %s: %w", innerHash, transfer.ErrNotFound)
+	}
+	var it batchItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return transfer.BatchEnvelope{}, fmt.Errorf("dynamo: malformed batch item %q: %w", key, err)
+	}
+	b := transfer.BatchEnvelope{
+		Envelope: transfer.Envelope{XDR: it.EnvelopeXDR, InnerHash: it.InnerHash, OuterHash: it.OuterHash, OuterHashes: it.OuterHashes,
+			MaxTime: it.MaxTime, SubmittedLedger: it.SubmittedLedger, Channel: it.Channel, FeeStroops: it.FeeStroops},
+		Version: it.Version, CreatedAt: fromEpochMillis(it.CreatedAt), ExpiresAt: it.ExpiresAt,
+	}
+	for _, op := range it.Ops {
+		b.Ops = append(b.Ops, transfer.BatchOp{StoreKey: op.StoreKey, ClaimID: op.ClaimID})
+	}
+	if err := b.Validate(); err != nil {
+		return transfer.BatchEnvelope{}, fmt.Errorf("dynamo: malformed batch item %q: %w", key, err)
+	}
+	return b, nil
+}
+
+// replaceAllAttempts bounds the writes of a ReplaceAll cancelled by a TransactionConflict (another
+// transaction on one of its items at the same instant; nothing was written).
+const replaceAllAttempts = 4
+
+// ReplaceAll writes every w.Next with one TransactWriteItems of Puts, each conditional on its
+// w.Cond as Replace's (conditionExpr), all or nothing, under a ClientRequestToken derived from the
+// writes (each key, claim and version), so that the SDK's retry of a request whose answer was lost
+// applies nothing twice. Every write is checked as Replace checks it before anything is sent. The
+// cancellation reasons decide: the items whose condition failed make a
+// *transfer.BatchConditionError naming them in order; a TransactionConflict alone is written
+// again after a pause, at most replaceAllAttempts times. Errors: the checks' (nothing sent),
+// *transfer.BatchConditionError, or the request's (the transaction may have applied or not).
+func (s *Store) ReplaceAll(ctx context.Context, writes []transfer.ItemWrite) error {
+	tc, ok := s.client.(TransactClient)
+	if !ok {
+		return fmt.Errorf("dynamo: replace all: %w", ErrNoTransactions)
+	}
+	if len(writes) == 0 || len(writes) > transfer.MaxBatchOperations {
+		return fmt.Errorf("dynamo: replace all: %d writes, want 1 to %d", len(writes), transfer.MaxBatchOperations)
+	}
+	items := make([]types.TransactWriteItem, 0, len(writes))
+	keys := make([]string, 0, len(writes))
+	token := sha256.New()
+	for _, w := range writes {
+		next, cond := w.Next, w.Cond
+		if err := replaceable(next, cond); err != nil {
+			return fmt.Errorf("dynamo: replace all: %w", err)
+		}
+		for _, k := range keys {
+			if k == next.StoreKey {
+				return fmt.Errorf("dynamo: replace all: %q written twice", next.StoreKey)
+			}
+		}
+		av, err := marshalRecord(next)
+		if err != nil {
+			return fmt.Errorf("dynamo: replace all: %w", err)
+		}
+		expr, err := conditionExpr(cond)
+		if err != nil {
+			return fmt.Errorf("dynamo: replace all %q: build condition: %w", next.StoreKey, err)
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(s.table), Item: av, ConditionExpression: expr.Condition(),
+			ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+		}})
+		keys = append(keys, next.StoreKey)
+		fmt.Fprintf(token, "%s\x00%s\x00%d\x00%s\x00", next.StoreKey, next.ClaimID, next.Version, string(next.Status))
+	}
+	base := hex.EncodeToString(token.Sum(nil)[:16])
+	for attempt := range replaceAllAttempts {
+		_, err := tc.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems:      items,
+			ClientRequestToken: aws.String(base + "-" + strconv.Itoa(attempt)),
+		})
+		if err == nil {
+			return nil
+		}
+		tce, cancelled := errors.AsType[*types.TransactionCanceledException](err)
+		if !cancelled {
+			return fmt.Errorf("dynamo: replace all %s: %w", strings.Join(keys, ", "), err)
+		}
+		var failed []string
+		conflict := false
+		for i, r := range tce.CancellationReasons {
+			switch aws.ToString(r.Code) {
+			case "ConditionalCheckFailed":
+				if i < len(keys) {
+					failed = append(failed, keys[i])
+				}
+			case "TransactionConflict":
+				conflict = true
+			}
+		}
+		if len(failed) > 0 {
+			return &transfer.BatchConditionError{Failed: failed}
+		}
+		if !conflict {
+			return fmt.Errorf("dynamo: replace all %s: %w", strings.Join(keys, ", "), err)
+		}
+		if err := pause(ctx, attempt); err != nil {
+			return fmt.Errorf("dynamo: replace all: %w", err)
+		}
+	}
+	return fmt.Errorf("dynamo: replace all %s: cancelled %d times by transaction conflicts; nothing was written", strings.Join(keys, ", "), replaceAllAttempts)
+}
+
+// replaceable is Replace's check of one write before it is sent: the next version, the same
+// claim, and a cancelled item only in place of a queued one, never replaced.
+func replaceable(next transfer.Record, cond transfer.Condition) error {
+	switch {
+	case next.Version != cond.Version+1:
+		return fmt.Errorf("%q: next version %d is not the expected %d+1", next.StoreKey, next.Version, cond.Version)
+	case next.ClaimID != cond.ClaimID:
+		return fmt.Errorf("%q: claim %q would replace claim %q; only a claim starts an incarnation", next.StoreKey, next.ClaimID, cond.ClaimID)
+	case cond.Status == transfer.StatusCancelled:
+		return fmt.Errorf("%q: a cancelled item is final", next.StoreKey)
+	case next.Status == transfer.StatusCancelled && cond.Status != transfer.StatusQueued:
+		return fmt.Errorf("%q: only a queued item can be cancelled, not a %s one", next.StoreKey, cond.Status)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package transfertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// The in-memory Store's batches (transfer.BatchStore), with internal/dynamo's semantics, which
+// BatchContract checks for both:
+//
+//   - PutBatch writes a batch envelope (it must Validate) if no batch of its inner hash is held;
+//     else transfer.ErrConditionFailed (wrapped), writing nothing.
+//   - GetBatch reads one back as stored (times at millisecond precision in UTC, never sharing
+//     memory with the caller's), or transfer.ErrNotFound (wrapped).
+//   - ReplaceAll writes 1 to transfer.MaxBatchOperations items, one per store key, all or nothing:
+//     every write is checked as Replace checks it (version, claim, the item's invariants, the
+//     cancel's transition) before anything is written, then every condition; if any fails,
+//     nothing is written and the answer is *transfer.BatchConditionError naming each key whose
+//     condition failed, in the writes' order.
+
+var _ transfer.BatchStore = (*Store)(nil)
+
+// PutBatch writes b if no batch of its inner hash is held.
+func (s *Store) PutBatch(ctx context.Context, b transfer.BatchEnvelope) error {
+	if err := s.begin(ctx, "putbatch"); err != nil {
+		return err
+	}
+	if err := b.Validate(); err != nil {
+		return fmt.Errorf("transfertest: put batch: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	if s.batches == nil {
+		s.batches = map[string]transfer.BatchEnvelope{}
+	}
+	if _, held := s.batches[b.Envelope.InnerHash]; held {
+		return fmt.Errorf("transfertest: put batch %s: %w", b.Envelope.InnerHash, transfer.ErrConditionFailed)
+	}
+	s.batches[b.Envelope.InnerHash] = storedBatch(b)
+	return nil
+}
+
+// GetBatch returns the batch whose inner hash is innerHash, or transfer.ErrNotFound (wrapped).
+func (s *Store) GetBatch(ctx context.Context, innerHash string) (transfer.BatchEnvelope, error) {
+	if err := s.begin(ctx, "getbatch"); err != nil {
+		return transfer.BatchEnvelope{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.batches[innerHash]
+	if !ok {
+		return transfer.BatchEnvelope{}, fmt.Errorf("transfertest: get batch %s: %w", innerHash, transfer.ErrNotFound)
+	}
+	return storedBatch(b), nil
+}
+
+// ReplaceAll writes every w.Next if every stored item matches its w.Cond, else nothing.
+func (s *Store) ReplaceAll(ctx context.Context, writes []transfer.ItemWrite) error {
+	if err := s.begin(ctx, "replaceall"); err != nil {
+		return err
+	}
+	if len(writes) == 0 || len(writes) > transfer.MaxBatchOperations {
+		return fmt.Errorf("transfertest: replace all: %d writes, want 1 to %d", len(writes), transfer.MaxBatchOperations)
+	}
+	keys := make([]string, 0, len(writes))
+	for _, w := range writes {
+		next, cond := w.Next, w.Cond
+		switch {
+		case slices.Contains(keys, next.StoreKey):
+			return fmt.Errorf("transfertest: replace all: %q written twice", next.StoreKey)
+		case next.Version != cond.Version+1:
+			return fmt.Errorf("transfertest: replace all %q: next version %d is not the expected %d+1", next.StoreKey, next.Version, cond.Version)
+		case next.ClaimID != cond.ClaimID:
+			return fmt.Errorf("transfertest: replace all %q: claim %q would replace claim %q", next.StoreKey, next.ClaimID, cond.ClaimID)
+		}
+		if err := validate(next); err != nil {
+			return fmt.Errorf("transfertest: replace all: %w", err)
+		}
+		if err := validTransition(next, cond); err != nil {
+			return fmt.Errorf("transfertest: replace all: %w", err)
+		}
+		keys = append(keys, next.StoreKey)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	var failed []string
+	for _, w := range writes {
+		if cur, ok := s.items[w.Next.StoreKey]; !ok || !w.Cond.Matches(cur) {
+			failed = append(failed, w.Next.StoreKey)
+		}
+	}
+	if len(failed) > 0 {
+		return &transfer.BatchConditionError{Failed: failed}
+	}
+	for _, w := range writes {
+		s.items[w.Next.StoreKey] = stored(w.Next)
+	}
+	return nil
+}
+
+// storedBatch is b as DynamoDB gives it back: a deep copy, its creation time at millisecond
+// precision in UTC, and its envelope's outer hashes as an item stores them (stored).
+func storedBatch(b transfer.BatchEnvelope) transfer.BatchEnvelope {
+	env := stored(transfer.Record{Envelope: &b.Envelope}).Envelope
+	b.Envelope = *env
+	b.Ops = slices.Clone(b.Ops)
+	b.CreatedAt = millis(b.CreatedAt)
+	return b
+}
