@@ -198,7 +198,9 @@ const (
 	// OpNeighbour: the transaction failed and this operation succeeded in its own scope
 	// (op_success): another operation failed it, and nothing of it moved.
 	OpNeighbour OpSide = "neighbour"
-	// OpDestination: the destination's fault (destinationOpCodes).
+	// OpDestination: the destination's fault (transfer.DestinationSide: op_no_destination,
+	// op_no_trust, op_not_authorized, op_line_full, which a payment is judged on before its
+	// source).
 	OpDestination OpSide = "destination"
 	// OpSource: the paying side's fault (sourceOpCodes): the vault lacks the asset, its line, or
 	// its issuer's authorization.
@@ -210,15 +212,9 @@ const (
 	OpNoResult OpSide = "no_result"
 )
 
-// destinationOpCodes are the payment results that fault the destination: stellar-core's
-// PathPaymentStrictReceiveOpFrame::doApply (op_no_destination) and
-// PathPaymentOpFrameBase::updateDestBalance (op_no_trust, op_not_authorized, op_line_full), which
-// a payment runs before it touches its source.
-var destinationOpCodes = []string{"op_no_destination", "op_no_trust", "op_not_authorized", "op_line_full"}
-
 // sourceOpCodes are the payment results that fault the paying side:
 // PathPaymentOpFrameBase::updateSourceBalance (op_src_no_trust, op_src_not_authorized,
-// op_underfunded).
+// op_underfunded), the codes transfer.JudgeOperation requeues a batched key on.
 var sourceOpCodes = []string{"op_underfunded", "op_src_no_trust", "op_src_not_authorized"}
 
 // OpOutcome is one operation's result in a batch's transaction.
@@ -294,7 +290,7 @@ func opSide(success bool, c string) OpSide {
 		return OpLanded
 	case c == "op_success":
 		return OpNeighbour
-	case slices.Contains(destinationOpCodes, c):
+	case transfer.DestinationSide(c):
 		return OpDestination
 	case slices.Contains(sourceOpCodes, c):
 		return OpSource

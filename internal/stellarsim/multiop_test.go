@@ -122,6 +122,17 @@ func TestBatchLandsEveryPaymentAtNPlusOneFees(t *testing.T) {
 	if !slices.Equal(codes, []xdr.PaymentResultCode{0, 0, 0}) || !slices.Equal(a.OpResults, []string{"op_success", "op_success", "op_success"}) {
 		t.Fatalf("operation results %v %v", codes, a.OpResults)
 	}
+	// Each operation's meta lists its own changes: the wallet's line and the vault's.
+	var meta xdr.TransactionMeta
+	if err := xdr.SafeUnmarshalBase64(a.ResultMetaXDR, &meta); err != nil || meta.V4 == nil || len(meta.V4.Operations) != 3 {
+		t.Fatalf("meta: %v", err)
+	}
+	for i, op := range meta.V4.Operations {
+		if len(op.Changes) != 4 || op.Changes[1].Updated.Data.TrustLine.AccountId.Address() != w[i].Address() ||
+			int64(op.Changes[1].Updated.Data.TrustLine.Balance) != int64(i+1)*xlm {
+			t.Fatalf("operation %d's meta: %d changes", i, len(op.Changes))
+		}
+	}
 	for i, want := range []int64{1 * xlm, 2 * xlm, 3 * xlm} {
 		if got := r.balance(w[i].Address(), r.usd); got != want {
 			t.Fatalf("wallet %d holds %d, want %d", i, got, want)
