@@ -430,3 +430,33 @@ func TestBatchOutcomesClassifies(t *testing.T) {
 		t.Fatal("NOT_FOUND: no error")
 	}
 }
+
+// Without channel accounts the vault is the batch's transaction source and pays its own fee, n
+// base fees for n payments (no fee bump), and the batch lands.
+func TestBatchFromTheVaultPaysNBaseFees(t *testing.T) {
+	r := newFundsRig(t, "rpc", 0, 1_000*unit)
+	l := r.ledger.(batchLedger)
+	a, b := r.wallet(t), r.wallet(t)
+	ctx := context.Background()
+	env, err := l.PrepareBatch(ctx, []transfer.Request{withdraw(a, unit), withdraw(b, 2*unit)},
+		transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.OuterHash != "" || env.Channel != r.vault || env.FeeStroops != 200 {
+		t.Fatalf("envelope %+v, want the vault's own transaction at 200 stroops", env)
+	}
+	if res, err := l.Send(ctx, env); err != nil || res.Status != transfer.SendPending {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	r.clock.Advance(10 * time.Second)
+	r.clock.Advance(4 * time.Second)
+	lk, err := l.Lookup(ctx, env)
+	if err != nil || lk.Status != transfer.LookupSuccess || lk.FeeChargedStroops != 200 {
+		t.Fatalf("Lookup = %+v, %v", lk, err)
+	}
+	if got, _ := r.n.Balance(b, r.usdc); got != 2*unit {
+		t.Fatalf("wallet holds %d", got)
+	}
+	l.Done(ctx, env)
+}
