@@ -460,3 +460,56 @@ func TestBatchFromTheVaultPaysNBaseFees(t *testing.T) {
 	}
 	l.Done(ctx, env)
 }
+
+// A batch is replaced by fee as one transfer is (transfer.Replacer): the same signed inner
+// transaction of 3 payments in a new fee bump bidding at least 10x its rate over its 4 slots;
+// the network takes it in place of the queued one, and it lands, paying each wallet once.
+func TestBatchReplacedByFeeLands(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		r := surged(t, backend, 1_000_000)
+		l := r.ledger.(batchLedger)
+		var w []string
+		var reqs []transfer.Request
+		for i := range 3 {
+			a := keypair.MustRandom().Address()
+			if err := r.net.CreateAccount(a, 10*unit); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.net.AddTrustline(a, r.usdc, 0); err != nil {
+				t.Fatal(err)
+			}
+			w = append(w, a)
+			reqs = append(reqs, withdraw(a, int64(i+1)*unit))
+		}
+		ctx := context.Background()
+		env, err := l.PrepareBatch(ctx, reqs, transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(2 * time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := l.Send(ctx, env); err != nil || res.Status != transfer.SendPending {
+			t.Fatalf("Send = %+v, %v", res, err)
+		}
+		next, err := r.ledger.(transfer.Replacer).Replace(ctx, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.InnerHash != env.InnerHash || next.OuterHash == env.OuterHash || offered(t, next.XDR) < 10*offered(t, env.XDR) ||
+			next.FeeStroops != 4*offered(t, next.XDR) {
+			t.Fatalf("replacement %+v bids %d per slot, first %d", next, offered(t, next.XDR), offered(t, env.XDR))
+		}
+		if res, err := l.Send(ctx, next); err != nil || res.Status != transfer.SendPending {
+			t.Fatalf("Send replacement = %+v, %v", res, err)
+		}
+		r.ledgers(2)
+		a, ok := r.net.Transaction(env.InnerHash)
+		if !ok || a.Status != "SUCCESS" || a.FeeBumpHash != next.OuterHash {
+			t.Fatalf("applied %+v (%v), want the replacement", a, ok)
+		}
+		for i, addr := range w {
+			if got, _ := r.net.Balance(addr, r.usdc); got != int64(i+1)*unit {
+				t.Fatalf("wallet %d holds %d", i, got)
+			}
+		}
+		l.Done(ctx, next)
+	})
+}
