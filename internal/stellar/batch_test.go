@@ -242,7 +242,7 @@ func TestPrepareBatchRefusals(t *testing.T) {
 // (op_no_destination), one without a trustline (op_no_trust), a line its issuer does not
 // authorize (op_not_authorized), a line whose limit, or limit less buying liabilities, leaves
 // too little room (op_line_full) and one whose room is exactly the amount (""), a second payment
-// to a line the first filled (op_line_full); a malformed wallet is its own refusal (Err). The
+// to a line the first filled (op_line_full); the vault as a wallet is its own refusal (Err). The
 // vault's line covers the passing sum; 1 stroop more is VAULT_UNDERFUNDED with the checks. Both
 // backends.
 func TestCheckDestinationsJudgesAsTheNetworkWill(t *testing.T) {
@@ -279,7 +279,7 @@ func TestCheckDestinationsJudgesAsTheNetworkWill(t *testing.T) {
 			shared := limited(8*unit, 0)
 			reqs := []transfer.Request{
 				withdraw(ok, 100*unit), withdraw(missing, unit), withdraw(noTrust, unit), withdraw(unauth, unit),
-				withdraw(full, 5*unit+1), withdraw(liab, 5*unit), withdraw(exact, 5*unit), withdraw("GBAD", unit),
+				withdraw(full, 5*unit+1), withdraw(liab, 5*unit), withdraw(exact, 5*unit), withdraw(r.vault, unit),
 				muxedWithdraw(t, shared, 1, 5*unit), withdraw(shared, 5*unit),
 			}
 			ctx := context.Background()
@@ -292,6 +292,9 @@ func TestCheckDestinationsJudgesAsTheNetworkWill(t *testing.T) {
 				if c.Code != want[i] || (i == 7) != (c.Err != nil) {
 					t.Fatalf("check %d: %+v, want code %q", i, c, want[i])
 				}
+			}
+			if ve, ok := errors.AsType[*transfer.ValidationError](checks[7].Err); !ok || ve.Code != transfer.CodeInvalidAddress {
+				t.Fatalf("the vault as a wallet: %v, want INVALID_ADDRESS", checks[7].Err)
 			}
 			// The passing sum is 100 + 5 + 5 = 110 units: the vault holds 1,000. Take 890 units
 			// and 1 stroop away (a payment out of band) and it no longer covers them.

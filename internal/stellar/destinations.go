@@ -36,8 +36,8 @@ type DestinationCheck struct {
 	// "op_line_full".
 	Code string
 	// Err is the request's own refusal, as Prepare would give it (a *transfer.ValidationError:
-	// a malformed wallet, an unknown asset, an amount that is not positive); its destination is
-	// not read and Code is "".
+	// not a withdrawal, an amount that is not positive, a malformed wallet or one of this
+	// service's accounts, an unknown asset); its destination is not read and Code is "".
 	Err error
 }
 
@@ -48,8 +48,8 @@ type DestinationCheck struct {
 // op_no_trust. It returns one check per request, in order. The vault's trustline must cover
 // the sum of the requests whose destination passed, per asset (available: balance less selling
 // liabilities, authorized): else the checks come back with a *transfer.UnavailableError
-// VAULT_UNDERFUNDED, as Prepare refuses one transfer. Errors: ErrBatchSize; the network's (no
-// check then).
+// VAULT_UNDERFUNDED, as Prepare refuses one transfer. Errors: ErrBatchSize; SIGNING_KEYS_UNAVAILABLE
+// (the keys name the accounts no payout may go to); the network's (no check then).
 func (l *RPCLedger) CheckDestinations(ctx context.Context, reqs []transfer.Request) ([]DestinationCheck, error) {
 	return l.checkDestinations(ctx, reqs, rpcChain{l}.readDestinations)
 }
@@ -95,15 +95,34 @@ func (c *common) checkDestinations(ctx context.Context, reqs []transfer.Request,
 	seen := map[lineKey]bool{}
 	assets := map[string]vaultAsset{}
 	var order []string
+	keys, err := c.loadKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for i, req := range reqs {
-		to, err := paymentDestination(req)
-		if err == nil && req.Stroops <= 0 {
+		var to destination
+		var asset vaultAsset
+		var err error
+		ok := false
+		switch {
+		case req.OperationType != transfer.Withdraw:
+			err = notSupported(fmt.Sprintf("operation %q is not a withdrawal", req.OperationType))
+		case req.Stroops <= 0:
 			err = &transfer.ValidationError{Code: transfer.CodeInvalidAmount, Kind: transfer.KindUnacceptable, Field: "amount",
 				Detail: "amount must be greater than zero"}
 		}
-		asset, ok := c.assets.find(req.Asset)
-		if err == nil && !ok {
-			err = unknownAsset(req.Asset)
+		if err == nil {
+			to, err = paymentDestination(req)
+		}
+		if err == nil {
+			if asset, ok = c.assets.find(req.Asset); !ok {
+				err = unknownAsset(req.Asset)
+			}
+		}
+		if err == nil {
+			// The vault, the asset's issuer, the fee account, a channel: never a payout's
+			// destination (Prepare refuses them the same way).
+			err = c.guardWallet(to.account, asset, keys)
 		}
 		if err != nil {
 			checks[i].Err = err
