@@ -49,6 +49,10 @@ var (
 	// batch; its result would depend on the first's (each operation is judged after the earlier
 	// ones applied: TransactionFrame::applyOperations).
 	ErrBatchDuplicate = errors.New("stellar: a batch holds one payment per destination account and asset")
+	// ErrBatchContract: a ContractLedger pays through the vault contract, one Soroban operation
+	// per transaction (TransactionFrame::validateSorobanOpsConsistency: txMALFORMED otherwise),
+	// so it never batches.
+	ErrBatchContract = errors.New("stellar: a vault contract pays one transfer per transaction; contract deployments do not batch")
 	// ErrBatchSize: a batch of no request or of more than MaxBatchPayments.
 	ErrBatchSize = fmt.Errorf("stellar: a batch holds 1 to %d payments", MaxBatchPayments)
 )
@@ -71,6 +75,18 @@ func (l *RPCLedger) PrepareBatch(ctx context.Context, reqs []transfer.Request, t
 // PrepareBatch is RPCLedger.PrepareBatch over Horizon.
 func (h *HorizonLedger) PrepareBatch(ctx context.Context, reqs []transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	return h.prepareBatch(ctx, horizonChain{h}, reqs, terms)
+}
+
+// PrepareBatch refuses: contract deployments do not batch (ErrBatchContract). The embedded
+// RPCLedger's would pay the vault account's classic balance, which is not where a contract
+// deployment keeps its funds.
+func (l *ContractLedger) PrepareBatch(context.Context, []transfer.Request, transfer.Terms) (transfer.Envelope, error) {
+	return transfer.Envelope{}, ErrBatchContract
+}
+
+// CheckDestinations refuses as PrepareBatch does (ErrBatchContract).
+func (l *ContractLedger) CheckDestinations(context.Context, []transfer.Request) ([]DestinationCheck, error) {
+	return nil, ErrBatchContract
 }
 
 // batchPayment is one checked operation of a batch.

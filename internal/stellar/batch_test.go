@@ -516,3 +516,20 @@ func TestBatchReplacedByFeeLands(t *testing.T) {
 		l.Done(ctx, next)
 	})
 }
+
+// A contract deployment never batches: its ledger refuses both batch calls, and nothing is sent.
+func TestContractLedgerDoesNotBatch(t *testing.T) {
+	r := newContractRig(t, stellar.ContractConfig{})
+	sent := len(r.net.Envelopes())
+	ctx := context.Background()
+	reqs := []transfer.Request{withdraw(r.wallet, unit), withdraw(keypair.MustRandom().Address(), unit)}
+	if _, err := r.ledger.PrepareBatch(ctx, reqs, transfer.Terms{MaxTime: r.clock.Now().Add(time.Minute)}); !errors.Is(err, stellar.ErrBatchContract) {
+		t.Fatalf("PrepareBatch: %v, want ErrBatchContract", err)
+	}
+	if _, err := r.ledger.CheckDestinations(ctx, reqs); !errors.Is(err, stellar.ErrBatchContract) {
+		t.Fatalf("CheckDestinations: %v, want ErrBatchContract", err)
+	}
+	if got := len(r.net.Envelopes()) - sent; got != 0 {
+		t.Fatalf("%d envelopes sent", got)
+	}
+}
