@@ -533,3 +533,41 @@ func TestContractLedgerDoesNotBatch(t *testing.T) {
 		t.Fatalf("%d envelopes sent", got)
 	}
 }
+
+// A full batch: 100 payments in one fee bump of 101 x 100 stroops (1.01 base fees a payment,
+// against 2 for a fee-bumped payment alone), counted as 101 classic operations by the ledger that
+// takes it, every wallet paid once.
+func TestFullBatchOf100Lands(t *testing.T) {
+	r := newFundsRig(t, "rpc", 2, 1_000*unit)
+	l := r.ledger.(batchLedger)
+	reqs := make([]transfer.Request, stellar.MaxBatchPayments)
+	for i := range reqs {
+		reqs[i] = withdraw(r.wallet(t), int64(i+1))
+	}
+	ctx := context.Background()
+	env, err := l.PrepareBatch(ctx, reqs, transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.FeeStroops != 10_100 {
+		t.Fatalf("fee %d, want 10,100", env.FeeStroops)
+	}
+	if res, err := l.Send(ctx, env); err != nil || res.Status != transfer.SendPending {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	r.clock.Advance(10 * time.Second)
+	r.clock.Advance(4 * time.Second)
+	lk, err := l.Lookup(ctx, env)
+	if err != nil || lk.Status != transfer.LookupSuccess || lk.FeeChargedStroops != 10_100 {
+		t.Fatalf("Lookup = %+v, %v", lk, err)
+	}
+	if got := r.n.CongestionReport(1).Ledgers[0]; got.Sequence != lk.Ledger || got.ClassicOps != 101 {
+		t.Fatalf("ledger %+v, want ledger %d with 101 classic operations", got, lk.Ledger)
+	}
+	for i, req := range reqs {
+		if got, _ := r.n.Balance(req.WalletAddress, r.usdc); got != int64(i+1) {
+			t.Fatalf("wallet %d holds %d", i, got)
+		}
+	}
+	l.Done(ctx, env)
+}
