@@ -171,7 +171,7 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				}
 				// Still pending two ledgers after the send: re-send the same envelope, in case a
 				// node dropped it. Same hash, same sequence number: it can land at most once. At
-				// once, not after the sleep to the next ledger's visibility: sent then, it held up
+				// once, not after the sleep to the next ledger's visibility: sent then, it would hold up
 				// that ledger's read by a round trip, and at 1 s ledgers shown 1 to 3 s after they
 				// close two in three transfers re-send (the envelope's ledger is seldom the first
 				// after the latest shown at the send).

@@ -447,7 +447,7 @@ func releasePoint(start, lastClose time.Time, interval time.Duration) time.Time 
 // LedgerManagerImpl::valueExternalized, applyLedger): up to a second of rounding later, and the
 // consensus round more. The previous slot's transfer landed at that close, and its caller
 // releases the channel once it sees the ledger, 1 to 3 s after the close (releaseOffset): timed
-// from the close time, the release point came up to a second early for it on a clock whose
+// from the close time, the release point would come up to a second early for it on a clock whose
 // closes fall between whole seconds
 // (TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleasedWhateverTheReportedCloseTime).
 //
