@@ -374,16 +374,16 @@ const releaseOffset = 0.6
 //     channel's previous slot (n - count) was this process's and its lease is released.
 //
 // The restarted slot itself is always such a slot when the calendar was behind the ledger's start
-// (was before it): its channel's previous slot came count slots before it, a ledger before was. A
+// (was before it): its channel's previous slot came count slots before it, a ledger before was.
+// The ones after it in the run are not always: the calendar may have stopped a few slots short of
+// the ledger's start, and the slot n+k names the channel of the slot count-k spacings before was,
+// which can fall in the ledger before this one, its transfer still held
+// (TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleased). The restart's answer gives that
+// slot's time without a read: the calendar's time before it, less the spacings between (every
+// booking adds one spacing; a process whose estimate of the interval differed spaced its slots
+// otherwise, which misplaces the estimate by the difference: a failed lease write at worst). A
 // calendar restarted because it ran stale, beyond the horizon, says nothing of which channels are
-// in flight: its slots lease at the release point. The ones after it in the run are not always: the calendar may have stopped a few slots
-// short of the ledger's start, and the slot n+k names the channel of the slot k spacings before
-// the ledger's start less one ledger's worth of slots, which can fall in the ledger before this
-// one, its transfer still held (TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleased).
-// The restart's answer gives that slot's time without a read: the calendar's time before it, less
-// the spacings between (every booking adds one spacing; a process whose estimate of the interval
-// differed spaced its slots otherwise, which misplaces the estimate by the difference: a failed
-// lease write at worst).
+// in flight: its slots lease at the release point.
 //
 // The calendar keeps one time and one number, not who used which slot, so without these it
 // cannot tell a full pool from an idle one whose calendar runs a few slots ahead: a follow-up
