@@ -367,6 +367,19 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	if !isHexHash(hash) {
 		return nil, badRequest("transactionHash must be 64 hex characters")
 	}
+	if rec.Batch != nil {
+		// A batched key: its envelope is its batch's, whose item holds the XDR and every outer
+		// hash, and whose operation at the key's index must be this key's incarnation, or the hash
+		// would settle the key with a transaction that does not pay it (transfer/doc.go, "Batches").
+		b, err := transfer.BatchOf(ctx, s.cfg.Store, rec)
+		switch {
+		case errors.Is(err, transfer.ErrBatchMismatch):
+			return nil, refuse(CodeHashMismatch, "the batch item of this transfer does not hold its operation %d: %v", rec.Batch.Index, err)
+		case err != nil:
+			return nil, storeErr(err)
+		}
+		env = b.Envelope
+	}
 	if !slices.Contains(env.Hashes(), hash) {
 		return nil, refuse(CodeHashMismatch, "%s is neither the inner hash nor one of the outer hashes of this transfer's envelope", hash)
 	}
