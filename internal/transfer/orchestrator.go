@@ -72,6 +72,9 @@ type Orchestrator struct {
 	Admission Admission
 	// Limits are the per-asset limits (limits.go); nil: none.
 	Limits Limits
+	// Batches builds batches' transactions (RunQueuedBatch); nil, or a Store that is not a
+	// BatchStore, or Settings.BatchSize of 1 or less: every queued transfer runs alone.
+	Batches BatchLedger
 }
 
 // Pauses between passes of the claim loop after an envelope was proven dead: short first, then

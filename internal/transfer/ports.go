@@ -197,6 +197,27 @@ type Ledger interface {
 	Done(ctx context.Context, env Envelope)
 }
 
+// BatchLedger is what the submitter needs from the network to pay several queued transfers with
+// one transaction (doc.go, "Batches"); internal/stellar implements it beside Ledger, whose Send,
+// Lookup and Done carry a batch's envelope as any other. A FAILED batch's Lookup.ResultCodes hold
+// the transaction's code, then one code per operation in order (JudgeOperation reads them).
+type BatchLedger interface {
+	// PrepareBatch builds and signs one transaction from one source (a channel, or the vault),
+	// fee-bumped once, whose operation i pays reqs[i] (2 to MaxBatchOperations requests, none with
+	// a memo), under terms (MinTime: BatchMinTime of the claims). The Envelope is as Prepare's;
+	// Ledger.Done releases its source once the batch is decided. Errors as Prepare's: nothing was
+	// sent (*UnavailableError CHANNELS_BUSY, VAULT_UNDERFUNDED when the vault's balance cannot
+	// cover the batch's sum, ...).
+	PrepareBatch(ctx context.Context, reqs []Request, terms Terms) (Envelope, error)
+	// CheckDestinations reads each destination of reqs as the network will judge its payment (the
+	// account exists, the trustline exists, is authorized and has room for the amount) in as few
+	// reads as it can, and returns one code per request in order: "" when the payment would pass,
+	// else the destination-side code the network would give (DestinationSide: op_no_destination,
+	// op_no_trust, op_not_authorized, op_line_full). An error decides nothing: the caller builds
+	// the batch unchecked, and the network's per-operation results judge each key.
+	CheckDestinations(ctx context.Context, reqs []Request) ([]string, error)
+}
+
 // Admission tells, before a call claims its key, whether Ledger.Prepare would find no transaction
 // source for req within its wait (internal/stellar's Admit, on the channel calendar).
 type Admission interface {

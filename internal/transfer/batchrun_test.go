@@ -1,0 +1,197 @@
+package transfer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// fakeBatches builds batches on h's fake network: one envelope per batch, whose hash it
+// remembers with the requests it pays.
+type fakeBatches struct {
+	l        *fakeLedger
+	built    [][]transfer.Request
+	checkErr error
+	refuse   map[string]string // wallet -> the destination-side code the check gives
+}
+
+func (f *fakeBatches) PrepareBatch(_ context.Context, reqs []transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	f.l.mu.Lock()
+	defer f.l.mu.Unlock()
+	f.l.prepares++
+	f.built = append(f.built, reqs)
+	h := fmt.Sprintf("%064x", 1<<50+f.l.prepares)
+	return transfer.Envelope{XDR: "xdr-batch-" + h, InnerHash: h, MaxTime: terms.MaxTime.Unix(), SubmittedLedger: f.l.latest, Channel: "GCHANNEL", FeeStroops: int64(100 * (len(reqs) + 1))}, nil
+}
+
+func (f *fakeBatches) CheckDestinations(_ context.Context, reqs []transfer.Request) ([]string, error) {
+	if f.checkErr != nil {
+		return nil, f.checkErr
+	}
+	codes := make([]string, len(reqs))
+	for i, r := range reqs {
+		codes[i] = f.refuse[r.WalletAddress]
+	}
+	return codes, nil
+}
+
+func walletN(n int) string { return wallet[:54] + string(rune('A'+n%26)) + "A" }
+
+func inputTo(key, w, amount string) transfer.Input {
+	req, err := transfer.Rules{Assets: []string{"USDC"}, Addresses: addresses{}}.Canonicalize(
+		transfer.RawRequest{OperationType: "withdraw", WalletAddress: w, Amount: amount, Asset: "usdc"})
+	if err != nil {
+		panic(err)
+	}
+	return transfer.Input{ClientKey: key, Request: req, TraceID: "trace-b"}
+}
+
+// batchHarness is h with a queue, BATCH_SIZE size and fake batches, and n transfers enqueued to n
+// wallets; it returns their messages.
+func batchHarness(t *testing.T, size, n int) (*harness, *fakeBatches, []transfer.QueueMessage) {
+	t.Helper()
+	h := newHarness(t)
+	h.orch.Queue = &recordingQueue{}
+	s := transfer.DefaultSettings()
+	s.BatchSize = size
+	h.orch.Settings = func() transfer.Settings { return s }
+	fb := &fakeBatches{l: h.ledger, refuse: map[string]string{}}
+	h.orch.Batches = fb
+	var msgs []transfer.QueueMessage
+	for i := range n {
+		in := inputTo(fmt.Sprintf("pay-%04d", i), walletN(i), "5")
+		if res, err := h.orch.Enqueue(context.Background(), in); err != nil || !res.Accepted {
+			t.Fatalf("enqueue %d: %+v, %v", i, res, err)
+		}
+		rec := h.batchItem(t, i)
+		msgs = append(msgs, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
+	}
+	return h, fb, msgs
+}
+
+func (h *harness) batchItem(t *testing.T, i int) transfer.Record {
+	t.Helper()
+	rec, ok := h.store.Item(transfer.StoreKey(walletN(i), fmt.Sprintf("pay-%04d", i)))
+	if !ok {
+		t.Fatalf("no item %d", i)
+	}
+	return rec
+}
+
+// A batch lands: every key is settled with the batch's hash and its own operation index, from one
+// transaction, and every message is done.
+func TestRunQueuedBatchLandsEveryKeyOnce(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 3)
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	if len(fb.built) != 1 || len(fb.built[0]) != 3 {
+		t.Fatalf("built %d batches (%v), want one of 3", len(fb.built), fb.built)
+	}
+	var hash string
+	for i, ans := range answers {
+		rec := h.batchItem(t, i)
+		if ans.Delivery != transfer.DeliveryDone || ans.Err != nil {
+			t.Fatalf("message %d: %+v", i, ans)
+		}
+		if hash == "" {
+			hash = rec.Result.TransactionHash
+		}
+		if rec.Status != transfer.StatusReplayable || rec.Batch == nil || rec.Batch.Index != i || rec.Batch.Size != 3 || rec.Result.TransactionHash != hash ||
+			rec.Envelope.XDR != "" {
+			t.Fatalf("key %d: %+v (batch %+v, result %+v)", i, rec, rec.Batch, rec.Result)
+		}
+	}
+	b, err := h.store.GetBatch(context.Background(), hash)
+	if err != nil || len(b.Ops) != 3 || b.Ops[2].StoreKey != h.batchItem(t, 2).StoreKey {
+		t.Fatalf("batch item: %+v, %v", b, err)
+	}
+	if n := h.ledger.landedCount(); n != 1 {
+		t.Fatalf("%d transactions landed, want 1", n)
+	}
+}
+
+// A batch in which one destination has no trustline (the check could not tell): the network fails
+// the transaction; that key is a stored rejection naming the transaction and its index, the
+// others are queued again at once and their messages delivered again.
+func TestRunQueuedBatchNoTrustlineRejectsOneRequeuesTheRest(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 3)
+	fb.checkErr = errors.New("rpc down")
+	h.ledger.failResult = func(env transfer.Envelope) bool { return true }
+	h.ledger.failCodes = []string{"tx_failed", "op_success", "op_success", "op_no_trust"}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	for i, ans := range answers {
+		rec := h.batchItem(t, i)
+		if i == 2 {
+			if ans.Delivery != transfer.DeliveryDone || problemCode(ans.Err) != transfer.CodeTransactionFailed || rec.Status != transfer.StatusRejected ||
+				!slices.Equal(rec.Result.ResultCodes, []string{"tx_failed", "op_no_trust"}) || rec.Batch.Index != 2 {
+				t.Fatalf("the key without a trustline: %+v; %+v (result %+v)", ans, rec, rec.Result)
+			}
+			continue
+		}
+		if ans.Delivery != transfer.DeliveryRetry || rec.Status != transfer.StatusQueued || rec.Envelope != nil || rec.Batch != nil {
+			t.Fatalf("neighbour %d: %+v; %+v", i, ans, rec)
+		}
+	}
+}
+
+// The check refuses a destination: that key runs alone (its own envelope, judged by the network),
+// the others are batched without it.
+func TestRunQueuedBatchCheckedDestinationRunsAlone(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 3)
+	fb.refuse[walletN(1)] = "op_no_trust"
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	if len(fb.built) != 1 || len(fb.built[0]) != 2 || fb.built[0][1].WalletAddress != walletN(2) {
+		t.Fatalf("batches built: %v", fb.built)
+	}
+	for i, ans := range answers {
+		rec := h.batchItem(t, i)
+		if ans.Delivery != transfer.DeliveryDone || rec.Status != transfer.StatusReplayable || (i == 1) != (rec.Batch == nil) {
+			t.Fatalf("key %d: %+v; %+v", i, ans, rec)
+		}
+	}
+}
+
+// BATCH_SIZE 1 is the one-transfer path: each message runs through RunQueued, no batch built.
+func TestRunQueuedBatchSizeOneRunsEachAlone(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 1, 3)
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	if len(fb.built) != 0 {
+		t.Fatalf("built %d batches with BATCH_SIZE 1", len(fb.built))
+	}
+	for i, ans := range answers {
+		if rec := h.batchItem(t, i); ans.Delivery != transfer.DeliveryDone || rec.Status != transfer.StatusReplayable || rec.Batch != nil {
+			t.Fatalf("key %d: %+v; %+v", i, ans, rec)
+		}
+	}
+	if n := h.ledger.landedCount(); n != 3 {
+		t.Fatalf("%d transactions landed, want 3", n)
+	}
+}
+
+// A key cancelled after the event was read drops out of the batch; the rest are batched.
+func TestRunQueuedBatchStaleMessageRunsAlone(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 3)
+	msgs[0].ClaimID = "another-incarnation"
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	if answers[0].Delivery != transfer.DeliveryStale || h.batchItem(t, 0).Status != transfer.StatusQueued {
+		t.Fatalf("stale message: %+v", answers[0])
+	}
+	if len(fb.built) != 1 || len(fb.built[0]) != 2 {
+		t.Fatalf("batches built: %v", fb.built)
+	}
+	_ = time.Second
+}
+
+func TestBatchSizeIsValidated(t *testing.T) {
+	for _, n := range []int{-1, 101} {
+		s := transfer.DefaultSettings()
+		s.BatchSize = n
+		if err := s.Validate(); err == nil {
+			t.Fatalf("BATCH_SIZE %d accepted", n)
+		}
+	}
+}
