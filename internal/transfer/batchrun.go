@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -27,13 +28,20 @@ const batchTTL = 24 * time.Hour
 // whose destinations pass the check form batches (FormBatches) paid by one transaction each;
 // everything else (a stale or taken message, a memo, a destination the check refuses, a batch
 // left with one key) runs alone through RunQueued. Otherwise every message runs through
-// RunQueued, one after the other: the one-transfer path, unchanged.
+// RunQueued: the one-transfer path, unchanged. Messages and batches run concurrently.
 func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) []Answer {
 	answers := make([]Answer, len(msgs))
+	var wg sync.WaitGroup
+	// Every message alone and every batch runs at once, each in its own goroutine, so that their
+	// ledger waits overlap within the invocation's deadline (internal/queue's Submitter does the
+	// same for single messages). Each writes only its own messages' answers.
 	alone := func(i int) {
-		d, err := o.RunQueued(ctx, msgs[i])
-		answers[i] = Answer{Delivery: d, Err: err}
+		wg.Go(func() {
+			d, err := o.RunQueued(ctx, msgs[i])
+			answers[i] = Answer{Delivery: d, Err: err}
+		})
 	}
+	defer wg.Wait()
 	s := o.settings()
 	bs, ok := o.Store.(BatchStore)
 	if s.Validate() != nil || s.BatchSize <= 1 || o.Batches == nil || !ok {
@@ -67,9 +75,11 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 			}
 			continue
 		}
-		for key, ans := range o.runBatch(ctx, bs, b) {
-			answers[at[key]] = ans
-		}
+		wg.Go(func() {
+			for key, ans := range o.runBatch(ctx, bs, b) {
+				answers[at[key]] = ans
+			}
+		})
 	}
 	return answers
 }

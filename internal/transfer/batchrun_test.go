@@ -195,3 +195,50 @@ func TestBatchSizeIsValidated(t *testing.T) {
 		}
 	}
 }
+
+// A batch refused on its first send: the keys are requeued together (nobody else can have sent
+// it) and every message is delivered again; nothing names the envelope any more.
+func TestRunQueuedBatchRefusedFirstSendRequeuesAll(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 2)
+	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{Status: transfer.SendTryAgainLater}, false, nil
+	}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	for i, ans := range answers {
+		rec := h.batchItem(t, i)
+		if ans.Delivery != transfer.DeliveryRetry || rec.Status != transfer.StatusQueued || rec.Envelope != nil || rec.Batch != nil {
+			t.Fatalf("key %d after a refused batch: %+v; %+v", i, ans, rec)
+		}
+	}
+	if len(fb.built) != 1 || h.ledger.landedCount() != 0 {
+		t.Fatalf("built %d, landed %d", len(fb.built), h.ledger.landedCount())
+	}
+}
+
+// A batch still undecided when the budget ends: every key is parked in_doubt naming the batch, and
+// the sweep's Settle settles each by its own operation once the batch lands.
+func TestRunQueuedBatchInDoubtThenSettledPerKey(t *testing.T) {
+	h, _, msgs := batchHarness(t, 10, 2)
+	h.ledger.noClose = true
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	var hash string
+	for i, ans := range answers {
+		rec := h.batchItem(t, i)
+		if ans.Delivery != transfer.DeliveryDone || problemCode(ans.Err) != transfer.CodeInDoubt || rec.Status != transfer.StatusInDoubt ||
+			rec.Batch == nil || rec.Batch.Index != i {
+			t.Fatalf("key %d: %+v; %+v", i, ans, rec)
+		}
+		hash = rec.Envelope.InnerHash
+	}
+	h.ledger.noClose = false
+	h.clock.Advance(5 * time.Second)
+	for i := range answers {
+		s, err := h.orch.Settle(context.Background(), h.batchItem(t, i))
+		if err != nil || s.Resolution != transfer.ResolvedLanded || s.Record.Result.TransactionHash != hash {
+			t.Fatalf("Settle of key %d: %+v, %v", i, s, err)
+		}
+	}
+	if n := h.ledger.landedCount(); n != 1 {
+		t.Fatalf("%d transactions landed, want 1", n)
+	}
+}
