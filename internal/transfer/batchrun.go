@@ -35,8 +35,15 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 	// Every message alone and every batch runs at once, each in its own goroutine, so that their
 	// ledger waits overlap within the invocation's deadline (internal/queue's Submitter does the
 	// same for single messages). Each writes only its own messages' answers.
+	spawn := func(f func()) {
+		if o.Serial {
+			f()
+			return
+		}
+		wg.Go(f)
+	}
 	alone := func(i int) {
-		wg.Go(func() {
+		spawn(func() {
 			d, err := o.RunQueued(ctx, msgs[i])
 			answers[i] = Answer{Delivery: d, Err: err}
 		})
@@ -75,7 +82,7 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 			}
 			continue
 		}
-		wg.Go(func() {
+		spawn(func() {
 			for key, ans := range o.runBatch(ctx, bs, b) {
 				answers[at[key]] = ans
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -183,7 +184,6 @@ func TestRunQueuedBatchStaleMessageRunsAlone(t *testing.T) {
 	if len(fb.built) != 1 || len(fb.built[0]) != 2 {
 		t.Fatalf("batches built: %v", fb.built)
 	}
-	_ = time.Second
 }
 
 func TestBatchSizeIsValidated(t *testing.T) {
@@ -240,5 +240,29 @@ func TestRunQueuedBatchInDoubtThenSettledPerKey(t *testing.T) {
 	}
 	if n := h.ledger.landedCount(); n != 1 {
 		t.Fatalf("%d transactions landed, want 1", n)
+	}
+}
+
+// A batch that failed because the vault ran short on one operation: nothing moved, every key is
+// queued again (the vault's shortfall is not the client's mistake), and the batch pages once.
+// A later sweep of a key the submitter left does not page again.
+func TestRunQueuedBatchSourceShortfallRequeuesAllAndPagesOnce(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 3)
+	logs := &logLines{}
+	h.orch.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	h.ledger.failResult = func(transfer.Envelope) bool { return true }
+	h.ledger.failCodes = []string{"tx_failed", "op_success", "op_underfunded", "op_success"}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	for i, ans := range answers {
+		rec := h.batchItem(t, i)
+		if ans.Delivery != transfer.DeliveryRetry || problemCode(ans.Err) != transfer.CodeVaultUnderfunded || rec.Status != transfer.StatusQueued {
+			t.Fatalf("key %d: %+v; %+v", i, ans, rec)
+		}
+	}
+	if got := logs.alerts(t); len(got) != 1 || got[0]["alert"] != transfer.AlertVaultUnderfunded {
+		t.Fatalf("pages: %v, want one %s", got, transfer.AlertVaultUnderfunded)
+	}
+	if len(fb.built) != 1 {
+		t.Fatalf("built %d batches", len(fb.built))
 	}
 }
