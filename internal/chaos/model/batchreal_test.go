@@ -146,4 +146,3 @@ func batchSweep(ctx context.Context, k *kit) result {
 	}
 	return result{text: "sweep: " + strings.Join(texts, ", ")}
 }
-
