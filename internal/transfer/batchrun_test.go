@@ -266,3 +266,26 @@ func TestRunQueuedBatchSourceShortfallRequeuesAllAndPagesOnce(t *testing.T) {
 		t.Fatalf("built %d batches", len(fb.built))
 	}
 }
+
+// A batch whose send's answer was lost and which landed: the submitter re-sends the same
+// envelope (never a new one), finds it landed, and settles every key with it.
+func TestRunQueuedBatchLostSendAnswerLanded(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 2)
+	h.ledger.script = func(n int, env transfer.Envelope) (transfer.SendResult, bool, error) {
+		if n == 0 {
+			return transfer.SendResult{}, true, errors.New("EOF after the request was written")
+		}
+		return transfer.SendResult{Status: transfer.SendPending}, true, nil
+	}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	hash := h.batchItem(t, 0).Envelope.InnerHash
+	for i, ans := range answers {
+		rec := h.batchItem(t, i)
+		if ans.Delivery != transfer.DeliveryDone || ans.Err != nil || rec.Status != transfer.StatusReplayable || rec.Result.TransactionHash != hash {
+			t.Fatalf("key %d: %+v; %+v", i, ans, rec)
+		}
+	}
+	if len(fb.built) != 1 || h.ledger.landedCount() != 1 {
+		t.Fatalf("built %d, landed %d; want one of each", len(fb.built), h.ledger.landedCount())
+	}
+}
