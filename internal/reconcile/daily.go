@@ -518,11 +518,13 @@ func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) 
 		asset(p.Asset).ChainNet += signed(p)
 	}
 	// find: the first payment of rec's transaction in the day, and whether its transaction failed.
-	// A payment explains one transfer: a second record naming the same transaction finds none.
+	// A payment explains one transfer: a second record naming the same transaction finds none. A
+	// batched record (rec.Batch) is explained only by its own operation of the batch's transaction
+	// (transfer/doc.go, "Batches"), so a neighbour's payment never stands for it.
 	find := func(rec transfer.Record) (int, bool) {
 		for _, h := range recordHashes(rec) {
 			for _, i := range byHash[h] {
-				if !explained[i] {
+				if !explained[i] && (rec.Batch == nil || chain.Payments[i].Op == rec.Batch.Index) {
 					return i, false
 				}
 			}
