@@ -133,8 +133,11 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 
 	// Take each key, conditional on its item as read: a key whose take fails (a cancel, a copy of
 	// its message) drops out; its message is answered by reading the key again (RunQueued).
-	var taken []Record
-	for _, rec := range items {
+	took := make([]bool, len(items))
+	tooks := make([]Record, len(items))
+	lost := make([]*Answer, len(items))
+	o.each(len(items), func(i int) {
+		rec := items[i]
 		next := rec
 		next.Status = StatusInFlight
 		next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
@@ -143,13 +146,21 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 			if isConflict(err) {
 				d, rerr := o.RunQueued(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
-				answers[rec.StoreKey] = Answer{Delivery: d, Err: rerr}
+				lost[i] = &Answer{Delivery: d, Err: rerr}
 			} else {
-				answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: storeUnavailable(err)}
+				lost[i] = &Answer{Delivery: DeliveryRetry, Err: storeUnavailable(err)}
 			}
-			continue
+			return
 		}
-		taken = append(taken, next)
+		took[i], tooks[i] = true, next
+	})
+	var taken []Record
+	for i, rec := range items {
+		if took[i] {
+			taken = append(taken, tooks[i])
+		} else {
+			answers[rec.StoreKey] = *lost[i]
+		}
 	}
 	if len(taken) < 2 {
 		for _, rec := range taken {
@@ -241,15 +252,37 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		}
 		return answers
 	}
-	for _, rec := range attached {
+	judged := make([]Answer, len(attached))
+	o.each(len(attached), func(i int) {
+		rec := attached[i]
 		s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
 		if err != nil {
 			o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
 		}
 		out, _, answer := batchAnswer(rec, s, v, *f.lk, err, o.Clock.Now())
-		answers[rec.StoreKey] = o.answerOf(ctx, rec, out, answer)
+		judged[i] = o.answerOf(ctx, rec, out, answer)
+	})
+	for i, rec := range attached {
+		answers[rec.StoreKey] = judged[i]
 	}
 	return answers
+}
+
+// each runs f(0) to f(n-1), concurrently unless o.Serial, and returns once all have: the takes
+// and the per-key writes of a batch are one conditional write each, issued together (doc.go,
+// "Batches": "one conditional write per key, issued concurrently").
+func (o *Orchestrator) each(n int, f func(i int)) {
+	if o.Serial {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
 }
 
 // putBatch writes b, recognising a write of its own whose answer was lost (the same inner hash
