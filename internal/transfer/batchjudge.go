@@ -56,7 +56,11 @@ func BatchOf(ctx context.Context, s any, rec Record) (BatchEnvelope, error) {
 // operation (v VerdictLanded or VerdictRejected): replayable naming the inner hash and ledger
 // (the item keeps its BatchRef, the operation's index), or rejected with the transaction's code
 // and this operation's own code, naming the transaction and the index.
+//
+// The fee the ledger charged is the whole transaction's; each key's result holds its share
+// (FeeShare), so the events and records of a batch's keys sum to what the ledger charged.
 func batchSettled(rec Record, lk Lookup, v OperationVerdict, now time.Time, ttl time.Duration) Record {
+	lk.FeeChargedStroops = FeeShare(lk.FeeChargedStroops, rec.Batch.Index, rec.Batch.Size)
 	if v == VerdictLanded {
 		lk.Status = LookupSuccess
 		return settled(rec, lk, now, ttl)
@@ -74,6 +78,19 @@ func batchSettled(rec Record, lk Lookup, v OperationVerdict, now time.Time, ttl 
 	next := settled(rec, lk, now, ttl)
 	next.Result.Detail = fmt.Sprintf("the transaction was included in ledger %d and its operation %d (this transfer's) failed", lk.Ledger, i)
 	return next
+}
+
+// FeeShare is operation index's share of fee (stroops), the fee charged for a batch of size
+// operations: fee/size each, operation 0 carrying the remainder, so the shares sum to fee.
+func FeeShare(fee int64, index, size int) int64 {
+	if size < 1 {
+		return fee
+	}
+	share := fee / int64(size)
+	if index == 0 {
+		share += fee % int64(size)
+	}
+	return share
 }
 
 // pagesShortfall reports whether the judge of operation index of a batch that failed on the

@@ -190,3 +190,21 @@ func TestBatchedKeyNotInItsBatchIsNotJudged(t *testing.T) {
 		t.Fatalf("Settle of a key its batch does not hold: %v", err)
 	}
 }
+
+func TestFeeShareSumsToTheFee(t *testing.T) {
+	for _, c := range []struct {
+		fee  int64
+		size int
+	}{{1010, 100}, {303, 2}, {7, 3}, {0, 5}, {500, 1}} {
+		var sum int64
+		for i := range c.size {
+			sum += transfer.FeeShare(c.fee, i, c.size)
+		}
+		if sum != c.fee {
+			t.Fatalf("shares of %d over %d sum to %d", c.fee, c.size, sum)
+		}
+	}
+	if got := transfer.FeeShare(1010, 5, 100); got != 10 {
+		t.Fatalf("operation 5's share of 1010 over 100 = %d, want 10", got)
+	}
+}
