@@ -163,11 +163,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		}
 	}
 	if len(taken) < 2 {
-		for _, rec := range taken {
-			out, _, err := o.execute(ctx, a, rec) // a batch left with one key runs alone
-			answers[rec.StoreKey] = o.answerOf(ctx, rec, out, err)
-		}
-		return answers
+		return o.runEachAlone(ctx, a, taken, answers) // a batch left with one key runs alone
 	}
 
 	reqs := make([]Request, len(taken))
@@ -183,6 +179,14 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		env, err = o.Batches.PrepareBatch(a.net, reqs, Terms{MaxTime: o.maxTime(a), MinTime: BatchMinTime(claims)})
 		return err
 	})
+	if _, mistake := errors.AsType[*ValidationError](err); mistake {
+		// A request the ledger refuses as the client's mistake (an asset no longer served): which
+		// one the batch's error does not say, and requeued together they would meet it again at
+		// every delivery. Each runs alone instead: its own Prepare refuses only the faulty one,
+		// stored as its rejection (rejectQueued), and pays the others.
+		o.log().WarnContext(ctx, "a batch was refused as a client's mistake; its keys run alone", "keys", len(taken), "err", err)
+		return o.runEachAlone(ctx, a, taken, answers)
+	}
 	if err != nil {
 		if code := underfundedCode(err); code != "" {
 			o.pageUnderfunded(ctx, taken[0], code, fmt.Sprintf("a batch of %d refused before sending: %v", len(taken), err))
@@ -264,6 +268,25 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 	})
 	for i, rec := range attached {
 		answers[rec.StoreKey] = judged[i]
+	}
+	return answers
+}
+
+// runEachAlone runs held, keys this batch took (in_flight under a's lease), each on the
+// one-transfer path (execute) under a sibling of a (the same lease owner, lease and budget, its
+// own counters), concurrently unless o.Serial, and answers each as RunQueued would.
+func (o *Orchestrator) runEachAlone(ctx context.Context, a *attempt, held []Record, answers map[string]Answer) map[string]Answer {
+	got := make([]Answer, len(held))
+	o.each(len(held), func(i int) {
+		sib := *a
+		sib.freed, sib.provenDead, sib.lookups, sib.probes = "", false, 0, 0
+		sib.in = Input{ClientKey: held[i].ClientKey, Request: held[i].Request, TraceID: held[i].TraceID}
+		sib.key = held[i].StoreKey
+		out, _, err := o.execute(ctx, &sib, held[i])
+		got[i] = o.answerOf(ctx, held[i], out, err)
+	})
+	for i, rec := range held {
+		answers[rec.StoreKey] = got[i]
 	}
 	return answers
 }

@@ -289,3 +289,48 @@ func TestRunQueuedBatchLostSendAnswerLanded(t *testing.T) {
 		t.Fatalf("built %d, landed %d; want one of each", len(fb.built), h.ledger.landedCount())
 	}
 }
+
+// A batch refused as a client's mistake (one request no longer served): each key runs alone, the
+// faulty one is stored as its rejection and the others are paid, so no message loops.
+func TestRunQueuedBatchValidationErrorRunsEachAlone(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 3)
+	refuse := &transfer.ValidationError{Code: "ASSET_NOT_SUPPORTED", Detail: "no longer served"}
+	h.orch.Batches = &refusingBatches{fakeBatches: fb, err: refuse}
+	h.orch.Ledger = &refusingLedger{fakeLedger: h.ledger, wallet: walletN(1), err: refuse}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	for i, ans := range answers {
+		rec := h.batchItem(t, i)
+		if i == 1 {
+			if ans.Delivery != transfer.DeliveryDone || rec.Status != transfer.StatusRejected || rec.Result.Code != "ASSET_NOT_SUPPORTED" {
+				t.Fatalf("the refused key: %+v; %+v", ans, rec)
+			}
+			continue
+		}
+		if ans.Delivery != transfer.DeliveryDone || rec.Status != transfer.StatusReplayable || rec.Batch != nil {
+			t.Fatalf("key %d: %+v; %+v", i, ans, rec)
+		}
+	}
+}
+
+type refusingBatches struct {
+	*fakeBatches
+	err error
+}
+
+func (r *refusingBatches) PrepareBatch(context.Context, []transfer.Request, transfer.Terms) (transfer.Envelope, error) {
+	return transfer.Envelope{}, r.err
+}
+
+// refusingLedger refuses, as the client's mistake, every request paying wallet.
+type refusingLedger struct {
+	*fakeLedger
+	wallet string
+	err    error
+}
+
+func (r *refusingLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	if req.WalletAddress == r.wallet {
+		return transfer.Envelope{}, r.err
+	}
+	return r.fakeLedger.Prepare(ctx, req, terms)
+}
