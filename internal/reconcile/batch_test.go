@@ -2,6 +2,8 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -110,5 +112,49 @@ func TestDiscardABatchedKeyWhoseNeighbourFailed(t *testing.T) {
 	}
 	if stored, err := f.store.Get(context.Background(), recs[0].StoreKey); err != nil || stored.Status != transfer.StatusQueued || stored.Batch != nil {
 		t.Fatalf("discarded key %+v, %v", stored, err)
+	}
+}
+
+// opLedger is the fixture's ledger that also reads a landed transaction's operations.
+type opLedger struct {
+	*ledger
+	payments map[string][]transfer.ChainPayment // by hash, in operation order
+}
+
+func (l opLedger) PaymentAt(_ context.Context, hash string, index int) (transfer.ChainPayment, error) {
+	ps := l.payments[hash]
+	if index < 0 || index >= len(ps) {
+		return transfer.ChainPayment{}, fmt.Errorf("no payment: %w", transfer.ErrNotFound)
+	}
+	return ps[index], nil
+}
+
+// With a ledger that reads operations, a resolve of a batched key checks on chain that the
+// transaction's operation at the key's index pays its request; one that pays anything else (the
+// operations in another order than the batch item says) is refused.
+func TestResolveABatchedKeyChecksItsOperationOnChain(t *testing.T) {
+	f := newFixture(t)
+	b, recs := f.putBatch(t, "batch-chk1", "batch-chk2")
+	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupSuccess, Hash: b.Envelope.InnerHash, Ledger: 77}
+	mine := transfer.ChainPayment{Hash: b.Envelope.InnerHash, Counterparty: wallet, Asset: "USDC", Stroops: 125_000_000}
+	other := mine
+	other.Stroops = 1
+	ol := opLedger{ledger: f.ledger, payments: map[string][]transfer.ChainPayment{b.Envelope.InnerHash: {mine, other}}}
+	svc := reconcile.New(reconcile.Config{Store: f.store, Settler: f.orch, Ledger: ol, Gauge: f.gauge, Clock: f.clock,
+		KeyTTL: func() time.Duration { return time.Hour }, Logger: f.log})
+	resolve := func(key string) (any, error) {
+		return svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: key,
+			TransactionHash: b.Envelope.InnerHash, Operator: "alice"})
+	}
+	var re *reconcile.Error
+	if _, err := resolve(recs[1].StoreKey); !errors.As(err, &re) || re.Code != reconcile.CodeHashMismatch {
+		t.Fatalf("resolve of a key whose operation on chain pays another amount: %v", err)
+	}
+	if got, _ := f.store.Get(context.Background(), recs[1].StoreKey); got.Status != transfer.StatusInDoubt {
+		t.Fatalf("the refused key was written: %s", got.Status)
+	}
+	ans, err := resolve(recs[0].StoreKey)
+	if err != nil || ans.(*reconcile.ResolveAnswer).Resolution != "replayable" {
+		t.Fatalf("resolve of a key whose operation pays it: %+v, %v", ans, err)
 	}
 }

@@ -218,6 +218,19 @@ type BatchLedger interface {
 	CheckDestinations(ctx context.Context, reqs []Request) ([]string, error)
 }
 
+// OperationReader reads one operation of a landed transaction from the network (internal/stellar
+// may implement it beside Ledger): what an operator's resolve of a batched key checks on chain
+// before settling it with a hash (doc.go, "Batches", "Outcomes, per key"). Optional: without it
+// the resolve checks the hash against the batch item alone.
+type OperationReader interface {
+	// PaymentAt returns the payment made by operation index (0-based) of the landed transaction
+	// whose inner or outer hash is hash: its destination account (Counterparty, a G... address;
+	// Muxed when the operation named an M... address), asset code and amount in stroops.
+	// Errors: ErrNotFound (wrapped) when the network holds no landed transaction with that hash,
+	// or it has no payment at index; anything else when it could not tell.
+	PaymentAt(ctx context.Context, hash string, index int) (ChainPayment, error)
+}
+
 // Admission tells, before a call claims its key, whether Ledger.Prepare would find no transaction
 // source for req within its wait (internal/stellar's Admit, on the channel calendar).
 type Admission interface {
