@@ -718,8 +718,9 @@ var batchModels = []model{
 	{"batch, lost answer", "Q", limits{ticks: 1, preemptions: 1, maxSteps: 100, batch: true, lost: 1}},
 }
 
-// fullBatchModels are explored as well when MODEL_FULL is set (about 3 million states, minutes
-// without -race): the submitter, the synchronous caller and the sweep together, with a death or a
+// fullBatchModels are explored as well when MODEL_FULL is set (about 2.6 million distinct states
+// on the real code, about 10 minutes without -race on a shared 2-core machine, the two submitters
+// 8 of them: run with -timeout 30m): the submitter, the synchronous caller and the sweep together, with a death or a
 // lost answer; the caller and the sweep each with a lost answer; the cancel beside the sweep; and
 // two submitters given the same messages.
 var fullBatchModels = []model{
