@@ -1,0 +1,155 @@
+package stellar_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/txnbuild"
+
+	"github.com/stellar-transfer/orchestrator/internal/stellar"
+	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+)
+
+// rpcCounter is an http.RoundTripper that counts the JSON-RPC calls through it by method, and
+// the bytes of their responses' bodies.
+type rpcCounter struct {
+	mu    sync.Mutex
+	calls map[string]int
+	bytes int64
+}
+
+func newRPCCounter() *rpcCounter { return &rpcCounter{calls: map[string]int{}} }
+
+func (c *rpcCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(body, &m)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	out, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	c.mu.Lock()
+	c.calls[m.Method]++
+	c.bytes += int64(len(out))
+	c.mu.Unlock()
+	return resp, err
+}
+
+// reset forgets what was counted.
+func (c *rpcCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls, c.bytes = map[string]int{}, 0
+}
+
+// total is the calls counted, all methods.
+func (c *rpcCounter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.calls {
+		n += v
+	}
+	return n
+}
+
+// String lists the calls by method, sorted.
+func (c *rpcCounter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for k, v := range c.calls {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// countedLedger is an RPCLedger of r's network whose calls c counts.
+func (r *dayRig) countedLedger(c *rpcCounter) *stellar.RPCLedger {
+	r.t.Helper()
+	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.n.RPCURL(), Passphrase: r.n.Passphrase(), VaultAccount: r.keys.Vault.Address(),
+		Assets: []txnbuild.CreditAsset{r.credit}, Keys: signing.StaticKeys{K: r.keys}, Clock: r.clock,
+		HTTPClient: &http.Client{Transport: c, Timeout: time.Minute}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return l
+}
+
+// busyDay builds a day on r: ledgers every 5 s from 01:00, background payments (none the vault's)
+// perLedger a ledger over ledgers ledgers, and vault payments to the wallet, one a ledger in the
+// first vault ledgers; the day ends with a ledger at 00:00:01 the next day. It returns the day.
+func (r *dayRig) busyDay(perLedger, ledgers, vault int) time.Time {
+	r.t.Helper()
+	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+	if perLedger > 0 {
+		if err := r.n.SetCongestion(stellarsim.Congestion{Seed: 1, PerLedger: perLedger}); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	for i := 1; i <= ledgers; i++ {
+		at := day.Add(time.Hour + time.Duration(i)*5*time.Second)
+		if i <= vault {
+			r.clock.Advance(at.Add(-time.Second).Sub(r.clock.Now()))
+			r.send(r.keys.Vault, []txnbuild.Operation{r.pay("", r.wallet.Address(), "1")}, nil, false, r.keys.Vault)
+		}
+		r.closeAt(at)
+	}
+	r.n.ClearCongestion()
+	r.closeAt(day.Add(24*time.Hour + time.Second))
+	return day
+}
+
+// BenchmarkVaultDayCalls reads a day of N vault payments among M background payments (none the
+// vault's) and reports the RPC calls and the bytes of their answers a read takes.
+//
+//	go test -run '^$' -bench BenchmarkVaultDayCalls -benchtime 3x ./internal/stellar/
+func BenchmarkVaultDayCalls(b *testing.B) {
+	for _, c := range []struct{ perLedger, ledgers, vault int }{{0, 40, 10}, {500, 40, 10}, {500, 40, 40}} {
+		b.Run(fmt.Sprintf("N=%d/M=%d", c.vault, c.perLedger*c.ledgers), func(b *testing.B) {
+			day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+			r := newDayRig(b, day.Add(time.Hour))
+			r.busyDay(c.perLedger, c.ledgers, c.vault)
+			cnt := newRPCCounter()
+			l := r.countedLedger(cnt)
+			b.ResetTimer()
+			for b.Loop() {
+				cnt.reset()
+				got, err := l.VaultDay(context.Background(), day, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got.Payments) != c.vault {
+					b.Fatalf("%d payments, want %d", len(got.Payments), c.vault)
+				}
+			}
+			b.ReportMetric(float64(cnt.total()), "calls/op")
+			b.ReportMetric(float64(cnt.bytes), "bytes/op")
+			b.Logf("%s", cnt)
+		})
+	}
+}
