@@ -39,6 +39,8 @@ func (ac *applyCtx) createAccount(src *account, op xdr.CreateAccountOp, reserve 
 		na.sponsor = sponsorID
 	}
 	ac.v.createAccount(na)
+	// CreateAccountOpFrame::doApply: a native transfer from the source to the new account.
+	ac.transferEvent(Native, src.id, dest, nil, start)
 	return createAccountResult(xdr.CreateAccountResultCodeCreateAccountSuccess), true
 }
 
@@ -64,6 +66,8 @@ func (ac *applyCtx) payment(src *account, op xdr.PaymentOp, reserve int64) (xdr.
 			src.balance -= amount
 			dest.balance += amount
 		}
+		// PaymentOpFrame::doApply: a native payment, to itself too (instantSuccess).
+		ac.transferEvent(asset, src.id, destID, &op.Destination, amount)
 		return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
 	}
 	// Destination side first, then source, as core's path payment does.
@@ -86,6 +90,9 @@ func (ac *applyCtx) payment(src *account, op xdr.PaymentOp, reserve int64) (xdr.
 			return paymentResult(xdr.PaymentResultCodePaymentUnderfunded), false
 		}
 	}
+	// PathPaymentStrictReceiveOpFrame::doApply, which a credit payment runs: its final
+	// eventForTransferWithIssuerCheck from the source to the destination.
+	ac.transferEvent(asset, src.id, destID, &op.Destination, amount)
 	if destTL != nil && srcTL != nil && destID == src.id {
 		return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
 	}
