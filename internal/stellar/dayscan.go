@@ -31,10 +31,6 @@ import (
 // ledger RPC holds is refused (transfer.ErrHistoryNotCovered), never reported from part of its
 // ledgers: the report of such a day is the one stored when it was run in time.
 
-// dayPage is how many transactions one getTransactions call asks for: stellar-rpc's
-// max-transactions-limit default (options.go: 200).
-const dayPage = 200
-
 // VaultDay reads the vault's classic payments of the UTC day starting at start
 // (transfer.DayReader).
 func (l *RPCLedger) VaultDay(ctx context.Context, start time.Time, soFar bool) (transfer.ChainDay, error) {
@@ -72,49 +68,23 @@ func (l *RPCLedger) scanDay(ctx context.Context, start time.Time, soFar bool, cl
 	}
 	day.FirstLedger, day.LastLedger = first.Sequence, last.Sequence
 	day.FirstClose, day.LastClose = time.Unix(first.LedgerCloseTime, 0).UTC(), time.Unix(last.LedgerCloseTime, 0).UTC()
+	groups, err := l.dayFilters(ctx, cl)
+	if err != nil {
+		return transfer.ChainDay{}, err
+	}
+	hashes, err := l.dayTxHashes(ctx, first.Sequence, last.Sequence, groups)
+	if err != nil {
+		return transfer.ChainDay{}, err
+	}
+	txs, err := l.dayTransactions(ctx, first.Sequence, hashes)
+	if err != nil {
+		return transfer.ChainDay{}, err
+	}
 	sc := &dayScanner{l: l, cl: cl, day: &day}
-	req := protocol.GetTransactionsRequest{StartLedger: first.Sequence, Pagination: &protocol.LedgerPaginationOptions{Limit: dayPage}}
-	var prevLedger uint32
-	var prevOrder int32
-	for {
-		resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetTransactionsResponse, error) {
-			return c.GetTransactions(ctx, req)
-		})
-		if err != nil {
-			return transfer.ChainDay{}, fmt.Errorf("stellar: getTransactions: %w", err)
+	for _, tx := range txs {
+		if err := sc.add(tx); err != nil {
+			return transfer.ChainDay{}, err
 		}
-		if resp.OldestLedger > first.Sequence {
-			return transfer.ChainDay{}, fmt.Errorf("stellar: %w: RPC's history now starts at ledger %d, after the day's first ledger %d",
-				transfer.ErrHistoryNotCovered, resp.OldestLedger, first.Sequence)
-		}
-		done := false
-		for _, tx := range resp.Transactions {
-			if tx.Ledger > last.Sequence {
-				done = true
-				break
-			}
-			// Pages never go back (stellar-rpc's cursor is a TOID); one that repeats what was read
-			// (its cursor past the latest ledger's last transaction) is skipped, not counted twice.
-			if tx.Ledger < prevLedger || tx.Ledger == prevLedger && tx.ApplicationOrder <= prevOrder {
-				continue
-			}
-			prevLedger, prevOrder = tx.Ledger, tx.ApplicationOrder
-			if err := sc.add(tx); err != nil {
-				return transfer.ChainDay{}, err
-			}
-		}
-		if done || len(resp.Transactions) < dayPage {
-			if !done && resp.LatestLedger < last.Sequence {
-				// A page short of the limit is the end of what this instance holds: it must hold
-				// the day's last ledger, or ledgers are missing (a lagging instance).
-				return transfer.ChainDay{}, fmt.Errorf("stellar: getTransactions answered up to ledger %d, before the day's last ledger %d", resp.LatestLedger, last.Sequence)
-			}
-			break
-		}
-		if resp.Cursor == "" || (req.Pagination.Cursor == resp.Cursor) {
-			return transfer.ChainDay{}, fmt.Errorf("stellar: getTransactions: the cursor did not move (%q)", resp.Cursor)
-		}
-		req = protocol.GetTransactionsRequest{Pagination: &protocol.LedgerPaginationOptions{Cursor: resp.Cursor, Limit: dayPage}}
 	}
 	return day, nil
 }

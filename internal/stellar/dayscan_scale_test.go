@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -23,12 +24,15 @@ import (
 // rpcCounter is an http.RoundTripper that counts the JSON-RPC calls through it by method, and
 // the bytes of their responses' bodies.
 type rpcCounter struct {
-	mu    sync.Mutex
-	calls map[string]int
-	bytes int64
+	mu      sync.Mutex
+	calls   map[string]int
+	bytes   int64
+	bytesBy map[string]int64
 }
 
-func newRPCCounter() *rpcCounter { return &rpcCounter{calls: map[string]int{}} }
+func newRPCCounter() *rpcCounter {
+	return &rpcCounter{calls: map[string]int{}, bytesBy: map[string]int64{}}
+}
 
 func (c *rpcCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
@@ -54,6 +58,7 @@ func (c *rpcCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	c.calls[m.Method]++
 	c.bytes += int64(len(out))
+	c.bytesBy[m.Method] += int64(len(out))
 	c.mu.Unlock()
 	return resp, err
 }
@@ -62,7 +67,7 @@ func (c *rpcCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 func (c *rpcCounter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.calls, c.bytes = map[string]int{}, 0
+	c.calls, c.bytes, c.bytesBy = map[string]int{}, 0, map[string]int64{}
 }
 
 // total is the calls counted, all methods.
@@ -82,7 +87,7 @@ func (c *rpcCounter) String() string {
 	defer c.mu.Unlock()
 	var parts []string
 	for k, v := range c.calls {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+		parts = append(parts, fmt.Sprintf("%s=%d (%d bytes)", k, v, c.bytesBy[k]))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
@@ -151,5 +156,47 @@ func BenchmarkVaultDayCalls(b *testing.B) {
 			b.ReportMetric(float64(cnt.bytes), "bytes/op")
 			b.Logf("%s", cnt)
 		})
+	}
+}
+
+// callsOf is the calls counted by method.
+func (c *rpcCounter) callsOf() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.calls)
+}
+
+// A day read from the events that name the vault: with 6,000 background payments among its
+// ledgers (none the vault's) it takes exactly the calls of a quiet day of as many ledgers: the
+// binary search for the day's ledgers (getLatestLedger, then getLedgers over the 32 ledgers of
+// history: 12 probes for the first and last ledgers and one for the last), one getEvents page,
+// and one getTransaction per transaction of the vault's; two more vault payments, two more
+// getTransaction calls.
+func TestVaultDayCallsFollowTheVaultNotTheNetwork(t *testing.T) {
+	read := func(perLedger, vault int) map[string]int {
+		day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+		r := newDayRig(t, day.Add(time.Hour))
+		r.busyDay(perLedger, 30, vault)
+		cnt := newRPCCounter()
+		got, err := r.countedLedger(cnt).VaultDay(context.Background(), day, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Payments) != vault || got.Transactions != vault || got.FirstLedger != 1 || got.LastLedger != 31 {
+			t.Fatalf("background %d a ledger: %d payments of %d transactions read, ledgers %d to %d", perLedger,
+				len(got.Payments), got.Transactions, got.FirstLedger, got.LastLedger)
+		}
+		if m := got.Balances["USDC"]; !m.Readable || m.Net != -int64(vault)*unit {
+			t.Fatalf("balance %+v", m)
+		}
+		t.Logf("background %d a ledger, %d vault payments: %s", perLedger, vault, cnt)
+		return cnt.callsOf()
+	}
+	want := func(vault int) map[string]int {
+		return map[string]int{"getLatestLedger": 1, "getLedgers": 13, "getEvents": 1, "getTransaction": vault}
+	}
+	quiet, busy, busier := read(0, 3), read(200, 3), read(200, 5)
+	if !maps.Equal(quiet, want(3)) || !maps.Equal(busy, want(3)) || !maps.Equal(busier, want(5)) {
+		t.Fatalf("calls: quiet %v, busy %v, busy with 5 vault payments %v", quiet, busy, busier)
 	}
 }
