@@ -19,6 +19,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // rpcCounter is an http.RoundTripper that counts the JSON-RPC calls through it by method, and
@@ -198,5 +199,54 @@ func TestVaultDayCallsFollowTheVaultNotTheNetwork(t *testing.T) {
 	quiet, busy, busier := read(0, 3), read(200, 3), read(200, 5)
 	if !maps.Equal(quiet, want(3)) || !maps.Equal(busy, want(3)) || !maps.Equal(busier, want(5)) {
 		t.Fatalf("calls: quiet %v, busy %v, busy with 5 vault payments %v", quiet, busy, busier)
+	}
+}
+
+// Contract mode: a deposit and a withdraw of the vault contract, sent from channel accounts in
+// the fee account's fee bumps, are the day's payments (the calls found by the vault contract's
+// own events and the fee account's fee events), read in one getEvents page and one
+// getTransaction per transaction of the vault's (the channels' creation too), not one for each
+// of the background payments applied beside them.
+func TestVaultDayInContractMode(t *testing.T) {
+	r := newContractRigWith(t, stellar.ContractConfig{}, contractRigOpts{channels: 2})
+	day := r.clock.Now().UTC().Truncate(24 * time.Hour)
+	if err := r.net.SetCongestion(stellarsim.Congestion{Seed: 1, PerLedger: 50}); err != nil {
+		t.Fatal(err)
+	}
+	dep := r.mustTransfer("day-deposit-01", transfer.Deposit, r.wallet, 5)
+	wd := r.mustTransfer("day-withdraw-1", transfer.Withdraw, r.wallet, 2)
+	r.net.ClearCongestion()
+	r.clock.Advance(day.Add(24*time.Hour + 10*time.Second).Sub(r.clock.Now()))
+	r.clock.Advance(contractLagMax)
+	cnt := newRPCCounter()
+	cfg := r.inner
+	cfg.HTTPClient = &http.Client{Transport: cnt, Timeout: time.Minute}
+	inner, err := stellar.NewRPCLedger(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := stellar.NewContractLedger(inner, r.cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.VaultDay(context.Background(), day, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.ContractMode || len(got.Payments) != 2 || len(got.Failed) != 0 {
+		t.Fatalf("day %+v", got)
+	}
+	p0, p1 := got.Payments[0], got.Payments[1]
+	if p0.Hash != dep.TransactionHash || p0.Direction != transfer.DirectionIn || p0.Function != "deposit" || p0.Stroops != 5*unit ||
+		p0.Contract != r.contract || p0.Counterparty != r.wallet || p0.OuterHash == "" ||
+		p1.Hash != wd.TransactionHash || p1.Direction != transfer.DirectionOut || p1.Function != "withdraw" || p1.Stroops != 2*unit {
+		t.Fatalf("payments %+v", got.Payments)
+	}
+	calls := cnt.callsOf()
+	t.Logf("contract mode: %s; %d transactions read of %d applied", cnt, got.Transactions, len(r.net.Applied()))
+	// The channels' creation (one transaction of the fee account's), the deposit and the withdraw.
+	want := map[string]int{"getLatestLedger": 1, "getLedgers": 7, "getEvents": 1, "getTransaction": 3}
+	if !maps.Equal(calls, want) || got.Transactions != 3 || len(r.net.Applied()) != 53 {
+		t.Fatalf("calls %v for %d transactions read of %d applied", calls, got.Transactions, len(r.net.Applied()))
 	}
 }
