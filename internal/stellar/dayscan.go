@@ -168,21 +168,38 @@ func (l *RPCLedger) dayLedgers(ctx context.Context, start time.Time, endp *time.
 	return first, page.Ledgers[0], nil
 }
 
-// ledgerAt is getLedgers for one ledger (seq 0: the oldest, for the range alone).
+// ledgerAt is ledger seq's sequence and close time, with RPC's range (seq 0: the latest
+// ledger's). getLedgers answers a ledger with its whole LedgerCloseMeta (metadataXdr: every
+// transaction of it, megabytes on pubnet; stellar-rpc methods/get_ledgers.go, parseLedgerInfo,
+// has no way to leave it out), so the close time is read from getTransactions' first
+// transaction at or after seq (its createdAt is its ledger's close time) when that transaction is
+// in seq, one transaction's bytes; only a ledger without transactions (whose metadata holds none)
+// is read with getLedgers. The latest ledger's sequence comes from getLatestLedger.
 func (l *RPCLedger) ledgerAt(ctx context.Context, seq uint32) (protocol.GetLedgersResponse, error) {
-	req := protocol.GetLedgersRequest{StartLedger: seq, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}}
 	if seq == 0 {
-		// The range alone: any ledger in it answers oldest and latest; the oldest is always there.
 		probe, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
 			return c.GetLatestLedger(ctx)
 		})
 		if err != nil {
 			return protocol.GetLedgersResponse{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
 		}
-		req.StartLedger = probe.Sequence
+		seq = probe.Sequence
+	}
+	txs, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetTransactionsResponse, error) {
+		return c.GetTransactions(ctx, protocol.GetTransactionsRequest{StartLedger: seq, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
+	})
+	if err != nil {
+		return protocol.GetLedgersResponse{}, fmt.Errorf("stellar: getTransactions: %w", err)
+	}
+	if len(txs.Transactions) == 1 && txs.Transactions[0].Ledger == seq {
+		return protocol.GetLedgersResponse{
+			Ledgers:      []protocol.LedgerInfo{{Sequence: seq, LedgerCloseTime: txs.Transactions[0].LedgerCloseTime}},
+			LatestLedger: txs.LatestLedger, LatestLedgerCloseTime: txs.LatestLedgerCloseTime,
+			OldestLedger: txs.OldestLedger, OldestLedgerCloseTime: txs.OldestLedgerCloseTime,
+		}, nil
 	}
 	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLedgersResponse, error) {
-		return c.GetLedgers(ctx, req)
+		return c.GetLedgers(ctx, protocol.GetLedgersRequest{StartLedger: seq, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
 	})
 	if err != nil {
 		return resp, fmt.Errorf("stellar: getLedgers: %w", err)
