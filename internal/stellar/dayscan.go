@@ -20,16 +20,19 @@ import (
 )
 
 // The chain's side of the daily reconciliation (transfer.ChainDay): the day's ledgers found by
-// close time with getLedgers, their transactions read with getTransactions, each envelope decoded
-// with go-stellar-sdk's xdr (a fee bump's inner transaction, each operation with its own source),
-// and the vault's trustline changes read from each transaction's metadata with go-stellar-sdk's
-// ingest.LedgerTransaction.GetChanges.
+// close time (dayLedgers), the transactions that concern the vault found by the events that name
+// it (getEvents; dayevents.go says which and why that is all of them) and read with
+// getTransaction, each envelope decoded with go-stellar-sdk's xdr (a fee bump's inner
+// transaction, each operation with its own source), and the vault's trustline changes read from
+// each transaction's metadata. The calls and bytes follow the vault's own traffic and the length
+// of RPC's history, not the network's traffic.
 //
-// History: stellar-rpc serves getLedgers and getTransactions for its history-retention-window,
-// 120,960 ledgers (about 7 days) by default (stellar-rpc cmd/stellar-rpc/internal/config/options.go,
-// "history-retention-window", SevenDayOfLedgers). A day whose start is older than the oldest
-// ledger RPC holds is refused (transfer.ErrHistoryNotCovered), never reported from part of its
-// ledgers: the report of such a day is the one stored when it was run in time.
+// History: stellar-rpc serves getLedgers, getTransactions, getTransaction and getEvents for its
+// history-retention-window, 120,960 ledgers (about 7 days) by default (stellar-rpc
+// cmd/stellar-rpc/internal/config/options.go, "history-retention-window", SevenDayOfLedgers). A
+// day whose start is older than the oldest ledger RPC holds is refused
+// (transfer.ErrHistoryNotCovered), never reported from part of its ledgers: the report of such a
+// day is the one stored when it was run in time.
 
 // VaultDay reads the vault's classic payments of the UTC day starting at start
 // (transfer.DayReader).
