@@ -56,8 +56,9 @@ import (
 // call each: their envelopes (memo, fee bump, operations) and metadata (the balance changes).
 
 // dayEventsPage is how many events one getEvents call asks for: below stellar-rpc's
-// max-events-limit default (10,000), a page of at most a few megabytes.
-const dayEventsPage = 1000
+// max-events-limit default (10,000), a page of at most a few megabytes. A variable only so that
+// a test can page a few events at a time (SetDayEventsPageForTest).
+var dayEventsPage uint = 1000
 
 // dayFilters are the getEvents filters of the events that name the vault (see above), in groups
 // of at most protocol.MaxFiltersLimit: one getEvents scan of the day per group.
@@ -164,7 +165,7 @@ func (l *RPCLedger) dayTxHashes(ctx context.Context, first, last uint32, groups 
 			if err != nil {
 				return nil, fmt.Errorf("stellar: getEvents: cursor %q: %w", resp.Cursor, err)
 			}
-			full := len(resp.Events) >= dayEventsPage
+			full := uint(len(resp.Events)) >= dayEventsPage
 			if !full && cur.Ledger >= last || full && cur.Ledger > last {
 				break // read through the day's last ledger
 			}

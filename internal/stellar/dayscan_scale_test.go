@@ -262,3 +262,61 @@ func TestVaultDayInContractMode(t *testing.T) {
 		t.Fatalf("calls %v for %d transactions read of %d applied", calls, got.Transactions, len(r.net.Applied()))
 	}
 }
+
+// Pages of two events: three vault payments in the day's last ledgers are six events (each
+// payment's fee and transfer), three full pages, the last ending in the day's last ledger, and a
+// fourth page that finds nothing after it; the payments read are the same as in one page.
+func TestVaultDayPagesEvents(t *testing.T) {
+	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+	r := newDayRig(t, day.Add(time.Hour))
+	r.busyDay(0, 3, 3)
+	cnt := newRPCCounter()
+	l := r.countedLedger(cnt)
+	one, err := l.VaultDay(context.Background(), day, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stellar.SetDayEventsPageForTest(2))
+	cnt.reset()
+	paged, err := l.VaultDay(context.Background(), day, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cnt.callsOf()["getEvents"]; got != 4 || len(paged.Payments) != 3 || paged.LastLedger != paged.Payments[2].Ledger {
+		t.Fatalf("%d getEvents calls, %+v", got, paged)
+	}
+	for i := range one.Payments {
+		if paged.Payments[i] != one.Payments[i] {
+			t.Fatalf("payment %d: %+v paged, %+v in one page", i, paged.Payments[i], one.Payments[i])
+		}
+	}
+}
+
+// A day longer than stellar-rpc's scan limit (10,000 ledgers a getEvents request): 10,010
+// ledgers, a vault payment in the first and in the last; the first request's window ends before
+// the day's last ledger, the second goes on from its cursor and finds the last payment.
+func TestVaultDayBeyondOneEventsWindow(t *testing.T) {
+	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+	r := newDayRig(t, day.Add(time.Second))
+	const ledgers = 10_010
+	for i := 1; i <= ledgers; i++ {
+		at := day.Add(time.Second + time.Duration(i)*5*time.Second)
+		if i == 1 || i == ledgers {
+			r.clock.Advance(at.Add(-time.Second).Sub(r.clock.Now()))
+			r.send(r.keys.Vault, []txnbuild.Operation{r.pay("", r.wallet.Address(), "1")}, nil, false, r.keys.Vault)
+		}
+		r.closeAt(at)
+	}
+	r.closeAt(day.Add(24*time.Hour + time.Second))
+	cnt := newRPCCounter()
+	got, err := r.countedLedger(cnt).VaultDay(context.Background(), day, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastLedger-got.FirstLedger+1 != ledgers+1 || len(got.Payments) != 2 || got.Payments[1].Ledger != got.LastLedger {
+		t.Fatalf("day %d to %d, payments %+v", got.FirstLedger, got.LastLedger, got.Payments)
+	}
+	if calls := cnt.callsOf(); calls["getEvents"] != 2 || calls["getTransaction"] != 2 {
+		t.Fatalf("calls %v", calls)
+	}
+}
