@@ -8,6 +8,7 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
 	"github.com/stellar/go-stellar-sdk/strkey"
+	"github.com/stellar/go-stellar-sdk/toid"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 
@@ -256,7 +257,10 @@ func usdXDR(t *testing.T, a stellarsim.Asset) xdr.Asset {
 }
 
 // A vault contract's deposit emits the vault's own event [function, wallet] with the amount, from
-// the vault's contract id; a filter by contract id finds it and its fee event does not match.
+// the vault's contract id; a filter by contract id finds it and its fee event does not match. Its
+// fee events add up to the fee charged: the fee before all transactions (transaction index 0),
+// and a refund of unused refundable fee, if any, as a negative fee after all of them (the largest
+// transaction index; none when nothing is refunded: core emits no fee event of 0).
 func TestGetEventsOfAVaultCall(t *testing.T) {
 	v := newVaultEnv(t, stellarsim.VaultOptions{})
 	wallet := keypair.MustRandom().Address()
@@ -275,5 +279,25 @@ func TestGetEventsOfAVaultCall(t *testing.T) {
 		evs[0].topics[0].MustSym() != "deposit" || evs[0].topics[1].MustAddress().AccountId.Address() != wallet ||
 		evs[0].value.MustI128().Lo != 25 || evs[0].info.TxIndex != 1 || evs[0].info.OpIndex != 0 {
 		t.Fatalf("vault events %+v", resp.Events)
+	}
+	fees, err := v.rpc.GetEvents(v.ctx, protocol.GetEventsRequest{StartLedger: first,
+		Filters: []protocol.EventFilter{{Topics: []protocol.TopicFilter{{symbolSeg("fee"), accountSeg(t, v.operator.Address())}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := decodeEvents(t, fees.Events)
+	applied, _ := v.n.Transaction(got.TransactionHash)
+	if len(fe) == 0 || len(fe) > 2 || fe[0].info.TxIndex != 0 {
+		t.Fatalf("fee events %+v", fees.Events)
+	}
+	sum := int64(fe[0].value.MustI128().Lo)
+	if len(fe) == 2 {
+		if fe[1].info.TxIndex != toid.TransactionMask || fe[1].value.MustI128().Hi != -1 {
+			t.Fatalf("refund event %+v", fees.Events[1])
+		}
+		sum += int64(fe[1].value.MustI128().Lo)
+	}
+	if sum != applied.FeeCharged {
+		t.Fatalf("fee events add up to %d, fee charged %d", sum, applied.FeeCharged)
 	}
 }
