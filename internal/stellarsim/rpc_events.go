@@ -183,16 +183,17 @@ func cursorLess(a, b protocol.Cursor) bool {
 func eventInfo(de xdr.DiagnosticEvent, c protocol.Cursor, a *AppliedTx) (protocol.EventInfo, error) {
 	v0 := de.Event.Body.V0
 	info := protocol.EventInfo{
-		EventType:                protocol.GetEventTypeFromEventTypeXDR()[de.Event.Type],
-		Ledger:                   int32(min(c.Ledger, math.MaxInt32)),
-		LedgerClosedAt:           a.CloseTime.UTC().Format(time.RFC3339),
-		ID:                       c.String(),
-		InSuccessfulContractCall: de.InSuccessfulContractCall,
-		TransactionHash:          a.Hash,
-		OpIndex:                  c.Op,
-		TxIndex:                  c.Tx,
-		TopicXDR:                 make([]string, 0, len(v0.Topics)),
+		EventType:       protocol.GetEventTypeFromEventTypeXDR()[de.Event.Type],
+		Ledger:          int32(min(c.Ledger, math.MaxInt32)),
+		LedgerClosedAt:  a.CloseTime.UTC().Format(time.RFC3339),
+		ID:              c.String(),
+		TransactionHash: a.Hash,
+		OpIndex:         c.Op,
+		TxIndex:         c.Tx,
+		TopicXDR:        make([]string, 0, len(v0.Topics)),
 	}
+	//lint:ignore SA1019 deprecated, yet stellar-rpc still sends it (get_events.go, eventInfoForEvent).
+	info.InSuccessfulContractCall = de.InSuccessfulContractCall
 	if a.FeeBumpHash != "" {
 		info.TransactionHash = a.FeeBumpHash
 	}
