@@ -102,9 +102,10 @@ fuzz: ## each fuzz target at the doors for FUZZTIME (60s), one after another
 		$(GO) test -count=1 -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x $$pkg; \
 	done
 
-# The DynamoDB store's contract suite again, against dynalite (validates requests as DynamoDB does).
+# The DynamoDB store's contract suite again, against dynalite (validates requests as DynamoDB does),
+# and the channel calendar's tests that run on the table's stores.
 test-dynalite: ## the DynamoDB store's contract suite against dynalite
-	.ci/with-dynalite.sh $(GO) test -race -count=1 -run 'Dynalite' ./internal/dynamo/...
+	.ci/with-dynalite.sh $(GO) test -race -count=1 -run 'Dynalite' ./internal/dynamo/... ./internal/stellar/sources/...
 
 lint: ## gofmt, go vet, staticcheck (3 to 6 s when nothing changed, 76 s after a change to one package that many import)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.ci/*')); \

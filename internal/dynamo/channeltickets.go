@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -55,9 +56,11 @@ const ticketAttempts = 4
 //     the old next and nextAt are this caller's ticket and time. One request.
 //   - when it has fallen behind (the pool was idle, or the item is new): UpdateItem
 //     `ADD next :1 SET nextAt = :from + :spacing` if `attribute_not_exists(nextAt) OR nextAt < :from`,
-//     ReturnValues UPDATED_NEW: the ticket is next - 1, its time from, and restarted is true (the
-//     caller may lease it at once: no slot of the calendar is later than from). Two requests, the
-//     first a failed condition.
+//     ReturnValues UPDATED_OLD: the old next is the ticket (0 when the item had none), its time
+//     from, restarted is true, and the old nextAt is was, the calendar's time before the restart
+//     (zero when the item had none): the caller times the restarted run's first slots from it,
+//     since their channels' previous slots were booked just before it (sources.TicketStore).
+//     Two requests, the first a failed condition.
 //
 // A calendar more than horizon ahead of from (horizon > 0) counts as fallen behind: the restart
 // takes it, and the queued write's condition is `nextAt BETWEEN :from AND :from + :horizon`. Slots
@@ -76,10 +79,10 @@ const ticketAttempts = 4
 // for one slot; nothing else changes. The item is about 60 bytes: one write capacity unit per
 // booking, far below a partition's 1,000 per second (the API's throttling caps bookings at twice
 // the channels per ledger, 52/s at 128 channels).
-func (c *ChannelLeases) TakeTicket(ctx context.Context, from time.Time, spacing, horizon time.Duration) (n int64, at time.Time, restarted bool, err error) {
+func (c *ChannelLeases) TakeTicket(ctx context.Context, from time.Time, spacing, horizon time.Duration) (n int64, at time.Time, restarted bool, was time.Time, err error) {
 	tc, ok := c.client.(TicketClient)
 	if !ok {
-		return 0, time.Time{}, false, ErrNoTickets
+		return 0, time.Time{}, false, time.Time{}, ErrNoTickets
 	}
 	// The item keeps epoch milliseconds with up to six decimals (calendarMillis): a round of
 	// count slots spans count x spacing exactly, one ledger when spacing is interval / count (5 s
@@ -100,12 +103,12 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, from time.Time, spacing,
 	for range ticketAttempts {
 		if restartFirst {
 			restartFirst = false
-			n, ok, err := c.restart(ctx, tc, fromNs, step, aheadNs)
+			n, was, ok, err := c.restart(ctx, tc, fromNs, step, aheadNs)
 			if err != nil {
-				return 0, time.Time{}, false, err
+				return 0, time.Time{}, false, time.Time{}, err
 			}
 			if ok {
-				return n, fromCalendarNanos(fromNs), true, nil
+				return n, fromCalendarNanos(fromNs), true, was, nil
 			}
 		}
 		out, err := c.update(ctx, tc,
@@ -115,24 +118,24 @@ func (c *ChannelLeases) TakeTicket(ctx context.Context, from time.Time, spacing,
 		if err == nil {
 			next, nextAt, perr := ticketAttrs(out.Attributes)
 			if perr != nil {
-				return 0, time.Time{}, false, perr
+				return 0, time.Time{}, false, time.Time{}, perr
 			}
 			c.restarted.Store(false)
-			return next, fromCalendarNanos(nextAt), false, nil
+			return next, fromCalendarNanos(nextAt), false, time.Time{}, nil
 		}
 		if !conditionFailed(err) {
-			return 0, time.Time{}, false, fmt.Errorf("dynamo: take a channel ticket: %w", err)
+			return 0, time.Time{}, false, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %w", err)
 		}
-		n, ok, err := c.restart(ctx, tc, fromNs, step, aheadNs)
+		n, was, ok, err := c.restart(ctx, tc, fromNs, step, aheadNs)
 		if err != nil {
-			return 0, time.Time{}, false, err
+			return 0, time.Time{}, false, time.Time{}, err
 		}
 		if ok {
-			return n, fromCalendarNanos(fromNs), true, nil
+			return n, fromCalendarNanos(fromNs), true, was, nil
 		}
 		// Another caller restarted it between the two writes: it is ahead of from again.
 	}
-	return 0, time.Time{}, false, fmt.Errorf("dynamo: take a channel ticket: %d attempts lost to concurrent bookings", ticketAttempts)
+	return 0, time.Time{}, false, time.Time{}, fmt.Errorf("dynamo: take a channel ticket: %d attempts lost to concurrent bookings", ticketAttempts)
 }
 
 // queuedCondition is the condition of a booking queued on the calendar: nextAt at or after from
@@ -146,9 +149,9 @@ func queuedCondition(fromNs, aheadNs int64) expression.ConditionBuilder {
 }
 
 // restart books ticket next at from (fromNs) on a calendar that has fallen behind it, or
-// (aheadNs >= 0) run more than aheadNs ahead of it; ok is false when it has not (the condition
-// failed).
-func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, fromNs, step, aheadNs int64) (n int64, ok bool, err error) {
+// (aheadNs >= 0) run more than aheadNs ahead of it, and answers the calendar's time before it
+// (was; zero when the item had none); ok is false when it has not (the condition failed).
+func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, fromNs, step, aheadNs int64) (n int64, was time.Time, ok bool, err error) {
 	stale := expression.AttributeNotExists(expression.Name(AttrTicketNextAt)).Or(expression.Name(AttrTicketNextAt).LessThan(calendarMillis(fromNs)))
 	if aheadNs >= 0 {
 		stale = stale.Or(expression.Name(AttrTicketNextAt).GreaterThan(calendarMillis(fromNs + aheadNs)))
@@ -156,22 +159,44 @@ func (c *ChannelLeases) restart(ctx context.Context, tc TicketClient, fromNs, st
 	out, err := c.update(ctx, tc,
 		expression.Add(expression.Name(AttrTicketNext), expression.Value(1)).
 			Set(expression.Name(AttrTicketNextAt), calendarMillis(fromNs+step)),
-		stale, types.ReturnValueUpdatedNew)
+		stale, types.ReturnValueUpdatedOld)
 	if err != nil {
 		if conditionFailed(err) {
-			return 0, false, nil
+			return 0, time.Time{}, false, nil
 		}
-		return 0, false, fmt.Errorf("dynamo: restart the channel calendar: %w", err)
-	}
-	next, _, err := ticketAttrs(out.Attributes)
-	if err != nil {
-		return 0, false, err
+		return 0, time.Time{}, false, fmt.Errorf("dynamo: restart the channel calendar: %w", err)
 	}
 	c.restarted.Store(true)
-	if next == 0 { // wrapped (ticketNumber)
-		next = ticketWrap.Int64()
+	// The old values: absent on a new item (ADD starts next from 0, so the ticket is 0).
+	if v, ok := out.Attributes[AttrTicketNext].(*types.AttributeValueMemberN); ok {
+		if n, err = ticketNumber(v.Value); err != nil {
+			return 0, time.Time{}, false, err
+		}
 	}
-	return next - 1, true, nil
+	if v, ok := out.Attributes[AttrTicketNextAt].(*types.AttributeValueMemberN); ok {
+		was = fromCalendarNanos(clampCalendarMillis(v.Value))
+	}
+	return n, was, true, nil
+}
+
+// clampCalendarMillis is parseCalendarMillis for a calendar being restarted over: a time past
+// int64 nanoseconds either way is taken as the nearest one it has (a restart must not fail on the
+// digits it replaces: TestACalendarTimeOfAnyDigitsIsReadOrRestartedOnDynalite), and one that is
+// no number as the latest, so that the slots before it count as recent, never as long gone.
+func clampCalendarMillis(s string) int64 {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return math.MaxInt64
+	}
+	ns := new(big.Int).Quo(new(big.Int).Mul(r.Num(), big.NewInt(1e6)), r.Denom())
+	switch {
+	case ns.IsInt64():
+		return ns.Int64()
+	case ns.Sign() < 0:
+		return math.MinInt64
+	default:
+		return math.MaxInt64
+	}
 }
 
 func (c *ChannelLeases) update(ctx context.Context, tc TicketClient, upd expression.UpdateBuilder, cond expression.ConditionBuilder, rv types.ReturnValue) (*dynamodb.UpdateItemOutput, error) {
@@ -186,8 +211,8 @@ func (c *ChannelLeases) update(ctx context.Context, tc TicketClient, upd express
 	})
 }
 
-// ticketAttrs reads next and nextAt from an UpdateItem answer; nextAt is 0 when absent (an
-// UPDATED_NEW answer of a restart carries it, an UPDATED_OLD one always does).
+// ticketAttrs reads next and nextAt from the UPDATED_OLD answer of a queued booking (which always
+// carries both: its condition needs nextAt); nextAt is 0 when absent.
 func ticketAttrs(m map[string]types.AttributeValue) (next, nextAt int64, err error) {
 	get := func(name string, required bool) (string, error) {
 		v, ok := m[name].(*types.AttributeValueMemberN)

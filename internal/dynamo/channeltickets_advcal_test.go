@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"math"
 	"os"
 	"strconv"
 	"testing"
@@ -51,25 +52,27 @@ func TestACalendarTimeOfAnyDigitsIsReadOrRestartedOnDynalite(t *testing.T) {
 			nextAt    string
 			wantAt    time.Time
 			restarted bool
+			was       time.Time // the time the restart answers it had: clamped to int64 nanoseconds
 		}{
-			{"-1", from, true},
-			{"-0.000001", from, true},
-			{"0.0000001", from, true},
-			{"1E+125", from, true},
-			{"99999999999999999999999999999999999999", from, true},
-			{strconv.FormatInt(fromMs+10, 10) + ".1234567", from.Add(10*time.Millisecond + 123456*time.Nanosecond), false},
-			{strconv.FormatInt(fromMs, 10) + ".0000009", from, false},
-			{strconv.FormatInt(fromMs-1, 10) + ".9999999", from, true},
-			{strconv.FormatInt(fromMs-1, 10) + ".999999", from, true}, // six decimals, as the calendar writes
+			{"-1", from, true, time.Unix(0, -1e6).UTC()},
+			{"-0.000001", from, true, time.Unix(0, -1).UTC()},
+			{"0.0000001", from, true, time.Unix(0, 0).UTC()},
+			{"1E+125", from, true, time.Unix(0, math.MaxInt64).UTC()},
+			{"99999999999999999999999999999999999999", from, true, time.Unix(0, math.MaxInt64).UTC()},
+			{"-99999999999999999999999999999999999999", from, true, time.Unix(0, math.MinInt64).UTC()},
+			{strconv.FormatInt(fromMs+10, 10) + ".1234567", from.Add(10*time.Millisecond + 123456*time.Nanosecond), false, time.Time{}},
+			{strconv.FormatInt(fromMs, 10) + ".0000009", from, false, time.Time{}},
+			{strconv.FormatInt(fromMs-1, 10) + ".9999999", from, true, from.Add(-time.Nanosecond)},
+			{strconv.FormatInt(fromMs-1, 10) + ".999999", from, true, from.Add(-time.Nanosecond)}, // six decimals, as the calendar writes
 		} {
 			t.Run(name+"/"+c.nextAt, func(t *testing.T) {
 				client, table := newTable(t)
 				setCalendar(t, client, table, 7, c.nextAt)
 				l := dynamo.NewChannelLeases(client, table)
-				n, at, restarted, err := l.TakeTicket(ctx, from, spacing, time.Hour)
-				if err != nil || n != 7 || !at.Equal(c.wantAt) || restarted != c.restarted {
-					t.Errorf("nextAt %s: ticket %d at %v restarted %v, %v; want 7 at %v restarted %v",
-						c.nextAt, n, at.Sub(from), restarted, err, c.wantAt.Sub(from), c.restarted)
+				n, at, restarted, was, err := l.TakeTicket(ctx, from, spacing, time.Hour)
+				if err != nil || n != 7 || !at.Equal(c.wantAt) || restarted != c.restarted || !was.Equal(c.was) {
+					t.Errorf("nextAt %s: ticket %d at %v restarted %v was %v, %v; want 7 at %v restarted %v was %v",
+						c.nextAt, n, at.Sub(from), restarted, was, err, c.wantAt.Sub(from), c.restarted, c.was)
 				}
 			})
 		}
@@ -90,7 +93,7 @@ func TestACalendarAddsItsSpacingExactlyOnDynalite(t *testing.T) {
 				client, table := newTable(t)
 				l := dynamo.NewChannelLeases(client, table)
 				for i := range 4 {
-					_, at, _, err := l.TakeTicket(ctx, t0, spacing, time.Hour)
+					_, at, _, _, err := l.TakeTicket(ctx, t0, spacing, time.Hour)
 					if err != nil {
 						t.Fatal(err)
 					}

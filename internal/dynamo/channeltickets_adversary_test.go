@@ -30,7 +30,7 @@ func TestChannelSlotsComeAtLeastAnIntervalApart(t *testing.T) {
 		now := t0.Add(time.Hour * time.Duration(c.channels)) // each case on an idle calendar
 		var first time.Time
 		for i := 0; i <= c.channels; i++ {
-			_, at, _, err := l.TakeTicket(ctx, now, spacing, time.Hour)
+			_, at, _, _, err := l.TakeTicket(ctx, now, spacing, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,14 +73,14 @@ func TestCalendarFarAheadIsRestartedAtNow(t *testing.T) {
 		table := dynamotest.NewStore(t, client).Table()
 		setCalendar(t, client, table, 40, strconv.FormatInt(t0.Add(ahead).UnixMilli(), 10))
 		l := dynamo.NewChannelLeases(client, table)
-		n, at, _, err := l.TakeTicket(ctx, t0, spacing, horizon)
+		n, at, _, _, err := l.TakeTicket(ctx, t0, spacing, horizon)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !at.Equal(t0) || n != 40 {
 			t.Errorf("calendar %v ahead: ticket %d at now%+v, want ticket 40 at now", ahead, n, at.Sub(t0))
 		}
-		if _, at, _, _ = l.TakeTicket(ctx, t0, spacing, horizon); !at.Equal(t0.Add(spacing)) {
+		if _, at, _, _, _ = l.TakeTicket(ctx, t0, spacing, horizon); !at.Equal(t0.Add(spacing)) {
 			t.Errorf("calendar %v ahead: the booking after the restart at now%+v, want now+%v", ahead, at.Sub(t0), spacing)
 		}
 	}
@@ -89,7 +89,7 @@ func TestCalendarFarAheadIsRestartedAtNow(t *testing.T) {
 	table := dynamotest.NewStore(t, client).Table()
 	setCalendar(t, client, table, 40, strconv.FormatInt(t0.Add(horizon).UnixMilli(), 10))
 	l := dynamo.NewChannelLeases(client, table)
-	if n, at, _, err := l.TakeTicket(ctx, t0, spacing, horizon); err != nil || n != 40 || !at.Equal(t0.Add(horizon)) {
+	if n, at, _, _, err := l.TakeTicket(ctx, t0, spacing, horizon); err != nil || n != 40 || !at.Equal(t0.Add(horizon)) {
 		t.Errorf("calendar at the horizon: ticket %d at now%+v (%v), want ticket 40 at now+%v", n, at.Sub(t0), err, horizon)
 	}
 }
@@ -113,7 +113,7 @@ func TestCalendarPastTheLargestTicketKeepsBooking(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := dynamo.NewChannelLeases(client, table)
-		n, at, _, err := l.TakeTicket(ctx, t0, time.Second, time.Hour)
+		n, at, _, _, err := l.TakeTicket(ctx, t0, time.Second, time.Hour)
 		if err != nil || n < 0 || !at.Equal(t0) {
 			t.Errorf("next %s: ticket %d at now%+v, %v; want a non-negative ticket at now", next, n, at.Sub(t0), err)
 		}
@@ -128,7 +128,7 @@ func TestCalendarDeletedIsStartedAgain(t *testing.T) {
 	table := dynamotest.NewStore(t, client).Table()
 	l := dynamo.NewChannelLeases(client, table)
 	for range 5 {
-		if _, _, _, err := l.TakeTicket(ctx, t0, time.Second, time.Hour); err != nil {
+		if _, _, _, _, err := l.TakeTicket(ctx, t0, time.Second, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func TestCalendarDeletedIsStartedAgain(t *testing.T) {
 		Key: map[string]types.AttributeValue{dynamo.AttrPK: &types.AttributeValueMemberS{Value: dynamo.ChannelTicketsKey}}}); err != nil {
 		t.Fatal(err)
 	}
-	n, at, _, err := l.TakeTicket(ctx, t0, time.Second, time.Hour)
+	n, at, _, _, err := l.TakeTicket(ctx, t0, time.Second, time.Hour)
 	if err != nil || n != 0 || !at.Equal(t0) {
 		t.Fatalf("after the delete: ticket %d at now%+v, %v; want ticket 0 at now", n, at.Sub(t0), err)
 	}

@@ -64,33 +64,34 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 	}
 	const spacing = 1250 * time.Millisecond // 5 s ledgers over 4 channels
 
-	t.Run("consecutive tickets, spaced from now, restarting after an idle spell, and saying so", func(t *testing.T) {
+	t.Run("consecutive tickets, spaced from now, restarting after an idle spell, and saying so with the time it had", func(t *testing.T) {
 		l, _, _ := newCalendar(t)
 		type booking struct {
 			n         int64
 			at        time.Time
 			restarted bool
+			was       time.Time
 		}
 		var got []booking
 		for _, now := range []time.Time{t0, t0, t0.Add(time.Second), t0.Add(time.Minute), t0.Add(time.Minute), t0.Add(time.Minute + 2*spacing)} {
-			n, at, restarted, err := l.TakeTicket(ctx, now, spacing, 0)
+			n, at, restarted, was, err := l.TakeTicket(ctx, now, spacing, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, booking{n, at, restarted})
+			got = append(got, booking{n, at, restarted, was})
 		}
 		want := []booking{
-			{0, t0, true},                               // a new calendar: now, restarted
-			{1, t0.Add(spacing), false},                 // queued behind the first
-			{2, t0.Add(2 * spacing), false},             // still ahead of now (t0 + 1 s)
-			{3, t0.Add(time.Minute), true},              // idle since: restarted at now
-			{4, t0.Add(time.Minute + spacing), false},   //
-			{5, t0.Add(time.Minute + 2*spacing), false}, // at exactly from, queued: no restart
+			{0, t0, true, time.Time{}},                               // a new calendar: now, restarted, no time before
+			{1, t0.Add(spacing), false, time.Time{}},                 // queued behind the first
+			{2, t0.Add(2 * spacing), false, time.Time{}},             // still ahead of now (t0 + 1 s)
+			{3, t0.Add(time.Minute), true, t0.Add(3 * spacing)},      // idle since: restarted at now; ticket 3 would have been at t0 + 3 spacings
+			{4, t0.Add(time.Minute + spacing), false, time.Time{}},   //
+			{5, t0.Add(time.Minute + 2*spacing), false, time.Time{}}, // at exactly from, queued: no restart
 		}
 		for i := range want {
-			if got[i] != want[i] && (got[i].n != want[i].n || !got[i].at.Equal(want[i].at) || got[i].restarted != want[i].restarted) {
-				t.Errorf("booking %d = %d at %v restarted %v, want %d at %v restarted %v", i, got[i].n, got[i].at.Sub(t0), got[i].restarted,
-					want[i].n, want[i].at.Sub(t0), want[i].restarted)
+			if got[i].n != want[i].n || !got[i].at.Equal(want[i].at) || got[i].restarted != want[i].restarted || !got[i].was.Equal(want[i].was) {
+				t.Errorf("booking %d = %d at %v restarted %v (was %v), want %d at %v restarted %v (was %v)", i, got[i].n, got[i].at.Sub(t0), got[i].restarted, got[i].was,
+					want[i].n, want[i].at.Sub(t0), want[i].restarted, want[i].was)
 			}
 		}
 	})
@@ -101,7 +102,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		l := dynamo.NewChannelLeases(counting, table)
 		// Under load: the calendar ahead of now, queued on.
 		for i := range 4 {
-			if _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err != nil {
+			if _, _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err != nil {
 				t.Fatal(err)
 			}
 			if i == 1 {
@@ -116,7 +117,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		// Light load: every booking finds the calendar behind now, restarted first.
 		counting.Reset()
 		for i := range 3 {
-			if _, at, _, err := l.TakeTicket(ctx, t0.Add(time.Duration(i+1)*time.Minute), spacing, 0); err != nil || !at.Equal(t0.Add(time.Duration(i+1)*time.Minute)) {
+			if _, at, _, _, err := l.TakeTicket(ctx, t0.Add(time.Duration(i+1)*time.Minute), spacing, 0); err != nil || !at.Equal(t0.Add(time.Duration(i+1)*time.Minute)) {
 				t.Fatalf("idle booking %d: %v, %v", i, at, err)
 			}
 		}
@@ -136,7 +137,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		for range 8 {
 			wg.Go(func() {
 				for range 5 {
-					n, at, _, err := l.TakeTicket(ctx, t0, spacing, 0)
+					n, at, _, _, err := l.TakeTicket(ctx, t0, spacing, 0)
 					if err != nil {
 						t.Error(err)
 						return
@@ -163,11 +164,11 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 	t.Run("a booking whose answer was lost skips a ticket and nothing else", func(t *testing.T) {
 		_, client, table := newCalendar(t)
 		l := dynamo.NewChannelLeases(&lostAnswers{API: client, n: 1}, table)
-		if _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err == nil {
+		if _, _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); err == nil {
 			t.Fatal("a lost answer reported success")
 		}
 		// The caller (or the SDK) books again: the applied booking is skipped, never handed out twice.
-		n, at, _, err := l.TakeTicket(ctx, t0, spacing, 0)
+		n, at, _, _, err := l.TakeTicket(ctx, t0, spacing, 0)
 		if err != nil || n != 1 || !at.Equal(t0.Add(spacing)) {
 			t.Fatalf("after a lost answer: %d at %v, %v; want ticket 1 one spacing after now", n, at.Sub(t0), err)
 		}
@@ -181,7 +182,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		const fine = 78125 * time.Microsecond
 		var ats []time.Time
 		for range 65 {
-			_, at, _, err := l.TakeTicket(ctx, t0, fine, 0)
+			_, at, _, _, err := l.TakeTicket(ctx, t0, fine, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +207,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 		l := dynamo.NewChannelLeases(client, table)
 		from := t0.Add(1500 * time.Microsecond)
 		for i, want := range []time.Duration{10 * time.Second, 10*time.Second + 1250*time.Microsecond} {
-			n, at, _, err := l.TakeTicket(ctx, from, 1250*time.Microsecond, 0)
+			n, at, _, _, err := l.TakeTicket(ctx, from, 1250*time.Microsecond, 0)
 			if err != nil || n != int64(7+i) || !at.Equal(t0.Add(want)) {
 				t.Errorf("booking %d: %d at %v, %v; want %d at %v", i, n, at.Sub(t0), err, 7+i, want)
 			}
@@ -216,7 +217,7 @@ func runTicketContract(t *testing.T, newTable func(t *testing.T) (dynamotest.API
 	t.Run("a client without UpdateItem has no calendar", func(t *testing.T) {
 		_, client, table := newCalendar(t)
 		l := dynamo.NewChannelLeases(withoutUpdate{client}, table)
-		if _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); !errors.Is(err, dynamo.ErrNoTickets) {
+		if _, _, _, _, err := l.TakeTicket(ctx, t0, spacing, 0); !errors.Is(err, dynamo.ErrNoTickets) {
 			t.Fatalf("TakeTicket = %v, want ErrNoTickets", err)
 		}
 	})

@@ -83,8 +83,8 @@
 // `leaseOwner = :owner`. A calendar booking is UpdateItem `ADD next :1 SET nextAt = nextAt +
 // :spacing` if `nextAt >= :now AND nextAt <= :now + :horizon` (ReturnValues UPDATED_OLD), or,
 // when that condition fails, `ADD next :1 SET nextAt = :now + :spacing` if
-// `attribute_not_exists(nextAt) OR nextAt < :now OR nextAt > :now + :horizon` (UPDATED_NEW: a
-// calendar that far ahead is stale); neither is idempotent, and a booking repeated after a lost answer only skips a
+// `attribute_not_exists(nextAt) OR nextAt < :now OR nextAt > :now + :horizon` (UPDATED_OLD too:
+// the calendar's time before the restart; a calendar that far ahead is stale); neither is idempotent, and a booking repeated after a lost answer only skips a
 // ticket (TakeTicket). Every read that decides a write is a consistent GetItem; the index is
 // eventually consistent, so what it lists is read again before it is acted on.
 //

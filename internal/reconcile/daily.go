@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/stellar-transfer/orchestrator/internal/logging"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -22,8 +18,8 @@ import (
 // Which transfers belong to the day: those whose transaction landed in one of the day's ledgers.
 // A transfer settles after its transaction lands, at the earliest seconds later (a transaction
 // landed at 23:59:58 is often settled the next day), and an in-doubt one whenever the sweep or an
-// operator settles it. So the table's side is every lasting record settled from the day on, for
-// DailyLookAhead days (and never past the invocation's day), every item in doubt now and every
+// operator settles it. So the table's side is every lasting record settled from the day on, up to
+// the invocation's day and at most DailyLookAhead days after it, every item in doubt now and every
 // expired claim: each explains the chain payments whose hash is one of its envelope's, whatever
 // day it settled (and from the day before, for a clock behind the ledger's). A record settled as
 // paid is expected on chain on the day of its ledger (transfer.Result.Ledger).
@@ -33,7 +29,7 @@ import (
 //     transaction is not among the day's transactions;
 //   - failedOnChain: the same, found FAILED;
 //   - mismatched: found, but what moved differs from the transfer (direction, amount, asset,
-//     destination and its muxed id, memo, ledger);
+//     destination and its muxed id, memo, ledger, recorded hash);
 //   - unexplained: a movement of a configured asset from or to the vault on chain that no transfer
 //     explains (an incoming payment that tops the vault up is one: the service never asked for it);
 //     a second payment in the transaction of a transfer is one too, and so is a payment whose
@@ -45,20 +41,34 @@ import (
 //   - inDoubt and unsettled: the items in doubt now, and the expired claims and queued transfers
 //     accepted by the day's end, with whether the chain shows their transaction in the day
 //     (listed, not counted: they have their own alarms);
-//   - unverified: records settled on the day as paid by a forced resolution whose transaction is
-//     not in the day (listed, not counted: the ledger could not prove it when it was forced).
+//   - unverified: records settled on the day as paid without a ledger (a forced resolution), or
+//     released by a forced discard, whose transaction is not in the day (listed, not counted: the
+//     ledger could not prove it when it was forced).
+//
+// A transfer is set against the payment of its transaction that is exactly what it asked for, a
+// batch's key against its own operation; the hash it recorded must be one that landed. A run
+// again of a stored day lists what the earlier runs said (Supersedes).
 //
 // Discrepancies is the sum of the counted lists and the assets whose actual movement differs;
 // any discrepancy logs the report at WARN, writes the metric and publishes the event with ok false.
 
-// DailyLookAhead is how many days after the reported day the lasting records are read: stellar-rpc's
-// default history retention (about 7 days), past which the day cannot be reported again anyway.
-const DailyLookAhead = 7
+// DailyLookAhead is how many days after the reported day the lasting records are read, at most:
+// a day is reported again as long as RPC's history holds it (120,960 ledgers by default: 7 days at
+// 5 s a ledger, more at a slower pace, and an operator may keep more), and a transfer in doubt may settle
+// days after it landed. The bound keeps a run for a day long past (a typo's year) to that many
+// reads of the lasting record.
+const DailyLookAhead = 92
 
 // DailyListMax clips each list of a report; the counts are exact. Eight lists of 40 entries of
 // under 700 bytes keep a report within a CloudWatch Logs event (256 KB) and a stored item
 // (dynamo.MaxDailyReport).
 const DailyListMax = 40
+
+// DailyMaxBytes bounds a report's JSON: under the store's bound (dynamo.MaxDailyReport, 350,000
+// bytes, within DynamoDB's 400 KB item). Forty entries a list fit in it unless the entries are
+// the longest a transfer can make (255-character keys, muxed wallets, memos of 28 control
+// characters, each escaped to six); encodeReport then clips the lists further.
+const DailyMaxBytes = 300_000
 
 // dailyMargin is how long before the invocation's deadline the daily reading gives up: enough to
 // store nothing, log the failure and write the metric.
@@ -149,6 +159,22 @@ type DailyReport struct {
 	// expired claims (an invocation died holding one) and queued transfers no submitter took yet.
 	Unsettled []DailyItem `json:"unsettled"`
 	Unsure    []DailyItem `json:"unverified"`
+	// Supersedes are the earlier runs of the same day whose stored reports this one replaced,
+	// oldest first (at most DailyListMax, the latest kept): a run again never erases what an
+	// earlier one told (a page, the matches it counted). Empty for a day's first report.
+	Supersedes []DailyRun `json:"supersedes,omitempty"`
+	// ListMax is how many entries each list was clipped to: DailyListMax, or fewer when the
+	// report would not fit DailyMaxBytes otherwise.
+	ListMax int `json:"listMax"`
+}
+
+// DailyRun is what an earlier stored report of the day said: when it was made and its outcome.
+type DailyRun struct {
+	GeneratedAt   time.Time   `json:"generatedAt"`
+	OK            bool        `json:"ok"`
+	Discrepancies int         `json:"discrepancies"`
+	Matched       int         `json:"matched"`
+	Counts        DailyCounts `json:"counts"`
 }
 
 // DailyLedgers are the day's ledgers: [first, last], their close times and the transactions read.
@@ -345,13 +371,21 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 	case err != nil:
 		return nil, ledgerErr(err)
 	}
+	if err := wholeDay(chain, start, partial); err != nil {
+		return nil, ledgerErr(err)
+	}
 	side, err := s.tableSide(readCtx, start, now)
 	if err != nil {
 		return nil, err
 	}
 	report := buildReport(start, now, chain, side)
 	report.Partial = partial
-	body, err := json.Marshal(report)
+	if !partial {
+		if report.Supersedes, err = supersedes(ctx, d.Reports, start); err != nil {
+			return nil, err
+		}
+	}
+	body, err := encodeReport(report)
 	if err != nil {
 		return nil, &Error{Code: CodeStoreUnavailable, Message: "the report could not be encoded", Err: err}
 	}
@@ -372,7 +406,10 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 	} else {
 		s.cfg.Logger.Log(ctx, level, "daily reconciliation", "summary", report.Summary(), "stored", dailyKeyHint(report.Day))
 	}
-	if d.Gauge != nil {
+	// The alarm says whether the latest day balances: a run of an older day writes the metric only
+	// when it found something (it pages), never a clean 0 that would clear the page of a later day
+	// still unresolved. The day before now's (the schedule's) writes it whatever it found.
+	if latest, _ := dayOf("", now, false); d.Gauge != nil && (report.Discrepancies > 0 || !start.Before(latest)) {
 		d.Gauge.DailyDiscrepancies(ctx, report.Discrepancies)
 	}
 	if d.Publish != nil {
@@ -381,6 +418,25 @@ func (s *Service) runDaily(ctx context.Context, req Request) (*DailyReport, erro
 		}
 	}
 	return report, nil
+}
+
+// supersedes are the runs of day stored before this one, oldest first: the stored report's own
+// list and the stored report itself, the latest DailyListMax kept. A stored report that cannot be
+// read is an error: replacing it unread would erase what it said.
+func supersedes(ctx context.Context, reports ReportStore, day time.Time) ([]DailyRun, error) {
+	b, err := reports.GetDailyReport(ctx, day)
+	if errors.Is(err, transfer.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	var old DailyReport
+	if err := json.Unmarshal(b, &old); err != nil {
+		return nil, &Error{Code: CodeStoreUnavailable, Message: "the report stored for " + day.Format(time.DateOnly) + " cannot be read; it is not replaced", Err: err}
+	}
+	runs := append(old.Supersedes, DailyRun{GeneratedAt: old.GeneratedAt, OK: old.OK, Discrepancies: old.Discrepancies, Matched: old.Matched, Counts: old.Counts})
+	return runs[max(0, len(runs)-DailyListMax):], nil
 }
 
 // tableSide is what the table holds that can explain the day's chain.
@@ -392,8 +448,8 @@ type tableSide struct {
 	live, unsettled []transfer.Record
 }
 
-// tableSide reads the records settled from the day before start's through DailyLookAhead days
-// after it (never past now's day), the in-doubt items, the expired claims and the queued items.
+// tableSide reads the records settled from the day before start's through now's day, at most
+// DailyLookAhead days after start's, the in-doubt items, the expired claims and the queued items.
 func (s *Service) tableSide(ctx context.Context, start, now time.Time) (tableSide, error) {
 	var side tableSide
 	seen := map[string]bool{}
@@ -462,318 +518,6 @@ func (s *Service) tableSide(ctx context.Context, start, now time.Time) (tableSid
 		}
 	}
 	return side, nil
-}
-
-// recordHashes are the hashes that name rec's transaction: its result's and its envelope's.
-func recordHashes(rec transfer.Record) []string {
-	var hs []string
-	if rec.Result != nil && rec.Result.TransactionHash != "" {
-		hs = append(hs, strings.ToLower(rec.Result.TransactionHash))
-	}
-	if rec.Envelope != nil {
-		for _, h := range rec.Envelope.Hashes() {
-			if h != "" {
-				hs = append(hs, strings.ToLower(h))
-			}
-		}
-	}
-	return hs
-}
-
-// paid reports whether rec is settled as paid: replayable.
-func paid(rec transfer.Record) bool { return rec.Status == transfer.StatusReplayable }
-
-// buildReport sets side against chain for the day starting at start.
-func buildReport(start, now time.Time, chain transfer.ChainDay, side tableSide) *DailyReport {
-	r := &DailyReport{Action: ActionDaily, Day: start.Format(time.DateOnly), GeneratedAt: now, ContractMode: chain.ContractMode,
-		Ledgers: DailyLedgers{First: chain.FirstLedger, Last: chain.LastLedger, FirstClose: chain.FirstClose, LastClose: chain.LastClose,
-			Transactions: chain.Transactions}}
-	inDay := func(ledger uint32) bool {
-		return chain.FirstLedger > 0 && ledger >= chain.FirstLedger && ledger <= chain.LastLedger
-	}
-	// The day's payments by hash (inner and outer), in order.
-	byHash := map[string][]int{}
-	for i, p := range chain.Payments {
-		byHash[strings.ToLower(p.Hash)] = append(byHash[strings.ToLower(p.Hash)], i)
-		if p.OuterHash != "" {
-			byHash[strings.ToLower(p.OuterHash)] = append(byHash[strings.ToLower(p.OuterHash)], i)
-		}
-	}
-	explained := make([]bool, len(chain.Payments))
-	notes := make([]DailyPayment, len(chain.Payments))
-	assets := map[string]*DailyAsset{}
-	asset := func(code string) *DailyAsset {
-		k := strings.ToUpper(code)
-		if a := assets[k]; a != nil {
-			return a
-		}
-		a := &DailyAsset{Asset: code}
-		assets[k] = a
-		return a
-	}
-	for code := range chain.Balances {
-		asset(code)
-	}
-	for _, p := range chain.Payments {
-		asset(p.Asset).ChainNet += signed(p)
-	}
-	// find: the first payment of rec's transaction in the day, and whether its transaction failed.
-	// A payment explains one transfer: a second record naming the same transaction finds none.
-	find := func(rec transfer.Record) (int, bool) {
-		for _, h := range recordHashes(rec) {
-			for _, i := range byHash[h] {
-				if !explained[i] {
-					return i, false
-				}
-			}
-		}
-		for _, h := range recordHashes(rec) {
-			if _, ok := chain.Failed[h]; ok {
-				return -1, true
-			}
-		}
-		return -1, false
-	}
-	for _, rec := range side.records {
-		i, failed := find(rec)
-		if !paid(rec) {
-			if i >= 0 && !explained[i] {
-				notes[i] = DailyPayment{Note: "its transfer is recorded as " + string(rec.Status) + ", not as paid", StoreKey: rec.StoreKey}
-			}
-			continue
-		}
-		ledger := uint32(0)
-		if rec.Result != nil {
-			ledger = rec.Result.Ledger
-		}
-		forced := rec.Audit != nil && rec.Audit.Forced
-		// Whose day is it: the ledger the table recorded, or, for a record without one (a forced
-		// resolution), the ledger the chain shows it in.
-		switch {
-		case ledger != 0 && !inDay(ledger):
-			if i >= 0 {
-				// Recorded in another ledger, yet its transaction is in this day: a difference.
-				p := chain.Payments[i]
-				explained[i] = true
-				it := itemOfRecord(rec)
-				it.OnChain, it.ChainLedger = true, p.Ledger
-				it.Differences = append(differences(rec, p), DailyDifference{Field: "ledger", Here: u32(ledger), Chain: u32(p.Ledger)})
-				addTransfer(asset(rec.Request.Asset), rec)
-				r.Differs = append(r.Differs, it)
-			} else if failed {
-				// Recorded as landed in another ledger, yet included FAILED in this day.
-				addTransfer(asset(rec.Request.Asset), rec)
-				r.Failed = append(r.Failed, itemOfRecord(rec))
-			}
-			continue
-		case ledger == 0 && i < 0 && !failed:
-			if forced && transfer.ArchiveDay(rec.UpdatedAt) == r.Day {
-				r.Unsure = append(r.Unsure, itemOfRecord(rec))
-			}
-			continue
-		}
-		addTransfer(asset(rec.Request.Asset), rec)
-		it := itemOfRecord(rec)
-		switch {
-		case i >= 0:
-			p := chain.Payments[i]
-			explained[i] = true
-			it.OnChain, it.ChainLedger = true, p.Ledger
-			diffs := differences(rec, p)
-			if ledger != 0 && ledger != p.Ledger {
-				diffs = append(diffs, DailyDifference{Field: "ledger", Here: u32(ledger), Chain: u32(p.Ledger)})
-			}
-			if len(diffs) == 0 {
-				r.Matched++
-				continue
-			}
-			it.Differences = diffs
-			r.Differs = append(r.Differs, it)
-		case failed:
-			r.Failed = append(r.Failed, it)
-		default:
-			r.Absent = append(r.Absent, it)
-		}
-	}
-	// The items not settled: their payment on chain is explained (not unexplained: the sweep or
-	// an operator will settle it), and shown with the item.
-	notSettled := func(rec transfer.Record) (DailyItem, bool) {
-		it := itemOfRecord(rec)
-		if rec.Envelope != nil {
-			it.TransactionHash = rec.Envelope.InnerHash
-		}
-		for _, h := range recordHashes(rec) {
-			if is := byHash[h]; len(is) > 0 {
-				p := chain.Payments[is[0]]
-				if !explained[is[0]] {
-					explained[is[0]] = true
-					asset(p.Asset).InDoubtNet += signed(p)
-				}
-				it.OnChain, it.ChainLedger = true, p.Ledger
-				break
-			}
-		}
-		return it, it.OnChain || !rec.CreatedAt.After(start.Add(24*time.Hour))
-	}
-	for _, rec := range side.live {
-		if it, ok := notSettled(rec); ok {
-			r.InDoubt = append(r.InDoubt, it)
-		}
-	}
-	for _, rec := range side.unsettled {
-		if it, ok := notSettled(rec); ok {
-			r.Unsettled = append(r.Unsettled, it)
-		}
-	}
-	for i, p := range chain.Payments {
-		if explained[i] {
-			continue
-		}
-		dp := notes[i]
-		dp.ChainPayment = p
-		if dp.Note == "" && len(byHash[strings.ToLower(p.Hash)]) > 1 && byHash[strings.ToLower(p.Hash)][0] != i {
-			dp.Note = "another payment of the same transaction is a transfer's; this one is not"
-		}
-		asset(p.Asset).UnexplainedNet += signed(p)
-		r.Unknown = append(r.Unknown, dp)
-	}
-	r.Other = append(r.Other, chain.Other...)
-	codes := make([]string, 0, len(assets))
-	for k := range assets {
-		codes = append(codes, k)
-	}
-	sort.Strings(codes)
-	for _, k := range codes {
-		a := assets[k]
-		a.Net = a.Received - a.PaidOut
-		if m, ok := chain.Balances[k]; ok && m.Readable && !chain.ContractMode {
-			a.ActualReadable = true
-			net := m.Net
-			a.ActualNet = &net
-			if m.HasBalances {
-				o, c := m.Opening, m.Closing
-				a.Opening, a.Closing = &o, &c
-			}
-			a.Difference = net - a.Net
-			a.BalanceMismatch = net != a.ChainNet
-		} else {
-			a.Difference = a.ChainNet - a.Net
-		}
-		if a.BalanceMismatch {
-			r.Counts.Balance++
-		}
-		r.Assets = append(r.Assets, *a)
-	}
-	r.Counts.Absent, r.Counts.Failed, r.Counts.Mismatched = len(r.Absent), len(r.Failed), len(r.Differs)
-	r.Counts.Unexplained, r.Counts.Other, r.Counts.InDoubt, r.Counts.Unverified = len(r.Unknown), len(r.Other), len(r.InDoubt), len(r.Unsure)
-	r.Counts.Unsettled = len(r.Unsettled)
-	r.Discrepancies = r.Counts.Absent + r.Counts.Failed + r.Counts.Mismatched + r.Counts.Unexplained + r.Counts.Other + r.Counts.Balance
-	r.OK = r.Discrepancies == 0
-	r.Absent, r.Failed, r.Differs = clip(r.Absent), clip(r.Failed), clip(r.Differs)
-	r.InDoubt, r.Unsure, r.Unknown, r.Unsettled = clip(r.InDoubt), clip(r.Unsure), clip(r.Unknown), clip(r.Unsettled)
-	r.Other = clip(r.Other)
-	return r
-}
-
-// clip keeps the first DailyListMax entries, and never answers null for an empty list.
-func clip[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s[:min(len(s), DailyListMax)]
-}
-
-// signed is p's amount as the vault sees it: negative out, positive in.
-func signed(p transfer.ChainPayment) int64 {
-	if p.Direction == transfer.DirectionOut {
-		return -p.Stroops
-	}
-	return p.Stroops
-}
-
-// addTransfer adds rec's amount to what the transfers say moved.
-func addTransfer(a *DailyAsset, rec transfer.Record) {
-	if rec.Request.OperationType == transfer.Deposit {
-		a.Received += rec.Request.Stroops
-	} else {
-		a.PaidOut += rec.Request.Stroops
-	}
-}
-
-// differences are the fields in which p is not the payment rec asked for.
-func differences(rec transfer.Record, p transfer.ChainPayment) []DailyDifference {
-	var out []DailyDifference
-	req := rec.Request
-	want := transfer.DirectionOut
-	if req.OperationType == transfer.Deposit {
-		want = transfer.DirectionIn
-	}
-	if p.Direction != want {
-		out = append(out, DailyDifference{Field: "direction", Here: want, Chain: p.Direction})
-	}
-	if req.Stroops != p.Stroops {
-		out = append(out, DailyDifference{Field: "amount", Here: stroopsText(req.Stroops), Chain: stroopsText(p.Stroops)})
-	}
-	if !strings.EqualFold(req.Asset, p.Asset) {
-		out = append(out, DailyDifference{Field: "asset", Here: req.Asset, Chain: p.Asset})
-	}
-	w := req.Wallet()
-	switch {
-	case w.Muxed():
-		if p.Counterparty != w.Account || p.Muxed == "" || p.MuxedID != strconv.FormatUint(w.MuxedID, 10) {
-			out = append(out, DailyDifference{Field: "walletAddress", Here: w.Address, Chain: chainWallet(p)})
-		}
-	case p.Counterparty != req.WalletAddress || p.Muxed != "":
-		out = append(out, DailyDifference{Field: "walletAddress", Here: req.WalletAddress, Chain: chainWallet(p)})
-	}
-	if req.Memo != p.Memo {
-		out = append(out, DailyDifference{Field: "memo", Here: memoText(req.Memo), Chain: memoText(p.Memo)})
-	}
-	return out
-}
-
-func chainWallet(p transfer.ChainPayment) string {
-	if p.Muxed != "" {
-		return p.Muxed
-	}
-	return p.Counterparty
-}
-
-func memoText(m transfer.Memo) string {
-	if m.IsZero() {
-		return "none"
-	}
-	return string(m.Type) + ":" + logging.Redact(m.Value)
-}
-
-func u32(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
-
-// stroopsText is an amount of stroops in units, as the API writes amounts ("12.5").
-func stroopsText(v int64) string {
-	neg := v < 0
-	if neg {
-		v = -v
-	}
-	s := strconv.FormatInt(v/transfer.StroopsPerUnit, 10)
-	if f := v % transfer.StroopsPerUnit; f != 0 {
-		s += "." + strings.TrimRight(strconv.FormatInt(f+transfer.StroopsPerUnit, 10)[1:], "0")
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
-
-// itemOfRecord is rec as a report lists it; texts a client wrote are redacted (itemOf).
-func itemOfRecord(rec transfer.Record) DailyItem {
-	v := itemOf(rec)
-	it := DailyItem{StoreKey: v.StoreKey, IdempotencyKey: v.IdempotencyKey, Status: v.Status, OperationType: v.OperationType,
-		WalletAddress: v.WalletAddress, Amount: v.Amount, Asset: v.Asset, Memo: v.Memo, TransactionHash: v.TransactionHash,
-		Ledger: v.Ledger, Forced: rec.Audit != nil && rec.Audit.Forced}
-	if rec.Status != transfer.StatusInDoubt && rec.Status != transfer.StatusInFlight && rec.Status != transfer.StatusQueued {
-		it.SettledAt = rec.UpdatedAt
-	}
-	return it
 }
 
 // dailyKeyHint says where a report too large to log is read.

@@ -26,16 +26,17 @@ type admitTickets struct {
 	calls  int
 }
 
-func (m *admitTickets) TakeTicket(_ context.Context, from time.Time, spacing, horizon time.Duration) (int64, time.Time, bool, error) {
+func (m *admitTickets) TakeTicket(_ context.Context, from time.Time, spacing, horizon time.Duration) (int64, time.Time, bool, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
-	n, at, restarted := m.next, m.nextAt, false
+	n, at, restarted, was := m.next, m.nextAt, false, time.Time{}
 	if at.Before(from) || horizon > 0 && at.After(from.Add(horizon)) {
+		was = at // zero on a new calendar
 		at, restarted = from, true
 	}
 	m.next, m.nextAt = n+1, at.Add(spacing)
-	return n, at, restarted, nil
+	return n, at, restarted, was, nil
 }
 
 func (m *admitTickets) booked() int {
@@ -45,8 +46,9 @@ func (m *admitTickets) booked() int {
 }
 
 // admitLedgerPool is a calendar-scheduled pool of 4 channels derived from fresh test keys (no
-// listed channels), its latest ledger closed 3 s before the clock's now, for the ledger's
-// admission tests; it returns the keys, the channel keys, the pool and that close time.
+// listed channels), its latest ledger closed 4 s before the clock's now (the release points, 0.6
+// into a ledger from a second after its close time, on now + 5k s), for the ledger's admission
+// tests; it returns the keys, the channel keys, the pool and that close time.
 func admitLedgerPool(t *testing.T, clock *vclock.Clock, tickets sources.TicketStore) (signing.Keys, []*keypair.Full, *sources.ChannelPool, time.Time) {
 	t.Helper()
 	keys := sourcestest.Keys(t)
@@ -55,7 +57,7 @@ func admitLedgerPool(t *testing.T, clock *vclock.Clock, tickets sources.TicketSt
 	if err != nil {
 		t.Fatal(err)
 	}
-	lastClose := clock.Now().Add(-3 * time.Second)
+	lastClose := clock.Now().Add(-4 * time.Second)
 	pool, err := sources.NewChannelPool(sources.ChannelPoolConfig{Leases: &sourcestest.Leases{}, Tickets: tickets, Count: 4, Clock: clock,
 		LedgerInterval: func() time.Duration { return 5 * time.Second },
 		LatestClose:    func(context.Context) time.Time { return lastClose }})

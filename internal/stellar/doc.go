@@ -72,6 +72,15 @@
 // read anyway. A FAILED inclusion stays the backstop (transfer.SourceShortfall): the balance may
 // change between the read and the ledger.
 //
+// Batches (batch.go, destinations.go; internal/transfer/doc.go, "Batches"): PrepareBatch builds
+// one classic transaction paying up to MaxBatchPayments withdrawals, operation i paying request
+// i with the vault as its source, from the same transaction source, bid, signatures, fee bump and
+// funds check as one transfer (buildClassic, seal, checkFunds per asset on the batch's sum); a
+// batch's fee bump bids (n+1) slots. CheckDestinations reads every destination before the batch is
+// built, as stellar-core will judge its payment, in one getLedgerEntries (Horizon: the accounts
+// concurrently). BatchOutcomes and LookupOutcomes give each operation's result and whose it is
+// (OpSide: landed, a neighbour's failure, the destination's, the paying side's, its own).
+//
 // A day's chain side (dayscan.go, dayevents.go; transfer.DayReader): the daily reconciliation's
 // reading of one UTC day, its ledgers found by close time (a binary search, one transaction a
 // probe), the transactions that concern the vault found by their CAP-67 events (getEvents: a

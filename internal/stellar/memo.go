@@ -126,23 +126,35 @@ var errBuiltMismatch = errors.New("stellar: the signed envelope does not pay wha
 // or bug sends a payment elsewhere or with another memo than the one checked before it; a
 // mismatch is errBuiltMismatch (Prepare's plain error: 503, nothing sent, the key released).
 func checkBuilt(envXDR string, pay payment, stroops int64, asset vaultAsset) error {
-	var env xdr.TransactionEnvelope
-	if err := xdr.SafeUnmarshalBase64(envXDR, &env); err != nil {
-		return fmt.Errorf("%w: %v", errBuiltMismatch, err)
-	}
-	var tx xdr.Transaction
-	switch {
-	case env.Type == xdr.EnvelopeTypeEnvelopeTypeTx && env.V1 != nil:
-		tx = env.V1.Tx
-	case env.Type == xdr.EnvelopeTypeEnvelopeTypeTxFeeBump && env.FeeBump != nil && env.FeeBump.Tx.InnerTx.V1 != nil:
-		tx = env.FeeBump.Tx.InnerTx.V1.Tx
-	default:
-		return fmt.Errorf("%w: envelope type %s", errBuiltMismatch, env.Type)
+	tx, err := builtTx(envXDR)
+	if err != nil {
+		return err
 	}
 	if len(tx.Operations) != 1 || tx.Operations[0].Body.PaymentOp == nil {
 		return fmt.Errorf("%w: not one payment", errBuiltMismatch)
 	}
-	op := tx.Operations[0].Body.PaymentOp
+	return checkBuiltPayment(tx, tx.Operations[0].Body.PaymentOp, pay, stroops, asset)
+}
+
+// builtTx decodes a signed envelope's transaction: the fee bump's inner one, or the transaction.
+// Errors: errBuiltMismatch (wrapped).
+func builtTx(envXDR string) (xdr.Transaction, error) {
+	var env xdr.TransactionEnvelope
+	if err := xdr.SafeUnmarshalBase64(envXDR, &env); err != nil {
+		return xdr.Transaction{}, fmt.Errorf("%w: %v", errBuiltMismatch, err)
+	}
+	switch {
+	case env.Type == xdr.EnvelopeTypeEnvelopeTypeTx && env.V1 != nil:
+		return env.V1.Tx, nil
+	case env.Type == xdr.EnvelopeTypeEnvelopeTypeTxFeeBump && env.FeeBump != nil && env.FeeBump.Tx.InnerTx.V1 != nil:
+		return env.FeeBump.Tx.InnerTx.V1.Tx, nil
+	}
+	return xdr.Transaction{}, fmt.Errorf("%w: envelope type %s", errBuiltMismatch, env.Type)
+}
+
+// checkBuiltPayment is checkBuilt's comparison of one payment op of tx, and of tx's memo, with
+// pay, stroops and asset.
+func checkBuiltPayment(tx xdr.Transaction, op *xdr.PaymentOp, pay payment, stroops int64, asset vaultAsset) error {
 	wantDest := xdr.MuxedAccount{Type: xdr.CryptoKeyTypeKeyTypeEd25519}
 	if pay.to.muxed != nil {
 		wantDest = pay.to.muxed.muxedAccount()

@@ -279,13 +279,31 @@ func (c *common) build(ctx context.Context, ch chain, lease sources.Lease, pay p
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	seq := snap.source.seq
 	ops := []txnbuild.Operation{&txnbuild.Payment{
 		Destination:   pay.to.strkey(),
 		Amount:        amount.StringFromInt64(stroops),
 		Asset:         asset.credit,
 		SourceAccount: lease.OpSource,
 	}}
+	env, err := c.buildClassic(ctx, ch, lease, snap.source.seq, ops, pay.memo, terms)
+	if err != nil {
+		return transfer.Envelope{}, err
+	}
+	if err := checkBuilt(env.XDR, pay, stroops, asset); err != nil {
+		return transfer.Envelope{}, err
+	}
+	if err := c.checkFunds(ctx, ch, lease, snap, env, stroops, asset, true); err != nil {
+		return transfer.Envelope{}, err
+	}
+	return env, nil
+}
+
+// buildClassic builds the classic transaction of ops from the lease's account at its sequence
+// number seq + 1 with memo (nil: none) and terms' timebounds, bidding the classic lane's rate per
+// operation slot (a fee bump's slot included), and seals it: signed, and fee-bumped when the lease
+// has a fee source, whose fee bump pays the rate while the inner transaction offers the base fee.
+func (c *common) buildClassic(ctx context.Context, ch chain, lease sources.Lease, seq int64, ops []txnbuild.Operation, memo txnbuild.Memo,
+	terms transfer.Terms) (transfer.Envelope, error) {
 	feeBumped := lease.FeeSource != nil
 	slots := int64(len(ops))
 	if feeBumped {
@@ -305,23 +323,13 @@ func (c *common) build(ctx context.Context, ch chain, lease sources.Lease, pay p
 		IncrementSequenceNum: true,
 		Operations:           ops,
 		BaseFee:              innerRate,
-		Memo:                 pay.memo,
+		Memo:                 memo,
 		Preconditions:        txnbuild.Preconditions{TimeBounds: timebounds(terms)},
 	})
 	if err != nil {
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the transaction: %w", err)
 	}
-	env, err := c.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
-	if err != nil {
-		return transfer.Envelope{}, err
-	}
-	if err := checkBuilt(env.XDR, pay, stroops, asset); err != nil {
-		return transfer.Envelope{}, err
-	}
-	if err := c.checkFunds(ctx, ch, lease, snap, env, stroops, asset, true); err != nil {
-		return transfer.Envelope{}, err
-	}
-	return env, nil
+	return c.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
 }
 
 // seal signs tx with the lease's signers and, when feeBumped, wraps it in a fee bump paid and

@@ -1,6 +1,7 @@
 package stellarsim
 
 import (
+	"maps"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
@@ -17,7 +18,13 @@ import (
 // chargeFee false (its fee source is not judged again, even if it was charged short). A
 // transaction that fails there is included FAILED with that code, its operations not applied, its
 // sequence number consumed once past the sequence check (applyFailureOf). Otherwise its sequence
-// number is consumed and its operations apply all-or-nothing (TransactionFrame::applyOperations).
+// number is consumed and its operations apply all-or-nothing, as
+// TransactionFrame::applyOperations (src/transactions/TransactionFrame.cpp) applies them: each
+// operation in its own scope nested in the transaction's (LedgerTxn ltxOp(ltxTx)), kept only if
+// it succeeded (protocol 14 and later), so each later operation is judged after the earlier ones
+// applied; every operation runs and gets its result even after one failed; the transaction's
+// scope is committed only if all succeeded, else the result is txFAILED with every operation's
+// result and nothing of it moved (the fee stays charged, the sequence number consumed).
 func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, charged int64) *AppliedTx {
 	fee := charged
 	var failed *applyFailure
@@ -40,12 +47,20 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, c
 	opEvents := make([][]xdr.ContractEvent, len(t.ops))
 	if failed == nil {
 		for i, op := range t.ops {
+			ac.v = v.child()
+			sponsors := maps.Clone(ac.sponsors)
 			ac.changes, ac.events = nil, nil
 			r, good := ac.applyOp(op)
 			opResults[i] = r
 			opChanges[i], opEvents[i] = ac.changes, ac.events
 			ok = ok && good
+			if good {
+				ac.v.merge()
+			} else {
+				ac.sponsors = sponsors
+			}
 		}
+		ac.v = v
 	}
 	code := xdr.TransactionResultCodeTxSuccess
 	switch {

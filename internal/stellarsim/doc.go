@@ -103,7 +103,27 @@
 //     (FeeBumpTransactionFrame::apply). A
 //     signer added inside a sponsorship sandwich (a sponsored signer) is
 //     refused with opNOT_SUPPORTED.
-//   - Trustlines for credit assets: balance, limit, always authorized.
+//   - Trustlines for credit assets: balance, limit, the issuer's authorization
+//     (authorized unless SetTrustlineAuth changes it: the flags, not the
+//     SetTrustLineFlags or AllowTrust operations) and liabilities (zero unless
+//     SetLiabilities sets them, for a trustline or an account's lumens: offers
+//     are not modelled), in getLedgerEntries and Horizon's balances.
+//   - Transactions of many operations (apply.go; TransactionFrame::
+//     applyOperations): each operation applies in its own scope nested in the
+//     transaction's, kept only if it succeeded, so a later operation is judged
+//     after the earlier ones applied; every operation gets its result; one
+//     failure makes the transaction txFAILED (under a fee bump
+//     txFEE_BUMP_INNER_FAILED with the inner result pair) and nothing of it
+//     moves. A payment is judged in core's order (operations.go: the
+//     destination account, the destination's line or balance, then the
+//     source's), so PAYMENT_NO_DESTINATION, NO_TRUST, NOT_AUTHORIZED,
+//     LINE_FULL (limit or INT64_MAX less buying liabilities), SRC_NO_TRUST,
+//     SRC_NOT_AUTHORIZED and UNDERFUNDED (less selling liabilities) come out as
+//     core's. At most 100 operations: 101 do not decode (stellar-xdr's
+//     MAX_OPS_PER_TX), sendTransaction answers invalid_xdr. Fees, the fee
+//     bump's minimum, the classic lane's capacity and surge pricing count
+//     operations, a fee bump one more than its inner transaction
+//     (FeeBumpTransactionFrame::getNumOperations).
 //   - Operations: CreateAccount, Payment (native and credit, issuer mints and
 //     burns), ChangeTrust (create, update, remove), Begin/EndSponsoringFutureReserves
 //     (sponsored accounts may start with 0 XLM; sponsored trustlines), SetOptions
@@ -308,8 +328,9 @@
 // domain: refused with opNOT_SUPPORTED) and signer types other than ed25519
 // (pre-authorized transaction, hash(x), signed payload), sponsored signers
 // (refused, see above),
-// authorization flags (trustlines are always authorized, no clawback),
-// liabilities, muxed-account semantics beyond resolving to the account,
+// the operations that set authorization flags or create liabilities
+// (SetTrustLineFlags, AllowTrust, offers; the helpers set both directly), clawback,
+// muxed-account semantics beyond resolving to the account,
 // preconditions other than time and ledger bounds (minSeqNum, minSeqAge,
 // minSeqLedgerGap, extraSigners are refused with txMALFORMED), more than one
 // transaction per source account in the queue, stellar-rpc releases before

@@ -177,3 +177,47 @@ func (n *Network) Account(address string) (AccountInfo, bool) {
 	return AccountInfo{Address: a.id, Balance: a.balance, Sequence: a.seq, NumSubEntries: a.numSubEntries,
 		NumSponsoring: a.numSponsoring, NumSponsored: a.numSponsored, Sponsor: a.sponsor, LastModified: a.lastModified}, true
 }
+
+// SetTrustlineAuth sets the issuer's authorization of account's trustline to asset, as the
+// issuer's SetTrustLineFlags would (that operation is not modelled): a payment to a line that is
+// not Authorized fails op_not_authorized, from it op_src_not_authorized. Errors: ErrNotFound when
+// the trustline does not exist.
+func (n *Network) SetTrustlineAuth(account string, asset Asset, auth TrustlineAuth) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t := n.state.trustlines[tlKey{account, asset}]
+	if t == nil {
+		return fmt.Errorf("stellarsim: trustline %s/%s: %w", account, asset, ErrNotFound)
+	}
+	t.auth = auth
+	t.lastModified = uint32(len(n.closeTimes))
+	return nil
+}
+
+// SetLiabilities sets the buying and selling liabilities (stroops) of account's trustline to
+// asset, or of the account itself for the native asset, as its open offers would (offers are not
+// modelled). A payment's room counts them as stellar-core does (addBalance: the destination's
+// balance may not pass its limit, or INT64_MAX, minus its buying liabilities; the source's may not
+// fall below its selling liabilities). Errors: ErrNotFound, or negative liabilities.
+func (n *Network) SetLiabilities(account string, asset Asset, buying, selling int64) error {
+	if buying < 0 || selling < 0 {
+		return fmt.Errorf("stellarsim: negative liabilities %d, %d", buying, selling)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	latest := uint32(len(n.closeTimes))
+	if asset.IsNative() {
+		a := n.state.accounts[account]
+		if a == nil {
+			return fmt.Errorf("stellarsim: account %s: %w", account, ErrNotFound)
+		}
+		a.buying, a.selling, a.lastModified = buying, selling, latest
+		return nil
+	}
+	t := n.state.trustlines[tlKey{account, asset}]
+	if t == nil {
+		return fmt.Errorf("stellarsim: trustline %s/%s: %w", account, asset, ErrNotFound)
+	}
+	t.buying, t.selling, t.lastModified = buying, selling, latest
+	return nil
+}

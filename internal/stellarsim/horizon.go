@@ -160,23 +160,23 @@ func (n *Network) hAccount(w http.ResponseWriter, r *http.Request) {
 	// Horizon lists the master key last, with its weight (0 when disabled).
 	out.Signers = append(out.Signers, hProtocol.Signer{Weight: int32(th[thMaster]), Key: id, Type: "ed25519_public_key"})
 	out.Data = map[string]string{}
-	yes := true
 	var lines []hProtocol.Balance
 	for k, t := range n.trustlinesAt(id, at) {
 		typ := "credit_alphanum4"
 		if len(k.asset.Code) > 4 {
 			typ = "credit_alphanum12"
 		}
+		authorized, maintain := t.auth == Authorized, t.auth != Unauthorized
 		lines = append(lines, hProtocol.Balance{
 			Balance: amount.StringFromInt64(t.balance), Limit: amount.StringFromInt64(t.limit),
-			BuyingLiabilities: "0.0000000", SellingLiabilities: "0.0000000", Sponsor: t.sponsor,
-			LastModifiedLedger: t.lastModified, IsAuthorized: &yes, IsAuthorizedToMaintainLiabilities: &yes,
+			BuyingLiabilities: amount.StringFromInt64(t.buying), SellingLiabilities: amount.StringFromInt64(t.selling), Sponsor: t.sponsor,
+			LastModifiedLedger: t.lastModified, IsAuthorized: &authorized, IsAuthorizedToMaintainLiabilities: &maintain,
 			Asset: base.Asset{Type: typ, Code: k.asset.Code, Issuer: k.asset.Issuer},
 		})
 	}
 	sort.Slice(lines, func(i, j int) bool { return lines[i].Asset.Code+lines[i].Issuer < lines[j].Asset.Code+lines[j].Issuer })
 	// Horizon lists credit balances first and the native balance last.
 	out.Balances = append(lines, hProtocol.Balance{Balance: amount.StringFromInt64(a.balance),
-		BuyingLiabilities: "0.0000000", SellingLiabilities: "0.0000000", Asset: base.Asset{Type: "native"}})
+		BuyingLiabilities: amount.StringFromInt64(a.buying), SellingLiabilities: amount.StringFromInt64(a.selling), Asset: base.Asset{Type: "native"}})
 	writeHAL(w, http.StatusOK, out)
 }

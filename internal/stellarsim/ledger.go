@@ -15,6 +15,9 @@ type account struct {
 	numSponsored  uint32
 	sponsor       string // who pays this account's base reserves, if anyone
 	lastModified  uint32
+	// buying and selling are the native liabilities (AccountEntryExtensionV1), set only by
+	// SetLiabilities: offers are not modelled.
+	buying, selling int64
 	// auth is the thresholds and added signers; nil is a new account's
 	// (defaultAuth, signatures.go).
 	auth *accountAuth
@@ -30,6 +33,37 @@ type trustline struct {
 	limit        int64
 	sponsor      string
 	lastModified uint32
+	// auth is the issuer's authorization (TrustLineFlags); the zero value is AUTHORIZED_FLAG,
+	// what every trustline has unless SetTrustlineAuth changes it.
+	auth TrustlineAuth
+	// buying and selling are the trustline's liabilities (TrustLineEntry.ext.v1), set only by
+	// SetLiabilities: offers are not modelled.
+	buying, selling int64
+}
+
+// TrustlineAuth is a trustline's authorization by its issuer (stellar-xdr TrustLineFlags).
+type TrustlineAuth int
+
+const (
+	// Authorized is AUTHORIZED_FLAG: the line may receive and send.
+	Authorized TrustlineAuth = iota
+	// AuthorizedToMaintainLiabilities is AUTHORIZED_TO_MAINTAIN_LIABILITIES_FLAG alone: the line
+	// keeps its offers but can neither receive nor send a payment (TrustLineWrapper::isAuthorized
+	// is false).
+	AuthorizedToMaintainLiabilities
+	// Unauthorized has neither flag.
+	Unauthorized
+)
+
+// flags is auth as the entry's TrustLineFlags.
+func (a TrustlineAuth) flags() xdr.Uint32 {
+	switch a {
+	case AuthorizedToMaintainLiabilities:
+		return xdr.Uint32(xdr.TrustLineFlagsAuthorizedToMaintainLiabilitiesFlag)
+	case Unauthorized:
+		return 0
+	}
+	return xdr.Uint32(xdr.TrustLineFlagsAuthorizedFlag)
 }
 
 // ledgerState is everything a transaction can read or write.
@@ -52,10 +86,14 @@ func minBalance(a *account, baseReserve int64) int64 {
 	return n * baseReserve
 }
 
-// view is a copy-on-write overlay over ledgerState so an operation batch can
-// be applied tentatively and thrown away if the transaction fails.
+// view is a copy-on-write overlay over ledgerState so a transaction's operations can be applied
+// tentatively and thrown away if the transaction fails. A view may be nested in another (child),
+// as stellar-core nests a LedgerTxn per operation in the transaction's
+// (TransactionFrame::applyOperations: ltxOp over ltxTx): the child sees its parent's writes, and
+// its own reach the parent only by merge.
 type view struct {
 	base       *ledgerState
+	parent     *view // nil: over base directly
 	accounts   map[string]*account
 	trustlines map[tlKey]*trustline // nil value = deleted
 }
@@ -64,13 +102,51 @@ func newView(base *ledgerState) *view {
 	return &view{base: base, accounts: map[string]*account{}, trustlines: map[tlKey]*trustline{}}
 }
 
+// child is a view nested in v: an operation's scope inside its transaction's.
+func (v *view) child() *view {
+	c := newView(v.base)
+	c.parent = v
+	return c
+}
+
+// merge writes v's changes into its parent: an operation that succeeded commits into the
+// transaction's scope (ltxOp.commit()). A failed operation's child is dropped instead.
+func (v *view) merge() {
+	for id, a := range v.accounts {
+		v.parent.accounts[id] = a
+	}
+	for k, t := range v.trustlines {
+		v.parent.trustlines[k] = t
+	}
+}
+
+// peekAccount is id's entry as v sees it, not copied: v's own, its parents', or the base's.
+func (v *view) peekAccount(id string) *account {
+	for s := v; s != nil; s = s.parent {
+		if a, ok := s.accounts[id]; ok {
+			return a
+		}
+	}
+	return v.base.accounts[id]
+}
+
+// peekTrustline is k's entry as v sees it, not copied; nil when absent or deleted.
+func (v *view) peekTrustline(k tlKey) *trustline {
+	for s := v; s != nil; s = s.parent {
+		if t, ok := s.trustlines[k]; ok {
+			return t
+		}
+	}
+	return v.base.trustlines[k]
+}
+
 // account returns a writable copy of the account, or nil.
 func (v *view) account(id string) *account {
 	if a, ok := v.accounts[id]; ok {
 		return a
 	}
-	b, ok := v.base.accounts[id]
-	if !ok {
+	b := v.peekAccount(id)
+	if b == nil {
 		return nil
 	}
 	c := *b
@@ -85,8 +161,8 @@ func (v *view) trustline(id string, asset Asset) *trustline {
 	if t, ok := v.trustlines[k]; ok {
 		return t
 	}
-	b, ok := v.base.trustlines[k]
-	if !ok {
+	b := v.peekTrustline(k)
+	if b == nil {
 		return nil
 	}
 	c := *b
@@ -135,13 +211,15 @@ func (a *account) entryXDR() (xdr.LedgerEntryData, error) {
 		}
 		e.Signers = append(e.Signers, xdr.Signer{Key: xdr.SignerKey{Type: xdr.SignerKeyTypeSignerKeyTypeEd25519, Ed25519: k.Ed25519}, Weight: xdr.Uint32(sg.weight)})
 	}
-	if a.numSponsored > 0 || a.numSponsoring > 0 {
-		e.Ext = xdr.AccountEntryExt{V: 1, V1: &xdr.AccountEntryExtensionV1{
-			Ext: xdr.AccountEntryExtensionV1Ext{V: 2, V2: &xdr.AccountEntryExtensionV2{
+	if a.numSponsored > 0 || a.numSponsoring > 0 || a.buying > 0 || a.selling > 0 {
+		v1 := &xdr.AccountEntryExtensionV1{Liabilities: xdr.Liabilities{Buying: xdr.Int64(a.buying), Selling: xdr.Int64(a.selling)}}
+		if a.numSponsored > 0 || a.numSponsoring > 0 {
+			v1.Ext = xdr.AccountEntryExtensionV1Ext{V: 2, V2: &xdr.AccountEntryExtensionV2{
 				NumSponsored:  xdr.Uint32(a.numSponsored),
 				NumSponsoring: xdr.Uint32(a.numSponsoring),
-			}},
-		}}
+			}}
+		}
+		e.Ext = xdr.AccountEntryExt{V: 1, V1: v1}
 	}
 	return xdr.LedgerEntryData{Type: xdr.LedgerEntryTypeAccount, Account: &e}, nil
 }
@@ -160,7 +238,11 @@ func (t *trustline) entryXDR(id string, asset Asset) (xdr.LedgerEntryData, error
 		Asset:     xa.ToTrustLineAsset(),
 		Balance:   xdr.Int64(t.balance),
 		Limit:     xdr.Int64(t.limit),
-		Flags:     xdr.Uint32(xdr.TrustLineFlagsAuthorizedFlag),
+		Flags:     t.auth.flags(),
+	}
+	if t.buying > 0 || t.selling > 0 {
+		e.Ext = xdr.TrustLineEntryExt{V: 1, V1: &xdr.TrustLineEntryV1{
+			Liabilities: xdr.Liabilities{Buying: xdr.Int64(t.buying), Selling: xdr.Int64(t.selling)}}}
 	}
 	return xdr.LedgerEntryData{Type: xdr.LedgerEntryTypeTrustline, TrustLine: &e}, nil
 }

@@ -39,74 +39,101 @@ func (ac *applyCtx) createAccount(src *account, op xdr.CreateAccountOp, reserve 
 		na.sponsor = sponsorID
 	}
 	ac.v.createAccount(na)
-	// CreateAccountOpFrame::doApply: a native transfer from the source to the new account.
+	// CreateAccountOpFrame::doApply: a lumen transfer from the source to the new account.
 	ac.transferEvent(Native, src.id, dest, nil, start)
 	return createAccountResult(xdr.CreateAccountResultCodeCreateAccountSuccess), true
 }
 
-// payment credits the account a destination names: a muxed destination (SEP-23,
-// KEY_TYPE_MUXED_ED25519) pays its ed25519 account, its id is not looked at
-// (PaymentOpFrame::doApply: toAccountID(mPayment.destination)).
+// payment is stellar-core's PaymentOpFrame::doApply (src/transactions/PaymentOpFrame.cpp): a
+// native payment to its own source succeeds at once; any other is applied as a path payment with
+// no path (PathPaymentStrictReceiveOpFrame::doApply), whose codes map one to one onto the
+// payment's. A muxed destination (SEP-23, KEY_TYPE_MUXED_ED25519) pays its ed25519 account, its id
+// not looked at (toAccountID(mPayment.destination)). The order of the checks decides which code a
+// payment that fails twice gets, so it is core's: the destination account
+// (op_no_destination, unless the destination issues the asset: shouldBypassIssuerCheck), then
+// the destination's side (PathPaymentOpFrameBase::updateDestBalance: native, room below INT64_MAX
+// after buying liabilities, else op_line_full; credit, the trustline op_no_trust, its
+// authorization op_not_authorized, room under its limit after buying liabilities op_line_full),
+// and only then the source's (updateSourceBalance: native, the available balance above the
+// reserve and selling liabilities, else op_underfunded; credit op_src_no_trust,
+// op_src_not_authorized, op_underfunded below the selling liabilities). The destination is
+// credited before the source is debited, both in the operation's own scope (applyTx), which a
+// failure throws away. An issuer's side of its own asset has no line and always has room.
 func (ac *applyCtx) payment(src *account, op xdr.PaymentOp, reserve int64) (xdr.OperationResult, bool) {
+	r, ok := ac.movePayment(src, op, reserve)
+	if ok {
+		// PaymentOpFrame::doApply's instantSuccess (lumens to itself) and the
+		// PathPaymentStrictReceiveOpFrame::doApply a payment otherwise runs each end with
+		// eventForTransferWithIssuerCheck from the source to the destination (events.go).
+		ac.transferEvent(assetFromXDR(op.Asset), src.id, op.Destination.ToAccountId().Address(), &op.Destination, int64(op.Amount))
+	}
+	return r, ok
+}
+
+// movePayment is payment's checks and balance changes.
+func (ac *applyCtx) movePayment(src *account, op xdr.PaymentOp, reserve int64) (xdr.OperationResult, bool) {
 	destID := op.Destination.ToAccountId().Address()
 	amount := int64(op.Amount)
-	dest := ac.v.account(destID)
-	if dest == nil {
+	asset := assetFromXDR(op.Asset)
+	if asset.IsNative() && destID == src.id {
+		return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
+	}
+	bypassIssuerCheck := !asset.IsNative() && destID == asset.Issuer
+	if !bypassIssuerCheck && ac.v.account(destID) == nil {
 		return paymentResult(xdr.PaymentResultCodePaymentNoDestination), false
 	}
-	asset := assetFromXDR(op.Asset)
+	// updateDestBalance.
 	if asset.IsNative() {
-		if src.balance-minBalance(src, reserve) < amount {
-			return paymentResult(xdr.PaymentResultCodePaymentUnderfunded), false
-		}
-		if dest.id != src.id {
-			if dest.balance > math.MaxInt64-amount {
-				return paymentResult(xdr.PaymentResultCodePaymentLineFull), false
-			}
-			src.balance -= amount
-			dest.balance += amount
-		}
-		// PaymentOpFrame::doApply: a native payment, to itself too (instantSuccess).
-		ac.transferEvent(asset, src.id, destID, &op.Destination, amount)
-		return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
-	}
-	// Destination side first, then source, as core's path payment does.
-	var destTL, srcTL *trustline
-	if destID != asset.Issuer {
-		destTL = ac.v.trustline(destID, asset)
-		if destTL == nil {
-			return paymentResult(xdr.PaymentResultCodePaymentNoTrust), false
-		}
-		if destTL.balance > destTL.limit-amount {
+		dest := ac.v.account(destID)
+		if dest.balance > math.MaxInt64-amount || dest.balance+amount > math.MaxInt64-dest.buying {
 			return paymentResult(xdr.PaymentResultCodePaymentLineFull), false
 		}
-	}
-	if src.id != asset.Issuer {
-		srcTL = ac.v.trustline(src.id, asset)
-		if srcTL == nil {
-			return paymentResult(xdr.PaymentResultCodePaymentSrcNoTrust), false
+		dest.balance += amount
+	} else if destID != asset.Issuer {
+		tl := ac.v.trustline(destID, asset)
+		switch {
+		case tl == nil:
+			return paymentResult(xdr.PaymentResultCodePaymentNoTrust), false
+		case tl.auth != Authorized:
+			return paymentResult(xdr.PaymentResultCodePaymentNotAuthorized), false
+		case tl.balance > tl.limit-amount || tl.balance+amount > tl.limit-tl.buying:
+			return paymentResult(xdr.PaymentResultCodePaymentLineFull), false
 		}
-		if srcTL.balance < amount {
+		pre := *tl
+		tl.balance += amount
+		tl.lastModified = ac.ledger
+		if destID != src.id {
+			ac.changed(destID, asset, pre, *tl)
+		}
+	}
+	// updateSourceBalance: src is re-read from the scope, where the destination's credit (a
+	// payment to itself) is already written.
+	src = ac.v.account(src.id)
+	if asset.IsNative() {
+		if amount > src.balance-minBalance(src, reserve)-src.selling {
 			return paymentResult(xdr.PaymentResultCodePaymentUnderfunded), false
 		}
-	}
-	// PathPaymentStrictReceiveOpFrame::doApply, which a credit payment runs: its final
-	// eventForTransferWithIssuerCheck from the source to the destination.
-	ac.transferEvent(asset, src.id, destID, &op.Destination, amount)
-	if destTL != nil && srcTL != nil && destID == src.id {
+		src.balance -= amount
 		return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
 	}
-	if destTL != nil {
-		pre := *destTL
-		destTL.balance += amount
-		destTL.lastModified = ac.ledger
-		ac.changed(destID, asset, pre, *destTL)
+	if src.id == asset.Issuer {
+		return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
 	}
-	if srcTL != nil {
-		pre := *srcTL
-		srcTL.balance -= amount
-		srcTL.lastModified = ac.ledger
-		ac.changed(src.id, asset, pre, *srcTL)
+	tl := ac.v.trustline(src.id, asset)
+	switch {
+	case tl == nil:
+		return paymentResult(xdr.PaymentResultCodePaymentSrcNoTrust), false
+	case tl.auth != Authorized:
+		return paymentResult(xdr.PaymentResultCodePaymentSrcNotAuthorized), false
+	case tl.balance-amount < tl.selling:
+		return paymentResult(xdr.PaymentResultCodePaymentUnderfunded), false
+	}
+	pre := *tl
+	tl.balance -= amount
+	tl.lastModified = ac.ledger
+	if destID != src.id {
+		// A payment to its own line changes nothing: its meta lists no change.
+		ac.changed(src.id, asset, pre, *tl)
 	}
 	return paymentResult(xdr.PaymentResultCodePaymentSuccess), true
 }

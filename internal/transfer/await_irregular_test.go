@@ -36,11 +36,14 @@ type irregularLedger struct {
 	landed   map[string]uint32
 	probes   int
 	lookups  int
+	// sentAt and notFoundAt are when each envelope (by inner hash) was sent and looked up
+	// without being found.
+	sentAt, notFoundAt map[string][]time.Time
 }
 
 func newIrregularLedger(c *vclock.Clock, seed uint64, gap func(*rand.Rand) time.Duration, lagMin, lagMax time.Duration) *irregularLedger {
 	l := &irregularLedger{clock: c, gap: gap, rng: rand.New(rand.NewPCG(seed, 1)), lagMin: lagMin, lagMax: lagMax,
-		landed: map[string]uint32{}}
+		landed: map[string]uint32{}, sentAt: map[string][]time.Time{}, notFoundAt: map[string][]time.Time{}}
 	now := c.Now()
 	l.stamps, l.visible = []int64{now.Unix()}, []time.Time{now}
 	l.due = now.Add(gap(l.rng))
@@ -132,6 +135,7 @@ func (l *irregularLedger) Send(_ context.Context, env transfer.Envelope) (transf
 	if _, ok := l.landed[env.InnerHash]; !ok && !slices.Contains(l.queued, env.InnerHash) {
 		l.queued = append(l.queued, env.InnerHash)
 	}
+	l.sentAt[env.InnerHash] = append(l.sentAt[env.InnerHash], l.clock.Now())
 	shown := l.shownLocked()
 	return transfer.SendResult{Status: transfer.SendPending, LatestLedger: shown.Sequence, LatestLedgerCloseTime: shown.CloseTime}, nil
 }
@@ -144,6 +148,7 @@ func (l *irregularLedger) Lookup(_ context.Context, env transfer.Envelope) (tran
 	if seq, ok := l.landed[env.InnerHash]; ok && seq <= shown.Sequence {
 		return transfer.Lookup{Status: transfer.LookupSuccess, Hash: env.InnerHash, Ledger: seq, FeeChargedStroops: 100}, nil
 	}
+	l.notFoundAt[env.InnerHash] = append(l.notFoundAt[env.InnerHash], l.clock.Now())
 	return transfer.Lookup{Status: transfer.LookupNotFound, LatestLedger: shown.Sequence, LatestLedgerCloseTime: shown.CloseTime, OldestLedger: 1}, nil
 }
 

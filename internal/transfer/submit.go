@@ -81,6 +81,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 	needSend := true
 	w := o.newLedgerWait()
 	var sentAt uint32 // latest ledger when the envelope was last sent
+	// resendNow: a look-up found the envelope still pending two ledgers after the send, and the
+	// re-send goes out at once; afterResend: the loop turn after it, which has nothing new to read.
+	resendNow, afterResend := false, false
 	rbf := o.newReplacement(env)
 	for {
 		if !o.Clock.Now().Before(a.deadline) {
@@ -137,7 +140,11 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				o.log().WarnContext(ctx, "send failed; will re-send the same envelope", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "err", err)
 			}
 		}
-		if maybeDelivered && o.due(a, w) {
+		// Right after a re-send that followed a look-up, the ledgers read are the look-up's: the
+		// wait sleeps before it reads again.
+		skipDue := afterResend
+		afterResend = false
+		if maybeDelivered && !skipDue && o.due(a, w) {
 			a.lookups++
 			lk, err := o.lookup(a.net, env)
 			w.looked(lk, err, o.Clock.Now())
@@ -163,11 +170,19 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 					}
 				}
 				// Still pending two ledgers after the send: re-send the same envelope, in case a
-				// node dropped it. Same hash, same sequence number: it can land at most once.
+				// node dropped it. Same hash, same sequence number: it can land at most once. At
+				// once, not after the sleep to the next ledger's visibility: sent then, it would hold up
+				// that ledger's read by a round trip, and at 1 s ledgers shown 1 to 3 s after they
+				// close two in three transfers re-send (the envelope's ledger is seldom the first
+				// after the latest shown at the send).
 				if lk.LatestLedger >= sentAt+2 {
-					needSend = true
+					needSend, resendNow = true, true
 				}
 			}
+		}
+		if resendNow {
+			resendNow, afterResend = false, true
+			continue
 		}
 		if needSend && !maybeDelivered {
 			// A send that provably never left: try again soon.

@@ -19,7 +19,7 @@ func TestAnAdmittedSlotPastItsGraceIsNotLeased(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
 	tickets := &memTickets{next: 6, nextAt: start.Add(2 * time.Second)}
-	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-3*time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-4*time.Second))
 	ctx := context.Background()
 	actx, err := pool.Admit(ctx, chans, start.Add(60*time.Second))
 	if err != nil {
@@ -29,7 +29,7 @@ func TestAnAdmittedSlotPastItsGraceIsNotLeased(t *testing.T) {
 	_ = clock.Sleep(ctx, 30*time.Second)
 	now := clock.Now()
 	maxTime := now.Add(60 * time.Second)
-	lease, err := pool.Acquire(actx, keys, LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: now.Add(-3 * time.Second)})
+	lease, err := pool.Acquire(actx, keys, LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: now.Add(-4 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}

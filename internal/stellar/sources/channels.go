@@ -88,7 +88,13 @@ type TicketStore interface {
 	// before from (the pool passes the start of the ledger the call falls in). A calendar behind
 	// from, or more than horizon ahead of it (stale), is restarted: the slot is at from, and
 	// restarted is true. No slot is ever booked more than horizon ahead of from.
-	TakeTicket(ctx context.Context, from time.Time, spacing, horizon time.Duration) (n int64, at time.Time, restarted bool, err error)
+	//
+	// A restart also answers the calendar's time before it (was): the time slot n would have had
+	// queued, so slot n-1 was booked one spacing before it, and the slots before n (whose
+	// channels the first slots of the restarted run name again) are known in time without a
+	// read (slotTime). was is zero when the calendar had no time (a new or deleted item), and
+	// for a booking not restarted.
+	TakeTicket(ctx context.Context, from time.Time, spacing, horizon time.Duration) (n int64, at time.Time, restarted bool, was time.Time, err error)
 }
 
 // DefaultLedgerInterval is the ledger interval assumed when none is configured: the domain's

@@ -29,10 +29,10 @@ import (
 //   - consecutive bookings, from any processes, go to distinct channels, and a ledger has count
 //     tickets, one per channel: a channel's slots come one interval apart, so in consecutive
 //     ledgers, as often as it can carry a transaction (stellar-core queues one per source
-//     account). A slot leases at 0.6 into its ledger (the release point), when the transfer of
-//     the channel's previous slot, which landed at the ledger's opening close, has been seen and
-//     released; at once when that point has passed, or when the process knows the channel idle
-//     (slotTime);
+//     account). A slot leases at 0.6 into its ledger, timed from a second after the ledger's
+//     close time (the release point: releasePoint), when the transfer of the channel's previous
+//     slot, which landed at the ledger's opening close, has been seen and released; at once when
+//     that point has passed, or when the process knows the channel idle (slotTime);
 //   - the calendar is a queue in arrival order across every process: a booking more than the wait
 //     (about a ledger) ahead is answered CHANNELS_BUSY at once, no lease write made, with the
 //     Retry-After its slot's time gives: the time the pool has for it, not a guess;
@@ -167,7 +167,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 			}
 		}
 		if !ok {
-			n, at, restarted, err := p.cfg.Tickets.TakeTicket(ctx, ledgerStart(now, terms.LedgerClose, interval), spacing, horizon)
+			n, at, restarted, was, err := p.cfg.Tickets.TakeTicket(ctx, ledgerStart(now, terms.LedgerClose, interval), spacing, horizon)
 			if err != nil {
 				if ctx.Err() != nil {
 					return Lease{}, true, ctx.Err()
@@ -182,7 +182,7 @@ func (p *ChannelPool) acquireScheduled(ctx context.Context, chans []*keypair.Ful
 				// process busy, every channel idle; leasing unscheduled costs collisions at worst.
 				return Lease{}, false, nil
 			}
-			r = reservation{n: n, at: p.slotTime(n, at, restarted, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.LedgerClose, interval)}
+			r = reservation{n: n, at: p.slotTime(n, at, restarted, was, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), terms.LedgerClose, interval)}
 			p.booked(r, waitUntil)
 		}
 		if r.at.After(waitUntil) || writes >= p.cfg.TriesPerRound {
@@ -307,7 +307,7 @@ func (p *ChannelPool) Admit(ctx context.Context, chans []*keypair.Full, maxTime 
 		if lastClose.IsZero() {
 			return ctx, nil
 		}
-		n, at, restarted, err := p.cfg.Tickets.TakeTicket(ctx, ledgerStart(now, lastClose, interval), spacing, horizon)
+		n, at, restarted, was, err := p.cfg.Tickets.TakeTicket(ctx, ledgerStart(now, lastClose, interval), spacing, horizon)
 		if err != nil {
 			return ctx, nil
 		}
@@ -315,7 +315,7 @@ func (p *ChannelPool) Admit(ctx context.Context, chans []*keypair.Full, maxTime 
 		if at.Sub(now) > horizon+interval {
 			return ctx, nil
 		}
-		r = reservation{n: n, at: p.slotTime(n, at, restarted, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), lastClose, interval)}
+		r = reservation{n: n, at: p.slotTime(n, at, restarted, was, now, chans[ticketChannel(n, len(chans))].Address(), len(chans), lastClose, interval)}
 		p.booked(r, waitUntil)
 	}
 	if r.at.After(waitUntil) {
@@ -352,45 +352,38 @@ func (p *ChannelPool) Unadmit(ctx context.Context) {
 // CHANNELS_BUSY for at most this long instead of until real time catches up with it.
 const calendarHorizon = 32
 
-// releaseOffset is how far into a ledger a slot's lease is written, as a share of the interval:
-// the previous slot's transfer on the channel, sent a ledger earlier, landed at the close that
-// began the ledger, and its caller releases the channel once the ledger shows through RPC or
-// Horizon (1 to 3 s after the close at 5 s ledgers) and it has written the outcome; there is
-// still time to build and send before the next close.
+// releaseOffset is how far into a ledger a slot's lease is written, as a share of the interval,
+// from the close (releasePoint): the previous slot's transfer on the channel, sent a ledger
+// earlier, landed at the close that began the ledger, and its caller releases the channel once
+// the ledger shows through RPC or Horizon (1 to 3 s after the close at 5 s ledgers) and it has
+// written the outcome; there is still time to build and send before the next close.
 const releaseOffset = 0.6
 
-// alignToLedger moves at to the first point releaseOffset into a ledger at or after it, ledgers
-// closing every interval from lastClose on (at itself when lastClose is unknown). Every channel's
-// slots come one interval apart, so they stay one ledger apart once aligned: a transfer landing at
-// one close has been released by its channel's next slot.
-func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
-	if lastClose.IsZero() || interval <= 0 {
-		return at
-	}
-	point := lastClose.Add(time.Duration(float64(interval) * releaseOffset))
-	if !at.After(point) {
-		// lastClose ahead of at (the network's close times run ahead of this clock): back by
-		// whole intervals, in one step however far.
-		return point.Add(-(point.Sub(at) / interval) * interval)
-	}
-	k := (at.Sub(point) + interval - 1) / interval
-	return point.Add(k * interval)
-}
-
 // slotTime is when the slot n, booked at at (restarted: on a calendar behind the start of the
-// ledger of now) by a call at now, leases on channel (ticket n's among count), never before now:
+// ledger of now, whose time was then was) by a call at now, leases on channel (ticket n's among
+// count), never before now:
 //
-//   - restarted: at once. Its channel's previous slot (n - count) is at least two ledgers back:
-//     the calendar was behind the ledger's start, and the count slots before n span a ledger. The
-//     slot begins a run of bookings (calendarSeen.run);
-//   - queued: at the release point of the ledger at falls in (0.6 into it, alignToLedger of its
-//     start), where the transfer of the channel's previous slot, a ledger earlier, has been
-//     released; at once when that point has passed;
+//   - at the release point of the ledger at falls in (0.6 into it, releasePoint), where the
+//     transfer of the channel's previous slot, a ledger earlier, has been released; at once when
+//     that point has passed;
 //   - but at at, or the point if earlier, when the process knows the channel's previous slot is
-//     not in flight: the slot is among the first count of a run this process saw begin (the
-//     channel's previous slot is before the run, which began on an idle calendar: as for a
-//     restart), or the channel's previous slot (n - count) was this process's and its lease is
-//     released.
+//     not in flight: the slot is among the first count of a run this process began by a restart
+//     and the channel's previous slot, booked before the restart, is at least two ledgers before
+//     at's ledger (calendarSeen.idleBefore: its transfer landed at the close that ended its
+//     ledger, and was released in the ledger after it, before at's ledger began); or the
+//     channel's previous slot (n - count) was this process's and its lease is released.
+//
+// The restarted slot itself is always such a slot when the calendar was behind the ledger's start
+// (was before it): its channel's previous slot came count slots before it, a ledger before was.
+// The ones after it in the run are not always: the calendar may have stopped a few slots short of
+// the ledger's start, and the slot n+k names the channel of the slot count-k spacings before was,
+// which can fall in the ledger before this one, its transfer still held
+// (TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleased). The restart's answer gives that
+// slot's time without a read: the calendar's time before it, less the spacings between (every
+// booking adds one spacing; a process whose estimate of the interval differed spaced its slots
+// otherwise, which misplaces the estimate by the difference: a failed lease write at worst). A
+// calendar restarted because it ran stale, beyond the horizon, says nothing of which channels are
+// in flight: its slots lease at the release point.
 //
 // The calendar keeps one time and one number, not who used which slot, so without these it
 // cannot tell a full pool from an idle one whose calendar runs a few slots ahead: a follow-up
@@ -417,19 +410,56 @@ func alignToLedger(at, lastClose time.Time, interval time.Duration) time.Time {
 // the ledger's start, not by the store's answer, takes the first slot of every full round for
 // one (a round spans a ledger exactly), leasing it and its run at once while the channels'
 // previous transfers settle.
-func (p *ChannelPool) slotTime(n int64, at time.Time, restarted bool, now time.Time, channel string, count int, lastClose time.Time, interval time.Duration) time.Time {
+func (p *ChannelPool) slotTime(n int64, at time.Time, restarted bool, was, now time.Time, channel string, count int, lastClose time.Time, interval time.Duration) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	spacing, _, _ := calendarTerms(interval, count)
 	if restarted {
-		p.seen.run(n)
-		return later(at, now)
+		p.seen.run(n, was, spacing)
 	}
-	point := alignToLedger(ledgerStart(at, lastClose, interval), lastClose, interval)
-	if p.seen.firstRound(n, count) || p.seen.wasFreed(channel, n, count) {
+	start := ledgerStart(at, lastClose, interval)
+	point := releasePoint(start, lastClose, interval)
+	if p.seen.idleBefore(n, count, start, lastClose, interval) || p.seen.wasFreed(channel, n, count) {
 		return later(now, earlier(at, point))
 	}
 	return later(now, point)
 }
+
+// releasePoint is when the slots of the ledger that began at start (a close time on the grid of
+// lastClose, the latest known) lease: releaseOffset into the ledger, timed from the latest instant
+// the ledger can have closed (closeStampLag after its close time) but by no more than half the
+// rest of the ledger, the other half left to build and send before the next close (4 s into a
+// 5 s ledger, 0.8 s into a 1 s one); start itself when no close is known (no alignment).
+func releasePoint(start, lastClose time.Time, interval time.Duration) time.Time {
+	if lastClose.IsZero() || interval <= 0 {
+		return start
+	}
+	offset := time.Duration(float64(interval) * releaseOffset)
+	return start.Add(offset + min(closeStampLag, (interval-offset)/2))
+}
+
+// closeStampLag is how long after its close time a ledger can close: the close time is not when
+// the ledger closed but when the validator whose value was chosen began nominating it, in whole
+// seconds rounded down (stellar-core, src/herder/HerderImpl.cpp, HerderImpl::triggerNextLedger:
+// nextCloseTime = VirtualClock::to_time_t(system_now()), "We don't know how much time it will take
+// to reach consensus so this is the most appropriate value to use as closeTime"); the ledger
+// closes once SCP externalises that value and it is applied (src/ledger/LedgerManagerImpl.cpp,
+// LedgerManagerImpl::valueExternalized, applyLedger): up to a second of rounding later, and the
+// consensus round more. The previous slot's transfer landed at that close, and its caller
+// releases the channel once it sees the ledger, 1 to 3 s after the close (releaseOffset): timed
+// from the close time, the release point would come up to a second early for it on a clock whose
+// closes fall between whole seconds
+// (TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleasedWhateverTheReportedCloseTime).
+//
+// Timed instead from when this process saw the close, it would count the ingestion lag of RPC or
+// Horizon, which the release offset already counts, twice (4 to 6 s into a 5 s ledger on the
+// local network, past the next close), and would follow whenever the process happened to read:
+// an environment that read a ledger late would lease late in every ledger after it. The second
+// bounds the rounding, not the consensus round, which only the offset's margin covers. At ledgers
+// under 5 s the bound does not fit in half the rest of the ledger, and a channel's previous
+// transfer may still be held at the point: the lease's condition refuses it (a failed write,
+// never a second envelope).
+const closeStampLag = time.Second
 
 // earlier is the earlier of a and b.
 func earlier(a, b time.Time) time.Time {
@@ -456,23 +486,38 @@ func ledgerStart(t, lastClose time.Time, interval time.Duration) time.Time {
 // calendarSeen is what a process knows of the calendar beyond its slots (slotTime). Guarded by
 // the pool's mu.
 type calendarSeen struct {
-	// from is the slot this process booked at its own now (the calendar idle or restarted): a
-	// run of consecutive slots began there; known is false until one was.
-	from  int64
-	known bool
+	// from is the slot this process booked by restarting the calendar: a run of consecutive
+	// slots began there; known is false until one was. was is the calendar's time before that
+	// restart (zero when it had none: no slot before the run) and spacing this process's spacing
+	// then, so the slot from - j was booked about was - j x spacing.
+	from    int64
+	known   bool
+	was     time.Time
+	spacing time.Duration
 	// last maps a channel to the slot of this process's last lease on it, once released.
 	last map[string]int64
 }
 
-// run records that slot n was booked on an idle calendar.
-func (s *calendarSeen) run(n int64) { s.from, s.known = n, true }
+// run records that slot n began a run, the calendar restarted from was, slots spacing apart.
+func (s *calendarSeen) run(n int64, was time.Time, spacing time.Duration) {
+	s.from, s.known, s.was, s.spacing = n, true, was, spacing
+}
 
-// firstRound reports whether slot n is among the first count slots of the run this process saw
-// begin: fewer than count slots were booked, by any process, since the calendar was idle, so the
-// channel's previous slot came before that (the ticket numbers are consecutive across processes;
-// a later run only makes n's position in its own run smaller).
-func (s *calendarSeen) firstRound(n int64, count int) bool {
-	return s.known && n >= s.from && n-s.from < int64(count)
+// idleBefore reports whether slot n, in the ledger that began at start, is among the first count
+// slots of the run this process began (fewer than count slots were booked, by any process, since
+// the restart: the ticket numbers are consecutive across processes, and a later run only makes
+// n's position in its own run smaller) and its channel's previous slot, n - count, booked before
+// the run, fell at least two ledgers before start. That slot was booked count - (n - from)
+// spacings before the calendar's time at the restart; a calendar with no time had no slot.
+func (s *calendarSeen) idleBefore(n int64, count int, start, lastClose time.Time, interval time.Duration) bool {
+	if !s.known || n < s.from || n-s.from >= int64(count) {
+		return false
+	}
+	if s.was.IsZero() {
+		return true
+	}
+	prev := s.was.Add(-time.Duration(int64(count)-(n-s.from)) * s.spacing)
+	return ledgerStart(prev, lastClose, interval).Before(start.Add(-interval))
 }
 
 // freed records that this process released its lease of slot n on channel.

@@ -49,9 +49,10 @@ func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
 	start := clock.Now()
 	leases := &sourcestest.Leases{}
 	tickets := &memTickets{next: 6, nextAt: start.Add(20 * time.Second)}
-	// Ledgers close 3 s before start, every 5 s: the release points (0.6 into a ledger) fall on
-	// start + 5k s, so the slot at start + 20 s stays there.
-	keys, chans, pool := admitPool(t, clock, leases, tickets, 4, start.Add(-3*time.Second))
+	// Ledgers close 4 s before start, every 5 s: the release points (0.6 into a ledger, from a
+	// second after its close time: closeStampLag) fall on start + 5k s, so the slot at start + 20 s
+	// stays there.
+	keys, chans, pool := admitPool(t, clock, leases, tickets, 4, start.Add(-4*time.Second))
 	ctx := context.Background()
 	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
 	_, err := pool.Admit(ctx, chans, maxTime())
@@ -68,7 +69,7 @@ func TestAdmitAnswersBusyWithNoLeaseAndKeepsTheSlot(t *testing.T) {
 		t.Fatalf("at the slot's time: %v", err)
 	}
 	now := clock.Now()
-	lease, err := pool.Acquire(actx, keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now.Add(-3 * time.Second)})
+	lease, err := pool.Acquire(actx, keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: now.Add(-4 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestAnUnusedAdmittedSlotIsKeptForTheNextCall(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
 	tickets := &memTickets{next: 6, nextAt: start.Add(2 * time.Second)}
-	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-3*time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-4*time.Second))
 	ctx := context.Background()
 	maxTime := start.Add(60 * time.Second)
 	replay, err := pool.Admit(ctx, chans, maxTime)
@@ -215,7 +216,7 @@ func TestAnUnusedAdmittedSlotIsKeptForTheNextCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := clock.Now()
-	lease, err := pool.Acquire(next, keys, LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: now.Add(-3 * time.Second)})
+	lease, err := pool.Acquire(next, keys, LeaseTerms{Until: maxTime, MaxTime: maxTime, LedgerClose: now.Add(-4 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestAdmitBooksNothingWhileTheCalendarHasRoom(t *testing.T) {
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	start := clock.Now()
 	tickets := &memTickets{}
-	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-3*time.Second))
+	keys, chans, pool := admitPool(t, clock, &sourcestest.Leases{}, tickets, 4, start.Add(-4*time.Second))
 	ctx := context.Background()
 	maxTime := func() time.Time { return clock.Now().Add(60 * time.Second) }
 	first, err := pool.Admit(ctx, chans, maxTime())
@@ -254,7 +255,7 @@ func TestAdmitBooksNothingWhileTheCalendarHasRoom(t *testing.T) {
 	tickets.nextAt = clock.Now().Add(20 * time.Second) // other processes fill the calendar
 	tickets.mu.Unlock()
 	now := clock.Now()
-	_, err = pool.Acquire(ctx, keys, LeaseTerms{Until: maxTime(), MaxTime: maxTime(), LedgerClose: now.Add(-3 * time.Second)})
+	_, err = pool.Acquire(ctx, keys, LeaseTerms{Until: maxTime(), MaxTime: maxTime(), LedgerClose: now.Add(-4 * time.Second)})
 	wantBusy(t, err, 20*time.Second)
 	if _, ok := pool.reserved(clock.Now(), time.Hour); !ok {
 		t.Fatal("the busy call's slot was not kept")

@@ -2,10 +2,13 @@ package sources
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/sources/sourcestest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/vclock"
@@ -14,23 +17,33 @@ import (
 // A channel is never leased before its previous transfer is released: a calendar restarted at
 // the start of a ledger makes only the restarted slot's channel two ledgers back. The slots after
 // it in the run's first round (leased at their booked time when it comes before the release
-// point) have their channel's previous slot in the ledger before, whose transfer landed at this
-// ledger's opening close and is released 2.7 s after it, after the slot's booked time.
+// point) may have their channel's previous slot in the ledger before, whose transfer landed at
+// this ledger's opening close and is released 2.7 s after it, after the slot's booked time. The
+// restart's answer (the calendar's time before it) tells them apart.
 //
 // 4 channels, 5 s ledgers (spacing 1.25 s), closes at T, T+5. Process A books tickets 0 (T,
 // restarted, leased at T+0.5, channel 0) and 1 (T+1.25, leased then, channel 1); nobody books
 // more, so the calendar's next time is T+2.5, behind T+5. Both transfers land at T+5 and are
-// released at T+7.7. At T+7.5 process B books three slots: ticket 2 (restarted at T+5, channel
-// 2), 3 (T+6.25, channel 3), 4 (T+7.5, channel 0). Ticket 4's channel is still held by A; the
-// release point of its ledger is T+8, after A's release. Right: B's third call leases channel 0
-// with no failed lease write. The lease's conditional write still decides (the in-memory lease store refuses the
-// held channel), so what goes wrong is a failed write and a slot lost, not a second envelope.
+// released at T+7.7. At T+7.5 process B books three slots: ticket 2 (restarted at T+5, the
+// calendar's time before it T+2.5, channel 2), 3 (T+6.25, channel 3, whose previous slot would
+// have been at T-1.25, two ledgers back) and 4 (T+7.5, channel 0, whose previous slot, ticket 0
+// at T, is a ledger back and still held by A). Right: B's first two calls lease at once, the
+// third waits for the release point of its ledger (T+9: 0.6 into it from a second after its
+// close time), after A's release, and leases channel 0 with no failed lease write. The lease's
+// conditional write still decides (both lease stores refuse the held channel), so what goes
+// wrong is a failed write and a slot lost, not a second envelope.
 func TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleased(t *testing.T) {
-	t.Skip("open: a restarted calendar's first round leases at its booked time though a channel's previous slot may be a ledger back; fix: the restart answers the calendar's old time (ReturnValues ALL_OLD) and slotTime leases such a slot at its release point. Until then the lease's conditional write refuses the held channel: a failed lease write, never a second envelope")
+	for name, stores := range calendarStores() {
+		t.Run(name, func(t *testing.T) { previousTransferReleasedCase(t, stores) })
+	}
+}
+
+func previousTransferReleasedCase(t *testing.T, newStores func(t *testing.T) (LeaseStore, TicketStore)) {
+
 	const interval, settle = 5 * time.Second, 2700 * time.Millisecond
 	clock := vclock.New(time.Unix(1_800_000_000, 0))
 	first := clock.Now() // a close
-	leases, tickets := &sourcestest.Leases{}, &memTickets{}
+	leases, tickets := newStores(t)
 	keysA, chans, poolA := scheduledPool(t, clock, leases, tickets, 4)
 	_, _, poolB := scheduledPool(t, clock, leases, tickets, 4)
 	ctx := context.Background()
@@ -76,26 +89,32 @@ func TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleased(t *testing.T) 
 }
 
 // A slot never leases a channel before its previous transfer is released when the close time
-// the network reports is not the instant the ledger closed: core writes the close time SCP
-// nominated, in whole seconds, up to about a second before the ledger actually closes. The
-// release point (0.6 into the ledger: 3 s at 5 s ledgers) is taken from the reported close; the
-// previous transfer on the channel landed at the real close and is released 2.7 s after it.
+// the network reports is not the instant the ledger closed: core writes the close time of the
+// value it nominated, in whole seconds rounded down, up to about a second before the ledger
+// actually closes (closeStampLag). The previous transfer on the channel landed at the real close
+// and is released 2.7 s after it; the release point (0.6 into the ledger: 3 s at 5 s ledgers) is
+// timed from a second after the reported close, the latest the ledger can have closed.
 //
-// 4 channels, 5 s ledgers, reported closes at T and T+5, real ones lag after them. Process A
-// leases the four channels in the ledger reported at T (calls at T+3.6, past its point): they
-// land at the real close T+5+lag and are released 2.7 s later. Process B calls at T+8, the
-// release point of the ledger reported at T+5, and books ticket 4 (channel 0). Right: B leases
-// channel 0 with no failed lease write (waiting for its release). With lag 0 the release is at
-// T+7.7 and B meets a free channel; with 0.5 s (T+8.2) and 0.9 s (T+8.6) B writes a lease on a
-// held channel at T+8.
+// 4 channels, 5 s ledgers, reported closes at T and T+5, real ones lag after them (up to 999 ms).
+// Process A leases the four channels in the ledger reported at T (calls at T+3.6, the first round
+// of a new calendar, leased at once): they land at the real close T+5+lag and are released 2.7 s
+// later. Process B calls at
+// T+8 and books ticket 4 (channel 0). Right: B leases channel 0 with no failed lease write,
+// waiting for the release point T+9. Timed from the reported close, the point was T+8, and with
+// lags of 0.5 s (released at T+8.2), 0.9 s and 999 ms B wrote a lease on a held channel there.
 func TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleasedWhateverTheReportedCloseTime(t *testing.T) {
-	t.Skip("open: the release point is timed from core's close time (whole seconds, up to a second before the ledger closed), not from when the process saw the close; a lagging close costs failed lease writes and a CHANNELS_BUSY answer, never a second envelope")
-	for _, lag := range []time.Duration{0, 200 * time.Millisecond, 500 * time.Millisecond, 900 * time.Millisecond} {
+	for name, stores := range calendarStores() {
+		t.Run(name, func(t *testing.T) { reportedCloseTimeCase(t, stores) })
+	}
+}
+
+func reportedCloseTimeCase(t *testing.T, newStores func(t *testing.T) (LeaseStore, TicketStore)) {
+	for _, lag := range []time.Duration{0, 200 * time.Millisecond, 500 * time.Millisecond, 900 * time.Millisecond, 999 * time.Millisecond} {
 		t.Run(lag.String(), func(t *testing.T) {
 			const interval, settle = 5 * time.Second, 2700 * time.Millisecond
 			clock := vclock.New(time.Unix(1_800_000_000, 0))
 			first := clock.Now() // a reported close
-			leases, tickets := &sourcestest.Leases{}, &memTickets{}
+			leases, tickets := newStores(t)
 			keys, chans, poolA := scheduledPool(t, clock, leases, tickets, 4)
 			_, _, poolB := scheduledPool(t, clock, leases, tickets, 4)
 			ctx := context.Background()
@@ -133,6 +152,36 @@ func TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleasedWhateverTheRepo
 			}
 		})
 	}
+}
+
+// calendarStores are the lease and calendar stores the tests above run on: in memory
+// (sourcestest's leases, memTickets) and internal/dynamo's ChannelLeases on minidyn, which keeps
+// both in the table as DynamoDB does.
+func calendarStores() map[string]func(t *testing.T) (LeaseStore, TicketStore) {
+	return map[string]func(t *testing.T) (LeaseStore, TicketStore){
+		"memory": func(t *testing.T) (LeaseStore, TicketStore) { return &sourcestest.Leases{}, &memTickets{} },
+		"minidyn": func(t *testing.T) (LeaseStore, TicketStore) {
+			client, _ := dynamotest.Minidyn(t)
+			l := dynamo.NewChannelLeases(client, dynamotest.NewStore(t, client).Table())
+			return l, l
+		},
+	}
+}
+
+// The tests above on dynalite at $DYNALITE_ENDPOINT (make test-dynalite), whose numbers are exact
+// decimals as DynamoDB's are (minidyn's are float64).
+func TestAChannelIsNeverLeasedBeforeItsPreviousTransferIsReleasedOnDynalite(t *testing.T) {
+	endpoint := os.Getenv("DYNALITE_ENDPOINT")
+	if endpoint == "" {
+		t.Skip("DYNALITE_ENDPOINT is not set: make test-dynalite starts dynalite and sets it")
+	}
+	client := dynamotest.NewClient(endpoint)
+	stores := func(t *testing.T) (LeaseStore, TicketStore) {
+		l := dynamo.NewChannelLeases(client, dynamotest.NewStore(t, client).Table())
+		return l, l
+	}
+	t.Run("restarted calendar", func(t *testing.T) { previousTransferReleasedCase(t, stores) })
+	t.Run("reported close time", func(t *testing.T) { reportedCloseTimeCase(t, stores) })
 }
 
 // The start of the ledger a time falls in is the close that began it, whichever side of the

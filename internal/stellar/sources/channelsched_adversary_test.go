@@ -123,7 +123,7 @@ func TestCallerBackAtRetryAfterMeetsItsSlot(t *testing.T) {
 		}
 		// Other processes queue behind it meanwhile.
 		for range 8 {
-			if _, _, _, err := tickets.TakeTicket(ctx, clock.Now(), spacing, time.Hour); err != nil {
+			if _, _, _, _, err := tickets.TakeTicket(ctx, clock.Now(), spacing, time.Hour); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -141,15 +141,19 @@ func TestCallerBackAtRetryAfterMeetsItsSlot(t *testing.T) {
 	}
 }
 
-// alignToLedger is the first point 0.6 into a ledger at or after the slot, however far the
-// latest close reads ahead of this process's clock (a network close time years off, read from a
-// misconfigured node, steps back in one go rather than a ledger at a time).
-func TestAlignToLedgerWithACloseFarAhead(t *testing.T) {
+// A slot's release point is that of the ledger it falls in, however far the latest close reads
+// ahead of this process's clock (a network close time years off, read from a misconfigured node,
+// steps back in one go rather than a ledger at a time): 4 s after a close on the grid of that
+// close, in the ledger that holds the slot.
+func TestReleasePointWithACloseFarAhead(t *testing.T) {
+	const iv = 5 * time.Second
 	at := time.Unix(1_800_000_000, 0)
 	for _, ahead := range []time.Duration{0, 3 * time.Second, time.Hour, 10 * 365 * 24 * time.Hour} {
-		got := alignToLedger(at, at.Add(ahead), 5*time.Second)
-		if got.Before(at) || got.Sub(at) >= 5*time.Second || (got.Sub(at.Add(ahead))-3*time.Second)%(5*time.Second) != 0 {
-			t.Errorf("close %v ahead: aligned to at%+v, want the first point 3 s into a ledger at or after at", ahead, got.Sub(at))
+		lastClose := at.Add(ahead)
+		start := ledgerStart(at, lastClose, iv)
+		got := releasePoint(start, lastClose, iv)
+		if start.After(at) || !start.Add(iv).After(at) || got.Sub(start) != 4*time.Second || lastClose.Sub(start)%iv != 0 {
+			t.Errorf("close %v ahead: the ledger from at%+v, its point at%+v; want the ledger holding at, its point 4 s in", ahead, start.Sub(at), got.Sub(at))
 		}
 	}
 }

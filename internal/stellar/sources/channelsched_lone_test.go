@@ -88,7 +88,7 @@ func loneCallerCase(t *testing.T, interval time.Duration, channels int, phase fl
 	spacing := interval / time.Duration(channels)
 	booked := max(lastClose.Add(spacing).Sub(start), 0)
 	// Where the alignment would put the slot: the release point of the ledger it falls in.
-	point := lastClose.Add(interval * 6 / 10)
+	point := releasePoint(lastClose, lastClose, interval)
 	if channels == 1 {
 		point = point.Add(interval)
 	}
@@ -128,10 +128,11 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 	keys, chans, pool := lonePool(t, clock, leases, tickets, 1, interval)
 	_, _, other := lonePool(t, clock, leases, tickets, 1, interval) // another process
 	ctx := context.Background()
-	// The latest close half a ledger ago: the release point 0.5 s ahead, so the booked slot
-	// (now + 5 s) aligns to now + 5.5 s, past the wait.
+	// The latest close 3.5 s ago: the release point (0.6 into the ledger, from a second after its
+	// close time) 0.5 s ahead, so the booked slot (now + 1.5 s, in the next ledger) aligns to
+	// now + 5.5 s, past the wait.
 	terms := LeaseTerms{Until: start.Add(30 * time.Second), MaxTime: start.Add(30 * time.Second),
-		LedgerClose: start.Add(-interval / 2)}
+		LedgerClose: start.Add(-3500 * time.Millisecond)}
 
 	held, err := other.Acquire(ctx, keys, terms)
 	if err != nil {
@@ -152,7 +153,7 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 		t.Errorf("the channel's lease is %q's, want the first call's %q", got, held.Owner)
 	}
 
-	// The other process's transfer lands at the close 2.5 s ahead and is released; the caller
+	// The other process's transfer lands at the close 1.5 s ahead and is released; the caller
 	// comes back at its Retry-After and leases at the kept slot's release point.
 	clock.Advance(4 * time.Second)
 	other.Release(ctx, held, transfer.Envelope{Channel: held.Account})
@@ -174,25 +175,27 @@ func TestSlotOnAChannelHeldElsewhereKeepsItsAlignment(t *testing.T) {
 // count after a booking it made on the idle calendar, or a slot whose channel's previous slot
 // (n - count) was its own lease, released. Past the first round, or after another process's
 // slot on the channel, the slot leases at the release point of the ledger it falls in (here 4
-// channels at 5 s ledgers, the latest close 2.5 s before now: release points at now + 0.5 s +
-// k x 5 s; the next ledger begins at now + 2.5 s).
+// channels at 5 s ledgers, the latest close 3.5 s before now: release points, 0.6 into a ledger
+// from a second after its close time, at now + 0.5 s + k x 5 s; the next ledger begins at
+// now + 1.5 s).
 func TestSlotTimeLeavesOnlyKnownIdleChannelsUnaligned(t *testing.T) {
 	const interval, count = 5 * time.Second, 4
 	now := time.Unix(1_800_000_000, 0)
-	lastClose := now.Add(-interval / 2)
+	const restart = -3500 * time.Millisecond // the slot at the ledger's start: restarted
+	lastClose := now.Add(restart)
 	pool, err := NewChannelPool(ChannelPoolConfig{Leases: &sourcestest.Leases{}, Count: count})
 	if err != nil {
 		t.Fatal(err)
 	}
 	slot := func(n int64, ahead time.Duration) time.Duration {
-		return pool.slotTime(n, now.Add(ahead), ahead == -interval/2, now, fmt.Sprintf("channel-%d", n%count), count, lastClose, interval).Sub(now)
+		return pool.slotTime(n, now.Add(ahead), ahead == restart, time.Time{}, now, fmt.Sprintf("channel-%d", n%count), count, lastClose, interval).Sub(now)
 	}
 	// Nothing seen: a queued slot in the next ledger (3 s ahead) aligns to its point, 5.5 s ahead;
 	// one booked at the ledger's start, the calendar restarted, leases now.
 	if got := slot(41, 3*time.Second); got != 5500*time.Millisecond {
 		t.Errorf("queued slot, nothing seen: leases at now + %v, want 5.5s", got)
 	}
-	if got := slot(40, -interval/2); got != 0 {
+	if got := slot(40, restart); got != 0 {
 		t.Errorf("slot at the ledger's start: leases at now + %v, want now", got)
 	}
 	// Slot 40 was booked at the ledger's start: 41 to 43 are its run's first round, 44 (channel 0

@@ -17,7 +17,7 @@ import (
 )
 
 // memTickets is the channel calendar in memory, as internal/dynamo's TakeTicket keeps it: the
-// next number, and the time booked for it, never before from.
+// next number, and the time booked for it, never before from; a restart answers the time it had.
 type memTickets struct {
 	mu     sync.Mutex
 	next   int64
@@ -31,26 +31,27 @@ type memTickets struct {
 	failFrom int
 }
 
-func (m *memTickets) TakeTicket(_ context.Context, from time.Time, spacing, horizon time.Duration) (int64, time.Time, bool, error) {
+func (m *memTickets) TakeTicket(_ context.Context, from time.Time, spacing, horizon time.Duration) (int64, time.Time, bool, time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
 	if m.fail != nil {
-		return 0, time.Time{}, false, m.fail
+		return 0, time.Time{}, false, time.Time{}, m.fail
 	}
 	if m.failFrom > 0 && m.calls >= m.failFrom {
-		return 0, time.Time{}, false, errors.New("ThrottlingException")
+		return 0, time.Time{}, false, time.Time{}, errors.New("ThrottlingException")
 	}
-	n, at, restarted := m.next, m.nextAt, false
+	n, at, restarted, was := m.next, m.nextAt, false, time.Time{}
 	if at.Before(from) || horizon > 0 && at.After(from.Add(horizon)) {
+		was = at                   // zero on a new calendar
 		at, restarted = from, true // behind from, or stale (more than horizon ahead): restarted
 	}
 	m.next, m.nextAt = n+1, at.Add(spacing)
 	if m.lose > 0 {
 		m.lose--
-		return 0, time.Time{}, false, errors.New("read tcp: i/o timeout (the booking applied, its answer lost)")
+		return 0, time.Time{}, false, time.Time{}, errors.New("read tcp: i/o timeout (the booking applied, its answer lost)")
 	}
-	return n, at, restarted, nil
+	return n, at, restarted, was, nil
 }
 
 func (m *memTickets) booked() int {
@@ -378,25 +379,32 @@ func TestScheduledCalendarFailureLeasesUnscheduled(t *testing.T) {
 	}
 }
 
-func TestAlignToLedger(t *testing.T) {
+// A slot's release point is 0.6 into the ledger its time falls in, timed from a second after the
+// ledger's close time (closeStampLag), within half the rest of the ledger: at 5 s ledgers 4 s
+// after the close time, at 1 s ledgers 0.8 s after it; the slot's own time when no close is known.
+func TestReleasePointOfASlotsLedger(t *testing.T) {
 	close0 := time.Unix(1_800_000_000, 0)
-	iv := 5 * time.Second
 	for _, c := range []struct {
-		at, want time.Duration // from close0
+		iv, at, want time.Duration // at and want from close0
 	}{
-		{0, 3 * time.Second},
-		{3 * time.Second, 3 * time.Second},
-		{3*time.Second + time.Millisecond, 8 * time.Second},
-		{-7 * time.Second, -7 * time.Second},   // before the close read: the point of that ledger
-		{-9 * time.Second, -7 * time.Second},   //
-		{12 * time.Second, 13 * time.Second},   //
-		{40*time.Second + 1, 43 * time.Second}, //
+		{5 * time.Second, 0, 4 * time.Second},
+		{5 * time.Second, 4 * time.Second, 4 * time.Second},
+		{5 * time.Second, 5*time.Second - 1, 4 * time.Second},
+		{5 * time.Second, 5 * time.Second, 9 * time.Second},
+		{5 * time.Second, -7 * time.Second, -6 * time.Second}, // before the close read: the point of that ledger
+		{5 * time.Second, -9 * time.Second, -6 * time.Second},
+		{5 * time.Second, 12 * time.Second, 14 * time.Second},
+		{5 * time.Second, 40*time.Second + 1, 44 * time.Second},
+		{time.Second, 0, 800 * time.Millisecond},
+		{time.Second, 2500 * time.Millisecond, 2800 * time.Millisecond},
+		{10 * time.Second, 0, 7 * time.Second},
 	} {
-		if got := alignToLedger(close0.Add(c.at), close0, iv); !got.Equal(close0.Add(c.want)) {
-			t.Errorf("alignToLedger(close+%v) = close+%v, want close+%v", c.at, got.Sub(close0), c.want)
+		got := releasePoint(ledgerStart(close0.Add(c.at), close0, c.iv), close0, c.iv)
+		if !got.Equal(close0.Add(c.want)) {
+			t.Errorf("%v ledgers: the release point of close+%v = close+%v, want close+%v", c.iv, c.at, got.Sub(close0), c.want)
 		}
 	}
-	if at := close0.Add(time.Second); !alignToLedger(at, time.Time{}, iv).Equal(at) {
+	if at := close0.Add(time.Second); !releasePoint(ledgerStart(at, time.Time{}, 5*time.Second), time.Time{}, 5*time.Second).Equal(at) {
 		t.Error("no close known: the slot's own time")
 	}
 }
