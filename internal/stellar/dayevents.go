@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
 	protocol "github.com/stellar/go-stellar-sdk/protocols/rpc"
@@ -183,26 +184,54 @@ func (l *RPCLedger) dayTxHashes(ctx context.Context, first, last uint32, groups 
 	return hashes, nil
 }
 
-// dayTransactions reads the transactions of hashes with getTransaction, in ledger and
-// application order. A hash RPC no longer finds is ErrHistoryNotCovered when its history starts
-// after first (trimmed while reading), an error otherwise.
+// dayTxReaders is how many getTransaction calls a day's read keeps in flight: a vault of a
+// thousand transactions a day is a thousand calls, too many to make one after another within one
+// invocation (55 s) at tens of milliseconds each; eight at a time stays a light load on one RPC.
+const dayTxReaders = 8
+
+// dayTransactions reads the transactions of hashes with getTransaction, dayTxReaders at a time,
+// in ledger and application order. A hash RPC no longer finds is ErrHistoryNotCovered when its
+// history starts after first (trimmed while reading), an error otherwise; the first error stops
+// the calls not yet made.
 func (l *RPCLedger) dayTransactions(ctx context.Context, first uint32, hashes []string) ([]protocol.TransactionInfo, error) {
-	txs := make([]protocol.TransactionInfo, 0, len(hashes))
-	for _, h := range hashes {
-		resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetTransactionResponse, error) {
-			return c.GetTransaction(ctx, protocol.GetTransactionRequest{Hash: h})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("stellar: getTransaction %s: %w", h, err)
-		}
-		if resp.Status == protocol.TransactionStatusNotFound {
-			if resp.OldestLedger > first {
-				return nil, fmt.Errorf("stellar: %w: RPC's history now starts at ledger %d, after the day's first ledger %d",
-					transfer.ErrHistoryNotCovered, resp.OldestLedger, first)
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	txs := make([]protocol.TransactionInfo, len(hashes))
+	var once sync.Once
+	var firstErr error
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(dayTxReaders, len(hashes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				tx, err := l.dayTransaction(ctx, first, hashes[i])
+				if err != nil {
+					once.Do(func() { firstErr = err }) // before cancel: the calls it cancels fail after
+					cancel()
+					continue
+				}
+				txs[i] = tx
 			}
-			return nil, fmt.Errorf("stellar: getTransaction %s: not found, though getEvents named it", h)
+		}()
+	}
+feed:
+	for i := range hashes {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
 		}
-		txs = append(txs, protocol.TransactionInfo{TransactionDetails: resp.TransactionDetails, LedgerCloseTime: resp.LedgerCloseTime})
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := parent.Err(); err != nil {
+		return nil, fmt.Errorf("stellar: getTransaction: %w", err)
 	}
 	sort.SliceStable(txs, func(i, j int) bool {
 		if txs[i].Ledger != txs[j].Ledger {
@@ -211,4 +240,22 @@ func (l *RPCLedger) dayTransactions(ctx context.Context, first uint32, hashes []
 		return txs[i].ApplicationOrder < txs[j].ApplicationOrder
 	})
 	return txs, nil
+}
+
+// dayTransaction is getTransaction of hash, which getEvents named in a day from ledger first.
+func (l *RPCLedger) dayTransaction(ctx context.Context, first uint32, hash string) (protocol.TransactionInfo, error) {
+	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetTransactionResponse, error) {
+		return c.GetTransaction(ctx, protocol.GetTransactionRequest{Hash: hash})
+	})
+	if err != nil {
+		return protocol.TransactionInfo{}, fmt.Errorf("stellar: getTransaction %s: %w", hash, err)
+	}
+	if resp.Status == protocol.TransactionStatusNotFound {
+		if resp.OldestLedger > first {
+			return protocol.TransactionInfo{}, fmt.Errorf("stellar: %w: RPC's history now starts at ledger %d, after the day's first ledger %d",
+				transfer.ErrHistoryNotCovered, resp.OldestLedger, first)
+		}
+		return protocol.TransactionInfo{}, fmt.Errorf("stellar: getTransaction %s: not found, though getEvents named it", hash)
+	}
+	return protocol.TransactionInfo{TransactionDetails: resp.TransactionDetails, LedgerCloseTime: resp.LedgerCloseTime}, nil
 }
