@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -318,5 +319,46 @@ func TestVaultDayBeyondOneEventsWindow(t *testing.T) {
 	}
 	if calls := cnt.callsOf(); calls["getEvents"] != 2 || calls["getTransaction"] != 2 {
 		t.Fatalf("calls %v", calls)
+	}
+}
+
+// trimmedRPC answers getTransaction NOT_FOUND with a history that starts at oldest, as an RPC
+// whose retention trimmed the day's first ledgers while the day was being read; every other call
+// goes to the network.
+type trimmedRPC struct{ oldest uint32 }
+
+func (f trimmedRPC) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "getTransaction" {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	out := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"status":"NOT_FOUND","latestLedger":%d,"latestLedgerCloseTime":"0","oldestLedger":%d,"oldestLedgerCloseTime":"0"}}`,
+		m.ID, f.oldest+10, f.oldest)
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(out)), Request: req}, nil
+}
+
+// A transaction getEvents named that getTransaction no longer finds, RPC's history now starting
+// after the day's first ledger: the day is refused as not covered, never reported without it.
+func TestVaultDayRefusedWhenHistoryIsTrimmedWhileReading(t *testing.T) {
+	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+	r := newDayRig(t, day.Add(time.Hour))
+	r.busyDay(0, 3, 3)
+	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.n.RPCURL(), Passphrase: r.n.Passphrase(), VaultAccount: r.keys.Vault.Address(),
+		Assets: []txnbuild.CreditAsset{r.credit}, Keys: signing.StaticKeys{K: r.keys}, Clock: r.clock,
+		HTTPClient: &http.Client{Transport: trimmedRPC{oldest: 3}, Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.VaultDay(context.Background(), day, false); !errors.Is(err, transfer.ErrHistoryNotCovered) {
+		t.Fatalf("trimmed while read: %v", err)
 	}
 }
