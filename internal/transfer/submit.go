@@ -140,6 +140,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				o.log().WarnContext(ctx, "send failed; will re-send the same envelope", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "err", err)
 			}
 		}
+		// A send that failed waits its backoff before the next (needSend is still set only then):
+		// a look-up calling for a re-send does not hurry it.
+		sendFailed := needSend
 		// Right after a re-send that followed a look-up, the ledgers read are the look-up's: the
 		// wait sleeps before it reads again.
 		skipDue := afterResend
@@ -176,7 +179,7 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				// close two in three transfers re-send (the envelope's ledger is seldom the first
 				// after the latest shown at the send).
 				if lk.LatestLedger >= sentAt+2 {
-					needSend, resendNow = true, true
+					needSend, resendNow = true, !sendFailed
 				}
 			}
 		}
