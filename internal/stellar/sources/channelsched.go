@@ -470,17 +470,20 @@ func earlier(a, b time.Time) time.Time {
 }
 
 // ledgerStart is the close that began the ledger t falls in, ledgers closing every interval from
-// lastClose on (earlier or later than t): t itself when lastClose is unknown.
+// lastClose on (earlier or later than t): t itself when lastClose is unknown. A t more than
+// about 292 years from lastClose (a calendar time read from the store: Duration's range) gets the
+// close that far on its side, never one on the other: the step back to the ledger's start is
+// taken on the time, where multiplying it into the Duration would wrap past its minimum.
 func ledgerStart(t, lastClose time.Time, interval time.Duration) time.Time {
 	if lastClose.IsZero() || interval <= 0 {
 		return t
 	}
 	d := t.Sub(lastClose)
-	k := d / interval
+	start := lastClose.Add(d / interval * interval)
 	if d < 0 && d%interval != 0 {
-		k--
+		start = start.Add(-interval)
 	}
-	return lastClose.Add(k * interval)
+	return start
 }
 
 // calendarSeen is what a process knows of the calendar beyond its slots (slotTime). Guarded by
