@@ -80,7 +80,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 	failing := CodeTimeout
 	needSend := true
 	w := o.newLedgerWait()
-	var sentAt uint32 // latest ledger when the envelope was last sent
+	// sentAt is the latest ledger when the envelope was last sent: the send's answer's, or, when
+	// that names none (0), the first look-up's after it; 0 until one is known.
+	var sentAt uint32
 	// resendNow: a look-up found the envelope still pending two ledgers after the send, and the
 	// re-send goes out at once; afterResend: the loop turn after it, which has nothing new to read.
 	resendNow, afterResend := false, false
@@ -171,6 +173,11 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 						rec, env = next, *next.Envelope
 						needSend = true
 					}
+				}
+				if sentAt == 0 {
+					// The send's answer named no ledger (Horizon's root unread after it): the two
+					// ledgers count from the first look-up after the send, not from ledger 0.
+					sentAt = lk.LatestLedger
 				}
 				// Still pending two ledgers after the send: re-send the same envelope, in case a
 				// node dropped it. Same hash, same sequence number: it can land at most once. At
