@@ -135,8 +135,13 @@ func calendarTerms(interval time.Duration, count int) (spacing, grace, horizon t
 	return spacing, interval / 2, calendarHorizon * max(interval, DefaultLedgerInterval)
 }
 
-// ticketChannel is the index of ticket n's channel among count channels.
-func ticketChannel(n int64, count int) int { return int(uint64(n) % uint64(count)) }
+// ticketChannel is the index of ticket n's channel among count channels: n modulo count, in
+// [0, count) for a negative n too (a number an operator set below zero), so that consecutive
+// tickets name consecutive channels across 0 as everywhere else.
+func ticketChannel(n int64, count int) int {
+	c := int64(count)
+	return int((n%c + c) % c)
+}
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
 // could not book a slot (an error other than a failed condition: throttled, unavailable, its

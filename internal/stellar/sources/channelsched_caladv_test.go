@@ -87,3 +87,39 @@ func centuriesCase(t *testing.T, leases LeaseStore, tickets TicketStore) {
 		}
 	}
 }
+
+// Consecutive bookings go to distinct channels (ticketChannel), also across ticket 0 from below:
+// a calendar whose number an operator set negative (internal/dynamo reads it as it is) books
+// tickets -2, -1, 0 on 3 channels, and a pool whose channels are all free leases the three in
+// one ledger, three different channels, no lease write failed. Taken as unsigned, -1 names the
+// channel of 0 at 3 channels (2^64 - 1 is a multiple of 3), and the third call met a channel the
+// first round still held.
+func TestConsecutiveTicketsNameDistinctChannelsAcrossZero(t *testing.T) {
+	for _, count := range []int{3, 5, 7} {
+		clock := vclock.New(time.Unix(1_800_000_000, 0))
+		first := clock.Now()
+		tickets := &memTickets{next: -2}
+		keys, _, pool := scheduledPool(t, clock, &sourcestest.Leases{}, tickets, count)
+		clock.Advance(500 * time.Millisecond)
+		seen := map[string]bool{}
+		for i := range 3 {
+			now := clock.Now()
+			l, err := pool.Acquire(context.Background(), keys, LeaseTerms{Until: now.Add(30 * time.Second), MaxTime: now.Add(30 * time.Second), LedgerClose: first})
+			if err != nil {
+				t.Fatalf("%d channels, call %d: %v", count, i, err)
+			}
+			if seen[l.Account] {
+				t.Errorf("%d channels, call %d (ticket %d) leased %s again", count, i, i-2, l.Account)
+			}
+			seen[l.Account] = true
+		}
+		if st := pool.Stats(); st.Collisions != 0 {
+			t.Errorf("%d channels: stats %+v, want no failed lease write", count, st)
+		}
+	}
+	for n := int64(-10); n < 10; n++ {
+		if a, b := ticketChannel(n, 3), ticketChannel(n+1, 3); a == b || a < 0 || a >= 3 || (b-a+3)%3 != 1 {
+			t.Errorf("tickets %d and %d name channels %d and %d of 3, want the next one", n, n+1, a, b)
+		}
+	}
+}
