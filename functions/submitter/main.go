@@ -5,11 +5,10 @@
 // the queue its messages come from: it sends no message, but it shortens the visibility timeout
 // of a message to deliver again (ChangeMessageVisibility; queue.Backoff). Without QUEUE_URL a
 // failed message waits the queue's visibility timeout. BATCH_SIZE above 1 hands each event's messages
-// to transfer.Orchestrator.RunQueuedBatch (internal/queue.BatchSubmitter).
+// to transfer.Orchestrator.RunQueuedBatch (internal/queue.BatchSubmitter; wiring.SubmitterHandler picks).
 package main
 
 import (
-	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
@@ -17,10 +16,5 @@ func main() {
 	in := wiring.Begin()
 	// As the API function's start-up (wiring.Init.TransferService), without the queue's sender.
 	svc := in.TransferService(false)
-	if svc.Orchestrator.Batches != nil {
-		// BATCH_SIZE above 1: the event's messages are paid together (transfer.RunQueuedBatch).
-		in.Start(queue.BatchSubmitter(svc.Orchestrator, svc.Redelivery, in.Logger))
-		return
-	}
-	in.Start(queue.Submitter(svc.Orchestrator, svc.Redelivery, in.Logger))
+	in.Start(wiring.SubmitterHandler(svc, in.Logger))
 }

@@ -2,7 +2,11 @@ package wiring
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -62,4 +66,15 @@ func batchesFor(ledger StellarLedger, batchSize int) transfer.BatchLedger {
 		return batchLedger{l}
 	}
 	return nil
+}
+
+// SubmitterHandler is SubmitterFunction's handler over svc, logging on log: queue.BatchSubmitter
+// when svc's orchestrator batches (BATCH_SIZE above 1 on a classic vault: batchesFor), so that an
+// event's messages are paid together (transfer.RunQueuedBatch); else queue.Submitter, each
+// message alone (RunQueued). Either backs a failed message off through svc.Redelivery.
+func SubmitterHandler(svc *Service, log *slog.Logger) func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if svc.Orchestrator.Batches != nil {
+		return queue.BatchSubmitter(svc.Orchestrator, svc.Redelivery, log)
+	}
+	return queue.Submitter(svc.Orchestrator, svc.Redelivery, log)
 }
