@@ -104,10 +104,14 @@ func (l *RPCLedger) dayLedgers(ctx context.Context, start time.Time, endp *time.
 		return first, last, err
 	}
 	oldest, latest := probe.OldestLedger, probe.LatestLedger
-	partial := soFar && probe.LatestLedgerCloseTime < endp.Unix() && probe.LatestLedgerCloseTime >= start.Unix() && len(probe.Ledgers) == 1
+	// The day so far ends just after the ledger it reads last, probe.Ledgers[0]: the range's
+	// latest close time may be a ledger closed after that one was named (getLatestLedger, then
+	// getTransactions or getLedgers), which the read would claim to cover without reading it.
+	partial := soFar && len(probe.Ledgers) == 1 && probe.Ledgers[0].LedgerCloseTime < endp.Unix() &&
+		probe.Ledgers[0].LedgerCloseTime >= start.Unix()
 	if partial {
 		// The day so far: up to the latest ledger, which closed within it.
-		*endp = time.Unix(probe.LatestLedgerCloseTime+1, 0).UTC()
+		*endp = time.Unix(probe.Ledgers[0].LedgerCloseTime+1, 0).UTC()
 	}
 	end := *endp
 	switch {
