@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
+	"github.com/stellar/go-stellar-sdk/xdr"
 
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/signing"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // hookRPC is an http.RoundTripper to the network that runs after once, the first time a call
@@ -85,5 +87,52 @@ func TestVaultDaySoFarEndsAtItsLastLedger(t *testing.T) {
 	}
 	if !got.End.After(late) && len(got.Payments) != 1 || got.End.After(late) && len(got.Payments) != 2 {
 		t.Fatalf("the day so far to %s lists %d payments: %+v", got.End, len(got.Payments), got.Payments)
+	}
+}
+
+// Every payment of the vault's is found by the events that name its G... account, whichever
+// form of it the operation names: an incoming payment to a muxed address of the vault, an
+// outgoing one whose operation source is a muxed address of the vault inside a channel's fee bump;
+// and a failed transaction of the vault's alone in the day's last ledger (whose close time is read
+// from that failed transaction) is the day's, FAILED.
+func TestVaultDayFindsTheVaultUnderItsMuxedAddresses(t *testing.T) {
+	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+	r := newDayRig(t, day.Add(time.Hour))
+	vaultM, err := xdr.MuxedAccountFromAccountId(r.keys.Vault.Address(), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := r.send(r.wallet, []txnbuild.Operation{r.pay("", vaultM.Address(), "3")}, nil, false, r.wallet)
+	out, outer := r.send(r.channel, []txnbuild.Operation{r.pay(vaultM.Address(), r.wallet.Address(), "2")}, nil, true, r.channel, r.keys.Vault)
+	r.closeAt(day.Add(time.Hour + 5*time.Second))
+	r.clock.Advance(day.Add(24*time.Hour - 2*time.Second).Sub(r.clock.Now()))
+	failed, _ := r.send(r.keys.Vault, []txnbuild.Operation{r.pay("", r.wallet.Address(), "1000000")}, nil, false, r.keys.Vault)
+	last := r.closeAt(day.Add(24*time.Hour - time.Second))
+	r.closeAt(day.Add(24 * time.Hour))
+	got, err := r.ledger.VaultDay(context.Background(), day, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastLedger != last.Sequence || !got.LastClose.Equal(last.CloseTime) {
+		t.Fatalf("last ledger %d at %s, want %d at %s", got.LastLedger, got.LastClose, last.Sequence, last.CloseTime)
+	}
+	if got.Failed[failed] != last.Sequence {
+		t.Fatalf("failed %v, want %s in %d", got.Failed, failed, last.Sequence)
+	}
+	if len(got.Payments) != 2 {
+		t.Fatalf("payments %+v", got.Payments)
+	}
+	byHash := map[string]transfer.ChainPayment{}
+	for _, p := range got.Payments {
+		byHash[p.Hash] = p
+	}
+	if p := byHash[in]; p.Direction != transfer.DirectionIn || p.Stroops != 30_000_000 || p.Counterparty != r.wallet.Address() {
+		t.Fatalf("incoming to the muxed vault: %+v", p)
+	}
+	if p := byHash[out]; p.Direction != transfer.DirectionOut || p.Stroops != 20_000_000 || p.OuterHash != outer || p.Counterparty != r.wallet.Address() {
+		t.Fatalf("outgoing from the muxed vault: %+v", p)
+	}
+	if m := got.Balances["USDC"]; !m.Readable || m.Net != 10_000_000 {
+		t.Fatalf("USDC movement %+v, want +1", m)
 	}
 }
