@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,5 +136,82 @@ func TestVaultDayFindsTheVaultUnderItsMuxedAddresses(t *testing.T) {
 	}
 	if m := got.Balances["USDC"]; !m.Readable || m.Net != 10_000_000 {
 		t.Fatalf("USDC movement %+v, want +1", m)
+	}
+}
+
+// txFaults is an http.RoundTripper to the network whose first getTransaction answer waits until
+// seven more have been answered (the eight readers finishing out of order), and which answers
+// 503 for every getTransaction naming fail.
+type txFaults struct {
+	mu       sync.Mutex
+	fail     string
+	answered int
+	first    bool
+	release  chan struct{}
+}
+
+func (f *txFaults) RoundTrip(req *http.Request) (*http.Response, error) {
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	if !bytes.Contains(b, []byte(`"getTransaction"`)) {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	if f.fail != "" && bytes.Contains(b, []byte(f.fail)) {
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Body: io.NopCloser(strings.NewReader("busy")), Header: http.Header{}, Request: req}, nil
+	}
+	f.mu.Lock()
+	wait := !f.first
+	f.first = true
+	f.mu.Unlock()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if wait {
+		<-f.release
+		return resp, err
+	}
+	f.mu.Lock()
+	f.answered++
+	if f.answered == 7 && f.fail == "" {
+		close(f.release)
+	}
+	f.mu.Unlock()
+	return resp, err
+}
+
+// The vault's transactions are read eight at a time: answers that come back out of order are the
+// day's payments in ledger order all the same, and one that cannot be read refuses the day,
+// never a day reported without it.
+func TestVaultDayReadsTransactionsOutOfOrderOrNotAtAll(t *testing.T) {
+	r := newDayRig(t, time.Date(2033, 5, 18, 1, 0, 0, 0, time.UTC))
+	day := r.busyDay(0, 12, 12)
+	want, err := r.ledger.VaultDay(context.Background(), day, false)
+	if err != nil || len(want.Payments) != 12 {
+		t.Fatalf("%d payments, %v", len(want.Payments), err)
+	}
+	ledgerOf := func(f *txFaults) *stellar.RPCLedger {
+		l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.n.RPCURL(), Passphrase: r.n.Passphrase(), VaultAccount: r.keys.Vault.Address(),
+			Assets: []txnbuild.CreditAsset{r.credit}, Keys: signing.StaticKeys{K: r.keys}, Clock: r.clock,
+			HTTPClient: &http.Client{Transport: f, Timeout: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	got, err := ledgerOf(&txFaults{release: make(chan struct{})}).VaultDay(context.Background(), day, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Payments {
+		if got.Payments[i] != want.Payments[i] || i > 0 && got.Payments[i].Ledger <= got.Payments[i-1].Ledger {
+			t.Fatalf("payment %d: %+v, want %+v", i, got.Payments[i], want.Payments[i])
+		}
+	}
+	f := &txFaults{fail: want.Payments[9].Hash, release: make(chan struct{})}
+	close(f.release)
+	f.first = true
+	if got, err := ledgerOf(f).VaultDay(context.Background(), day, false); err == nil {
+		t.Fatalf("a day with a transaction not read: %d payments", len(got.Payments))
 	}
 }
