@@ -46,7 +46,11 @@ import (
 // paid (a fee account replaced during the day), and what moves no asset (a SetOptions, a
 // ChangeTrust: ChainDay never listed them). Every change of the vault's trustline balance comes
 // with one of these events, so the balance movement read from the named transactions' metadata
-// is the whole day's.
+// is the whole day's. A named transaction whose operation moved the vault's or a vault
+// contract's funds without being a payment or a contract call of the vault's (a direct asset
+// contract transfer into a vault contract, an offer of the vault's crossed by another account) is
+// listed among the day's other operations from its events (dayScanner.unlistedMoves): in contract
+// mode no balance movement would show it.
 //
 // getEvents (cmd/stellar-rpc/internal/methods/get_events.go) takes at most 5 filters of at most
 // 5 contract ids and 5 topic filters of up to 4 segments ("*" one, a trailing "**" any number;
