@@ -215,3 +215,51 @@ func TestVaultDayReadsTransactionsOutOfOrderOrNotAtAll(t *testing.T) {
 		t.Fatalf("a day with a transaction not read: %d payments", len(got.Payments))
 	}
 }
+
+// pageCap is an http.RoundTripper to the network that answers getEvents with pages of one
+// event whatever limit was asked (a proxy or an instance with a lower max-events-limit that
+// caps rather than refuses): its page ends at its last event, its cursor that event's id.
+type pageCap struct{}
+
+func (pageCap) RoundTrip(req *http.Request) (*http.Response, error) {
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Contains(b, []byte(`"getEvents"`)) {
+		b = bytes.Replace(b, []byte(`"limit":1000`), []byte(`"limit":1`), 1)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.ContentLength = int64(len(b))
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// A page ends its scan window only when its cursor says so (the window's end: the largest
+// transaction, operation and event index of its last ledger), not when it holds fewer events
+// than asked: a page cut short in the day's last ledger (the vault's fee event, which comes before
+// every operation's event of its ledger) is followed by the next, which holds the wallet's payment to the vault in that ledger.
+func TestVaultDayReadsOnUntilTheWindowsEnd(t *testing.T) {
+	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
+	r := newDayRig(t, day.Add(time.Hour))
+	r.send(r.keys.Vault, []txnbuild.Operation{r.pay("", r.wallet.Address(), "1"), r.pay("", r.wallet.Address(), "1")}, nil, false, r.keys.Vault)
+	in, _ := r.send(r.wallet, []txnbuild.Operation{r.pay("", r.keys.Vault.Address(), "3")}, nil, false, r.wallet)
+	r.closeAt(day.Add(time.Hour + 5*time.Second))
+	r.closeAt(day.Add(24 * time.Hour))
+	l, err := stellar.NewRPCLedger(stellar.RPCConfig{URL: r.n.RPCURL(), Passphrase: r.n.Passphrase(), VaultAccount: r.keys.Vault.Address(),
+		Assets: []txnbuild.CreditAsset{r.credit}, Keys: signing.StaticKeys{K: r.keys}, Clock: r.clock,
+		HTTPClient: &http.Client{Transport: pageCap{}, Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.VaultDay(context.Background(), day, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range got.Payments {
+		found = found || p.Hash == in
+	}
+	if len(got.Payments) != 3 || !found {
+		t.Fatalf("payments %+v, want the vault's two and the wallet's %s", got.Payments, in)
+	}
+}

@@ -170,11 +170,14 @@ func (l *RPCLedger) dayTxHashes(ctx context.Context, first, last uint32, groups 
 			if err != nil {
 				return nil, fmt.Errorf("stellar: getEvents: cursor %q: %w", resp.Cursor, err)
 			}
-			full := uint(len(resp.Events)) >= dayEventsPage
-			if !full && cur.Ledger >= last || full && cur.Ledger > last {
+			// A page ends its window when its cursor is the window's end (stellar-rpc's MaxCursor in
+			// the window's last ledger), whatever the count of its events: a server that caps pages
+			// below the limit asked ends them at their last event, more of that ledger to come.
+			windowEnd := cur.Tx == protocol.MaxCursor.Tx && cur.Op == protocol.MaxCursor.Op && cur.Event == protocol.MaxCursor.Event
+			if windowEnd && cur.Ledger >= last || !windowEnd && cur.Ledger > last {
 				break // read through the day's last ledger
 			}
-			if !full && resp.LatestLedger < last {
+			if windowEnd && resp.LatestLedger < last {
 				// A short page ends the window at the latest ledger this instance holds: it must
 				// hold the day's last ledger, or ledgers are missing (a lagging instance).
 				return nil, fmt.Errorf("stellar: getEvents answered up to ledger %d, before the day's last ledger %d", resp.LatestLedger, last)
