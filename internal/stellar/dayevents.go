@@ -46,7 +46,11 @@ import (
 // paid (a fee account replaced during the day), and what moves no asset (a SetOptions, a
 // ChangeTrust: ChainDay never listed them). Every change of the vault's trustline balance comes
 // with one of these events, so the balance movement read from the named transactions' metadata
-// is the whole day's.
+// is the whole day's. A named transaction whose operation moved the vault's or a vault
+// contract's funds without being a payment or a contract call of the vault's (a direct asset
+// contract transfer into a vault contract, an offer of the vault's crossed by another account) is
+// listed among the day's other operations from its events (dayScanner.unlistedMoves): in contract
+// mode no balance movement would show it.
 //
 // getEvents (cmd/stellar-rpc/internal/methods/get_events.go) takes at most 5 filters of at most
 // 5 contract ids and 5 topic filters of up to 4 segments ("*" one, a trailing "**" any number;
@@ -166,11 +170,14 @@ func (l *RPCLedger) dayTxHashes(ctx context.Context, first, last uint32, groups 
 			if err != nil {
 				return nil, fmt.Errorf("stellar: getEvents: cursor %q: %w", resp.Cursor, err)
 			}
-			full := uint(len(resp.Events)) >= dayEventsPage
-			if !full && cur.Ledger >= last || full && cur.Ledger > last {
+			// A page ends its window when its cursor is the window's end (stellar-rpc's MaxCursor in
+			// the window's last ledger), whatever the count of its events: a server that caps pages
+			// below the limit asked ends them at their last event, more of that ledger to come.
+			windowEnd := cur.Tx == protocol.MaxCursor.Tx && cur.Op == protocol.MaxCursor.Op && cur.Event == protocol.MaxCursor.Event
+			if windowEnd && cur.Ledger >= last || !windowEnd && cur.Ledger > last {
 				break // read through the day's last ledger
 			}
-			if !full && resp.LatestLedger < last {
+			if windowEnd && resp.LatestLedger < last {
 				// A short page ends the window at the latest ledger this instance holds: it must
 				// hold the day's last ledger, or ledgers are missing (a lagging instance).
 				return nil, fmt.Errorf("stellar: getEvents answered up to ledger %d, before the day's last ledger %d", resp.LatestLedger, last)

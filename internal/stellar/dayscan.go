@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,10 +105,14 @@ func (l *RPCLedger) dayLedgers(ctx context.Context, start time.Time, endp *time.
 		return first, last, err
 	}
 	oldest, latest := probe.OldestLedger, probe.LatestLedger
-	partial := soFar && probe.LatestLedgerCloseTime < endp.Unix() && probe.LatestLedgerCloseTime >= start.Unix() && len(probe.Ledgers) == 1
+	// The day so far ends just after the ledger it reads last, probe.Ledgers[0]: the range's
+	// latest close time may be a ledger closed after that one was named (getLatestLedger, then
+	// getTransactions or getLedgers), which the read would claim to cover without reading it.
+	partial := soFar && len(probe.Ledgers) == 1 && probe.Ledgers[0].LedgerCloseTime < endp.Unix() &&
+		probe.Ledgers[0].LedgerCloseTime >= start.Unix()
 	if partial {
 		// The day so far: up to the latest ledger, which closed within it.
-		*endp = time.Unix(probe.LatestLedgerCloseTime+1, 0).UTC()
+		*endp = time.Unix(probe.Ledgers[0].LedgerCloseTime+1, 0).UTC()
 	}
 	end := *endp
 	switch {
@@ -253,12 +258,14 @@ func (s *dayScanner) add(tx protocol.TransactionInfo) error {
 	closeTime := time.Unix(tx.LedgerCloseTime, 0).UTC()
 	var pays []transfer.ChainPayment
 	var others []transfer.ChainOther
+	listed := make([]bool, len(ops))
 	for i, op := range ops {
 		src := txSource
 		if op.SourceAccount != nil {
 			src = op.SourceAccount.ToAccountId().Address()
 		}
 		p, o := s.decodeOp(op, src)
+		listed[i] = p != nil || o != nil
 		if p != nil {
 			p.Hash, p.OuterHash, p.Ledger, p.CloseTime, p.Op, p.Ops, p.Memo = inner, outer, tx.Ledger, closeTime, i, len(ops), memo
 			pays = append(pays, *p)
@@ -266,6 +273,16 @@ func (s *dayScanner) add(tx protocol.TransactionInfo) error {
 		if o != nil {
 			o.Hash, o.Ledger, o.Op = inner, tx.Ledger, i
 			others = append(others, *o)
+		}
+	}
+	if tx.Status == protocol.TransactionStatusSuccess {
+		moved, err := s.unlistedMoves(metaRaw, listed)
+		if err != nil {
+			return fmt.Errorf("stellar: transaction %s: meta: %w", tx.TransactionHash, err)
+		}
+		for _, o := range moved {
+			o.Hash, o.Ledger = inner, tx.Ledger
+			others = append(others, o)
 		}
 	}
 	if tx.Status != protocol.TransactionStatusSuccess {
@@ -301,6 +318,77 @@ func (s *dayScanner) mentionsVault(raw []byte) bool {
 		}
 	}
 	return false
+}
+
+// unlistedMoves are the asset movements from or to the vault (or, in contract mode, a vault
+// contract) that the events of a successful transaction's operations show (metaRaw: its
+// TransactionMeta; V4 keeps each operation's events, V3 a Soroban operation's) for the operations
+// decodeOp listed neither as a payment nor as another operation (listed, by operation index): a
+// Stellar Asset Contract's transfer into a vault contract called directly rather than through
+// its deposit, another contract moving the vault's funds, an offer of the vault's crossed by
+// another account. Without them such a movement is in no list of the day, and in contract mode in
+// no balance either. One ChainOther per operation, its Type the event's name (transfer, mint,
+// burn, clawback), Op set; Hash and Ledger are the caller's.
+func (s *dayScanner) unlistedMoves(metaRaw []byte, listed []bool) ([]transfer.ChainOther, error) {
+	if !slices.Contains(listed, false) {
+		return nil, nil
+	}
+	var meta xdr.TransactionMeta
+	if err := xdr.SafeUnmarshal(metaRaw, &meta); err != nil {
+		return nil, err
+	}
+	perOp := map[int][]xdr.ContractEvent{}
+	switch meta.V {
+	case 4:
+		for i, op := range meta.V4.Operations {
+			perOp[i] = op.Events
+		}
+	case 3:
+		if meta.V3.SorobanMeta != nil {
+			perOp[0] = meta.V3.SorobanMeta.Events
+		}
+	}
+	ours := []xdr.ScAddress{s.l.vault.scAddress()}
+	if s.cl != nil {
+		for _, c := range s.cl.contracts {
+			ours = append(ours, c.scAddress())
+		}
+	}
+	names := func(v xdr.ScVal) bool {
+		if v.Type != xdr.ScValTypeScvAddress || v.Address == nil {
+			return false
+		}
+		for _, a := range ours {
+			if v.Address.Equals(a) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []transfer.ChainOther
+	for i, done := range listed {
+		if done {
+			continue
+		}
+		for _, ev := range perOp[i] {
+			if ev.Type != xdr.ContractEventTypeContract || ev.Body.V0 == nil || len(ev.Body.V0.Topics) < 2 ||
+				ev.Body.V0.Topics[0].Type != xdr.ScValTypeScvSymbol || ev.Body.V0.Topics[0].Sym == nil {
+				continue
+			}
+			t := ev.Body.V0.Topics
+			name := string(*t[0].Sym)
+			switch {
+			case name != "transfer" && name != "mint" && name != "burn" && name != "clawback":
+				continue
+			case !names(t[1]) && (name != "transfer" || len(t) < 3 || !names(t[2])):
+				continue
+			}
+			out = append(out, transfer.ChainOther{Type: name, Op: i,
+				Detail: "an asset movement from or to the vault by an operation that is neither its payment nor its contract's withdraw or deposit"})
+			break
+		}
+	}
+	return out, nil
 }
 
 // balances adds the vault's trustline changes of a successful transaction.
