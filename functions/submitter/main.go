@@ -4,11 +4,11 @@
 // NETWORK_PASSPHRASE, VAULT_ACCOUNT, ASSETS, SIGNING_SECRET_ARN or SIGNER=kms, ...) and QUEUE_URL,
 // the queue its messages come from: it sends no message, but it shortens the visibility timeout
 // of a message to deliver again (ChangeMessageVisibility; queue.Backoff). Without QUEUE_URL a
-// failed message waits the queue's visibility timeout.
+// failed message waits the queue's visibility timeout. BATCH_SIZE above 1 hands each event's messages
+// to transfer.Orchestrator.RunQueuedBatch (internal/queue.BatchSubmitter; wiring.SubmitterHandler picks).
 package main
 
 import (
-	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/wiring"
 )
 
@@ -16,5 +16,5 @@ func main() {
 	in := wiring.Begin()
 	// As the API function's start-up (wiring.Init.TransferService), without the queue's sender.
 	svc := in.TransferService(false)
-	in.Start(queue.Submitter(svc.Orchestrator, svc.Redelivery, in.Logger))
+	in.Start(wiring.SubmitterHandler(svc, in.Logger))
 }

@@ -73,6 +73,14 @@ func deliver(ctx context.Context, r Runner, log *slog.Logger, msg events.SQSMess
 		return false, 0
 	}
 	d, err := r.RunQueued(ctx, m)
+	return judge(ctx, log, msg, m, d, err)
+}
+
+// judge logs the run of msg (decoded as m) that answered d, err and reports whether msg may be
+// acknowledged (DeliveryDone, DeliveryStale), and when it may not, the visibility timeout to give
+// it: Backoff(RetryAfter(err), its ApproximateReceiveCount) for a DeliveryRetry, else 0 (the
+// queue's).
+func judge(ctx context.Context, log *slog.Logger, msg events.SQSMessage, m transfer.QueueMessage, d transfer.Delivery, err error) (ack bool, wait time.Duration) {
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelWarn

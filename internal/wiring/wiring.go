@@ -119,6 +119,9 @@ func Build(d Deps) (*Service, error) {
 		// before its claim: a read of its key instead of a claim and its release.
 		orch.Admission = adm
 	}
+	// BATCH_SIZE above 1 pays queued transfers in batches (transfer.RunQueuedBatch); 1, the
+	// default, leaves Batches nil: every queued transfer runs alone (RunQueued).
+	orch.Batches = batchesFor(ledger, config.Settings(getenv).BatchSize)
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {
 		return transfer.Rules{Assets: codes, MaxKeyLength: config.Settings(getenv).MaxKeyLength, Addresses: stellar.Addresses{}}
