@@ -32,6 +32,9 @@ func Settings(getenv Getenv) transfer.Settings {
 	if n, err := positiveInt(getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH")); err == nil && n >= transfer.MinKeyLength && n <= transfer.MaxKeyLengthBound {
 		s.MaxKeyLength = n
 	}
+	if n, err := positiveInt(getenv("BATCH_SIZE")); err == nil && n <= transfer.MaxBatchOperations {
+		s.BatchSize = n
+	}
 	return s
 }
 
@@ -218,6 +221,17 @@ func Load(getenv Getenv) (Config, error) {
 		if n, err := positiveInt(v); err != nil || n < transfer.MinKeyLength || n > transfer.MaxKeyLengthBound {
 			errs = append(errs, fmt.Errorf("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH must be a whole number from %d to %d (a longer key's store key would not fit DynamoDB's 1,024-byte index sort keys), not %q",
 				transfer.MinKeyLength, transfer.MaxKeyLengthBound, v))
+		}
+	}
+	if v := strings.TrimSpace(getenv("BATCH_SIZE")); v != "" {
+		// A transaction holds at most MAX_OPS_PER_TX operations, and a Soroban transaction exactly
+		// one (stellar-core, TransactionFrame::validateSorobanOpsConsistency), so a vault contract
+		// pays one transfer per transaction (transfer/doc.go, "Batches").
+		switch n, err := positiveInt(v); {
+		case err != nil || n > transfer.MaxBatchOperations:
+			errs = append(errs, fmt.Errorf("BATCH_SIZE must be a whole number from 1 to %d, not %q", transfer.MaxBatchOperations, v))
+		case n > 1 && len(c.VaultContract.Contracts) > 0:
+			errs = append(errs, fmt.Errorf("BATCH_SIZE %d needs a classic vault: a Soroban transaction holds one operation, so VAULT_CONTRACTS and VAULT_CONTRACT keep BATCH_SIZE 1", n))
 		}
 	}
 	if v := strings.TrimSpace(getenv("STELLAR_RPC_LOAD_BALANCED")); v != "" && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {

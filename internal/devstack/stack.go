@@ -180,9 +180,12 @@ type Info struct {
 	FeeAccount Account `json:"feeAccount"`
 	// VaultContract is the vault contract deployed at start (C...); the service calls it when
 	// VAULT_CONTRACT=local.
-	VaultContract string         `json:"vaultContract"`
-	Assets        []config.Asset `json:"assets"`
-	Wallets       []Account      `json:"wallets"`
+	VaultContract string `json:"vaultContract"`
+	// ContractMode is whether the service sends its transfers through VaultContract
+	// (VAULT_CONTRACT=local) rather than from the classic vault.
+	ContractMode bool           `json:"contractMode"`
+	Assets       []config.Asset `json:"assets"`
+	Wallets      []Account      `json:"wallets"`
 	// Channels are the channel accounts transactions are sent from (CHANNEL_COUNT).
 	Channels []string `json:"channels,omitempty"`
 	// Signer is SIGNER: "secrets" (seeds in the local secret) or "kms" (keys in the local KMS
@@ -447,7 +450,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		APIURL: "http://" + apiLn.Addr().String(), DynamoDBEndpoint: dynamoURL, Table: table,
 		NetworkPassphrase: net0.Passphrase(), HorizonURL: stellarURL, RPCURL: stellarURL + "/rpc",
 		FriendbotURL: stellarURL + "/friendbot", AdminURL: stellarURL + "/_sim/",
-		Vault: Account{Account: keys.Vault.Address()}, Assets: assets, VaultContract: contract,
+		Vault: Account{Account: keys.Vault.Address()}, Assets: assets, VaultContract: contract, ContractMode: useContract != "",
 		Signer: cfg.Signer, TracesURL: tr.tracesURL(), Limits: limitsInfo(cfg.Limits),
 	}
 	if km != nil {

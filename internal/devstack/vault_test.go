@@ -26,8 +26,8 @@ func startContractStack(t *testing.T) *Stack {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if s.Info.VaultContract == "" {
-		t.Fatal("no vault contract in Info")
+	if s.Info.VaultContract == "" || !s.Info.ContractMode {
+		t.Fatalf("VAULT_CONTRACT=local: Info has contract %q, ContractMode %v; want one, true", s.Info.VaultContract, s.Info.ContractMode)
 	}
 	return s
 }

@@ -278,7 +278,9 @@ var ticketWrap = new(big.Int).Lsh(big.NewInt(1), 62)
 // ticketNumber reads a ticket number. DynamoDB keeps 38 digits, so a number past int64 (an
 // operator's edit; bookings alone would take billions of years) is taken modulo 2^62 rather than
 // failing every booking from then on: a ticket only picks a channel (n mod channels), and the
-// wrap costs at most one slot on a channel that another slot also names.
+// wrap costs at most one slot on a channel that another slot also names. A fraction (an edit too)
+// is taken down to the whole number below it, so that the numbers the bookings' ADDs make of it
+// stay consecutive across zero (-0.5 is -1, the next booking's 0.5 is 0).
 func ticketNumber(s string) (int64, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, nil
@@ -287,6 +289,9 @@ func ticketNumber(s string) (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("dynamo: channel ticket number %q is no number", s)
 	}
-	n := new(big.Int).Quo(r.Num(), r.Denom())
+	n := new(big.Int).Div(r.Num(), r.Denom()) // Euclidean: the floor, the denominator being positive
+	if n.IsInt64() {
+		return n.Int64(), nil
+	}
 	return n.Mod(n, ticketWrap).Int64(), nil
 }

@@ -367,6 +367,19 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	if !isHexHash(hash) {
 		return nil, badRequest("transactionHash must be 64 hex characters")
 	}
+	if rec.Batch != nil {
+		// A batched key: its envelope is its batch's, whose item holds the XDR and every outer
+		// hash, and whose operation at the key's index must be this key's incarnation, or the hash
+		// would settle the key with a transaction that does not pay it (transfer/doc.go, "Batches").
+		b, err := transfer.BatchOf(ctx, s.cfg.Store, rec)
+		switch {
+		case errors.Is(err, transfer.ErrBatchMismatch):
+			return nil, refuse(CodeHashMismatch, "the batch item of this transfer does not hold its operation %d: %v", rec.Batch.Index, err)
+		case err != nil:
+			return nil, storeErr(err)
+		}
+		env = b.Envelope
+	}
 	if !slices.Contains(env.Hashes(), hash) {
 		return nil, refuse(CodeHashMismatch, "%s is neither the inner hash nor one of the outer hashes of this transfer's envelope", hash)
 	}
@@ -406,6 +419,11 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		forced = true
 		lk = transfer.Lookup{Status: transfer.LookupSuccess, Hash: hash}
 	}
+	if rec.Batch != nil && !forced {
+		if err := s.checkOperation(ctx, rec, lk.Hash); err != nil {
+			return nil, err
+		}
+	}
 	ttl := s.cfg.KeyTTL()
 	if err := (transfer.Settings{KeyTTL: ttl}).Validate(); err != nil {
 		return nil, &Error{Code: CodeConfigurationInvalid, Message: err.Error(), Err: err}
@@ -420,6 +438,33 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	s.logAudit(ctx, rec, next.Audit, string(transfer.StatusReplayable))
 	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.StatusReplayable),
 		TransactionHash: next.Result.TransactionHash, Ledger: next.Result.Ledger, Forced: forced}, nil
+}
+
+// checkOperation checks on chain, when the Ledger can read a landed transaction's operations
+// (transfer.OperationReader), that operation rec.Batch.Index of the transaction hash pays rec's
+// request: its destination account, asset and amount. A transaction whose operation at the key's
+// index pays anything else never settles the key (transfer/doc.go, "Batches").
+func (s *Service) checkOperation(ctx context.Context, rec transfer.Record, hash string) *Error {
+	r, ok := s.cfg.Ledger.(transfer.OperationReader)
+	if !ok {
+		return nil
+	}
+	if hash == "" {
+		hash = rec.Envelope.InnerHash
+	}
+	p, err := r.PaymentAt(ctx, hash, rec.Batch.Index)
+	switch {
+	case errors.Is(err, transfer.ErrNotFound):
+		return refuse(CodeHashMismatch, "the ledger shows no payment at operation %d of %s, this transfer's operation", rec.Batch.Index, hash)
+	case err != nil:
+		return ledgerErr(err)
+	}
+	req := rec.Request
+	if p.Counterparty != req.Wallet().Scope() || !strings.EqualFold(p.Asset, req.Asset) || p.Stroops != req.Stroops {
+		return refuse(CodeHashMismatch, "operation %d of %s pays %d stroops of %s to %s, not this transfer's %d stroops of %s to %s",
+			rec.Batch.Index, hash, p.Stroops, p.Asset, p.Counterparty, req.Stroops, req.Asset, req.Wallet().Scope())
+	}
+	return nil
 }
 
 // discard releases the key when Settle proves nothing can land (an async item is queued again

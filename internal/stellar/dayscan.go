@@ -20,20 +20,19 @@ import (
 )
 
 // The chain's side of the daily reconciliation (transfer.ChainDay): the day's ledgers found by
-// close time with getLedgers, their transactions read with getTransactions, each envelope decoded
-// with go-stellar-sdk's xdr (a fee bump's inner transaction, each operation with its own source),
-// and the vault's trustline changes read from each transaction's metadata with go-stellar-sdk's
-// ingest.LedgerTransaction.GetChanges.
+// close time (dayLedgers), the transactions that concern the vault found by the events that name
+// it (getEvents; dayevents.go says which and why that is all of them) and read with
+// getTransaction, each envelope decoded with go-stellar-sdk's xdr (a fee bump's inner
+// transaction, each operation with its own source), and the vault's trustline changes read from
+// each transaction's metadata. The calls and bytes follow the vault's own traffic and the length
+// of RPC's history, not the network's traffic.
 //
-// History: stellar-rpc serves getLedgers and getTransactions for its history-retention-window,
-// 120,960 ledgers (about 7 days) by default (stellar-rpc cmd/stellar-rpc/internal/config/options.go,
-// "history-retention-window", SevenDayOfLedgers). A day whose start is older than the oldest
-// ledger RPC holds is refused (transfer.ErrHistoryNotCovered), never reported from part of its
-// ledgers: the report of such a day is the one stored when it was run in time.
-
-// dayPage is how many transactions one getTransactions call asks for: stellar-rpc's
-// max-transactions-limit default (options.go: 200).
-const dayPage = 200
+// History: stellar-rpc serves getLedgers, getTransactions, getTransaction and getEvents for its
+// history-retention-window, 120,960 ledgers (about 7 days) by default (stellar-rpc
+// cmd/stellar-rpc/internal/config/options.go, "history-retention-window", SevenDayOfLedgers). A
+// day whose start is older than the oldest ledger RPC holds is refused
+// (transfer.ErrHistoryNotCovered), never reported from part of its ledgers: the report of such a
+// day is the one stored when it was run in time.
 
 // VaultDay reads the vault's classic payments of the UTC day starting at start
 // (transfer.DayReader).
@@ -72,49 +71,23 @@ func (l *RPCLedger) scanDay(ctx context.Context, start time.Time, soFar bool, cl
 	}
 	day.FirstLedger, day.LastLedger = first.Sequence, last.Sequence
 	day.FirstClose, day.LastClose = time.Unix(first.LedgerCloseTime, 0).UTC(), time.Unix(last.LedgerCloseTime, 0).UTC()
+	groups, err := l.dayFilters(ctx, cl)
+	if err != nil {
+		return transfer.ChainDay{}, err
+	}
+	hashes, err := l.dayTxHashes(ctx, first.Sequence, last.Sequence, groups)
+	if err != nil {
+		return transfer.ChainDay{}, err
+	}
+	txs, err := l.dayTransactions(ctx, first.Sequence, hashes)
+	if err != nil {
+		return transfer.ChainDay{}, err
+	}
 	sc := &dayScanner{l: l, cl: cl, day: &day}
-	req := protocol.GetTransactionsRequest{StartLedger: first.Sequence, Pagination: &protocol.LedgerPaginationOptions{Limit: dayPage}}
-	var prevLedger uint32
-	var prevOrder int32
-	for {
-		resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetTransactionsResponse, error) {
-			return c.GetTransactions(ctx, req)
-		})
-		if err != nil {
-			return transfer.ChainDay{}, fmt.Errorf("stellar: getTransactions: %w", err)
+	for _, tx := range txs {
+		if err := sc.add(tx); err != nil {
+			return transfer.ChainDay{}, err
 		}
-		if resp.OldestLedger > first.Sequence {
-			return transfer.ChainDay{}, fmt.Errorf("stellar: %w: RPC's history now starts at ledger %d, after the day's first ledger %d",
-				transfer.ErrHistoryNotCovered, resp.OldestLedger, first.Sequence)
-		}
-		done := false
-		for _, tx := range resp.Transactions {
-			if tx.Ledger > last.Sequence {
-				done = true
-				break
-			}
-			// Pages never go back (stellar-rpc's cursor is a TOID); one that repeats what was read
-			// (its cursor past the latest ledger's last transaction) is skipped, not counted twice.
-			if tx.Ledger < prevLedger || tx.Ledger == prevLedger && tx.ApplicationOrder <= prevOrder {
-				continue
-			}
-			prevLedger, prevOrder = tx.Ledger, tx.ApplicationOrder
-			if err := sc.add(tx); err != nil {
-				return transfer.ChainDay{}, err
-			}
-		}
-		if done || len(resp.Transactions) < dayPage {
-			if !done && resp.LatestLedger < last.Sequence {
-				// A page short of the limit is the end of what this instance holds: it must hold
-				// the day's last ledger, or ledgers are missing (a lagging instance).
-				return transfer.ChainDay{}, fmt.Errorf("stellar: getTransactions answered up to ledger %d, before the day's last ledger %d", resp.LatestLedger, last.Sequence)
-			}
-			break
-		}
-		if resp.Cursor == "" || (req.Pagination.Cursor == resp.Cursor) {
-			return transfer.ChainDay{}, fmt.Errorf("stellar: getTransactions: the cursor did not move (%q)", resp.Cursor)
-		}
-		req = protocol.GetTransactionsRequest{Pagination: &protocol.LedgerPaginationOptions{Cursor: resp.Cursor, Limit: dayPage}}
 	}
 	return day, nil
 }
@@ -198,21 +171,38 @@ func (l *RPCLedger) dayLedgers(ctx context.Context, start time.Time, endp *time.
 	return first, page.Ledgers[0], nil
 }
 
-// ledgerAt is getLedgers for one ledger (seq 0: the oldest, for the range alone).
+// ledgerAt is ledger seq's sequence and close time, with RPC's range (seq 0: the latest
+// ledger's). getLedgers answers a ledger with its whole LedgerCloseMeta (metadataXdr: every
+// transaction of it, megabytes on pubnet; stellar-rpc methods/get_ledgers.go, parseLedgerInfo,
+// has no way to leave it out), so the close time is read from getTransactions' first
+// transaction at or after seq (its createdAt is its ledger's close time) when that transaction is
+// in seq, one transaction's bytes; only a ledger without transactions (whose metadata holds none)
+// is read with getLedgers. The latest ledger's sequence comes from getLatestLedger.
 func (l *RPCLedger) ledgerAt(ctx context.Context, seq uint32) (protocol.GetLedgersResponse, error) {
-	req := protocol.GetLedgersRequest{StartLedger: seq, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}}
 	if seq == 0 {
-		// The range alone: any ledger in it answers oldest and latest; the oldest is always there.
 		probe, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
 			return c.GetLatestLedger(ctx)
 		})
 		if err != nil {
 			return protocol.GetLedgersResponse{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
 		}
-		req.StartLedger = probe.Sequence
+		seq = probe.Sequence
+	}
+	txs, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetTransactionsResponse, error) {
+		return c.GetTransactions(ctx, protocol.GetTransactionsRequest{StartLedger: seq, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
+	})
+	if err != nil {
+		return protocol.GetLedgersResponse{}, fmt.Errorf("stellar: getTransactions: %w", err)
+	}
+	if len(txs.Transactions) == 1 && txs.Transactions[0].Ledger == seq {
+		return protocol.GetLedgersResponse{
+			Ledgers:      []protocol.LedgerInfo{{Sequence: seq, LedgerCloseTime: txs.Transactions[0].LedgerCloseTime}},
+			LatestLedger: txs.LatestLedger, LatestLedgerCloseTime: txs.LatestLedgerCloseTime,
+			OldestLedger: txs.OldestLedger, OldestLedgerCloseTime: txs.OldestLedgerCloseTime,
+		}, nil
 	}
 	resp, err := call(ctx, l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLedgersResponse, error) {
-		return c.GetLedgers(ctx, req)
+		return c.GetLedgers(ctx, protocol.GetLedgersRequest{StartLedger: seq, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
 	})
 	if err != nil {
 		return resp, fmt.Errorf("stellar: getLedgers: %w", err)

@@ -256,30 +256,3 @@ func TestVaultDayOnHorizonIsRefused(t *testing.T) {
 		t.Fatalf("Horizon: %v", err)
 	}
 }
-
-// BenchmarkVaultDay reads a day of 19,500 background payments (39 ledgers of 500, none the
-// vault's) from the local network in this process: the reader's rate, in transactions a second
-// (README.md, "The daily reconciliation", Limits).
-//
-//	go test -run '^$' -bench BenchmarkVaultDay -benchtime 5x ./internal/stellar/
-func BenchmarkVaultDay(b *testing.B) {
-	day := time.Date(2033, 5, 18, 0, 0, 0, 0, time.UTC)
-	r := newDayRig(b, day.Add(time.Hour))
-	if err := r.n.SetCongestion(stellarsim.Congestion{Seed: 1, PerLedger: 500}); err != nil {
-		b.Fatal(err)
-	}
-	for i := 1; i <= 40; i++ {
-		r.closeAt(day.Add(time.Hour + time.Duration(i)*5*time.Second))
-	}
-	r.closeAt(day.Add(24*time.Hour + time.Second))
-	b.ResetTimer()
-	n := 0
-	for b.Loop() {
-		got, err := r.ledger.VaultDay(context.Background(), day, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n += got.Transactions
-	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "tx/s")
-}

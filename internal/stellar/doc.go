@@ -81,11 +81,15 @@
 // concurrently). BatchOutcomes and LookupOutcomes give each operation's result and whose it is
 // (OpSide: landed, a neighbour's failure, the destination's, the paying side's, its own).
 //
-// A day's chain side (dayscan.go; transfer.DayReader): the daily reconciliation's reading of one
-// UTC day, its ledgers found by close time with getLedgers and every transaction of them read with
-// getTransactions: the vault's payments (fee bumps, channel accounts' transactions whose operation
-// source is the vault, muxed destinations, memos), the vault contracts' calls in contract mode, and
-// the vault's trustline changes from the metadata. A Horizon-only ledger refuses it.
+// A day's chain side (dayscan.go, dayevents.go; transfer.DayReader): the daily reconciliation's
+// reading of one UTC day, its ledgers found by close time (a binary search, one transaction a
+// probe), the transactions that concern the vault found by their CAP-67 events (getEvents: a
+// transfer, mint, burn or clawback naming the vault or a vault contract, a vault contract's own
+// event, a fee paid by the vault or the fee account) and read with getTransaction: the vault's
+// payments (fee bumps, channel accounts' transactions whose operation source is the vault, muxed
+// destinations, memos), the vault contracts' calls in contract mode, and the vault's trustline
+// changes from the metadata. Its calls follow the vault's traffic, not the network's. A
+// Horizon-only ledger refuses it.
 //
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.

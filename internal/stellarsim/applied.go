@@ -36,6 +36,10 @@ type AppliedTx struct {
 	EnvelopeXDR   string `json:"envelope_xdr"`
 	ResultXDR     string `json:"result_xdr"`
 	ResultMetaXDR string `json:"result_meta_xdr"`
+	// txEvents and opEvents are the events its meta carries (events.go), kept decoded for
+	// getEvents; opEvents is nil for a failed transaction.
+	txEvents []xdr.TransactionEvent
+	opEvents [][]xdr.ContractEvent
 }
 
 // OpSummary is an operation in brief.

@@ -44,14 +44,15 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, c
 	opResults := make([]xdr.OperationResult, len(t.ops))
 	ok := true
 	opChanges := make([]xdr.LedgerEntryChanges, len(t.ops))
+	opEvents := make([][]xdr.ContractEvent, len(t.ops))
 	if failed == nil {
 		for i, op := range t.ops {
 			ac.v = v.child()
 			sponsors := maps.Clone(ac.sponsors)
-			ac.changes = nil
+			ac.changes, ac.events = nil, nil
 			r, good := ac.applyOp(op)
 			opResults[i] = r
-			opChanges[i] = ac.changes
+			opChanges[i], opEvents[i] = ac.changes, ac.events
 			ok = ok && good
 			if good {
 				ac.v.merge()
@@ -75,9 +76,11 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, c
 	}
 	// Protocol 23: the unused refundable resource fee goes back to the fee
 	// source (TransactionFrame::refundSorobanFee), never more than was charged.
+	txEvents := feeEvent(n.passphrase, t.feeSource, charged, xdr.TransactionEventStageTransactionEventStageBeforeAllTxs)
 	if refund := min(n.sorobanRefund(t, ac.refundable, code == xdr.TransactionResultCodeTxSuccess), fee); refund > 0 {
 		n.state.accounts[t.feeSource].balance += refund // commit may have replaced the entry
 		fee -= refund
+		txEvents = append(txEvents, feeEvent(n.passphrase, t.feeSource, -refund, xdr.TransactionEventStageTransactionEventStageAfterAllTxs)...)
 	}
 
 	var result xdr.TransactionResult
@@ -121,13 +124,22 @@ func (n *Network) applyTx(t *txInfo, seq uint32, closeTime int64, order int32, c
 	}
 	meta := txMeta(len(t.ops), t.soroban != nil, ac.ret)
 	if code == xdr.TransactionResultCodeTxSuccess {
-		// A failed transaction's operations change nothing, and its meta lists no change.
+		// A failed transaction's operations change nothing, and its meta lists no change and no
+		// operation event (events.go).
 		for i, ch := range opChanges {
 			if len(ch) > 0 {
 				meta.V4.Operations[i].Changes = ch
 			}
+			if len(opEvents[i]) > 0 {
+				meta.V4.Operations[i].Events = opEvents[i]
+			}
 		}
+		rec.opEvents = opEvents
 	}
+	if len(txEvents) > 0 {
+		meta.V4.Events = txEvents
+	}
+	rec.txEvents = txEvents
 	rec.ResultMetaXDR, _ = xdr.MarshalBase64(meta)
 
 	n.applied = append(n.applied, rec)
@@ -150,6 +162,8 @@ type applyCtx struct {
 	refundable int64
 	// changes are the ledger-entry changes of the operation being applied, for its meta.
 	changes xdr.LedgerEntryChanges
+	// events are the contract events of the operation being applied (events.go).
+	events []xdr.ContractEvent
 }
 
 func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
@@ -206,6 +220,7 @@ func (ac *applyCtx) applyOp(op xdr.Operation) (xdr.OperationResult, bool) {
 			Return:     func(v xdr.ScVal) { ac.ret = &v },
 			Protocol23: !ac.n.opts.Protocol22Restore,
 			Refundable: &ac.refundable,
+			Emit:       func(ev xdr.ContractEvent) { ac.events = append(ac.events, ev) },
 		}, op)
 	}
 	return xdr.OperationResult{Code: xdr.OperationResultCodeOpNotSupported}, false

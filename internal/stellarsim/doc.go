@@ -340,11 +340,44 @@
 // Ledger headers and meta have stellar-core 23's shapes (LedgerCloseMeta v2,
 // TransactionMeta v4 with a Soroban invocation's return value, see
 // ledger_meta.go) but stand-in contents: ledger hashes are not hashes of the
-// headers, and the meta lists no events and no ledger-entry changes but a
-// successful credit payment's trustlines (each operation's STATE then UPDATED
+// headers, and the meta lists the events of "Events" below and no ledger-entry
+// changes but a successful credit payment's trustlines (each operation's STATE then UPDATED
 // of the source's and destination's trustline, as LedgerTxn::getChanges
 // lists them; no account entry, no fee changes) (friendbot's answer lists the
 // account it created, which the JS SDK's requestAirdrop reads).
+//
+// # Events
+//
+// Transactions emit the CAP-67 unified events stellar-core emits from
+// protocol 23 with EMIT_CLASSIC_EVENTS, which stellar-rpc's captive core
+// always sets (events.go cites both): in the meta (TransactionMetaV4.events,
+// operations[i].events) and through getEvents (rpc_events.go). Emitted: a
+// fee event ["fee", feeSource] of the lumen's contract for every included
+// transaction, failed ones too (the fee charged, before all transactions;
+// a Soroban refund as a negative fee after them); for a successful
+// CreateAccount a lumen transfer; for a successful payment of any asset, to
+// itself too, the asset contract's ["transfer", from, to, "CODE:ISSUER" or
+// "native"] (a mint ["mint", to, asset] from the issuer, a burn
+// ["burn", from, asset] to it), the destination's G... account in the
+// topics and, when the destination is muxed or the transaction has a memo,
+// the data {amount, to_muxed_id: the muxed id (u64) or the memo (text as a
+// String, an id as a u64, a hash as Bytes)}, else the bare i128 amount; for
+// a vault contract's deposit or withdraw the vault's own event
+// [function, wallet] with the amount (the contract is this network's, so
+// are its events: no token moves). A failed transaction's operations emit
+// nothing. getEvents follows stellar-rpc's get_events.go: startLedger (and
+// endLedger, exclusive) or a cursor, at most 5 filters of 5 contract ids and
+// 5 topic filters ("*", a trailing "**"), 100 events a page by default and
+// 10,000 at most, at most 10,000 ledgers scanned a request (the cursor of a
+// short page is the end of that window), ids as stellar-rpc's db/event.go
+// makes them (fee events at transaction index 0, refunds at the largest),
+// txHash the outer hash of a fee bump. Not emitted: diagnostic events,
+// set_authorized (no authorization flags here), the events of operations
+// this network refuses (path payments, offers, claimable balances, pools,
+// merges, clawbacks), friendbot's and the admin API's funding (no
+// transaction), events before protocol 23 (BACKFILL_STELLAR_ASSET_EVENTS);
+// xdrFormat json is refused, and getTransaction's events field is left
+// empty (the meta carries them).
 //
 // # Where it deliberately differs
 //
@@ -414,7 +447,8 @@
 //	                            getLatestLedger, getLedgers, getLedgerEntries (account,
 //	                            trustline; contract data, code and TTL with a VaultHost),
 //	                            getFeeStats, sendTransaction, getTransaction,
-//	                            getTransactions, simulateTransaction (with a VaultHost);
+//	                            getTransactions, getEvents (see "Events"), simulateTransaction
+//	                            (with a VaultHost);
 //	                            HandleRPC adds more. xdrFormat json is refused.
 //	GET  /                      Horizon root
 //	GET  /accounts/{id}         account with balances (credit first, native last)

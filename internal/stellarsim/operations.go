@@ -39,6 +39,8 @@ func (ac *applyCtx) createAccount(src *account, op xdr.CreateAccountOp, reserve 
 		na.sponsor = sponsorID
 	}
 	ac.v.createAccount(na)
+	// CreateAccountOpFrame::doApply: a lumen transfer from the source to the new account.
+	ac.transferEvent(Native, src.id, dest, nil, start)
 	return createAccountResult(xdr.CreateAccountResultCodeCreateAccountSuccess), true
 }
 
@@ -58,6 +60,18 @@ func (ac *applyCtx) createAccount(src *account, op xdr.CreateAccountOp, reserve 
 // credited before the source is debited, both in the operation's own scope (applyTx), which a
 // failure throws away. An issuer's side of its own asset has no line and always has room.
 func (ac *applyCtx) payment(src *account, op xdr.PaymentOp, reserve int64) (xdr.OperationResult, bool) {
+	r, ok := ac.movePayment(src, op, reserve)
+	if ok {
+		// PaymentOpFrame::doApply's instantSuccess (lumens to itself) and the
+		// PathPaymentStrictReceiveOpFrame::doApply a payment otherwise runs each end with
+		// eventForTransferWithIssuerCheck from the source to the destination (events.go).
+		ac.transferEvent(assetFromXDR(op.Asset), src.id, op.Destination.ToAccountId().Address(), &op.Destination, int64(op.Amount))
+	}
+	return r, ok
+}
+
+// movePayment is payment's checks and balance changes.
+func (ac *applyCtx) movePayment(src *account, op xdr.PaymentOp, reserve int64) (xdr.OperationResult, bool) {
 	destID := op.Destination.ToAccountId().Address()
 	amount := int64(op.Amount)
 	asset := assetFromXDR(op.Asset)

@@ -62,6 +62,7 @@ func (n *Network) defaultRPCMethods() map[string]RPCHandler {
 		protocol.GetTransactionMethodName:   n.rpcGetTransaction,
 		protocol.GetTransactionsMethodName:  n.rpcGetTransactions,
 		protocol.GetLedgersMethodName:       n.rpcGetLedgers,
+		protocol.GetEventsMethodName:        n.rpcGetEvents,
 		protocol.GetVersionInfoMethodName:   n.rpcGetVersionInfo,
 		// sendTransaction is served by serveRPC itself: its faults act on the connection.
 	}

@@ -501,8 +501,8 @@ func TestMalformedRequests(t *testing.T) {
 	if _, err := e.rpc.GetLedgerEntries(e.ctx, protocol.GetLedgerEntriesRequest{Keys: []string{"!!"}}); err == nil {
 		t.Fatal("bad key accepted")
 	}
-	if _, err := e.rpc.GetEvents(e.ctx, protocol.GetEventsRequest{StartLedger: 1}); err == nil {
-		t.Fatal("unknown method answered")
+	if _, err := e.rpc.GetEvents(e.ctx, protocol.GetEventsRequest{}); err == nil {
+		t.Fatal("getEvents without a start or cursor answered")
 	}
 	if envs := e.n.Envelopes(); len(envs) != 1 || envs[0].Status != "INVALID" {
 		t.Fatalf("%+v", envs)

@@ -44,6 +44,9 @@ type ContractContext struct {
 	// the rest of the declared refundable fee to the fee source (core's
 	// RefundableFeeTracker). Never nil.
 	Refundable *int64
+	// Emit adds a contract event to the operation's events (TransactionMetaV4's operation events;
+	// kept only if the transaction succeeds); nil where nothing records them.
+	Emit func(xdr.ContractEvent)
 }
 
 // Balances lets a contract read and move classic balances inside the

@@ -241,6 +241,15 @@ func (h *VaultHost) applyInvoke(ctx ContractContext, op xdr.InvokeHostFunctionOp
 	if ctx.Return != nil {
 		ctx.Return(x.ret)
 	}
+	if ctx.Emit != nil && c.fn != fnBalance {
+		// The vault's own event of a deposit or withdraw (a contract's events are its own
+		// design; this one publishes [function, wallet] and the amount, as a SEP-41 token's mint
+		// and burn do): the contract event the host records for the operation.
+		id := *c.v.addr.ContractId
+		ctx.Emit(xdr.ContractEvent{Type: xdr.ContractEventTypeContract, ContractId: &id,
+			Body: xdr.ContractEventBody{V: 0, V0: &xdr.ContractEventV0{
+				Topics: []xdr.ScVal{symbol(string(c.args.FunctionName)), addressVal(c.wallet)}, Data: i128Val(c.amount)}}})
+	}
 	return invokeResult(xdr.InvokeHostFunctionResultCodeInvokeHostFunctionSuccess, &x.ret), true
 }
 

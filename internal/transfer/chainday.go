@@ -21,7 +21,9 @@ type ChainDay struct {
 	// LastLedger - FirstLedger + 1 (0 and no ledger when none closed).
 	FirstLedger, LastLedger uint32
 	FirstClose, LastClose   time.Time
-	// Transactions is how many transactions of the day's ledgers were read.
+	// Transactions is how many transactions of the day's ledgers were read: those with an event
+	// naming the vault, a vault contract or the fee account as fee payer (internal/stellar,
+	// dayevents.go), not every transaction of the network.
 	Transactions int
 	// Payments are the movements of a configured asset from or to the vault, in ledger and
 	// application order: classic payments whose source or destination account is the vault, and in
@@ -31,8 +33,10 @@ type ChainDay struct {
 	// source, destination, or a vault contract) but are not payments of a configured asset: a path
 	// payment, a merge, a trustline change, a call of another function. Nothing here explains them.
 	Other []ChainOther
-	// Failed are the hashes (inner and outer) of the day's FAILED transactions, so that a
-	// transfer settled as paid whose transaction failed on chain is told apart from one absent.
+	// Failed are the hashes (inner and outer) of the day's FAILED transactions whose fee the vault
+	// or the fee account paid (the service's own: a failed transaction emits only its fee event),
+	// so that a transfer settled as paid whose transaction failed on chain is told apart from one
+	// absent.
 	Failed map[string]uint32
 	// Balances is, per asset code (upper case), what the vault's balance did over the day as the
 	// transactions' metadata shows it (ledger-entry changes of the vault's trustline).

@@ -412,8 +412,17 @@
 // cancel and the batch's take of one queued state exactly one applies (both are conditional on
 // it); a key cancelled before its take drops out of the batch and nothing is built for it.
 //
+// Where it lives: Orchestrator.RunQueuedBatch (batchrun.go) is the submitter's path, through the
+// BatchLedger port (PrepareBatch, CheckDestinations; ports.go); every judge of a batched key goes
+// through BatchOf and judgeBatched (batchjudge.go): Settle, a take-over (takeOverBatched) and,
+// through Settle, inline reconciliation, the sweep and an operator's discard. The replacement by
+// fee above needs a conditional update of the batch item, which BatchStore does not offer, so
+// RunQueuedBatch and a take-over never replace a batch: an outbid batch waits until it lands or
+// is proven dead.
+//
 // What the batch changes elsewhere: each key keeps its own limits' charges (charged at Enqueue; a
-// rejected key's charge is given back as today). The channel is leased per batch and released
+// rejected key's charge is given back as today). Each key's result holds its share of the
+// transaction's fee (FeeShare). The channel is leased per batch and released
 // (Ledger.Done) once the batch is decided. Each key's message is answered as RunQueued would
 // answer it (done when its key holds an outcome, retry when requeued). A batch's minTime is
 // derived from every claim in it, in order, so two batches never sign byte-identical envelopes.

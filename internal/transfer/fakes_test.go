@@ -35,6 +35,8 @@ type fakeLedger struct {
 	lookupErr  error
 	hang       bool // sends hang until their context ends
 	noClose    bool // ledgers stall
+	// sendNoLatest: a send's answer names no latest ledger (Horizon's root unread after the send).
+	sendNoLatest bool
 }
 
 type landing struct {
@@ -111,6 +113,9 @@ func (l *fakeLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.
 		l.queued[env.InnerHash] = env
 	}
 	res.LatestLedger, res.LatestLedgerCloseTime = l.latest, l.closeTime
+	if l.sendNoLatest {
+		res.LatestLedger, res.LatestLedgerCloseTime = 0, time.Time{}
+	}
 	return res, err
 }
 

@@ -72,6 +72,13 @@ type Orchestrator struct {
 	Admission Admission
 	// Limits are the per-asset limits (limits.go); nil: none.
 	Limits Limits
+	// Batches builds batches' transactions (RunQueuedBatch); nil, or a Store that is not a
+	// BatchStore, or Settings.BatchSize of 1 or less: every queued transfer runs alone.
+	Batches BatchLedger
+	// Serial makes RunQueuedBatch run its messages and batches one after the other on the
+	// calling goroutine (the model checker, whose actors are one goroutine each); false runs
+	// them concurrently, as the submitter runs its messages.
+	Serial bool
 }
 
 // Pauses between passes of the claim loop after an envelope was proven dead: short first, then

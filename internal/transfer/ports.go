@@ -197,6 +197,40 @@ type Ledger interface {
 	Done(ctx context.Context, env Envelope)
 }
 
+// BatchLedger is what the submitter needs from the network to pay several queued transfers with
+// one transaction (doc.go, "Batches"); internal/stellar implements it beside Ledger, whose Send,
+// Lookup and Done carry a batch's envelope as any other. A FAILED batch's Lookup.ResultCodes hold
+// the transaction's code, then one code per operation in order (JudgeOperation reads them).
+type BatchLedger interface {
+	// PrepareBatch builds and signs one transaction from one source (a channel, or the vault),
+	// fee-bumped once, whose operation i pays reqs[i] (2 to MaxBatchOperations requests, none with
+	// a memo), under terms (MinTime: BatchMinTime of the claims). The Envelope is as Prepare's;
+	// Ledger.Done releases its source once the batch is decided. Errors as Prepare's: nothing was
+	// sent (*UnavailableError CHANNELS_BUSY, VAULT_UNDERFUNDED when the vault's balance cannot
+	// cover the batch's sum, ...).
+	PrepareBatch(ctx context.Context, reqs []Request, terms Terms) (Envelope, error)
+	// CheckDestinations reads each destination of reqs as the network will judge its payment (the
+	// account exists, the trustline exists, is authorized and has room for the amount) in as few
+	// reads as it can, and returns one code per request in order: "" when the payment would pass,
+	// else the destination-side code the network would give (DestinationSide: op_no_destination,
+	// op_no_trust, op_not_authorized, op_line_full). An error decides nothing: the caller builds
+	// the batch unchecked, and the network's per-operation results judge each key.
+	CheckDestinations(ctx context.Context, reqs []Request) ([]string, error)
+}
+
+// OperationReader reads one operation of a landed transaction from the network (internal/stellar
+// may implement it beside Ledger): what an operator's resolve of a batched key checks on chain
+// before settling it with a hash (doc.go, "Batches", "Outcomes, per key"). Optional: without it
+// the resolve checks the hash against the batch item alone.
+type OperationReader interface {
+	// PaymentAt returns the payment made by operation index (0-based) of the landed transaction
+	// whose inner or outer hash is hash: its destination account (Counterparty, a G... address;
+	// Muxed when the operation named an M... address), asset code and amount in stroops.
+	// Errors: ErrNotFound (wrapped) when the network holds no landed transaction with that hash,
+	// or it has no payment at index; anything else when it could not tell.
+	PaymentAt(ctx context.Context, hash string, index int) (ChainPayment, error)
+}
+
 // Admission tells, before a call claims its key, whether Ledger.Prepare would find no transaction
 // source for req within its wait (internal/stellar's Admit, on the channel calendar).
 type Admission interface {

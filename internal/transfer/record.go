@@ -97,7 +97,8 @@ type Result struct {
 	// ResultCodes are the transaction and operation result codes of a FAILED transaction
 	// (for example "tx_failed", "op_underfunded").
 	ResultCodes []string `json:"resultCodes,omitempty"`
-	// FeeChargedStroops is the fee the ledger charged, in stroops, when known.
+	// FeeChargedStroops is the fee the ledger charged, in stroops, when known; for a batched key,
+	// its share of the batch's fee (FeeShare).
 	FeeChargedStroops int64 `json:"feeCharged,omitempty"`
 }
 

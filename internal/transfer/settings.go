@@ -36,6 +36,9 @@ type Settings struct {
 	MinValidity time.Duration
 	// MaxKeyLength bounds a client key (TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH, default 255).
 	MaxKeyLength int
+	// BatchSize is the most queued transfers the submitter pays with one transaction (BATCH_SIZE,
+	// 1 to MaxBatchOperations; 0 or 1, the default, runs each alone: RunQueued). doc.go, "Batches".
+	BatchSize int
 }
 
 // DefaultSettings are the defaults (README.md, "Configuration").
@@ -62,6 +65,9 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("configuration: %s %s"
 
 // Validate checks the settings a call depends on. Errors: *ConfigError.
 func (s Settings) Validate() error {
+	if s.BatchSize < 0 || s.BatchSize > MaxBatchOperations {
+		return &ConfigError{Setting: "BATCH_SIZE", Detail: fmt.Sprintf("is %d; a transaction holds 1 to %d operations", s.BatchSize, MaxBatchOperations)}
+	}
 	if s.KeyTTL < MinKeyTTL {
 		return &ConfigError{Setting: "IDEMPOTENCY_KEY_TTL_MS", Detail: fmt.Sprintf("is %d ms; the replay window must be at least %d ms (one hour)", s.KeyTTL.Milliseconds(), MinKeyTTL.Milliseconds())}
 	}

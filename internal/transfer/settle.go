@@ -46,7 +46,9 @@ type Settlement struct {
 // the service's side (SourceShortfall: the vault or the fee account lacked funds, or the service's
 // accounts, signing or contract call failed): then released, and it pages; proven dead or never sent -> released
 // (an async item: requeued, ResolvedRequeued); an
-// expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. It is
+// expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. A batched
+// key (rec.Batch) is judged by its own operation from its batch item's envelope (settleBatched;
+// doc.go, "Batches"); ErrBatchMismatch when the batch item does not hold it. It is
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
 // (wrapped) when another caller changed the item first; the ledger's or the store's errors.
 func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, error) {
@@ -69,6 +71,10 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 			return Settlement{}, err
 		}
 		return o.freed(rec, nil), nil
+	}
+	if rec.Batch != nil {
+		// Its envelope is a batch's: judged by its own operation (doc.go, "Batches").
+		return o.settleBatched(ctx, rec)
 	}
 	env := *rec.Envelope
 	lk, err := o.lookup(ctx, env)

@@ -80,7 +80,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 	failing := CodeTimeout
 	needSend := true
 	w := o.newLedgerWait()
-	var sentAt uint32 // latest ledger when the envelope was last sent
+	// sentAt is the latest ledger when the envelope was last sent: the send's answer's, or, when
+	// that names none (0), the first look-up's after it; 0 until one is known.
+	var sentAt uint32
 	// resendNow: a look-up found the envelope still pending two ledgers after the send, and the
 	// re-send goes out at once; afterResend: the loop turn after it, which has nothing new to read.
 	resendNow, afterResend := false, false
@@ -140,6 +142,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				o.log().WarnContext(ctx, "send failed; will re-send the same envelope", "storeKey", rec.StoreKey, "innerHash", env.InnerHash, "err", err)
 			}
 		}
+		// A send that failed waits its backoff before the next (needSend is still set only then):
+		// a look-up calling for a re-send does not hurry it.
+		sendFailed := needSend
 		// Right after a re-send that followed a look-up, the ledgers read are the look-up's: the
 		// wait sleeps before it reads again.
 		skipDue := afterResend
@@ -169,6 +174,11 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 						needSend = true
 					}
 				}
+				if sentAt == 0 {
+					// The send's answer named no ledger (Horizon's root unread after it): the two
+					// ledgers count from the first look-up after the send, not from ledger 0.
+					sentAt = lk.LatestLedger
+				}
 				// Still pending two ledgers after the send: re-send the same envelope, in case a
 				// node dropped it. Same hash, same sequence number: it can land at most once. At
 				// once, not after the sleep to the next ledger's visibility: sent then, it would hold up
@@ -176,7 +186,7 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				// close two in three transfers re-send (the envelope's ledger is seldom the first
 				// after the latest shown at the send).
 				if lk.LatestLedger >= sentAt+2 {
-					needSend, resendNow = true, true
+					needSend, resendNow = true, !sendFailed
 				}
 			}
 		}

@@ -30,9 +30,13 @@ func (o *Orchestrator) takeOver(ctx context.Context, a *attempt, held Record) (O
 	var out Outcome
 	var freed bool
 	var err error
-	if next.Envelope == nil {
+	switch {
+	case next.Envelope == nil:
 		out, freed, err = o.execute(ctx, a, next)
-	} else {
+	case next.Batch != nil:
+		// A batch's envelope: the same one, read from its batch item, judged for this key alone.
+		out, freed, err = o.takeOverBatched(ctx, a, next)
+	default:
 		if err := o.hook(ctx, StepClaimed, next); err != nil {
 			return Outcome{}, false, err
 		}

@@ -292,11 +292,18 @@ type ledger struct{ k *kit }
 
 // Prepare builds and signs (no scheduling point: nothing outside the actor sees it until it is
 // written to the item or sent).
-func (l ledger) Prepare(_ context.Context, _ transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+func (l ledger) Prepare(_ context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
+	if l.k.r.w.batch {
+		// A key of the batch models run alone: one operation, its own.
+		return batchLedger(l).PrepareBatch(context.Background(), []transfer.Request{req}, terms)
+	}
 	return l.k.r.w.build(l.k.name("envelope"), terms.MaxTime), nil
 }
 
 func (l ledger) Send(_ context.Context, env transfer.Envelope) (transfer.SendResult, error) {
+	if l.k.r.w.batch {
+		return l.batchSend(env)
+	}
 	p := point{kind: "Send", envHash: env.InnerHash}
 	if l.k.r.tracing {
 		p.desc = "Send " + l.k.r.w.envName(env.InnerHash)
@@ -308,6 +315,9 @@ func (l ledger) Send(_ context.Context, env transfer.Envelope) (transfer.SendRes
 }
 
 func (l ledger) Lookup(_ context.Context, env transfer.Envelope) (transfer.Lookup, error) {
+	if l.k.r.w.batch {
+		return l.batchLookup(env)
+	}
 	p := point{kind: "Lookup", envHash: env.InnerHash}
 	if l.k.r.tracing {
 		p.desc = "Lookup " + l.k.r.w.envName(env.InnerHash)

@@ -44,31 +44,32 @@
 // of the same request beside them, a second cancel (a client's retry) with a lost answer, and a
 // submitter that takes, is proven dead, requeues and runs again, with two preemptions.
 //
-// Batches: the batch models (batch_test.go) check the protocol of internal/transfer/doc.go,
-// "Batches", for two queued keys paid by one envelope, its actors written step by step as the
-// design says over the same store and scheduler, on the domain's real pieces: the per-key writes
-// are transfer.ReplaceItem; the attach and a refused batch's requeue are transfer.BatchAttached,
-// ReplaceAllItems and RequeueRefused over the store's transaction (a point that may apply and
-// lose its answer); each key is judged by transfer.JudgeOperation from a Lookup built from the
-// batch's fate and written with SettledRecord, InDoubtRecord or Requeued; the cancel is
-// Orchestrator.Cancel. The batch item that holds the XDR is folded into the attach, since no key
-// names it before then. The actors: the submitter (takes each
-// key, builds one envelope, attaches it to both keys in one transaction, sends it, awaits the
-// ledger and judges each key by its own operation), a synchronous caller on one key (waits, takes
-// an expired lease over and re-sends the batch's envelope, or runs its key alone when none was
-// attached; settles an in-doubt key inline), the sweep, and a cancel. The ledger may answer a
-// batch landed, FAILED on either key's destination or on the source, pending or proven dead; a
-// send may be accepted, refused, or accepted with its answer lost. Faults: the submitter's process
-// dying at any of its points, a write or transaction applying with its answer lost. The
-// invariants hold per key and per operation: of the envelopes holding a key's operation at most
-// one can still land and at most one has landed, each is the one the key's item names, a settled
-// item and every answer that names an operation are true of the ledger (a 200 names a landed
-// envelope holding the key's operation at that index; a rejection one that failed on that
-// operation's destination). Four mutations of the protocol (a FAILED batch rejecting every key,
-// the envelope attached key by key, a batch in doubt requeued, a refused batch requeued key by key)
-// each make the model find its violation (TestBatchModelFindsBrokenRules). MODEL_FULL=1 adds the
-// submitter, the caller and the sweep together, lost answers beside each, and two submitters given
-// the same messages (SQS delivers at least once).
+// Batches: the batch models (batch_test.go, batchreal_test.go) check the protocol of
+// internal/transfer/doc.go, "Batches", for two queued keys paid by one envelope, on the real
+// code over the same store and scheduler: the submitter is Orchestrator.RunQueuedBatch with both
+// keys' messages (BATCH_SIZE 2; it reads each item, takes each key, builds one envelope through
+// the model's BatchLedger, writes the batch item, attaches it to both keys in one transaction,
+// sends it, awaits the ledger and judges each key by its own operation); the synchronous caller on
+// one key is Orchestrator.Transfer (it waits, takes an expired lease over and re-sends the batch's
+// envelope read from the batch item, or runs its key alone when none was attached; it settles an
+// in-doubt key inline); the sweep is Orchestrator.Settle of each key; the cancel is
+// Orchestrator.Cancel. The store's transaction over many items (ReplaceAll) is a point that may
+// apply and lose its answer; PutBatch is none, since no key names the batch before the attach.
+// The ledger may answer a batch landed, FAILED on either key's destination or on the source,
+// pending or proven dead; a send may be accepted, refused, or accepted with its answer lost.
+// Faults: the submitter's process dying at any of its points, a write or transaction applying
+// with its answer lost. The invariants hold per key and per operation: of the envelopes holding a
+// key's operation at most one can still land and at most one has landed, each is the one the
+// key's item names, a settled item and every answer that names an operation are true of the
+// ledger (a 200 names a landed envelope holding the key's operation; a rejection one that failed
+// on that operation's destination). Four mutations each make the model find its violation
+// (TestBatchModelFindsBrokenRules): the store's transaction made key by key (so the attach, and a
+// refused batch's requeue, are each one write per key), on the real actors; a FAILED batch
+// rejecting every key and a batch in doubt requeued, rules of the domain code that the real code
+// cannot be made to break, on actors written step by step as the design says (handSubmitter,
+// handCaller, handSweep) over the domain's real pieces. MODEL_FULL=1 adds the submitter, the
+// caller and the sweep together, lost answers beside each, and two submitters given the same
+// messages (SQS delivers at least once).
 //
 // The package has no non-test code; it lives under internal/chaos beside the random campaign.
 package model

@@ -75,6 +75,8 @@ type world struct {
 	violations []violation
 	// batch: the invariants are checked per key and per operation (batchCheck).
 	batch bool
+	// batches are the batch items PutBatch wrote, by inner hash.
+	batches map[string]transfer.BatchEnvelope
 }
 
 type violation struct {
@@ -83,7 +85,7 @@ type violation struct {
 }
 
 func newWorld() *world {
-	return &world{items: map[string]transfer.Record{}, envs: map[string]*envelope{}, holds: conditionHolds}
+	return &world{items: map[string]transfer.Record{}, envs: map[string]*envelope{}, holds: conditionHolds, batches: map[string]transfer.BatchEnvelope{}}
 }
 
 func (w *world) now() time.Time { return t0.Add(time.Duration(w.ticks) * tickStep) }

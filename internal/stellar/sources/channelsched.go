@@ -135,8 +135,13 @@ func calendarTerms(interval time.Duration, count int) (spacing, grace, horizon t
 	return spacing, interval / 2, calendarHorizon * max(interval, DefaultLedgerInterval)
 }
 
-// ticketChannel is the index of ticket n's channel among count channels.
-func ticketChannel(n int64, count int) int { return int(uint64(n) % uint64(count)) }
+// ticketChannel is the index of ticket n's channel among count channels: n modulo count, in
+// [0, count) for a negative n too (a number an operator set below zero), so that consecutive
+// tickets name consecutive channels across 0 as everywhere else.
+func ticketChannel(n int64, count int) int {
+	c := int64(count)
+	return int((n%c + c) % c)
+}
 
 // acquireScheduled leases a channel on the calendar (see above). done is false when the calendar
 // could not book a slot (an error other than a failed condition: throttled, unavailable, its
@@ -470,17 +475,20 @@ func earlier(a, b time.Time) time.Time {
 }
 
 // ledgerStart is the close that began the ledger t falls in, ledgers closing every interval from
-// lastClose on (earlier or later than t): t itself when lastClose is unknown.
+// lastClose on (earlier or later than t): t itself when lastClose is unknown. A t more than
+// about 292 years from lastClose (a calendar time read from the store: Duration's range) gets the
+// close that far on its side, never one on the other: the step back to the ledger's start is
+// taken on the time, where multiplying it into the Duration would wrap past its minimum.
 func ledgerStart(t, lastClose time.Time, interval time.Duration) time.Time {
 	if lastClose.IsZero() || interval <= 0 {
 		return t
 	}
 	d := t.Sub(lastClose)
-	k := d / interval
+	start := lastClose.Add(d / interval * interval)
 	if d < 0 && d%interval != 0 {
-		k--
+		start = start.Add(-interval)
 	}
-	return lastClose.Add(k * interval)
+	return start
 }
 
 // calendarSeen is what a process knows of the calendar beyond its slots (slotTime). Guarded by

@@ -117,6 +117,13 @@ func printBanner(w io.Writer, i devstack.Info) {
 	fmt.Fprintf(w, "  Network admin      %s  (GET lists its routes and fault kinds; GET %sstack describes this stack)\n", i.AdminURL, i.AdminURL)
 	fmt.Fprintf(w, "  Passphrase         %s\n\n", i.NetworkPassphrase)
 	fmt.Fprintf(w, "  Vault              %s\n", i.Vault.Account)
+	if i.VaultContract != "" {
+		use := "deployed, unused: VAULT_CONTRACT=local sends the transfers through it"
+		if i.ContractMode {
+			use = "VAULT_CONTRACT=local: deposits and withdrawals call it"
+		}
+		fmt.Fprintf(w, "  Vault contract     %s  (%s)\n", i.VaultContract, use)
+	}
 	fmt.Fprintf(w, "  Fee account        %s  (pays the channels' fee bumps; alarm fee-account-xlm-low)\n", i.FeeAccount.Account)
 	if i.VaultKMSKey != nil {
 		fmt.Fprintf(w, "  Signer             kms: local KMS emulator %s (SIGNER=kms)\n", i.KMSURL)

@@ -76,3 +76,22 @@ func TestBannerShowsTheWebhookSecretBesideItsURLAndTheLimits(t *testing.T) {
 		t.Errorf("without LIMITS and with WEBHOOK_SECRET set:\n%s", out.String())
 	}
 }
+
+// The banner names the vault contract the stack deployed and says whether the transfers go
+// through it (VAULT_CONTRACT=local), as README.md's "The vault contract" has a newcomer start it.
+func TestBannerSaysWhetherTheVaultContractIsInUse(t *testing.T) {
+	const c = "CBYSU5D2RKSQOCPO4P7DH3Y55RCOZQPCTGEITXPD3JQLNCCQ4QZQTC45"
+	for _, tc := range []struct {
+		mode bool
+		want string
+	}{
+		{false, "  Vault contract     " + c + "  (deployed, unused: VAULT_CONTRACT=local sends the transfers through it)\n"},
+		{true, "  Vault contract     " + c + "  (VAULT_CONTRACT=local: deposits and withdrawals call it)\n"},
+	} {
+		var out strings.Builder
+		printBanner(&out, devstack.Info{APIURL: "http://127.0.0.1:3000", VaultContract: c, ContractMode: tc.mode})
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("ContractMode %v: the banner has no line %q:\n%s", tc.mode, tc.want, out.String())
+		}
+	}
+}

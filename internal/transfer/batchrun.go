@@ -1,0 +1,355 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The submitter's batch path (doc.go, "Batches"): read the messages' items, form batches, take
+// each key, build and persist the batch's envelope, attach it to every key in one transaction,
+// send it, and judge each key by its own operation.
+
+// Answer is what the submitter does with one message: its Delivery, and why (for the log).
+type Answer struct {
+	Delivery Delivery
+	Err      error
+}
+
+// batchTTL is how long a batch item outlives the keys' replay window, so that every judge of a
+// key (an operator's resolve included) still finds it.
+const batchTTL = 24 * time.Hour
+
+// RunQueuedBatch runs msgs, the messages of one submitter event, and answers each as RunQueued
+// would (answers[i] is msgs[i]'s). With Settings.BatchSize above 1, a Batches ledger and a
+// BatchStore, the items still queued under their message's incarnation, batchable (no memo) and
+// whose destinations pass the check form batches (FormBatches) paid by one transaction each;
+// everything else (a stale or taken message, a memo, a destination the check refuses, a batch
+// left with one key) runs alone through RunQueued. Otherwise every message runs through
+// RunQueued: the one-transfer path, unchanged. Messages and batches run concurrently.
+func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) []Answer {
+	answers := make([]Answer, len(msgs))
+	var wg sync.WaitGroup
+	// Every message alone and every batch runs at once, each in its own goroutine, so that their
+	// ledger waits overlap within the invocation's deadline (internal/queue's Submitter does the
+	// same for single messages). Each writes only its own messages' answers.
+	spawn := func(f func()) {
+		if o.Serial {
+			f()
+			return
+		}
+		wg.Go(f)
+	}
+	alone := func(i int) {
+		spawn(func() {
+			d, err := o.RunQueued(ctx, msgs[i])
+			answers[i] = Answer{Delivery: d, Err: err}
+		})
+	}
+	defer wg.Wait()
+	s := o.settings()
+	bs, ok := o.Store.(BatchStore)
+	if s.Validate() != nil || s.BatchSize <= 1 || o.Batches == nil || !ok {
+		for i := range msgs {
+			alone(i)
+		}
+		return answers
+	}
+	at := make(map[string]int, len(msgs)) // store key -> message index
+	var items []Record
+	for i, m := range msgs {
+		rec, err := o.Store.Get(ctx, m.StoreKey)
+		_, dup := at[m.StoreKey]
+		if err != nil || dup || m.ClaimID == "" || rec.ClaimID != m.ClaimID || !rec.Async || rec.Status != StatusQueued ||
+			rec.Expired(o.Clock.Now()) || (rec.Fingerprint != "" && rec.Request.Fingerprint() != rec.Fingerprint) {
+			alone(i) // RunQueued answers it: stale, retry, a take-over, a refusal
+			continue
+		}
+		at[m.StoreKey] = i
+		items = append(items, rec)
+	}
+	items = o.checkDestinations(ctx, items, func(rec Record) { alone(at[rec.StoreKey]) })
+	batches, single := FormBatches(items, s.BatchSize, nil)
+	for _, rec := range single {
+		alone(at[rec.StoreKey])
+	}
+	for _, b := range batches {
+		if open, left := o.Breaker.Open(); open {
+			for _, rec := range b {
+				answers[at[rec.StoreKey]] = Answer{Delivery: DeliveryRetry, Err: circuitOpen(left)}
+			}
+			continue
+		}
+		spawn(func() {
+			for key, ans := range o.runBatch(ctx, bs, b) {
+				answers[at[key]] = ans
+			}
+		})
+	}
+	return answers
+}
+
+// checkDestinations keeps the items whose destination passes the check (BatchLedger.
+// CheckDestinations) and hands each other to refused, which runs it alone, so the network judges
+// it and its doomed operation fails no one else's transaction. A check that fails keeps them all.
+func (o *Orchestrator) checkDestinations(ctx context.Context, items []Record, refused func(Record)) []Record {
+	if len(items) < 2 {
+		return items
+	}
+	reqs := make([]Request, len(items))
+	for i, rec := range items {
+		reqs[i] = rec.Request
+	}
+	codes, err := o.Batches.CheckDestinations(ctx, reqs)
+	if err != nil || len(codes) != len(items) {
+		o.log().WarnContext(ctx, "checking a batch's destinations failed; building it unchecked", "keys", len(items), "err", err)
+		return items
+	}
+	var kept []Record
+	for i, rec := range items {
+		if codes[i] != "" {
+			o.log().InfoContext(ctx, "destination refused by the check; the transfer runs alone", "storeKey", rec.StoreKey, "code", codes[i])
+			refused(rec)
+			continue
+		}
+		kept = append(kept, rec)
+	}
+	return kept
+}
+
+// runBatch takes the queued items of one batch and pays them with one transaction, answering
+// each key's message by store key.
+func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Record) map[string]Answer {
+	answers := make(map[string]Answer, len(items))
+	a := o.begin(ctx, Input{ClientKey: items[0].ClientKey, Request: items[0].Request, TraceID: items[0].TraceID})
+	var cancel context.CancelFunc
+	a.net, cancel = ctx, func() {}
+	if dl, ok := ctx.Deadline(); ok {
+		a.net, cancel = context.WithDeadline(ctx, dl.Add(-a.settings.DeadlineMargin))
+	}
+	defer cancel()
+
+	// Take each key, conditional on its item as read: a key whose take fails (a cancel, a copy of
+	// its message) drops out; its message is answered by reading the key again (RunQueued).
+	took := make([]bool, len(items))
+	tooks := make([]Record, len(items))
+	lost := make([]*Answer, len(items))
+	o.each(len(items), func(i int) {
+		rec := items[i]
+		next := rec
+		next.Status = StatusInFlight
+		next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
+		next.Version++
+		next.UpdatedAt = o.Clock.Now()
+		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
+			if isConflict(err) {
+				d, rerr := o.RunQueued(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
+				lost[i] = &Answer{Delivery: d, Err: rerr}
+			} else {
+				lost[i] = &Answer{Delivery: DeliveryRetry, Err: storeUnavailable(err)}
+			}
+			return
+		}
+		took[i], tooks[i] = true, next
+	})
+	var taken []Record
+	for i, rec := range items {
+		if took[i] {
+			taken = append(taken, tooks[i])
+		} else {
+			answers[rec.StoreKey] = *lost[i]
+		}
+	}
+	if len(taken) < 2 {
+		return o.runEachAlone(ctx, a, taken, answers) // a batch left with one key runs alone
+	}
+
+	reqs := make([]Request, len(taken))
+	claims := make([]string, len(taken))
+	ops := make([]BatchOp, len(taken))
+	for i, rec := range taken {
+		reqs[i], claims[i] = rec.Request, rec.ClaimID
+		ops[i] = BatchOp{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}
+	}
+	var env Envelope
+	err := o.Breaker.Do(func() error {
+		var err error
+		env, err = o.Batches.PrepareBatch(a.net, reqs, Terms{MaxTime: o.maxTime(a), MinTime: BatchMinTime(claims)})
+		return err
+	})
+	if _, mistake := errors.AsType[*ValidationError](err); mistake {
+		// A request the ledger refuses as the client's mistake (an asset no longer served): which
+		// one the batch's error does not say, and requeued together they would meet it again at
+		// every delivery. Each runs alone instead: its own Prepare refuses only the faulty one,
+		// stored as its rejection (rejectQueued), and pays the others.
+		o.log().WarnContext(ctx, "a batch was refused as a client's mistake; its keys run alone", "keys", len(taken), "err", err)
+		return o.runEachAlone(ctx, a, taken, answers)
+	}
+	if err != nil {
+		if code := underfundedCode(err); code != "" {
+			o.pageUnderfunded(ctx, taken[0], code, fmt.Sprintf("a batch of %d refused before sending: %v", len(taken), err))
+		}
+		// Nothing was built or sent: every key is queued again, each alone.
+		return o.requeueEach(ctx, taken, prepareFailure(err), answers)
+	}
+	now := o.Clock.Now()
+	b := BatchEnvelope{Envelope: env, Ops: ops, Version: 1, CreatedAt: now, ExpiresAt: now.Add(a.settings.KeyTTL + batchTTL).Unix()}
+	if err := o.putBatch(ctx, bs, b); err != nil {
+		o.Ledger.Done(ctx, env)
+		return o.requeueEach(ctx, taken, storeUnavailable(err), answers)
+	}
+	attached := make([]Record, len(taken))
+	for i, rec := range taken {
+		attached[i] = BatchAttached(rec, env, BatchRef{Index: i, Size: len(taken)}, now)
+	}
+	if err := ReplaceAllItems(ctx, bs, taken, attached); err != nil {
+		if _, ok := errors.AsType[*BatchConditionError](err); ok {
+			// A key was taken over meanwhile: nothing is sent and nothing names the envelope.
+			o.Ledger.Done(ctx, env)
+			return o.requeueEach(ctx, taken, &InProgressError{RetryAfter: time.Second}, answers)
+		}
+		// Unknown fate: nothing is sent; applied, every key names the envelope and a take-over
+		// re-sends it; not applied, none does. The keys are left to their lease.
+		o.log().ErrorContext(ctx, "attaching a batch failed; its keys are left to their lease", "innerHash", env.InnerHash, "keys", len(taken), "err", err)
+		for _, rec := range taken {
+			answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: storeUnavailableHeld(err)}
+		}
+		return answers
+	}
+	if err := o.hook(ctx, StepAttached, attached[0]); err != nil {
+		for _, rec := range attached {
+			answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: err}
+		}
+		return answers
+	}
+
+	f := o.awaitBatch(ctx, a, env, false)
+	switch {
+	case f.refused != nil || f.neverSent:
+		var why error = &UnavailableError{Code: CodeNetworkUnavailable, Detail: "the Stellar network could not be reached; nothing was submitted"}
+		if f.refused != nil {
+			refusal := refused(*f.refused, env)
+			if isUnderfunded(refusal) {
+				o.pageUnderfunded(ctx, attached[0], refusal.Code, "the network refused a batch's first send: "+f.refused.Code)
+			}
+			why = refusal
+		}
+		requeued, err := RequeueRefused(ctx, bs, attached, CodeSubmissionFailed, o.Clock.Now())
+		o.Ledger.Done(ctx, env)
+		for _, rec := range attached {
+			switch {
+			case requeued:
+				answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: why}
+			case err != nil:
+				answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: storeUnavailableHeld(err)}
+			default:
+				answers[rec.StoreKey] = Answer{Delivery: DeliveryDone, Err: why}
+			}
+		}
+		return answers
+	case f.lk == nil:
+		for _, rec := range attached {
+			err := o.settleInDoubt(ctx, a, rec, f.failing)
+			answers[rec.StoreKey] = Answer{Delivery: DeliveryDone, Err: err}
+		}
+		return answers
+	}
+	judged := make([]Answer, len(attached))
+	o.each(len(attached), func(i int) {
+		rec := attached[i]
+		s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
+		if err != nil {
+			o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
+		}
+		out, _, answer := batchAnswer(rec, s, v, *f.lk, err, o.Clock.Now())
+		judged[i] = o.answerOf(ctx, rec, out, answer)
+	})
+	for i, rec := range attached {
+		answers[rec.StoreKey] = judged[i]
+	}
+	return answers
+}
+
+// runEachAlone runs held, keys this batch took (in_flight under a's lease), each on the
+// one-transfer path (execute) under a sibling of a (the same lease owner, lease and budget, its
+// own counters), concurrently unless o.Serial, and answers each as RunQueued would.
+func (o *Orchestrator) runEachAlone(ctx context.Context, a *attempt, held []Record, answers map[string]Answer) map[string]Answer {
+	got := make([]Answer, len(held))
+	o.each(len(held), func(i int) {
+		sib := *a
+		sib.freed, sib.provenDead, sib.lookups, sib.probes = "", false, 0, 0
+		sib.in = Input{ClientKey: held[i].ClientKey, Request: held[i].Request, TraceID: held[i].TraceID}
+		sib.key = held[i].StoreKey
+		out, _, err := o.execute(ctx, &sib, held[i])
+		got[i] = o.answerOf(ctx, held[i], out, err)
+	})
+	for i, rec := range held {
+		answers[rec.StoreKey] = got[i]
+	}
+	return answers
+}
+
+// each runs f(0) to f(n-1), concurrently unless o.Serial, and returns once all have: the takes
+// and the per-key writes of a batch are one conditional write each, issued together (doc.go,
+// "Batches": "one conditional write per key, issued concurrently").
+func (o *Orchestrator) each(n int, f func(i int)) {
+	if o.Serial {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
+}
+
+// putBatch writes b, recognising a write of its own whose answer was lost (the same inner hash
+// and operations read back).
+func (o *Orchestrator) putBatch(ctx context.Context, bs BatchStore, b BatchEnvelope) error {
+	err := bs.PutBatch(ctx, b)
+	if err == nil {
+		return nil
+	}
+	got, gerr := bs.GetBatch(ctx, b.Envelope.InnerHash)
+	if gerr == nil && got.Envelope.XDR == b.Envelope.XDR && len(got.Ops) == len(b.Ops) {
+		for i := range got.Ops {
+			if got.Ops[i] != b.Ops[i] {
+				return err
+			}
+		}
+		return nil
+	}
+	return err
+}
+
+// requeueEach queues every key of held (taken, nothing sent for them) again, each alone,
+// conditional on its item as taken, and answers each DeliveryRetry with why.
+func (o *Orchestrator) requeueEach(ctx context.Context, held []Record, why error, answers map[string]Answer) map[string]Answer {
+	for _, rec := range held {
+		if err := ReplaceItem(ctx, o.Store, rec, Requeued(rec, o.Clock.Now())); err != nil && !isConflict(err) {
+			o.log().WarnContext(ctx, "requeueing a key of an unsent batch failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
+		}
+		answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: why}
+	}
+	return answers
+}
+
+// answerOf is the answer to the message of rec once its run ended with out and err, as RunQueued
+// gives it: an item queued again (nothing moved) is delivered again, anything else is done. The
+// call's Report goes to the observer.
+func (o *Orchestrator) answerOf(ctx context.Context, rec Record, out Outcome, err error) Answer {
+	o.observer().Finished(ctx, report(rec.Request.OperationType, out, err, 0))
+	cur, gerr := o.Store.Get(ctx, rec.StoreKey)
+	switch {
+	case gerr != nil && !errors.Is(gerr, ErrNotFound):
+		return Answer{Delivery: DeliveryRetry, Err: storeUnavailable(gerr)}
+	case gerr == nil && cur.ClaimID == rec.ClaimID && cur.Status == StatusQueued:
+		return Answer{Delivery: DeliveryRetry, Err: err}
+	}
+	return Answer{Delivery: DeliveryDone, Err: err}
+}
