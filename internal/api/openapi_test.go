@@ -328,7 +328,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 	for _, code := range []string{transfer.CodeCircuitOpen, transfer.CodeRPCError, transfer.CodeSimulationError, transfer.CodeRestoreRequired,
 		transfer.CodeTransactionExpired, transfer.CodeNetworkUnavailable, transfer.CodeStoreUnavailable, transfer.CodeConfigurationInvalid,
 		transfer.CodeChannelsBusy, transfer.CodeSigningKeysUnavailable, transfer.CodeVaultUnderfunded, transfer.CodeFeeAccountUnderfunded,
-		transfer.CodeFeeAboveCap} {
+		transfer.CodeServiceSideFailure, transfer.CodeFeeAboveCap} {
 		cases = append(cases, struct {
 			name     string
 			route    string

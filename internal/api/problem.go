@@ -87,6 +87,7 @@ var titles = map[string]string{
 	transfer.CodeSigningKeysUnavailable: "Signing keys unavailable",
 	transfer.CodeVaultUnderfunded:       "Vault underfunded",
 	transfer.CodeFeeAccountUnderfunded:  "Fee account underfunded",
+	transfer.CodeServiceSideFailure:     "Failed on the service's side",
 	transfer.CodeConfigurationInvalid:   "Configuration invalid",
 	transfer.CodeFeeAboveCap:            "Network fee above the cap",
 	transfer.CodeAmountAboveLimit:       "Amount above the limit",

@@ -65,6 +65,7 @@ var domainStatuses = map[string][]answered{
 	transfer.CodeSigningKeysUnavailable: {{transfer.KindUnavailable, 503}},
 	transfer.CodeVaultUnderfunded:       {{transfer.KindUnavailable, 503}},
 	transfer.CodeFeeAccountUnderfunded:  {{transfer.KindUnavailable, 503}},
+	transfer.CodeServiceSideFailure:     {{transfer.KindUnavailable, 503}},
 	transfer.CodeFeeAboveCap:            {{transfer.KindUnavailable, 503}},
 
 	// Failing codes.

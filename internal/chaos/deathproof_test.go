@@ -277,14 +277,17 @@ func TestTakeOverRefusedTryAgainLaterIsNotBusy(t *testing.T) {
 	}
 }
 
-// TestEnvelopeFailedByASignerRotationIsReplayedNotRebuilt: a transaction applied FAILED is the
-// key's answer: nothing is paid, the caller is told TRANSACTION_FAILED, and the same request
-// replays that rejection, never a second envelope. The operator rotates the vault's signing key
+// TestEnvelopeFailedByASignerRotationIsReleasedNotRejected: a transaction applied FAILED on the
+// service's side is not the client's rejection. The operator rotates the vault's signing key
 // (README.md, "Signing keys in KMS": a SetOptions from the vault adds the new key and sets the old
 // key's weight to 0) while a channel's envelope, signed by the old key, is in the queue of the same
-// ledger. stellar-core applies it FAILED (opBAD_AUTH at apply, TransactionFrame::commonPreApply;
-// fee charged, the channel's sequence number consumed).
-func TestEnvelopeFailedByASignerRotationIsReplayedNotRebuilt(t *testing.T) {
+// ledger. stellar-core applies it FAILED (opBAD_AUTH at apply, TransactionFrame::commonPreApply's
+// processSignatures; fee charged, the channel's sequence number consumed, so it can never land):
+// nothing is paid, the caller is told 503 SERVICE_SIDE_FAILURE (retryable) with its key free, and
+// the call builds no second envelope. A retry before the service signs with the new key is refused
+// before inclusion (the network checks the signatures first: txFAILED opBAD_AUTH, no fee), again
+// retryable: never a payment, never a stored rejection.
+func TestEnvelopeFailedByASignerRotationIsReleasedNotRejected(t *testing.T) {
 	// The rotation must apply before the payment of the same ledger: submission order (core's
 	// order is a shuffle of the set, which this test does not mean to exercise).
 	r, cleanup, err := newRig(Config{Seed: 1, Keys: 10, Callers: 1, Wave: 1, Channels: 2, applyInSubmissionOrder: true})
@@ -330,21 +333,24 @@ func TestEnvelopeFailedByASignerRotationIsReplayedNotRebuilt(t *testing.T) {
 		return nil
 	}
 	before, _ := r.net.Balance(r.wallet, stellarsim.Asset{})
+	sent := len(r.net.Envelopes())
 	_, err = r.call(0)
 	var pe transfer.ProblemError
-	if !errors.As(err, &pe) || pe.Problem().Code != transfer.CodeTransactionFailed {
-		t.Fatalf("the transfer: %v, want TRANSACTION_FAILED", err)
+	if !errors.As(err, &pe) || pe.Problem().Code != transfer.CodeServiceSideFailure || pe.Problem().Classification != transfer.Retryable {
+		t.Fatalf("the transfer: %v, want a retryable SERVICE_SIDE_FAILURE", err)
 	}
 	if tx, ok := r.net.Transaction(rotation); !ok || tx.Status != "SUCCESS" {
 		t.Fatalf("the rotation did not apply: %+v", tx)
 	}
-	sent := len(r.net.Envelopes())
-	_, err = r.call(0)
-	if !errors.As(err, &pe) || pe.Problem().Code != transfer.CodeTransactionFailed {
-		t.Fatalf("the retry: %v, want the replayed TRANSACTION_FAILED", err)
+	if n := len(r.net.Envelopes()) - sent; n != 2 {
+		t.Fatalf("the call sent %d envelopes, want 2 (the rotation and one payment)", n)
 	}
-	if n := len(r.net.Envelopes()); n != sent {
-		t.Fatalf("the retry sent %d envelopes, want none", n-sent)
+	if rec, err := r.store.Get(context.Background(), r.storeKey(0)); !errors.Is(err, transfer.ErrNotFound) {
+		t.Fatalf("item = %+v, %v; want the key free", rec, err)
+	}
+	_, err = r.call(0)
+	if !errors.As(err, &pe) || pe.Problem().Classification != transfer.Retryable || pe.Problem().Code == transfer.CodeTransactionFailed {
+		t.Fatalf("the retry: %v, want a retryable answer (the service still signs with the old key), never a rejection", err)
 	}
 	failed := 0
 	for _, tx := range r.net.Applied()[r.setupTxs:] {

@@ -391,9 +391,10 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	switch {
 	case lk.Status == transfer.LookupSuccess:
 	case lk.Status == transfer.LookupFailed && transfer.SourceShortfall(env, lk) != "":
-		// The paying side could not pay: the sweep (or a discard) releases the key and pages
-		// (transfer.Orchestrator.Settle); nothing moved and the client may retry once funded.
-		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s): %s; nothing moved, the sweep (or a discard) releases the key and the client retries once the account is funded",
+		// The service's side failed (the paying side could not pay, or its accounts or signing):
+		// the sweep (or a discard) releases the key and pages (transfer.Orchestrator.Settle);
+		// nothing moved and the client may retry once an operator has fixed it.
+		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s): %s; nothing moved, the sweep (or a discard) releases the key and the client retries once the account is funded or fixed",
 			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), transfer.SourceShortfall(env, lk))
 	case lk.Status == transfer.LookupFailed:
 		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s); the sweep will store the rejection",

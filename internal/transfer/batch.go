@@ -217,10 +217,12 @@ const (
 // answer for the batch's hashes. On FAILED the operation's own code decides: lk.ResultCodes is the
 // transaction's code, then one code per operation in order (internal/stellar's ResultCodes, as
 // Horizon lists them; stellar-core's TransactionFrame::applyOperations gives every operation a
-// result even after one failed). This operation's code "op_success" (another operation failed) or
-// a source-side code (the vault could not pay: vaultSideOpCodes) is VerdictRequeue; any other code
-// of its own (op_no_trust, op_line_full and the other destination-side codes, or anything a single
-// transfer's FAILED would store as its rejection) is VerdictRejected. A failure with no result for
+// result even after one failed). This operation's code is VerdictRejected only when it faults the
+// destination or the request (clientSideOpCode: op_no_trust, op_line_full and the other
+// destination-side codes, op_no_issuer), as a single transfer's FAILED would store it; any other
+// ("op_success": another operation failed; a source-side or service-side code such as
+// op_underfunded, op_bad_auth, op_no_source_account; an unknown one: SourceShortfall) is
+// VerdictRequeue. A failure with no result for
 // this operation (a transaction-level code such as tx_insufficient_balance) is VerdictRequeue.
 // shortfall is SourceShortfall of the batch (which pages, once for the batch), "" when the paying
 // side was not short. A NOT_FOUND that ProvenDead proves is VerdictRequeue; anything else is
@@ -236,7 +238,7 @@ func JudgeOperation(env Envelope, lk Lookup, index int) (v OperationVerdict, sho
 			return VerdictRequeue, shortfall
 		}
 		switch code := lk.ResultCodes[index+1]; {
-		case code == "op_success" || slices.Contains(vaultSideOpCodes, code):
+		case !clientSideOpCode(code):
 			return VerdictRequeue, shortfall
 		}
 		return VerdictRejected, shortfall

@@ -132,8 +132,11 @@
 //   - An inclusion FAILED after stellar-core's sequence check (op_underfunded,
 //     tx_insufficient_balance, any operation failure): its sequence number is consumed and a
 //     transaction applies at most once, so nothing can land under it again. It is stored as a
-//     rejection, or, when the paying side lacked funds (SourceShortfall), its key is released
-//     (releaseShortfall).
+//     rejection, or, when the failure is the service's side (SourceShortfall: the paying side
+//     lacked funds, or the service's accounts, signing or contract call failed), its key is
+//     released (releaseShortfall). A transaction-level code set before the sequence check
+//     (tx_no_account, tx_bad_seq, tx_too_late, ...) consumes nothing and proves nothing: it is
+//     stored as the rejection.
 //
 // Which RPC and Horizon deployments can give each corroboration is README.md's "Which RPC and
 // Horizon deployments the proof supports". Anything else that may have reached the network is
@@ -164,11 +167,14 @@
 //     ever left, the key is released: 503 NETWORK_UNAVAILABLE.
 //   - Send fails any other way (timeout, EOF after the request was written, HTTP 5xx,
 //     ErrUnexpectedAnswer): the envelope may be on the network; the same envelope is re-sent.
-//   - Lookup SUCCESS: replayable, 200. FAILED on the destination's side (op_no_trust,
-//     op_not_authorized, op_line_full, op_no_destination, anything not below): rejected, 422
-//     TRANSACTION_FAILED. FAILED because the paying side could not pay (SourceShortfall:
-//     op_underfunded, op_src_no_trust, op_src_not_authorized, tx_insufficient_balance): released,
-//     503 VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED, and it pages (an ERROR line with "alert");
+//   - Lookup SUCCESS: replayable, 200. FAILED on the destination's or the request's side
+//     (op_no_trust, op_not_authorized, op_line_full, op_no_destination, op_no_issuer), or with a
+//     transaction-level code set before the sequence check: rejected, 422 TRANSACTION_FAILED.
+//     FAILED because the paying side could not pay (SourceShortfall: op_underfunded,
+//     op_src_no_trust, op_src_not_authorized, tx_insufficient_balance): released, 503
+//     VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED; FAILED on the service's own side (op_bad_auth,
+//     op_no_source_account, tx_bad_auth, tx_bad_auth_extra, the contract call's codes, any
+//     operation code not listed): released, 503 SERVICE_SIDE_FAILURE; both page (an ERROR line with "alert");
 //     no new envelope in the same call, nor in a retry that settles it inline. Safe because the included envelope's sequence number is consumed and it can
 //     never apply again (releaseShortfall).
 //   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).

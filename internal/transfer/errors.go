@@ -58,6 +58,13 @@ const (
 	// on top of the fees it already has queued; nothing moved and the key is free. Retry with the
 	// same key once the fee account is funded. It pages (alert "fee-account-underfunded").
 	CodeFeeAccountUnderfunded = "FEE_ACCOUNT_UNDERFUNDED"
+	// CodeServiceSideFailure: the transaction was included and failed for a reason on the service's
+	// side, not the destination's or the request's (the vault's or the channel's signers or
+	// thresholds, a missing vault account, the contract call's resources or fees, or a result code
+	// the service does not know: SourceShortfall); its sequence number was consumed, so it can never
+	// land: nothing moved and the key is free. Retry with the same key once an operator has looked.
+	// It pages (alert "service-side-failure").
+	CodeServiceSideFailure = "SERVICE_SIDE_FAILURE"
 	// CodeFeeAboveCap: the fee the network needs now (its recent fees, or the fee it named when
 	// it refused a transaction as paying too little) is above MAX_FEE_STROOPS; nothing was sent
 	// and the key is free. RetryAfter is when that figure may have moved.

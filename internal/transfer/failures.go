@@ -143,13 +143,15 @@ func underfunded(code, detail string) *UnavailableError {
 	return &UnavailableError{Code: code, Detail: detail, RetryAfter: underfundedRetryAfter}
 }
 
-// isUnderfunded reports whether err is VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED.
+// isUnderfunded reports whether err is VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED or
+// SERVICE_SIDE_FAILURE: a new envelope would fail the same way until an operator acts.
 func isUnderfunded(err error) bool { return underfundedCode(err) != "" }
 
-// underfundedCode is err's code if it is VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED, else "".
+// underfundedCode is err's code if it is VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED or
+// SERVICE_SIDE_FAILURE (each pages), else "".
 func underfundedCode(err error) string {
 	var u *UnavailableError
-	if errors.As(err, &u) && (u.Code == CodeVaultUnderfunded || u.Code == CodeFeeAccountUnderfunded) {
+	if errors.As(err, &u) && (u.Code == CodeVaultUnderfunded || u.Code == CodeFeeAccountUnderfunded || u.Code == CodeServiceSideFailure) {
 		return u.Code
 	}
 	return ""
@@ -157,8 +159,10 @@ func underfundedCode(err error) string {
 
 // SourceShortfall judges a FAILED inclusion of env by its result codes (Lookup.ResultCodes:
 // Horizon's spelling, a fee bump's inner codes; README.md, "When the ledger answers FAILED"). It
-// returns the code of the retryable answer when the paying side lacked funds, and "" for any other
-// failure, which is stored as a terminal rejection (TRANSACTION_FAILED) with the ledger's codes:
+// returns the code of the retryable answer when the failure is the service's side (the paying side
+// lacked funds, or the service's own accounts, signing or contract call failed) and its sequence
+// number was consumed, and "" for a failure that is the destination's or the request's, which is
+// stored as a terminal rejection (TRANSACTION_FAILED) with the ledger's codes:
 //
 //   - tx_failed with op_underfunded: the payment's source, the vault, lacks the asset:
 //     VAULT_UNDERFUNDED. So with op_src_no_trust (the vault holds no trustline for the asset)
@@ -170,32 +174,78 @@ func underfundedCode(err error) string {
 //     vault pays its own fee: VAULT_UNDERFUNDED; a fee bump's inner transaction is never judged so
 //     (FeeBumpTransactionFrame::apply), but if it were, the fee account is the one to fund:
 //     FEE_ACCOUNT_UNDERFUNDED.
+//   - tx_failed with a destination-side code (DestinationSide: op_no_destination, op_no_trust,
+//     op_not_authorized, op_line_full, op_no_issuer): "", the terminal rejection.
+//   - tx_failed with any other operation code: SERVICE_SIDE_FAILURE. op_bad_auth (the vault's
+//     signers or thresholds changed after the envelope was signed: TransactionFrame::
+//     processSignatures, checkOperationSignatures), op_no_source_account (the vault account is
+//     gone), op_malformed (the service built it), the contract mode's InvokeHostFunction codes
+//     (op_resource_limit_exceeded, op_insufficient_refundable_fee, op_entry_archived come from
+//     the service's simulation and fees; op_trapped names no side, and a retry simulates again,
+//     which answers a destination's fault before anything is sent), and a code this list does not
+//     know: no code proves the client at fault, and a terminal answer cannot be taken back.
+//   - tx_bad_auth, tx_bad_auth_extra, tx_bad_min_seq_age_or_gap, tx_bad_sponsorship: the
+//     channel's or the vault's signing, rejected at apply after the sequence check:
+//     SERVICE_SIDE_FAILURE.
 //
-// Destination-side codes (op_no_trust, op_not_authorized, op_line_full, op_no_destination) and
-// everything else return "". A fee bump whose fee account was charged short is not a failure:
-// its inner transaction still runs.
+// Every code above comes after stellar-core's sequence check at apply (TransactionFrame::
+// commonPreApply runs processSeqNum once commonValid reached kInvalidUpdateSeqNum, before
+// processSignatures and the operations), so the envelope's sequence number is consumed and the
+// key may be released (releaseShortfall). Any other transaction-level code (tx_no_account,
+// tx_bad_seq, tx_too_early, tx_too_late, tx_insufficient_fee, tx_malformed, ...) is set before
+// that check (commonValidPreSeqNum, isBadSeq): nothing proves the envelope cannot apply later, so
+// it is not released and returns "", stored as the rejection as before. A fee bump whose fee
+// account was charged short is not a failure: its inner transaction still runs.
 func SourceShortfall(env Envelope, lk Lookup) string {
 	if lk.Status != LookupFailed || len(lk.ResultCodes) == 0 {
 		return ""
 	}
-	switch lk.ResultCodes[0] {
-	case "tx_insufficient_balance":
+	switch tx := lk.ResultCodes[0]; {
+	case tx == "tx_insufficient_balance":
 		if env.OuterHash != "" {
 			return CodeFeeAccountUnderfunded
 		}
 		return CodeVaultUnderfunded
-	case "tx_failed":
-		for _, op := range lk.ResultCodes[1:] {
-			if slices.Contains(vaultSideOpCodes, op) {
-				return CodeVaultUnderfunded
-			}
-		}
+	case slices.Contains(serviceSideTxCodes, tx):
+		return CodeServiceSideFailure
+	case tx == "tx_failed":
+		return failedOperations(lk.ResultCodes[1:])
 	}
 	return ""
 }
+
+// failedOperations judges the operation codes of a tx_failed result: VAULT_UNDERFUNDED if any says
+// the vault could not pay; else "" if any faults the destination or the request (clientSideOpCode);
+// else
+// SERVICE_SIDE_FAILURE (op_success beside no failing code, or none at all, included).
+func failedOperations(ops []string) string {
+	for _, op := range ops {
+		if slices.Contains(vaultSideOpCodes, op) {
+			return CodeVaultUnderfunded
+		}
+	}
+	for _, op := range ops {
+		if clientSideOpCode(op) {
+			return ""
+		}
+	}
+	return CodeServiceSideFailure
+}
+
+// clientSideOpCode reports whether code, one operation's result, faults the destination
+// (DestinationSide) or the request (op_no_issuer: PAYMENT_NO_ISSUER, the asset's issuer account is
+// missing): the only operation codes a FAILED inclusion stores as the key's terminal rejection.
+func clientSideOpCode(code string) bool { return DestinationSide(code) || code == "op_no_issuer" }
 
 // vaultSideOpCodes are the payment results (Horizon's spelling) that say its source, the vault,
 // could not pay (stellar-core's Stellar-transaction.x, PaymentResultCode: PAYMENT_UNDERFUNDED "not
 // enough funds in source account", PAYMENT_SRC_NO_TRUST "no trust line on source account",
 // PAYMENT_SRC_NOT_AUTHORIZED "source not authorized to transfer").
 var vaultSideOpCodes = []string{"op_underfunded", "op_src_no_trust", "op_src_not_authorized"}
+
+// serviceSideTxCodes are the transaction-level results (Horizon's spelling) that stellar-core
+// sets at apply after it consumed the sequence number, and that fault the service's signing or
+// accounts: TransactionFrame::commonValid's txBAD_MIN_SEQ_AGE_OR_GAP and txBAD_AUTH (the
+// transaction source's signatures below its threshold), processSignatures' txBAD_AUTH_EXTRA, and
+// applyOperations' txBAD_SPONSORSHIP.
+var serviceSideTxCodes = []string{"tx_bad_auth", "tx_bad_auth_extra", "tx_bad_min_seq_age_or_gap", "tx_bad_sponsorship"}

@@ -25,9 +25,10 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 		return Outcome{}, false, replayedRejection(s.Record)
 	case ResolvedReleased:
 		if code := shortfallOf(held, s.Lookup); code != "" {
-			// Included FAILED because the paying side could not pay: Settle released the key and
-			// paged. Answered as the call that sent it would have been (releaseShortfall): a new
-			// envelope now would fail the same way, costing a fee and another page.
+			// Included FAILED on the service's side (the paying side could not pay, or its own
+			// accounts or signing failed): Settle released the key and paged. Answered as the call
+			// that sent it would have been (releaseShortfall): a new envelope now would fail the
+			// same way, costing a fee and another page.
 			return Outcome{}, false, shortfallAnswer(code, *s.Lookup)
 		}
 		o.log().InfoContext(ctx, "in-doubt envelope proven dead; key released", "storeKey", held.StoreKey)

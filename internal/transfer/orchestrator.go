@@ -230,8 +230,9 @@ func (o *Orchestrator) transfer(ctx context.Context, a *attempt) (Outcome, error
 			if freed && (sourceBusy(err) || isUnderfunded(err)) {
 				// A busy source (CHANNELS_BUSY) is answered at once: it stays busy for about a
 				// ledger, and the caller is told when to come back, with its key free. So is an
-				// account that cannot pay (VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED): a new
-				// envelope would fail the same way until an operator funds it.
+				// account that cannot pay (VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED) or a failure
+				// on the service's side (SERVICE_SIDE_FAILURE): a new envelope would fail the same
+				// way until an operator acts.
 				return out, o.freeOwnLeftover(ctx, a, err)
 			}
 			if freed && o.budgetLeft(a) && o.sleep(ctx, a, backoff) == nil {

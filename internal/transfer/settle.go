@@ -42,8 +42,9 @@ type Settlement struct {
 // Settle judges rec, an in_doubt item or an in_flight item whose lease expired, from the ledger
 // and writes only what the ledger proves (doc.go, "Proof rules"), conditional on rec exactly as read
 // (Expect: its incarnation, status, version, lease owner and envelope), so a stale reader can never
-// touch a later claim of the key: SUCCESS -> replayable; FAILED -> rejected, unless the vault or the
-// fee account lacked funds (SourceShortfall): then released, and it pages; proven dead or never sent -> released
+// touch a later claim of the key: SUCCESS -> replayable; FAILED -> rejected, unless the failure is
+// the service's side (SourceShortfall: the vault or the fee account lacked funds, or the service's
+// accounts, signing or contract call failed): then released, and it pages; proven dead or never sent -> released
 // (an async item: requeued, ResolvedRequeued); an
 // expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. A batched
 // key (rec.Batch) is judged by its own operation from its batch item's envelope (settleBatched;
@@ -82,7 +83,7 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 	}
 	switch {
 	case SourceShortfall(env, lk) != "":
-		// Included FAILED because the vault or the fee account lacked funds: nothing moved and
+		// Included FAILED on the service's side (SourceShortfall): nothing moved and
 		// the envelope can never land again (releaseShortfall says why that makes the release
 		// safe). The key is freed, conditional on rec as read, and the shortfall pages.
 		if err := o.free(ctx, rec); err != nil {

@@ -14,9 +14,10 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
-// A FAILED inclusion is judged by its result codes: the destination's failures are stored
-// rejections with the ledger's codes; the paying side's (the vault, the fee account) are retryable,
-// the key released and a page raised (README.md, "When the ledger answers FAILED").
+// A FAILED inclusion is judged by its result codes: the destination's (and the request's) failures
+// are stored rejections with the ledger's codes; the paying side's (the vault, the fee account) and
+// the service's own are retryable, the key released and a page raised (README.md, "When the ledger
+// answers FAILED").
 func TestSourceShortfall(t *testing.T) {
 	plain := transfer.Envelope{InnerHash: "aa"}
 	bumped := transfer.Envelope{InnerHash: "aa", OuterHash: "bb"}
@@ -36,8 +37,29 @@ func TestSourceShortfall(t *testing.T) {
 		{plain, failed("tx_failed", "op_not_authorized"), ""},
 		{plain, failed("tx_failed", "op_line_full"), ""},
 		{plain, failed("tx_failed", "op_no_destination"), ""},
-		{bumped, failed("tx_failed", "op_bad_auth"), ""},
+		{plain, failed("tx_failed", "op_no_issuer"), ""},
+		{bumped, failed("tx_failed", "op_bad_auth"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed", "op_no_source_account"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed", "op_trapped"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed", "op_resource_limit_exceeded"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed", "op_insufficient_refundable_fee"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed", "op_entry_archived"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed", "op_malformed"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed", "op_unknown"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed", "op_something_new"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_failed"), transfer.CodeServiceSideFailure},
+		{bumped, failed("tx_bad_auth"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_bad_auth_extra"), transfer.CodeServiceSideFailure},
+		{plain, failed("tx_bad_sponsorship"), transfer.CodeServiceSideFailure},
+		// A batch: one destination's fault beside operations that applied is that key's rejection
+		// alone; the vault's shortfall anywhere outranks it.
+		{plain, failed("tx_failed", "op_success", "op_no_trust"), ""},
+		{plain, failed("tx_failed", "op_no_trust", "op_underfunded"), transfer.CodeVaultUnderfunded},
+		// Set before the sequence check at apply: the sequence number is not consumed, so nothing
+		// proves the envelope dead and the key is not released.
 		{plain, failed("tx_bad_seq"), ""},
+		{plain, failed("tx_no_account"), ""},
+		{plain, failed("tx_too_late"), ""},
 		{plain, failed(), ""},
 		{plain, transfer.Lookup{Status: transfer.LookupSuccess, ResultCodes: []string{"tx_failed", "op_underfunded"}}, ""},
 	} {

@@ -239,13 +239,16 @@ func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk 
 	return Outcome{}, false, storedRejection(next)
 }
 
-// releaseShortfall frees the key of rec, whose envelope the ledger included FAILED because the
-// paying side lacked funds (SourceShortfall gave code), pages, and returns the retryable answer.
+// releaseShortfall frees the key of rec, whose envelope the ledger included FAILED on the service's
+// side (SourceShortfall gave code: the paying side lacked funds, or the service's accounts, signing
+// or contract call failed), pages, and returns the retryable answer.
 //
 // Releasing after a FAILED inclusion is safe because nothing can land under that envelope ever
 // again (doc.go, "Proof rules": a new envelope only once the previous one is proven dead): the
-// failure came after stellar-core's sequence check (op_underfunded in applyOperations,
-// txINSUFFICIENT_BALANCE in TransactionFrame::commonValid's kInvalidPostAuth), so
+// failure came after stellar-core's sequence check (op_underfunded and every other operation code
+// in applyOperations, op_bad_auth and txBAD_AUTH_EXTRA in processSignatures, txBAD_AUTH and
+// txINSUFFICIENT_BALANCE in TransactionFrame::commonValid once it reached kInvalidUpdateSeqNum),
+// so
 // TransactionFrame::processSeqNum consumed the envelope's sequence number, and a transaction
 // applies at most once: its source's sequence number is now at or past the envelope's, which
 // every later submission of the same hash fails (txBAD_SEQ). Nothing moved: a FAILED
@@ -263,11 +266,15 @@ func (o *Orchestrator) releaseShortfall(ctx context.Context, rec Record, lk Look
 }
 
 // shortfallAnswer is the retryable answer to a call whose envelope the ledger included FAILED
-// because the paying side could not pay (SourceShortfall gave code), once its key is free.
+// on the service's side (SourceShortfall gave code: the paying side could not pay, or the
+// service's own accounts, signing or contract call failed), once its key is free.
 func shortfallAnswer(code string, lk Lookup) *UnavailableError {
 	who, until := "the vault cannot pay", "the vault is funded and holds an authorized trustline for the asset"
-	if code == CodeFeeAccountUnderfunded {
+	switch code {
+	case CodeFeeAccountUnderfunded:
 		who, until = "the fee account lacks the funds", "the fee account is funded"
+	case CodeServiceSideFailure:
+		who, until = "the transfer failed on the service's side, not the destination's", "an operator has fixed the service's accounts or signing (the service is paged)"
 	}
 	return underfunded(code, fmt.Sprintf("%s: the transaction was included in ledger %d and failed (%s); nothing moved and it can never land: retry with the same key once %s",
 		who, lk.Ledger, strings.Join(lk.ResultCodes, ", "), until))
@@ -277,16 +284,21 @@ func shortfallAnswer(code string, lk Lookup) *UnavailableError {
 const (
 	AlertVaultUnderfunded      = "vault-underfunded"
 	AlertFeeAccountUnderfunded = "fee-account-underfunded"
+	AlertServiceSideFailure    = "service-side-failure"
 )
 
 // pageUnderfunded writes the ERROR line that pages when the vault or the fee account could not
-// pay for rec (code VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED); why says what the ledger
+// pay for rec (code VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED), or its transaction failed on the
+// service's side (SERVICE_SIDE_FAILURE); why says what the ledger
 // answered. The call's Report carries the code into transfer_orchestration_failure_total, which
 // the template's alarm watches.
 func (o *Orchestrator) pageUnderfunded(ctx context.Context, rec Record, code, why string) {
 	alert := AlertVaultUnderfunded
-	if code == CodeFeeAccountUnderfunded {
+	switch code {
+	case CodeFeeAccountUnderfunded:
 		alert = AlertFeeAccountUnderfunded
+	case CodeServiceSideFailure:
+		alert = AlertServiceSideFailure
 	}
 	attrs := []any{"alert", alert, "code", code, "why", why, "storeKey", rec.StoreKey,
 		"walletAddress", rec.Request.WalletAddress, "operationType", string(rec.Request.OperationType),
@@ -294,7 +306,11 @@ func (o *Orchestrator) pageUnderfunded(ctx context.Context, rec Record, code, wh
 	if rec.Envelope != nil {
 		attrs = append(attrs, "innerHash", rec.Envelope.InnerHash, "outerHash", rec.Envelope.OuterHash, "outerHashes", rec.Envelope.Outers())
 	}
-	o.log().ErrorContext(ctx, "an account cannot pay for transfers; fund it", attrs...)
+	msg := "an account cannot pay for transfers; fund it"
+	if code == CodeServiceSideFailure {
+		msg = "a transfer failed on chain on the service's side (its accounts, signers or contract call); fix it"
+	}
+	o.log().ErrorContext(ctx, msg, attrs...)
 }
 
 // settled is rec after the ledger included its envelope: replayable on SUCCESS, rejected on
