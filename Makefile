@@ -76,7 +76,7 @@ run: ## the local stack until Ctrl-C, new and empty each start: API :3000, Lambd
 # No new fuzzing: a gate must give the same answer on the same code, and a fuzzer's few seconds
 # do not (they explore at random). `make fuzz` explores; what it finds is checked in as corpus,
 # which every run of make test then replays.
-test: ## every test with -race, the fuzz corpora included (912 s on CI from a fresh clone; output in .ci/work/test-output.txt)
+test: ## every test with -race, the fuzz corpora included (514 s in a fresh clone's .ci/run at a load of 4 to 9 on 2 cores; output in .ci/work/test-output.txt)
 	.ci/go-test.sh
 
 # The quick loop: every test with -short, which skips the fault campaign and shrinks the longest

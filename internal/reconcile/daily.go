@@ -460,64 +460,59 @@ func (s *Service) tableSide(ctx context.Context, start, now time.Time) (tableSid
 		if day.After(now) {
 			break
 		}
-		cursor := ""
-		for {
-			page, next, err := s.cfg.Daily.Archives.ListArchivedDay(ctx, day, 0, cursor)
-			if err != nil {
-				return side, storeErr(err)
+		archived, err := allPages(func(cursor string) ([]transfer.Archive, string, error) {
+			return s.cfg.Daily.Archives.ListArchivedDay(ctx, day, 0, cursor)
+		})
+		if err != nil {
+			return side, err
+		}
+		for _, a := range archived {
+			id := a.Record.StoreKey + "#" + a.Record.ClaimID
+			if !seen[id] {
+				seen[id] = true
+				side.records = append(side.records, a.Record)
 			}
-			for _, a := range page {
-				id := a.Record.StoreKey + "#" + a.Record.ClaimID
-				if !seen[id] {
-					seen[id] = true
-					side.records = append(side.records, a.Record)
-				}
-			}
-			if next == "" {
-				break
-			}
-			cursor = next
 		}
 	}
-	cursor := ""
-	for {
-		page, next, err := s.cfg.Store.ListInDoubt(ctx, MaxListLimit, cursor)
-		if err != nil {
-			return side, storeErr(err)
-		}
-		side.live = append(side.live, page...)
-		if next == "" {
-			break
-		}
-		cursor = next
+	var err error
+	if side.live, err = allPages(func(cursor string) ([]transfer.Record, string, error) {
+		return s.cfg.Store.ListInDoubt(ctx, MaxListLimit, cursor)
+	}); err != nil {
+		return side, err
 	}
-	cursor = ""
-	for {
-		page, next, err := s.cfg.Store.ListExpiredClaims(ctx, now, MaxListLimit, cursor)
-		if err != nil {
-			return side, storeErr(err)
-		}
-		side.unsettled = append(side.unsettled, page...)
-		if next == "" {
-			break
-		}
-		cursor = next
+	if side.unsettled, err = allPages(func(cursor string) ([]transfer.Record, string, error) {
+		return s.cfg.Store.ListExpiredClaims(ctx, now, MaxListLimit, cursor)
+	}); err != nil {
+		return side, err
 	}
 	if s.cfg.Queued != nil {
-		cursor = ""
-		for {
-			page, next, err := s.cfg.Queued.ListQueued(ctx, start.Add(24*time.Hour), MaxListLimit, cursor)
-			if err != nil {
-				return side, storeErr(err)
-			}
-			side.unsettled = append(side.unsettled, page...)
-			if next == "" {
-				break
-			}
-			cursor = next
+		queued, err := allPages(func(cursor string) ([]transfer.Record, string, error) {
+			return s.cfg.Queued.ListQueued(ctx, start.Add(24*time.Hour), MaxListLimit, cursor)
+		})
+		if err != nil {
+			return side, err
 		}
+		side.unsettled = append(side.unsettled, queued...)
 	}
 	return side, nil
+}
+
+// allPages calls list from the first page ("") with each next cursor until one answers none,
+// and returns every page's items in order; a store error is the daily report's storeErr.
+func allPages[T any](list func(cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	cursor := ""
+	for {
+		page, next, err := list(cursor)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all, nil
+		}
+		cursor = next
+	}
 }
 
 // dailyKeyHint says where a report too large to log is read.

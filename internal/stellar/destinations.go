@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 
 	"github.com/stellar/go-stellar-sdk/amount"
 	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
@@ -329,17 +328,7 @@ func (h horizonChain) readDestinations(ctx context.Context, q destQuery) (destRe
 			ids = append(ids, k.account)
 		}
 	}
-	accts := make([]hProtocol.Account, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() {
-			accts[i], errs[i] = hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.Account, error) {
-				return c.AccountDetail(horizonclient.AccountRequest{AccountID: id})
-			})
-		})
-	}
-	wg.Wait()
+	accts, errs := h.accountDetails(ctx, ids)
 	got := destReading{accounts: map[string]bool{}, lines: map[lineKey]lineReading{}}
 	for i, id := range ids {
 		if errs[i] != nil {

@@ -179,6 +179,23 @@ func missingSource(account string) error {
 		Err:    fmt.Errorf("%w: %s", ErrAccountMissing, account)}
 }
 
+// accountDetails reads each account of ids with GET /accounts/{id}, concurrently: got[i] and
+// errs[i] are ids[i]'s answer (a missing account: an error horizonclient.IsNotFoundError knows).
+func (h horizonChain) accountDetails(ctx context.Context, ids []string) (got []hProtocol.Account, errs []error) {
+	got = make([]hProtocol.Account, len(ids))
+	errs = make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			got[i], errs[i] = hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.Account, error) {
+				return c.AccountDetail(horizonclient.AccountRequest{AccountID: id})
+			})
+		})
+	}
+	wg.Wait()
+	return got, errs
+}
+
 // accounts reads q with GET /accounts/{id} for the source, the fee account and the vault, in
 // parallel (Horizon has no request for several accounts): one round trip of latency. The answers
 // may come from different ledgers; each is a fact as of its own.
@@ -190,17 +207,7 @@ func (h horizonChain) accounts(ctx context.Context, q accountQuery) (accountSnap
 	if q.vault != "" && q.vault != q.source {
 		ids = append(ids, q.vault)
 	}
-	got := make([]hProtocol.Account, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() {
-			got[i], errs[i] = hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.Account, error) {
-				return c.AccountDetail(horizonclient.AccountRequest{AccountID: id})
-			})
-		})
-	}
-	wg.Wait()
+	got, errs := h.accountDetails(ctx, ids)
 	var snap accountSnapshot
 	for i, id := range ids {
 		if errs[i] != nil {
