@@ -60,13 +60,7 @@ func BatchSubmitter(r BatchRunner, v Visibility, log *slog.Logger) func(ctx cont
 			}
 		}
 		wg.Wait()
-		var resp events.SQSEventResponse
-		for i, msg := range ev.Records {
-			if retry[i] {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-			}
-		}
-		return resp, nil
+		return itemFailures(ev, retry), nil
 	}
 }
 

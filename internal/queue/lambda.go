@@ -48,13 +48,7 @@ func Submitter(r Runner, v Visibility, log *slog.Logger) func(ctx context.Contex
 			})
 		}
 		wg.Wait()
-		var resp events.SQSEventResponse
-		for i, msg := range ev.Records {
-			if retry[i] {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-			}
-		}
-		return resp, nil
+		return itemFailures(ev, retry), nil
 	}
 }
 
@@ -114,4 +108,16 @@ func (v Visibility) Change(ctx context.Context, log *slog.Logger, what string, m
 		log.WarnContext(ctx, what+": changing the message's visibility failed; it waits the queue's visibility timeout",
 			"messageId", msg.MessageId, "visibilityTimeout", secs, "err", err)
 	}
+}
+
+// itemFailures is the partial batch response (ReportBatchItemFailures) that has SQS deliver again
+// each message of ev whose retry is true, and delete the others.
+func itemFailures(ev events.SQSEvent, retry []bool) events.SQSEventResponse {
+	var resp events.SQSEventResponse
+	for i, msg := range ev.Records {
+		if retry[i] {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+		}
+	}
+	return resp
 }

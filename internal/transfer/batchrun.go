@@ -138,11 +138,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 	lost := make([]*Answer, len(items))
 	o.each(len(items), func(i int) {
 		rec := items[i]
-		next := rec
-		next.Status = StatusInFlight
-		next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
-		next.Version++
-		next.UpdatedAt = o.Clock.Now()
+		next := a.taken(rec, o.Clock.Now())
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 			if isConflict(err) {
 				d, rerr := o.RunQueued(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})

@@ -264,11 +264,7 @@ func (o *Orchestrator) runTaken(ctx context.Context, rec Record) (Delivery, bool
 	var again bool
 	var err error
 	if rec.Status == StatusQueued {
-		next := rec
-		next.Status = StatusInFlight
-		next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
-		next.Version++
-		next.UpdatedAt = o.Clock.Now()
+		next := a.taken(rec, o.Clock.Now())
 		if werr := ReplaceItem(ctx, o.Store, rec, next); werr != nil {
 			if isConflict(werr) {
 				return "", true, nil
@@ -382,4 +378,16 @@ func (o *Orchestrator) sendQueued(ctx context.Context, rec Record, failed string
 	if err := o.Queue.Send(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); err != nil {
 		o.log().WarnContext(ctx, failed, "storeKey", rec.StoreKey, "err", err)
 	}
+}
+
+// taken is rec, a queued item, as this attempt takes it: in_flight under the attempt's lease, the
+// next version, updated at now. Written conditional on rec as read (ReplaceItem), by RunQueued
+// and by a batch's take of each of its keys.
+func (a *attempt) taken(rec Record, now time.Time) Record {
+	next := rec
+	next.Status = StatusInFlight
+	next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
+	next.Version++
+	next.UpdatedAt = now
+	return next
 }
