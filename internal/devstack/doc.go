@@ -46,8 +46,9 @@
 // # A tour by hand
 //
 // README.md's "Try it" starts a stack with `make run` and pastes its export line (API, LAMBDA,
-// DYNAMO, SIM, WALLET). These go on from there, in this order on one stack, each checked on a fresh
-// clone; the outputs show the shape (hashes, times and ledgers differ).
+// DYNAMO, SIM, WALLET). These go on from there, in this order on the same stack, but for the
+// limits and the vault contract, which need a restart; the outputs show the shape (hashes, times
+// and ledgers differ).
 //
 // Paying an exchange (README.md, "Paying an exchange: memos and muxed wallets"): a memo payment,
 // a muxed (M...) payment, the same key to another id of the same account, a memo too long:
