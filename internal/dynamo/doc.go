@@ -100,6 +100,16 @@
 // record (about 950 bytes, 1,000 with the longest text memo) one write unit in the table, gsi1,
 // gsi2 and gsi3 each (archive_cost_test.go).
 //
+// Measured (go test -run TestARecordCostsOneWritePerSettlement -v ./internal/dynamo/, a
+// 20-character key, a fee-bumped transfer): the transfer item takes 3 writes and 12 write units
+// (claim, attach, settle, with their index writes); its record adds 1 write and 4 write units (a
+// 947-byte item: one unit in the table, gsi1, gsi2 and gsi3), and no read; 998 bytes, the same
+// units, with the longest text memo. A redelivered stream record costs one refused conditional
+// write. Each character of a key adds 4 bytes, so keys longer than about 40 characters (about 28
+// with a long memo) make the record 2 units in the table, gsi1 and gsi3. Storage: about 1 KB per
+// transfer in the table and 2.5 KB with its indexes, kept for RECORD_RETENTION_DAYS (README.md,
+// "A transfer's lasting record").
+//
 // gsi1 also holds the records, each under the partition of its settlement's UTC day
 // ("records:YYYY-MM-DD", ArchiveDayPartition; gsi1sk its settlement time): the day's records,
 // oldest first, for a daily reconciliation (ListArchivedDay). They share gsi1 rather than get a

@@ -22,7 +22,11 @@ import (
 // the invocation's day and at most DailyLookAhead days after it, every item in doubt now and every
 // expired claim: each explains the chain payments whose hash is one of its envelope's, whatever
 // day it settled (and from the day before, for a clock behind the ledger's). A record settled as
-// paid is expected on chain on the day of its ledger (transfer.Result.Ledger).
+// paid is expected on chain on the day of its ledger (transfer.Result.Ledger). The look-ahead
+// covers RPC's history: its default 120,960 ledgers are 7 days at 5 s a ledger, more at a slower
+// pace, and an operator may keep more. A batch's key is set against its own operation. A live
+// item settled whose record was never written (the stream's batch lost after its retries) is not
+// read: its payment shows as unexplained, never as matched.
 //
 // What it reports, each list sorted and clipped to DailyListMax entries (its count exact):
 //   - absentOnChain: a transfer settled as paid whose ledger is in the day's range and whose

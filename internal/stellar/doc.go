@@ -30,7 +30,11 @@
 // later on pubnet's protocol 26), checked by CheckNetwork at start (an *UnsupportedVersionError
 // otherwise). Before stellar-rpc 25.0.0 getLatestLedger has no closeTime:
 // RPCLedger reads that ledger's close time with getLedgers (rpcLatest), which keeps the proof of
-// death sound whichever order getTransaction reads in.
+// death sound whichever order getTransaction reads in. Horizon's major release is the highest
+// ledger protocol it ingests (supported_protocol_version); one below the network's
+// (current_protocol_version) stops ingesting at the upgrade, so nothing could be proven on it:
+// refused. Tested on the local network's profiles: stellar-rpc v23, v24, v25.0 and current
+// (25.1 and later); Horizon current (28.0.0), v27 and v26 accepted, v25 and v22 refused.
 //
 // Read order: stellar-rpc's getTransaction reads the transaction before its ledger range, so the
 // range it reports may hold ledgers ingested after the search, for which its NOT_FOUND does not
@@ -38,6 +42,14 @@
 // proves death either by the source account's sequence number (getLedgerEntries, below the
 // envelope's: sound behind any load balancer) or by history coverage from one instance
 // (transfer.ProvenDead; README.md, "Which RPC and Horizon deployments the proof supports").
+// Behind a load balancer (STELLAR_RPC_LOAD_BALANCED=true) only the sequence number proves: an
+// envelope is provably dead only while no later transaction has used its source's sequence
+// number, which within the call is nearly always so, but for an item already in doubt rarely with
+// the vault as the only source (every later transfer uses that sequence number), and only until
+// its channel is reused with channel accounts; such items stay in doubt until an operator settles
+// them from full history (resolve with the hash, or a forced discard). With several instances and
+// the flag left false, an answer whose range ends before the ledger read first is ignored, but an
+// instance that caught up between the two reads is not detected.
 //
 // Fees (fees.go): each envelope bids, per operation slot, the highest of the base fee, its
 // surge-pricing lane's recent fees at FEE_PERCENTILE (RPC getFeeStats inclusionFee for payments,
@@ -89,7 +101,42 @@
 // payments (fee bumps, channel accounts' transactions whose operation source is the vault, muxed
 // destinations, memos), the vault contracts' calls in contract mode, and the vault's trustline
 // changes from the metadata. Its calls follow the vault's traffic, not the network's. A
-// Horizon-only ledger refuses it.
+// Horizon-only ledger refuses it: Horizon's /accounts/{id}/payments would list classic payments,
+// but neither the metadata's balance changes nor a contract's calls.
+//
+// The day's ledgers are those whose close time is in [00:00:00, 24:00:00) UTC (a ledger closed at
+// midnight is the next day's), found by a binary search over RPC's history, each probe reading one
+// transaction's close time with getTransactions (getLedgers for a ledger without one). Since
+// protocol 23 every classic payment, lumens included, emits the asset contract's transfer, mint,
+// burn or clawback event naming both accounts, and every transaction a fee event for its fee
+// payer, failed ones too (CAP-67, which stellar-rpc always ingests). Each transaction found is
+// decoded with go-stellar-sdk's xdr: a fee bump's inner transaction (a transfer matches by its
+// inner hash or any outer hash), each operation with its own source, so a channel account's
+// transaction whose payment's source is the vault is the vault's. SetOptions, ChangeTrust,
+// sponsorship and the contract mode's own restores move nothing and are never listed; any other
+// vault operation that can move a balance is otherOperations. Not read: a stranger's failed
+// attempt to pay the vault (it moved nothing), a failed transaction whose fee an account other than
+// the vault and the fee account paid (a fee account replaced during the day).
+//
+// Its cost: RPC serves its history-retention-window, 120,960 ledgers (about 7 days) by default
+// (stellar-rpc cmd/stellar-rpc/internal/config/options.go, SevenDayOfLedgers); an older day is
+// HISTORY_NOT_COVERED, never reported from part of its ledgers. A day costs about 2 x log2(RPC's
+// history) probes, getEvents pages of 1,000 events (at least one per 10,000 ledgers, stellar-rpc's
+// scan limit: 2 for a pubnet day) and one getTransaction per transaction of the vault's, eight in
+// flight. Measured on the local network (go test -run '^$' -bench BenchmarkVaultDayCalls
+// -benchtime 3x ./internal/stellar/, load average 9 to 11 on 2 cores), a day of 40 ledgers with N
+// vault payments among M background payments, reading every transaction (getTransactions) against
+// the events (getEvents), as built:
+//
+//	N, M        every transaction read             the events
+//	10, 0       15 calls, 36.5 KB                  35 calls, 56 KB (quiet ledgers have no transaction to probe)
+//	10, 20,000  112 calls, 14.3 MB, 1.32 s         28 calls, 52 KB, 0.11 s
+//	40, 20,000  112 calls, 14.3 MB, 0.79 s         58 calls, 144 KB, 0.14 s
+//
+// TestVaultDayCallsFollowTheVaultNotTheNetwork holds the count exactly.
+//
+// The vault contract (soroban.go): since protocol 23 an archived balance is restored by the call
+// itself; on the local network a withdrawal that restores cost 60,866 stroops against 35,866.
 //
 // Every RPC call uses its own rpcclient (transport.go): that is how Send learns whether a failed
 // request was ever written (transfer.ErrNotSent), and how a call returns when its context ends.

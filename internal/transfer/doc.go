@@ -33,7 +33,12 @@
 //   - cancelled: a queued item cancelled before any submitter took it (cancel.go): no lease, no
 //     envelope, Audit names who cancelled it and when. Nothing was built or sent and nothing
 //     ever will be: no write leads out of it (a submitter's message finds it and does nothing),
-//     and every call with its key answers the cancellation until its TTL.
+//     and every call with its key answers the cancellation until its TTL: a POST of the same
+//     request 409 TRANSFER_CANCELLED, because the key's state, not the request, stands in the way
+//     (RFC 9110 section 15.5.10); never a 2xx, which a client could read as accepted or paid, nor
+//     a 422, since the same request under a new key is fine. A DELETE again answers the same
+//     cancellation (Idempotent-Replayed), never 409, so a cancel whose answer was lost is sent
+//     again safely.
 //
 // replayable and rejected items drop the signed XDR (it can never land again) and, as cancelled
 // items do, expire after Settings.KeyTTL (ExpiresAt, epoch seconds; expiry is judged by Record.Expired, since DynamoDB's
