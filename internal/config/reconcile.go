@@ -7,7 +7,7 @@ import (
 
 // ReconcileActions is which reconcile actions a function built from functions/reconcile answers
 // (RECONCILE_ACTIONS): ReconcileAll (unset or "all": ReconcileFunction, the operator role) or
-// ReconcileRead ("read": InDoubtReaderFunction, list and get only; README.md, "Operator roles").
+// ReconcileRead ("read": InDoubtReaderFunction, list, get and report only; README.md, "Operator roles").
 type ReconcileActions string
 
 // The values of RECONCILE_ACTIONS.

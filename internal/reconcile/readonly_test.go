@@ -38,7 +38,7 @@ func (s readStore) ListExpiredClaims(context.Context, time.Time, int, string) ([
 // The read-only service (InDoubtReaderFunction) answers list and get as the full one does, and
 // every action that writes with the problem ACTION_NOT_ALLOWED as its result (not a function
 // error), having read and written nothing; even an action the full service would carry out.
-func TestReadOnlyAnswersListAndGetOnly(t *testing.T) {
+func TestReadOnlyAnswersListGetAndReportOnly(t *testing.T) {
 	f := newFixture(t)
 	rec := f.put(t, "order-ro01", transfer.StatusInDoubt, t0.Add(time.Hour), false)
 	f.land(rec, transfer.LookupSuccess, 77) // resolve with this hash would be accepted
@@ -63,6 +63,7 @@ func TestReadOnlyAnswersListAndGetOnly(t *testing.T) {
 		"discard":  `{"action":"resolve","storeKey":"` + rec.StoreKey + `","discard":true,"force":true,"reason":"checked","innerHash":"` + rec.Envelope.InnerHash + `","operator":"alice"}`,
 		"sweep":    `{"action":"sweep"}`,
 		"channels": `{"action":"channels"}`,
+		"daily":    `{"action":"daily","day":"2026-01-01"}`,
 	} {
 		answer, err := f.svc.Answer(invocation("req-1"), json.RawMessage(payload))
 		if err != nil {
@@ -84,6 +85,9 @@ func TestReadOnlyAnswersListAndGetOnly(t *testing.T) {
 		}
 		if d, _ := p["detail"].(string); !strings.Contains(d, "ReconcileFunction") {
 			t.Errorf("%s: detail %q does not say where the action is served", action, d)
+		}
+		if d, _ := p["detail"].(string); !strings.Contains(d, "list, get and report") {
+			t.Errorf("%s: detail %q does not name every action this function serves", action, d)
 		}
 	}
 	if after, err := f.store.Get(context.Background(), rec.StoreKey); err != nil || after.Version != rec.Version || after.Status != transfer.StatusInDoubt {

@@ -12,7 +12,7 @@
 // anything.
 // The same binary serves both operator roles of README.md ("Operator roles"): ReconcileFunction
 // with every action, and InDoubtReaderFunction read-only (RECONCILE_ACTIONS=read), whose IAM
-// role can only read the table, so lambda:InvokeFunction on it grants exactly list and get.
+// role can only read the table, so lambda:InvokeFunction on it grants exactly list, get and report.
 package reconcile
 
 import (
@@ -66,8 +66,8 @@ type Config struct {
 	// Channels lists the channel accounts and creates the missing ones on chain (the ledger's
 	// EnsureChannels); nil when the function has no signing keys or no channels are configured.
 	Channels func(ctx context.Context) (any, error)
-	// ReadOnly: answer list and get only (InDoubtReaderFunction, RECONCILE_ACTIONS=read); resolve,
-	// sweep and channels are refused with CodeActionNotAllowed, nothing read or written. Settler,
+	// ReadOnly: answer list, get and report only (InDoubtReaderFunction, RECONCILE_ACTIONS=read); resolve,
+	// sweep, channels and daily are refused with CodeActionNotAllowed, nothing read or written. Settler,
 	// Gauge, Channels and Watch are then never called.
 	ReadOnly bool
 	// Watch, when set, runs at the start of every sweep, within WatchTimeout: it writes the
@@ -211,7 +211,7 @@ type ResolveAnswer struct {
 // Do runs one action. Errors are *Error.
 func (s *Service) Do(ctx context.Context, req Request) (any, error) {
 	if s.cfg.ReadOnly && writes(req.Action) {
-		return nil, refuse(CodeActionNotAllowed, "this function is read-only (list and get); %s is an operator's action: invoke the reconcile function (ReconcileFunction) with the operator role",
+		return nil, refuse(CodeActionNotAllowed, "this function is read-only (list, get and report); %s is an operator's action: invoke the reconcile function (ReconcileFunction) with the operator role",
 			req.Action)
 	}
 	switch req.Action {
