@@ -190,7 +190,7 @@ bench-latency: ## the latency benchmark: the service beside a direct submitter (
 # The burst benchmark of asynchronous transfers: 10 and 100 transfers per channel posted at one instant, at 4, 16
 # and 64 channels, synchronously and with Prefer: respond-async through SubmitterFunction's event
 # source as template.yaml configures it; prints a Markdown table. BENCH_ASYNC_MAX=<n> skips the
-# bursts of more than n transfers: 1600 by default (7.5 min on 2 cores shared with other work); 6400 adds 64 channels at 100x
+# bursts of more than n transfers: 1600 by default (13.5 min on 2 cores at a load average of 6 to 17); 6400 adds 64 channels at 100x
 # (about 9 min more, the synchronous side's 85,000 calls per backend). BENCH_UNSCHEDULED=1 runs the
 # submitters' channel pools without the channel calendar (here and in bench-async-rate).
 bench-async: ## the async burst benchmark: throughput, last settlement, Lambda billed ms, sync against async (README.md, "Benchmarks")
@@ -208,7 +208,7 @@ bench-async-rate: ## the async steady-rate benchmark: batch sizes, billed ms and
 # traffic that keeps the lane surge priced and a 10x spike for two minutes, the service (RPC and
 # Horizon, 16 channels) beside a fee-stats p90 submitter and a static 100-stroop submitter, at
 # MAX_FEE_STROOPS 100,000 and 2,000; prints Markdown tables with the goals met or missed.
-# BENCH_CONGESTION_N=<n> sets the arrivals per side (default 120, about 1 min).
+# BENCH_CONGESTION_N=<n> sets the arrivals per side (default 120: 136 to 172 s for every table on 2 shared cores).
 bench-congestion: ## the congestion benchmark: the service beside a fee-stats and a static-fee submitter under surge pricing and a fee spike, payments, payments beside others' contract calls, then vault-contract calls (README.md, "Benchmarks")
 	BENCH_CONGESTION=1 $(GO) test -count=1 -v -run '^TestBenchCongestion(SorobanTraffic)?$$' -timeout 30m ./internal/loadtest
 
