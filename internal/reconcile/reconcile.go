@@ -363,6 +363,7 @@ func (s *Service) resolve(ctx context.Context, req Request) (*ResolveAnswer, err
 // foreign hash, a ledger that proves otherwise, or an envelope that can still land or expire.
 func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Record) (*ResolveAnswer, error) {
 	env := *rec.Envelope
+	var batch *transfer.BatchEnvelope // a batched key's batch item
 	hash := strings.ToLower(strings.TrimSpace(req.TransactionHash))
 	if !isHexHash(hash) {
 		return nil, badRequest("transactionHash must be 64 hex characters")
@@ -378,7 +379,7 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		case err != nil:
 			return nil, storeErr(err)
 		}
-		env = b.Envelope
+		env, batch = b.Envelope, &b
 	}
 	if !slices.Contains(env.Hashes(), hash) {
 		return nil, refuse(CodeHashMismatch, "%s is neither the inner hash nor one of the outer hashes of this transfer's envelope", hash)
@@ -435,6 +436,12 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		return nil, writeErr(err)
 	}
 	s.cfg.Ledger.Done(ctx, env)
+	if bs, ok := s.cfg.Store.(transfer.BatchStore); ok && batch != nil {
+		// The batch item keeps no TTL while a key names it unsettled (transfer.ReleaseBatch).
+		if _, err := transfer.ReleaseBatch(ctx, bs, *batch, []string{rec.StoreKey}, now, ttl); err != nil {
+			s.cfg.Logger.WarnContext(ctx, "starting a decided batch item's TTL failed; it is kept", "innerHash", env.InnerHash, "err", err)
+		}
+	}
 	s.logAudit(ctx, rec, next.Audit, string(transfer.StatusReplayable))
 	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.StatusReplayable),
 		TransactionHash: next.Result.TransactionHash, Ledger: next.Result.Ledger, Forced: forced}, nil

@@ -76,8 +76,10 @@ type BatchEnvelope struct {
 	// read.
 	Version   int64
 	CreatedAt time.Time
-	// ExpiresAt is the item's TTL, epoch seconds (0: never): a batch is kept while any key may
-	// still read it, so it is set past the keys' own replay window.
+	// ExpiresAt is the item's TTL, epoch seconds (0: never). A batch is written without one and
+	// keeps none while any key names it unsettled (in_flight or in_doubt: such a key never
+	// expires and is judged from this item); ReleaseBatch sets it once none does (doc.go,
+	// "Batches", "How long a batch item lives").
 	ExpiresAt int64
 }
 
@@ -161,6 +163,54 @@ type BatchStore interface {
 	// *BatchConditionError naming the items whose condition failed (nothing was written), or the
 	// store's errors (the transaction may then have applied or not).
 	ReplaceAll(ctx context.Context, writes []ItemWrite) error
+	// ExpireBatch sets the TTL (ExpiresAt, epoch seconds) of the batch whose inner hash is
+	// innerHash, never creating one. Errors: ErrNotFound (wrapped) when no batch item holds it.
+	ExpireBatch(ctx context.Context, innerHash string, expiresAt int64) error
+}
+
+// BatchKeep is how long a batch item outlives the replay window (Settings.KeyTTL) of its last key
+// settled: ReleaseBatch sets its TTL to now + KeyTTL + BatchKeep.
+const BatchKeep = 24 * time.Hour
+
+// unsettledIn reports whether rec names b's envelope in a state a judge must still decide
+// (in_flight or in_doubt under the incarnation op): such a key reads b's item when judged.
+func unsettledIn(rec Record, b BatchEnvelope, op BatchOp) bool {
+	return rec.ClaimID == op.ClaimID && rec.Envelope != nil && rec.Envelope.InnerHash == b.Envelope.InnerHash &&
+		(rec.Status == StatusInFlight || rec.Status == StatusInDoubt)
+}
+
+// ReleaseBatch starts the TTL of b's item (now + ttl + BatchKeep, ttl the keys' Settings.KeyTTL)
+// once no key names b unsettled (doc.go, "Batches", "How long a batch item lives"). written are
+// the store keys the caller has just written out of that state (settled, rejected, requeued),
+// which it does not read again; every other operation's item is read consistently, in order, and
+// the first that is still in_flight or in_doubt under its operation's incarnation with b's inner
+// hash keeps b without a TTL. A b read with a TTL already is left as is. Sound under concurrent
+// judges: each reads after its own write, so the last of them to write sees every other key
+// written, and no key enters that state again once out of it (only the attach, before any judge,
+// puts it there). It reports whether it set the TTL. Errors: the store's (b keeps no TTL then: it
+// outlives its keys, which is safe).
+func ReleaseBatch(ctx context.Context, s BatchStore, b BatchEnvelope, written []string, now time.Time, ttl time.Duration) (bool, error) {
+	if b.ExpiresAt != 0 {
+		return false, nil
+	}
+	for _, op := range b.Ops {
+		if slices.Contains(written, op.StoreKey) {
+			continue
+		}
+		rec, err := s.Get(ctx, op.StoreKey)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue
+		case err != nil:
+			return false, err
+		case unsettledIn(rec, b, op):
+			return false, nil
+		}
+	}
+	if err := s.ExpireBatch(ctx, b.Envelope.InnerHash, now.Add(ttl+BatchKeep).Unix()); err != nil && !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
+	return true, nil
 }
 
 // ReplaceAllItems writes next[i] in place of cur[i], the items as the caller read them, in one

@@ -155,6 +155,9 @@ func (o *Orchestrator) settleBatched(ctx context.Context, rec Record) (Settlemen
 	}
 	s, v, err := o.judgeBatched(ctx, rec, b, lk, o.settings().KeyTTL)
 	if err != nil || v != VerdictUndecided {
+		if err == nil {
+			o.releaseJudged(ctx, b, rec.StoreKey)
+		}
 		return s, err
 	}
 	if rec.Status == StatusInFlight {
@@ -165,6 +168,13 @@ func (o *Orchestrator) settleBatched(ctx context.Context, rec Record) (Settlemen
 		return Settlement{Resolution: ResolvedInDoubt, Record: next, Lookup: &lk}, nil
 	}
 	return Settlement{Resolution: Unresolved, Lookup: &lk}, nil
+}
+
+// releaseJudged is releaseBatch of b once one judge decided its key storeKey.
+func (o *Orchestrator) releaseJudged(ctx context.Context, b BatchEnvelope, storeKey string) {
+	if bs, ok := o.Store.(BatchStore); ok {
+		o.releaseBatch(ctx, bs, b, []string{storeKey}, o.settings().KeyTTL)
+	}
 }
 
 // batchFate is how awaitBatch left a batch's envelope: exactly one of its fields is set.
@@ -275,6 +285,8 @@ func (o *Orchestrator) takeOverBatched(ctx context.Context, a *attempt, rec Reco
 	s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
 	if err != nil {
 		o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
+	} else {
+		o.releaseJudged(ctx, b, rec.StoreKey)
 	}
 	return batchAnswer(rec, s, v, *f.lk, err, o.Clock.Now())
 }

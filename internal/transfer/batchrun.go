@@ -18,10 +18,6 @@ type Answer struct {
 	Err      error
 }
 
-// batchTTL is how long a batch item outlives the keys' replay window, so that every judge of a
-// key (an operator's resolve included) still finds it.
-const batchTTL = 24 * time.Hour
-
 // RunQueuedBatch runs msgs, the messages of one submitter event, and answers each as RunQueued
 // would (answers[i] is msgs[i]'s). With Settings.BatchSize above 1, a Batches ledger and a
 // BatchStore, the items still queued under their message's incarnation, batchable (no memo) and
@@ -191,9 +187,11 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		return o.requeueEach(ctx, taken, prepareFailure(err), answers)
 	}
 	now := o.Clock.Now()
-	b := BatchEnvelope{Envelope: env, Ops: ops, Version: 1, CreatedAt: now, ExpiresAt: now.Add(a.settings.KeyTTL + batchTTL).Unix()}
+	// No TTL until no key names it unsettled (ReleaseBatch; doc.go, "How long a batch item lives").
+	b := BatchEnvelope{Envelope: env, Ops: ops, Version: 1, CreatedAt: now}
 	if err := o.putBatch(ctx, bs, b); err != nil {
 		o.Ledger.Done(ctx, env)
+		o.expireUnnamed(ctx, bs, b, a.settings.KeyTTL) // it may have been written, its answer lost
 		return o.requeueEach(ctx, taken, storeUnavailable(err), answers)
 	}
 	attached := make([]Record, len(taken))
@@ -204,6 +202,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		if _, ok := errors.AsType[*BatchConditionError](err); ok {
 			// A key was taken over meanwhile: nothing is sent and nothing names the envelope.
 			o.Ledger.Done(ctx, env)
+			o.expireUnnamed(ctx, bs, b, a.settings.KeyTTL)
 			return o.requeueEach(ctx, taken, &InProgressError{RetryAfter: time.Second}, answers)
 		}
 		// Unknown fate: nothing is sent; applied, every key names the envelope and a take-over
@@ -234,6 +233,9 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		}
 		requeued, err := RequeueRefused(ctx, bs, attached, CodeSubmissionFailed, o.Clock.Now())
 		o.Ledger.Done(ctx, env)
+		if requeued {
+			o.expireUnnamed(ctx, bs, b, a.settings.KeyTTL)
+		}
 		for _, rec := range attached {
 			switch {
 			case requeued:
@@ -253,19 +255,43 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		return answers
 	}
 	judged := make([]Answer, len(attached))
+	wrote := make([]bool, len(attached))
 	o.each(len(attached), func(i int) {
 		rec := attached[i]
 		s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
 		if err != nil {
 			o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
 		}
+		wrote[i] = err == nil && v != VerdictUndecided
 		out, _, answer := batchAnswer(rec, s, v, *f.lk, err, o.Clock.Now())
 		judged[i] = o.answerOf(ctx, rec, out, answer)
 	})
+	var written []string
 	for i, rec := range attached {
 		answers[rec.StoreKey] = judged[i]
+		if wrote[i] {
+			written = append(written, rec.StoreKey)
+		}
 	}
+	o.releaseBatch(ctx, bs, b, written, a.settings.KeyTTL)
 	return answers
+}
+
+// releaseBatch is ReleaseBatch of b, whose keys in written the caller has just decided; a failure
+// is logged and leaves b without a TTL (it outlives its keys, which is safe).
+func (o *Orchestrator) releaseBatch(ctx context.Context, bs BatchStore, b BatchEnvelope, written []string, ttl time.Duration) {
+	if _, err := ReleaseBatch(ctx, bs, b, written, o.Clock.Now(), ttl); err != nil {
+		o.log().WarnContext(ctx, "starting a decided batch item's TTL failed; it is kept", "innerHash", b.Envelope.InnerHash, "err", err)
+	}
+}
+
+// expireUnnamed starts the TTL of b's item when no key names it (its attach never applied, or its
+// keys were requeued together), so an unreferenced batch item is not kept forever.
+func (o *Orchestrator) expireUnnamed(ctx context.Context, bs BatchStore, b BatchEnvelope, ttl time.Duration) {
+	err := bs.ExpireBatch(ctx, b.Envelope.InnerHash, o.Clock.Now().Add(ttl+BatchKeep).Unix())
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		o.log().WarnContext(ctx, "starting an unreferenced batch item's TTL failed; it is kept", "innerHash", b.Envelope.InnerHash, "err", err)
+	}
 }
 
 // runEachAlone runs held, keys this batch took (in_flight under a's lease), each on the

@@ -369,6 +369,23 @@
 // writes the new outer hash to the batch item, conditional on its version, before it is sent;
 // every reader takes the batch's hashes and XDR from the batch item.
 //
+// How long a batch item lives. Every judge of a batched key reads the batch item (BatchOf), and
+// an in_flight or in_doubt key never expires, so the batch item must outlive every key that names
+// it unsettled, however long that lasts: it is written without a TTL and keeps none while any key
+// names it in_flight or in_doubt. Whoever decides a key (the submitter once for all it judged, a
+// take-over, Settle, an operator's resolve) then reads the batch's other items, in order,
+// stopping at the first still unsettled; if none is, it sets the TTL to now + KeyTTL + BatchKeep
+// (ReleaseBatch, BatchStore.ExpireBatch). Concurrent judges cannot both miss it: each reads after
+// its own write, so the last to write sees every other key decided, and no key enters that state
+// again (only the attach puts it there, before anyone judges). A batch whose attach never applied,
+// or whose keys were requeued together, gets its TTL at once: nothing names it. The alternative,
+// copying what a judge needs onto each key's item, would put the XDR (a take-over re-sends it) on
+// every item, which the paragraph above rules out. The cost is one UpdateItem of the batch item
+// per batch (it bills its size, about 25 write units for 100 operations, a quarter of a unit per
+// transfer) and, for a batch left in doubt, the reads of its keys; a batch whose attach's fate
+// stayed unknown and never applied keeps no TTL (a lasting item of at most 25 KB, never a stuck
+// key).
+//
 // Outcomes, per key. Whoever judges a batched key (the submitter, a take-over, an inline
 // reconciler, the sweep, an operator) reads the batch item, looks the batch's hashes up once, and
 // writes that key alone, conditional on its item as read; a key settled meanwhile by another judge

@@ -55,6 +55,29 @@ func BatchContract(t *testing.T, open func(t *testing.T) BatchStore) {
 		}
 	})
 
+	t.Run("a batch's TTL is set on its item and never creates one", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		b := batchEnvelope(strings.Repeat("e5", 32), "contract-batch-ttl")
+		b.ExpiresAt = 0
+		if err := s.PutBatch(ctx, b); err != nil {
+			t.Fatalf("PutBatch: %v", err)
+		}
+		if err := s.ExpireBatch(ctx, b.Envelope.InnerHash, 1_900_000_000); err != nil {
+			t.Fatalf("ExpireBatch: %v", err)
+		}
+		if got, err := s.GetBatch(ctx, b.Envelope.InnerHash); err != nil || got.ExpiresAt != 1_900_000_000 || len(got.Ops) != 1 || got.Envelope.XDR != b.Envelope.XDR {
+			t.Fatalf("GetBatch after ExpireBatch: %+v, %v; want expiresAt 1900000000 and the rest as written", got, err)
+		}
+		absent := strings.Repeat("e6", 32)
+		if err := s.ExpireBatch(ctx, absent, 1_900_000_000); !errors.Is(err, transfer.ErrNotFound) {
+			t.Fatalf("ExpireBatch of a batch never written: %v, want ErrNotFound", err)
+		}
+		if _, err := s.GetBatch(ctx, absent); !errors.Is(err, transfer.ErrNotFound) {
+			t.Fatalf("ExpireBatch created an item: GetBatch %v", err)
+		}
+	})
+
 	t.Run("a batch never written is not found", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
