@@ -264,18 +264,32 @@ const (
 )
 
 // JudgeOperation judges the key whose operation is index in env's batch from lk, the ledger's
-// answer for the batch's hashes. On FAILED the operation's own code decides: lk.ResultCodes is the
-// transaction's code, then one code per operation in order (internal/stellar's ResultCodes, as
-// Horizon lists them; stellar-core's TransactionFrame::applyOperations gives every operation a
-// result even after one failed). This operation's code is VerdictRejected only when it faults the
-// destination or the request (clientSideOpCode: op_no_trust, op_line_full and the other
-// destination-side codes, op_no_issuer), as a single transfer's FAILED would store it; any other
-// ("op_success": another operation failed; a source-side or service-side code such as
-// op_underfunded, op_bad_auth, op_no_source_account; an unknown one: SourceShortfall) is
-// VerdictRequeue. A failure with no result for
-// this operation (a transaction-level code such as tx_insufficient_balance) is VerdictRequeue.
-// shortfall is SourceShortfall of the batch (which pages, once for the batch), "" when the paying
-// side was not short. A NOT_FOUND that ProvenDead proves is VerdictRequeue; anything else is
+// answer for the batch's hashes. A FAILED batch follows a single transfer's rule (SourceShortfall;
+// doc.go, "Proof rules") for every code: a key is queued again with a new envelope only when the
+// included transaction consumed its sequence number and moved nothing, so that nothing holding its
+// operation can land any more. lk.ResultCodes is the transaction's code, then one code per
+// operation in order (internal/stellar's ResultCodes, as Horizon lists them; under a fee bump the
+// inner transaction's):
+//
+//   - tx_failed: stellar-core's TransactionFrame::applyOperations ran, after commonPreApply
+//     consumed the sequence number, and rolled every operation back, giving each a result. This
+//     operation's own code decides: VerdictRejected when it faults the destination or the request
+//     (clientSideOpCode: op_no_trust, op_line_full and the other destination-side codes,
+//     op_no_issuer), as a single transfer's FAILED would store it; any other (op_success: another
+//     operation failed; a source-side or service-side code such as op_underfunded, op_bad_auth,
+//     op_no_source_account; an unknown one; no result for this operation) is VerdictRequeue.
+//   - A transaction-level code a single transfer releases (SourceShortfall: tx_insufficient_balance
+//     and the service-side codes tx_bad_auth, tx_bad_auth_extra, tx_bad_min_seq_age_or_gap,
+//     tx_bad_sponsorship, all set after the sequence check): VerdictRequeue for every key.
+//   - Any other transaction-level code (tx_too_early, tx_too_late, tx_bad_seq, tx_no_account,
+//     tx_insufficient_fee, tx_malformed, tx_missing_operation, an unknown one, or no code): set
+//     before the sequence check (commonValidPreSeqNum, isBadSeq), so nothing proves the envelope
+//     cannot apply later, and a single transfer stores it as the rejection rather than release
+//     the key: VerdictRejected for every key, naming the transaction. Requeued, the key would be
+//     paid by a new envelope while this one could still land.
+//
+// shortfall is batchShortfall of the batch (which pages, once for the batch), "" when the paying
+// side did not fail. A NOT_FOUND that ProvenDead proves is VerdictRequeue; anything else is
 // VerdictUndecided. A batch refused on its first send is not this rule's to judge: its keys are
 // requeued together (doc.go, "Batches").
 func JudgeOperation(env Envelope, lk Lookup, index int) (v OperationVerdict, shortfall string) {
@@ -283,20 +297,61 @@ func JudgeOperation(env Envelope, lk Lookup, index int) (v OperationVerdict, sho
 	case LookupSuccess:
 		return VerdictLanded, ""
 	case LookupFailed:
-		shortfall = SourceShortfall(env, lk)
-		if len(lk.ResultCodes) == 0 || lk.ResultCodes[0] != "tx_failed" || index < 0 || index+1 >= len(lk.ResultCodes) {
+		shortfall = batchShortfall(env, lk)
+		switch {
+		case appliedOperations(lk):
+			if index >= 0 && index+1 < len(lk.ResultCodes) && clientSideOpCode(lk.ResultCodes[index+1]) {
+				return VerdictRejected, shortfall
+			}
+			return VerdictRequeue, shortfall
+		case SourceShortfall(env, lk) != "":
 			return VerdictRequeue, shortfall
 		}
-		switch code := lk.ResultCodes[index+1]; {
-		case !clientSideOpCode(code):
-			return VerdictRequeue, shortfall
-		}
-		return VerdictRejected, shortfall
+		return VerdictRejected, ""
 	}
 	if ProvenDead(env, lk) {
 		return VerdictRequeue, ""
 	}
 	return VerdictUndecided, ""
+}
+
+// appliedOperations reports whether lk, a FAILED answer, failed in applyOperations (tx_failed):
+// the sequence number was consumed and every operation has a result.
+func appliedOperations(lk Lookup) bool {
+	return len(lk.ResultCodes) > 0 && lk.ResultCodes[0] == "tx_failed"
+}
+
+// batchShortfall is the service-side failure of a FAILED batch that pages, as SourceShortfall is
+// a single transfer's: for tx_failed, VAULT_UNDERFUNDED when an operation says the vault could not
+// pay (vaultSideOpCodes); else SERVICE_SIDE_FAILURE when an operation failed for a code that is
+// neither the destination's nor the request's (clientSideOpCode) nor op_success, or when no
+// operation says why the transaction failed; else "" (every failing operation is its own key's
+// rejection). Any other code: SourceShortfall's answer. It differs from SourceShortfall only where
+// a batch holds several keys' operations: a neighbour's destination-side code does not hide
+// another operation's op_bad_auth.
+func batchShortfall(env Envelope, lk Lookup) string {
+	if lk.Status != LookupFailed || !appliedOperations(lk) {
+		return SourceShortfall(env, lk)
+	}
+	ops := lk.ResultCodes[1:]
+	clientSide := false
+	for _, op := range ops {
+		if slices.Contains(vaultSideOpCodes, op) {
+			return CodeVaultUnderfunded
+		}
+	}
+	for _, op := range ops {
+		switch {
+		case clientSideOpCode(op):
+			clientSide = true
+		case op != "op_success":
+			return CodeServiceSideFailure
+		}
+	}
+	if !clientSide {
+		return CodeServiceSideFailure
+	}
+	return ""
 }
 
 // destinationSideOpCodes are the payment results (Horizon's spelling) that fault the destination,

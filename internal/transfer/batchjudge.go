@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -67,10 +66,13 @@ func batchSettled(rec Record, lk Lookup, v OperationVerdict, now time.Time, ttl 
 	}
 	lk.Status = LookupFailed
 	i := rec.Batch.Index
-	codes := []string{"tx_failed"}
-	if len(lk.ResultCodes) > 0 {
-		codes[0] = lk.ResultCodes[0]
+	if !appliedOperations(lk) {
+		// A transaction-level code: no operation ran (JudgeOperation).
+		next := settled(rec, lk, now, ttl)
+		next.Result.Detail = fmt.Sprintf("the transaction was included in ledger %d and failed before its operations ran (this transfer's is operation %d)", lk.Ledger, i)
+		return next
 	}
+	codes := []string{lk.ResultCodes[0]}
 	if i+1 < len(lk.ResultCodes) {
 		codes = append(codes, lk.ResultCodes[i+1])
 	}
@@ -94,14 +96,18 @@ func FeeShare(fee int64, index, size int) int64 {
 }
 
 // pagesShortfall reports whether the judge of operation index of a batch that failed on the
-// paying side (lk FAILED) pages it: the first operation with a source-side code, or operation 0
-// when the failure carries no operation results (tx_insufficient_balance). So the submitter,
-// which judges every key, pages once per batch, and a later judge of the other keys does not.
+// service's side (lk FAILED, batchShortfall set) pages it: the first key the failure requeues (the
+// first operation whose code is not its own key's rejection), or operation 0 when the failure
+// carries no operation results (a transaction-level code). So the submitter, which judges every
+// key, pages once per batch, and a later judge of the other keys does not.
 func pagesShortfall(lk Lookup, index int) bool {
-	for i := 1; i < len(lk.ResultCodes); i++ {
-		if slices.Contains(vaultSideOpCodes, lk.ResultCodes[i]) {
-			return index == i-1
+	if appliedOperations(lk) {
+		for i := 1; i < len(lk.ResultCodes); i++ {
+			if !clientSideOpCode(lk.ResultCodes[i]) {
+				return index == i-1
+			}
 		}
+		return index == len(lk.ResultCodes)-1 // the first operation without a result
 	}
 	return index == 0
 }
@@ -305,7 +311,7 @@ func batchAnswer(rec Record, s Settlement, v OperationVerdict, lk Lookup, werr e
 		}
 		return Outcome{}, false, storedRejection(next)
 	}
-	if code := SourceShortfall(*rec.Envelope, lk); code != "" {
+	if code := batchShortfall(*rec.Envelope, lk); code != "" {
 		return Outcome{}, werr == nil, shortfallAnswer(code, lk)
 	}
 	return Outcome{}, werr == nil, expired()

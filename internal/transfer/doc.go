@@ -403,6 +403,12 @@
 //     (op_underfunded, op_src_no_trust, op_src_not_authorized; tx_insufficient_balance, which
 //     carries no operation results) pages once for the batch, as SourceShortfall does for one
 //     transfer, and its key is requeued too: the vault's shortfall is not the client's mistake.
+//     A transaction-level code follows a single transfer's rule too: one it releases
+//     (SourceShortfall: tx_insufficient_balance, tx_bad_auth and the other service-side codes,
+//     all set after the sequence check) requeues every key and pages once; any other (tx_too_late,
+//     tx_bad_seq, tx_no_account, tx_insufficient_fee, ...: set before the sequence check, so
+//     nothing proves the envelope cannot apply later) is every key's stored rejection naming the
+//     transaction, never a requeue: a new envelope for the keys could land beside this one.
 //   - Proven dead (ProvenDead on the batch's envelope and hashes): every key is requeued, each
 //     alone; no send can make it land any more.
 //   - Refused on its first send (RefusedBeforeInclusion), or no send ever left: the proof holds
