@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -31,18 +33,24 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 	// Every message alone and every batch runs at once, each in its own goroutine, so that their
 	// ledger waits overlap within the invocation's deadline (internal/queue's Submitter does the
 	// same for single messages). Each writes only its own messages' answers.
-	spawn := func(f func()) {
-		if o.Serial {
+	// A panic in one of them fails only its own messages (recoverRun), never the invocation: a
+	// goroutine's panic would end the process and every message of the event with it.
+	spawn := func(f func(), failed func(error)) {
+		run := func() {
+			defer o.recoverRun(ctx, failed)
 			f()
+		}
+		if o.Serial {
+			run()
 			return
 		}
-		wg.Go(f)
+		wg.Go(run)
 	}
 	alone := func(i int) {
 		spawn(func() {
 			d, err := o.RunQueued(ctx, msgs[i])
 			answers[i] = Answer{Delivery: d, Err: err}
-		})
+		}, func(err error) { answers[i] = Answer{Delivery: DeliveryRetry, Err: err} })
 	}
 	defer wg.Wait()
 	s := o.settings()
@@ -81,6 +89,10 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 		spawn(func() {
 			for key, ans := range o.runBatch(ctx, bs, b) {
 				answers[at[key]] = ans
+			}
+		}, func(err error) {
+			for _, rec := range b {
+				answers[at[rec.StoreKey]] = Answer{Delivery: DeliveryRetry, Err: err}
 			}
 		})
 	}
@@ -315,7 +327,10 @@ func (o *Orchestrator) runEachAlone(ctx context.Context, a *attempt, held []Reco
 
 // each runs f(0) to f(n-1), concurrently unless o.Serial, and returns once all have: the takes
 // and the per-key writes of a batch are one conditional write each, issued together (doc.go,
-// "Batches": "one conditional write per key, issued concurrently").
+// "Batches": "one conditional write per key, issued concurrently"). A panic in one f is recovered
+// in its goroutine and raised again, once all have returned, in the caller's (as *runPanic, with
+// the stack where it was raised), so the caller's recoverRun answers the batch's messages rather
+// than the process ending.
 func (o *Orchestrator) each(n int, f func(i int)) {
 	if o.Serial {
 		for i := range n {
@@ -324,10 +339,63 @@ func (o *Orchestrator) each(n int, f func(i int)) {
 		return
 	}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first *runPanic
 	for i := range n {
-		wg.Go(func() { f(i) })
+		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					mu.Lock()
+					if first == nil {
+						first = asRunPanic(v)
+					}
+					mu.Unlock()
+				}
+			}()
+			f(i)
+		})
 	}
 	wg.Wait()
+	if first != nil {
+		panic(first)
+	}
+}
+
+// runPanic is a panic recovered in one of a batch run's goroutines: its value and the stack where
+// it was raised.
+type runPanic struct {
+	value any
+	stack []byte
+}
+
+func asRunPanic(v any) *runPanic {
+	if p, ok := v.(*runPanic); ok {
+		return p
+	}
+	return &runPanic{value: v, stack: debug.Stack()}
+}
+
+// recoverRun, deferred at the top of one of RunQueuedBatch's goroutines (a message alone or a
+// batch), turns a panic there into failed(err) for its messages: DeliveryRetry with
+// INTERNAL_ERROR, so each is delivered again and its item decides what the next delivery does (a
+// queued item runs; one held in_flight, a batch's envelope perhaps sent, waits for its lease and
+// is taken over, the same envelope re-sent and judged, or the sweep judges it). Nothing is written
+// here: the state the panic left is unknown. The log holds the value's type, its text only when it
+// is a runtime error (the code's fault: a nil dereference, an index out of range, never a value
+// the code held, which could be a secret), and the stack (function names and offsets).
+func (o *Orchestrator) recoverRun(ctx context.Context, failed func(error)) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	p := asRunPanic(v)
+	attrs := []any{"panicType", fmt.Sprintf("%T", p.value), "stack", string(p.stack)}
+	if re, ok := p.value.(runtime.Error); ok {
+		attrs = append(attrs, "panic", re.Error())
+	}
+	o.log().ErrorContext(ctx, "a batch run panicked; its messages will be delivered again", attrs...)
+	failed(&UnavailableError{Code: CodeInternalError, RetryAfter: time.Second,
+		Detail: "the run failed unexpectedly; a transfer under this key may already be under way: it is retried and never runs twice"})
 }
 
 // putBatch writes b, recognising a write of its own whose answer was lost (the same inner hash

@@ -447,6 +447,10 @@
 // rejected key's charge is given back as today). Each key's result holds its share of the
 // transaction's fee (FeeShare). The channel is leased per batch and released
 // (Ledger.Done) once the batch is decided. Each key's message is answered as RunQueued would
-// answer it (done when its key holds an outcome, retry when requeued). A batch's minTime is
+// answer it (done when its key holds an outcome, retry when requeued). A panic in one of the
+// goroutines that run a message alone or a batch (or a batch's per-key steps) is recovered there
+// and fails only that goroutine's messages, DeliveryRetry with INTERNAL_ERROR (recoverRun): each
+// item, as the panic left it, decides its next delivery, as after a crash of the invocation but
+// without redelivering the event's other messages. A batch's minTime is
 // derived from every claim in it, in order, so two batches never sign byte-identical envelopes.
 package transfer
