@@ -136,7 +136,7 @@ func TestResolveABatchedKeyChecksItsOperationOnChain(t *testing.T) {
 	f := newFixture(t)
 	b, recs := f.putBatch(t, "batch-chk1", "batch-chk2")
 	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupSuccess, Hash: b.Envelope.InnerHash, Ledger: 77}
-	mine := transfer.ChainPayment{Hash: b.Envelope.InnerHash, Counterparty: wallet, Asset: "USDC", Stroops: 125_000_000}
+	mine := transfer.ChainPayment{Hash: b.Envelope.InnerHash, Direction: transfer.DirectionOut, Counterparty: wallet, Asset: "USDC", Stroops: 125_000_000}
 	other := mine
 	other.Stroops = 1
 	ol := opLedger{ledger: f.ledger, payments: map[string][]transfer.ChainPayment{b.Envelope.InnerHash: {mine, other}}}
@@ -153,6 +153,19 @@ func TestResolveABatchedKeyChecksItsOperationOnChain(t *testing.T) {
 	if got, _ := f.store.Get(context.Background(), recs[1].StoreKey); got.Status != transfer.StatusInDoubt {
 		t.Fatalf("the refused key was written: %s", got.Status)
 	}
+	// The same account and amount, but to a muxed address of it, or into the vault: not this
+	// transfer's payment.
+	muxed := mine
+	muxed.Muxed, muxed.MuxedID = "MA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJUAAAAAAAAAAAACJUQ", "9"
+	inbound := mine
+	inbound.Direction = transfer.DirectionIn
+	for name, p := range map[string]transfer.ChainPayment{"muxed": muxed, "inbound": inbound} {
+		ol.payments[b.Envelope.InnerHash][0] = p
+		if _, err := resolve(recs[0].StoreKey); !errors.As(err, &re) || re.Code != reconcile.CodeHashMismatch {
+			t.Fatalf("resolve of a key whose operation on chain is %s: %v", name, err)
+		}
+	}
+	ol.payments[b.Envelope.InnerHash][0] = mine
 	ans, err := resolve(recs[0].StoreKey)
 	if err != nil || ans.(*reconcile.ResolveAnswer).Resolution != "replayable" {
 		t.Fatalf("resolve of a key whose operation pays it: %+v, %v", ans, err)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -449,7 +450,8 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 
 // checkOperation checks on chain, when the Ledger can read a landed transaction's operations
 // (transfer.OperationReader), that operation rec.Batch.Index of the transaction hash pays rec's
-// request: its destination account, asset and amount. A transaction whose operation at the key's
+// request: a payment from the vault to its destination (the M... address and id of a muxed
+// wallet, else the account, never muxed), its asset and amount. A transaction whose operation at the key's
 // index pays anything else never settles the key (transfer/doc.go, "Batches").
 func (s *Service) checkOperation(ctx context.Context, rec transfer.Record, hash string) *Error {
 	r, ok := s.cfg.Ledger.(transfer.OperationReader)
@@ -467,9 +469,16 @@ func (s *Service) checkOperation(ctx context.Context, rec transfer.Record, hash 
 		return ledgerErr(err)
 	}
 	req := rec.Request
-	if p.Counterparty != req.Wallet().Scope() || !strings.EqualFold(p.Asset, req.Asset) || p.Stroops != req.Stroops {
+	paid, want := p.Counterparty, req.Wallet().Scope()
+	if p.Muxed != "" {
+		paid = p.Muxed + " (id " + p.MuxedID + ")"
+	}
+	if req.Wallet().Muxed() {
+		want = req.WalletAddress + " (id " + strconv.FormatUint(req.MuxedID, 10) + ")"
+	}
+	if p.Direction != transfer.DirectionOut || paid != want || !strings.EqualFold(p.Asset, req.Asset) || p.Stroops != req.Stroops {
 		return refuse(CodeHashMismatch, "operation %d of %s pays %d stroops of %s to %s, not this transfer's %d stroops of %s to %s",
-			rec.Batch.Index, hash, p.Stroops, p.Asset, p.Counterparty, req.Stroops, req.Asset, req.Wallet().Scope())
+			rec.Batch.Index, hash, p.Stroops, p.Asset, paid, req.Stroops, req.Asset, want)
 	}
 	return nil
 }
