@@ -157,7 +157,7 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 	})
 	p.alert = alert.New(alert.Config{Store: svc.Store, Counters: svc.Store, Gauge: p.emf, Events: events, EventBus: localBus,
-		EventFailures: p.emf, Logger: log, Archives: svc.Store})
+		EventFailures: p.emf, Logger: log, Archives: svc.Store, Batches: svc.Store})
 	parts := wiring.ReconcileParts{
 		Service: svc, Config: p.cfg, Getenv: p.opts.Getenv, Dynamo: p.db, Metrics: p.emf, Keys: p.keys,
 		Queue: p.queue, Clock: svc.Orchestrator.Clock, Logger: log, Events: events, EventBus: localBus,

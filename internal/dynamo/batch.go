@@ -249,3 +249,37 @@ func (s *Store) ExpireBatch(ctx context.Context, innerHash string, expiresAt int
 	}
 	return nil
 }
+
+// BatchPagedAttr is the batch item's attribute naming the stream record (its event ID) that paged
+// the batch in doubt (PageBatch).
+const BatchPagedAttr = "pagedBy"
+
+// PageBatch claims the one in-doubt page of the batch whose inner hash is innerHash for the
+// stream record by (internal/alert's BatchPager): UpdateItem `SET pagedBy = :by` on the condition
+// `attribute_exists(pk) AND (attribute_not_exists(pagedBy) OR pagedBy = :by)`, so the first
+// record claims it and the same record delivered again still holds it. It writes that attribute
+// alone (the alert function's role may write nothing else of a batch item). It reports false when
+// the condition failed: another record holds the page, or no batch item holds the hash (its keys
+// then page through the in-doubt alarm). It needs UpdateItem (TicketClient). Errors: ErrNoTickets,
+// the request's.
+func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, error) {
+	uc, ok := s.client.(TicketClient)
+	if !ok {
+		return false, fmt.Errorf("dynamo: page batch %s: %w", innerHash, ErrNoTickets)
+	}
+	_, err := uc.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       keyOf(transfer.BatchKey(innerHash)),
+		UpdateExpression:          aws.String("SET #p = :by"),
+		ConditionExpression:       aws.String("attribute_exists(#pk) AND (attribute_not_exists(#p) OR #p = :by)"),
+		ExpressionAttributeNames:  map[string]string{"#p": BatchPagedAttr, "#pk": AttrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":by": &types.AttributeValueMemberS{Value: by}},
+	})
+	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dynamo: page batch %s: %w", innerHash, err)
+	}
+	return true, nil
+}

@@ -422,7 +422,8 @@
 //     the envelope again, and the second key, its own condition intact, is queued again while the
 //     envelope holding its operation can land.)
 //   - In doubt when the budget ends: every key is parked in_doubt, each naming the batch's inner
-//     hash. The sweep, an inline reconciliation and an operator settle each key by the rules above
+//     hash; each is in the in-doubt list and gauge, and the batch pages once (internal/alert: the
+//     first key's stream record claims the batch item's page, dynamo.Store.PageBatch). The sweep, an inline reconciliation and an operator settle each key by the rules above
 //     from the batch's proof; an operator's resolve with a hash is checked on chain to hold this
 //     key's operation at its index.
 //

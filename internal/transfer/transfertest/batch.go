@@ -22,6 +22,9 @@ import (
 //     nothing is written and the answer is *transfer.BatchConditionError naming each key whose
 //     condition failed, in the writes' order.
 //   - ExpireBatch sets a held batch's ExpiresAt, or answers transfer.ErrNotFound (wrapped).
+//   - PageBatch claims a held batch's in-doubt page for the first record to ask and that record
+//     again (true), never for another or for a batch not held (false); the batch reads back as
+//     before.
 //   - DropExpired removes what DynamoDB's TTL deletion may remove once now is past an item's
 //     ExpiresAt (a test's clock stands for the time the deletion runs).
 
@@ -122,6 +125,28 @@ func (s *Store) ExpireBatch(ctx context.Context, innerHash string, expiresAt int
 	b.ExpiresAt = expiresAt
 	s.batches[innerHash] = b
 	return nil
+}
+
+// PageBatch claims the batch's in-doubt page for by, as internal/dynamo's Store.PageBatch: true
+// for the first claimant and the same one again, false for another or a batch not held.
+func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, error) {
+	if err := s.begin(ctx, "pagebatch"); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.batches[innerHash]; !ok {
+		return false, nil
+	}
+	if s.pages == nil {
+		s.pages = map[string]string{}
+	}
+	if cur, ok := s.pages[innerHash]; ok && cur != by {
+		return false, nil
+	}
+	s.writes++
+	s.pages[innerHash] = by
+	return true, nil
 }
 
 // DropExpired deletes every item and batch whose TTL (ExpiresAt, epoch seconds, 0 never) is
