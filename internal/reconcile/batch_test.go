@@ -171,3 +171,30 @@ func TestResolveABatchedKeyChecksItsOperationOnChain(t *testing.T) {
 		t.Fatalf("resolve of a key whose operation pays it: %+v, %v", ans, err)
 	}
 }
+
+// A batch item keeps no TTL while any of its keys is in doubt (transfer.ReleaseBatch): an
+// operator's resolve of one key leaves it so; the resolve of the last starts it (now + KeyTTL +
+// transfer.BatchKeep).
+func TestResolvingTheLastKeyOfABatchStartsItsTTL(t *testing.T) {
+	f := newFixture(t)
+	b, recs := f.putBatch(t, "batch-ttl1", "batch-ttl2")
+	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupSuccess, Hash: b.Envelope.InnerHash, Ledger: 77}
+	resolve := func(key string) string {
+		return `{"action":"resolve","storeKey":"` + key + `","transactionHash":"` + b.Envelope.InnerHash + `","operator":"alice"}`
+	}
+	expiry := func() int64 {
+		got, err := f.store.GetBatch(context.Background(), b.Envelope.InnerHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.ExpiresAt
+	}
+	mustDo(t, f, resolve(recs[0].StoreKey))
+	if e := expiry(); e != 0 {
+		t.Fatalf("batch item with a key still in doubt expires at %d, want never", e)
+	}
+	mustDo(t, f, resolve(recs[1].StoreKey))
+	if e, want := expiry(), t0.Add(time.Hour+transfer.BatchKeep).Unix(); e != want {
+		t.Fatalf("batch item once its last key is resolved expires at %d, want %d", e, want)
+	}
+}

@@ -437,15 +437,35 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		return nil, writeErr(err)
 	}
 	s.cfg.Ledger.Done(ctx, env)
-	if bs, ok := s.cfg.Store.(transfer.BatchStore); ok && batch != nil {
-		// The batch item keeps no TTL while a key names it unsettled (transfer.ReleaseBatch).
-		if _, err := transfer.ReleaseBatch(ctx, bs, *batch, []string{rec.StoreKey}, now, ttl); err != nil {
-			s.cfg.Logger.WarnContext(ctx, "starting a decided batch item's TTL failed; it is kept", "innerHash", env.InnerHash, "err", err)
-		}
-	}
+	s.releaseBatch(ctx, rec, batch, now)
 	s.logAudit(ctx, rec, next.Audit, string(transfer.StatusReplayable))
 	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.StatusReplayable),
 		TransactionHash: next.Result.TransactionHash, Ledger: next.Result.Ledger, Forced: forced}, nil
+}
+
+// releaseBatch starts the TTL of the batch item of rec, a batched key this call just settled or
+// deleted, once no key of it is unsettled (transfer.ReleaseBatch: the item keeps none while one
+// is); b is the batch as read, nil to read it. A failure is logged: the batch item is then kept,
+// which is safe.
+func (s *Service) releaseBatch(ctx context.Context, rec transfer.Record, b *transfer.BatchEnvelope, now time.Time) {
+	bs, ok := s.cfg.Store.(transfer.BatchStore)
+	if !ok || rec.Batch == nil {
+		return
+	}
+	if b == nil {
+		got, err := transfer.BatchOf(ctx, s.cfg.Store, rec)
+		if err != nil {
+			return
+		}
+		b = &got
+	}
+	ttl := transfer.DefaultSettings().KeyTTL
+	if s.cfg.KeyTTL != nil {
+		ttl = max(s.cfg.KeyTTL(), transfer.MinKeyTTL)
+	}
+	if _, err := transfer.ReleaseBatch(ctx, bs, *b, []string{rec.StoreKey}, now, ttl); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "starting a decided batch item's TTL failed; it is kept", "innerHash", b.Envelope.InnerHash, "err", err)
+	}
 }
 
 // checkOperation checks on chain, when the Ledger can read a landed transaction's operations
@@ -548,6 +568,7 @@ func (s *Service) forceDiscard(ctx context.Context, req Request, rec transfer.Re
 	if rec.Envelope != nil {
 		s.cfg.Ledger.Done(ctx, *rec.Envelope)
 	}
+	s.releaseBatch(ctx, rec, nil, now)
 	s.logAudit(ctx, rec, next.Audit, string(transfer.ResolvedReleased))
 	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedReleased), Forced: true}, nil
 }
