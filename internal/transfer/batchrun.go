@@ -203,7 +203,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 	b := BatchEnvelope{Envelope: env, Ops: ops, Version: 1, CreatedAt: now}
 	if err := o.putBatch(ctx, bs, b); err != nil {
 		o.Ledger.Done(ctx, env)
-		o.expireUnnamed(ctx, bs, b, a.settings.KeyTTL) // it may have been written, its answer lost
+		o.releaseBatch(ctx, bs, b, nil, a.settings.KeyTTL) // it may have been written, its answer lost
 		return o.requeueEach(ctx, taken, storeUnavailable(err), answers)
 	}
 	attached := make([]Record, len(taken))
@@ -212,9 +212,11 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 	}
 	if err := ReplaceAllItems(ctx, bs, taken, attached); err != nil {
 		if _, ok := errors.AsType[*BatchConditionError](err); ok {
-			// A key was taken over meanwhile: nothing is sent and nothing names the envelope.
+			// A key was taken over meanwhile: nothing is sent and nothing names the envelope (its
+			// TTL starts once the keys read back so: a transaction whose answer was lost and that a
+			// take-over followed reads back as not ours).
 			o.Ledger.Done(ctx, env)
-			o.expireUnnamed(ctx, bs, b, a.settings.KeyTTL)
+			o.releaseBatch(ctx, bs, b, nil, a.settings.KeyTTL)
 			return o.requeueEach(ctx, taken, &InProgressError{RetryAfter: time.Second}, answers)
 		}
 		// Unknown fate: nothing is sent; applied, every key names the envelope and a take-over
@@ -246,7 +248,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		requeued, err := RequeueRefused(ctx, bs, attached, CodeSubmissionFailed, o.Clock.Now())
 		o.Ledger.Done(ctx, env)
 		if requeued {
-			o.expireUnnamed(ctx, bs, b, a.settings.KeyTTL)
+			o.releaseBatch(ctx, bs, b, keysOf(attached), a.settings.KeyTTL)
 		}
 		for _, rec := range attached {
 			switch {
@@ -297,13 +299,13 @@ func (o *Orchestrator) releaseBatch(ctx context.Context, bs BatchStore, b BatchE
 	}
 }
 
-// expireUnnamed starts the TTL of b's item when no key names it (its attach never applied, or its
-// keys were requeued together), so an unreferenced batch item is not kept forever.
-func (o *Orchestrator) expireUnnamed(ctx context.Context, bs BatchStore, b BatchEnvelope, ttl time.Duration) {
-	err := bs.ExpireBatch(ctx, b.Envelope.InnerHash, o.Clock.Now().Add(ttl+BatchKeep).Unix())
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		o.log().WarnContext(ctx, "starting an unreferenced batch item's TTL failed; it is kept", "innerHash", b.Envelope.InnerHash, "err", err)
+// keysOf is the store keys of recs.
+func keysOf(recs []Record) []string {
+	keys := make([]string, len(recs))
+	for i, rec := range recs {
+		keys[i] = rec.StoreKey
 	}
+	return keys
 }
 
 // runEachAlone runs held, keys this batch took (in_flight under a's lease), each on the

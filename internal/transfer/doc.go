@@ -377,8 +377,9 @@
 // stopping at the first still unsettled; if none is, it sets the TTL to now + KeyTTL + BatchKeep
 // (ReleaseBatch, BatchStore.ExpireBatch). Concurrent judges cannot both miss it: each reads after
 // its own write, so the last to write sees every other key decided, and no key enters that state
-// again (only the attach puts it there, before anyone judges). A batch whose attach never applied,
-// or whose keys were requeued together, gets its TTL at once: nothing names it. The alternative,
+// again (only the attach puts it there, before anyone judges). A batch whose attach failed, or
+// whose keys were requeued together, gets its TTL at once by the same rule (its keys read back
+// naming nothing, or written by the requeue). The alternative,
 // copying what a judge needs onto each key's item, would put the XDR (a take-over re-sends it) on
 // every item, which the paragraph above rules out. The cost is one UpdateItem of the batch item
 // per batch (it bills its size, about 25 write units for 100 operations, a quarter of a unit per
