@@ -182,9 +182,9 @@ func unsettledIn(rec Record, b BatchEnvelope, op BatchOp) bool {
 // ReleaseBatch starts the TTL of b's item (now + ttl + BatchKeep, ttl the keys' Settings.KeyTTL)
 // once no key names b unsettled (doc.go, "Batches", "How long a batch item lives"). written are
 // the store keys the caller has just written out of that state (settled, rejected, requeued),
-// which it does not read again; every other operation's item is read consistently, in order, and
-// the first that is still in_flight or in_doubt under its operation's incarnation with b's inner
-// hash keeps b without a TTL. A b read with a TTL already is left as is. Sound under concurrent
+// which it does not read again; every other operation's item is read consistently, in order from
+// the one after the last written (around the batch), and the first that is still in_flight or
+// in_doubt under its operation's incarnation with b's inner hash keeps b without a TTL. A b read with a TTL already is left as is. Sound under concurrent
 // judges: each reads after its own write, so the last of them to write sees every other key
 // written, and no key enters that state again once out of it (only the attach, before any judge,
 // puts it there). It reports whether it set the TTL. Errors: the store's (b keeps no TTL then: it
@@ -193,7 +193,16 @@ func ReleaseBatch(ctx context.Context, s BatchStore, b BatchEnvelope, written []
 	if b.ExpiresAt != 0 {
 		return false, nil
 	}
-	for _, op := range b.Ops {
+	// From the operation after the last one written, around: judges that go through a batch's
+	// keys in order (the sweep) find the next one still unsettled at its first read.
+	start := 0
+	for i, op := range b.Ops {
+		if slices.Contains(written, op.StoreKey) {
+			start = i + 1
+		}
+	}
+	for j := range b.Ops {
+		op := b.Ops[(start+j)%len(b.Ops)]
 		if slices.Contains(written, op.StoreKey) {
 			continue
 		}

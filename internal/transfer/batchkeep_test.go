@@ -78,3 +78,44 @@ func TestADecidedBatchItemExpires(t *testing.T) {
 		})
 	}
 }
+
+// ReleaseBatch keeps the batch item without a TTL while any key names it in_flight or in_doubt,
+// reading from the key after the one just written (one read when the next is still unsettled),
+// and starts it once none does.
+func TestReleaseBatchKeepsTheItemWhileAnyKeyIsUnsettled(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	b, attached := forgedBatch(t, h, "keep-0001", "keep-0002", "keep-0003")
+	reads := 0
+	h.store.Fail(func(op string) error {
+		if op == "get" {
+			reads++
+		}
+		return nil
+	})
+	requeue := func(i int) {
+		t.Helper()
+		cur := h.item(t, attached[i].ClientKey)
+		if err := transfer.ReplaceItem(ctx, h.store, cur, transfer.Requeued(cur, h.clock.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ttl := transfer.DefaultSettings().KeyTTL
+	requeue(0)
+	if ok, err := transfer.ReleaseBatch(ctx, h.store, b, []string{attached[0].StoreKey}, h.clock.Now(), ttl); ok || err != nil || reads != 1 {
+		t.Fatalf("with keys 1 and 2 in flight: released %v, %v after %d reads; want kept after 1", ok, err, reads)
+	}
+	requeue(2)
+	reads = 0
+	if ok, err := transfer.ReleaseBatch(ctx, h.store, b, []string{attached[2].StoreKey}, h.clock.Now(), ttl); ok || err != nil || reads != 2 {
+		t.Fatalf("with key 1 in flight: released %v, %v after %d reads; want kept after 2 (key 0, then key 1)", ok, err, reads)
+	}
+	requeue(1)
+	if ok, err := transfer.ReleaseBatch(ctx, h.store, b, []string{attached[1].StoreKey}, h.clock.Now(), ttl); !ok || err != nil {
+		t.Fatalf("with every key requeued: released %v, %v; want released", ok, err)
+	}
+	got, err := h.store.GetBatch(ctx, b.Envelope.InnerHash)
+	if want := h.clock.Now().Add(ttl + transfer.BatchKeep).Unix(); err != nil || got.ExpiresAt != want {
+		t.Fatalf("batch item expires at %d, %v; want %d", got.ExpiresAt, err, want)
+	}
+}
