@@ -1,9 +1,9 @@
 // Package alert turns the table's DynamoDB stream into operator signals: an error-level log line
-// (alert "transfer-in-doubt") and an optional SNS message when a transfer becomes in_doubt, an
-// info line (alert "transfer-in-doubt-resolved") when it leaves that state, and the in-doubt
-// gauge (README.md, "Operating it"); and into the clients' settlement events on an EventBridge
-// bus (events.go; README.md, "Settlement events"). It is the alert function's handler
-// (functions/alert).
+// (alert "transfer-in-doubt") and an optional SNS message when a transfer becomes in_doubt (once
+// for the transfers one batch's transaction pays: BatchPager), an info line (alert
+// "transfer-in-doubt-resolved") when it leaves that state, and the in-doubt gauge (README.md,
+// "Operating it"); and into the clients' settlement events on an EventBridge bus (events.go;
+// README.md, "Settlement events"). It is the alert function's handler (functions/alert).
 //
 // One handler serves both so that the stream has one consumer: DynamoDB Streams advises at most
 // two processes reading one shard at a time, more being throttled (Amazon DynamoDB Developer
