@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +197,23 @@ func TestResolvingTheLastKeyOfABatchStartsItsTTL(t *testing.T) {
 	mustDo(t, f, resolve(recs[1].StoreKey))
 	if e, want := expiry(), t0.Add(time.Hour+transfer.BatchKeep).Unix(); e != want {
 		t.Fatalf("batch item once its last key is resolved expires at %d, want %d", e, want)
+	}
+}
+
+// A resolve of a batched key whose batch FAILED is refused with what the sweep will do for that
+// key: queue it again when its own operation did not fail (a neighbour's did), store the
+// rejection when it did.
+func TestResolveABatchedKeyOfAFailedBatchSaysWhatItsOperationMeans(t *testing.T) {
+	f := newFixture(t)
+	b, recs := f.putBatch(t, "batch-fail1", "batch-fail2")
+	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupFailed, Hash: b.Envelope.InnerHash, Ledger: 77,
+		ResultCodes: []string{"tx_failed", "op_success", "op_no_trust"}}
+	for i, want := range []string{"queues it again", "store the rejection"} {
+		_, err := f.svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: recs[i].StoreKey,
+			TransactionHash: b.Envelope.InnerHash, Operator: "alice"})
+		var re *reconcile.Error
+		if !errors.As(err, &re) || re.Code != reconcile.CodeTransactionFailed || !strings.Contains(re.Message, want) {
+			t.Fatalf("resolve of operation %d: %v; want %s saying it %s", i, err, reconcile.CodeTransactionFailed, want)
+		}
 	}
 }

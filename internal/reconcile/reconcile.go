@@ -392,6 +392,15 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	forced := false
 	switch {
 	case lk.Status == transfer.LookupSuccess:
+	case lk.Status == transfer.LookupFailed && rec.Batch != nil:
+		// A batched key is judged by its own operation (transfer.JudgeOperation): a neighbour's
+		// failure or the paying side's queues it again; only its own is its rejection.
+		if v, _ := transfer.JudgeOperation(env, lk, rec.Batch.Index); v == transfer.VerdictRequeue {
+			return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s), and nothing moved for operation %d, this transfer's: the sweep (or a discard) queues it again",
+				lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), rec.Batch.Index)
+		}
+		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s) on operation %d, this transfer's; the sweep will store the rejection",
+			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), rec.Batch.Index)
 	case lk.Status == transfer.LookupFailed && transfer.SourceShortfall(env, lk) != "":
 		// The service's side failed (the paying side could not pay, or its accounts or signing):
 		// the sweep (or a discard) releases the key and pages (transfer.Orchestrator.Settle);
