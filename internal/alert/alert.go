@@ -1,9 +1,9 @@
 // Package alert turns the table's DynamoDB stream into operator signals: an error-level log line
-// (alert "transfer-in-doubt") and an optional SNS message when a transfer becomes in_doubt, an
-// info line (alert "transfer-in-doubt-resolved") when it leaves that state, and the in-doubt
-// gauge (README.md, "Operating it"); and into the clients' settlement events on an EventBridge
-// bus (events.go; README.md, "Settlement events"). It is the alert function's handler
-// (functions/alert).
+// (alert "transfer-in-doubt") and an optional SNS message when a transfer becomes in_doubt (once
+// for the transfers one batch's transaction pays: BatchPager), an info line (alert
+// "transfer-in-doubt-resolved") when it leaves that state, and the in-doubt gauge (README.md,
+// "Operating it"); and into the clients' settlement events on an EventBridge bus (events.go;
+// README.md, "Settlement events"). It is the alert function's handler (functions/alert).
 //
 // One handler serves both so that the stream has one consumer: DynamoDB Streams advises at most
 // two processes reading one shard at a time, more being throttled (Amazon DynamoDB Developer
@@ -50,6 +50,17 @@ type Gauge interface {
 	InDoubtGauge(ctx context.Context, n int)
 }
 
+// BatchPager claims the one page of a batch in doubt (dynamo.Store): transfers paid by one
+// transaction go in doubt together, and the batch pages once, not once per key (transfer doc.go,
+// "Batches").
+type BatchPager interface {
+	// PageBatch marks the batch item of innerHash as paged by the stream record by (its event ID)
+	// and reports whether by is its pager: the first record to claim it, or the same record
+	// delivered again (so a page whose publish failed is sent by the retry). false when another
+	// record claimed it, or when no batch item holds it.
+	PageBatch(ctx context.Context, innerHash, by string) (bool, error)
+}
+
 // Publisher sends an SNS message (*sns.Client).
 type Publisher interface {
 	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
@@ -80,6 +91,8 @@ type Config struct {
 	// Retention is how long a lasting record is kept after its settlement (RECORD_RETENTION_DAYS);
 	// 0 keeps it for ever.
 	Retention time.Duration
+	// Batches makes a batch in doubt page once (BatchPager); nil: every key pages.
+	Batches BatchPager
 }
 
 // Handler handles DynamoDB stream batches (NEW_AND_OLD_IMAGES).
@@ -130,6 +143,9 @@ type Details struct {
 	MaxTime         int64     `json:"maxTime,omitempty"` // epoch seconds
 	SubmittedLedger uint32    `json:"submittedLedger,omitempty"`
 	InDoubtSince    time.Time `json:"inDoubtSince,omitzero"`
+	// BatchSize is, for a key paid by a batch's transaction, the number of transfers it holds:
+	// the page stands for every one of them (each is in the in-doubt list).
+	BatchSize int `json:"batchSize,omitempty"`
 }
 
 // DetailsOf returns rec's operator fields.
@@ -153,13 +169,17 @@ func DetailsOf(rec transfer.Record) Details {
 }
 
 func (d Details) attrs() []any {
-	return []any{
+	attrs := []any{
 		"alert", d.Alert, "storeKey", d.StoreKey, "walletAddress", d.WalletAddress,
 		"operationType", d.OperationType, "amount", d.Amount, "asset", d.Asset, "failingCode", d.FailingCode,
 		"idempotencyKey", d.IdempotencyKey, "traceId", d.TraceID, "innerHash", d.InnerHash,
 		"outerHash", d.OuterHash, "outerHashes", d.OuterHashes, "maxTime", d.MaxTime, "submittedLedger", d.SubmittedLedger,
 		"inDoubtSince", d.InDoubtSince,
 	}
+	if d.BatchSize > 0 {
+		attrs = append(attrs, "batchSize", d.BatchSize)
+	}
+	return attrs
 }
 
 // Handle processes a batch in order. A transfer entering in_doubt is alerted (log, then SNS); one
@@ -221,7 +241,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			err = h.archive(ctx, r, ch)
 		}
 		if err == nil {
-			moved, err = h.alert(ctx, ch)
+			moved, err = h.alert(ctx, r, ch)
 		}
 		changed = changed || moved
 		var bad *malformedError
@@ -343,8 +363,9 @@ func (h *Handler) change(r *events.DynamoDBEventRecord) (change, error) {
 	return c, nil
 }
 
-// alert handles one change and reports whether it moved a transfer into or out of in_doubt.
-func (h *Handler) alert(ctx context.Context, c change) (bool, error) {
+// alert handles one change (of the stream record r) and reports whether it moved a transfer into
+// or out of in_doubt.
+func (h *Handler) alert(ctx context.Context, r *events.DynamoDBEventRecord, c change) (bool, error) {
 	if !c.transfer {
 		return false, nil
 	}
@@ -352,7 +373,7 @@ func (h *Handler) alert(ctx context.Context, c change) (bool, error) {
 	isInDoubt := c.next != nil && c.next.Status == transfer.StatusInDoubt
 	switch {
 	case isInDoubt && !wasInDoubt:
-		return true, h.inDoubt(ctx, *c.next)
+		return true, h.inDoubt(ctx, r.EventID, *c.next)
 	case wasInDoubt && !isInDoubt:
 		h.resolved(ctx, *c.old, c.next)
 		return true, nil
@@ -397,12 +418,31 @@ func decode(image map[string]events.DynamoDBAttributeValue) (transfer.Record, er
 	return dynamo.DecodeItem(av)
 }
 
-// inDoubt alerts: the error line first (it must not depend on SNS), then the SNS message. The
-// log line is redacted by the logger (logging.RedactSeeds); the SNS message and subject, which no
-// logger sees, are redacted here (logging.Redact): the API replaces a trace ID that is not in
-// X-Ray's format and refuses a key holding a seed, but an item written before it did may hold one.
-func (h *Handler) inDoubt(ctx context.Context, rec transfer.Record) error {
+// inDoubt alerts, for rec entering in_doubt in the stream record eventID: the error line first (it
+// must not depend on SNS), then the SNS message. The log line is redacted by the logger
+// (logging.RedactSeeds); the SNS message and subject, which no logger sees, are redacted here
+// (logging.Redact): the API replaces a trace ID that is not in X-Ray's format and refuses a key
+// holding a seed, but an item written before it did may hold one.
+//
+// A key paid by a batch's transaction (rec.Batch) pages once for its batch: with Batches set,
+// only the key whose record claims the batch's page (BatchPager) alerts, naming the batch's size;
+// every other key of it logs a WARN line without the "alert" field (it stays in the in-doubt list
+// and the gauge, and the in-doubt alarm still fires while any key is in doubt). A failed claim
+// retries the batch from this record, as a failed publish does.
+func (h *Handler) inDoubt(ctx context.Context, eventID string, rec transfer.Record) error {
 	d := DetailsOf(rec)
+	if rec.Batch != nil && rec.Envelope != nil && h.cfg.Batches != nil {
+		pager, err := h.cfg.Batches.PageBatch(ctx, rec.Envelope.InnerHash, eventID)
+		if err != nil {
+			return fmt.Errorf("alert: claiming the page of batch %s: %w", rec.Envelope.InnerHash, err)
+		}
+		if !pager {
+			h.cfg.Logger.WarnContext(ctx, "transfer in doubt; its batch has paged once for all its transfers", "storeKey", d.StoreKey,
+				"idempotencyKey", d.IdempotencyKey, "innerHash", d.InnerHash, "batchIndex", rec.Batch.Index, "batchSize", rec.Batch.Size)
+			return nil
+		}
+		d.BatchSize = rec.Batch.Size
+	}
 	h.cfg.Logger.ErrorContext(ctx, "transfer in doubt: it may or may not have landed; reconcile it", d.attrs()...)
 	if h.cfg.Publisher == nil || h.cfg.TopicARN == "" {
 		return nil
@@ -411,9 +451,13 @@ func (h *Handler) inDoubt(ctx context.Context, rec transfer.Record) error {
 	if err != nil {
 		return malformed("encoding the alert: %w", err)
 	}
+	subject := "Transfer in doubt: " + d.OperationType + " " + d.Amount + " " + d.Asset
+	if d.BatchSize > 0 {
+		subject = fmt.Sprintf("Batch of %d transfers in doubt (one shown): %s %s %s", d.BatchSize, d.OperationType, d.Amount, d.Asset)
+	}
 	_, err = h.cfg.Publisher.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(h.cfg.TopicARN),
-		Subject:  aws.String(logging.Redact("Transfer in doubt: " + d.OperationType + " " + d.Amount + " " + d.Asset)),
+		Subject:  aws.String(logging.Redact(subject)),
 		Message:  aws.String(logging.Redact(string(body))),
 	})
 	if err != nil {

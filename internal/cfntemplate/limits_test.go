@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // TestLimitsWriteOnlyTheirItems: the limits' writes, a charged claim's UpdateItem of its counters
 // (the API function's DailyLimits) and a give-back's marker and counters (the alert function's
 // DailyLimitGiveBacks), are allowed on the "limit:" keys only (internal/dynamo/limits.go), and the
-// alert function writes nothing else.
+// alert function writes nothing else but the records' items and a batch item's pagedBy.
 func TestLimitsWriteOnlyTheirItems(t *testing.T) {
 	tpl := load(t)
 	limitKeys := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{transfer.CounterPrefix + "*"}}}
@@ -32,11 +33,19 @@ func TestLimitsWriteOnlyTheirItems(t *testing.T) {
 			t.Errorf("%s has no statement %s", role, sid)
 		}
 	}
+	// BatchPages writes one attribute of the batches' items (a batch's one in-doubt page).
+	batchPages := map[string]any{
+		"ForAllValues:StringLike":   map[string]any{"dynamodb:LeadingKeys": []any{transfer.BatchPrefix + "*"}},
+		"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": []any{dynamo.AttrPK, dynamo.BatchPagedAttr}},
+	}
 	for _, st := range statements(t, tpl, "AlertFunctionRole") {
+		if st.sid == "BatchPages" && (!slices.Equal(st.actions, []string{"dynamodb:UpdateItem"}) || !reflect.DeepEqual(st.condition, batchPages)) {
+			t.Errorf("AlertFunctionRole statement BatchPages: %v under %v; want UpdateItem alone under %v", st.actions, st.condition, batchPages)
+		}
 		// LastingRecords writes the records' items only (TestLeastPrivilege holds it to them).
 		if (slices.Contains(st.actions, "dynamodb:PutItem") || slices.Contains(st.actions, "dynamodb:UpdateItem")) &&
-			st.sid != "DailyLimitGiveBacks" && st.sid != "LastingRecords" {
-			t.Errorf("AlertFunctionRole statement %s writes %v outside the limits' and the records' items", st.sid, st.actions)
+			st.sid != "DailyLimitGiveBacks" && st.sid != "LastingRecords" && st.sid != "BatchPages" {
+			t.Errorf("AlertFunctionRole statement %s writes %v outside the limits', the records' and the batches' items", st.sid, st.actions)
 		}
 	}
 }

@@ -157,7 +157,7 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 	})
 	p.alert = alert.New(alert.Config{Store: svc.Store, Counters: svc.Store, Gauge: p.emf, Events: events, EventBus: localBus,
-		EventFailures: p.emf, Logger: log, Archives: svc.Store})
+		EventFailures: p.emf, Logger: log, Archives: svc.Store, Batches: svc.Store})
 	parts := wiring.ReconcileParts{
 		Service: svc, Config: p.cfg, Getenv: p.opts.Getenv, Dynamo: p.db, Metrics: p.emf, Keys: p.keys,
 		Queue: p.queue, Clock: svc.Orchestrator.Clock, Logger: log, Events: events, EventBus: localBus,
@@ -173,9 +173,19 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		readerFunction:    reader,
 		submitterFunction: lambda.NewHandler(queue.Submitter(svc.Orchestrator, queue.Visibility{}, log)),
 	}
-	// As the SQS event source: at most one transfer in flight per channel account, at least 2.
-	workers := max(len(s.Info.Channels), 2)
-	p.submit = newSubmitter(p.queue, svc.Orchestrator, log, workers, func(parent context.Context) (context.Context, context.CancelFunc) {
+	// As the SQS event source the template configures: at most one transfer in flight per channel
+	// account (at least 2) one message an event, or, batched, one transaction in flight per
+	// source, TransfersPerTransaction messages an event; gathered for the batching window. Under a
+	// virtual clock the window is not waited (it would cost real time): what is waiting is taken.
+	perTransaction := 1
+	if o := svc.Orchestrator; o.Batches != nil && o.Settings != nil {
+		perTransaction = o.Settings().BatchSize
+	}
+	src := templateEventSource(len(s.Info.Channels), perTransaction)
+	if p.opts.Clock != nil {
+		src.window = 0
+	}
+	p.submit = newSubmitter(p.queue, svc.Orchestrator, svc.Orchestrator.Batches != nil, log, src, func(parent context.Context) (context.Context, context.CancelFunc) {
 		return p.invocation(parent, submitterFunction)
 	})
 	p.stream.start(p.alert.Handle)

@@ -26,10 +26,44 @@ const localVisibility = 5 * time.Second
 // localQueueURL names the in-process queue in the handler's ChangeMessageVisibility calls.
 const localQueueURL = "local://TransferQueue"
 
+// templateBatchingWindow is SubmitterFunction's event source's MaximumBatchingWindowInSeconds in
+// template.yaml (TestTheStandInEventSourceIsTheTemplates holds it to it).
+const templateBatchingWindow = 2 * time.Second
+
+// eventSource is how SubmitterFunction's SQS event source delivers (template.yaml: its Transfers
+// event and the Submitter mapping): up to batch messages per event, gathered for up to window
+// after the first, in up to concurrency invocations at once.
+type eventSource struct {
+	batch, concurrency int
+	window             time.Duration
+}
+
+// templateEventSource is the event source template.yaml configures for channels channel accounts
+// (ChannelCount) and perTransaction transfers per transaction (TransfersPerTransaction,
+// BATCH_SIZE): batched (above 1), perTransaction messages an event and max(channels, 2)
+// invocations, one per transaction source; else the Submitter mapping's row, whose BatchSize x
+// MaxConcurrency is max(channels, 2): one message an invocation up to 3 channels, two invocations
+// of channels/2 below 16, invocations of 8 from 16 on. The window is the template's 2 s either
+// way.
+func templateEventSource(channels, perTransaction int) eventSource {
+	sources := max(channels, 2)
+	switch {
+	case perTransaction > 1:
+		return eventSource{batch: perTransaction, concurrency: sources, window: templateBatchingWindow}
+	case channels <= 3:
+		return eventSource{batch: 1, concurrency: sources, window: templateBatchingWindow}
+	case channels < 16:
+		return eventSource{batch: channels / 2, concurrency: 2, window: templateBatchingWindow}
+	}
+	return eventSource{batch: 8, concurrency: channels / 8, window: templateBatchingWindow}
+}
+
 // submitter plays SQS and its event source for SubmitterFunction (README.md, "Asynchronous
-// transfers"): the API sends to an in-process queue (queue.Memory); up to workers messages run at
-// once, each as a one-message SQS event through the function's real handler (queue.Submitter),
-// with its ApproximateReceiveCount and a receipt handle. It is also the handler's
+// transfers"): the API sends to an in-process queue (queue.Memory); up to src.concurrency events
+// run at once, each of up to src.batch messages gathered for up to src.window after its first (the
+// batching window: Lambda invokes once the batch is full or the window has passed), through the
+// function's real handler (queue.BatchSubmitter when the runner batches, else queue.Submitter),
+// each message with its ApproximateReceiveCount and a receipt handle. It is also the handler's
 // queue.VisibilityChanger: a message the handler reports failed is sent again after the
 // visibility timeout the handler set for its receipt handle (queue.Backoff), or localVisibility
 // if it set none. Receive counts are per message body (store key and claim ID) until the message
@@ -38,7 +72,7 @@ type submitter struct {
 	q       *queue.Memory
 	handler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
 	invoke  func(parent context.Context) (context.Context, context.CancelFunc)
-	workers int
+	src     eventSource
 	wg      sync.WaitGroup
 	stop    chan struct{}
 	ids     int
@@ -54,14 +88,21 @@ type submitter struct {
 	changed chan struct{}
 }
 
-// newSubmitter returns the stand-in for r's SubmitterFunction, its handler changing visibility
-// through the stand-in itself.
-func newSubmitter(q *queue.Memory, r queue.Runner, log *slog.Logger, workers int,
+// newSubmitter returns the stand-in for r's SubmitterFunction delivering as src, its handler
+// changing visibility through the stand-in itself: queue.BatchSubmitter when batched is true and r
+// is a queue.BatchRunner (as wiring.SubmitterHandler picks it), else queue.Submitter.
+func newSubmitter(q *queue.Memory, r queue.Runner, batched bool, log *slog.Logger, src eventSource,
 	invoke func(parent context.Context) (context.Context, context.CancelFunc)) *submitter {
-	s := &submitter{q: q, workers: workers, invoke: invoke,
+	src.batch, src.concurrency = max(src.batch, 1), max(src.concurrency, 1)
+	s := &submitter{q: q, src: src, invoke: invoke,
 		receives: map[transfer.QueueMessage]int{}, waits: map[string]time.Duration{},
 		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
-	s.handler = queue.Submitter(r, queue.Visibility{Changer: s, URL: localQueueURL}, log)
+	v := queue.Visibility{Changer: s, URL: localQueueURL}
+	if br, ok := r.(queue.BatchRunner); ok && batched {
+		s.handler = queue.BatchSubmitter(br, v, log)
+	} else {
+		s.handler = queue.Submitter(r, v, log)
+	}
 	return s
 }
 
@@ -103,53 +144,100 @@ func (s *submitter) start() {
 		<-s.stop
 		cancel()
 	}()
-	for range s.workers {
+	for range s.src.concurrency {
 		s.wg.Go(func() {
 			for {
-				m, err := s.q.Receive(ctx)
+				msgs, err := s.receive(ctx)
 				if err != nil {
 					return
 				}
-				s.run(ctx, m)
+				s.run(ctx, msgs...)
 			}
 		})
 	}
 }
 
-func (s *submitter) run(parent context.Context, m transfer.QueueMessage) {
-	body, err := queue.Encode(m)
+// receive waits for a message, then gathers more, up to src.batch, until src.window has passed
+// since the first (0: only those already waiting), as the event source's batching window does.
+// Errors: the queue's (closed, or ctx done) before the first message.
+func (s *submitter) receive(ctx context.Context) ([]transfer.QueueMessage, error) {
+	m, err := s.q.Receive(ctx)
 	if err != nil {
+		return nil, err
+	}
+	msgs := []transfer.QueueMessage{m}
+	if s.src.batch == 1 {
+		return msgs, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.src.window)
+	defer cancel()
+	for len(msgs) < s.src.batch {
+		m, err := s.q.Receive(wctx)
+		if err != nil {
+			break
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+// run hands msgs to the handler as one SQS event and sends each message it reports failed again.
+func (s *submitter) run(parent context.Context, msgs ...transfer.QueueMessage) {
+	var ev events.SQSEvent
+	byID := map[string]transfer.QueueMessage{}
+	s.mu.Lock()
+	for _, m := range msgs {
+		body, err := queue.Encode(m)
+		if err != nil {
+			continue
+		}
+		s.ids++
+		id := "local-" + strconv.Itoa(s.ids)
+		s.receives[m]++
+		byID[id] = m
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: id, ReceiptHandle: id, Body: body,
+			EventSource: "aws:sqs", Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(s.receives[m])}})
+	}
+	s.mu.Unlock()
+	if len(ev.Records) == 0 {
 		return
 	}
-	s.mu.Lock()
-	s.ids++
-	id := "local-" + strconv.Itoa(s.ids)
-	s.receives[m]++
-	receives := s.receives[m]
-	s.mu.Unlock()
 	ctx, cancel := s.invoke(parent)
 	defer cancel()
-	resp, _ := s.handler(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, ReceiptHandle: id, Body: body,
-		EventSource: "aws:sqs", Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(receives)}}}})
+	resp, _ := s.handler(ctx, ev)
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	type redelivery struct {
+		m    transfer.QueueMessage
+		wait time.Duration
+	}
+	var again []redelivery
 	s.mu.Lock()
 	s.ran++
 	if s.changed != nil {
 		close(s.changed)
 	}
 	s.changed = make(chan struct{})
-	wait, changed := s.waits[id]
-	delete(s.waits, id)
-	if len(resp.BatchItemFailures) == 0 {
-		delete(s.receives, m)
-	}
-	s.mu.Unlock()
-	if len(resp.BatchItemFailures) > 0 {
+	for _, r := range ev.Records {
+		id, m := r.MessageId, byID[r.MessageId]
+		wait, changed := s.waits[id]
+		delete(s.waits, id)
+		if !failed[id] {
+			delete(s.receives, m)
+			continue
+		}
 		if !changed {
 			wait = localVisibility
 		}
+		again = append(again, redelivery{m, wait})
+	}
+	s.mu.Unlock()
+	for _, r := range again {
 		// Delivered again, as SQS does once the visibility timeout passes; a closed queue drops it
 		// (the item stays queued, as it would for the sweep).
-		s.after(wait, func() { _ = s.q.Send(context.Background(), m) })
+		s.after(r.wait, func() { _ = s.q.Send(context.Background(), r.m) })
 	}
 }
 

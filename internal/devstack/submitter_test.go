@@ -25,7 +25,7 @@ func (r *scriptedRunner) RunQueued(context.Context, transfer.QueueMessage) (tran
 func TestSubmitterStandInBacksOff(t *testing.T) {
 	q := queue.NewMemory()
 	r := &scriptedRunner{transfer.DeliveryRetry, transfer.DeliveryRetry, transfer.DeliveryDone}
-	s := newSubmitter(q, r, nil, 1, func(parent context.Context) (context.Context, context.CancelFunc) {
+	s := newSubmitter(q, r, false, nil, eventSource{batch: 1, concurrency: 1}, func(parent context.Context) (context.Context, context.CancelFunc) {
 		return context.WithCancel(parent)
 	})
 	var waits []time.Duration

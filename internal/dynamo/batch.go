@@ -23,10 +23,10 @@ import (
 //
 // A batch item holds envelopeXdr, innerHash, outerHash, outerHashes, maxTime, submittedLedger,
 // channel and feeStroops as a transfer item does, ops (L of M: storeKey, claimId, in the
-// transaction's order), version, createdAt (epoch ms) and expiresAt (epoch s, the TTL). It has no
-// status and no index attributes, so it is in no index, and the alert function's stream reader
-// passes it by (it reads "transfer:" items only). About 25 KB for 100 operations, below the
-// 400 KB item limit.
+// transaction's order), version, createdAt (epoch ms) and expiresAt (epoch s, the TTL: absent
+// while a key names the batch unsettled, then set by ExpireBatch). It has no status and no index
+// attributes, so it is in no index, and the alert function's stream reader passes it by (it reads
+// "transfer:" items only). About 25 KB for 100 operations, below the 400 KB item limit.
 
 var _ transfer.BatchStore = (*Store)(nil)
 
@@ -222,4 +222,64 @@ func replaceable(next transfer.Record, cond transfer.Condition) error {
 		return fmt.Errorf("%q: only a queued item can be cancelled, not a %s one", next.StoreKey, cond.Status)
 	}
 	return nil
+}
+
+// ExpireBatch sets the TTL of the batch whose inner hash is innerHash: UpdateItem
+// `SET expiresAt = :e` (TTLAttribute) on the condition `attribute_exists(pk)`, so it never creates a stub item.
+// It needs a client that makes UpdateItem requests (TicketClient). Errors: transfer.ErrNotFound
+// (wrapped) when no item holds the batch, ErrNoTickets without UpdateItem, the request's.
+func (s *Store) ExpireBatch(ctx context.Context, innerHash string, expiresAt int64) error {
+	uc, ok := s.client.(TicketClient)
+	if !ok {
+		return fmt.Errorf("dynamo: expire batch %s: %w", innerHash, ErrNoTickets)
+	}
+	_, err := uc.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       keyOf(transfer.BatchKey(innerHash)),
+		UpdateExpression:          aws.String("SET #e = :e"),
+		ConditionExpression:       aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames:  map[string]string{"#e": TTLAttribute, "#pk": AttrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberN{Value: strconv.FormatInt(expiresAt, 10)}},
+	})
+	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		return fmt.Errorf("dynamo: expire batch %s: %w", innerHash, transfer.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: expire batch %s: %w", innerHash, err)
+	}
+	return nil
+}
+
+// BatchPagedAttr is the batch item's attribute naming the stream record (its event ID) that paged
+// the batch in doubt (PageBatch).
+const BatchPagedAttr = "pagedBy"
+
+// PageBatch claims the one in-doubt page of the batch whose inner hash is innerHash for the
+// stream record by (internal/alert's BatchPager): UpdateItem `SET pagedBy = :by` on the condition
+// `attribute_exists(pk) AND (attribute_not_exists(pagedBy) OR pagedBy = :by)`, so the first
+// record claims it and the same record delivered again still holds it. It writes that attribute
+// alone (the alert function's role may write nothing else of a batch item). It reports false when
+// the condition failed: another record holds the page, or no batch item holds the hash (its keys
+// then page through the in-doubt alarm). It needs UpdateItem (TicketClient). Errors: ErrNoTickets,
+// the request's.
+func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, error) {
+	uc, ok := s.client.(TicketClient)
+	if !ok {
+		return false, fmt.Errorf("dynamo: page batch %s: %w", innerHash, ErrNoTickets)
+	}
+	_, err := uc.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       keyOf(transfer.BatchKey(innerHash)),
+		UpdateExpression:          aws.String("SET #p = :by"),
+		ConditionExpression:       aws.String("attribute_exists(#pk) AND (attribute_not_exists(#p) OR #p = :by)"),
+		ExpressionAttributeNames:  map[string]string{"#p": BatchPagedAttr, "#pk": AttrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":by": &types.AttributeValueMemberS{Value: by}},
+	})
+	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dynamo: page batch %s: %w", innerHash, err)
+	}
+	return true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,7 +137,7 @@ func TestResolveABatchedKeyChecksItsOperationOnChain(t *testing.T) {
 	f := newFixture(t)
 	b, recs := f.putBatch(t, "batch-chk1", "batch-chk2")
 	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupSuccess, Hash: b.Envelope.InnerHash, Ledger: 77}
-	mine := transfer.ChainPayment{Hash: b.Envelope.InnerHash, Counterparty: wallet, Asset: "USDC", Stroops: 125_000_000}
+	mine := transfer.ChainPayment{Hash: b.Envelope.InnerHash, Direction: transfer.DirectionOut, Counterparty: wallet, Asset: "USDC", Stroops: 125_000_000}
 	other := mine
 	other.Stroops = 1
 	ol := opLedger{ledger: f.ledger, payments: map[string][]transfer.ChainPayment{b.Envelope.InnerHash: {mine, other}}}
@@ -153,8 +154,66 @@ func TestResolveABatchedKeyChecksItsOperationOnChain(t *testing.T) {
 	if got, _ := f.store.Get(context.Background(), recs[1].StoreKey); got.Status != transfer.StatusInDoubt {
 		t.Fatalf("the refused key was written: %s", got.Status)
 	}
+	// The same account and amount, but to a muxed address of it, or into the vault: not this
+	// transfer's payment.
+	muxed := mine
+	muxed.Muxed, muxed.MuxedID = "MA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJUAAAAAAAAAAAACJUQ", "9"
+	inbound := mine
+	inbound.Direction = transfer.DirectionIn
+	for name, p := range map[string]transfer.ChainPayment{"muxed": muxed, "inbound": inbound} {
+		ol.payments[b.Envelope.InnerHash][0] = p
+		if _, err := resolve(recs[0].StoreKey); !errors.As(err, &re) || re.Code != reconcile.CodeHashMismatch {
+			t.Fatalf("resolve of a key whose operation on chain is %s: %v", name, err)
+		}
+	}
+	ol.payments[b.Envelope.InnerHash][0] = mine
 	ans, err := resolve(recs[0].StoreKey)
 	if err != nil || ans.(*reconcile.ResolveAnswer).Resolution != "replayable" {
 		t.Fatalf("resolve of a key whose operation pays it: %+v, %v", ans, err)
+	}
+}
+
+// A batch item keeps no TTL while any of its keys is in doubt (transfer.ReleaseBatch): an
+// operator's resolve of one key leaves it so; the resolve of the last starts it (now + KeyTTL +
+// transfer.BatchKeep).
+func TestResolvingTheLastKeyOfABatchStartsItsTTL(t *testing.T) {
+	f := newFixture(t)
+	b, recs := f.putBatch(t, "batch-ttl1", "batch-ttl2")
+	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupSuccess, Hash: b.Envelope.InnerHash, Ledger: 77}
+	resolve := func(key string) string {
+		return `{"action":"resolve","storeKey":"` + key + `","transactionHash":"` + b.Envelope.InnerHash + `","operator":"alice"}`
+	}
+	expiry := func() int64 {
+		got, err := f.store.GetBatch(context.Background(), b.Envelope.InnerHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.ExpiresAt
+	}
+	mustDo(t, f, resolve(recs[0].StoreKey))
+	if e := expiry(); e != 0 {
+		t.Fatalf("batch item with a key still in doubt expires at %d, want never", e)
+	}
+	mustDo(t, f, resolve(recs[1].StoreKey))
+	if e, want := expiry(), t0.Add(time.Hour+transfer.BatchKeep).Unix(); e != want {
+		t.Fatalf("batch item once its last key is resolved expires at %d, want %d", e, want)
+	}
+}
+
+// A resolve of a batched key whose batch FAILED is refused with what the sweep will do for that
+// key: queue it again when its own operation did not fail (a neighbour's did), store the
+// rejection when it did.
+func TestResolveABatchedKeyOfAFailedBatchSaysWhatItsOperationMeans(t *testing.T) {
+	f := newFixture(t)
+	b, recs := f.putBatch(t, "batch-fail1", "batch-fail2")
+	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupFailed, Hash: b.Envelope.InnerHash, Ledger: 77,
+		ResultCodes: []string{"tx_failed", "op_success", "op_no_trust"}}
+	for i, want := range []string{"queues it again", "store the rejection"} {
+		_, err := f.svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionResolve, StoreKey: recs[i].StoreKey,
+			TransactionHash: b.Envelope.InnerHash, Operator: "alice"})
+		var re *reconcile.Error
+		if !errors.As(err, &re) || re.Code != reconcile.CodeTransactionFailed || !strings.Contains(re.Message, want) {
+			t.Fatalf("resolve of operation %d: %v; want %s saying it %s", i, err, reconcile.CodeTransactionFailed, want)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -363,6 +364,7 @@ func (s *Service) resolve(ctx context.Context, req Request) (*ResolveAnswer, err
 // foreign hash, a ledger that proves otherwise, or an envelope that can still land or expire.
 func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Record) (*ResolveAnswer, error) {
 	env := *rec.Envelope
+	var batch *transfer.BatchEnvelope // a batched key's batch item
 	hash := strings.ToLower(strings.TrimSpace(req.TransactionHash))
 	if !isHexHash(hash) {
 		return nil, badRequest("transactionHash must be 64 hex characters")
@@ -378,7 +380,7 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		case err != nil:
 			return nil, storeErr(err)
 		}
-		env = b.Envelope
+		env, batch = b.Envelope, &b
 	}
 	if !slices.Contains(env.Hashes(), hash) {
 		return nil, refuse(CodeHashMismatch, "%s is neither the inner hash nor one of the outer hashes of this transfer's envelope", hash)
@@ -390,6 +392,15 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	forced := false
 	switch {
 	case lk.Status == transfer.LookupSuccess:
+	case lk.Status == transfer.LookupFailed && rec.Batch != nil:
+		// A batched key is judged by its own operation (transfer.JudgeOperation): a neighbour's
+		// failure or the paying side's queues it again; only its own is its rejection.
+		if v, _ := transfer.JudgeOperation(env, lk, rec.Batch.Index); v == transfer.VerdictRequeue {
+			return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s), and nothing moved for operation %d, this transfer's: the sweep (or a discard) queues it again",
+				lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), rec.Batch.Index)
+		}
+		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s) on operation %d, this transfer's; the sweep will store the rejection",
+			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), rec.Batch.Index)
 	case lk.Status == transfer.LookupFailed && transfer.SourceShortfall(env, lk) != "":
 		// The service's side failed (the paying side could not pay, or its accounts or signing):
 		// the sweep (or a discard) releases the key and pages (transfer.Orchestrator.Settle);
@@ -435,14 +446,41 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		return nil, writeErr(err)
 	}
 	s.cfg.Ledger.Done(ctx, env)
+	s.releaseBatch(ctx, rec, batch, now)
 	s.logAudit(ctx, rec, next.Audit, string(transfer.StatusReplayable))
 	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.StatusReplayable),
 		TransactionHash: next.Result.TransactionHash, Ledger: next.Result.Ledger, Forced: forced}, nil
 }
 
+// releaseBatch starts the TTL of the batch item of rec, a batched key this call just settled or
+// deleted, once no key of it is unsettled (transfer.ReleaseBatch: the item keeps none while one
+// is); b is the batch as read, nil to read it. A failure is logged: the batch item is then kept,
+// which is safe.
+func (s *Service) releaseBatch(ctx context.Context, rec transfer.Record, b *transfer.BatchEnvelope, now time.Time) {
+	bs, ok := s.cfg.Store.(transfer.BatchStore)
+	if !ok || rec.Batch == nil {
+		return
+	}
+	if b == nil {
+		got, err := transfer.BatchOf(ctx, s.cfg.Store, rec)
+		if err != nil {
+			return
+		}
+		b = &got
+	}
+	ttl := transfer.DefaultSettings().KeyTTL
+	if s.cfg.KeyTTL != nil {
+		ttl = max(s.cfg.KeyTTL(), transfer.MinKeyTTL)
+	}
+	if _, err := transfer.ReleaseBatch(ctx, bs, *b, []string{rec.StoreKey}, now, ttl); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "starting a decided batch item's TTL failed; it is kept", "innerHash", b.Envelope.InnerHash, "err", err)
+	}
+}
+
 // checkOperation checks on chain, when the Ledger can read a landed transaction's operations
 // (transfer.OperationReader), that operation rec.Batch.Index of the transaction hash pays rec's
-// request: its destination account, asset and amount. A transaction whose operation at the key's
+// request: a payment from the vault to its destination (the M... address and id of a muxed
+// wallet, else the account, never muxed), its asset and amount. A transaction whose operation at the key's
 // index pays anything else never settles the key (transfer/doc.go, "Batches").
 func (s *Service) checkOperation(ctx context.Context, rec transfer.Record, hash string) *Error {
 	r, ok := s.cfg.Ledger.(transfer.OperationReader)
@@ -460,9 +498,16 @@ func (s *Service) checkOperation(ctx context.Context, rec transfer.Record, hash 
 		return ledgerErr(err)
 	}
 	req := rec.Request
-	if p.Counterparty != req.Wallet().Scope() || !strings.EqualFold(p.Asset, req.Asset) || p.Stroops != req.Stroops {
+	paid, want := p.Counterparty, req.Wallet().Scope()
+	if p.Muxed != "" {
+		paid = p.Muxed + " (id " + p.MuxedID + ")"
+	}
+	if req.Wallet().Muxed() {
+		want = req.WalletAddress + " (id " + strconv.FormatUint(req.MuxedID, 10) + ")"
+	}
+	if p.Direction != transfer.DirectionOut || paid != want || !strings.EqualFold(p.Asset, req.Asset) || p.Stroops != req.Stroops {
 		return refuse(CodeHashMismatch, "operation %d of %s pays %d stroops of %s to %s, not this transfer's %d stroops of %s to %s",
-			rec.Batch.Index, hash, p.Stroops, p.Asset, p.Counterparty, req.Stroops, req.Asset, req.Wallet().Scope())
+			rec.Batch.Index, hash, p.Stroops, p.Asset, paid, req.Stroops, req.Asset, want)
 	}
 	return nil
 }
@@ -532,6 +577,7 @@ func (s *Service) forceDiscard(ctx context.Context, req Request, rec transfer.Re
 	if rec.Envelope != nil {
 		s.cfg.Ledger.Done(ctx, *rec.Envelope)
 	}
+	s.releaseBatch(ctx, rec, nil, now)
 	s.logAudit(ctx, rec, next.Audit, string(transfer.ResolvedReleased))
 	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedReleased), Forced: true}, nil
 }

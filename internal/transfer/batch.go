@@ -76,8 +76,10 @@ type BatchEnvelope struct {
 	// read.
 	Version   int64
 	CreatedAt time.Time
-	// ExpiresAt is the item's TTL, epoch seconds (0: never): a batch is kept while any key may
-	// still read it, so it is set past the keys' own replay window.
+	// ExpiresAt is the item's TTL, epoch seconds (0: never). A batch is written without one and
+	// keeps none while any key names it unsettled (in_flight or in_doubt: such a key never
+	// expires and is judged from this item); ReleaseBatch sets it once none does (doc.go,
+	// "Batches", "How long a batch item lives").
 	ExpiresAt int64
 }
 
@@ -161,6 +163,63 @@ type BatchStore interface {
 	// *BatchConditionError naming the items whose condition failed (nothing was written), or the
 	// store's errors (the transaction may then have applied or not).
 	ReplaceAll(ctx context.Context, writes []ItemWrite) error
+	// ExpireBatch sets the TTL (ExpiresAt, epoch seconds) of the batch whose inner hash is
+	// innerHash, never creating one. Errors: ErrNotFound (wrapped) when no batch item holds it.
+	ExpireBatch(ctx context.Context, innerHash string, expiresAt int64) error
+}
+
+// BatchKeep is how long a batch item outlives the replay window (Settings.KeyTTL) of its last key
+// settled: ReleaseBatch sets its TTL to now + KeyTTL + BatchKeep.
+const BatchKeep = 24 * time.Hour
+
+// unsettledIn reports whether rec names b's envelope in a state a judge must still decide
+// (in_flight or in_doubt under the incarnation op): such a key reads b's item when judged.
+func unsettledIn(rec Record, b BatchEnvelope, op BatchOp) bool {
+	return rec.ClaimID == op.ClaimID && rec.Envelope != nil && rec.Envelope.InnerHash == b.Envelope.InnerHash &&
+		(rec.Status == StatusInFlight || rec.Status == StatusInDoubt)
+}
+
+// ReleaseBatch starts the TTL of b's item (now + ttl + BatchKeep, ttl the keys' Settings.KeyTTL)
+// once no key names b unsettled (doc.go, "Batches", "How long a batch item lives"). written are
+// the store keys the caller has just written out of that state (settled, rejected, requeued),
+// which it does not read again; every other operation's item is read consistently, in order from
+// the one after the last written (around the batch), and the first that is still in_flight or
+// in_doubt under its operation's incarnation with b's inner hash keeps b without a TTL. A b read with a TTL already is left as is. Sound under concurrent
+// judges: each reads after its own write, so the last of them to write sees every other key
+// written, and no key enters that state again once out of it (only the attach, before any judge,
+// puts it there). It reports whether it set the TTL. Errors: the store's (b keeps no TTL then: it
+// outlives its keys, which is safe).
+func ReleaseBatch(ctx context.Context, s BatchStore, b BatchEnvelope, written []string, now time.Time, ttl time.Duration) (bool, error) {
+	if b.ExpiresAt != 0 {
+		return false, nil
+	}
+	// From the operation after the last one written, around: judges that go through a batch's
+	// keys in order (the sweep) find the next one still unsettled at its first read.
+	start := 0
+	for i, op := range b.Ops {
+		if slices.Contains(written, op.StoreKey) {
+			start = i + 1
+		}
+	}
+	for j := range b.Ops {
+		op := b.Ops[(start+j)%len(b.Ops)]
+		if slices.Contains(written, op.StoreKey) {
+			continue
+		}
+		rec, err := s.Get(ctx, op.StoreKey)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			continue
+		case err != nil:
+			return false, err
+		case unsettledIn(rec, b, op):
+			return false, nil
+		}
+	}
+	if err := s.ExpireBatch(ctx, b.Envelope.InnerHash, now.Add(ttl+BatchKeep).Unix()); err != nil && !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
+	return true, nil
 }
 
 // ReplaceAllItems writes next[i] in place of cur[i], the items as the caller read them, in one
@@ -214,18 +273,32 @@ const (
 )
 
 // JudgeOperation judges the key whose operation is index in env's batch from lk, the ledger's
-// answer for the batch's hashes. On FAILED the operation's own code decides: lk.ResultCodes is the
-// transaction's code, then one code per operation in order (internal/stellar's ResultCodes, as
-// Horizon lists them; stellar-core's TransactionFrame::applyOperations gives every operation a
-// result even after one failed). This operation's code is VerdictRejected only when it faults the
-// destination or the request (clientSideOpCode: op_no_trust, op_line_full and the other
-// destination-side codes, op_no_issuer), as a single transfer's FAILED would store it; any other
-// ("op_success": another operation failed; a source-side or service-side code such as
-// op_underfunded, op_bad_auth, op_no_source_account; an unknown one: SourceShortfall) is
-// VerdictRequeue. A failure with no result for
-// this operation (a transaction-level code such as tx_insufficient_balance) is VerdictRequeue.
-// shortfall is SourceShortfall of the batch (which pages, once for the batch), "" when the paying
-// side was not short. A NOT_FOUND that ProvenDead proves is VerdictRequeue; anything else is
+// answer for the batch's hashes. A FAILED batch follows a single transfer's rule (SourceShortfall;
+// doc.go, "Proof rules") for every code: a key is queued again with a new envelope only when the
+// included transaction consumed its sequence number and moved nothing, so that nothing holding its
+// operation can land any more. lk.ResultCodes is the transaction's code, then one code per
+// operation in order (internal/stellar's ResultCodes, as Horizon lists them; under a fee bump the
+// inner transaction's):
+//
+//   - tx_failed: stellar-core's TransactionFrame::applyOperations ran, after commonPreApply
+//     consumed the sequence number, and rolled every operation back, giving each a result. This
+//     operation's own code decides: VerdictRejected when it faults the destination or the request
+//     (clientSideOpCode: op_no_trust, op_line_full and the other destination-side codes,
+//     op_no_issuer), as a single transfer's FAILED would store it; any other (op_success: another
+//     operation failed; a source-side or service-side code such as op_underfunded, op_bad_auth,
+//     op_no_source_account; an unknown one; no result for this operation) is VerdictRequeue.
+//   - A transaction-level code a single transfer releases (SourceShortfall: tx_insufficient_balance
+//     and the service-side codes tx_bad_auth, tx_bad_auth_extra, tx_bad_min_seq_age_or_gap,
+//     tx_bad_sponsorship, all set after the sequence check): VerdictRequeue for every key.
+//   - Any other transaction-level code (tx_too_early, tx_too_late, tx_bad_seq, tx_no_account,
+//     tx_insufficient_fee, tx_malformed, tx_missing_operation, an unknown one, or no code): set
+//     before the sequence check (commonValidPreSeqNum, isBadSeq), so nothing proves the envelope
+//     cannot apply later, and a single transfer stores it as the rejection rather than release
+//     the key: VerdictRejected for every key, naming the transaction. Requeued, the key would be
+//     paid by a new envelope while this one could still land.
+//
+// shortfall is batchShortfall of the batch (which pages, once for the batch), "" when the paying
+// side did not fail. A NOT_FOUND that ProvenDead proves is VerdictRequeue; anything else is
 // VerdictUndecided. A batch refused on its first send is not this rule's to judge: its keys are
 // requeued together (doc.go, "Batches").
 func JudgeOperation(env Envelope, lk Lookup, index int) (v OperationVerdict, shortfall string) {
@@ -233,20 +306,61 @@ func JudgeOperation(env Envelope, lk Lookup, index int) (v OperationVerdict, sho
 	case LookupSuccess:
 		return VerdictLanded, ""
 	case LookupFailed:
-		shortfall = SourceShortfall(env, lk)
-		if len(lk.ResultCodes) == 0 || lk.ResultCodes[0] != "tx_failed" || index < 0 || index+1 >= len(lk.ResultCodes) {
+		shortfall = batchShortfall(env, lk)
+		switch {
+		case appliedOperations(lk):
+			if index >= 0 && index+1 < len(lk.ResultCodes) && clientSideOpCode(lk.ResultCodes[index+1]) {
+				return VerdictRejected, shortfall
+			}
+			return VerdictRequeue, shortfall
+		case SourceShortfall(env, lk) != "":
 			return VerdictRequeue, shortfall
 		}
-		switch code := lk.ResultCodes[index+1]; {
-		case !clientSideOpCode(code):
-			return VerdictRequeue, shortfall
-		}
-		return VerdictRejected, shortfall
+		return VerdictRejected, ""
 	}
 	if ProvenDead(env, lk) {
 		return VerdictRequeue, ""
 	}
 	return VerdictUndecided, ""
+}
+
+// appliedOperations reports whether lk, a FAILED answer, failed in applyOperations (tx_failed):
+// the sequence number was consumed and every operation has a result.
+func appliedOperations(lk Lookup) bool {
+	return len(lk.ResultCodes) > 0 && lk.ResultCodes[0] == "tx_failed"
+}
+
+// batchShortfall is the service-side failure of a FAILED batch that pages, as SourceShortfall is
+// a single transfer's: for tx_failed, VAULT_UNDERFUNDED when an operation says the vault could not
+// pay (vaultSideOpCodes); else SERVICE_SIDE_FAILURE when an operation failed for a code that is
+// neither the destination's nor the request's (clientSideOpCode) nor op_success, or when no
+// operation says why the transaction failed; else "" (every failing operation is its own key's
+// rejection). Any other code: SourceShortfall's answer. It differs from SourceShortfall only where
+// a batch holds several keys' operations: a neighbour's destination-side code does not hide
+// another operation's op_bad_auth.
+func batchShortfall(env Envelope, lk Lookup) string {
+	if lk.Status != LookupFailed || !appliedOperations(lk) {
+		return SourceShortfall(env, lk)
+	}
+	ops := lk.ResultCodes[1:]
+	clientSide := false
+	for _, op := range ops {
+		if slices.Contains(vaultSideOpCodes, op) {
+			return CodeVaultUnderfunded
+		}
+	}
+	for _, op := range ops {
+		switch {
+		case clientSideOpCode(op):
+			clientSide = true
+		case op != "op_success":
+			return CodeServiceSideFailure
+		}
+	}
+	if !clientSide {
+		return CodeServiceSideFailure
+	}
+	return ""
 }
 
 // destinationSideOpCodes are the payment results (Horizon's spelling) that fault the destination,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -67,10 +66,13 @@ func batchSettled(rec Record, lk Lookup, v OperationVerdict, now time.Time, ttl 
 	}
 	lk.Status = LookupFailed
 	i := rec.Batch.Index
-	codes := []string{"tx_failed"}
-	if len(lk.ResultCodes) > 0 {
-		codes[0] = lk.ResultCodes[0]
+	if !appliedOperations(lk) {
+		// A transaction-level code: no operation ran (JudgeOperation).
+		next := settled(rec, lk, now, ttl)
+		next.Result.Detail = fmt.Sprintf("the transaction was included in ledger %d and failed before its operations ran (this transfer's is operation %d)", lk.Ledger, i)
+		return next
 	}
+	codes := []string{lk.ResultCodes[0]}
 	if i+1 < len(lk.ResultCodes) {
 		codes = append(codes, lk.ResultCodes[i+1])
 	}
@@ -94,14 +96,18 @@ func FeeShare(fee int64, index, size int) int64 {
 }
 
 // pagesShortfall reports whether the judge of operation index of a batch that failed on the
-// paying side (lk FAILED) pages it: the first operation with a source-side code, or operation 0
-// when the failure carries no operation results (tx_insufficient_balance). So the submitter,
-// which judges every key, pages once per batch, and a later judge of the other keys does not.
+// service's side (lk FAILED, batchShortfall set) pages it: the first key the failure requeues (the
+// first operation whose code is not its own key's rejection), or operation 0 when the failure
+// carries no operation results (a transaction-level code). So the submitter, which judges every
+// key, pages once per batch, and a later judge of the other keys does not.
 func pagesShortfall(lk Lookup, index int) bool {
-	for i := 1; i < len(lk.ResultCodes); i++ {
-		if slices.Contains(vaultSideOpCodes, lk.ResultCodes[i]) {
-			return index == i-1
+	if appliedOperations(lk) {
+		for i := 1; i < len(lk.ResultCodes); i++ {
+			if !clientSideOpCode(lk.ResultCodes[i]) {
+				return index == i-1
+			}
 		}
+		return index == len(lk.ResultCodes)-1 // the first operation without a result
 	}
 	return index == 0
 }
@@ -155,6 +161,9 @@ func (o *Orchestrator) settleBatched(ctx context.Context, rec Record) (Settlemen
 	}
 	s, v, err := o.judgeBatched(ctx, rec, b, lk, o.settings().KeyTTL)
 	if err != nil || v != VerdictUndecided {
+		if err == nil {
+			o.releaseJudged(ctx, b, rec.StoreKey)
+		}
 		return s, err
 	}
 	if rec.Status == StatusInFlight {
@@ -165,6 +174,13 @@ func (o *Orchestrator) settleBatched(ctx context.Context, rec Record) (Settlemen
 		return Settlement{Resolution: ResolvedInDoubt, Record: next, Lookup: &lk}, nil
 	}
 	return Settlement{Resolution: Unresolved, Lookup: &lk}, nil
+}
+
+// releaseJudged is releaseBatch of b once one judge decided its key storeKey.
+func (o *Orchestrator) releaseJudged(ctx context.Context, b BatchEnvelope, storeKey string) {
+	if bs, ok := o.Store.(BatchStore); ok {
+		o.releaseBatch(ctx, bs, b, []string{storeKey}, o.settings().KeyTTL)
+	}
 }
 
 // batchFate is how awaitBatch left a batch's envelope: exactly one of its fields is set.
@@ -275,6 +291,8 @@ func (o *Orchestrator) takeOverBatched(ctx context.Context, a *attempt, rec Reco
 	s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
 	if err != nil {
 		o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
+	} else {
+		o.releaseJudged(ctx, b, rec.StoreKey)
 	}
 	return batchAnswer(rec, s, v, *f.lk, err, o.Clock.Now())
 }
@@ -293,7 +311,7 @@ func batchAnswer(rec Record, s Settlement, v OperationVerdict, lk Lookup, werr e
 		}
 		return Outcome{}, false, storedRejection(next)
 	}
-	if code := SourceShortfall(*rec.Envelope, lk); code != "" {
+	if code := batchShortfall(*rec.Envelope, lk); code != "" {
 		return Outcome{}, werr == nil, shortfallAnswer(code, lk)
 	}
 	return Outcome{}, werr == nil, expired()

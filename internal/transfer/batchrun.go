@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -18,10 +20,6 @@ type Answer struct {
 	Err      error
 }
 
-// batchTTL is how long a batch item outlives the keys' replay window, so that every judge of a
-// key (an operator's resolve included) still finds it.
-const batchTTL = 24 * time.Hour
-
 // RunQueuedBatch runs msgs, the messages of one submitter event, and answers each as RunQueued
 // would (answers[i] is msgs[i]'s). With Settings.BatchSize above 1, a Batches ledger and a
 // BatchStore, the items still queued under their message's incarnation, batchable (no memo) and
@@ -35,18 +33,24 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 	// Every message alone and every batch runs at once, each in its own goroutine, so that their
 	// ledger waits overlap within the invocation's deadline (internal/queue's Submitter does the
 	// same for single messages). Each writes only its own messages' answers.
-	spawn := func(f func()) {
-		if o.Serial {
+	// A panic in one of them fails only its own messages (recoverRun), never the invocation: a
+	// goroutine's panic would end the process and every message of the event with it.
+	spawn := func(f func(), failed func(error)) {
+		run := func() {
+			defer o.recoverRun(ctx, failed)
 			f()
+		}
+		if o.Serial {
+			run()
 			return
 		}
-		wg.Go(f)
+		wg.Go(run)
 	}
 	alone := func(i int) {
 		spawn(func() {
 			d, err := o.RunQueued(ctx, msgs[i])
 			answers[i] = Answer{Delivery: d, Err: err}
-		})
+		}, func(err error) { answers[i] = Answer{Delivery: DeliveryRetry, Err: err} })
 	}
 	defer wg.Wait()
 	s := o.settings()
@@ -85,6 +89,10 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 		spawn(func() {
 			for key, ans := range o.runBatch(ctx, bs, b) {
 				answers[at[key]] = ans
+			}
+		}, func(err error) {
+			for _, rec := range b {
+				answers[at[rec.StoreKey]] = Answer{Delivery: DeliveryRetry, Err: err}
 			}
 		})
 	}
@@ -191,9 +199,11 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		return o.requeueEach(ctx, taken, prepareFailure(err), answers)
 	}
 	now := o.Clock.Now()
-	b := BatchEnvelope{Envelope: env, Ops: ops, Version: 1, CreatedAt: now, ExpiresAt: now.Add(a.settings.KeyTTL + batchTTL).Unix()}
+	// No TTL until no key names it unsettled (ReleaseBatch; doc.go, "How long a batch item lives").
+	b := BatchEnvelope{Envelope: env, Ops: ops, Version: 1, CreatedAt: now}
 	if err := o.putBatch(ctx, bs, b); err != nil {
 		o.Ledger.Done(ctx, env)
+		o.releaseBatch(ctx, bs, b, nil, a.settings.KeyTTL) // it may have been written, its answer lost
 		return o.requeueEach(ctx, taken, storeUnavailable(err), answers)
 	}
 	attached := make([]Record, len(taken))
@@ -202,8 +212,11 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 	}
 	if err := ReplaceAllItems(ctx, bs, taken, attached); err != nil {
 		if _, ok := errors.AsType[*BatchConditionError](err); ok {
-			// A key was taken over meanwhile: nothing is sent and nothing names the envelope.
+			// A key was taken over meanwhile: nothing is sent and nothing names the envelope (its
+			// TTL starts once the keys read back so: a transaction whose answer was lost and that a
+			// take-over followed reads back as not ours).
 			o.Ledger.Done(ctx, env)
+			o.releaseBatch(ctx, bs, b, nil, a.settings.KeyTTL)
 			return o.requeueEach(ctx, taken, &InProgressError{RetryAfter: time.Second}, answers)
 		}
 		// Unknown fate: nothing is sent; applied, every key names the envelope and a take-over
@@ -234,6 +247,9 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		}
 		requeued, err := RequeueRefused(ctx, bs, attached, CodeSubmissionFailed, o.Clock.Now())
 		o.Ledger.Done(ctx, env)
+		if requeued {
+			o.releaseBatch(ctx, bs, b, keysOf(attached), a.settings.KeyTTL)
+		}
 		for _, rec := range attached {
 			switch {
 			case requeued:
@@ -253,19 +269,43 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		return answers
 	}
 	judged := make([]Answer, len(attached))
+	wrote := make([]bool, len(attached))
 	o.each(len(attached), func(i int) {
 		rec := attached[i]
 		s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
 		if err != nil {
 			o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
 		}
+		wrote[i] = err == nil && v != VerdictUndecided
 		out, _, answer := batchAnswer(rec, s, v, *f.lk, err, o.Clock.Now())
 		judged[i] = o.answerOf(ctx, rec, out, answer)
 	})
+	var written []string
 	for i, rec := range attached {
 		answers[rec.StoreKey] = judged[i]
+		if wrote[i] {
+			written = append(written, rec.StoreKey)
+		}
 	}
+	o.releaseBatch(ctx, bs, b, written, a.settings.KeyTTL)
 	return answers
+}
+
+// releaseBatch is ReleaseBatch of b, whose keys in written the caller has just decided; a failure
+// is logged and leaves b without a TTL (it outlives its keys, which is safe).
+func (o *Orchestrator) releaseBatch(ctx context.Context, bs BatchStore, b BatchEnvelope, written []string, ttl time.Duration) {
+	if _, err := ReleaseBatch(ctx, bs, b, written, o.Clock.Now(), ttl); err != nil {
+		o.log().WarnContext(ctx, "starting a decided batch item's TTL failed; it is kept", "innerHash", b.Envelope.InnerHash, "err", err)
+	}
+}
+
+// keysOf is the store keys of recs.
+func keysOf(recs []Record) []string {
+	keys := make([]string, len(recs))
+	for i, rec := range recs {
+		keys[i] = rec.StoreKey
+	}
+	return keys
 }
 
 // runEachAlone runs held, keys this batch took (in_flight under a's lease), each on the
@@ -289,7 +329,10 @@ func (o *Orchestrator) runEachAlone(ctx context.Context, a *attempt, held []Reco
 
 // each runs f(0) to f(n-1), concurrently unless o.Serial, and returns once all have: the takes
 // and the per-key writes of a batch are one conditional write each, issued together (doc.go,
-// "Batches": "one conditional write per key, issued concurrently").
+// "Batches": "one conditional write per key, issued concurrently"). A panic in one f is recovered
+// in its goroutine and raised again, once all have returned, in the caller's (as *runPanic, with
+// the stack where it was raised), so the caller's recoverRun answers the batch's messages rather
+// than the process ending.
 func (o *Orchestrator) each(n int, f func(i int)) {
 	if o.Serial {
 		for i := range n {
@@ -298,10 +341,63 @@ func (o *Orchestrator) each(n int, f func(i int)) {
 		return
 	}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first *runPanic
 	for i := range n {
-		wg.Go(func() { f(i) })
+		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					mu.Lock()
+					if first == nil {
+						first = asRunPanic(v)
+					}
+					mu.Unlock()
+				}
+			}()
+			f(i)
+		})
 	}
 	wg.Wait()
+	if first != nil {
+		panic(first)
+	}
+}
+
+// runPanic is a panic recovered in one of a batch run's goroutines: its value and the stack where
+// it was raised.
+type runPanic struct {
+	value any
+	stack []byte
+}
+
+func asRunPanic(v any) *runPanic {
+	if p, ok := v.(*runPanic); ok {
+		return p
+	}
+	return &runPanic{value: v, stack: debug.Stack()}
+}
+
+// recoverRun, deferred at the top of one of RunQueuedBatch's goroutines (a message alone or a
+// batch), turns a panic there into failed(err) for its messages: DeliveryRetry with
+// INTERNAL_ERROR, so each is delivered again and its item decides what the next delivery does (a
+// queued item runs; one held in_flight, a batch's envelope perhaps sent, waits for its lease and
+// is taken over, the same envelope re-sent and judged, or the sweep judges it). Nothing is written
+// here: the state the panic left is unknown. The log holds the value's type, its text only when it
+// is a runtime error (the code's fault: a nil dereference, an index out of range, never a value
+// the code held, which could be a secret), and the stack (function names and offsets).
+func (o *Orchestrator) recoverRun(ctx context.Context, failed func(error)) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	p := asRunPanic(v)
+	attrs := []any{"panicType", fmt.Sprintf("%T", p.value), "stack", string(p.stack)}
+	if re, ok := p.value.(runtime.Error); ok {
+		attrs = append(attrs, "panic", re.Error())
+	}
+	o.log().ErrorContext(ctx, "a batch run panicked; its messages will be delivered again", attrs...)
+	failed(&UnavailableError{Code: CodeInternalError, RetryAfter: time.Second,
+		Detail: "the run failed unexpectedly; a transfer under this key may already be under way: it is retried and never runs twice"})
 }
 
 // putBatch writes b, recognising a write of its own whose answer was lost (the same inner hash

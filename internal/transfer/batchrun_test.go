@@ -17,6 +17,7 @@ import (
 type fakeBatches struct {
 	l        *fakeLedger
 	built    [][]transfer.Request
+	hashes   []string // the inner hash of each batch built
 	checkErr error
 	refuse   map[string]string // wallet -> the destination-side code the check gives
 }
@@ -27,6 +28,7 @@ func (f *fakeBatches) PrepareBatch(_ context.Context, reqs []transfer.Request, t
 	f.l.prepares++
 	f.built = append(f.built, reqs)
 	h := fmt.Sprintf("%064x", 1<<50+f.l.prepares)
+	f.hashes = append(f.hashes, h)
 	return transfer.Envelope{XDR: "xdr-batch-" + h, InnerHash: h, MaxTime: terms.MaxTime.Unix(), SubmittedLedger: f.l.latest, Channel: "GCHANNEL", FeeStroops: int64(100 * (len(reqs) + 1))}, nil
 }
 

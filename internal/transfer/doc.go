@@ -374,6 +374,24 @@
 // writes the new outer hash to the batch item, conditional on its version, before it is sent;
 // every reader takes the batch's hashes and XDR from the batch item.
 //
+// How long a batch item lives. Every judge of a batched key reads the batch item (BatchOf), and
+// an in_flight or in_doubt key never expires, so the batch item must outlive every key that names
+// it unsettled, however long that lasts: it is written without a TTL and keeps none while any key
+// names it in_flight or in_doubt. Whoever decides a key (the submitter once for all it judged, a
+// take-over, Settle, an operator's resolve) then reads the batch's other items, in order,
+// stopping at the first still unsettled; if none is, it sets the TTL to now + KeyTTL + BatchKeep
+// (ReleaseBatch, BatchStore.ExpireBatch). Concurrent judges cannot both miss it: each reads after
+// its own write, so the last to write sees every other key decided, and no key enters that state
+// again (only the attach puts it there, before anyone judges). A batch whose attach failed, or
+// whose keys were requeued together, gets its TTL at once by the same rule (its keys read back
+// naming nothing, or written by the requeue). The alternative,
+// copying what a judge needs onto each key's item, would put the XDR (a take-over re-sends it) on
+// every item, which the paragraph above rules out. The cost is one UpdateItem of the batch item
+// per batch (it bills its size, about 25 write units for 100 operations, a quarter of a unit per
+// transfer) and, for a batch left in doubt, the reads of its keys; a batch whose attach's fate
+// stayed unknown and never applied keeps no TTL (a lasting item of at most 25 KB, never a stuck
+// key).
+//
 // Outcomes, per key. Whoever judges a batched key (the submitter, a take-over, an inline
 // reconciler, the sweep, an operator) reads the batch item, looks the batch's hashes up once, and
 // writes that key alone, conditional on its item as read; a key settled meanwhile by another judge
@@ -391,6 +409,12 @@
 //     (op_underfunded, op_src_no_trust, op_src_not_authorized; tx_insufficient_balance, which
 //     carries no operation results) pages once for the batch, as SourceShortfall does for one
 //     transfer, and its key is requeued too: the vault's shortfall is not the client's mistake.
+//     A transaction-level code follows a single transfer's rule too: one it releases
+//     (SourceShortfall: tx_insufficient_balance, tx_bad_auth and the other service-side codes,
+//     all set after the sequence check) requeues every key and pages once; any other (tx_too_late,
+//     tx_bad_seq, tx_no_account, tx_insufficient_fee, ...: set before the sequence check, so
+//     nothing proves the envelope cannot apply later) is every key's stored rejection naming the
+//     transaction, never a requeue: a new envelope for the keys could land beside this one.
 //   - Proven dead (ProvenDead on the batch's envelope and hashes): every key is requeued, each
 //     alone; no send can make it land any more.
 //   - Refused on its first send (RefusedBeforeInclusion), or no send ever left: the proof holds
@@ -404,7 +428,8 @@
 //     the envelope again, and the second key, its own condition intact, is queued again while the
 //     envelope holding its operation can land.)
 //   - In doubt when the budget ends: every key is parked in_doubt, each naming the batch's inner
-//     hash. The sweep, an inline reconciliation and an operator settle each key by the rules above
+//     hash; each is in the in-doubt list and gauge, and the batch pages once (internal/alert: the
+//     first key's stream record claims the batch item's page, dynamo.Store.PageBatch). The sweep, an inline reconciliation and an operator settle each key by the rules above
 //     from the batch's proof; an operator's resolve with a hash is checked on chain to hold this
 //     key's operation at its index.
 //
@@ -429,6 +454,10 @@
 // rejected key's charge is given back as today). Each key's result holds its share of the
 // transaction's fee (FeeShare). The channel is leased per batch and released
 // (Ledger.Done) once the batch is decided. Each key's message is answered as RunQueued would
-// answer it (done when its key holds an outcome, retry when requeued). A batch's minTime is
+// answer it (done when its key holds an outcome, retry when requeued). A panic in one of the
+// goroutines that run a message alone or a batch (or a batch's per-key steps) is recovered there
+// and fails only that goroutine's messages, DeliveryRetry with INTERNAL_ERROR (recoverRun): each
+// item, as the panic left it, decides its next delivery, as after a crash of the invocation but
+// without redelivering the event's other messages. A batch's minTime is
 // derived from every claim in it, in order, so two batches never sign byte-identical envelopes.
 package transfer

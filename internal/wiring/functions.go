@@ -169,7 +169,7 @@ func (in *Init) AlertHandler() *alert.Handler {
 	in.Check("AWS clients", err)
 	emf := metrics.New(os.Stdout, nil)
 	store := dynamo.New(clients.Dynamo, cfg.Table)
-	ac := alert.Config{Store: store, Counters: store, Gauge: emf, Logger: in.Logger, Archives: store, Retention: cfg.Retention}
+	ac := alert.Config{Store: store, Counters: store, Gauge: emf, Logger: in.Logger, Archives: store, Retention: cfg.Retention, Batches: store}
 	if cfg.TopicARN != "" {
 		ac.Publisher, ac.TopicARN = clients.SNS, cfg.TopicARN
 	}

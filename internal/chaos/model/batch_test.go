@@ -478,6 +478,17 @@ func (s store) GetBatch(_ context.Context, innerHash string) (transfer.BatchEnve
 	return b, nil
 }
 
+// ExpireBatch records a batch's TTL; the model never deletes a batch, so it is no scheduling point.
+func (s store) ExpireBatch(_ context.Context, innerHash string, expiresAt int64) error {
+	b, ok := s.k.r.w.batches[innerHash]
+	if !ok {
+		return transfer.ErrNotFound
+	}
+	b.ExpiresAt = expiresAt
+	s.k.r.w.batches[innerHash] = b
+	return nil
+}
+
 // runBatch builds one envelope for taken (items this actor holds in_flight), attaches it, sends
 // it, awaits the ledger and judges each key; it returns the answers for the keys it settled.
 func (k *kit) runBatch(ctx context.Context, taken []transfer.Record) result {

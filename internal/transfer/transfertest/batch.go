@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -20,6 +21,12 @@ import (
 //     cancel's transition) before anything is written, then every condition; if any fails,
 //     nothing is written and the answer is *transfer.BatchConditionError naming each key whose
 //     condition failed, in the writes' order.
+//   - ExpireBatch sets a held batch's ExpiresAt, or answers transfer.ErrNotFound (wrapped).
+//   - PageBatch claims a held batch's in-doubt page for the first record to ask and that record
+//     again (true), never for another or for a batch not held (false); the batch reads back as
+//     before.
+//   - DropExpired removes what DynamoDB's TTL deletion may remove once now is past an item's
+//     ExpiresAt (a test's clock stands for the time the deletion runs).
 
 var _ transfer.BatchStore = (*Store)(nil)
 
@@ -101,6 +108,67 @@ func (s *Store) ReplaceAll(ctx context.Context, writes []transfer.ItemWrite) err
 		s.items[w.Next.StoreKey] = stored(w.Next)
 	}
 	return nil
+}
+
+// ExpireBatch sets the TTL of the batch whose inner hash is innerHash.
+func (s *Store) ExpireBatch(ctx context.Context, innerHash string, expiresAt int64) error {
+	if err := s.begin(ctx, "expirebatch"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.batches[innerHash]
+	if !ok {
+		return fmt.Errorf("transfertest: expire batch %s: %w", innerHash, transfer.ErrNotFound)
+	}
+	s.writes++
+	b.ExpiresAt = expiresAt
+	s.batches[innerHash] = b
+	return nil
+}
+
+// PageBatch claims the batch's in-doubt page for by, as internal/dynamo's Store.PageBatch: true
+// for the first claimant and the same one again, false for another or a batch not held.
+func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, error) {
+	if err := s.begin(ctx, "pagebatch"); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.batches[innerHash]; !ok {
+		return false, nil
+	}
+	if s.pages == nil {
+		s.pages = map[string]string{}
+	}
+	if cur, ok := s.pages[innerHash]; ok && cur != by {
+		return false, nil
+	}
+	s.writes++
+	s.pages[innerHash] = by
+	return true, nil
+}
+
+// DropExpired deletes every item and batch whose TTL (ExpiresAt, epoch seconds, 0 never) is
+// before now, as DynamoDB's TTL deletion may at any time after it, and returns how many it
+// deleted.
+func (s *Store) DropExpired(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, rec := range s.items {
+		if rec.ExpiresAt != 0 && rec.ExpiresAt < now.Unix() {
+			delete(s.items, k)
+			n++
+		}
+	}
+	for h, b := range s.batches {
+		if b.ExpiresAt != 0 && b.ExpiresAt < now.Unix() {
+			delete(s.batches, h)
+			n++
+		}
+	}
+	return n
 }
 
 // storedBatch is b as DynamoDB gives it back: a deep copy, its creation time at millisecond

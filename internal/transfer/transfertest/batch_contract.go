@@ -55,6 +55,63 @@ func BatchContract(t *testing.T, open func(t *testing.T) BatchStore) {
 		}
 	})
 
+	t.Run("a batch's TTL is set on its item and never creates one", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		b := batchEnvelope(strings.Repeat("e5", 32), "contract-batch-ttl")
+		b.ExpiresAt = 0
+		if err := s.PutBatch(ctx, b); err != nil {
+			t.Fatalf("PutBatch: %v", err)
+		}
+		if err := s.ExpireBatch(ctx, b.Envelope.InnerHash, 1_900_000_000); err != nil {
+			t.Fatalf("ExpireBatch: %v", err)
+		}
+		if got, err := s.GetBatch(ctx, b.Envelope.InnerHash); err != nil || got.ExpiresAt != 1_900_000_000 || len(got.Ops) != 1 || got.Envelope.XDR != b.Envelope.XDR {
+			t.Fatalf("GetBatch after ExpireBatch: %+v, %v; want expiresAt 1900000000 and the rest as written", got, err)
+		}
+		absent := strings.Repeat("e6", 32)
+		if err := s.ExpireBatch(ctx, absent, 1_900_000_000); !errors.Is(err, transfer.ErrNotFound) {
+			t.Fatalf("ExpireBatch of a batch never written: %v, want ErrNotFound", err)
+		}
+		if _, err := s.GetBatch(ctx, absent); !errors.Is(err, transfer.ErrNotFound) {
+			t.Fatalf("ExpireBatch created an item: GetBatch %v", err)
+		}
+	})
+
+	t.Run("a batch's in-doubt page is claimed once", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		pager, ok := s.(interface {
+			PageBatch(ctx context.Context, innerHash, by string) (bool, error)
+		})
+		if !ok {
+			t.Skip("the store claims no pages")
+		}
+		b := batchEnvelope(strings.Repeat("e7", 32), "contract-batch-page")
+		if err := s.PutBatch(ctx, b); err != nil {
+			t.Fatalf("PutBatch: %v", err)
+		}
+		for _, tc := range []struct {
+			hash, by string
+			want     bool
+		}{
+			{b.Envelope.InnerHash, "event-1", true},
+			{b.Envelope.InnerHash, "event-1", true}, // the same record delivered again
+			{b.Envelope.InnerHash, "event-2", false},
+			{strings.Repeat("e8", 32), "event-1", false}, // no batch item
+		} {
+			if got, err := pager.PageBatch(ctx, tc.hash, tc.by); err != nil || got != tc.want {
+				t.Fatalf("PageBatch(%s, %s) = %v, %v; want %v", tc.hash[:4], tc.by, got, err, tc.want)
+			}
+		}
+		if got, err := s.GetBatch(ctx, b.Envelope.InnerHash); err != nil || len(got.Ops) != 1 || got.Envelope.XDR != b.Envelope.XDR {
+			t.Fatalf("GetBatch after PageBatch: %+v, %v", got, err)
+		}
+		if _, err := s.GetBatch(ctx, strings.Repeat("e8", 32)); !errors.Is(err, transfer.ErrNotFound) {
+			t.Fatalf("PageBatch created an item: GetBatch %v", err)
+		}
+	})
+
 	t.Run("a batch never written is not found", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)

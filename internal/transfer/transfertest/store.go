@@ -63,8 +63,10 @@ type Store struct {
 	givenBack map[string]bool
 	// archives are the lasting records by store key (archive.go).
 	archives map[string][]transfer.Archive
-	// batches are the batches' envelopes by inner hash (batch.go).
+	// batches are the batches' envelopes by inner hash (batch.go); pages the stream record that
+	// paged each batch in doubt.
 	batches map[string]transfer.BatchEnvelope
+	pages   map[string]string
 }
 
 var (

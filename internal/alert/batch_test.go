@@ -1,0 +1,116 @@
+package alert_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/stellar-transfer/orchestrator/internal/alert"
+	"github.com/stellar-transfer/orchestrator/internal/logging/logtest"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/transfer/transfertest"
+)
+
+// batchedInFlight are n keys attached to one batch envelope (operation i of n), in flight, and the
+// store holding that batch's item.
+func batchedInFlight(t *testing.T, n int) ([]transfer.Record, *transfertest.Store) {
+	t.Helper()
+	st := transfertest.NewStore()
+	b := transfer.BatchEnvelope{Version: 1, CreatedAt: t0, Envelope: transfer.Envelope{XDR: "AAAA-batch", InnerHash: strings.Repeat("c5", 32),
+		OuterHash: strings.Repeat("d6", 32), MaxTime: t0.Unix() + 40, SubmittedLedger: 77}}
+	var recs []transfer.Record
+	for i := range n {
+		rec := inFlight("order-batch-" + string(rune('a'+i)))
+		rec.Async, rec.ClaimID = true, "claim-"+rec.ClientKey
+		b.Ops = append(b.Ops, transfer.BatchOp{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
+		recs = append(recs, rec)
+	}
+	if err := st.PutBatch(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		recs[i] = transfer.BatchAttached(recs[i], b.Envelope, transfer.BatchRef{Index: i, Size: n}, t0)
+	}
+	return recs, st
+}
+
+// One page per batch in doubt: the keys of one batch's transaction going in doubt together
+// publish one SNS message and one "alert" line, naming the batch's size, not one per key; each
+// other key logs a line without the alert field and stays in the in-doubt list (the gauge counts
+// every key). A key that is not batched pages alone, as before. The batch's first record delivered
+// again (its publish failed) pages again; another key's does not.
+func TestABatchInDoubtPagesOnce(t *testing.T) {
+	recs, st := batchedInFlight(t, 3)
+	plain := inFlight("order-plain")
+	log, buf := logtest.New(t)
+	pub := &publisher{}
+	g := &gauge{}
+	h := alert.New(alert.Config{Store: fakeIndex{n: 4}, Gauge: g, Publisher: pub, TopicARN: "arn:aws:sns:us-east-1:1:alerts", Logger: log, Batches: st})
+	var records []events.DynamoDBEventRecord
+	for i, rec := range append(recs, plain) {
+		doubt := transfer.InDoubtRecord(rec, "TRANSFER_TIMEOUT", t0)
+		records = append(records, streamRecord(t, string(rune('1'+i)), "MODIFY", &rec, &doubt))
+	}
+	resp, err := h.Handle(context.Background(), events.DynamoDBEvent{Records: records})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %+v, %v", resp, err)
+	}
+	if len(pub.in) != 2 {
+		t.Fatalf("published %d pages, want 2 (the batch once, the plain transfer)", len(pub.in))
+	}
+	var batchPage alert.Details
+	if err := json.Unmarshal([]byte(*pub.in[0].Message), &batchPage); err != nil {
+		t.Fatal(err)
+	}
+	if batchPage.BatchSize != 3 || batchPage.StoreKey != recs[0].StoreKey || !strings.Contains(*pub.in[0].Subject, "Batch of 3 transfers") {
+		t.Fatalf("the batch's page: %s / %+v", *pub.in[0].Subject, batchPage)
+	}
+	alerts, quiet := 0, 0
+	for _, l := range lines(t, buf) {
+		switch {
+		case l["alert"] == alert.InDoubtAlert:
+			alerts++
+		case l["batchSize"] == float64(3) && l["alert"] == nil:
+			quiet++
+		}
+	}
+	if alerts != 2 || quiet != 2 {
+		t.Fatalf("%d alert lines (want 2) and %d lines of keys the batch's page stands for (want 2):\n%s", alerts, quiet, buf.Bytes())
+	}
+	if len(g.values) != 1 || g.values[0] != 4 {
+		t.Fatalf("gauge %v, want every key counted", g.values)
+	}
+
+	// The first key's record again (a retry after its publish failed), and a later key's.
+	pub.in = nil
+	if _, err := h.Handle(context.Background(), events.DynamoDBEvent{Records: records[:2]}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pub.in) != 1 {
+		t.Fatalf("a redelivery published %d pages, want 1 (the pager's record again)", len(pub.in))
+	}
+}
+
+// A claim of the batch's page that fails retries the batch from that record, before anything of
+// it is published.
+func TestABatchPageClaimThatFailsIsRetried(t *testing.T) {
+	recs, st := batchedInFlight(t, 2)
+	st.Fail(func(op string) error {
+		if op == "pagebatch" {
+			return errors.New("throttled")
+		}
+		return nil
+	})
+	log, _ := logtest.New(t)
+	pub := &publisher{}
+	h := alert.New(alert.Config{Store: fakeIndex{n: 2}, Gauge: &gauge{}, Publisher: pub, TopicARN: "arn:aws:sns:us-east-1:1:alerts", Logger: log, Batches: st})
+	doubt := transfer.InDoubtRecord(recs[0], "TRANSFER_TIMEOUT", t0)
+	resp, _ := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{streamRecord(t, "9", "MODIFY", &recs[0], &doubt)}})
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "9" || len(pub.in) != 0 {
+		t.Fatalf("failures %+v, published %d", resp.BatchItemFailures, len(pub.in))
+	}
+}
