@@ -287,13 +287,27 @@ func (s *Service) view(ctx context.Context, rec transfer.Record) Item {
 	if rec.Envelope == nil {
 		return it
 	}
-	lk, err := s.cfg.Ledger.Lookup(ctx, *rec.Envelope)
+	env := *rec.Envelope
+	if rec.Batch != nil {
+		// A batched key's item holds its batch's hashes but not the signed XDR, which the batch
+		// item holds (transfer/doc.go, "Batches"): looked up from the item alone, the ledger
+		// cannot read the envelope's source and sequence number, and the view would say "not
+		// proven dead" of a batch that a discard (Settle, from the batch item) proves dead.
+		b, err := transfer.BatchOf(ctx, s.cfg.Store, rec)
+		if err != nil {
+			s.cfg.Logger.WarnContext(ctx, "reading a batched key's batch failed", "storeKey", rec.StoreKey, "err", err)
+			it.Chain = &Chain{Error: "the batch item of this transfer could not be read"}
+			return it
+		}
+		env = b.Envelope
+	}
+	lk, err := s.cfg.Ledger.Lookup(ctx, env)
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "ledger lookup failed", "storeKey", rec.StoreKey, "err", err)
 		it.Chain = &Chain{Error: "the Stellar ledger could not be asked"}
 		return it
 	}
-	it.Chain = chainOf(*rec.Envelope, lk)
+	it.Chain = chainOf(env, lk)
 	return it
 }
 
