@@ -149,9 +149,21 @@ func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnve
 
 // settleBatched is Settle of rec, a batched key (rec.Batch set): judged by its own operation from
 // the batch item's envelope (its hashes, every outer one included), conditional on rec as read.
-// An expired claim the ledger cannot judge yet is parked in_doubt.
+// An expired claim the ledger cannot judge yet is parked in_doubt, and so is one whose batch item
+// does not hold its operation (its Settlement ResolvedInDoubt with the error ErrBatchMismatch, so
+// the sweep counts and logs it): nothing is sent or judged, and the key is left for an operator
+// in the in-doubt list, which an item left in_flight never reaches (list and resolve read only
+// in_doubt items).
 func (o *Orchestrator) settleBatched(ctx context.Context, rec Record) (Settlement, error) {
 	b, err := BatchOf(ctx, o.Store, rec)
+	if errors.Is(err, ErrBatchMismatch) && rec.Status == StatusInFlight {
+		o.log().ErrorContext(ctx, "an expired batched claim cannot be tied to its batch; parked in doubt for an operator", "storeKey", rec.StoreKey, "err", err)
+		next := InDoubtRecord(rec, CodeLeaseExpired, o.Clock.Now())
+		if werr := ReplaceItem(ctx, o.Store, rec, next); werr != nil {
+			return Settlement{}, werr
+		}
+		return Settlement{Resolution: ResolvedInDoubt, Record: next}, err
+	}
 	if err != nil {
 		return Settlement{}, err
 	}
