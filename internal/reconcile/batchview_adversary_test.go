@@ -51,3 +51,71 @@ func TestAnOperatorsViewOfABatchedKeyJudgesItsBatchsEnvelope(t *testing.T) {
 		t.Fatalf("discard = %v", done)
 	}
 }
+
+// orphanBatch is putBatch's keys, parked in_doubt, naming a batch whose item the store does not
+// hold (lost, or removed by hand).
+func (f *fixture) orphanBatch(t *testing.T, keys ...string) []transfer.Record {
+	t.Helper()
+	ctx := context.Background()
+	var taken, attached []transfer.Record
+	for _, k := range keys {
+		rec := transfer.Record{
+			StoreKey: transfer.StoreKey(wallet, k), Status: transfer.StatusInFlight, Fingerprint: "secret-fingerprint", Async: true,
+			Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
+			ClaimID: "claim-" + k, ClientKey: k, LeaseOwner: "submitter", LeaseExpiresAt: t0.Add(time.Minute), Version: 1, CreatedAt: t0, UpdatedAt: t0,
+		}
+		if _, won, err := f.store.Claim(ctx, rec, t0); err != nil || !won {
+			t.Fatalf("claim %s: %v %v", k, won, err)
+		}
+		taken = append(taken, rec)
+	}
+	env := transfer.Envelope{InnerHash: hashOf("orphan", false), OuterHash: hashOf("orphan", true), MaxTime: t0.Unix() + 30, SubmittedLedger: 50, Channel: "GCHAN"}
+	for i, rec := range taken {
+		attached = append(attached, transfer.BatchAttached(rec, env, transfer.BatchRef{Index: i, Size: len(taken)}, t0))
+	}
+	if err := transfer.ReplaceAllItems(ctx, f.store, taken, attached); err != nil {
+		t.Fatal(err)
+	}
+	var parked []transfer.Record
+	for _, rec := range attached {
+		next := transfer.InDoubtRecord(rec, "LEASE_EXPIRED", t0)
+		if err := transfer.ReplaceItem(ctx, f.store, rec, next); err != nil {
+			t.Fatal(err)
+		}
+		parked = append(parked, next)
+	}
+	return parked
+}
+
+// An in-doubt batched key whose batch item does not hold its operation cannot be judged from the
+// ledger (nothing can read its batch's XDR). An operator's discard is refused for what it is (the
+// batch item does not hold the key's operation), never as a ledger outage the operator would
+// retry for ever; and once no ledger can include the batch (NOT_FOUND, a ledger closed after its
+// maxTime), a forced discard with the key's inner hash and a reason releases it, so the key is
+// never stuck beyond an operator's reach.
+func TestAnOperatorCanReleaseABatchedKeyWhoseBatchItemIsGone(t *testing.T) {
+	f := newFixture(t)
+	recs := f.orphanBatch(t, "orphan-one", "orphan-two")
+	f.ledger.closedAt, f.ledger.latest, f.ledger.oldest = t0.Add(time.Hour), 1000, 400
+	f.clock.now = t0.Add(time.Hour)
+	key := recs[0].StoreKey
+	refused(t, f, `{"action":"resolve","storeKey":"`+key+`","discard":true,"operator":"alice","reason":"gone"}`, reconcile.CodeHashMismatch)
+	got := mustDo(t, f, `{"action":"resolve","storeKey":"`+key+`","discard":true,"force":true,"innerHash":"`+recs[0].Envelope.InnerHash+`","operator":"alice","reason":"batch item lost; hash absent from full history"}`)
+	if got["resolution"] != "released" || got["forced"] != true {
+		t.Fatalf("forced discard = %v", got)
+	}
+	if _, err := f.store.Get(context.Background(), key); err == nil {
+		t.Fatalf("the key is still held after a forced discard")
+	}
+	if other, err := f.store.Get(context.Background(), recs[1].StoreKey); err != nil || other.Status != transfer.StatusInDoubt {
+		t.Fatalf("the other key was written: %+v, %v", other, err)
+	}
+}
+
+// While the batch can still land (no ledger closed after its maxTime), even a forced discard of a
+// key whose batch item is gone is refused.
+func TestAForcedDiscardOfABatchedKeyWhoseBatchItemIsGoneWaitsForMaxTime(t *testing.T) {
+	f := newFixture(t)
+	recs := f.orphanBatch(t, "orphan-wait")
+	refused(t, f, `{"action":"resolve","storeKey":"`+recs[0].StoreKey+`","discard":true,"force":true,"innerHash":"`+recs[0].Envelope.InnerHash+`","operator":"alice","reason":"too soon"}`, reconcile.CodeStillCanLand)
+}

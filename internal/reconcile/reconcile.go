@@ -538,6 +538,8 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 		return nil, &Error{Code: CodeConfigurationInvalid, Message: cfgErr.Error(), Err: err}
 	case errors.Is(err, transfer.ErrConditionFailed):
 		return nil, refuse(CodeConflict, "the transfer changed while it was being judged; read it again")
+	case errors.Is(err, transfer.ErrBatchMismatch):
+		return s.discardUnbatched(ctx, req, rec, err)
 	case err != nil && st.Lookup == nil:
 		return nil, ledgerErr(err)
 	case err != nil:
@@ -568,6 +570,29 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 	if !req.Force {
 		return nil, refuse(CodeNotProvenDead, "the envelope's maxTime has passed but the ledger's history (from %d) does not reach the submission (ledger %d): it cannot prove nothing landed. Look the inner hash up in full history (an explorer or a full-history Horizon) first: if it landed, a forced discard lets the next retry pay again",
 			lk.OldestLedger, rec.Envelope.SubmittedLedger)
+	}
+	return s.forceDiscard(ctx, req, rec)
+}
+
+// discardUnbatched answers the discard of rec, a batched key whose batch item does not hold its
+// operation (why, transfer.ErrBatchMismatch): no judge can read its batch's XDR or operations, so
+// the ledger cannot judge it for this key, and only a forced discard releases it, as one of an
+// item whose history the ledger no longer holds; never while its hashes are found (resolve with
+// the hash instead) or while no ledger has closed after its maxTime (it can still land).
+func (s *Service) discardUnbatched(ctx context.Context, req Request, rec transfer.Record, why error) (*ResolveAnswer, error) {
+	if !req.Force {
+		return nil, refuse(CodeHashMismatch, "the batch item of this transfer does not hold its operation %d (%v), so the ledger cannot judge it; look its inner hash up in full history, then force the discard with the innerHash and a reason once no ledger can include it",
+			rec.Batch.Index, why)
+	}
+	lk, err := s.cfg.Ledger.Lookup(ctx, *rec.Envelope)
+	switch {
+	case err != nil:
+		return nil, ledgerErr(err)
+	case lk.Status != transfer.LookupNotFound:
+		return nil, refuse(CodeLanded, "discard refused: the ledger shows %s %s in ledger %d; resolve with that hash instead", lk.Hash, lk.Status, lk.Ledger)
+	case lk.LatestLedgerCloseTime.IsZero() || !maxTimePassed(*rec.Envelope, lk):
+		return nil, refuse(CodeStillCanLand, "discard refused: no ledger has closed after the envelope's maxTime (%d), so it can still land; wait for it",
+			rec.Envelope.MaxTime)
 	}
 	return s.forceDiscard(ctx, req, rec)
 }
