@@ -184,9 +184,11 @@ func underfundedCode(err error) string {
 //     the service's simulation and fees; op_trapped names no side, and a retry simulates again,
 //     which answers a destination's fault before anything is sent), and a code this list does not
 //     know: no code proves the client at fault, and a terminal answer cannot be taken back.
-//   - tx_bad_auth, tx_bad_auth_extra, tx_bad_min_seq_age_or_gap, tx_bad_sponsorship: the
+//   - tx_bad_auth, tx_bad_auth_extra, tx_bad_minseq_age_or_gap, tx_bad_sponsorship: the
 //     channel's or the vault's signing, rejected at apply after the sequence check:
-//     SERVICE_SIDE_FAILURE.
+//     SERVICE_SIDE_FAILURE. So is tx_internal_error: an operation threw while it applied
+//     (TransactionFrame::applyOperations and parallelApply, reached only once commonPreApply
+//     consumed the sequence number), which names no side and moved nothing.
 //
 // Every code above comes after stellar-core's sequence check at apply (TransactionFrame::
 // commonPreApply runs processSeqNum once commonValid reached kInvalidUpdateSeqNum, before
@@ -243,9 +245,13 @@ func clientSideOpCode(code string) bool { return DestinationSide(code) || code =
 // PAYMENT_SRC_NOT_AUTHORIZED "source not authorized to transfer").
 var vaultSideOpCodes = []string{"op_underfunded", "op_src_no_trust", "op_src_not_authorized"}
 
-// serviceSideTxCodes are the transaction-level results (Horizon's spelling) that stellar-core
-// sets at apply after it consumed the sequence number, and that fault the service's signing or
-// accounts: TransactionFrame::commonValid's txBAD_MIN_SEQ_AGE_OR_GAP and txBAD_AUTH (the
-// transaction source's signatures below its threshold), processSignatures' txBAD_AUTH_EXTRA, and
-// applyOperations' txBAD_SPONSORSHIP.
-var serviceSideTxCodes = []string{"tx_bad_auth", "tx_bad_auth_extra", "tx_bad_min_seq_age_or_gap", "tx_bad_sponsorship"}
+// serviceSideTxCodes are the transaction-level results (Horizon's spelling, as internal/stellar's
+// ResultCodes and Horizon's result_codes write them: txBAD_MIN_SEQ_AGE_OR_GAP is
+// "tx_bad_minseq_age_or_gap") that stellar-core sets at apply after it consumed the sequence
+// number, and that fault the service's signing or accounts, or no one: TransactionFrame::
+// commonValid's txBAD_MIN_SEQ_AGE_OR_GAP and txBAD_AUTH (the transaction source's signatures
+// below its threshold), processSignatures' txBAD_AUTH_EXTRA, applyOperations' txBAD_SPONSORSHIP,
+// and the txINTERNAL_ERROR of applyOperations and parallelApply (an operation threw; its changes
+// were not committed). internal/stellar's TestServiceSideFailureReleasesOnlyAfterSequenceConsumed
+// holds this list against every code the SDK decodes.
+var serviceSideTxCodes = []string{"tx_bad_auth", "tx_bad_auth_extra", "tx_bad_minseq_age_or_gap", "tx_bad_sponsorship", "tx_internal_error"}
