@@ -222,8 +222,11 @@ const (
 // destination-side codes, op_no_issuer), as a single transfer's FAILED would store it; any other
 // ("op_success": another operation failed; a source-side or service-side code such as
 // op_underfunded, op_bad_auth, op_no_source_account; an unknown one: SourceShortfall) is
-// VerdictRequeue. A failure with no result for
-// this operation (a transaction-level code such as tx_insufficient_balance) is VerdictRequeue.
+// VerdictRequeue. A failure with no result for this operation is VerdictRequeue when its
+// transaction-level code came after stellar-core's sequence check (SourceShortfall names it:
+// tx_insufficient_balance, tx_bad_auth, tx_internal_error, ...), and VerdictRejected when it came
+// before (tx_bad_seq, tx_no_source_account, tx_too_late, ...: nothing was consumed, so nothing
+// proves the batch cannot still apply, and a requeue would build a second payment beside it).
 // shortfall is SourceShortfall of the batch (which pages, once for the batch), "" when the paying
 // side was not short. A NOT_FOUND that ProvenDead proves is VerdictRequeue; anything else is
 // VerdictUndecided. A batch refused on its first send is not this rule's to judge: its keys are
@@ -234,6 +237,9 @@ func JudgeOperation(env Envelope, lk Lookup, index int) (v OperationVerdict, sho
 		return VerdictLanded, ""
 	case LookupFailed:
 		shortfall = SourceShortfall(env, lk)
+		if shortfall == "" && (len(lk.ResultCodes) == 0 || lk.ResultCodes[0] != "tx_failed") {
+			return VerdictRejected, "" // set before the sequence check: as SourceShortfall stores it
+		}
 		if len(lk.ResultCodes) == 0 || lk.ResultCodes[0] != "tx_failed" || index < 0 || index+1 >= len(lk.ResultCodes) {
 			return VerdictRequeue, shortfall
 		}

@@ -387,6 +387,9 @@
 //     (op_underfunded, op_src_no_trust, op_src_not_authorized; tx_insufficient_balance, which
 //     carries no operation results) pages once for the batch, as SourceShortfall does for one
 //     transfer, and its key is requeued too: the vault's shortfall is not the client's mistake.
+//     A transaction-level code set before the sequence check (tx_bad_seq, tx_no_source_account,
+//     tx_too_late, ...) consumed nothing: every key is a stored rejection with that code, as one
+//     transfer's is, never requeued beside an envelope nothing proves dead.
 //   - Proven dead (ProvenDead on the batch's envelope and hashes): every key is requeued, each
 //     alone; no send can make it land any more.
 //   - Refused on its first send (RefusedBeforeInclusion), or no send ever left: the proof holds
