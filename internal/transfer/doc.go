@@ -161,7 +161,9 @@
 //   - Send answers TRY_AGAIN_LATER or ERROR with a code on a first send: released, 503 RPC_ERROR
 //     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken;
 //     FEE_ACCOUNT_UNDERFUNDED or VAULT_UNDERFUNDED, paging, for txINSUFFICIENT_BALANCE: the fee
-//     payer cannot pay this fee on top of those it has queued). On a re-send: nothing is proven,
+//     payer cannot pay this fee on top of those it has queued; SERVICE_SIDE_FAILURE, paging, for
+//     txBAD_AUTH, txBAD_AUTH_EXTRA, txNO_ACCOUNT and txFAILED: the service's signing or accounts,
+//     answered at once). On a re-send: nothing is proven,
 //     await the ledger.
 //   - Send fails with ErrNotSent (or the breaker is open): nothing reached the network; send again. If no send
 //     ever left, the key is released: 503 NETWORK_UNAVAILABLE.
