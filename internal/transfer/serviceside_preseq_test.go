@@ -1,7 +1,11 @@
 package transfer_test
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -37,6 +41,32 @@ func TestBatchRequeuedOnlyAfterSequenceConsumed(t *testing.T) {
 			if v != c.want || short != c.shortfall {
 				t.Errorf("%s, operation %d: %s %q, want %s %q", c.tx, index, v, short, c.want, c.shortfall)
 			}
+		}
+	}
+}
+
+// Through the sweep's Settle: every key of a batch included FAILED tx_bad_seq is a stored rejection
+// with that code, never requeued, and its detail does not say its operation failed: no operation
+// of the transaction ran.
+func TestBatchPreSequenceFailureStoredAsRejection(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	b, _ := forgedBatch(t, h, "preseq-0001", "preseq-0002")
+	h.ledger.failResult = func(env transfer.Envelope) bool { return env.InnerHash == b.Envelope.InnerHash }
+	h.ledger.failCodes = []string{"tx_bad_seq"}
+	h.ledger.sendToNetwork(b.Envelope)
+	h.clock.Advance(6 * time.Second)
+	for _, k := range []string{"preseq-0001", "preseq-0002"} {
+		s, err := h.orch.Settle(ctx, h.item(t, k))
+		if err != nil {
+			t.Fatalf("Settle %s: %v", k, err)
+		}
+		rec := h.item(t, k)
+		if s.Resolution != transfer.ResolvedFailed || rec.Status != transfer.StatusRejected || !slices.Equal(rec.Result.ResultCodes, []string{"tx_bad_seq"}) {
+			t.Fatalf("%s: %s, %+v (result %+v); want a stored rejection with tx_bad_seq", k, s.Resolution, rec, rec.Result)
+		}
+		if strings.Contains(rec.Result.Detail, "operation") && !strings.Contains(rec.Result.Detail, "before its operations") {
+			t.Fatalf("%s: detail %q says an operation failed; none ran", k, rec.Result.Detail)
 		}
 	}
 }
