@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +23,14 @@ import (
 // it as an included fee bump (txFEE_BUMP_INNER_FAILED) would be.
 func unknownOpCodeResult(t *testing.T, feeBump bool) string {
 	t.Helper()
+	s, err := forgeUnknownOpCode(feeBump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func forgeUnknownOpCode(feeBump bool) (string, error) {
 	ops := []xdr.OperationResult{{Code: xdr.OperationResultCodeOpInner, Tr: &xdr.OperationResultTr{Type: xdr.OperationTypePayment,
 		PaymentResult: &xdr.PaymentResult{Code: xdr.PaymentResultCodePaymentUnderfunded}}}}
 	r := xdr.TransactionResult{FeeCharged: 100, Result: xdr.TransactionResultResult{Code: xdr.TransactionResultCodeTxFailed, Results: &ops}}
@@ -31,7 +41,7 @@ func unknownOpCodeResult(t *testing.T, feeBump bool) string {
 	}
 	b, err := r.MarshalBinary()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	// The payment's code is the last 4 bytes before the result's ext (and, wrapped, the inner
 	// result's ext): PAYMENT_UNDERFUNDED (-2) becomes -99.
@@ -40,15 +50,15 @@ func unknownOpCodeResult(t *testing.T, feeBump bool) string {
 		at -= 4
 	}
 	if int32(binary.BigEndian.Uint32(b[at:])) != int32(xdr.PaymentResultCodePaymentUnderfunded) {
-		t.Fatalf("the payment's code is not at %d", at)
+		return "", fmt.Errorf("the payment's code is not at %d", at)
 	}
 	binary.BigEndian.PutUint32(b[at:], uint32(0xffffff9d)) // -99
 	s := base64.StdEncoding.EncodeToString(b)
 	var probe xdr.TransactionResult
 	if xdr.SafeUnmarshalBase64(s, &probe) == nil {
-		t.Fatal("the SDK decodes the forged code: the test proves nothing")
+		return "", errors.New("the SDK decodes the forged code: the test proves nothing")
 	}
-	return s
+	return s, nil
 }
 
 // TestUnknownOperationCodeIsServiceSideNotInDoubt: a FAILED inclusion whose operation code this
@@ -93,4 +103,34 @@ func TestUnknownOperationCodeIsServiceSideNotInDoubt(t *testing.T) {
 	if _, err := foundTx(transfer.Lookup{}, "ab", hProtocol.Transaction{Ledger: 70, ResultXdr: bad}); err == nil {
 		t.Fatal("an unknown transaction-level code was judged")
 	}
+}
+
+// FuzzFailedCodesOf: whatever a ledger answers as a FAILED result, reading it never panics, and
+// it is judged only as what the SDK decodes or as txFAILED with its operations in order.
+func FuzzFailedCodesOf(f *testing.F) {
+	for _, feeBump := range []bool{false, true} {
+		s, err := forgeUnknownOpCode(feeBump)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(s)
+	}
+	f.Add("")
+	f.Add("AAAAAAAAAGT/////AAAAAA==")
+	f.Fuzz(func(t *testing.T, s string) {
+		_, codes, err := failedCodesOf(s)
+		if err != nil {
+			return
+		}
+		var tr xdr.TransactionResult
+		if xdr.SafeUnmarshalBase64(s, &tr) == nil {
+			if !slices.Equal(codes, ResultCodes(tr)) {
+				t.Fatalf("decodable %q read as %v, not %v", s, codes, ResultCodes(tr))
+			}
+			return
+		}
+		if len(codes) == 0 || codes[0] != "tx_failed" {
+			t.Fatalf("undecodable %q judged %v", s, codes)
+		}
+	})
 }
