@@ -18,6 +18,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -390,6 +391,18 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	forced := false
 	switch {
 	case lk.Status == transfer.LookupSuccess:
+	case lk.Status == transfer.LookupFailed && rec.Batch != nil:
+		// A batched key's fate is its own operation's (transfer.JudgeOperation), not the batch's
+		// failure as a whole: say what the sweep does with this key.
+		next := "nothing of it moved: the sweep queues this key again"
+		switch v, shortfall := transfer.JudgeOperation(env, lk, rec.Batch.Index); {
+		case v == transfer.VerdictRejected:
+			next = fmt.Sprintf("this key's operation %d is the one at fault: the sweep will store the rejection", rec.Batch.Index)
+		case shortfall != "":
+			next += fmt.Sprintf(" (%s: the key runs again once the account is funded or fixed)", shortfall)
+		}
+		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s); %s",
+			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), next)
 	case lk.Status == transfer.LookupFailed && transfer.SourceShortfall(env, lk) != "":
 		// The service's side failed (the paying side could not pay, or its accounts or signing):
 		// the sweep (or a discard) releases the key and pages (transfer.Orchestrator.Settle);
