@@ -66,7 +66,7 @@ func forgeUnknownOpCode(feeBump bool) (string, error) {
 // stellar-core sets only at apply once the sequence number was consumed (TransactionFrame::
 // processSignatures, applyOperations): nothing moved and it can never land. Both readers report it
 // FAILED with the operation unread ("op_unknown"), which transfer.SourceShortfall releases as
-// SERVICE_SIDE_FAILURE (no code proves the client at fault). An error instead left the transfer in
+// SERVICE_SIDE_FAILURE (no code proves the client at fault). An error would leave the transfer in
 // doubt for ever: no lookup could read it, the sweep could not settle it, and an operator could
 // neither resolve nor discard it. A transaction-level code it cannot decode stays an error: it
 // might have been set before the sequence check.

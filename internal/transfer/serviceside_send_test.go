@@ -12,9 +12,9 @@ import (
 // between its send and its apply: the network refuses the first send (stellar-core's checkValid:
 // txBAD_AUTH or txBAD_AUTH_EXTRA for the transaction's signatures, txFAILED for an operation's,
 // opBAD_AUTH or opNO_ACCOUNT, txNO_ACCOUNT for its source). Nothing was queued and the key is
-// free, as before; but it is the service's side failing as an included op_bad_auth is, and only
-// that one paged: a refusal answered RPC_ERROR paged no one, while every transfer (and every run
-// of a queued one, a second later) failed the same way. So it is SERVICE_SIDE_FAILURE too: the
+// free; but it is the service's side failing as an included op_bad_auth is, and answered
+// RPC_ERROR it would page no one while every transfer (and every run of a queued one, a second
+// later) failed the same way. So it is SERVICE_SIDE_FAILURE too: the
 // same answer and the same page, nothing sent. Any other refusal stays RPC_ERROR, unpaged.
 func TestServiceSideRefusalAtFirstSendPages(t *testing.T) {
 	for _, c := range []struct {

@@ -11,8 +11,8 @@ import (
 // code (template.yaml, ServiceSideFailureAlarm); the ERROR line with "alert" is what the operator
 // reads once paged, and no alarm reads the log. A call counts its own answer (Report), but the
 // sweep and an operator's discard settle through Settle, which answers no call: an in_flight item
-// whose invocation died after the send, found FAILED op_bad_auth by the sweep, was released with
-// only the log line, so the vault's broken signing paged no one. Settle counts the failure it
+// whose invocation died after the send, found FAILED op_bad_auth by the sweep, released with only
+// the log line, would page no one about the vault's broken signing. Settle counts the failure it
 // pages, once; a retry that settles it inline counts it once too, as its own answer.
 func TestServiceSideFailureFoundBySweepPagesOnce(t *testing.T) {
 	ctx := context.Background()
