@@ -19,7 +19,7 @@ func TestServiceSideFailureFoundBySweepPagesOnce(t *testing.T) {
 	for _, codes := range [][]string{{"tx_failed", "op_bad_auth"}, {"tx_failed", "op_underfunded"}} {
 		t.Run(codes[1], func(t *testing.T) {
 			h, logs := pagingHarness(t)
-			rep := &reports{}
+			rep := &counted{}
 			h.orch.Observer = rep
 			rec := inDoubtFailed(t, h, "payout-sweep-1", codes)
 			want := transfer.SourceShortfall(*rec.Envelope, transfer.Lookup{Status: transfer.LookupFailed, ResultCodes: codes})
@@ -30,31 +30,50 @@ func TestServiceSideFailureFoundBySweepPagesOnce(t *testing.T) {
 			if pages := logs.alerts(t); len(pages) != 1 {
 				t.Fatalf("pages = %v, want one alert line", pages)
 			}
-			if got := failures(rep, want); got != 1 {
-				t.Fatalf("reports with code %s = %d (all: %+v), want 1: the sweep's page must reach the alarm", want, got, rep.all)
+			if got := rep.failures(want); got != 1 {
+				t.Fatalf("failures counted with code %s = %d (reports %+v, counted %v), want 1: the sweep's page must reach the alarm", want, got, rep.all, rep.codes)
 			}
 
 			// Inline: the retry's own answer is the one count.
 			h2, _ := pagingHarness(t)
-			rep2 := &reports{}
+			rep2 := &counted{}
 			h2.orch.Observer = rep2
 			inDoubtFailed(t, h2, "payout-sweep-2", codes)
 			_, err = h2.orch.Transfer(ctx, input("payout-sweep-2", "1"))
 			unavailable(t, err, want)
-			if got := failures(rep2, want); got != 1 {
-				t.Fatalf("inline: reports with code %s = %d (all: %+v), want 1", want, got, rep2.all)
+			if got := rep2.failures(want); got != 1 {
+				t.Fatalf("inline: failures counted with code %s = %d (reports %+v, counted %v), want 1", want, got, rep2.all, rep2.codes)
 			}
 		})
 	}
 }
 
-// failures counts r's reports with code.
-func failures(r *reports, code string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// counted is an Observer that is a FailureCounter: the calls' reports and the failures no call
+// answered.
+type counted struct {
+	reports
+	codes []string
+}
+
+func (c *counted) CountFailure(_ context.Context, _ transfer.Operation, _ transfer.Classification, code string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.codes = append(c.codes, code)
+}
+
+// failures counts what the alarm on code's failures sees: the calls' reports with code and the
+// failures counted alone.
+func (c *counted) failures(code string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n := 0
-	for _, rep := range r.all {
+	for _, rep := range c.all {
 		if rep.Code == code {
+			n++
+		}
+	}
+	for _, got := range c.codes {
+		if got == code {
 			n++
 		}
 	}

@@ -52,9 +52,9 @@ type Settlement struct {
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
 // (wrapped) when another caller changed the item first; the ledger's or the store's errors.
 //
-// A release for a failure on the service's side is counted once as a failed transfer with its
-// code (Observer.Finished): the alarms on transfer_orchestration_failure_total page on it
-// (template.yaml), and the sweep and a discard answer no call that would count it.
+// A release for a failure on the paying or the service's side is counted once with its code
+// (FailureCounter, when the Observer is one): the alarms on transfer_orchestration_failure_total
+// page on it (template.yaml), and the sweep and a discard answer no call that would count it.
 func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, error) {
 	return o.settle(ctx, rec, true)
 }
@@ -102,8 +102,8 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 		o.Ledger.Done(ctx, env)
 		code := SourceShortfall(env, lk)
 		o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
-		if count {
-			o.observer().Finished(ctx, Report{Operation: rec.Request.OperationType, Outcome: OutcomeFailed, Classification: Retryable, Code: code})
+		if fc, ok := o.observer().(FailureCounter); ok && count {
+			fc.CountFailure(ctx, rec.Request.OperationType, Retryable, code)
 		}
 		return o.freed(rec, &lk), nil
 	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
