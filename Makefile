@@ -93,7 +93,7 @@ test-short: ## every test but the fault campaign and the benchmarks, with -race 
 # each new input of the slower targets (a fresh table per reconcile input).
 FUZZ_TARGETS := ./internal/transfer:FuzzCanonicalize ./internal/wiring:FuzzHandler \
 	./internal/wiring:FuzzLambdaAdapter ./internal/reconcile:FuzzReconcilePayload ./internal/alert:FuzzStreamRecord \
-	./internal/dynamo:FuzzHistoryCursor ./internal/dynamo:FuzzIndexCursor
+	./internal/dynamo:FuzzHistoryCursor ./internal/dynamo:FuzzIndexCursor ./internal/stellar:FuzzFailedCodesOf
 FUZZTIME ?= 60s
 fuzz: ## each fuzz target at the doors for FUZZTIME (60s), one after another
 	@set -e; for t in $(FUZZ_TARGETS); do \
