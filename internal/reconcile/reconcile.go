@@ -396,7 +396,7 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	case lk.Status == transfer.LookupFailed && rec.Batch != nil:
 		// A batched key's fate is its own operation's (transfer.JudgeOperation), not the batch's
 		// failure as a whole: say what the sweep does with this key.
-		next := fmt.Sprintf("nothing moved for operation %d, this transfer's: the sweep (or a discard) queues this key again", rec.Batch.Index)
+		next := fmt.Sprintf("nothing moved for operation %d, this transfer's: the sweep (or a discard) queues it again", rec.Batch.Index)
 		switch v, shortfall := transfer.JudgeOperation(env, lk, rec.Batch.Index); {
 		case v == transfer.VerdictRejected && (len(lk.ResultCodes) == 0 || lk.ResultCodes[0] != "tx_failed"):
 			next = "the transaction failed before its operations ran: the sweep will store the rejection"
