@@ -67,7 +67,7 @@ build-InDoubtReaderFunction:
 	$(call lambda_build,reconcile,$(ARTIFACTS_DIR))
 
 # Built, then exec'd rather than `go run`: go run exits 1 on Ctrl-C even when the stack stops cleanly.
-run: ## the local stack until Ctrl-C, new and empty each start: API :3000, Lambda :3001, DynamoDB :8000, Stellar :8010 (KMS :8020, traces :4318); PORT_BASE=N moves all six to N..N+5 (first start 179 to 391 s on an empty build cache, 20 s beside a built checkout, later 7 s)
+run: ## the local stack until Ctrl-C, new and empty each start: API :3000, Lambda :3001, DynamoDB :8000, Stellar :8010 (KMS :8020, traces :4318); PORT_BASE=N moves all six to N..N+5 (first start 179 to 391 s on an empty build cache, 20 to 48 s beside a built checkout, later 7 to 11 s)
 	$(GO) build -o .ci/bin/devstack ./internal/devstack/cmd/devstack
 	exec .ci/bin/devstack
 
