@@ -1,0 +1,79 @@
+package transfer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
+)
+
+// The page of a shortfall on the paying or the service's side is the alarm on
+// transfer_orchestration_failure_total with its code (template.yaml: VaultUnderfundedAlarm,
+// FeeAccountUnderfundedAlarm, ServiceSideFailureAlarm); no alarm reads the ERROR line with
+// "alert" (serviceside_sweep_test.go). A queued transfer alone counts its answer (RunQueued's
+// Report), so a vault that cannot pay pages. A batch must page the same way wherever it learns of
+// the shortfall, or a deployment with BATCH_SIZE above 1 requeues its keys for ever while nobody
+// is told to fund the vault.
+
+// A batch refused before sending because the vault cannot pay its sum pages.
+func TestABatchRefusedForTheVaultsShortfallBeforeSendingPages(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 3)
+	rep := &counted{}
+	h.orch.Observer = rep
+	h.orch.Batches = &refusingBatches{fakeBatches: fb, err: &transfer.UnavailableError{Code: transfer.CodeVaultUnderfunded,
+		Detail: "the vault holds less than the batch's sum"}}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	for i, ans := range answers {
+		if rec := h.batchItem(t, i); ans.Delivery != transfer.DeliveryRetry || rec.Status != transfer.StatusQueued {
+			t.Fatalf("key %d: %+v; %+v", i, ans, rec)
+		}
+	}
+	if got := rep.failures(transfer.CodeVaultUnderfunded); got < 1 {
+		t.Fatalf("failures counted with code %s = %d (reports %+v, counted %v): the batch's shortfall pages no one", transfer.CodeVaultUnderfunded, got, rep.all, rep.codes)
+	}
+}
+
+// A batch whose first send the network refuses because the account paying the fee cannot
+// (txINSUFFICIENT_BALANCE) pages.
+func TestABatchRefusedOnItsFirstSendForTheFeePayersShortfallPages(t *testing.T) {
+	h, _, msgs := batchHarness(t, 10, 2)
+	rep := &counted{}
+	h.orch.Observer = rep
+	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{Status: transfer.SendError, Code: "txINSUFFICIENT_BALANCE", LatestLedger: 100}, false, nil
+	}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	for i, ans := range answers {
+		if rec := h.batchItem(t, i); ans.Delivery != transfer.DeliveryRetry || rec.Status != transfer.StatusQueued {
+			t.Fatalf("key %d: %+v; %+v", i, ans, rec)
+		}
+	}
+	if got := rep.failures(transfer.CodeVaultUnderfunded) + rep.failures(transfer.CodeFeeAccountUnderfunded); got < 1 {
+		t.Fatalf("no underfunded failure counted (reports %+v, counted %v): the refused batch pages no one", rep.all, rep.codes)
+	}
+}
+
+// The sweep's Settle of a batched key whose batch it finds FAILED on the vault's side
+// (op_underfunded) requeues every key and pages once, as Settle does for one transfer.
+func TestABatchFoundFailedOnTheVaultsSideByTheSweepPagesOnce(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	rep := &counted{}
+	h.orch.Observer = rep
+	b, _ := forgedBatch(t, h, "short-0001", "short-0002")
+	h.ledger.failResult = func(transfer.Envelope) bool { return true }
+	h.ledger.failCodes = []string{"tx_failed", "op_success", "op_underfunded"}
+	h.ledger.sendToNetwork(b.Envelope)
+	h.clock.Advance(6 * time.Second) // the lease ends; a ledger closes with the batch in it, FAILED
+	for _, k := range []string{"short-0001", "short-0002"} {
+		rec := h.item(t, k)
+		s, err := h.orch.Settle(ctx, rec)
+		if err != nil || s.Resolution != transfer.ResolvedRequeued {
+			t.Fatalf("Settle of %s: %+v, %v", k, s, err)
+		}
+	}
+	if got := rep.failures(transfer.CodeVaultUnderfunded); got != 1 {
+		t.Fatalf("failures counted with code %s = %d (reports %+v, counted %v), want 1: the sweep's page must reach the alarm", transfer.CodeVaultUnderfunded, got, rep.all, rep.codes)
+	}
+}
