@@ -2,6 +2,7 @@ package transfer_test
 
 import (
 	"context"
+	"github.com/stellar-transfer/orchestrator/internal/transfer/transfertest"
 	"testing"
 	"time"
 
@@ -75,5 +76,55 @@ func TestABatchFoundFailedOnTheVaultsSideByTheSweepPagesOnce(t *testing.T) {
 	}
 	if got := rep.failures(transfer.CodeVaultUnderfunded); got != 1 {
 		t.Fatalf("failures counted with code %s = %d (reports %+v, counted %v), want 1: the sweep's page must reach the alarm", transfer.CodeVaultUnderfunded, got, rep.all, rep.codes)
+	}
+}
+
+// takingOverStore is the harness's store where, just before the batch's requeue transaction
+// (every write queued), a synchronous caller takes the first key over: its lease owner changes
+// and it re-sends the batch's envelope, so the refusal the submitter saw proves nothing any more.
+type takingOverStore struct {
+	*transfertest.Store
+	done bool
+}
+
+func (s *takingOverStore) ReplaceAll(ctx context.Context, writes []transfer.ItemWrite) error {
+	if !s.done && len(writes) > 0 && writes[0].Next.Status == transfer.StatusQueued {
+		s.done = true
+		cur, err := s.Store.Get(ctx, writes[0].Next.StoreKey)
+		if err == nil {
+			next := cur
+			next.LeaseOwner, next.Version = "synchronous-caller", cur.Version+1
+			if err := s.Store.Replace(ctx, next, transfer.Expect(cur)); err != nil {
+				return err
+			}
+		}
+	}
+	return s.Store.ReplaceAll(ctx, writes)
+}
+
+// A batch refused on its first send whose keys cannot be requeued together (a key was taken over
+// meanwhile, and its taker sends the same envelope again) leaves the other keys in doubt: their
+// messages' answers (logged, and reported to the metrics) say in doubt, never the refusal's
+// "nothing moved", which the take-over made false.
+func TestAKeyParkedAfterARefusedBatchIsNotAnsweredNothingMoved(t *testing.T) {
+	h, _, msgs := batchHarness(t, 10, 2)
+	h.orch.Store = &takingOverStore{Store: h.store}
+	rep := &counted{}
+	h.orch.Observer = rep
+	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{Status: transfer.SendTryAgainLater, LatestLedger: 100}, false, nil
+	}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	parked := h.batchItem(t, 1)
+	if parked.Status != transfer.StatusInDoubt {
+		t.Fatalf("the key still held is %s, want in_doubt", parked.Status)
+	}
+	if got := problemCode(answers[1].Err); got != transfer.CodeInDoubt {
+		t.Fatalf("the parked key's answer is %s (%v), want %s", got, answers[1].Err, transfer.CodeInDoubt)
+	}
+	for _, r := range rep.all {
+		if r.Code == transfer.CodeRPCError {
+			t.Fatalf("a run reported %+v: nothing moved is not known once a key was taken over", r)
+		}
 	}
 }

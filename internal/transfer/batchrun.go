@@ -257,7 +257,9 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 			case err != nil:
 				answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: storeUnavailableHeld(err)}
 			default:
-				answers[rec.StoreKey] = Answer{Delivery: DeliveryDone, Err: why}
+				// A key was taken over and its taker sends the envelope again: the refusal no
+				// longer says "nothing moved", and the keys still held were parked in doubt.
+				answers[rec.StoreKey] = Answer{Delivery: DeliveryDone, Err: &InDoubtError{FailingCode: CodeSubmissionFailed, RetryAfter: o.inDoubtRetryAfter(a, env)}}
 			}
 			o.finished(ctx, rec, answers[rec.StoreKey].Err)
 		}
