@@ -88,9 +88,9 @@ func (f *fixture) orphanBatch(t *testing.T, keys ...string) []transfer.Record {
 }
 
 // An in-doubt batched key whose batch item does not hold its operation cannot be judged from the
-// ledger (nothing can read its batch's XDR). An operator's discard is refused for what it is (the
-// batch item does not hold the key's operation), never as a ledger outage the operator would
-// retry for ever; and once no ledger can include the batch (NOT_FOUND, a ledger closed after its
+// ledger (nothing can read its batch's XDR). An operator's discard is refused for what it is (not
+// proven dead: the batch item does not hold the key's operation), never as a ledger outage the
+// operator would retry for ever; and once no ledger can include the batch (NOT_FOUND, a ledger closed after its
 // maxTime), a forced discard with the key's inner hash and a reason releases it, so the key is
 // never stuck beyond an operator's reach.
 func TestAnOperatorCanReleaseABatchedKeyWhoseBatchItemIsGone(t *testing.T) {
@@ -99,7 +99,7 @@ func TestAnOperatorCanReleaseABatchedKeyWhoseBatchItemIsGone(t *testing.T) {
 	f.ledger.closedAt, f.ledger.latest, f.ledger.oldest = t0.Add(time.Hour), 1000, 400
 	f.clock.now = t0.Add(time.Hour)
 	key := recs[0].StoreKey
-	refused(t, f, `{"action":"resolve","storeKey":"`+key+`","discard":true,"operator":"alice","reason":"gone"}`, reconcile.CodeHashMismatch)
+	refused(t, f, `{"action":"resolve","storeKey":"`+key+`","discard":true,"operator":"alice","reason":"gone"}`, reconcile.CodeNotProvenDead)
 	got := mustDo(t, f, `{"action":"resolve","storeKey":"`+key+`","discard":true,"force":true,"innerHash":"`+recs[0].Envelope.InnerHash+`","operator":"alice","reason":"batch item lost; hash absent from full history"}`)
 	if got["resolution"] != "released" || got["forced"] != true {
 		t.Fatalf("forced discard = %v", got)

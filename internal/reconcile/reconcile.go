@@ -582,12 +582,12 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 
 // discardUnbatched answers the discard of rec, a batched key whose batch item does not hold its
 // operation (why, transfer.ErrBatchMismatch): no judge can read its batch's XDR or operations, so
-// the ledger cannot judge it for this key, and only a forced discard releases it, as one of an
+// the ledger cannot judge it for this key (NOT_PROVEN_DEAD), and only a forced discard releases it, as one of an
 // item whose history the ledger no longer holds; never while its hashes are found (resolve with
 // the hash instead) or while no ledger has closed after its maxTime (it can still land).
 func (s *Service) discardUnbatched(ctx context.Context, req Request, rec transfer.Record, why error) (*ResolveAnswer, error) {
 	if !req.Force {
-		return nil, refuse(CodeHashMismatch, "the batch item of this transfer does not hold its operation %d (%v), so the ledger cannot judge it; look its inner hash up in full history, then force the discard with the innerHash and a reason once no ledger can include it",
+		return nil, refuse(CodeNotProvenDead, "the batch item of this transfer does not hold its operation %d (%v), so the ledger cannot judge it; look its inner hash up in full history, then force the discard with the innerHash and a reason once no ledger can include it",
 			rec.Batch.Index, why)
 	}
 	lk, err := s.cfg.Ledger.Lookup(ctx, *rec.Envelope)
