@@ -294,13 +294,12 @@ func (s *Service) view(ctx context.Context, rec transfer.Record) Item {
 		// item holds (transfer/doc.go, "Batches"): looked up from the item alone, the ledger
 		// cannot read the envelope's source and sequence number, and the view would say "not
 		// proven dead" of a batch that a discard (Settle, from the batch item) proves dead.
-		b, err := transfer.BatchOf(ctx, s.cfg.Store, rec)
-		if err != nil {
-			s.cfg.Logger.WarnContext(ctx, "reading a batched key's batch failed", "storeKey", rec.StoreKey, "err", err)
-			it.Chain = &Chain{Error: "the batch item of this transfer could not be read"}
-			return it
+		// A batch item that cannot be read leaves the item's hashes, which the ledger still finds.
+		if b, err := transfer.BatchOf(ctx, s.cfg.Store, rec); err == nil {
+			env = b.Envelope
+		} else {
+			s.cfg.Logger.WarnContext(ctx, "reading a batched key's batch failed; looking its hashes up alone", "storeKey", rec.StoreKey, "err", err)
 		}
-		env = b.Envelope
 	}
 	lk, err := s.cfg.Ledger.Lookup(ctx, env)
 	if err != nil {
@@ -581,10 +580,11 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 }
 
 // discardUnbatched answers the discard of rec, a batched key whose batch item does not hold its
-// operation (why, transfer.ErrBatchMismatch): no judge can read its batch's XDR or operations, so
-// the ledger cannot judge it for this key (NOT_PROVEN_DEAD), and only a forced discard releases it, as one of an
-// item whose history the ledger no longer holds; never while its hashes are found (resolve with
-// the hash instead) or while no ledger has closed after its maxTime (it can still land).
+// operation (why, transfer.ErrBatchMismatch): no judge can read its batch's XDR or operations,
+// so the ledger cannot judge it for this key (NOT_PROVEN_DEAD), and only a forced discard
+// releases it, as one of an item whose history the ledger no longer holds; never while its
+// hashes are found (resolve with the hash instead) or while no ledger has closed after its
+// maxTime (it can still land).
 func (s *Service) discardUnbatched(ctx context.Context, req Request, rec transfer.Record, why error) (*ResolveAnswer, error) {
 	if !req.Force {
 		return nil, refuse(CodeNotProvenDead, "the batch item of this transfer does not hold its operation %d (%v), so the ledger cannot judge it; look its inner hash up in full history, then force the discard with the innerHash and a reason once no ledger can include it",
