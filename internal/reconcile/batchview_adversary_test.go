@@ -119,3 +119,21 @@ func TestAForcedDiscardOfABatchedKeyWhoseBatchItemIsGoneWaitsForMaxTime(t *testi
 	recs := f.orphanBatch(t, "orphan-wait")
 	refused(t, f, `{"action":"resolve","storeKey":"`+recs[0].StoreKey+`","discard":true,"force":true,"innerHash":"`+recs[0].Envelope.InnerHash+`","operator":"alice","reason":"too soon"}`, reconcile.CodeStillCanLand)
 }
+
+// An operator's resolve of a batched key records the key's share of the transaction's fee
+// (transfer.FeeShare), as every other judge of a batched key does, so the records and settlement
+// events of a batch's keys sum to what the ledger charged; never the whole batch's fee on one key.
+func TestAnOperatorsResolveOfABatchedKeyRecordsItsShareOfTheFee(t *testing.T) {
+	f := newFixture(t)
+	b, recs := f.putBatch(t, "batch-fee1", "batch-fee2")
+	const fee = 301
+	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupSuccess, Hash: b.Envelope.InnerHash, Ledger: 77, FeeChargedStroops: fee}
+	mustDo(t, f, `{"action":"resolve","storeKey":"`+recs[1].StoreKey+`","transactionHash":"`+b.Envelope.InnerHash+`","operator":"alice"}`)
+	got, err := f.store.Get(context.Background(), recs[1].StoreKey)
+	if err != nil || got.Result == nil {
+		t.Fatalf("resolved key %+v, %v", got, err)
+	}
+	if want := transfer.FeeShare(fee, 1, 2); got.Result.FeeChargedStroops != want {
+		t.Fatalf("the resolved key records a fee of %d stroops, want its share %d of the batch's %d", got.Result.FeeChargedStroops, want, fee)
+	}
+}

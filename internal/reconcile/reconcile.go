@@ -459,6 +459,11 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		return nil, &Error{Code: CodeConfigurationInvalid, Message: err.Error(), Err: err}
 	}
 	now := s.cfg.Clock.Now()
+	if rec.Batch != nil {
+		// The ledger's fee is the whole batch's; the key records its share, as every other judge
+		// of a batched key does, so a batch's records and events sum to what was charged.
+		lk.FeeChargedStroops = transfer.FeeShare(lk.FeeChargedStroops, rec.Batch.Index, rec.Batch.Size)
+	}
 	next := transfer.SettledRecord(rec, lk, now, ttl)
 	next.Audit = s.audit(ctx, "resolve", req, forced, now)
 	if err := transfer.ReplaceItem(ctx, s.cfg.Store, rec, next); err != nil {
