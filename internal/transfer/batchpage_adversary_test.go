@@ -128,3 +128,36 @@ func TestAKeyParkedAfterARefusedBatchIsNotAnsweredNothingMoved(t *testing.T) {
 		}
 	}
 }
+
+// doneLedger records the envelopes whose source the orchestrator releases (Ledger.Done).
+type doneLedger struct {
+	*fakeLedger
+	done []string
+}
+
+func (l *doneLedger) Done(_ context.Context, env transfer.Envelope) {
+	l.done = append(l.done, env.InnerHash)
+}
+
+// A batch's channel is released once the batch is decided (doc.go, "Batches": Ledger.Done), never
+// while it can still land: after a refused first send whose requeue a take-over broke, its taker
+// sends the same envelope again, and a channel released now would be leased to another batch built
+// on the same sequence number, which the first may still take.
+func TestAChannelIsNotReleasedWhileItsParkedBatchCanStillLand(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 10, 2)
+	h.orch.Store = &takingOverStore{Store: h.store}
+	l := &doneLedger{fakeLedger: h.ledger}
+	h.orch.Ledger = l
+	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{Status: transfer.SendTryAgainLater, LatestLedger: 100}, false, nil
+	}
+	h.orch.RunQueuedBatch(context.Background(), msgs)
+	if got := h.batchItem(t, 1); got.Status != transfer.StatusInDoubt {
+		t.Fatalf("the key still held is %s, want in_doubt", got.Status)
+	}
+	for _, hash := range l.done {
+		if hash == fb.hashes[0] {
+			t.Fatalf("the channel of batch %s was released while a taker re-sends it", hash[:8])
+		}
+	}
+}

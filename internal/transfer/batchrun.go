@@ -246,8 +246,11 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 			why = refusal
 		}
 		requeued, err := RequeueRefused(ctx, bs, attached, CodeSubmissionFailed, o.Clock.Now())
-		o.Ledger.Done(ctx, env)
 		if requeued {
+			// Decided: no item names the envelope, so nobody can send it again. Otherwise a
+			// taker may send it again (or will, once the leases end) and it can still land, so
+			// its channel stays leased rather than go to a batch built on its sequence number.
+			o.Ledger.Done(ctx, env)
 			o.releaseBatch(ctx, bs, b, keysOf(attached), a.settings.KeyTTL)
 		}
 		for _, rec := range attached {
