@@ -435,6 +435,15 @@
 //     first key's stream record claims the batch item's page, dynamo.Store.PageBatch). The sweep, an inline reconciliation and an operator settle each key by the rules above
 //     from the batch's proof; an operator's resolve with a hash is checked on chain to hold this
 //     key's operation at its index.
+//   - A key whose batch item does not hold its operation (ErrBatchMismatch: the item lost, or
+//     naming another key at its index) is never judged nor sent: an expired claim of it is parked
+//     in_doubt for an operator (Settle), and only a forced discard releases it, once no ledger
+//     can include the batch (internal/reconcile).
+//
+// A shortfall on the paying or the service's side pages through the alarms on
+// transfer_orchestration_failure_total, which read no log line: the submitter reports each key's
+// run as RunQueued reports a message alone (a refusal before or on the first send included), and
+// Settle counts the page of a batch it finds FAILED on that side (FailureCounter).
 //
 // Synchronous callers and cancels. A batched key is an async item, and a synchronous call with the
 // same key and request meets it as it meets any: queued or in_flight under a live lease, it waits

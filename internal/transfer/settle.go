@@ -48,7 +48,8 @@ type Settlement struct {
 // (an async item: requeued, ResolvedRequeued); an
 // expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. A batched
 // key (rec.Batch) is judged by its own operation from its batch item's envelope (settleBatched;
-// doc.go, "Batches"); ErrBatchMismatch when the batch item does not hold it. It is
+// doc.go, "Batches"); ErrBatchMismatch when the batch item does not hold it (an expired claim is
+// then parked in_doubt for an operator all the same, and the Settlement says so). It is
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
 // (wrapped) when another caller changed the item first; the ledger's or the store's errors.
 //
