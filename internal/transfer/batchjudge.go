@@ -141,7 +141,7 @@ func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnve
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 			return Settlement{Lookup: &lk}, v, err
 		}
-		s = Settlement{Resolution: ResolvedRequeued, Record: next, Lookup: &lk}
+		s = Settlement{Resolution: ResolvedRequeued, Record: next, Lookup: &lk, Shortfall: shortfall}
 		if shortfall != "" && pagesShortfall(lk, rec.Batch.Index) {
 			o.pageUnderfunded(ctx, rec, shortfall, fmt.Sprintf("batch %s included FAILED in ledger %d %v", b.Envelope.InnerHash, lk.Ledger, lk.ResultCodes))
 		}

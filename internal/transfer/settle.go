@@ -37,6 +37,11 @@ type Settlement struct {
 	Resolution Resolution
 	Record     Record
 	Lookup     *Lookup
+	// Shortfall is the code of the retryable answer (VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED,
+	// SERVICE_SIDE_FAILURE) when the item was released or requeued because the ledger included
+	// its envelope FAILED on the service's side (SourceShortfall; a batch's batchShortfall), else
+	// "". A requeue for it waits its Retry-After (RequeueDelay).
+	Shortfall string
 }
 
 // Settle judges rec, an in_doubt item or an in_flight item whose lease expired, from the ledger
@@ -105,7 +110,9 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 		if fc, ok := o.observer().(FailureCounter); ok && count {
 			fc.CountFailure(ctx, rec.Request.OperationType, Retryable, code)
 		}
-		return o.freed(rec, &lk), nil
+		s := o.freed(rec, &lk)
+		s.Shortfall = code
+		return s, nil
 	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
 		next := SettledRecord(rec, lk, now, o.settings().KeyTTL)
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
