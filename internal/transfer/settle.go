@@ -59,7 +59,8 @@ type Settlement struct {
 //
 // A release for a failure on the paying or the service's side is counted once with its code
 // (FailureCounter, when the Observer is one): the alarms on transfer_orchestration_failure_total
-// page on it (template.yaml), and the sweep and a discard answer no call that would count it.
+// page on it (template.yaml), and the sweep and a discard answer no call that would count it. A
+// batch's failure is counted once per batch, with its page (pagesShortfall), not once per key.
 func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, error) {
 	return o.settle(ctx, rec, true)
 }
@@ -89,7 +90,14 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 	}
 	if rec.Batch != nil {
 		// Its envelope is a batch's: judged by its own operation (doc.go, "Batches").
-		return o.settleBatched(ctx, rec)
+		s, err := o.settleBatched(ctx, rec)
+		if err == nil && count && s.Shortfall != "" && s.Lookup != nil && pagesShortfall(*s.Lookup, rec.Batch.Index) {
+			// Counted with its page: once per batch, by the judge of the key that pages
+			// (pagesShortfall), as a single transfer's sweep counts once. A key the submitter
+			// judged is counted by its own report and never reaches Settle.
+			o.countFailure(ctx, rec, s.Shortfall)
+		}
+		return s, err
 	}
 	env := *rec.Envelope
 	lk, err := o.lookup(ctx, env)
@@ -107,8 +115,8 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 		o.Ledger.Done(ctx, env)
 		code := SourceShortfall(env, lk)
 		o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
-		if fc, ok := o.observer().(FailureCounter); ok && count {
-			fc.CountFailure(ctx, rec.Request.OperationType, Retryable, code)
+		if count {
+			o.countFailure(ctx, rec, code)
 		}
 		s := o.freed(rec, &lk)
 		s.Shortfall = code
@@ -138,6 +146,14 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 		return Settlement{Resolution: ResolvedInDoubt, Record: next, Lookup: &lk}, nil
 	}
 	return Settlement{Resolution: Unresolved, Lookup: &lk}, nil
+}
+
+// countFailure counts a release or requeue of rec for a failure on the paying or the service's
+// side (code) in transfer_orchestration_failure_total, when the Observer is a FailureCounter.
+func (o *Orchestrator) countFailure(ctx context.Context, rec Record, code string) {
+	if fc, ok := o.observer().(FailureCounter); ok {
+		fc.CountFailure(ctx, rec.Request.OperationType, Retryable, code)
+	}
 }
 
 // freed is the Settlement of rec once free released (deleted) or requeued it.
