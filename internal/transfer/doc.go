@@ -183,10 +183,11 @@
 //     op_no_source_account, tx_bad_auth, tx_bad_auth_extra, tx_bad_minseq_age_or_gap,
 //     tx_bad_sponsorship, tx_internal_error, the contract call's codes, any operation code not
 //     listed): released, 503 SERVICE_SIDE_FAILURE; both page (an ERROR line with "alert");
-//     no new envelope in the same call, nor in a retry that settles it inline; an async item
-//     is requeued and every path's message of it waits the failure's Retry-After (RunQueued's
-//     Backoff, RequeueDelay for the inline, sweep and discard requeues). Safe because the included envelope's sequence number is consumed and it can
-//     never apply again (releaseShortfall).
+//     no new envelope in the same call, nor in a retry that settles it inline, nor in a call
+//     that waited on it (heldShortfall: it answers the same 503); an async item is requeued and
+//     every path's message of it waits the failure's Retry-After (RunQueued's Backoff,
+//     RequeueDelay for the inline, sweep and discard requeues). Safe because the included
+//     envelope's sequence number is consumed and it can never apply again (releaseShortfall).
 //   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).
 //   - The budget ends with the envelope undecided: in_doubt, 409 TRANSFER_IN_DOUBT with the
 //     failing code (TRANSFER_TIMEOUT, SUBMISSION_FAILED, INTERNAL_ERROR; LEASE_EXPIRED for a
