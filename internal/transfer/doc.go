@@ -59,7 +59,9 @@
 //   - in_doubt: in_flight -> in_doubt when the budget ends with the envelope undecided
 //     (InDoubtRecord).
 //   - release (Store.Delete): the item is deleted, only when nothing can land: the envelope was
-//     never sent, was refused on its first send, or is proven dead. The next claim starts afresh.
+//     never sent, was refused on its first send, is proven dead, or was included FAILED on the
+//     service's side (it landed, FAILED, with only the fee charged: releaseShortfall). The next
+//     claim starts afresh.
 //   - take over: an in_flight item whose lease expired (its invocation died) gets the new caller
 //     as lease owner. Without an envelope the transfer runs again; with one, the same envelope is
 //     re-sent and judged, never rebuilt (takeover.go).

@@ -292,8 +292,8 @@ func (o *Orchestrator) runTaken(ctx context.Context, rec Record) (Delivery, bool
 	return DeliveryDone, false, err
 }
 
-// Requeued is rec, an async item for which nothing can land (never sent, refused before inclusion
-// or proven dead: doc.go, "Proof rules"), queued again for the submitter: the same incarnation
+// Requeued is rec, an async item for which nothing can land (never sent, refused before inclusion,
+// proven dead, or included FAILED on the service's side: doc.go, "Proof rules"), queued again for the submitter: the same incarnation
 // (ClaimID), the next Version, status queued, no lease, no envelope (nor batch reference), no
 // result, no TTL. It takes the place of the release (delete) of a synchronous item, so the
 // accepted transfer is never dropped; a new envelope is built for it only by the next run, as

@@ -15,11 +15,12 @@ const (
 	ResolvedLanded Resolution = "replayable"
 	// ResolvedFailed: the envelope was included and FAILED; the item is rejected.
 	ResolvedFailed Resolution = "rejected"
-	// ResolvedReleased: nothing can land (proven dead, or never sent); the item is deleted and
-	// the key is free.
+	// ResolvedReleased: nothing can land and nothing moved (proven dead, never sent, or included
+	// FAILED on the service's side: Settlement.Shortfall); the item is deleted and the key is free.
 	ResolvedReleased Resolution = "released"
-	// ResolvedRequeued: nothing can land for an async item (proven dead, or never sent); it is
-	// queued again for the submitter (Requeued) and its message is to be sent again.
+	// ResolvedRequeued: nothing can land for an async item (proven dead, never sent, or included
+	// FAILED on the service's side); it is queued again for the submitter (Requeued) and its
+	// message is to be sent again (SendRequeued: after RequeueDelay).
 	ResolvedRequeued Resolution = "requeued"
 	// ResolvedInDoubt: an expired claim whose envelope cannot be judged yet was parked in_doubt.
 	ResolvedInDoubt Resolution = "in_doubt"
