@@ -87,3 +87,22 @@ func contains(ms []transfer.QueueMessage, m transfer.QueueMessage) bool {
 	}
 	return false
 }
+
+// An operator's discard that requeues a key for the same failure holds its message back as long.
+func TestDiscardRequeueForServiceSideFailureWaitsItsRetryAfter(t *testing.T) {
+	f := newFixture(t)
+	b, recs := f.putBatch(t, "wait-dis-0", "wait-dis-1")
+	f.ledger.landed[b.Envelope.InnerHash] = transfer.Lookup{Status: transfer.LookupFailed, Hash: b.Envelope.InnerHash, Ledger: 77,
+		ResultCodes: []string{"tx_failed", "op_bad_auth", "op_success"}}
+	q := &heldQueue{}
+	f.svc = reconcile.New(reconcile.Config{Store: f.store, Settler: f.orch, Ledger: f.ledger, Gauge: f.gauge, Clock: f.clock,
+		KeyTTL: func() time.Duration { return time.Hour }, Logger: f.log, Queue: q})
+	got := mustDo(t, f, `{"action":"resolve","storeKey":"`+recs[1].StoreKey+`","discard":true,"operator":"alice","reason":"signers fixed"}`)
+	if got["resolution"] != "requeued" {
+		t.Fatalf("discard = %v", got)
+	}
+	m := transfer.QueueMessage{StoreKey: recs[1].StoreKey, ClaimID: recs[1].ClaimID}
+	if d, held := q.delays[m]; !held || d != time.Minute || len(q.now) != 0 {
+		t.Fatalf("held back %v, sent at once %v; want the message held back 1m0s", q.delays, q.now)
+	}
+}
