@@ -562,9 +562,10 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 		return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedReleased)}, nil
 	case transfer.ResolvedRequeued:
 		// An async transfer is never dropped once the ledger proves its envelope dead: Settle
-		// queued it again (README.md, "Asynchronous transfers"). Its message is sent now; if that
-		// fails, the sweep sends it once the item is older than its grace.
-		sent := s.send(ctx, st.Record)
+		// queued it again (README.md, "Asynchronous transfers"). Its message is sent now, or held
+		// back for a failure's Retry-After (transfer.RequeueDelay); if that fails, the sweep
+		// sends it once the item is older than its grace.
+		sent := s.sendRequeued(ctx, st)
 		s.cfg.Logger.InfoContext(ctx, "in-doubt async transfer proven dead: queued again", "storeKey", rec.StoreKey,
 			"operator", req.Operator, "reason", req.Reason, "messageSent", sent)
 		return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedRequeued)}, nil

@@ -144,7 +144,7 @@ func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnve
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 			return Settlement{Lookup: &lk}, v, err
 		}
-		s = Settlement{Resolution: ResolvedRequeued, Record: next, Lookup: &lk}
+		s = Settlement{Resolution: ResolvedRequeued, Record: next, Lookup: &lk, Shortfall: shortfall}
 		if shortfall != "" && pagesShortfall(lk, rec.Batch.Index) {
 			o.pageUnderfunded(ctx, rec, shortfall, fmt.Sprintf("batch %s included FAILED in ledger %d %v", b.Envelope.InnerHash, lk.Ledger, lk.ResultCodes))
 			// A judge that answers no call for this key (the sweep's or a discard's Settle, or a
