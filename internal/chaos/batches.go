@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/stellar-transfer/orchestrator/internal/queue"
+	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
@@ -151,6 +152,14 @@ func (cr campaignBatchRunner) RunQueuedBatch(ctx context.Context, msgs []transfe
 		rng: rand.New(rand.NewPCG(cr.r.cfg.Seed, 1<<45+uint64(inv.n)<<20^h.Sum64()))}
 	answers := cr.r.orch.RunQueuedBatch(withCaller(ctx, c), msgs)
 	cr.r.events.add("batched_events")
+	crashed := 0
+	for _, a := range answers {
+		if errors.Is(a.Err, errCrash) {
+			crashed++
+		}
+	}
+	// One step crashed the invocation; its event's other messages died with it.
+	cr.r.events.addN("delivery_killed_with_its_invocation", crashed-1)
 	for i, a := range answers {
 		cr.r.events.add("delivery_" + string(a.Delivery))
 		switch {
@@ -349,4 +358,34 @@ func (r *rig) judgeBatches() []string {
 		}
 	}
 	return bad
+}
+
+// deauthorizeDuring, in a batched run, takes the trustline authorization of one wallet paid by
+// wave w's keys away for a minute, at 1 to 6 s into the wave (while its batches are being
+// checked, built and sent), in three waves of every ten: a key of that wallet meets
+// op_not_authorized on chain, alone or in a batch that then lands FAILED (its destination check
+// passed before, or was lost), and is rejected; its batch's other keys are requeued and paid by
+// a later transaction. The authorization comes back before the next such wave.
+func (r *rig) deauthorizeDuring(w int, wg *sync.WaitGroup) {
+	if r.batches == nil || r.usdc.Code == "" {
+		return
+	}
+	switch (w / r.cfg.Wave) % 10 {
+	case 2, 4, 7:
+	default:
+		return
+	}
+	k := w + r.batches.dice.IntN(r.cfg.Wave)
+	at := time.Duration(1000+r.batches.dice.IntN(5000)) * time.Millisecond
+	wallet := r.walletOf(k)
+	r.clock.Go(wg, func() {
+		ctx := context.Background()
+		_ = r.clock.Sleep(ctx, at)
+		if err := r.net.SetTrustlineAuth(wallet, r.usdc, stellarsim.Unauthorized); err != nil {
+			return
+		}
+		r.faults.add("destination_deauthorized")
+		_ = r.clock.Sleep(ctx, time.Minute)
+		_ = r.net.SetTrustlineAuth(wallet, r.usdc, stellarsim.Authorized)
+	})
 }

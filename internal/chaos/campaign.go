@@ -138,6 +138,10 @@ type Report struct {
 	// service_max_charged and service_envelopes_* in stroops or counts, fee_above_cap_answers).
 	Congested  bool
 	Congestion map[string]int
+	// RejectedOnChain is how many keys ended rejected by their destination on chain (a batched
+	// run's deauthorized trustlines): each by the one FAILED transaction in which its own
+	// operation failed.
+	RejectedOnChain int
 	// LeftToOperator is how many in_doubt items, after healing, no proof of the service could
 	// ever settle under the load balancer, so the operator forced their discard after checking
 	// full history (settleUnprovable; README, "Which RPC and Horizon deployments the proof
@@ -213,6 +217,9 @@ func (r Report) String() string {
 	if len(r.BatchTxs) > 0 {
 		fmt.Fprintf(&b, "  batches applied: %v transactions, %v operations, the largest %d operations\n", r.BatchTxs, r.BatchOps, r.LargestBatch)
 	}
+	if r.RejectedOnChain > 0 {
+		fmt.Fprintf(&b, "  keys rejected by their destination on chain: %d (each by the FAILED transaction in which its own operation failed)\n", r.RejectedOnChain)
+	}
 	if r.Cancelled > 0 {
 		fmt.Fprintf(&b, "  keys cancelled before a submitter took them: %d (nothing applied for any)\n", r.Cancelled)
 	}
@@ -270,8 +277,10 @@ type rig struct {
 	ledger  *faultyLedger
 	orch    *transfer.Orchestrator
 	wallet  string
-	// wallets are the keys' wallets (walletOf), wallet the first of them.
+	// wallets are the keys' wallets (walletOf), wallet the first of them; usdc the asset they
+	// are paid in.
 	wallets []string
+	usdc    stellarsim.Asset
 	// vaultKey is the vault account's master key (an operator's key in the adversary's tests);
 	// feeAccount is the fee account's address (the fee bumps' fee source).
 	vaultKey   *keypair.Full
@@ -384,6 +393,9 @@ func newRig(cfg Config) (*rig, func(), error) {
 	for _, w := range st.Info.Wallets[:max(cfg.Wallets, 1)] {
 		r.wallets = append(r.wallets, w.Account)
 	}
+	if len(st.Info.Assets) > 0 {
+		r.usdc = stellarsim.Asset{Code: st.Info.Assets[0].Code, Issuer: st.Info.Assets[0].Issuer}
+	}
 	if cfg.Contract {
 		r.contract = st.Info.VaultContract
 		// The wallet's opening balance in the vault, so that withdrawals have something to take.
@@ -414,8 +426,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 		if c != nil && c.inv != nil && c.inv.dead.Load() {
 			// Its SubmitterFunction invocation crashed (another record of it, or an earlier
 			// message or batch of its event): the process is gone, and so is every later step.
-			if !c.crashed || c.inv.batched {
-				// A batched invocation's messages share one caller: each step refused counts.
+			if !c.crashed {
 				c.crashed = true
 				r.events.add("delivery_killed_with_its_invocation")
 			}
@@ -626,8 +637,8 @@ func Run(cfg Config) (Report, error) {
 								if _, ok := r.batched(); ok {
 									// A batched submitter takes its keys after the batching
 									// window, one batch after the other: the DELETE comes
-									// within 10 s, so it races the take both ways.
-									_ = r.clock.Sleep(ctx, time.Duration(c.rng.IntN(10_000))*time.Millisecond)
+									// within 20 s, so it races the take both ways.
+									_ = r.clock.Sleep(ctx, time.Duration(c.rng.IntN(20_000))*time.Millisecond)
 								}
 								if r.cancelAsync(ctx, k, c.name) {
 									seenMu.Lock()
@@ -675,6 +686,7 @@ func Run(cfg Config) (Report, error) {
 			r.clock.Go(&wg, func() { r.sweeper(withCaller(context.Background(), r.newCaller(wave, 250, true)), active) })
 			r.clock.Go(&wg, func() { r.operator(withCaller(context.Background(), r.newCaller(wave, 251, true)), active) })
 		}
+		r.deauthorizeDuring(w, &wg)
 		if driver.Float64() < 0.5 {
 			// The outage (if any) ends while the wave runs.
 			r.clock.Go(&wg, func() {
@@ -740,6 +752,7 @@ func Run(cfg Config) (Report, error) {
 	}
 
 	settled := make([]bool, cfg.Keys)
+	rejected := make([]string, cfg.Keys) // the FAILED transaction a key's healing retry was answered with
 	retries := make([]int, cfg.Keys)
 	for w := 0; w < cfg.Keys; w += cfg.Wave {
 		var wg sync.WaitGroup
@@ -752,6 +765,15 @@ func Run(cfg Config) (Report, error) {
 					out, err := r.orch.Transfer(ctx, r.input(k))
 					if r.cong != nil {
 						r.cong.answered(fmt.Sprintf("key %d healing retry", k), err, sentSince(ctx, sends))
+					}
+					if rej, ok := errors.AsType[*transfer.RejectedError](err); ok && r.batches != nil {
+						// Its destination refused it on chain (deauthorizeDuring): the key's
+						// stored answer, final (judge checks the transaction and its operation).
+						seenMu.Lock()
+						rejected[k] = rej.TransactionHash
+						seenMu.Unlock()
+						settled[k] = true
+						return
 					}
 					if errors.As(err, new(*transfer.CancelledError)) {
 						// Cancelled before it ran: every retry answers the same (judge checks
@@ -796,7 +818,7 @@ func Run(cfg Config) (Report, error) {
 	}
 	rep.SweptAfterProvable = sweptBy.Sub(provableBy)
 	rep.LeftToOperator = unprovable
-	rep.Violations = append(append(r.judge(seen, settled, cancelled, toldCancelled, &rep), asyncBad...), r.judgeCharges()...)
+	rep.Violations = append(append(r.judge(seen, settled, cancelled, toldCancelled, rejected, &rep), asyncBad...), r.judgeCharges()...)
 	rep.Violations = append(rep.Violations, r.judgeBatches()...)
 	if r.cong != nil {
 		ours := func(hash string) bool { _, ok := r.ledger.ownerOf(hash); return ok }

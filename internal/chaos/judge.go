@@ -10,7 +10,7 @@ import (
 )
 
 // judge checks the four invariants against the ledger and the store.
-func (r *rig) judge(seen [][]string, settled, cancelled, toldCancelled []bool, rep *Report) []string {
+func (r *rig) judge(seen [][]string, settled, cancelled, toldCancelled []bool, rejected []string, rep *Report) []string {
 	var bad []string
 	applied := r.net.Applied()[r.setupTxs:]
 	if r.cong != nil {
@@ -98,6 +98,11 @@ func (r *rig) judge(seen [][]string, settled, cancelled, toldCancelled []bool, r
 		switch {
 		case err != nil:
 			bad = append(bad, fmt.Sprintf("key %s: no item after healing: %v", key, err))
+		case rec.Status == transfer.StatusRejected && rejected[k] != "":
+			rep.RejectedOnChain++
+			if why := r.failedItself(k, rec, txs); why != "" {
+				bad = append(bad, fmt.Sprintf("key %s: rejected with %s: %s", key, short(rec.Result.TransactionHash), why))
+			}
 		case rec.Status != transfer.StatusReplayable:
 			var b strings.Builder
 			fmt.Fprintf(&b, "key %s: item is %s after healing (envelope %s, maxTime %d); the item's writes:", key, rec.Status, short(envHash(rec)), envMaxTime(rec))
@@ -214,4 +219,24 @@ func (r *rig) paidAt(k int, hash string, index int) string {
 		return fmt.Sprintf("the transaction has %d operations", len(tx.Ops))
 	}
 	return r.paysKey(k, tx.Ops[index])
+}
+
+// failedItself says why rec, key k's stored rejection, is not a destination's refusal on chain (""
+// when it is): the one transaction that decided the key (txs) landed FAILED, the item names it,
+// and the key's own operation in it failed.
+func (r *rig) failedItself(k int, rec transfer.Record, txs []stellarsim.AppliedTx) string {
+	if len(txs) != 1 || txs[0].Status != "FAILED" || txs[0].Hash != rec.Result.TransactionHash {
+		return fmt.Sprintf("%d transactions decided the key, want the one FAILED transaction the item names", len(txs))
+	}
+	tx := txs[0]
+	for i, op := range tx.Ops {
+		if r.paysKey(k, op) != "" {
+			continue
+		}
+		if len(tx.Ops) == 1 || (i < len(tx.OpResults) && tx.OpResults[i] != "op_success") {
+			return ""
+		}
+		return fmt.Sprintf("its operation %d succeeded (%v): a neighbour's failure is no rejection of this key", i, tx.OpResults)
+	}
+	return "the transaction holds no payment of the key"
 }
