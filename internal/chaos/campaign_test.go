@@ -216,12 +216,14 @@ func TestCampaignAsync(t *testing.T) {
 	seed := campaignSeed(t)
 	cfg := chaos.DefaultConfig(seed)
 	cfg.Channels, cfg.Keys, cfg.LoadBalanced, cfg.Async = 8, campaignKeys(t, 100), true, true
-	// Batches: each wave runs at one BATCH_SIZE of CHAOS_BATCH, and the keys pay 16 wallets in
-	// turn (a batch holds one payment per destination) in waves of 10 keys, so a batch can hold
-	// up to 10 and 100 keys (make test) still meet every wave's fault (stalls, history lost and
+	// Batches: each wave runs at one BATCH_SIZE of CHAOS_BATCH, and the keys pay twice as many
+	// wallets as a wave has keys, at least 16, in turn (a batch holds one payment per
+	// destination), in waves of CHAOS_WAVE keys (10 by default), so a batch can hold a wave's
+	// keys and 100 keys (make test) still meet every wave's fault (stalls, history lost and
 	// back, the outage) once.
-	cfg.BatchSizes, cfg.Wallets, cfg.Wave = campaignBatchSizes(t), 16, 10
-	rep := runCampaign(t, cfg, fmt.Sprintf("CHAOS_SEED=%d CHAOS_BATCH=%s go test -run TestCampaignAsync ./internal/chaos", seed, batchEnv(cfg.BatchSizes)))
+	cfg.BatchSizes, cfg.Wave = campaignBatchSizes(t), campaignWave(t, 10)
+	cfg.Wallets = max(16, 2*cfg.Wave)
+	rep := runCampaign(t, cfg, fmt.Sprintf("CHAOS_SEED=%d CHAOS_BATCH=%s CHAOS_WAVE=%d go test -run TestCampaignAsync ./internal/chaos", seed, batchEnv(cfg.BatchSizes), cfg.Wave))
 	if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
 		t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read", n)
 	}
@@ -336,4 +338,18 @@ func assertBatched(t *testing.T, cfg chaos.Config, rep chaos.Report) {
 	if rep.Events["batched_events"] == 0 || rep.Events["batches_prepared"] == 0 || rep.BatchTxs["SUCCESS"] == 0 {
 		t.Errorf("%d waves batched, but no batch landed: events %v, batch transactions %v", batchedWaves, rep.Events, rep.BatchTxs)
 	}
+}
+
+// campaignWave is CHAOS_WAVE, the keys in flight at once in the async run, or def when unset.
+func campaignWave(t *testing.T, def int) int {
+	t.Helper()
+	v := os.Getenv("CHAOS_WAVE")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("CHAOS_WAVE: %q", v)
+	}
+	return n
 }
