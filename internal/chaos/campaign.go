@@ -637,8 +637,8 @@ func Run(cfg Config) (Report, error) {
 								if _, ok := r.batched(); ok {
 									// A batched submitter takes its keys after the batching
 									// window, one batch after the other: the DELETE comes
-									// within 20 s, so it races the take both ways.
-									_ = r.clock.Sleep(ctx, time.Duration(c.rng.IntN(20_000))*time.Millisecond)
+									// within a minute, so it races the take both ways.
+									_ = r.clock.Sleep(ctx, time.Duration(c.rng.IntN(60_000))*time.Millisecond)
 								}
 								if r.cancelAsync(ctx, k, c.name) {
 									seenMu.Lock()
