@@ -56,8 +56,8 @@ const (
 
 // Values of EventDetail.ResolvedBy.
 const (
-	ResolvedByLedger   = "ledger"   // a retry of the client's call, or the minute's sweep, settled it from the ledger
-	ResolvedByOperator = "operator" // an operator's reconcile action (the item carries its audit)
+	ResolvedByLedger   = "ledger"   // the ledger settled it: a retry of the client's call, the minute's sweep, or an operator's discard the ledger proves (logged, not audited)
+	ResolvedByOperator = "operator" // an operator's resolve by hash or forced discard (the item carries its audit)
 )
 
 // EventDetail is the detail of a settlement event (README.md, "Settlement events"). It is built

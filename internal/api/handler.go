@@ -90,9 +90,9 @@ type ViewResponse struct {
 	Memo *transfer.Memo `json:"memo,omitempty"`
 	// MuxedAccount names the muxed (M...) wallet a transfer paid: absent for a G... or C... one.
 	MuxedAccount *MuxedAccount `json:"muxedAccount,omitempty"`
-	// OutsideReplayWindow is true (else absent) when the key's replay window has ended: this is
-	// the lasting record of its last settled transfer, and a POST with the key now starts a new
-	// transfer (transfer.View.OutsideReplayWindow).
+	// OutsideReplayWindow is true (else absent) when the key's replay window has ended or its
+	// in-doubt item was released: this is the lasting record of its last settled transfer, and a
+	// POST with the key now starts a new transfer (transfer.View.OutsideReplayWindow).
 	OutsideReplayWindow bool `json:"outsideReplayWindow,omitempty"`
 	// CreatedAt is when the transfer this answer describes was claimed (RFC 3339, UTC,
 	// milliseconds): with outsideReplayWindow, an earlier transfer of the key.

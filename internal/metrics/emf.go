@@ -182,6 +182,18 @@ func (w *Writer) Finished(_ context.Context, r transfer.Report) {
 	w.write(members, dirs)
 }
 
+// CountFailure writes FailureTotal by (operation, classification, code) alone, for a failure no
+// call answered (transfer.FailureCounter: the sweep's or a discard's release of a transfer that
+// failed on the paying or the service's side), so that its code's alarm pages; Total and
+// DurationMS count calls and are left alone.
+func (w *Writer) CountFailure(_ context.Context, op transfer.Operation, c transfer.Classification, code string) {
+	w.write(map[string]any{DimOperation: string(op), DimClassification: string(c), DimCode: code, FailureTotal: 1},
+		[]directive{{Namespace: Namespace, Dimensions: [][]string{{DimOperation, DimClassification, DimCode}},
+			Metrics: []metricDefn{{FailureTotal, unitCount}}}})
+}
+
+var _ transfer.FailureCounter = (*Writer)(nil)
+
 // StartStep does nothing: metrics have no steps (the tracing observer opens subsegments).
 func (w *Writer) StartStep(ctx context.Context, _ string) (context.Context, func(error)) {
 	return ctx, func(error) {}

@@ -18,6 +18,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -393,14 +394,19 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	switch {
 	case lk.Status == transfer.LookupSuccess:
 	case lk.Status == transfer.LookupFailed && rec.Batch != nil:
-		// A batched key is judged by its own operation (transfer.JudgeOperation): a neighbour's
-		// failure or the paying side's queues it again; only its own is its rejection.
-		if v, _ := transfer.JudgeOperation(env, lk, rec.Batch.Index); v == transfer.VerdictRequeue {
-			return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s), and nothing moved for operation %d, this transfer's: the sweep (or a discard) queues it again",
-				lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), rec.Batch.Index)
+		// A batched key's fate is its own operation's (transfer.JudgeOperation), not the batch's
+		// failure as a whole: say what the sweep does with this key.
+		next := fmt.Sprintf("nothing moved for operation %d, this transfer's: the sweep (or a discard) queues it again", rec.Batch.Index)
+		switch v, shortfall := transfer.JudgeOperation(env, lk, rec.Batch.Index); {
+		case v == transfer.VerdictRejected && (len(lk.ResultCodes) == 0 || lk.ResultCodes[0] != "tx_failed"):
+			next = "the transaction failed before its operations ran: the sweep will store the rejection"
+		case v == transfer.VerdictRejected:
+			next = fmt.Sprintf("this key's operation %d is the one at fault: the sweep will store the rejection", rec.Batch.Index)
+		case shortfall != "":
+			next += fmt.Sprintf(" (%s: the key runs again once the account is funded or fixed)", shortfall)
 		}
-		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s) on operation %d, this transfer's; the sweep will store the rejection",
-			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), rec.Batch.Index)
+		return nil, refuse(CodeTransactionFailed, "the ledger shows %s included in ledger %d and FAILED (%s); %s",
+			lk.Hash, lk.Ledger, strings.Join(lk.ResultCodes, ", "), next)
 	case lk.Status == transfer.LookupFailed && transfer.SourceShortfall(env, lk) != "":
 		// The service's side failed (the paying side could not pay, or its accounts or signing):
 		// the sweep (or a discard) releases the key and pages (transfer.Orchestrator.Settle);

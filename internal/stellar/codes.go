@@ -1,6 +1,8 @@
 package stellar
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"reflect"
 	"strings"
 	"unicode"
@@ -121,27 +123,27 @@ func OpCode(r xdr.OperationResult) string {
 	case xdr.OperationResultCodeOpTooManySponsoring:
 		return "op_too_many_sponsoring"
 	default:
-		return "op_unknown"
+		return opUnknown
 	}
 	if r.Tr == nil {
-		return "op_unknown"
+		return opUnknown
 	}
 	arm, ok := r.Tr.ArmForSwitch(int32(r.Tr.Type))
 	if !ok || arm == "" {
-		return "op_unknown"
+		return opUnknown
 	}
 	// The arm is a pointer to an XxxResult union whose discriminant is its Code field.
 	v := reflect.ValueOf(*r.Tr).FieldByName(arm)
 	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
-		return "op_unknown"
+		return opUnknown
 	}
 	code := v.Elem().FieldByName("Code")
 	if !code.IsValid() {
-		return "op_unknown"
+		return opUnknown
 	}
 	s, ok := code.Interface().(interface{ String() string })
 	if !ok {
-		return "op_unknown"
+		return opUnknown
 	}
 	name := s.String()
 	if n, ok := opCodeIrregular[name]; ok {
@@ -151,7 +153,7 @@ func OpCode(r xdr.OperationResult) string {
 	op := strings.TrimSuffix(arm, "Result")
 	suffix, ok := strings.CutPrefix(name, op+"ResultCode"+op)
 	if !ok || suffix == "" {
-		return "op_unknown"
+		return opUnknown
 	}
 	return "op" + snake(suffix)
 }
@@ -167,4 +169,61 @@ func snake(camel string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// opUnknown is the code of an operation result that cannot be read: an operation type or code
+// this build's SDK does not know (OpCode), or one that follows it in an undecodable result
+// (failedCodesOf).
+const opUnknown = "op_unknown"
+
+// failedCodesOf reads a FAILED transaction's result (base64 XDR: getTransaction's resultXdr,
+// Horizon's result_xdr) into its fee charged and its codes (ResultCodes). A result the SDK cannot
+// decode is read as far as its transaction-level code (a fee bump's inner one): when that is
+// txFAILED, every operation the SDK can decode in order has its code, and from the first it
+// cannot, each is "op_unknown". txFAILED is set only at apply once the sequence number was
+// consumed (stellar-core's TransactionFrame::processSignatures and applyOperations), so the
+// failure can still be judged (transfer.SourceShortfall: an unknown code is the service's side);
+// any other undecodable result is the decoding error, never a guess at a code that might precede
+// the sequence check.
+func failedCodesOf(resultXDR string) (fee int64, codes []string, err error) {
+	var tr xdr.TransactionResult
+	err = xdr.SafeUnmarshalBase64(resultXDR, &tr)
+	if err == nil {
+		return int64(tr.FeeCharged), ResultCodes(tr), nil
+	}
+	b, derr := base64.StdEncoding.DecodeString(resultXDR)
+	if derr != nil || len(b) < 12 {
+		return 0, nil, err
+	}
+	fee = int64(binary.BigEndian.Uint64(b))
+	code, rest := xdr.TransactionResultCode(int32(binary.BigEndian.Uint32(b[8:]))), b[12:]
+	if code == xdr.TransactionResultCodeTxFeeBumpInnerFailed {
+		// InnerTransactionResultPair: the inner hash (32 bytes), then its result's fee and code.
+		if len(rest) < 32+12 {
+			return 0, nil, err
+		}
+		code, rest = xdr.TransactionResultCode(int32(binary.BigEndian.Uint32(rest[32+8:]))), rest[32+12:]
+	}
+	if code != xdr.TransactionResultCodeTxFailed || len(rest) < 4 {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(rest)
+	if n > 100 || uint64(n)*4 > uint64(len(rest)) { // MAX_OPS_PER_TX; every result is 4 bytes at least
+		return 0, nil, err
+	}
+	rest = rest[4:]
+	codes = []string{HorizonTxCode(code)}
+	dec := xdr.NewBytesDecoder()
+	for range n {
+		var op xdr.OperationResult
+		used, oerr := dec.DecodeBytes(&op, rest)
+		if oerr != nil {
+			break
+		}
+		codes, rest = append(codes, OpCode(op)), rest[used:]
+	}
+	for len(codes) < int(n)+1 {
+		codes = append(codes, opUnknown)
+	}
+	return fee, codes, nil
 }

@@ -285,11 +285,11 @@ func foundTx(lk transfer.Lookup, hash string, tx hProtocol.Transaction) (transfe
 		return lk, nil
 	}
 	lk.Status = transfer.LookupFailed
-	var tr xdr.TransactionResult
-	if err := xdr.SafeUnmarshalBase64(tx.ResultXdr, &tr); err != nil {
+	_, codes, err := failedCodesOf(tx.ResultXdr)
+	if err != nil {
 		return transfer.Lookup{}, fmt.Errorf("stellar: GET /transactions/%s: decoding result_xdr: %w", hash, err)
 	}
-	lk.ResultCodes = ResultCodes(tr)
+	lk.ResultCodes = codes
 	return lk, nil
 }
 

@@ -396,14 +396,20 @@ func (l *RPCLedger) getTransaction(ctx context.Context, hash string) (transfer.L
 		return transfer.Lookup{}, fmt.Errorf("stellar: getTransaction %s: unknown status %q", hash, resp.Status)
 	}
 	lk.Hash, lk.Ledger = hash, resp.Ledger
+	if lk.Status == transfer.LookupFailed {
+		// Read as far as the failure can be judged, even with a code this build does not know.
+		fee, codes, err := failedCodesOf(resp.ResultXDR)
+		if err != nil {
+			return transfer.Lookup{}, fmt.Errorf("stellar: getTransaction %s: decoding resultXdr: %w", hash, err)
+		}
+		lk.FeeChargedStroops, lk.ResultCodes = fee, codes
+		return lk, nil
+	}
 	var tr xdr.TransactionResult
 	if err := xdr.SafeUnmarshalBase64(resp.ResultXDR, &tr); err != nil {
 		return transfer.Lookup{}, fmt.Errorf("stellar: getTransaction %s: decoding resultXdr: %w", hash, err)
 	}
 	lk.FeeChargedStroops = int64(tr.FeeCharged)
-	if lk.Status == transfer.LookupFailed {
-		lk.ResultCodes = ResultCodes(tr)
-	}
 	return lk, nil
 }
 

@@ -288,8 +288,9 @@ const (
 //     operation failed; a source-side or service-side code such as op_underfunded, op_bad_auth,
 //     op_no_source_account; an unknown one; no result for this operation) is VerdictRequeue.
 //   - A transaction-level code a single transfer releases (SourceShortfall: tx_insufficient_balance
-//     and the service-side codes tx_bad_auth, tx_bad_auth_extra, tx_bad_min_seq_age_or_gap,
-//     tx_bad_sponsorship, all set after the sequence check): VerdictRequeue for every key.
+//     and the service-side codes tx_bad_auth, tx_bad_auth_extra, tx_bad_minseq_age_or_gap,
+//     tx_bad_sponsorship, tx_internal_error, all set after the sequence check): VerdictRequeue
+//     for every key.
 //   - Any other transaction-level code (tx_too_early, tx_too_late, tx_bad_seq, tx_no_account,
 //     tx_insufficient_fee, tx_malformed, tx_missing_operation, an unknown one, or no code): set
 //     before the sequence check (commonValidPreSeqNum, isBadSeq), so nothing proves the envelope

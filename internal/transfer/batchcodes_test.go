@@ -34,7 +34,7 @@ func TestABatchIsRequeuedOnlyWhenItsFailureConsumedItsSequence(t *testing.T) {
 		{"tx_bad_seq", transfer.VerdictRejected, "", ""},
 		{"tx_no_account", transfer.VerdictRejected, "", ""},
 		{"tx_insufficient_fee", transfer.VerdictRejected, "", ""},
-		{"tx_internal_error", transfer.VerdictRejected, "", ""},
+		{"tx_internal_error", transfer.VerdictRequeue, transfer.CodeServiceSideFailure, transfer.CodeServiceSideFailure},
 		{"tx_not_supported", transfer.VerdictRejected, "", ""},
 		{"tx_fee_bump_inner_failed", transfer.VerdictRejected, "", ""},
 		{"tx_malformed", transfer.VerdictRejected, "", ""},
@@ -44,7 +44,7 @@ func TestABatchIsRequeuedOnlyWhenItsFailureConsumedItsSequence(t *testing.T) {
 		{"tx_insufficient_balance", transfer.VerdictRequeue, transfer.CodeFeeAccountUnderfunded, transfer.CodeVaultUnderfunded},
 		{"tx_bad_auth", transfer.VerdictRequeue, transfer.CodeServiceSideFailure, transfer.CodeServiceSideFailure},
 		{"tx_bad_auth_extra", transfer.VerdictRequeue, transfer.CodeServiceSideFailure, transfer.CodeServiceSideFailure},
-		{"tx_bad_min_seq_age_or_gap", transfer.VerdictRequeue, transfer.CodeServiceSideFailure, transfer.CodeServiceSideFailure},
+		{"tx_bad_minseq_age_or_gap", transfer.VerdictRequeue, transfer.CodeServiceSideFailure, transfer.CodeServiceSideFailure},
 		{"tx_bad_sponsorship", transfer.VerdictRequeue, transfer.CodeServiceSideFailure, transfer.CodeServiceSideFailure},
 	} {
 		lk := failed(tc.code)

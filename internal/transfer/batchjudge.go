@@ -79,6 +79,9 @@ func batchSettled(rec Record, lk Lookup, v OperationVerdict, now time.Time, ttl 
 	lk.ResultCodes = codes
 	next := settled(rec, lk, now, ttl)
 	next.Result.Detail = fmt.Sprintf("the transaction was included in ledger %d and its operation %d (this transfer's) failed", lk.Ledger, i)
+	if len(codes) == 1 { // a transaction-level code (JudgeOperation): no operation ran
+		next.Result.Detail = fmt.Sprintf("the transaction was included in ledger %d and failed before its operations ran (%s)", lk.Ledger, codes[0])
+	}
 	return next
 }
 

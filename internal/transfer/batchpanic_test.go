@@ -30,8 +30,8 @@ func (p *panickyLedger) Done(ctx context.Context, env transfer.Envelope) {
 
 func (p *panickyLedger) Prepare(ctx context.Context, req transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	if !p.calm && req.WalletAddress == p.wallet {
-		var m map[string]int
-		m["boom"]++ // a runtime error: assignment to entry in nil map
+		var s []int
+		_ = s[len(req.WalletAddress)] // a runtime error: index out of range
 	}
 	return p.fakeLedger.Prepare(ctx, req, terms)
 }

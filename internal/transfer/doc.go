@@ -166,7 +166,9 @@
 //   - Send answers TRY_AGAIN_LATER or ERROR with a code on a first send: released, 503 RPC_ERROR
 //     (CHANNELS_BUSY when SendResult.SourceBusy says the source's queue slot is taken;
 //     FEE_ACCOUNT_UNDERFUNDED or VAULT_UNDERFUNDED, paging, for txINSUFFICIENT_BALANCE: the fee
-//     payer cannot pay this fee on top of those it has queued). On a re-send: nothing is proven,
+//     payer cannot pay this fee on top of those it has queued; SERVICE_SIDE_FAILURE, paging, for
+//     txBAD_AUTH, txBAD_AUTH_EXTRA, txNO_ACCOUNT and txFAILED: the service's signing or accounts,
+//     answered at once). On a re-send: nothing is proven,
 //     await the ledger.
 //   - Send fails with ErrNotSent (or the breaker is open): nothing reached the network; send again. If no send
 //     ever left, the key is released: 503 NETWORK_UNAVAILABLE.
@@ -178,8 +180,9 @@
 //     FAILED because the paying side could not pay (SourceShortfall: op_underfunded,
 //     op_src_no_trust, op_src_not_authorized, tx_insufficient_balance): released, 503
 //     VAULT_UNDERFUNDED or FEE_ACCOUNT_UNDERFUNDED; FAILED on the service's own side (op_bad_auth,
-//     op_no_source_account, tx_bad_auth, tx_bad_auth_extra, the contract call's codes, any
-//     operation code not listed): released, 503 SERVICE_SIDE_FAILURE; both page (an ERROR line with "alert");
+//     op_no_source_account, tx_bad_auth, tx_bad_auth_extra, tx_bad_minseq_age_or_gap,
+//     tx_bad_sponsorship, tx_internal_error, the contract call's codes, any operation code not
+//     listed): released, 503 SERVICE_SIDE_FAILURE; both page (an ERROR line with "alert");
 //     no new envelope in the same call, nor in a retry that settles it inline. Safe because the included envelope's sequence number is consumed and it can
 //     never apply again (releaseShortfall).
 //   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).

@@ -62,8 +62,10 @@ const (
 	// side, not the destination's or the request's (the vault's or the channel's signers or
 	// thresholds, a missing vault account, the contract call's resources or fees, or a result code
 	// the service does not know: SourceShortfall); its sequence number was consumed, so it can never
-	// land: nothing moved and the key is free. Retry with the same key once an operator has looked.
-	// It pages (alert "service-side-failure").
+	// land: nothing moved and the key is free. So is a first send the network refused for the same
+	// reasons before inclusion (txBAD_AUTH, txBAD_AUTH_EXTRA, txNO_ACCOUNT, txFAILED: refused,
+	// serviceSideSendCodes), nothing sent and no fee. Retry with the same key once an operator has
+	// looked. It pages (alert "service-side-failure").
 	CodeServiceSideFailure = "SERVICE_SIDE_FAILURE"
 	// CodeFeeAboveCap: the fee the network needs now (its recent fees, or the fee it named when
 	// it refused a transaction as paying too little) is above MAX_FEE_STROOPS; nothing was sent

@@ -104,7 +104,8 @@ const nothingSubmitted = "nothing was submitted"
 // the transaction source's queue slot is taken (SendResult.SourceBusy); FEE_ACCOUNT_UNDERFUNDED
 // (a fee bump) or VAULT_UNDERFUNDED (the vault pays its own fee) when the fee payer cannot pay
 // the fee on top of the fees it has queued (ERROR txINSUFFICIENT_BALANCE: stellar-core's
-// TransactionQueue::canAdd, or checkValid's fee check); else RPC_ERROR.
+// TransactionQueue::canAdd, or checkValid's fee check); SERVICE_SIDE_FAILURE, paging, when the
+// refusal is the service's signing or accounts (serviceSideSendCodes); else RPC_ERROR.
 func refused(res SendResult, env Envelope) *UnavailableError {
 	if res.Status == SendTryAgainLater && res.SourceBusy > 0 {
 		return &UnavailableError{Code: CodeChannelsBusy, RetryAfter: res.SourceBusy,
@@ -115,6 +116,9 @@ func refused(res SendResult, env Envelope) *UnavailableError {
 			return underfunded(CodeFeeAccountUnderfunded, "the fee account cannot pay the network fee on top of the fees it has queued (txINSUFFICIENT_BALANCE); nothing moved")
 		}
 		return underfunded(CodeVaultUnderfunded, "the vault cannot pay the network fee above its reserve (txINSUFFICIENT_BALANCE); nothing moved")
+	}
+	if res.Status == SendError && slices.Contains(serviceSideSendCodes, res.Code) {
+		return underfunded(CodeServiceSideFailure, fmt.Sprintf("the transfer failed on the service's side, not the destination's: the network refused the transaction before inclusion (%s: its signatures or source account); nothing moved: retry with the same key once an operator has fixed the service's accounts or signing (the service is paged)", res.Code))
 	}
 	detail := "the network refused the transaction before inclusion; nothing moved"
 	if res.Code != "" {
@@ -184,9 +188,11 @@ func underfundedCode(err error) string {
 //     the service's simulation and fees; op_trapped names no side, and a retry simulates again,
 //     which answers a destination's fault before anything is sent), and a code this list does not
 //     know: no code proves the client at fault, and a terminal answer cannot be taken back.
-//   - tx_bad_auth, tx_bad_auth_extra, tx_bad_min_seq_age_or_gap, tx_bad_sponsorship: the
+//   - tx_bad_auth, tx_bad_auth_extra, tx_bad_minseq_age_or_gap, tx_bad_sponsorship: the
 //     channel's or the vault's signing, rejected at apply after the sequence check:
-//     SERVICE_SIDE_FAILURE.
+//     SERVICE_SIDE_FAILURE. So is tx_internal_error: an operation threw while it applied
+//     (TransactionFrame::applyOperations and parallelApply, reached only once commonPreApply
+//     consumed the sequence number), which names no side and moved nothing.
 //
 // Every code above comes after stellar-core's sequence check at apply (TransactionFrame::
 // commonPreApply runs processSeqNum once commonValid reached kInvalidUpdateSeqNum, before
@@ -243,9 +249,22 @@ func clientSideOpCode(code string) bool { return DestinationSide(code) || code =
 // PAYMENT_SRC_NOT_AUTHORIZED "source not authorized to transfer").
 var vaultSideOpCodes = []string{"op_underfunded", "op_src_no_trust", "op_src_not_authorized"}
 
-// serviceSideTxCodes are the transaction-level results (Horizon's spelling) that stellar-core
-// sets at apply after it consumed the sequence number, and that fault the service's signing or
-// accounts: TransactionFrame::commonValid's txBAD_MIN_SEQ_AGE_OR_GAP and txBAD_AUTH (the
-// transaction source's signatures below its threshold), processSignatures' txBAD_AUTH_EXTRA, and
-// applyOperations' txBAD_SPONSORSHIP.
-var serviceSideTxCodes = []string{"tx_bad_auth", "tx_bad_auth_extra", "tx_bad_min_seq_age_or_gap", "tx_bad_sponsorship"}
+// serviceSideTxCodes are the transaction-level results (Horizon's spelling, as internal/stellar's
+// ResultCodes and Horizon's result_codes write them: txBAD_MIN_SEQ_AGE_OR_GAP is
+// "tx_bad_minseq_age_or_gap") that stellar-core sets at apply after it consumed the sequence
+// number, and that fault the service's signing or accounts, or no one: TransactionFrame::
+// commonValid's txBAD_MIN_SEQ_AGE_OR_GAP and txBAD_AUTH (the transaction source's signatures
+// below its threshold), processSignatures' txBAD_AUTH_EXTRA, applyOperations' txBAD_SPONSORSHIP,
+// and the txINTERNAL_ERROR of applyOperations and parallelApply (an operation threw; its changes
+// were not committed). internal/stellar's TestServiceSideFailureReleasesOnlyAfterSequenceConsumed
+// holds this list against every code the SDK decodes.
+var serviceSideTxCodes = []string{"tx_bad_auth", "tx_bad_auth_extra", "tx_bad_minseq_age_or_gap", "tx_bad_sponsorship", "tx_internal_error"}
+
+// serviceSideSendCodes are the first-send refusals (stellar-core's spelling, as SendResult.Code
+// carries them) that fault the service's own signing or accounts, as op_bad_auth and tx_bad_auth
+// do once included: TransactionFrame::checkValid's txBAD_AUTH (the source's signatures below its
+// threshold) and txBAD_AUTH_EXTRA (checkAllSignaturesUsed), commonValidPreSeqNum's txNO_ACCOUNT (the
+// channel or the vault is missing), and txFAILED, which before inclusion only
+// OperationFrame::checkValid's own checks give (opBAD_AUTH, opNO_ACCOUNT, a malformed operation the
+// service built): none reads the destination.
+var serviceSideSendCodes = []string{"txBAD_AUTH", "txBAD_AUTH_EXTRA", "txNO_ACCOUNT", "txFAILED"}

@@ -10,7 +10,7 @@ import "context"
 // async item is queued again and its message sent; the caller then waits on it).
 func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
 	inDoubt := o.inDoubtAnswer(a, held)
-	s, err := o.Settle(ctx, held)
+	s, err := o.settle(ctx, held, false)
 	switch {
 	case isConflict(err):
 		return Outcome{}, true, nil // settled by another caller meanwhile: read it again

@@ -51,7 +51,17 @@ type Settlement struct {
 // doc.go, "Batches"); ErrBatchMismatch when the batch item does not hold it. It is
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
 // (wrapped) when another caller changed the item first; the ledger's or the store's errors.
+//
+// A release for a failure on the paying or the service's side is counted once with its code
+// (FailureCounter, when the Observer is one): the alarms on transfer_orchestration_failure_total
+// page on it (template.yaml), and the sweep and a discard answer no call that would count it.
 func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, error) {
+	return o.settle(ctx, rec, true)
+}
+
+// settle is Settle; count says whether a release for a failure on the service's side is counted
+// here (false inline, where the retry's own answer counts it).
+func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Settlement, error) {
 	if err := o.settings().Validate(); err != nil {
 		return Settlement{}, err
 	}
@@ -90,7 +100,11 @@ func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, erro
 			return Settlement{Lookup: &lk}, err
 		}
 		o.Ledger.Done(ctx, env)
-		o.pageUnderfunded(ctx, rec, SourceShortfall(env, lk), fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
+		code := SourceShortfall(env, lk)
+		o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
+		if fc, ok := o.observer().(FailureCounter); ok && count {
+			fc.CountFailure(ctx, rec.Request.OperationType, Retryable, code)
+		}
 		return o.freed(rec, &lk), nil
 	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
 		next := SettledRecord(rec, lk, now, o.settings().KeyTTL)

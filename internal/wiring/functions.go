@@ -124,7 +124,9 @@ func (in *Init) ReconcileService() *reconcile.Service {
 	deps := Deps{
 		Config: cfg, Getenv: os.Getenv, Dynamo: clients.Dynamo, Keys: keys, Logger: in.Logger,
 		HTTPClient: tracing.HTTPClient(&http.Client{Timeout: stellar.DefaultHTTPTimeout}),
-		Observer:   tracing.Observer{},
+		// The metrics too: the sweep's and a discard's Settle count a failure it pages
+		// (transfer.Orchestrator.Settle), which the alarms on its code read.
+		Observer: Observers{emf, tracing.Observer{}},
 	}
 	if keys == nil {
 		deps.Keys = noSigning{}

@@ -39,3 +39,14 @@ func (m Observers) Finished(ctx context.Context, r transfer.Report) {
 		}
 	}
 }
+
+var _ transfer.FailureCounter = Observers(nil)
+
+// CountFailure tells every observer that counts failures (transfer.FailureCounter).
+func (m Observers) CountFailure(ctx context.Context, op transfer.Operation, c transfer.Classification, code string) {
+	for _, o := range m {
+		if fc, ok := o.(transfer.FailureCounter); ok && o != nil {
+			fc.CountFailure(ctx, op, c, code)
+		}
+	}
+}
