@@ -168,11 +168,14 @@ func (d *faultyDynamo) write(ctx context.Context, kind string, do func() error) 
 }
 
 // putKind names a PutItem by what it writes: claim_put (a new claim: attribute_not_exists or
-// expired), replace_put (a conditional replace of a transfer item: its condition names the version)
-// or lease_put (a channel account lease).
+// expired), replace_put (a conditional replace of a transfer item: its condition names the version),
+// lease_put (a channel account lease) or batch_put (a batch item).
 func putKind(in *dynamodb.PutItemInput) string {
 	if pk, ok := in.Item[dynamo.AttrPK].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, dynamo.ChannelPrefix) {
 		return "lease_put"
+	}
+	if pk, ok := in.Item[dynamo.AttrPK].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, transfer.BatchPrefix) {
+		return "batch_put" // a batch's envelope (dynamo.Store.PutBatch)
 	}
 	for _, name := range in.ExpressionAttributeNames {
 		if name == "version" {
