@@ -147,9 +147,10 @@
 //   - claimreadback_adversary_test.go and channelcalendar_adversary_test.go, the real DynamoDB
 //     store: a claim applied with every answer lost is the caller's own, and a campaign whose
 //     channel calendar bookings are refused, throttled or lose their answers pays at most once.
-//   - sqs_test.go and readfaults_test.go hold the campaign's own parts to their models: SQS's
-//     receipt handles and dead-letter rule, stellar-rpc's read faults and the report's rates (the
-//     in-process DynamoDB transport is internal/devstack's, tested there).
+//   - sqs_test.go, readfaults_test.go and batches_test.go hold the campaign's own parts to their
+//     models: SQS's receipt handles and dead-letter rule, stellar-rpc's read faults and the
+//     report's rates, the batched judge's attribution of operations to keys and of envelopes let
+//     go of (the in-process DynamoDB transport is internal/devstack's, tested there).
 //
 // rig_test.go holds the rig the scenarios share; stale_test.go the stale actors (slow lookups,
 // held writes, a store whose answers are lost on the wire). The campaign itself is

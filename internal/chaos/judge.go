@@ -101,7 +101,7 @@ func (r *rig) judge(seen [][]string, settled, cancelled, toldCancelled []bool, r
 		case rec.Status == transfer.StatusRejected && rejected[k] != "":
 			rep.RejectedOnChain++
 			if why := r.failedItself(k, rec, txs); why != "" {
-				bad = append(bad, fmt.Sprintf("key %s: rejected with %s: %s", key, short(rec.Result.TransactionHash), why))
+				bad = append(bad, fmt.Sprintf("key %s: rejected with %s: %s", key, short(rejected[k]), why))
 			}
 		case rec.Status != transfer.StatusReplayable:
 			var b strings.Builder
@@ -225,6 +225,9 @@ func (r *rig) paidAt(k int, hash string, index int) string {
 // when it is): the one transaction that decided the key (txs) landed FAILED, the item names it,
 // and the key's own operation in it failed.
 func (r *rig) failedItself(k int, rec transfer.Record, txs []stellarsim.AppliedTx) string {
+	if rec.Result == nil {
+		return "the item holds no result"
+	}
 	if len(txs) != 1 || txs[0].Status != "FAILED" || txs[0].Hash != rec.Result.TransactionHash {
 		return fmt.Sprintf("%d transactions decided the key, want the one FAILED transaction the item names", len(txs))
 	}
