@@ -31,8 +31,9 @@ const (
 	// land; a "Transfer Resolved" event follows once the ledger (or an operator) settles it.
 	DetailTypeInDoubt = "Transfer In Doubt"
 	// DetailTypeResolved: an in_doubt item was settled: landed (success), failed on chain
-	// (error), or proven never to land and released (released: nothing moved, the key is free and
-	// the same request with the same key runs afresh).
+	// (error), or released with nothing moved (released: its envelope proven dead, included FAILED
+	// on the service's side with only the fee charged, or discarded; the key is free and the same
+	// request with the same key runs afresh).
 	DetailTypeResolved = "Transfer Resolved"
 	// DetailTypeCancelled: a queued item was cancelled (status cancelled) before any submitter
 	// took it: nothing was sent and nothing will be; a POST of the key answers
@@ -127,7 +128,8 @@ type SettlementEvent struct {
 //   - a new image whose status changed into replayable or rejected: "Transfer Settled" (success
 //     or error), or "Transfer Resolved" when the old status was in_doubt;
 //   - a new image whose status changed into in_doubt: "Transfer In Doubt";
-//   - an in_doubt old image removed (released: proven dead, or an operator's discard):
+//   - an in_doubt old image removed (released, nothing moved: proven dead, included FAILED on
+//     the service's side, or an operator's discard):
 //     "Transfer Resolved" with status released;
 //   - a new image whose status changed into cancelled (from queued: the only write that makes
 //     one): "Transfer Cancelled".

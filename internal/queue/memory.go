@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
@@ -11,7 +12,12 @@ import (
 // Memory is an in-process transfer.Queue for the local stack and tests: Send appends the message,
 // Receive takes the oldest. It keeps what it is sent in order and delivers each message once;
 // tests drop, duplicate or reorder messages themselves.
+//
+// SendAfter holds a message back with After (time.AfterFunc when nil; a test injects its clock's).
 type Memory struct {
+	// After calls f once d has passed (time.AfterFunc when nil).
+	After func(d time.Duration, f func())
+
 	mu     sync.Mutex
 	msgs   []transfer.QueueMessage
 	ready  chan struct{} // closed and replaced whenever a message arrives
@@ -37,6 +43,24 @@ func (q *Memory) Send(_ context.Context, m transfer.QueueMessage) error {
 	q.msgs = append(q.msgs, m)
 	close(q.ready)
 	q.ready = make(chan struct{})
+	return nil
+}
+
+// SendAfter appends m's message once delay has passed (transfer.DelayQueue), at once when delay
+// is 0 or less. A message whose delay ends after Close is dropped, as Send after Close drops it
+// (the item stays queued for the sweep). A malformed message is refused at once.
+func (q *Memory) SendAfter(ctx context.Context, m transfer.QueueMessage, delay time.Duration) error {
+	if delay <= 0 {
+		return q.Send(ctx, m)
+	}
+	if _, err := Encode(m); err != nil {
+		return err
+	}
+	after := q.After
+	if after == nil {
+		after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+	}
+	after(delay, func() { _ = q.Send(context.WithoutCancel(ctx), m) })
 	return nil
 }
 

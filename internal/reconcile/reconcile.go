@@ -288,13 +288,26 @@ func (s *Service) view(ctx context.Context, rec transfer.Record) Item {
 	if rec.Envelope == nil {
 		return it
 	}
-	lk, err := s.cfg.Ledger.Lookup(ctx, *rec.Envelope)
+	env := *rec.Envelope
+	if rec.Batch != nil {
+		// A batched key's item holds its batch's hashes but not the signed XDR, which the batch
+		// item holds (transfer/doc.go, "Batches"): looked up from the item alone, the ledger
+		// cannot read the envelope's source and sequence number, and the view would say "not
+		// proven dead" of a batch that a discard (Settle, from the batch item) proves dead.
+		// A batch item that cannot be read leaves the item's hashes, which the ledger still finds.
+		if b, err := transfer.BatchOf(ctx, s.cfg.Store, rec); err == nil {
+			env = b.Envelope
+		} else {
+			s.cfg.Logger.WarnContext(ctx, "reading a batched key's batch failed; looking its hashes up alone", "storeKey", rec.StoreKey, "err", err)
+		}
+	}
+	lk, err := s.cfg.Ledger.Lookup(ctx, env)
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "ledger lookup failed", "storeKey", rec.StoreKey, "err", err)
 		it.Chain = &Chain{Error: "the Stellar ledger could not be asked"}
 		return it
 	}
-	it.Chain = chainOf(*rec.Envelope, lk)
+	it.Chain = chainOf(env, lk)
 	return it
 }
 
@@ -446,6 +459,11 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 		return nil, &Error{Code: CodeConfigurationInvalid, Message: err.Error(), Err: err}
 	}
 	now := s.cfg.Clock.Now()
+	if rec.Batch != nil {
+		// The ledger's fee is the whole batch's; the key records its share, as every other judge
+		// of a batched key does, so a batch's records and events sum to what was charged.
+		lk.FeeChargedStroops = transfer.FeeShare(lk.FeeChargedStroops, rec.Batch.Index, rec.Batch.Size)
+	}
 	next := transfer.SettledRecord(rec, lk, now, ttl)
 	next.Audit = s.audit(ctx, "resolve", req, forced, now)
 	if err := transfer.ReplaceItem(ctx, s.cfg.Store, rec, next); err != nil {
@@ -530,6 +548,8 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 		return nil, &Error{Code: CodeConfigurationInvalid, Message: cfgErr.Error(), Err: err}
 	case errors.Is(err, transfer.ErrConditionFailed):
 		return nil, refuse(CodeConflict, "the transfer changed while it was being judged; read it again")
+	case errors.Is(err, transfer.ErrBatchMismatch):
+		return s.discardUnbatched(ctx, req, rec, err)
 	case err != nil && st.Lookup == nil:
 		return nil, ledgerErr(err)
 	case err != nil:
@@ -542,9 +562,10 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 		return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedReleased)}, nil
 	case transfer.ResolvedRequeued:
 		// An async transfer is never dropped once the ledger proves its envelope dead: Settle
-		// queued it again (README.md, "Asynchronous transfers"). Its message is sent now; if that
-		// fails, the sweep sends it once the item is older than its grace.
-		sent := s.send(ctx, st.Record)
+		// queued it again (README.md, "Asynchronous transfers"). Its message is sent now, or held
+		// back for a failure's Retry-After (transfer.RequeueDelay); if that fails, the sweep
+		// sends it once the item is older than its grace.
+		sent := s.sendRequeued(ctx, st)
 		s.cfg.Logger.InfoContext(ctx, "in-doubt async transfer proven dead: queued again", "storeKey", rec.StoreKey,
 			"operator", req.Operator, "reason", req.Reason, "messageSent", sent)
 		return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.ResolvedRequeued)}, nil
@@ -560,6 +581,30 @@ func (s *Service) discard(ctx context.Context, req Request, rec transfer.Record)
 	if !req.Force {
 		return nil, refuse(CodeNotProvenDead, "the envelope's maxTime has passed but the ledger's history (from %d) does not reach the submission (ledger %d): it cannot prove nothing landed. Look the inner hash up in full history (an explorer or a full-history Horizon) first: if it landed, a forced discard lets the next retry pay again",
 			lk.OldestLedger, rec.Envelope.SubmittedLedger)
+	}
+	return s.forceDiscard(ctx, req, rec)
+}
+
+// discardUnbatched answers the discard of rec, a batched key whose batch item does not hold its
+// operation (why, transfer.ErrBatchMismatch): no judge can read its batch's XDR or operations,
+// so the ledger cannot judge it for this key (NOT_PROVEN_DEAD), and only a forced discard
+// releases it, as one of an item whose history the ledger no longer holds; never while its
+// hashes are found (resolve with the hash instead) or while no ledger has closed after its
+// maxTime (it can still land).
+func (s *Service) discardUnbatched(ctx context.Context, req Request, rec transfer.Record, why error) (*ResolveAnswer, error) {
+	if !req.Force {
+		return nil, refuse(CodeNotProvenDead, "the batch item of this transfer does not hold its operation %d (%v), so the ledger cannot judge it; look its inner hash up in full history, then force the discard with the innerHash and a reason once no ledger can include it",
+			rec.Batch.Index, why)
+	}
+	lk, err := s.cfg.Ledger.Lookup(ctx, *rec.Envelope)
+	switch {
+	case err != nil:
+		return nil, ledgerErr(err)
+	case lk.Status != transfer.LookupNotFound:
+		return nil, refuse(CodeLanded, "discard refused: the ledger shows %s %s in ledger %d; resolve with that hash instead", lk.Hash, lk.Status, lk.Ledger)
+	case lk.LatestLedgerCloseTime.IsZero() || !maxTimePassed(*rec.Envelope, lk):
+		return nil, refuse(CodeStillCanLand, "discard refused: no ledger has closed after the envelope's maxTime (%d), so it can still land; wait for it",
+			rec.Envelope.MaxTime)
 	}
 	return s.forceDiscard(ctx, req, rec)
 }

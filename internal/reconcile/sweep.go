@@ -211,7 +211,7 @@ func (s *Service) sweepOne(ctx context.Context, listed transfer.Record, c *Sweep
 		c.ParkedInDoubt++
 	case transfer.ResolvedRequeued:
 		c.Requeued++
-		s.send(ctx, st.Record)
+		s.sendRequeued(ctx, st)
 	default:
 		c.Unresolved++
 		return
@@ -333,6 +333,21 @@ func (s *Service) send(ctx context.Context, rec transfer.Record) bool {
 	}
 	if err := s.cfg.Queue.Send(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); err != nil {
 		s.cfg.Logger.WarnContext(ctx, "sweep: sending the queued transfer failed", "storeKey", rec.StoreKey, "err", err)
+		return false
+	}
+	return true
+}
+
+// sendRequeued sends the message of the item st requeued, held back for its RequeueDelay (a
+// failure on the service's side waits its Retry-After: transfer.SendRequeued); a failure is
+// logged and the next sweep sends it once its grace has passed.
+func (s *Service) sendRequeued(ctx context.Context, st transfer.Settlement) bool {
+	if s.cfg.Queue == nil {
+		return false
+	}
+	if err := transfer.SendRequeued(ctx, s.cfg.Queue, st); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "sweep: sending the requeued transfer failed", "storeKey", st.Record.StoreKey,
+			"sendAfter", transfer.RequeueDelay(st), "err", err)
 		return false
 	}
 	return true

@@ -64,8 +64,8 @@ func ArchiveDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // old and next are the item before and after the change (nil: none, an insert or a removal).
 //   - a write into a settled state (replayable, rejected, cancelled) archives next: a transition
 //     into it, or a later write of it (an operator's action on a settled item);
-//   - a removal of an in_doubt item (released: proven dead, or discarded by an operator) archives
-//     old with StatusReleased;
+//   - a removal of an in_doubt item (released: proven dead, included FAILED on the service's
+//     side, or discarded by an operator) archives old with StatusReleased;
 //   - nothing else does: in_flight, queued and in_doubt are not settled, and the removal of a
 //     settled item is its TTL, long after it was archived.
 //

@@ -119,8 +119,11 @@ func pagesShortfall(lk Lookup, index int) bool {
 // (JudgeOperation), conditional on rec as read: landed -> replayable; its own failure -> rejected;
 // a neighbour's failure, the paying side's or a proof of death -> requeued; undecided -> rec as
 // it stands (the caller parks it or leaves it). Ledger.Done is called once the batch is decided.
-// Errors: the store's (ErrConditionFailed when another judge wrote first).
-func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnvelope, lk Lookup, ttl time.Duration) (Settlement, OperationVerdict, error) {
+// count says whether a shortfall this judge pages is also counted here (FailureCounter): true for
+// Settle, whose caller answers no call with it; false where the key's own answer is reported
+// (the submitter's answerOf, a take-over's caller). Errors: the store's (ErrConditionFailed when
+// another judge wrote first).
+func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnvelope, lk Lookup, ttl time.Duration, count bool) (Settlement, OperationVerdict, error) {
 	v, shortfall := JudgeOperation(b.Envelope, lk, rec.Batch.Index)
 	now := o.Clock.Now()
 	var s Settlement
@@ -141,9 +144,15 @@ func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnve
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 			return Settlement{Lookup: &lk}, v, err
 		}
-		s = Settlement{Resolution: ResolvedRequeued, Record: next, Lookup: &lk}
+		s = Settlement{Resolution: ResolvedRequeued, Record: next, Lookup: &lk, Shortfall: shortfall}
 		if shortfall != "" && pagesShortfall(lk, rec.Batch.Index) {
 			o.pageUnderfunded(ctx, rec, shortfall, fmt.Sprintf("batch %s included FAILED in ledger %d %v", b.Envelope.InnerHash, lk.Ledger, lk.ResultCodes))
+			// A judge that answers no call for this key (the sweep's or a discard's Settle, or a
+			// retry inline, whose answer is the key queued again) counts the page itself: the
+			// alarm reads transfer_orchestration_failure_total, never the log line.
+			if fc, ok := o.observer().(FailureCounter); ok && count {
+				fc.CountFailure(ctx, rec.Request.OperationType, Retryable, shortfall)
+			}
 		}
 	}
 	o.Ledger.Done(ctx, b.Envelope)
@@ -152,9 +161,21 @@ func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnve
 
 // settleBatched is Settle of rec, a batched key (rec.Batch set): judged by its own operation from
 // the batch item's envelope (its hashes, every outer one included), conditional on rec as read.
-// An expired claim the ledger cannot judge yet is parked in_doubt.
+// An expired claim the ledger cannot judge yet is parked in_doubt, and so is one whose batch item
+// does not hold its operation (its Settlement ResolvedInDoubt with the error ErrBatchMismatch, so
+// the sweep counts and logs it): nothing is sent or judged, and the key is left for an operator
+// in the in-doubt list, which an item left in_flight never reaches (list and resolve read only
+// in_doubt items).
 func (o *Orchestrator) settleBatched(ctx context.Context, rec Record) (Settlement, error) {
 	b, err := BatchOf(ctx, o.Store, rec)
+	if errors.Is(err, ErrBatchMismatch) && rec.Status == StatusInFlight {
+		o.log().ErrorContext(ctx, "an expired batched claim cannot be tied to its batch; parked in doubt for an operator", "storeKey", rec.StoreKey, "err", err)
+		next := InDoubtRecord(rec, CodeLeaseExpired, o.Clock.Now())
+		if werr := ReplaceItem(ctx, o.Store, rec, next); werr != nil {
+			return Settlement{}, werr
+		}
+		return Settlement{Resolution: ResolvedInDoubt, Record: next}, err
+	}
 	if err != nil {
 		return Settlement{}, err
 	}
@@ -162,7 +183,7 @@ func (o *Orchestrator) settleBatched(ctx context.Context, rec Record) (Settlemen
 	if err != nil {
 		return Settlement{}, err
 	}
-	s, v, err := o.judgeBatched(ctx, rec, b, lk, o.settings().KeyTTL)
+	s, v, err := o.judgeBatched(ctx, rec, b, lk, o.settings().KeyTTL, true)
 	if err != nil || v != VerdictUndecided {
 		if err == nil {
 			o.releaseJudged(ctx, b, rec.StoreKey)
@@ -291,7 +312,7 @@ func (o *Orchestrator) takeOverBatched(ctx context.Context, a *attempt, rec Reco
 	if err := o.hook(ctx, StepSettling, rec); err != nil {
 		return Outcome{}, false, err
 	}
-	s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
+	s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL, false)
 	if err != nil {
 		o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
 	} else {

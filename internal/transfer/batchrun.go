@@ -246,8 +246,11 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 			why = refusal
 		}
 		requeued, err := RequeueRefused(ctx, bs, attached, CodeSubmissionFailed, o.Clock.Now())
-		o.Ledger.Done(ctx, env)
 		if requeued {
+			// Decided: no item names the envelope, so nobody can send it again. Otherwise a
+			// taker may send it again (or will, once the leases end) and it can still land, so
+			// its channel stays leased rather than go to a batch built on its sequence number.
+			o.Ledger.Done(ctx, env)
 			o.releaseBatch(ctx, bs, b, keysOf(attached), a.settings.KeyTTL)
 		}
 		for _, rec := range attached {
@@ -257,14 +260,18 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 			case err != nil:
 				answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: storeUnavailableHeld(err)}
 			default:
-				answers[rec.StoreKey] = Answer{Delivery: DeliveryDone, Err: why}
+				// A key was taken over and its taker sends the envelope again: the refusal no
+				// longer says "nothing moved", and the keys still held were parked in doubt.
+				answers[rec.StoreKey] = Answer{Delivery: DeliveryDone, Err: &InDoubtError{FailingCode: CodeSubmissionFailed, RetryAfter: o.inDoubtRetryAfter(a, env)}}
 			}
+			o.finished(ctx, rec, answers[rec.StoreKey].Err)
 		}
 		return answers
 	case f.lk == nil:
 		for _, rec := range attached {
 			err := o.settleInDoubt(ctx, a, rec, f.failing)
 			answers[rec.StoreKey] = Answer{Delivery: DeliveryDone, Err: err}
+			o.finished(ctx, rec, err)
 		}
 		return answers
 	}
@@ -272,7 +279,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 	wrote := make([]bool, len(attached))
 	o.each(len(attached), func(i int) {
 		rec := attached[i]
-		s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
+		s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL, false)
 		if err != nil {
 			o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
 		}
@@ -427,8 +434,18 @@ func (o *Orchestrator) requeueEach(ctx context.Context, held []Record, why error
 			o.log().WarnContext(ctx, "requeueing a key of an unsent batch failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
 		}
 		answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: why}
+		o.finished(ctx, rec, why)
 	}
 	return answers
+}
+
+// finished reports the run of rec's message that ended with err to the observer, as RunQueued
+// reports each run of a message alone: so a batch's answers count in the metrics as its keys'
+// runs alone would, and a shortfall on the paying or the service's side (VAULT_UNDERFUNDED,
+// FEE_ACCOUNT_UNDERFUNDED, SERVICE_SIDE_FAILURE) reaches the alarms on
+// transfer_orchestration_failure_total that page for it (template.yaml), which read no log line.
+func (o *Orchestrator) finished(ctx context.Context, rec Record, err error) {
+	o.observer().Finished(ctx, report(rec.Request.OperationType, Outcome{}, err, 0))
 }
 
 // answerOf is the answer to the message of rec once its run ended with out and err, as RunQueued

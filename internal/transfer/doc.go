@@ -59,7 +59,9 @@
 //   - in_doubt: in_flight -> in_doubt when the budget ends with the envelope undecided
 //     (InDoubtRecord).
 //   - release (Store.Delete): the item is deleted, only when nothing can land: the envelope was
-//     never sent, was refused on its first send, or is proven dead. The next claim starts afresh.
+//     never sent, was refused on its first send, is proven dead, or was included FAILED on the
+//     service's side (it landed, FAILED, with only the fee charged: releaseShortfall). The next
+//     claim starts afresh.
 //   - take over: an in_flight item whose lease expired (its invocation died) gets the new caller
 //     as lease owner. Without an envelope the transfer runs again; with one, the same envelope is
 //     re-sent and judged, never rebuilt (takeover.go).
@@ -183,8 +185,11 @@
 //     op_no_source_account, tx_bad_auth, tx_bad_auth_extra, tx_bad_minseq_age_or_gap,
 //     tx_bad_sponsorship, tx_internal_error, the contract call's codes, any operation code not
 //     listed): released, 503 SERVICE_SIDE_FAILURE; both page (an ERROR line with "alert");
-//     no new envelope in the same call, nor in a retry that settles it inline. Safe because the included envelope's sequence number is consumed and it can
-//     never apply again (releaseShortfall).
+//     no new envelope in the same call, nor in a retry that settles it inline, nor in a call
+//     that waited on it (heldShortfall: it answers the same 503); an async item is requeued and
+//     every path's message of it waits the failure's Retry-After (RunQueued's Backoff,
+//     RequeueDelay for the inline, sweep and discard requeues). Safe because the included
+//     envelope's sequence number is consumed and it can never apply again (releaseShortfall).
 //   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).
 //   - The budget ends with the envelope undecided: in_doubt, 409 TRANSFER_IN_DOUBT with the
 //     failing code (TRANSFER_TIMEOUT, SUBMISSION_FAILED, INTERNAL_ERROR; LEASE_EXPIRED for a
@@ -435,6 +440,15 @@
 //     first key's stream record claims the batch item's page, dynamo.Store.PageBatch). The sweep, an inline reconciliation and an operator settle each key by the rules above
 //     from the batch's proof; an operator's resolve with a hash is checked on chain to hold this
 //     key's operation at its index.
+//   - A key whose batch item does not hold its operation (ErrBatchMismatch: the item lost, or
+//     naming another key at its index) is never judged nor sent: an expired claim of it is parked
+//     in_doubt for an operator (Settle), and only a forced discard releases it, once no ledger
+//     can include the batch (internal/reconcile).
+//
+// A shortfall on the paying or the service's side pages through the alarms on
+// transfer_orchestration_failure_total, which read no log line: the submitter reports each key's
+// run as RunQueued reports a message alone (a refusal before or on the first send included), and
+// Settle counts the page of a batch it finds FAILED on that side (FailureCounter).
 //
 // Synchronous callers and cancels. A batched key is an async item, and a synchronous call with the
 // same key and request meets it as it meets any: queued or in_flight under a live lease, it waits

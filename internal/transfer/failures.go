@@ -186,8 +186,10 @@ func underfundedCode(err error) string {
 //     gone), op_malformed (the service built it), the contract mode's InvokeHostFunction codes
 //     (op_resource_limit_exceeded, op_insufficient_refundable_fee, op_entry_archived come from
 //     the service's simulation and fees; op_trapped names no side, and a retry simulates again,
-//     which answers a destination's fault before anything is sent), and a code this list does not
-//     know: no code proves the client at fault, and a terminal answer cannot be taken back.
+//     which refuses a trap that lasts before anything is sent as a retryable 503 SIMULATION_ERROR
+//     (VAULT_UNDERFUNDED for the vault contract's error #1 on a withdrawal: internal/stellar,
+//     simulationError), never as a destination's rejection), and a code this list does not know:
+//     no code proves the client at fault, and a terminal answer cannot be taken back.
 //   - tx_bad_auth, tx_bad_auth_extra, tx_bad_minseq_age_or_gap, tx_bad_sponsorship: the
 //     channel's or the vault's signing, rejected at apply after the sequence check:
 //     SERVICE_SIDE_FAILURE. So is tx_internal_error: an operation threw while it applied

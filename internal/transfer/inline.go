@@ -7,7 +7,9 @@ import "context"
 // reconcileInline settles an in_doubt item from the ledger if it can (doc.go, "The flow of one
 // transfer"):
 // landed or failed -> replayed; proven dead -> released, and the caller claims the key afresh (an
-// async item is queued again and its message sent; the caller then waits on it).
+// async item is queued again and its message sent; the caller then waits on it); included FAILED
+// on the service's side -> released (an async item requeued, its message held back for
+// RequeueDelay) and answered that failure, with no new envelope.
 func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Record) (Outcome, bool, error) {
 	inDoubt := o.inDoubtAnswer(a, held)
 	s, err := o.settle(ctx, held, false)
@@ -24,7 +26,7 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 	case ResolvedFailed:
 		return Outcome{}, false, replayedRejection(s.Record)
 	case ResolvedReleased:
-		if code := shortfallOf(held, s.Lookup); code != "" {
+		if code := s.Shortfall; code != "" && s.Lookup != nil {
 			// Included FAILED on the service's side (the paying side could not pay, or its own
 			// accounts or signing failed): Settle released the key and paged. Answered as the call
 			// that sent it would have been (releaseShortfall): a new envelope now would fail the
@@ -40,8 +42,18 @@ func (o *Orchestrator) reconcileInline(ctx context.Context, a *attempt, held Rec
 		// The async transfer's message was acknowledged when it ended in doubt: send it again, or
 		// nothing runs the requeued item before the sweep's grace (README.md, "Asynchronous
 		// transfers"). A failed send is left to the sweep.
+		if code := s.Shortfall; code != "" && s.Lookup != nil {
+			// Included FAILED on the service's side: its message waits the failure's Retry-After
+			// (RequeueDelay), as RunQueued's requeue of it does, and this call is answered the
+			// failure now, as for a synchronous item, rather than wait on an item that runs only
+			// after that delay.
+			o.log().InfoContext(ctx, "in-doubt envelope included FAILED on the service's side; async transfer queued again",
+				"storeKey", held.StoreKey, "code", code, "sendAfter", RequeueDelay(s))
+			o.sendRequeued(ctx, s)
+			return Outcome{}, false, shortfallAnswer(code, *s.Lookup)
+		}
 		o.log().InfoContext(ctx, "in-doubt envelope proven dead; async transfer queued again", "storeKey", held.StoreKey)
-		o.sendQueued(ctx, s.Record, "sending the requeued transfer failed; the sweep will send it")
+		o.sendRequeued(ctx, s)
 		return Outcome{}, true, nil
 	}
 	return Outcome{}, false, inDoubt
@@ -57,10 +69,13 @@ func (o *Orchestrator) inDoubtAnswer(a *attempt, rec Record) *InDoubtError {
 	return d
 }
 
-// shortfallOf is SourceShortfall of rec's envelope and lk, "" when either is missing.
-func shortfallOf(rec Record, lk *Lookup) string {
-	if rec.Envelope == nil || lk == nil {
-		return ""
+// sendRequeued sends the message of the item that s requeued (SendRequeued); one not sent is
+// logged and left to the sweep. A nil Queue sends nothing.
+func (o *Orchestrator) sendRequeued(ctx context.Context, s Settlement) {
+	if o.Queue == nil {
+		return
 	}
-	return SourceShortfall(*rec.Envelope, *lk)
+	if err := SendRequeued(ctx, o.Queue, s); err != nil {
+		o.log().WarnContext(ctx, "sending the requeued transfer failed; the sweep will send it", "storeKey", s.Record.StoreKey, "err", err)
+	}
 }

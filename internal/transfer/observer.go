@@ -18,8 +18,8 @@ type Observer interface {
 
 // FailureCounter is implemented by an Observer that counts a failure no call answers: the release
 // the sweep or a discard makes (Settle) for a FAILED inclusion on the paying or the service's side,
-// which pages through the alarm on transfer_orchestration_failure_total and its code. No call ran,
-// so nothing else is counted (no total, no duration).
+// which pages through the alarm on transfer_orchestration_failure_total and its code; for a batch,
+// once per batch, with its page. No call ran, so nothing else is counted (no total, no duration).
 type FailureCounter interface {
 	CountFailure(ctx context.Context, op Operation, c Classification, code string)
 }

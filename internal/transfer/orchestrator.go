@@ -417,10 +417,11 @@ func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint 
 		return Outcome{}, lastRefusal
 	}
 	if errors.Is(err, ErrNotFound) {
-		// The key is free: the attempt this call met ended without landing (proven dead and
-		// released) and no request runs under it.
+		// The key is free: the attempt this call met was released with nothing moved (its
+		// envelope proven dead or refused, or included FAILED where the ledger could not be read
+		// to say so: heldShortfall) and no request runs under it.
 		return Outcome{}, &UnavailableError{Code: CodeTransactionExpired, RetryAfter: time.Second,
-			Detail: "the earlier attempt under this key ended without landing and too little of this call's time is left to build another; nothing moved: retry with the same key"}
+			Detail: "the earlier attempt under this key was released with nothing moved and too little of this call's time is left to build another: retry with the same key"}
 	}
 	return Outcome{}, &InProgressError{RetryAfter: time.Second}
 }

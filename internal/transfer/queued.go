@@ -292,8 +292,8 @@ func (o *Orchestrator) runTaken(ctx context.Context, rec Record) (Delivery, bool
 	return DeliveryDone, false, err
 }
 
-// Requeued is rec, an async item for which nothing can land (never sent, refused before inclusion
-// or proven dead: doc.go, "Proof rules"), queued again for the submitter: the same incarnation
+// Requeued is rec, an async item for which nothing can land (never sent, refused before inclusion,
+// proven dead, or included FAILED on the service's side: doc.go, "Proof rules"), queued again for the submitter: the same incarnation
 // (ClaimID), the next Version, status queued, no lease, no envelope (nor batch reference), no
 // result, no TTL. It takes the place of the release (delete) of a synchronous item, so the
 // accepted transfer is never dropped; a new envelope is built for it only by the next run, as
@@ -378,6 +378,55 @@ func (o *Orchestrator) sendQueued(ctx context.Context, rec Record, failed string
 	if err := o.Queue.Send(ctx, QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}); err != nil {
 		o.log().WarnContext(ctx, failed, "storeKey", rec.StoreKey, "err", err)
 	}
+}
+
+// DelayQueue is a Queue that can hold a message back before its first delivery: SendAfter
+// delivers m no sooner than delay from now (SQS's DelaySeconds, whole seconds, at most 15 minutes:
+// the SQS API Reference, SendMessage). SendRequeued needs it for a requeue that must wait.
+type DelayQueue interface {
+	Queue
+	SendAfter(ctx context.Context, m QueueMessage, delay time.Duration) error
+}
+
+// ErrCannotDelay is SendRequeued's error when a message must wait (RequeueDelay above zero) and
+// the queue is not a DelayQueue: nothing was sent, and the sweep sends the queued item once its
+// grace (10 minutes, longer than any RequeueDelay) has passed.
+var ErrCannotDelay = errors.New("transfer: the queue cannot hold a message back; the sweep will send it")
+
+// RequeueDelay is how long the message of s, a Settlement that queued an async item again
+// (ResolvedRequeued), waits before it is delivered: when the ledger included the item's envelope
+// FAILED on the service's side (s.Shortfall), that failure's Retry-After (RetryAfter of its
+// answer, shortfallAnswer: a minute), which is what RunQueued's own requeue of the same failure
+// waits (the submitter's Backoff on a first receive; README.md, "Asynchronous transfers"): a new
+// envelope at once would meet the same cause, another FAILED inclusion and another fee, while an
+// operator has been paged to act. Else 0: proven dead or never sent, a new envelope can land now.
+func RequeueDelay(s Settlement) time.Duration {
+	if s.Resolution != ResolvedRequeued || s.Shortfall == "" {
+		return 0
+	}
+	lk := Lookup{}
+	if s.Lookup != nil {
+		lk = *s.Lookup
+	}
+	return RetryAfter(shortfallAnswer(s.Shortfall, lk))
+}
+
+// SendRequeued sends the message of s.Record, the async item Settle queued again
+// (ResolvedRequeued), on q after RequeueDelay(s): at once (Send) when it is zero, else held back
+// (DelayQueue.SendAfter). Errors: ErrCannotDelay when it must wait and q is not a DelayQueue
+// (nothing sent); the queue's own. A message not sent loses nothing: the sweep sends a queued
+// item's message again once it is older than its grace.
+func SendRequeued(ctx context.Context, q Queue, s Settlement) error {
+	m := QueueMessage{StoreKey: s.Record.StoreKey, ClaimID: s.Record.ClaimID}
+	d := RequeueDelay(s)
+	if d <= 0 {
+		return q.Send(ctx, m)
+	}
+	dq, ok := q.(DelayQueue)
+	if !ok {
+		return ErrCannotDelay
+	}
+	return dq.SendAfter(ctx, m, d)
 }
 
 // taken is rec, a queued item, as this attempt takes it: in_flight under the attempt's lease, the

@@ -15,11 +15,12 @@ const (
 	ResolvedLanded Resolution = "replayable"
 	// ResolvedFailed: the envelope was included and FAILED; the item is rejected.
 	ResolvedFailed Resolution = "rejected"
-	// ResolvedReleased: nothing can land (proven dead, or never sent); the item is deleted and
-	// the key is free.
+	// ResolvedReleased: nothing can land and nothing moved (proven dead, never sent, or included
+	// FAILED on the service's side: Settlement.Shortfall); the item is deleted and the key is free.
 	ResolvedReleased Resolution = "released"
-	// ResolvedRequeued: nothing can land for an async item (proven dead, or never sent); it is
-	// queued again for the submitter (Requeued) and its message is to be sent again.
+	// ResolvedRequeued: nothing can land for an async item (proven dead, never sent, or included
+	// FAILED on the service's side); it is queued again for the submitter (Requeued) and its
+	// message is to be sent again (SendRequeued: after RequeueDelay).
 	ResolvedRequeued Resolution = "requeued"
 	// ResolvedInDoubt: an expired claim whose envelope cannot be judged yet was parked in_doubt.
 	ResolvedInDoubt Resolution = "in_doubt"
@@ -37,6 +38,11 @@ type Settlement struct {
 	Resolution Resolution
 	Record     Record
 	Lookup     *Lookup
+	// Shortfall is the code of the retryable answer (VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED,
+	// SERVICE_SIDE_FAILURE) when the item was released or requeued because the ledger included
+	// its envelope FAILED on the service's side (SourceShortfall; a batch's batchShortfall), else
+	// "". A requeue for it waits its Retry-After (RequeueDelay).
+	Shortfall string
 }
 
 // Settle judges rec, an in_doubt item or an in_flight item whose lease expired, from the ledger
@@ -48,13 +54,15 @@ type Settlement struct {
 // (an async item: requeued, ResolvedRequeued); an
 // expired claim the ledger cannot judge yet -> in_doubt, so that it is alerted and swept. A batched
 // key (rec.Batch) is judged by its own operation from its batch item's envelope (settleBatched;
-// doc.go, "Batches"); ErrBatchMismatch when the batch item does not hold it. It is
+// doc.go, "Batches"); ErrBatchMismatch when the batch item does not hold it (an expired claim is
+// then parked in_doubt for an operator all the same, and the Settlement says so). It is
 // what the sweep and operators use; a retry uses the same rules inline. Errors: ErrConditionFailed
 // (wrapped) when another caller changed the item first; the ledger's or the store's errors.
 //
 // A release for a failure on the paying or the service's side is counted once with its code
 // (FailureCounter, when the Observer is one): the alarms on transfer_orchestration_failure_total
-// page on it (template.yaml), and the sweep and a discard answer no call that would count it.
+// page on it (template.yaml), and the sweep and a discard answer no call that would count it. A
+// batch's failure is counted once per batch, with its page (pagesShortfall), not once per key.
 func (o *Orchestrator) Settle(ctx context.Context, rec Record) (Settlement, error) {
 	return o.settle(ctx, rec, true)
 }
@@ -84,7 +92,14 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 	}
 	if rec.Batch != nil {
 		// Its envelope is a batch's: judged by its own operation (doc.go, "Batches").
-		return o.settleBatched(ctx, rec)
+		s, err := o.settleBatched(ctx, rec)
+		if err == nil && count && s.Shortfall != "" && s.Lookup != nil && pagesShortfall(*s.Lookup, rec.Batch.Index) {
+			// Counted with its page: once per batch, by the judge of the key that pages
+			// (pagesShortfall), as a single transfer's sweep counts once. A key the submitter
+			// judged is counted by its own report and never reaches Settle.
+			o.countFailure(ctx, rec, s.Shortfall)
+		}
+		return s, err
 	}
 	env := *rec.Envelope
 	lk, err := o.lookup(ctx, env)
@@ -102,10 +117,12 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 		o.Ledger.Done(ctx, env)
 		code := SourceShortfall(env, lk)
 		o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
-		if fc, ok := o.observer().(FailureCounter); ok && count {
-			fc.CountFailure(ctx, rec.Request.OperationType, Retryable, code)
+		if count {
+			o.countFailure(ctx, rec, code)
 		}
-		return o.freed(rec, &lk), nil
+		s := o.freed(rec, &lk)
+		s.Shortfall = code
+		return s, nil
 	case lk.Status == LookupSuccess || lk.Status == LookupFailed:
 		next := SettledRecord(rec, lk, now, o.settings().KeyTTL)
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
@@ -131,6 +148,14 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 		return Settlement{Resolution: ResolvedInDoubt, Record: next, Lookup: &lk}, nil
 	}
 	return Settlement{Resolution: Unresolved, Lookup: &lk}, nil
+}
+
+// countFailure counts a release or requeue of rec for a failure on the paying or the service's
+// side (code) in transfer_orchestration_failure_total, when the Observer is a FailureCounter.
+func (o *Orchestrator) countFailure(ctx context.Context, rec Record, code string) {
+	if fc, ok := o.observer().(FailureCounter); ok {
+		fc.CountFailure(ctx, rec.Request.OperationType, Retryable, code)
+	}
 }
 
 // freed is the Settlement of rec once free released (deleted) or requeued it.
