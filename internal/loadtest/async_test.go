@@ -162,6 +162,9 @@ type burst struct {
 	// one invocation was given (async).
 	submitterBilledMs, delivered int64
 	largestBatch                 int
+	// perKeyMs is, over every batched invocation, the ms its per-key writes would have saved had
+	// they been issued concurrently (batch_test.go: perKeyTally); 0 without batches.
+	perKeyMs float64
 }
 
 // sustained is the transfers per second over the ledgers that paid them, against channels per
@@ -371,10 +374,20 @@ type trickleFigures struct {
 // (virtual) after the last POST; a transfer not settled by then is counted unfinished.
 func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []time.Duration, es eventSource, tr trickle) (burst, trickleFigures) {
 	tb.Helper()
-	var tf trickleFigures
 	q := &sqsQueue{mem: queue.NewMemory()}
 	r := startRig(tb, rigConfig{backend: backend, channels: channels, interval: asyncInterval, roundTrips: true, queue: q})
 	q.clock = r.clock
+	return runAsync(tb, r, q, n, arrivals, es, tr, false)
+}
+
+// runAsync is burstAsyncWith on r, started with q as its queue and round trips. With batched, each
+// SubmitterFunction container is built as BATCH_SIZE above 1 builds it (r's settings must say
+// so; it fails tb when they do not) and invoked through queue.BatchSubmitter, as
+// wiring.SubmitterHandler picks it, with its orchestrator Serial (batch_test.go says why); the
+// DynamoDB round trips of a batch's per-key writes are tallied in the burst's perKeyMs.
+func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool) (burst, trickleFigures) {
+	tb.Helper()
+	var tf trickleFigures
 	var (
 		mu         sync.Mutex
 		res        = burst{transfers: n}
@@ -484,6 +497,12 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 		if err != nil {
 			tb.Fatal(err)
 		}
+		if batched {
+			if container.Orchestrator.Batches == nil {
+				tb.Fatal("the submitter's settings build no batches (BATCH_SIZE above 1 on a classic vault)")
+			}
+			container.Orchestrator.Serial = true
+		}
 		containers = append(containers, container)
 		p := &poller{es: es, q: q, clock: r.clock}
 		r.clock.Go(&wg, func() {
@@ -511,7 +530,7 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 				res.delivered += int64(len(batch))
 				res.largestBatch = max(res.largestBatch, len(batch))
 				mu.Unlock()
-				inv := newInvocation(r, container.Orchestrator, len(batch), func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time) {
+				done := func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time) {
 					mu.Lock()
 					defer mu.Unlock()
 					switch d {
@@ -527,12 +546,27 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 							res.firstRequeue = fmt.Sprintf("%s at %v: %v", m.StoreKey, at.Sub(start), err)
 						}
 					}
-				})
+				}
 				c0 := r.clock.Now()
 				vis := &visibilityLog{timeouts: map[string]time.Duration{}}
-				resp, err := queue.Submitter(inv, queue.Visibility{Changer: vis, URL: "https://sqs.example/transfers"}, nil)(context.Background(), ev)
+				redelivery := queue.Visibility{Changer: vis, URL: "https://sqs.example/transfers"}
+				var (
+					resp events.SQSEventResponse
+					err  error
+				)
+				if batched {
+					tally := &perKeyTally{}
+					ctx := context.WithValue(context.Background(), perKeyTallyKey{}, tally)
+					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(ctx, ev)
+					mu.Lock()
+					res.perKeyMs += tally.ms() * (1 - 1/float64(len(batch)))
+					mu.Unlock()
+				} else {
+					inv := newInvocation(r, container.Orchestrator, len(batch), done)
+					resp, err = queue.Submitter(inv, redelivery, nil)(context.Background(), ev)
+					inv.close()
+				}
 				c1 := r.clock.Now()
-				inv.close()
 				if err != nil {
 					fail("SubmitterFunction: %v", err)
 				}

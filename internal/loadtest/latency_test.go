@@ -121,29 +121,44 @@ type slowDynamo struct {
 	inner dynamo.Client
 }
 
-func (s slowDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+// sleep takes dynamoRTT of virtual time, and adds it to the perKeyTally ctx carries, if any, when
+// the request is one of a batch's per-key writes (batch_test.go).
+func (s slowDynamo) sleep(ctx context.Context) {
 	_ = s.clock.Sleep(ctx, dynamoRTT)
+	if t, ok := ctx.Value(perKeyTallyKey{}).(*perKeyTally); ok && inPerKeyPhase() {
+		t.add(dynamoRTT)
+	}
+}
+
+func (s slowDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	s.sleep(ctx)
 	return s.inner.PutItem(ctx, in, o...)
 }
 
 func (s slowDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	_ = s.clock.Sleep(ctx, dynamoRTT)
+	s.sleep(ctx)
 	return s.inner.GetItem(ctx, in, o...)
 }
 
 func (s slowDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	_ = s.clock.Sleep(ctx, dynamoRTT)
+	s.sleep(ctx)
 	return s.inner.DeleteItem(ctx, in, o...)
 }
 
 func (s slowDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	_ = s.clock.Sleep(ctx, dynamoRTT)
+	s.sleep(ctx)
 	return s.inner.(dynamo.TicketClient).UpdateItem(ctx, in, o...)
 }
 
 func (s slowDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	_ = s.clock.Sleep(ctx, dynamoRTT)
+	s.sleep(ctx)
 	return s.inner.Query(ctx, in, o...)
+}
+
+// TransactWriteItems is one request (a batch's envelope attached to its keys, a charged claim).
+func (s slowDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	s.sleep(ctx)
+	return s.inner.(dynamo.TransactClient).TransactWriteItems(ctx, in, o...)
 }
 
 // direct is the reference: a submitter with its own funded account that uses the official Go
