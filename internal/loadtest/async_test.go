@@ -162,9 +162,11 @@ type burst struct {
 	// one invocation was given (async).
 	submitterBilledMs, delivered int64
 	largestBatch                 int
-	// perKeyMs is, over every batched invocation, the ms its per-key writes would have saved had
-	// they been issued concurrently (batch_test.go: perKeyTally); 0 without batches.
-	perKeyMs float64
+	// perKeyRequests counts, over every batched invocation, the DynamoDB requests of its per-key
+	// phases, and perKeySaved what their round trips would have added had they been slept one after
+	// the other (batch_test.go: perKeyPhase); 0 without batches.
+	perKeyRequests int64
+	perKeySaved    time.Duration
 }
 
 // sustained is the transfers per second over the ledgers that paid them, against channels per
@@ -383,8 +385,8 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 // runAsync is burstAsyncWith on r, started with q as its queue and round trips. With batched, each
 // SubmitterFunction container is built as BATCH_SIZE above 1 builds it (r's settings must say
 // so; it fails tb when they do not) and invoked through queue.BatchSubmitter, as
-// wiring.SubmitterHandler picks it, with its orchestrator Serial (batch_test.go says why); the
-// DynamoDB round trips of a batch's per-key writes are tallied in the burst's perKeyMs.
+// wiring.SubmitterHandler picks it, with its orchestrator Serial and the round trips of its
+// per-key writes deferred as if concurrent (batch_test.go: perKeyPhase).
 func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool) (burst, trickleFigures) {
 	tb.Helper()
 	var tf trickleFigures
@@ -488,6 +490,9 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 		deps := r.deps
 		// As Init.TransferService builds SubmitterFunction.
 		deps.ChannelWaitLedgers = wiring.SubmitterChannelWaitLedgers
+		if batched {
+			deps.Clock = phaseClock{deps.Clock}
+		}
 		if os.Getenv("BENCH_UNSCHEDULED") != "" {
 			// The submitters' pools as they were before the channel calendar (as in
 			// environments): a client without UpdateItem leaves wiring's pool unscheduled.
@@ -555,11 +560,14 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 					err  error
 				)
 				if batched {
-					tally := &perKeyTally{}
-					ctx := context.WithValue(context.Background(), perKeyTallyKey{}, tally)
+					phase := &perKeyPhase{}
+					ctx := context.WithValue(context.Background(), perKeyPhaseKey{}, phase)
 					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(ctx, ev)
+					phase.flush(ctx, r.clock)
+					deferred, saved := phase.figures()
 					mu.Lock()
-					res.perKeyMs += tally.ms() * (1 - 1/float64(len(batch)))
+					res.perKeyRequests += int64(deferred)
+					res.perKeySaved += saved
 					mu.Unlock()
 				} else {
 					inv := newInvocation(r, container.Orchestrator, len(batch), done)

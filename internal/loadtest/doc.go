@@ -87,8 +87,8 @@
 //
 // BenchmarkBatch's submitter containers run their orchestrators Serial: RunQueuedBatch starts a
 // goroutine per key for a batch's takes and settlements, which the virtual clock cannot count (it
-// offers no hook), so those writes go one after the other and the billed ms are an upper bound;
-// the table also shows them with the per-key round trips counted as concurrent (batch_test.go).
+// offers no hook), so those writes run one after the other, their round trips deferred and slept
+// as the longest key's chain, as concurrent requests would take (batch_test.go: perKeyPhase).
 //
 // BenchmarkAsyncRate uses Stellar RPC and the burst's round trips; its Poisson arrivals are
 // seeded, so every row of a rate sees the same; SubmitterFunction's batches are formed as
