@@ -174,8 +174,9 @@ func batchSetting(tb testing.TB, channels, perTx int) (eventSource, string) {
 		tb.Fatal("template.yaml: SubmitterFunction's event source BatchSize is not !If [Batched, !Ref <parameter>, ...]")
 	}
 	vars, _ := cfntemplate.Lookup(fn, "Environment", "Variables")
+	varMap, _ := vars.(map[string]any)
 	envVar := ""
-	for k, v := range vars.(map[string]any) {
+	for k, v := range varMap {
 		if ref, ok := cfntemplate.Lookup(v, "Ref"); ok && ref == name {
 			envVar = k
 		}
