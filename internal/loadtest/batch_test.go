@@ -525,9 +525,10 @@ func BenchmarkBatch(b *testing.B) {
 				row = measureBatchRow(b, row, n)
 			}
 			checkBatchRow(b, row)
-			b.Logf("%d channels, %d per transaction, %d classic ops, %d others' txs per ledger: %d transfers in %d transactions over %d ledgers, last settled at %v; %d invocations (batch mean %.1f, largest %d), %d per-key requests deferred (saving %v), %d requeued (first: %s); WCU by request %v, largest item %d B; sends %v, bid per slot %s; wall %v",
+			b.Logf("%d channels, %d per transaction, %d classic ops, %d others' txs per ledger: %d transfers in %d transactions over %d ledgers, last settled at %v; billed ms per transfer %.1f in API calls, %.1f in %d submitter invocations (%.0f ms each, batch mean %.1f, largest %d), %d per-key requests deferred (saving %v), %d requeued (first: %s); WCU by request %v, largest item %d B; sends %v, bid per slot %s; wall %v",
 				row.channels, row.perTx, row.classicOps, row.background, row.res.transfers, row.txs, row.res.ledgers, row.res.settled,
-				row.res.submitterInvocations, row.res.meanBatch(), row.res.largestBatch, row.res.perKeyRequests, row.res.perKeySaved, row.res.requeued, row.res.firstRequeue,
+				float64(row.res.apiBilledMs)/float64(max(row.res.transfers, 1)), float64(row.res.submitterBilledMs)/float64(max(row.res.transfers, 1)),
+				row.res.submitterInvocations, row.res.msPerInvocation(), row.res.meanBatch(), row.res.largestBatch, row.res.perKeyRequests, row.res.perKeySaved, row.res.requeued, row.res.firstRequeue,
 				row.wcuByOp, row.largestItem, row.sends, bidRange(row.bids), row.res.wall.Round(time.Millisecond))
 			b.ReportMetric(row.ofBound(), "of-unbatched-bound")
 			b.ReportMetric(row.feePerPayment(), "stroops/payment")
