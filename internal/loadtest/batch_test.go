@@ -20,6 +20,7 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/queue"
 	"github.com/stellar-transfer/orchestrator/internal/stellarsim"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
+	"github.com/stellar-transfer/orchestrator/internal/vclock"
 )
 
 // A payout of many transfers posted async at one instant, paid with up to 100 transfers per
@@ -584,5 +585,31 @@ func TestSendFate(t *testing.T) {
 		if got := sendFate(c.e); got != c.want {
 			t.Errorf("sendFate(%+v) = %q, want %q", c.e, got, c.want)
 		}
+	}
+}
+
+// TestPerKeyPhase: the round trips deferred in a per-key phase cost the longest item's chain at
+// the next flush, once, and the rest is counted as saved.
+func TestPerKeyPhase(t *testing.T) {
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
+	p := &perKeyPhase{}
+	ctx := context.WithValue(context.Background(), perKeyPhaseKey{}, p)
+	start := clock.Now()
+	for _, k := range []string{"a", "b", "a", "c", "a"} {
+		p.deferRTT(k, dynamoRTT)
+	}
+	p.flush(ctx, clock)
+	if got := clock.Now().Sub(start); got != 3*dynamoRTT {
+		t.Errorf("the phase took %v, want the longest chain %v", got, 3*dynamoRTT)
+	}
+	p.flush(ctx, clock) // nothing deferred since: no time
+	if got := clock.Now().Sub(start); got != 3*dynamoRTT {
+		t.Errorf("an empty flush moved the clock to %v", got)
+	}
+	if n, saved := p.figures(); n != 5 || saved != 2*dynamoRTT {
+		t.Errorf("figures = %d requests, %v saved; want 5, %v", n, saved, 2*dynamoRTT)
+	}
+	if inPerKeyPhase() {
+		t.Error("a test function is not within the batch path's per-key frame")
 	}
 }
