@@ -135,25 +135,6 @@ func inPerKeyPhase() bool {
 	}
 }
 
-// batchInvocation is the queue.BatchRunner of one SubmitterFunction invocation: the container's
-// orchestrator, each message's answer passed to done at the run's end.
-type batchInvocation struct {
-	orch  *transfer.Orchestrator
-	clock interface{ Now() time.Time }
-	done  func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time)
-}
-
-func (b batchInvocation) RunQueuedBatch(ctx context.Context, msgs []transfer.QueueMessage) []transfer.Answer {
-	answers := b.orch.RunQueuedBatch(ctx, msgs)
-	now := b.clock.Now()
-	for i, m := range msgs {
-		if i < len(answers) {
-			b.done(m, answers[i].Delivery, answers[i].Err, now)
-		}
-	}
-	return answers
-}
-
 // batchSetting is how template.yaml configures SubmitterFunction for perTx transfers per
 // transaction on channels: its event source (eventSourceFor when perTx is 1; above 1 the
 // mapping's batched form: BatchSize perTx, the Submitter mapping's column the template names for
