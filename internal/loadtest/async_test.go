@@ -377,15 +377,16 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 	q := &sqsQueue{mem: queue.NewMemory()}
 	r := startRig(tb, rigConfig{backend: backend, channels: channels, interval: asyncInterval, roundTrips: true, queue: q})
 	q.clock = r.clock
-	return runAsync(tb, r, q, n, arrivals, es, tr, false)
+	return runAsync(tb, r, q, n, arrivals, es, tr, false, time.Hour)
 }
 
-// runAsync is burstAsyncWith on r, started with q as its queue and round trips. With batched, each
+// runAsync is burstAsyncWith on r, started with q as its queue and round trips, giving up patience
+// (virtual) after the last POST instead of an hour. With batched, each
 // SubmitterFunction container is built as BATCH_SIZE above 1 builds it (r's settings must say
 // so; it fails tb when they do not) and invoked through queue.BatchSubmitter, as
 // wiring.SubmitterHandler picks it, with its orchestrator Serial and the round trips of its
 // per-key writes deferred as if concurrent (batch_test.go: perKeyPhase).
-func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool) (burst, trickleFigures) {
+func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool, patience time.Duration) (burst, trickleFigures) {
 	tb.Helper()
 	var tf trickleFigures
 	var (
@@ -411,7 +412,7 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 	}
 	appliedBefore := len(r.net.Applied())
 	start, wall := r.clock.Now(), time.Now()
-	giveUp := start.Add(arrivalAt(arrivals, n-1) + time.Hour)
+	giveUp := start.Add(arrivalAt(arrivals, n-1) + patience)
 	finished := func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -255,7 +255,7 @@ func measureBatchRow(tb testing.TB, row batchRow, n int) batchRow {
 	}
 	appliedBefore := len(r.net.Applied())
 	base := r.amounts.Load()
-	res, _ := runAsync(tb, r, q, n, arrivals, es, trickle{}, row.perTx > 1)
+	res, _ := runAsync(tb, r, q, n, arrivals, es, trickle{}, row.perTx > 1, batchPatience(n, row.channels, row.perTx))
 	if row.perTx > 1 && res.perKeyRequests == 0 {
 		tb.Fatalf("no DynamoDB request was made within %s: the batch path's per-key frame moved (perKeyPhase)", perKeyFrame)
 	}
@@ -320,6 +320,14 @@ func measureBatchRow(tb testing.TB, row batchRow, n int) batchRow {
 		}
 	}
 	return row
+}
+
+// batchPatience is how long (virtual) a row waits for its last settlement after the POSTs: an hour
+// beyond twice the ledgers the channels need at one transaction each per ledger (10,000 transfers
+// one per transaction on 4 channels need 2,500 ledgers, three and a half hours).
+func batchPatience(n, channels, perTx int) time.Duration {
+	ledgers := (n + channels*perTx - 1) / (channels * perTx)
+	return time.Hour + 2*time.Duration(ledgers)*asyncInterval
 }
 
 // opsOf is the operations a transaction takes of its ledger's classic capacity: its own, and one
