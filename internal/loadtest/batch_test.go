@@ -546,7 +546,7 @@ func BenchmarkBatch(b *testing.B) {
 // dead-lettered. It fails today: a batch bids the single transfer's rate per slot (fee stats p90
 // of the charged fees, about the clearing fee), under which others' payments leave less room than
 // its 101 slots in every ledger, so the network evicts or refuses it at every send and its keys
-// are dead-lettered after maxReceiveCount receives. About 30 s; run with BENCH_BATCH_CONGESTED=1.
+// are dead-lettered after maxReceiveCount receives. About 15 s; run with BENCH_BATCH_CONGESTED=1.
 func TestBatchCongestedLands(t *testing.T) {
 	if os.Getenv("BENCH_BATCH_CONGESTED") == "" {
 		t.Skip("set BENCH_BATCH_CONGESTED=1: fails while a batch bids a single transfer's rate per slot")
