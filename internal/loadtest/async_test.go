@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
 	"github.com/stellar-transfer/orchestrator/internal/queue"
@@ -162,6 +160,11 @@ type burst struct {
 	// one invocation was given (async).
 	submitterBilledMs, delivered int64
 	largestBatch                 int
+	// perKeyRequests counts, over every batched invocation, the DynamoDB requests of its per-key
+	// phases, and perKeySaved what their round trips would have added had they been slept one after
+	// the other (batch_test.go: perKeyPhase); 0 without batches.
+	perKeyRequests int64
+	perKeySaved    time.Duration
 }
 
 // sustained is the transfers per second over the ledgers that paid them, against channels per
@@ -371,10 +374,21 @@ type trickleFigures struct {
 // (virtual) after the last POST; a transfer not settled by then is counted unfinished.
 func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []time.Duration, es eventSource, tr trickle) (burst, trickleFigures) {
 	tb.Helper()
-	var tf trickleFigures
 	q := &sqsQueue{mem: queue.NewMemory()}
 	r := startRig(tb, rigConfig{backend: backend, channels: channels, interval: asyncInterval, roundTrips: true, queue: q})
 	q.clock = r.clock
+	return runAsync(tb, r, q, n, arrivals, es, tr, false, time.Hour)
+}
+
+// runAsync is burstAsyncWith on r, started with q as its queue and round trips, giving up patience
+// (virtual) after the last POST instead of an hour. With batched, each
+// SubmitterFunction container is built as BATCH_SIZE above 1 builds it (r's settings must say
+// so; it fails tb when they do not) and invoked through queue.BatchSubmitter, as
+// wiring.SubmitterHandler picks it, with its orchestrator Serial and the round trips of its
+// per-key writes deferred as if concurrent (batch_test.go: perKeyPhase).
+func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool, patience time.Duration) (burst, trickleFigures) {
+	tb.Helper()
+	var tf trickleFigures
 	var (
 		mu         sync.Mutex
 		res        = burst{transfers: n}
@@ -398,7 +412,7 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 	}
 	appliedBefore := len(r.net.Applied())
 	start, wall := r.clock.Now(), time.Now()
-	giveUp := start.Add(arrivalAt(arrivals, n-1) + time.Hour)
+	giveUp := start.Add(arrivalAt(arrivals, n-1) + patience)
 	finished := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -475,6 +489,9 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 		deps := r.deps
 		// As Init.TransferService builds SubmitterFunction.
 		deps.ChannelWaitLedgers = wiring.SubmitterChannelWaitLedgers
+		if batched {
+			deps.Clock = phaseClock{deps.Clock}
+		}
 		if os.Getenv("BENCH_UNSCHEDULED") != "" {
 			// The submitters' pools as they were before the channel calendar (as in
 			// environments): a client without UpdateItem leaves wiring's pool unscheduled.
@@ -483,6 +500,12 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 		container, err := wiring.Build(deps) // SubmitterFunction sends nothing: no queue
 		if err != nil {
 			tb.Fatal(err)
+		}
+		if batched {
+			if container.Orchestrator.Batches == nil {
+				tb.Fatal("the submitter's settings build no batches (BATCH_SIZE above 1 on a classic vault)")
+			}
+			container.Orchestrator.Serial = true
 		}
 		containers = append(containers, container)
 		p := &poller{es: es, q: q, clock: r.clock}
@@ -511,7 +534,7 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 				res.delivered += int64(len(batch))
 				res.largestBatch = max(res.largestBatch, len(batch))
 				mu.Unlock()
-				inv := newInvocation(r, container.Orchestrator, len(batch), func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time) {
+				done := func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time) {
 					mu.Lock()
 					defer mu.Unlock()
 					switch d {
@@ -527,12 +550,30 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 							res.firstRequeue = fmt.Sprintf("%s at %v: %v", m.StoreKey, at.Sub(start), err)
 						}
 					}
-				})
+				}
 				c0 := r.clock.Now()
 				vis := &visibilityLog{timeouts: map[string]time.Duration{}}
-				resp, err := queue.Submitter(inv, queue.Visibility{Changer: vis, URL: "https://sqs.example/transfers"}, nil)(context.Background(), ev)
+				redelivery := queue.Visibility{Changer: vis, URL: "https://sqs.example/transfers"}
+				var (
+					resp events.SQSEventResponse
+					err  error
+				)
+				if batched {
+					phase := &perKeyPhase{}
+					ctx := context.WithValue(context.Background(), perKeyPhaseKey{}, phase)
+					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(ctx, ev)
+					phase.flush(ctx, r.clock)
+					deferred, saved := phase.figures()
+					mu.Lock()
+					res.perKeyRequests += int64(deferred)
+					res.perKeySaved += saved
+					mu.Unlock()
+				} else {
+					inv := newInvocation(r, container.Orchestrator, len(batch), done)
+					resp, err = queue.Submitter(inv, redelivery, nil)(context.Background(), ev)
+					inv.close()
+				}
 				c1 := r.clock.Now()
-				inv.close()
 				if err != nil {
 					fail("SubmitterFunction: %v", err)
 				}
@@ -603,64 +644,6 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 		}
 	}
 	return res, tf
-}
-
-// invocation is the transfer Runner of one SubmitterFunction invocation. queue.Submitter runs
-// each of the batch's messages in a goroutine of its own, which the virtual clock does not know of:
-// the invoking participant waits for them (counted as running) while they sleep. So that time
-// moves only when every one of the batch's runs sleeps, the invocation holds the clock once for
-// each message but one before the handler starts, and each run but the last to finish lets one
-// hold go when it ends: while j of k runs are left, the participant and its k-1 holds less the
-// k-j released count exactly j running, as j participants would. The last run to end leaves the
-// participant itself running, which it then is.
-type invocation struct {
-	orch  *transfer.Orchestrator
-	clock interface{ Now() time.Time }
-	done  func(m transfer.QueueMessage, d transfer.Delivery, err error, at time.Time)
-	mu    sync.Mutex
-	holds []func()
-}
-
-func newInvocation(r *rig, orch *transfer.Orchestrator, k int, done func(transfer.QueueMessage, transfer.Delivery, error, time.Time)) *invocation {
-	inv := &invocation{orch: orch, clock: r.clock, done: done}
-	for range k - 1 {
-		inv.holds = append(inv.holds, r.clock.Hold())
-	}
-	return inv
-}
-
-func (inv *invocation) RunQueued(ctx context.Context, m transfer.QueueMessage) (d transfer.Delivery, err error) {
-	defer inv.letGo()
-	d, err = inv.orch.RunQueued(ctx, m)
-	inv.done(m, d, err, inv.clock.Now())
-	return d, err
-}
-
-// letGo releases one hold, if any is left.
-func (inv *invocation) letGo() {
-	inv.mu.Lock()
-	var release func()
-	if n := len(inv.holds); n > 0 {
-		release, inv.holds = inv.holds[n-1], inv.holds[:n-1]
-	}
-	inv.mu.Unlock()
-	if release != nil {
-		release()
-	}
-}
-
-// close releases the holds of messages that never reached RunQueued (a body the handler could not
-// decode); with well-formed messages there are none.
-func (inv *invocation) close() {
-	for {
-		inv.mu.Lock()
-		n := len(inv.holds)
-		inv.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		inv.letGo()
-	}
 }
 
 // asyncCase is one row of the burst benchmark: both sides for channels and a burst of
@@ -855,39 +838,4 @@ func BenchmarkMixed(b *testing.B) {
 	b.ReportMetric(mixed.settled.Seconds(), "async-mixed-last-s")
 	b.ReportMetric(float64(alone.paidTwice+mixed.paidTwice), "paid-twice")
 	b.ReportMetric(float64(alone.unpaid+mixed.unpaid), "unpaid")
-}
-
-// visibilityLog is one invocation's queue.VisibilityChanger: it records the timeout the handler
-// gives each receipt handle, for the event-source model to honour.
-type visibilityLog struct {
-	mu       sync.Mutex
-	timeouts map[string]time.Duration
-	n        map[string]int
-}
-
-func (v *visibilityLog) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	h := aws.ToString(in.ReceiptHandle)
-	v.timeouts[h] = time.Duration(in.VisibilityTimeout) * time.Second
-	if v.n == nil {
-		v.n = map[string]int{}
-	}
-	v.n[h]++
-	return &sqs.ChangeMessageVisibilityOutput{}, nil
-}
-
-// timeout is the visibility timeout given to the receipt handle h, if any.
-func (v *visibilityLog) timeout(h string) (time.Duration, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	d, ok := v.timeouts[h]
-	return d, ok
-}
-
-// calls is how many ChangeMessageVisibility requests named h.
-func (v *visibilityLog) calls(h string) int64 {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return int64(v.n[h])
 }

@@ -26,6 +26,15 @@
 //     and per transfer, end-to-end percentiles over every transfer with the unfinished ones
 //     reported (BenchmarkAsyncRate: `make bench-async-rate`, README "Benchmarks"; TestAsyncSteady
 //     at 4 channels);
+//   - batch_test.go: a payout of many async transfers posted at one instant, paid with 1 to 100
+//     transfers per fee-bumped transaction (the submitter's batches, through queue.BatchSubmitter
+//     with the event source sized for the batch as template.yaml sizes it) on a network with room
+//     for every channel's transaction, and once on a scaled-down classic lane beside others'
+//     payments: transfers per ledger against the unbatched channel bound, fee per payment,
+//     billed ms and DynamoDB write units per transfer (writeunits_test.go sizes every item
+//     written), the last settlement, every transfer paid exactly once counted from the network's
+//     payments and every wallet's balance (BenchmarkBatch: `make bench-batch`;
+//     TestBatchPayoutSmall at 40 transfers);
 //   - congestion_test.go: the local network with its classic lane scaled down, background traffic
 //     that keeps it surge priced and a fee spike; the service on RPC and on Horizon beside a
 //     submitter bidding fee stats p90 (re-sending after a refusal, as OpenZeppelin's relayer does)
@@ -75,6 +84,11 @@
 // beside the burst then waits minutes for channels the submitters take (BenchmarkMixed), so the
 // submitters book on the calendar. At 4 channels (BatchSize 2) an invocation still lasts about a
 // ledger for 2 transfers, so async costs about half of sync's billed ms there, not a fifth.
+//
+// BenchmarkBatch's submitter containers run their orchestrators Serial: RunQueuedBatch starts a
+// goroutine per key for a batch's takes and settlements, which the virtual clock cannot count (it
+// offers no hook), so those writes run one after the other, their round trips deferred and slept
+// as the longest key's chain, as concurrent requests would take (batch_test.go: perKeyPhase).
 //
 // BenchmarkAsyncRate uses Stellar RPC and the burst's round trips; its Poisson arrivals are
 // seeded, so every row of a rate sees the same; SubmitterFunction's batches are formed as

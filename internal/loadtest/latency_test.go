@@ -84,6 +84,9 @@ func (t *rpcTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.counts[call.Method]++
 	t.mu.Unlock()
 
+	if p := phaseOf(req.Context()); p != nil {
+		p.flush(req.Context(), t.clock)
+	}
 	out := req.Clone(req.Context())
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -121,29 +124,48 @@ type slowDynamo struct {
 	inner dynamo.Client
 }
 
-func (s slowDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+// sleep takes dynamoRTT of virtual time for a request on the item key, or, within a batch's
+// per-key phase (batch_test.go: perKeyPhase), defers it to the phase's end.
+func (s slowDynamo) sleep(ctx context.Context, key string) {
+	if p := phaseOf(ctx); p != nil {
+		if inPerKeyPhase() {
+			p.deferRTT(key, dynamoRTT)
+			return
+		}
+		p.flush(ctx, s.clock)
+	}
 	_ = s.clock.Sleep(ctx, dynamoRTT)
+}
+
+func (s slowDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	s.sleep(ctx, itemKey(in.Item))
 	return s.inner.PutItem(ctx, in, o...)
 }
 
 func (s slowDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	_ = s.clock.Sleep(ctx, dynamoRTT)
+	s.sleep(ctx, itemKey(in.Key))
 	return s.inner.GetItem(ctx, in, o...)
 }
 
 func (s slowDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	_ = s.clock.Sleep(ctx, dynamoRTT)
+	s.sleep(ctx, itemKey(in.Key))
 	return s.inner.DeleteItem(ctx, in, o...)
 }
 
 func (s slowDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	_ = s.clock.Sleep(ctx, dynamoRTT)
+	s.sleep(ctx, itemKey(in.Key))
 	return s.inner.(dynamo.TicketClient).UpdateItem(ctx, in, o...)
 }
 
 func (s slowDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	_ = s.clock.Sleep(ctx, dynamoRTT)
+	s.sleep(ctx, "")
 	return s.inner.Query(ctx, in, o...)
+}
+
+// TransactWriteItems is one request (a batch's envelope attached to its keys, a charged claim).
+func (s slowDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	s.sleep(ctx, "")
+	return s.inner.(dynamo.TransactClient).TransactWriteItems(ctx, in, o...)
 }
 
 // direct is the reference: a submitter with its own funded account that uses the official Go

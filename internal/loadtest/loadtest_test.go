@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,6 +49,8 @@ type rig struct {
 	// deployment (a SubmitterFunction container: async_test.go) can be built on the same table
 	// and network with its own channel pool.
 	deps wiring.Deps
+	// wcu counts DynamoDB write units when the rig was started with writeUnits, else nil.
+	wcu *writeUnits
 }
 
 func newRig(tb testing.TB, backend string, channels int, interval time.Duration) *rig {
@@ -66,11 +69,20 @@ type rigConfig struct {
 	roundTrips  bool
 	// queue, when set, carries async transfers: the API answers Prefer: respond-async with 202.
 	queue transfer.Queue
+	// env adds settings to the stack's (BATCH_SIZE, MAX_FEE_STROOPS); wallets is how many funded
+	// wallets with a USDC trustline the stack creates (0: 8); lanes are the network's per-ledger
+	// limits (zero fields: pubnet's, stellarsim.PubnetLaneLimits).
+	env     map[string]string
+	wallets int
+	lanes   stellarsim.LaneLimits
+	// writeUnits sizes every DynamoDB write to count its write units (rig.wcu, writeunits_test.go).
+	writeUnits bool
 }
 
 // startRig starts the stack (internal/devstack: the API function alone, on the rig's virtual
 // clock) with the rig's own ledger schedule, keys whose channel accounts are the same in every
-// run, a vault of 10^17 stroops of USDC, a fee account of 10^13 stroops of XLM and 8 wallets.
+// run, a vault of 10^17 stroops of USDC, a fee account of 10^13 stroops of XLM and c.wallets
+// wallets (8 by default).
 func startRig(tb testing.TB, c rigConfig) *rig {
 	tb.Helper()
 	backend, channels, interval := c.backend, c.channels, c.interval
@@ -82,9 +94,14 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 	}
 	keys.ChannelMaster = signing.NewMasterSeed([]byte("loadtest-master-seed-0123456789ab"))
 	env := map[string]string{"STELLAR_BACKEND": backend, "CHANNEL_COUNT": strconv.Itoa(channels)}
+	maps.Copy(env, c.env)
+	wallets := c.wallets
+	if wallets <= 0 {
+		wallets = 8
+	}
 	opts := devstack.Options{Clock: clock, LedgerInterval: interval, APIOnly: true, Queue: c.queue, Keys: &keys,
-		VaultUSDC: 1e17, FeeXLM: 1e13, DemoWallets: 8, Getenv: func(k string) string { return env[k] },
-		Network: func(o *stellarsim.Options) { o.ExpectedCloseInterval = interval },
+		VaultUSDC: 1e17, FeeXLM: 1e13, DemoWallets: wallets, Getenv: func(k string) string { return env[k] },
+		Network: func(o *stellarsim.Options) { o.ExpectedCloseInterval, o.Lanes = interval, c.lanes },
 		CloseLedgers: func(n *stellarsim.Network) {
 			r.sched = stellarsim.NewLedgerSchedule(c.ledgerClock, interval, clock.Now(), 2)
 			clock.OnAdvance(func(now time.Time) {
@@ -98,10 +115,15 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 		},
 		WrapDynamo: func(db *dynamodb.Client) dynamo.Client {
 			r.db = dynamotest.NewCountingClient(db)
-			if c.roundTrips {
-				return slowDynamo{clock: clock, inner: r.db}
+			var inner dynamo.Client = r.db
+			if c.writeUnits {
+				r.wcu = &writeUnits{inner: r.db, raw: db}
+				inner = r.wcu
 			}
-			return r.db
+			if c.roundTrips {
+				return slowDynamo{clock: clock, inner: inner}
+			}
+			return inner
 		},
 	}
 	if c.roundTrips {
@@ -128,6 +150,9 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 		r.svc.Orchestrator.Admission = nil
 	}
 	r.db.Reset()
+	if r.wcu != nil {
+		r.wcu.reset()
+	}
 	if r.rpc != nil {
 		r.rpc.reset()
 	}
