@@ -34,7 +34,7 @@ help: ## this list
 	@echo
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 	@echo
-	@echo "Variables: FUZZTIME (make fuzz, 60s), CHAOS_KEYS and CHAOS_SEED (make chaos), SCAN_SECRETS_RUN=1 (make scan-secrets runs the tests again), BENCH_ASYNC_MAX (make bench-async, 1600), BENCH_ASYNC_WINDOWS (make bench-async-rate, 0,1,2,5,10), BENCH_UNSCHEDULED=1 (both: submitters without the channel calendar)"
+	@echo "Variables: FUZZTIME (make fuzz, 60s), CHAOS_KEYS and CHAOS_SEED (make chaos; CHAOS_BATCH=10 and CHAOS_WAVE=30 hold the async run to one BATCH_SIZE and a wave size), SCAN_SECRETS_RUN=1 (make scan-secrets runs the tests again), BENCH_ASYNC_MAX (make bench-async, 1600), BENCH_ASYNC_WINDOWS (make bench-async-rate, 0,1,2,5,10), BENCH_UNSCHEDULED=1 (both: submitters without the channel calendar)"
 
 # One linux/arm64 `bootstrap` per function (provided.al2023).
 define lambda_build

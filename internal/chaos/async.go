@@ -50,6 +50,9 @@ type invocation struct {
 	left int
 	// seen, when set, is told every run's outcome (the late messages' check).
 	seen func(m transfer.QueueMessage, d transfer.Delivery, err error)
+	// batched: the invocation is queue.BatchSubmitter's, every step on the invoking
+	// participant's place on the clock (batches.go).
+	batched bool
 }
 
 type invocationKey struct{}
@@ -62,6 +65,9 @@ func invocationOf(ctx context.Context) *invocation {
 // release hands a finished run's place on the virtual clock back; the last one is the invoking
 // participant's own, which it keeps.
 func (inv *invocation) release() {
+	if inv.batched {
+		return // its steps ran on the invoking participant's place (batches.go)
+	}
 	inv.mu.Lock()
 	inv.left--
 	last := inv.left == 0
@@ -111,10 +117,17 @@ func (cr campaignRunner) RunQueued(ctx context.Context, m transfer.QueueMessage)
 // participant of the virtual clock, then deletes what it acknowledged (nothing if it died). The
 // handler runs each record in a goroutine of its own; each of those is a participant in the
 // caller's stead until its run is over (Clock.Add, invocation.release).
+// When the wave batches (batches.go) the handler is queue.BatchSubmitter, whose runs stay on the
+// invoking participant.
 func (r *rig) invoke(ev events.SQSEvent, n int, faulty bool, seen func(transfer.QueueMessage, transfer.Delivery, error)) {
 	inv := &invocation{r: r, n: n, faulty: faulty, left: len(ev.Records), seen: seen}
-	r.clock.Add(len(ev.Records) - 1)
-	resp, err := r.handler(context.WithValue(context.Background(), invocationKey{}, inv), ev)
+	handler := r.handler
+	if _, ok := r.batched(); ok {
+		inv.batched, handler = true, r.batches.handler
+	} else {
+		r.clock.Add(len(ev.Records) - 1)
+	}
+	resp, err := handler(context.WithValue(context.Background(), invocationKey{}, inv), ev)
 	if err != nil {
 		r.events.add("delivery_batch_error") // the handler never answers an error: the whole batch again
 		inv.dead.Store(true)
@@ -145,10 +158,9 @@ func retryCause(err error) string {
 // invocation each time, which may crash); with nothing visible it waits a fifth of a second.
 func (r *rig) submitter(wave, poller int, active func() bool) {
 	n := wave<<20 | poller<<16
-	batch, _ := r.submitterMapping()
 	idle := withCaller(context.Background(), &caller{name: "submitter poller", rng: rand.New(rand.NewPCG(r.cfg.Seed, 1<<41+uint64(n)))})
 	for active() {
-		ev := r.queue.receive(batch)
+		ev := r.receiveEvent(idle)
 		if len(ev.Records) == 0 {
 			_ = r.clock.Sleep(idle, 200*time.Millisecond)
 			continue
@@ -165,9 +177,8 @@ func (r *rig) submitter(wave, poller int, active func() bool) {
 func (r *rig) drainAsync(ctx context.Context) []string {
 	var bad []string
 	n := 1 << 30
-	batch, _ := r.submitterMapping()
 	deliver := func(seen func(transfer.QueueMessage, transfer.Delivery, error)) {
-		for ev := r.queue.receive(batch); len(ev.Records) > 0; ev = r.queue.receive(batch) {
+		for ev := r.receiveEvent(ctx); len(ev.Records) > 0; ev = r.receiveEvent(ctx) {
 			n++
 			r.invoke(ev, n, false, seen)
 		}

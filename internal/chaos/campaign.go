@@ -82,6 +82,15 @@ type Config struct {
 	// that loses, duplicates (receives again), reorders and delays them past healing.
 	Async  bool
 	Limits bool // daily limits that never bind: every claim a transaction (limitfaults.go)
+	// BatchSizes, in the async mode, are the BATCH_SIZE (template parameter
+	// TransfersPerTransaction) values a wave may run with (batches.go): each wave picks one by the
+	// seed, as a redeploy changes it while keys are queued, in flight or in doubt; above 1 that
+	// wave's SubmitterFunction is queue.BatchSubmitter and its events carry up to BATCH_SIZE
+	// messages. Nil or {1}: every queued transfer runs alone, as before batching existed.
+	BatchSizes []int
+	// Wallets is how many wallets the keys pay in turn (key k the (k mod Wallets)-th); 0 or 1 is
+	// one wallet. A batch holds one payment per destination, so batched runs need several.
+	Wallets int
 
 	// applyInSubmissionOrder applies each ledger's transactions in the order they were submitted
 	// (stellarsim.Options.ApplyInSubmissionOrder) instead of core's shuffle, for a scenario test
@@ -117,6 +126,11 @@ type Report struct {
 	// invocation restores them itself). Every envelope simulated while the entry was archived is
 	// marked, so an archiving may count several.
 	RestoringInvocations int
+	// BatchTxs counts the applied transactions of more than one operation by status, BatchOps
+	// their operations (by status, and FAILED_own_operation: those that failed themselves);
+	// LargestBatch is the most operations one of them held.
+	BatchTxs, BatchOps map[string]int
+	LargestBatch       int
 	// LoadBalanced is Config.LoadBalanced as the run used it (false for Horizon).
 	LoadBalanced bool
 	// Congested is Config.Congested; Congestion then counts what the network and the service did
@@ -124,6 +138,10 @@ type Report struct {
 	// service_max_charged and service_envelopes_* in stroops or counts, fee_above_cap_answers).
 	Congested  bool
 	Congestion map[string]int
+	// RejectedOnChain is how many keys ended rejected by their destination on chain (a batched
+	// run's deauthorized trustlines): each by the one FAILED transaction in which its own
+	// operation failed.
+	RejectedOnChain int
 	// LeftToOperator is how many in_doubt items, after healing, no proof of the service could
 	// ever settle under the load balancer, so the operator forced their discard after checking
 	// full history (settleUnprovable; README, "Which RPC and Horizon deployments the proof
@@ -196,6 +214,12 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "  RPC load balanced (several instances behind one URL): death proven by the sequence number only; %d in-doubt items left to an operator after healing (their source's sequence number was used before the proof)\n", r.LeftToOperator)
 	}
 	fmt.Fprintf(&b, "  applied transactions: %d (%d of them restoring archived entries in the invocation, and %d RestoreFootprint transactions); heal retries: %d; every item settled %v after the last envelope was provable\n", r.Applied, r.RestoringInvocations, r.Restores, r.HealRetries, r.SweptAfterProvable)
+	if len(r.BatchTxs) > 0 {
+		fmt.Fprintf(&b, "  batches applied: %v transactions, %v operations, the largest %d operations\n", r.BatchTxs, r.BatchOps, r.LargestBatch)
+	}
+	if r.RejectedOnChain > 0 {
+		fmt.Fprintf(&b, "  keys rejected by their destination on chain: %d (each by the FAILED transaction in which its own operation failed)\n", r.RejectedOnChain)
+	}
 	if r.Cancelled > 0 {
 		fmt.Fprintf(&b, "  keys cancelled before a submitter took them: %d (nothing applied for any)\n", r.Cancelled)
 	}
@@ -253,6 +277,10 @@ type rig struct {
 	ledger  *faultyLedger
 	orch    *transfer.Orchestrator
 	wallet  string
+	// wallets are the keys' wallets (walletOf), wallet the first of them; usdc the asset they
+	// are paid in.
+	wallets []string
+	usdc    stellarsim.Asset
 	// vaultKey is the vault account's master key (an operator's key in the adversary's tests);
 	// feeAccount is the fee account's address (the fee bumps' fee source).
 	vaultKey   *keypair.Full
@@ -276,6 +304,8 @@ type rig struct {
 	// handler on it.
 	queue   *sqsQueue
 	handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	// batches is the batched runs' state (Config.BatchSizes above 1; batches.go), nil otherwise.
+	batches *batchRun
 	// cong is the congestion run's tally and invariants (Config.Congested), nil otherwise.
 	cong    *congestion
 	charged *charged // the charges of the claims that applied (Config.Limits), else nil
@@ -312,7 +342,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 	}
 	env := map[string]string{"STELLAR_BACKEND": backend, "CHANNEL_COUNT": strconv.Itoa(cfg.Channels),
 		"STELLAR_RPC_LOAD_BALANCED": strconv.FormatBool(r.loadBalanced()), "MAX_FEE_STROOPS": maxFeeEnv(maxFee),
-		"LIMITS": limitsEnv(cfg.Limits)}
+		"LIMITS": limitsEnv(cfg.Limits), "BATCH_SIZE": batchSizeEnv(cfg)}
 	if cfg.Contract {
 		env["VAULT_CONTRACT"] = "local"
 	}
@@ -322,7 +352,7 @@ func newRig(cfg Config) (*rig, func(), error) {
 	// happened, and reaches minidyn in-process (devstack.Options.InProcessDynamo).
 	st, err := devstack.Start(context.Background(), devstack.Options{
 		Clock: r.clock, LedgerInterval: ledgerInterval, APIOnly: true, Keys: &keys, VaultUSDC: 1e17, FeeXLM: 1e12,
-		DemoWallets: 1, Getenv: func(k string) string { return env[k] }, InProcessDynamo: true,
+		DemoWallets: max(cfg.Wallets, 1), Getenv: func(k string) string { return env[k] }, InProcessDynamo: true,
 		DynamoOptions: func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 },
 		WrapDynamo: func(db *dynamodb.Client) dynamo.Client {
 			return &faultyDynamo{API: db, rate: cfg.FaultRate, faults: &r.faults, charged: r.charged}
@@ -360,6 +390,12 @@ func newRig(cfg Config) (*rig, func(), error) {
 	n, svc := st.Network, st.Service
 	r.net, r.minidyn, r.table, r.vaults = n, st.Minidyn, st.Info.Table, st.Vaults
 	r.wallet, r.vaultKey, r.feeAccount = st.Info.Wallets[0].Account, keys.Vault, keys.Fee.Address()
+	for _, w := range st.Info.Wallets[:max(cfg.Wallets, 1)] {
+		r.wallets = append(r.wallets, w.Account)
+	}
+	if len(st.Info.Assets) > 0 {
+		r.usdc = stellarsim.Asset{Code: st.Info.Assets[0].Code, Issuer: st.Info.Assets[0].Issuer}
+	}
 	if cfg.Contract {
 		r.contract = st.Info.VaultContract
 		// The wallet's opening balance in the vault, so that withdrawals have something to take.
@@ -387,15 +423,21 @@ func newRig(cfg Config) (*rig, func(), error) {
 			rate *= 5 // reached once per decided call, far less often than the other steps
 		}
 		c := callerOf(ctx)
-		if c != nil && !c.crashed && c.inv != nil && c.inv.dead.Load() {
-			// Another record of its SubmitterFunction invocation crashed: the process is gone.
-			c.crashed = true
-			r.events.add("delivery_killed_with_its_invocation")
+		if c != nil && c.inv != nil && c.inv.dead.Load() {
+			// Its SubmitterFunction invocation crashed (another record of it, or an earlier
+			// message or batch of its event): the process is gone, and so is every later step.
+			if !c.crashed {
+				c.crashed = true
+				r.events.add("delivery_killed_with_its_invocation")
+			}
 			return errCrash
 		}
 		if c != nil && !c.crashed && c.faulty && c.rng.Float64() < rate {
 			c.crashed = true
 			r.crashes.add(string(step))
+			if c.inv != nil {
+				c.inv.dead.Store(true) // the whole process dies at this step
+			}
 			return errCrash
 		}
 		return nil
@@ -409,6 +451,9 @@ func newRig(cfg Config) (*rig, func(), error) {
 		r.orch.Queue = r.queue
 		r.handler = queue.Submitter(campaignRunner{r}, queue.Visibility{Changer: r.queue, URL: "https://sqs.chaos.invalid/transfers"}, nil)
 		rcfg.Queue, rcfg.Queued, rcfg.QueuedGrace = r.queue, r.held, asyncGraceInCampaign
+		if err := r.startBatches(); err != nil {
+			return fail(err)
+		}
 	}
 	r.ops = reconcile.New(rcfg)
 	if cfg.Congested {
@@ -550,6 +595,7 @@ func Run(cfg Config) (Report, error) {
 				}
 			}
 		}
+		r.pickBatchSize()
 		readOrder, err := r.armReadFaults(readDice)
 		if err != nil {
 			return Report{}, err
@@ -588,6 +634,12 @@ func Run(cfg Config) (Report, error) {
 								seenMu.Unlock()
 							}
 							if first && i == 0 && r.cancels(k) {
+								if _, ok := r.batched(); ok {
+									// A batched submitter takes its keys after the batching
+									// window, one batch after the other: the DELETE comes
+									// within a minute, so it races the take both ways.
+									_ = r.clock.Sleep(ctx, time.Duration(c.rng.IntN(60_000))*time.Millisecond)
+								}
 								if r.cancelAsync(ctx, k, c.name) {
 									seenMu.Lock()
 									toldCancelled[k] = true
@@ -634,6 +686,7 @@ func Run(cfg Config) (Report, error) {
 			r.clock.Go(&wg, func() { r.sweeper(withCaller(context.Background(), r.newCaller(wave, 250, true)), active) })
 			r.clock.Go(&wg, func() { r.operator(withCaller(context.Background(), r.newCaller(wave, 251, true)), active) })
 		}
+		r.deauthorizeDuring(w, &wg)
 		if driver.Float64() < 0.5 {
 			// The outage (if any) ends while the wave runs.
 			r.clock.Go(&wg, func() {
@@ -699,6 +752,7 @@ func Run(cfg Config) (Report, error) {
 	}
 
 	settled := make([]bool, cfg.Keys)
+	rejected := make([]string, cfg.Keys) // the FAILED transaction a key's healing retry was answered with
 	retries := make([]int, cfg.Keys)
 	for w := 0; w < cfg.Keys; w += cfg.Wave {
 		var wg sync.WaitGroup
@@ -711,6 +765,15 @@ func Run(cfg Config) (Report, error) {
 					out, err := r.orch.Transfer(ctx, r.input(k))
 					if r.cong != nil {
 						r.cong.answered(fmt.Sprintf("key %d healing retry", k), err, sentSince(ctx, sends))
+					}
+					if rej, ok := errors.AsType[*transfer.RejectedError](err); ok && r.batches != nil {
+						// Its destination refused it on chain (deauthorizeDuring): the key's
+						// stored answer, final (judge checks the transaction and its operation).
+						seenMu.Lock()
+						rejected[k] = rej.TransactionHash
+						seenMu.Unlock()
+						settled[k] = true
+						return
 					}
 					if errors.As(err, new(*transfer.CancelledError)) {
 						// Cancelled before it ran: every retry answers the same (judge checks
@@ -743,7 +806,8 @@ func Run(cfg Config) (Report, error) {
 
 	rep := Report{Seed: cfg.Seed, Backend: cfg.Backend, Channels: cfg.Channels, Contract: cfg.Contract, Calls: cfg.Keys*cfg.Callers + int(lateCalls.Load()), LateCalls: int(lateCalls.Load()), Keys: cfg.Keys, Answers: r.answers.snapshot(),
 		Faults: r.faults.snapshot(), Crashes: r.crashes.snapshot(), Events: r.events.snapshot(), Stale: r.stale.snapshot(), Operators: r.operators.snapshot(),
-		VirtualTime: r.clock.Now().Sub(t0), LoadBalanced: r.loadBalanced(), Congested: cfg.Congested}
+		VirtualTime: r.clock.Now().Sub(t0), LoadBalanced: r.loadBalanced(), Congested: cfg.Congested,
+		BatchTxs: map[string]int{}, BatchOps: map[string]int{}}
 	var stillInDoubt int
 	rep.InDoubtSettle, stillInDoubt = r.held.settleTimes()
 	for _, n := range retries {
@@ -754,7 +818,8 @@ func Run(cfg Config) (Report, error) {
 	}
 	rep.SweptAfterProvable = sweptBy.Sub(provableBy)
 	rep.LeftToOperator = unprovable
-	rep.Violations = append(append(r.judge(seen, settled, cancelled, toldCancelled, &rep), asyncBad...), r.judgeCharges()...)
+	rep.Violations = append(append(r.judge(seen, settled, cancelled, toldCancelled, rejected, &rep), asyncBad...), r.judgeCharges()...)
+	rep.Violations = append(rep.Violations, r.judgeBatches()...)
 	if r.cong != nil {
 		ours := func(hash string) bool { _, ok := r.ledger.ownerOf(hash); return ok }
 		rep.Violations = append(rep.Violations, r.cong.judge(r.net, ours, &rep)...)

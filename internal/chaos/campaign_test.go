@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,7 +216,14 @@ func TestCampaignAsync(t *testing.T) {
 	seed := campaignSeed(t)
 	cfg := chaos.DefaultConfig(seed)
 	cfg.Channels, cfg.Keys, cfg.LoadBalanced, cfg.Async = 8, campaignKeys(t, 100), true, true
-	rep := runCampaign(t, cfg, fmt.Sprintf("CHAOS_SEED=%d go test -run TestCampaignAsync ./internal/chaos", seed))
+	// Batches: each wave runs at one BATCH_SIZE of CHAOS_BATCH, and the keys pay twice as many
+	// wallets as a wave has keys, at least 16, in turn (a batch holds one payment per
+	// destination), in waves of CHAOS_WAVE keys (10 by default), so a batch can hold a wave's
+	// keys and 100 keys (make test) still meet every wave's fault (stalls, history lost and
+	// back, the outage) once.
+	cfg.BatchSizes, cfg.Wave = campaignBatchSizes(t), campaignWave(t, 10)
+	cfg.Wallets = max(16, 2*cfg.Wave)
+	rep := runCampaign(t, cfg, fmt.Sprintf("CHAOS_SEED=%d CHAOS_BATCH=%s CHAOS_WAVE=%d go test -run TestCampaignAsync ./internal/chaos", seed, batchEnv(cfg.BatchSizes), cfg.Wave))
 	if n := rep.Stale["stale_writes_applied_to_a_newer_incarnation"]; n > 0 {
 		t.Errorf("%d held writes changed a later incarnation of their key than the one their writer read", n)
 	}
@@ -228,6 +236,7 @@ func TestCampaignAsync(t *testing.T) {
 		rep.Events["queue_received_while_held"] == 0 || rep.Events["invocation_died"] == 0 || rep.Events["delivery_killed_with_its_invocation"] == 0 {
 		t.Errorf("async mode not exercised: answers %v, events %v", rep.Answers, rep.Events)
 	}
+	assertBatched(t, cfg, rep)
 	// One key in six is cancelled by its first caller right after its POST: both sides of the
 	// race with the submitter must happen in a campaign this size.
 	if cfg.Keys >= 100 && (rep.Cancelled == 0 || rep.Answers["cancel: cancelled"] == 0 || rep.Answers["cancel: not cancellable, in_flight"]+
@@ -284,4 +293,63 @@ func runCampaign(t *testing.T, cfg chaos.Config, rerun string) chaos.Report {
 		t.Fatalf("seed %d broke the invariants (rerun: %s)", cfg.Seed, rerun)
 	}
 	return rep
+}
+
+// campaignBatchSizes is CHAOS_BATCH, the BATCH_SIZE values the async campaign's waves pick from
+// (comma-separated, each 1 to 100), or 1, 10 and 100 when it is unset.
+func campaignBatchSizes(t *testing.T) []int {
+	t.Helper()
+	v := os.Getenv("CHAOS_BATCH")
+	if v == "" {
+		return []int{1, 10, 100}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 100 {
+			t.Fatalf("CHAOS_BATCH: %q (sizes 1 to 100, comma-separated)", v)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+func batchEnv(sizes []int) string {
+	parts := make([]string, len(sizes))
+	for i, n := range sizes {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+// assertBatched checks that a run whose waves batched met batches: events of several messages
+// through queue.BatchSubmitter, batches built, and batches that landed with several operations.
+func assertBatched(t *testing.T, cfg chaos.Config, rep chaos.Report) {
+	t.Helper()
+	batchedWaves := 0
+	for k, n := range rep.Events {
+		if strings.HasPrefix(k, "waves_at_batch_size_") && k != "waves_at_batch_size_001" {
+			batchedWaves += n
+		}
+	}
+	if batchedWaves == 0 {
+		return
+	}
+	if rep.Events["batched_events"] == 0 || rep.Events["batches_prepared"] == 0 || rep.BatchTxs["SUCCESS"] == 0 {
+		t.Errorf("%d waves batched, but no batch landed: events %v, batch transactions %v", batchedWaves, rep.Events, rep.BatchTxs)
+	}
+}
+
+// campaignWave is CHAOS_WAVE, the keys in flight at once in the async run, or def when unset.
+func campaignWave(t *testing.T, def int) int {
+	t.Helper()
+	v := os.Getenv("CHAOS_WAVE")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("CHAOS_WAVE: %q", v)
+	}
+	return n
 }

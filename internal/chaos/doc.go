@@ -42,6 +42,23 @@
 // no client told of a success and no envelope or lease on its item, and a DELETE answered 200
 // must find its key cancelled after healing (judge).
 //
+// With batches (Config.BatchSizes, batches.go; TestCampaignAsync) the service runs with
+// BATCH_SIZE and each wave picks its size, 1, 10 or 100 by the seed, as a redeploy changes
+// TransfersPerTransaction while keys are queued, in flight or in doubt: above 1 SubmitterFunction
+// is queue.BatchSubmitter over Orchestrator.RunQueuedBatch, its events carry up to BATCH_SIZE
+// messages gathered for the 2 s batching window, and the keys pay 16 wallets in turn (a batch
+// holds one payment per destination). Every fault above reaches the batched submissions: the
+// batch item's write, the attach and the together-requeue (TransactWriteItems) and the batch
+// item's TTL refused, throttled or answer-lost; the batch envelope's sends and look-ups; crashes
+// at every step, after which nothing of the invocation reaches DynamoDB or the network; held
+// attaches; lost destination checks (the batch is then built unchecked). In three waves of ten a
+// wallet paid by the wave loses its trustline's authorization for a minute while its batches are
+// checked, built and sent, so a batch lands FAILED by one key's operation (op_not_authorized):
+// that key is rejected, its neighbours requeued and paid by a later transaction. A cancel of a
+// batched wave comes within 20 s of its POST, racing the batch's take. The batched invocation
+// runs its messages and batches one after the other (Orchestrator.Serial), on one place of the
+// virtual clock; invocations, callers, the sweep and the operators still run beside each other.
+//
 // In the congestion run (Config.Congested, congestion.go) the network's classic lane takes 60
 // operations per ledger, background payments keep it surge priced and its queue full, and a
 // spike makes every background bid at least 10 times the clearing fee for 2 minutes in every 10;
@@ -56,15 +73,28 @@
 //
 // Then the faults heal and every key is retried until it settles, and the ledger judges:
 //
-//   - no key has more than one transaction applied;
-//   - every applied transaction belongs to a key whose item is replayable with that hash;
-//   - every success a client saw is on the ledger;
+//   - no key has more than one transaction applied; classic payments are counted from the
+//     network's applied operations, each naming its key by destination and amount, so a key
+//     counts the transactions that paid it (SUCCESS) or failed its own operation (FAILED), never
+//     a FAILED batch in which its operation succeeded and a neighbour's failed;
+//   - every applied transaction belongs to a key whose item is replayable with that hash (or,
+//     for a key whose destination refused it on chain, rejected naming the FAILED transaction in
+//     which its own operation failed); a batched key's item names a transaction whose operation
+//     at the key's index is this key's payment and succeeded; no operation pays no key, no
+//     transaction pays a key twice, no batch carries a memo;
+//   - every success a client saw is on the ledger, and holds exactly one payment of the key;
+//   - every envelope a key let go of (requeued, released or rebuilt from an in_flight or
+//     in_doubt item) never landed SUCCESS, and either landed FAILED (its sequence number
+//     consumed, nothing moved) or can land no more (past its maxTime, or its source's sequence
+//     number past its own);
+//   - no batch item was given its TTL while a key named it in_flight or in_doubt (checked at
+//     every ExpireBatch that applied);
 //   - after healing every key settles (nothing in_flight or in_doubt) within the time its last
 //     envelope needs to be provable (maxTime, or the dead invocation's lease) plus two ledgers,
 //     and one clean transfer after that. Under a load balancer an item whose envelope no proof
 //     can ever settle (never applied, its source's sequence number used before the proof) is
 //     settled by an operator's forced discard after a full-history check, as the README
-//     prescribes, and counted (Report.LeftToOperator);
+//     prescribes, and counted (Report.LeftToOperator); a batched key by its batch's envelope;
 //   - in the congestion run, no envelope of the service was built, reached the network or was
 //     charged above MAX_FEE_STROOPS, nothing a call sent before a FEE_ABOVE_CAP answer ever
 //     landed, and every FEE_ABOVE_CAP answer carries a Retry-After of at least a second.
@@ -117,13 +147,15 @@
 //   - claimreadback_adversary_test.go and channelcalendar_adversary_test.go, the real DynamoDB
 //     store: a claim applied with every answer lost is the caller's own, and a campaign whose
 //     channel calendar bookings are refused, throttled or lose their answers pays at most once.
-//   - sqs_test.go and readfaults_test.go hold the campaign's own parts to their models: SQS's
-//     receipt handles and dead-letter rule, stellar-rpc's read faults and the report's rates (the
-//     in-process DynamoDB transport is internal/devstack's, tested there).
+//   - sqs_test.go, readfaults_test.go and batches_test.go hold the campaign's own parts to their
+//     models: SQS's receipt handles and dead-letter rule, stellar-rpc's read faults and the
+//     report's rates, the batched judge's attribution of operations to keys and of envelopes let
+//     go of (the in-process DynamoDB transport is internal/devstack's, tested there).
 //
 // rig_test.go holds the rig the scenarios share; stale_test.go the stale actors (slow lookups,
 // held writes, a store whose answers are lost on the wire). The campaign itself is
-// campaign_test.go: keys hit by 8 concurrent callers, in synchronous, asynchronous, congested and
-// vault-contract runs, about 5,900 calls in `make test` and 10,000 a run in `make chaos`
-// (CHAOS_KEYS=1250 a run at full size; CHAOS_SEED=<seed> replays one).
+// campaign_test.go: keys hit by 8 concurrent callers, in synchronous, asynchronous (batched),
+// congested and vault-contract runs, about 5,900 calls in `make test` and 10,000 a run in `make
+// chaos` (CHAOS_KEYS=1250 a run at full size; CHAOS_SEED=<seed> replays one; CHAOS_BATCH=10 or
+// CHAOS_BATCH=1 holds the async run's waves to one BATCH_SIZE).
 package chaos

@@ -64,6 +64,10 @@ func callerOf(ctx context.Context) *caller {
 // roll reports whether a fault happens now, with probability p, for a faulty caller.
 func (c *caller) roll(p float64) bool { return c != nil && c.faulty && c.rng.Float64() < p }
 
+// gone reports whether the caller runs in a SubmitterFunction invocation that crashed: its
+// process is dead, so no request of it reaches DynamoDB or the network any more.
+func (c *caller) gone() bool { return c != nil && c.inv != nil && c.inv.dead.Load() }
+
 // counter counts events by name.
 type counter struct {
 	mu sync.Mutex
@@ -116,6 +120,9 @@ type faultyDynamo struct {
 
 func (d *faultyDynamo) before(ctx context.Context, op string) error {
 	c := callerOf(ctx)
+	if c.gone() {
+		return errCrash
+	}
 	if !c.roll(d.rate) {
 		return nil
 	}
@@ -161,11 +168,14 @@ func (d *faultyDynamo) write(ctx context.Context, kind string, do func() error) 
 }
 
 // putKind names a PutItem by what it writes: claim_put (a new claim: attribute_not_exists or
-// expired), replace_put (a conditional replace of a transfer item: its condition names the version)
-// or lease_put (a channel account lease).
+// expired), replace_put (a conditional replace of a transfer item: its condition names the version),
+// lease_put (a channel account lease) or batch_put (a batch item).
 func putKind(in *dynamodb.PutItemInput) string {
 	if pk, ok := in.Item[dynamo.AttrPK].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, dynamo.ChannelPrefix) {
 		return "lease_put"
+	}
+	if pk, ok := in.Item[dynamo.AttrPK].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, transfer.BatchPrefix) {
+		return "batch_put" // a batch's envelope (dynamo.Store.PutBatch)
 	}
 	for _, name := range in.ExpressionAttributeNames {
 		if name == "version" {
@@ -232,6 +242,8 @@ type faultyLedger struct {
 	sent   map[string]bool   // inner hashes sent at least once
 	built  map[string]int    // prepares per wallet+amount (one key each)
 	owner  map[string]string // every hash prepared -> wallet+amount
+	// maxTime is every envelope's maxTime (epoch s) by inner hash.
+	maxTime map[string]int64
 	// cong checks each envelope built against MAX_FEE_STROOPS in the congestion run, nil in others.
 	cong *congestion
 }
@@ -268,18 +280,41 @@ func (l *faultyLedger) Prepare(ctx context.Context, req transfer.Request, terms 
 		l.cong.prepared(env)
 	}
 	if err == nil {
-		l.mu.Lock()
+		l.prepared(env, []transfer.Request{req})
+	}
+	return env, err
+}
+
+// prepared records an envelope built for reqs (one, or a batch's in operation order): its hashes'
+// owner (the first request's wallet+amount), its maxTime, and a rebuild for each request built
+// before.
+func (l *faultyLedger) prepared(env transfer.Envelope, reqs []transfer.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxTime == nil {
+		l.maxTime = map[string]int64{}
+	}
+	l.maxTime[env.InnerHash] = env.MaxTime
+	for i, req := range reqs {
 		id := req.WalletAddress + "/" + req.Amount
-		for _, h := range env.Hashes() {
-			l.owner[h] = id
+		if i == 0 {
+			for _, h := range env.Hashes() {
+				l.owner[h] = id
+			}
 		}
 		l.built[id]++
 		if l.built[id] > 1 {
 			l.events.add("rebuilds")
 		}
-		l.mu.Unlock()
 	}
-	return env, err
+}
+
+// maxTimeOf is the maxTime of the envelope prepared with inner hash h, if one was.
+func (l *faultyLedger) maxTimeOf(h string) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.maxTime[h]
+	return t, ok
 }
 
 // ownerOf returns the wallet+amount an envelope hash was prepared for.
@@ -291,6 +326,9 @@ func (l *faultyLedger) ownerOf(hash string) (string, bool) {
 }
 
 func (l *faultyLedger) Send(ctx context.Context, env transfer.Envelope) (transfer.SendResult, error) {
+	if callerOf(ctx).gone() {
+		return transfer.SendResult{}, fmt.Errorf("%w: %w", errCrash, transfer.ErrNotSent)
+	}
 	l.mu.Lock()
 	if l.sent[env.InnerHash] {
 		l.events.add("resends")
@@ -323,6 +361,9 @@ func (l *faultyLedger) Send(ctx context.Context, env transfer.Envelope) (transfe
 }
 
 func (l *faultyLedger) Lookup(ctx context.Context, env transfer.Envelope) (transfer.Lookup, error) {
+	if callerOf(ctx).gone() {
+		return transfer.Lookup{}, errCrash
+	}
 	if c := callerOf(ctx); c.roll(l.lookupRate) {
 		l.faults.add("lookup_lost")
 		return transfer.Lookup{}, fmt.Errorf("%w: getTransaction timed out", errInjected)

@@ -49,8 +49,8 @@ func (c *charged) add(in *dynamodb.TransactWriteItemsInput) {
 	}
 }
 
-// TransactWriteItems writes a charged claim (dynamo's claimCharged, the only transaction the
-// campaign's service makes) through the same faults as every other write: refused or throttled
+// TransactWriteItems writes a charged claim (dynamo's claimCharged; claim_transact) or a batch's
+// items (dynamo.Store.ReplaceAll; items_transact) through the same faults as every other write: refused or throttled
 // before it is sent (nothing claimed or charged), or applied and its answer lost, as an error or
 // as the answer to the same request sent again (the SDK's retry, which minidyn, ignoring the
 // ClientRequestToken, cancels on the claim's own item). What applied is tallied in d.charged.
@@ -59,8 +59,14 @@ func (d *faultyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 	if !ok {
 		return nil, dynamo.ErrNoTransactions
 	}
+	kind := "items_transact" // a batch's attach, or its keys requeued together (dynamo.Store.ReplaceAll)
+	for _, it := range in.TransactItems {
+		if it.Update != nil {
+			kind = "claim_transact" // a charged claim or a give-back: its counters
+		}
+	}
 	var out *dynamodb.TransactWriteItemsOutput
-	err := d.write(ctx, "claim_transact", func() (err error) {
+	err := d.write(ctx, kind, func() (err error) {
 		out, err = tc.TransactWriteItems(ctx, in, opt...)
 		if err == nil && d.charged != nil {
 			d.charged.add(in)

@@ -39,6 +39,9 @@ type heldStore struct {
 	events       *counter
 	stale        *counter
 	t0           time.Time // the campaign's start, for traces
+	// batches, in a batched run, records the envelopes keys let go of and checks the batch items'
+	// TTL rule (batches.go); nil otherwise.
+	batches *batchRun
 
 	traceMu sync.Mutex
 	trace   map[string][]string // every write that changed an item, by store key
@@ -69,6 +72,7 @@ func (s *heldStore) Replace(ctx context.Context, next transfer.Record, cond tran
 		s.record(ctx, next.StoreKey, held, newer, "replace claim %s %s v%d owner %s env %s -> claim %s %s v%d owner %s env %s (%s)",
 			short(cond.ClaimID), cond.Status, cond.Version, short(cond.LeaseOwner), short(condHash(cond)), short(next.ClaimID), next.Status, next.Version,
 			short(next.LeaseOwner), short(envHash(next)), answer(err))
+		s.noteLetGo(ctx, next.StoreKey, cond, &next)
 	}
 	return err
 }
@@ -94,6 +98,7 @@ func (s *heldStore) Delete(ctx context.Context, storeKey string, cond transfer.C
 		s.count(storeKey, "", cond.Status)
 		s.record(ctx, storeKey, held, newer, "delete claim %s %s v%d owner %s env %s (%s)",
 			short(cond.ClaimID), cond.Status, cond.Version, short(cond.LeaseOwner), short(condHash(cond)), answer(err))
+		s.noteLetGo(ctx, storeKey, cond, nil)
 	}
 	return err
 }

@@ -18,12 +18,25 @@ import (
 // maxTime by the ledger, never applied (the local network's full history), their source's
 // sequence number at or past the envelope's (so no later ledger can prove anything). Every other
 // item must still be settled by the service's own proof; a run that is not load balanced never
-// calls this. It returns how many discards it forced.
+// calls this. A batched key is judged by its batch's envelope (the batch item's XDR), each key
+// of the batch discarded alone. It returns how many discards it forced.
 func (r *rig) settleUnprovable(ctx context.Context) int {
 	forced := 0
 	for k := range r.cfg.Keys {
 		rec, err := r.store.Get(ctx, r.storeKey(k))
-		if err != nil || rec.Status != transfer.StatusInDoubt || rec.Envelope == nil || !r.unprovable(*rec.Envelope) {
+		if err != nil || rec.Status != transfer.StatusInDoubt || rec.Envelope == nil {
+			continue
+		}
+		env := *rec.Envelope
+		if rec.Batch != nil {
+			// A batched key's item holds the envelope's hashes; its XDR is the batch item's.
+			b, err := r.store.GetBatch(ctx, env.InnerHash)
+			if err != nil {
+				continue
+			}
+			env = b.Envelope
+		}
+		if !r.unprovable(env) {
 			continue
 		}
 		got, err := r.ops.Do(ctx, reconcile.Request{Action: reconcile.ActionGet, StoreKey: rec.StoreKey})

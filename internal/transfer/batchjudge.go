@@ -119,11 +119,8 @@ func pagesShortfall(lk Lookup, index int) bool {
 // (JudgeOperation), conditional on rec as read: landed -> replayable; its own failure -> rejected;
 // a neighbour's failure, the paying side's or a proof of death -> requeued; undecided -> rec as
 // it stands (the caller parks it or leaves it). Ledger.Done is called once the batch is decided.
-// count says whether a shortfall this judge pages is also counted here (FailureCounter): true for
-// Settle, whose caller answers no call with it; false where the key's own answer is reported
-// (the submitter's answerOf, a take-over's caller). Errors: the store's (ErrConditionFailed when
-// another judge wrote first).
-func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnvelope, lk Lookup, ttl time.Duration, count bool) (Settlement, OperationVerdict, error) {
+// Errors: the store's (ErrConditionFailed when another judge wrote first).
+func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnvelope, lk Lookup, ttl time.Duration) (Settlement, OperationVerdict, error) {
 	v, shortfall := JudgeOperation(b.Envelope, lk, rec.Batch.Index)
 	now := o.Clock.Now()
 	var s Settlement
@@ -147,12 +144,9 @@ func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnve
 		s = Settlement{Resolution: ResolvedRequeued, Record: next, Lookup: &lk, Shortfall: shortfall}
 		if shortfall != "" && pagesShortfall(lk, rec.Batch.Index) {
 			o.pageUnderfunded(ctx, rec, shortfall, fmt.Sprintf("batch %s included FAILED in ledger %d %v", b.Envelope.InnerHash, lk.Ledger, lk.ResultCodes))
-			// A judge that answers no call for this key (the sweep's or a discard's Settle, or a
-			// retry inline, whose answer is the key queued again) counts the page itself: the
-			// alarm reads transfer_orchestration_failure_total, never the log line.
-			if fc, ok := o.observer().(FailureCounter); ok && count {
-				fc.CountFailure(ctx, rec.Request.OperationType, Retryable, shortfall)
-			}
+			// The alarm reads transfer_orchestration_failure_total, never the log line: Settle
+			// counts this page for the sweep and a discard (settle.go), every other caller
+			// through the key's own answer.
 		}
 	}
 	o.Ledger.Done(ctx, b.Envelope)
@@ -183,7 +177,7 @@ func (o *Orchestrator) settleBatched(ctx context.Context, rec Record) (Settlemen
 	if err != nil {
 		return Settlement{}, err
 	}
-	s, v, err := o.judgeBatched(ctx, rec, b, lk, o.settings().KeyTTL, true)
+	s, v, err := o.judgeBatched(ctx, rec, b, lk, o.settings().KeyTTL)
 	if err != nil || v != VerdictUndecided {
 		if err == nil {
 			o.releaseJudged(ctx, b, rec.StoreKey)
@@ -312,7 +306,7 @@ func (o *Orchestrator) takeOverBatched(ctx context.Context, a *attempt, rec Reco
 	if err := o.hook(ctx, StepSettling, rec); err != nil {
 		return Outcome{}, false, err
 	}
-	s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL, false)
+	s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
 	if err != nil {
 		o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
 	} else {

@@ -279,7 +279,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 	wrote := make([]bool, len(attached))
 	o.each(len(attached), func(i int) {
 		rec := attached[i]
-		s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL, false)
+		s, v, err := o.judgeBatched(ctx, rec, b, *f.lk, a.settings.KeyTTL)
 		if err != nil {
 			o.log().ErrorContext(ctx, "settling a batched key failed after the ledger decided", "storeKey", rec.StoreKey, "err", err)
 		}
