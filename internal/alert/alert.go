@@ -57,7 +57,7 @@ type BatchPager interface {
 	// PageBatch marks the batch item of innerHash as paged by the stream record by (its event ID)
 	// and reports whether by is its pager: the first record to claim it, or the same record
 	// delivered again (so a page whose publish failed is sent by the retry). false when another
-	// record claimed it, or when no batch item holds it.
+	// record claimed it; false with transfer.ErrNotFound (wrapped) when no batch item holds it.
 	PageBatch(ctx context.Context, innerHash, by string) (bool, error)
 }
 
@@ -427,12 +427,20 @@ func decode(image map[string]events.DynamoDBAttributeValue) (transfer.Record, er
 // A key paid by a batch's transaction (rec.Batch) pages once for its batch: with Batches set,
 // only the key whose record claims the batch's page (BatchPager) alerts, naming the batch's size;
 // every other key of it logs a WARN line without the "alert" field (it stays in the in-doubt list
-// and the gauge, and the in-doubt alarm still fires while any key is in doubt). A failed claim
-// retries the batch from this record, as a failed publish does.
+// and the gauge, and the in-doubt alarm still fires while any key is in doubt). A key whose batch
+// item cannot be read (ErrNotFound: nothing can claim its page) logs a WARN line saying so: the
+// in-doubt alarm pages for it. A failed claim retries the batch from this record, as a failed
+// publish does.
 func (h *Handler) inDoubt(ctx context.Context, eventID string, rec transfer.Record) error {
 	d := DetailsOf(rec)
 	if rec.Batch != nil && rec.Envelope != nil && h.cfg.Batches != nil {
 		pager, err := h.cfg.Batches.PageBatch(ctx, rec.Envelope.InnerHash, eventID)
+		if errors.Is(err, transfer.ErrNotFound) {
+			h.cfg.Logger.WarnContext(ctx, "transfer in doubt; its batch item could not be read, so no batch page: the in-doubt alarm pages",
+				"storeKey", d.StoreKey, "idempotencyKey", d.IdempotencyKey, "innerHash", d.InnerHash, "batchIndex", rec.Batch.Index,
+				"batchSize", rec.Batch.Size)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("alert: claiming the page of batch %s: %w", rec.Envelope.InnerHash, err)
 		}

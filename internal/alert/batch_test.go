@@ -6,10 +6,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/stellar-transfer/orchestrator/internal/alert"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/logging/logtest"
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 	"github.com/stellar-transfer/orchestrator/internal/transfer/transfertest"
@@ -112,5 +114,89 @@ func TestABatchPageClaimThatFailsIsRetried(t *testing.T) {
 	resp, _ := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{streamRecord(t, "9", "MODIFY", &recs[0], &doubt)}})
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "9" || len(pub.in) != 0 {
 		t.Fatalf("failures %+v, published %d", resp.BatchItemFailures, len(pub.in))
+	}
+}
+
+// A settlement event of a key paid or rejected by a batch's transaction names its operation's
+// index (operationIndex), read from the item's image as the stream delivers it; a key paid alone
+// has no such member.
+func TestABatchedKeysSettlementEventNamesItsOperation(t *testing.T) {
+	recs, _ := batchedInFlight(t, 3)
+	hash := recs[0].Envelope.InnerHash
+	landed := transfer.SettledRecord(recs[1], transfer.Lookup{Status: transfer.LookupSuccess, Hash: hash, Ledger: 901, FeeChargedStroops: 100}, t0.Add(7*time.Second), time.Hour)
+	failed := transfer.SettledRecord(recs[2], transfer.Lookup{Status: transfer.LookupFailed, Hash: hash, Ledger: 901,
+		ResultCodes: []string{"tx_failed", "op_no_trust"}, FeeChargedStroops: 100}, t0.Add(7*time.Second), time.Hour)
+	plain := inFlight("order-plain")
+	plainLanded := transfer.SettledRecord(plain, transfer.Lookup{Status: transfer.LookupSuccess, Hash: plain.Envelope.InnerHash, Ledger: 902}, t0.Add(7*time.Second), time.Hour)
+	for _, tc := range []struct {
+		name      string
+		old, next transfer.Record
+		want      string // the detail's operationIndex member, "" for none
+	}{
+		{"batched success", recs[1], landed, "1"},
+		{"batched error", recs[2], failed, "2"},
+		{"alone", plain, plainLanded, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := streamRecord(t, "1", "MODIFY", &tc.old, &tc.next)
+			old, next := decodeImage(t, r.Change.OldImage), decodeImage(t, r.Change.NewImage)
+			ev, ok := alert.SettlementEventOf(&r, &old, &next)
+			if !ok || ev.DetailType != alert.DetailTypeSettled {
+				t.Fatalf("event %+v, %v; want Transfer Settled", ev, ok)
+			}
+			body, err := json.Marshal(ev.Detail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(m["operationIndex"]); got != tc.want {
+				t.Fatalf("operationIndex %q, want %q: %s", got, tc.want, body)
+			}
+		})
+	}
+}
+
+func decodeImage(t *testing.T, img map[string]events.DynamoDBAttributeValue) transfer.Record {
+	t.Helper()
+	av, err := alert.ToSDK(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := dynamo.DecodeItem(av)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// A batched key whose batch item is gone cannot claim its batch's page: it logs that the batch
+// item could not be read and that the in-doubt alarm pages, never that its batch paged, and
+// publishes nothing.
+func TestABatchedKeyWithoutItsBatchItemSaysSo(t *testing.T) {
+	recs, _ := batchedInFlight(t, 2)
+	empty := transfertest.NewStore()
+	log, buf := logtest.New(t)
+	pub := &publisher{}
+	h := alert.New(alert.Config{Store: fakeIndex{n: 1}, Gauge: &gauge{}, Publisher: pub, TopicARN: "arn:aws:sns:us-east-1:1:alerts", Logger: log, Batches: empty})
+	doubt := transfer.InDoubtRecord(recs[1], "TRANSFER_TIMEOUT", t0)
+	resp, err := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{streamRecord(t, "1", "MODIFY", &recs[1], &doubt)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 || len(pub.in) != 0 {
+		t.Fatalf("Handle = %+v, %v; published %d, want nothing", resp, err, len(pub.in))
+	}
+	found := false
+	for _, l := range lines(t, buf) {
+		msg, _ := l["msg"].(string)
+		if strings.Contains(msg, "paged once") {
+			t.Fatalf("a line says the batch paged: %v", l)
+		}
+		if strings.Contains(msg, "batch item could not be read") && strings.Contains(msg, "in-doubt alarm pages") && l["batchIndex"] == float64(1) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no line saying the batch item could not be read:\n%s", buf.Bytes())
 	}
 }

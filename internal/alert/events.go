@@ -86,7 +86,11 @@ type EventDetail struct {
 	// TransactionHash (64 hex) and Ledger (sequence number) of the transaction that landed:
 	// success, and error when it failed on chain.
 	TransactionHash string `json:"transactionHash,omitempty"`
-	Ledger          uint32 `json:"ledger,omitempty"`
+	// OperationIndex is the 0-based index of this transfer's operation in that transaction,
+	// present only for a transfer paid or rejected with others in one transaction
+	// (transfer.OperationIndexOf).
+	OperationIndex *int   `json:"operationIndex,omitempty"`
+	Ledger         uint32 `json:"ledger,omitempty"`
 	// Code is the problem code a call with this key now answers: TRANSACTION_FAILED (error),
 	// TRANSFER_IN_DOUBT (in_doubt), TRANSFER_CANCELLED (cancelled); empty for success and
 	// released.
@@ -174,6 +178,9 @@ func SettlementEventOf(r *events.DynamoDBEventRecord, old, next *transfer.Record
 	}
 	if res := next.Result; res != nil {
 		d.TransactionHash, d.Ledger, d.FeeChargedStroops = res.TransactionHash, res.Ledger, res.FeeChargedStroops
+		if i, ok := transfer.OperationIndexOf(*next); ok {
+			d.OperationIndex = &i
+		}
 		if next.Status == transfer.StatusRejected {
 			d.Code, d.ResultCodes = res.Code, res.ResultCodes
 		}

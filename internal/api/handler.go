@@ -65,6 +65,9 @@ const (
 // TransferResponse is the 200 body of POST /transfers.
 type TransferResponse struct {
 	TransactionHash string `json:"transactionHash"`
+	// OperationIndex is the 0-based index of this transfer's operation in the transaction, present
+	// only for a transfer paid with others in one transaction (transfer.OperationIndexOf).
+	OperationIndex *int `json:"operationIndex,omitempty"`
 	// Ledger is the sequence number of the ledger that included the transaction.
 	Ledger   uint32 `json:"ledger"`
 	Replayed bool   `json:"replayed"`
@@ -76,7 +79,10 @@ type ViewResponse struct {
 	// "released" (outside the replay window only: an in-doubt transfer released, nothing moved).
 	Status          string `json:"status"`
 	TransactionHash string `json:"transactionHash,omitempty"`
-	Ledger          uint32 `json:"ledger,omitempty"`
+	// OperationIndex is the 0-based index of this transfer's operation in the transaction, present
+	// only for a transfer paid or rejected with others in one transaction (transfer.OperationIndexOf).
+	OperationIndex *int   `json:"operationIndex,omitempty"`
+	Ledger         uint32 `json:"ledger,omitempty"`
 	// InDoubt is true while the outcome is unknown and awaits reconciliation.
 	InDoubt bool `json:"inDoubt,omitempty"`
 	// Error is the stored rejection (status "error"), without instance and traceId.
@@ -408,7 +414,7 @@ func (h *handler) postTransfer(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(ReplayedHeader, "true")
 	}
 	writeJSON(w, http.StatusOK, "application/json", TransferResponse{
-		TransactionHash: out.TransactionHash, Ledger: out.Ledger, Replayed: out.Replayed})
+		TransactionHash: out.TransactionHash, OperationIndex: out.OperationIndex, Ledger: out.Ledger, Replayed: out.Replayed})
 }
 
 // enqueue answers a POST that prefers respond-async: 202 with Location (the transfer's GET),
@@ -424,7 +430,7 @@ func (h *handler) enqueue(w http.ResponseWriter, r *http.Request, in transfer.In
 	if !res.Accepted {
 		w.Header().Set(ReplayedHeader, "true")
 		writeJSON(w, http.StatusOK, "application/json", TransferResponse{
-			TransactionHash: res.Outcome.TransactionHash, Ledger: res.Outcome.Ledger, Replayed: true})
+			TransactionHash: res.Outcome.TransactionHash, OperationIndex: res.Outcome.OperationIndex, Ledger: res.Outcome.Ledger, Replayed: true})
 		return
 	}
 	w.Header().Set("Location", transferPath(in.Request.WalletAddress, in.ClientKey))
@@ -531,7 +537,7 @@ func (h *handler) deleteTransfer(w http.ResponseWriter, r *http.Request) {
 // viewResponse is what a client sees of v: a stored rejection as a problem without instance and
 // traceId.
 func viewResponse(v transfer.View) ViewResponse {
-	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, Ledger: v.Ledger, InDoubt: v.InDoubt,
+	resp := ViewResponse{Status: v.Status, TransactionHash: v.TransactionHash, OperationIndex: v.OperationIndex, Ledger: v.Ledger, InDoubt: v.InDoubt,
 		CancelledAt: rfc3339Millis(v.CancelledAt), CancelledBy: v.CancelledBy, OutsideReplayWindow: v.OutsideReplayWindow,
 		CreatedAt: rfc3339Millis(v.CreatedAt)}
 	if !v.Memo.IsZero() {

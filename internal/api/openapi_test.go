@@ -223,10 +223,12 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		return func(context.Context, string, int, string) (transfer.HistoryPage, error) { return p, err }
 	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	op := 99 // the last operation of the largest batch
 	fullPage := transfer.HistoryPage{Next: "eyJwayI6IngifQ", Entries: []transfer.HistoryEntry{
 		{ClientKey: goodKey, View: transfer.View{Status: "success", TransactionHash: hash, Ledger: 9}, Operation: transfer.Withdraw, Amount: "12.5", Asset: "USDC", CreatedAt: at, UpdatedAt: at.Add(5 * time.Second)},
 		{ClientKey: "order-0002", View: transfer.View{Status: "pending", InDoubt: true}, Operation: transfer.Deposit, Amount: "1", Asset: "USDC", CreatedAt: at, UpdatedAt: at},
 		{ClientKey: "order-0003", View: transfer.View{Status: "pending"}, Operation: transfer.Deposit, Amount: "1", Asset: "USDC", CreatedAt: at, UpdatedAt: at},
+		{ClientKey: "order-0005", View: transfer.View{Status: "success", TransactionHash: hash, OperationIndex: &op, Ledger: 9}, Operation: transfer.Withdraw, Amount: "2", Asset: "USDC", CreatedAt: at, UpdatedAt: at},
 		{ClientKey: "order-0004", View: transfer.View{Status: "error", TransactionHash: hash,
 			Problem: &transfer.Problem{Code: transfer.CodeTransactionFailed, Detail: "failed", TransactionHash: hash, ResultCodes: []string{"tx_failed"}}},
 			Operation: transfer.Withdraw, Amount: "0.0000001", Asset: "USDC", CreatedAt: at, UpdatedAt: at},
@@ -262,6 +264,10 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 			transfer: func(context.Context, transfer.Input) (transfer.Outcome, error) {
 				return transfer.Outcome{TransactionHash: hash, Ledger: 7, Replayed: true}, nil
 			}},
+		{name: "replayed, batched", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 200,
+			transfer: func(context.Context, transfer.Input) (transfer.Outcome, error) {
+				return transfer.Outcome{TransactionHash: hash, OperationIndex: &op, Ledger: 7, Replayed: true}, nil
+			}},
 		{name: "no key", route: transfers, r: req{"POST", transfers, goodBody(wallet), map[string]string{"Content-Type": "application/json"}}, status: 400, code: transfer.CodeKeyMissing},
 		{name: "bad key", route: transfers, r: req{"POST", transfers, goodBody(wallet), map[string]string{"Content-Type": "application/json", IdempotencyKeyHeader: "short"}}, status: 400, code: transfer.CodeKeyInvalid},
 		{name: "bad JSON", route: transfers, r: req{"POST", transfers, `{"amount":`, json}, status: 400, code: transfer.CodeRequestInvalid},
@@ -287,6 +293,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		{name: "in doubt after a failed submission", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 409, code: transfer.CodeInDoubt, transfer: failing(&transfer.InDoubtError{FailingCode: transfer.CodeSubmissionFailed})},
 		{name: "internal", route: transfers, r: req{"POST", transfers, goodBody(wallet), json}, status: 500, code: transfer.CodeInternalError, transfer: failing(errors.New("bug"))},
 		{name: "view success", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "success", TransactionHash: hash, Ledger: 9}, nil)},
+		{name: "view success, batched", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "success", TransactionHash: hash, OperationIndex: &op, Ledger: 9}, nil)},
 		{name: "view pending", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "pending"}, nil)},
 		{name: "view in doubt", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "pending", InDoubt: true}, nil)},
 		{name: "view error", route: view, r: req{"GET", viewPath, "", nil}, status: 200, view: viewing(transfer.View{Status: "error",
@@ -295,7 +302,7 @@ func TestOpenAPIResponsesMatchTheHandler(t *testing.T) {
 		{name: "view bad key", route: view, r: req{"GET", "/wallets/" + wallet + "/transfers/short", "", nil}, status: 400, code: transfer.CodeKeyInvalid},
 		{name: "view bad wallet", route: view, r: req{"GET", "/wallets/GABC/transfers/" + goodKey, "", nil}, status: 422, code: transfer.CodeInvalidAddress},
 		{name: "view store down", route: view, r: req{"GET", viewPath, "", nil}, status: 503, code: transfer.CodeStoreUnavailable, view: viewing(transfer.View{}, unavailable(transfer.CodeStoreUnavailable))},
-		{name: "history", route: history, r: req{"GET", historyPath + "?limit=4", "", nil}, status: 200, history: listing(fullPage, nil)},
+		{name: "history", route: history, r: req{"GET", historyPath + "?limit=5", "", nil}, status: 200, history: listing(fullPage, nil)},
 		{name: "history empty", route: history, r: req{"GET", historyPath, "", nil}, status: 200},
 		{name: "history bad limit", route: history, r: req{"GET", historyPath + "?limit=101", "", nil}, status: 400, code: transfer.CodeLimitInvalid},
 		{name: "history bad cursor", route: history, r: req{"GET", historyPath + "?cursor=abc", "", nil}, status: 400, code: transfer.CodeCursorInvalid,

@@ -66,10 +66,19 @@ func TestBatchSizePaysQueuedTransfersTogether(t *testing.T) {
 	usdc := s.usdc()
 	asset := usdc.Code + ":" + usdc.Issuer
 	paid := map[string]int{}
+	type position struct {
+		hash  string
+		index int
+		alone bool
+	}
+	paidBy := map[string]position{} // wallet -> the operation that paid it
 	txs := 0
 	for _, tx := range s.Network.Applied()[before:] {
 		pays := 0
-		for _, op := range tx.Ops {
+		for i, op := range tx.Ops {
+			if tx.Status == "SUCCESS" && amount[op.Destination] != 0 {
+				paidBy[op.Destination] = position{hash: tx.Hash, index: i, alone: len(tx.Ops) == 1}
+			}
 			if op.Type != "payment" || amount[op.Destination] == 0 {
 				continue
 			}
@@ -95,4 +104,63 @@ func TestBatchSizePaysQueuedTransfersTogether(t *testing.T) {
 		t.Errorf("%d transfers went through %d transactions, want fewer transactions than transfers", n, txs)
 	}
 	t.Logf("%d transfers, %d transactions", n, txs)
+
+	// Every answer of a batched key names its operation's index in the transaction (0-based): the
+	// POST's replay, its GET and its wallet's history; a key paid alone has no such member.
+	for i, w := range s.Info.Wallets[:n] {
+		key := fmt.Sprintf("devstack-batch-%04d", i)
+		want := paidBy[w.Account]
+		check := func(what string, body map[string]any) {
+			t.Helper()
+			if body["transactionHash"] != want.hash {
+				t.Errorf("%s of %s: transactionHash %v, want %s", what, key, body["transactionHash"], want.hash)
+			}
+			got, ok := body["operationIndex"]
+			switch {
+			case want.alone && ok:
+				t.Errorf("%s of %s (paid alone): operationIndex %v, want none", what, key, got)
+			case !want.alone && got != float64(want.index):
+				t.Errorf("%s of %s: operationIndex %v, want %d", what, key, got, want.index)
+			}
+		}
+		req, _ := http.NewRequest(http.MethodPost, s.Info.APIURL+"/transfers", strings.NewReader(withdraw(w.Account, strconv.Itoa(i+1))))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		r := do(t, req)
+		if r.status != http.StatusOK || r.body["replayed"] != true {
+			t.Fatalf("POST %s again = %d %v, want a 200 replay", key, r.status, r.body)
+		}
+		check("the POST's replay", r.body)
+		get, _ := http.NewRequest(http.MethodGet, s.Info.APIURL+"/wallets/"+w.Account+"/transfers/"+key, nil)
+		check("GET", do(t, get).body)
+		list, _ := http.NewRequest(http.MethodGet, s.Info.APIURL+"/wallets/"+w.Account+"/transfers", nil)
+		h := do(t, list)
+		items, _ := h.body["items"].([]any)
+		if len(items) != 1 {
+			t.Fatalf("history of %s: %d items, want 1: %v", w.Account, len(items), h.body)
+		}
+		check("the history entry", items[0].(map[string]any))
+	}
+
+	// A synchronous transfer is paid alone: no operationIndex in any answer.
+	w := s.Info.Wallets[0].Account
+	req, _ := http.NewRequest(http.MethodPost, s.Info.APIURL+"/transfers", strings.NewReader(withdraw(w, "3")))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "devstack-alone-0001")
+	r := do(t, req)
+	if r.status != http.StatusOK {
+		t.Fatalf("synchronous POST = %d %v", r.status, r.body)
+	}
+	get, _ := http.NewRequest(http.MethodGet, s.Info.APIURL+"/wallets/"+w+"/transfers/devstack-alone-0001", nil)
+	list, _ := http.NewRequest(http.MethodGet, s.Info.APIURL+"/wallets/"+w+"/transfers?limit=1", nil)
+	h := do(t, list)
+	items, _ := h.body["items"].([]any)
+	if len(items) != 1 || items[0].(map[string]any)["idempotencyKey"] != "devstack-alone-0001" {
+		t.Fatalf("history of %s: %v, want the synchronous transfer first", w, h.body)
+	}
+	for what, body := range map[string]map[string]any{"POST": r.body, "GET": do(t, get).body, "history": items[0].(map[string]any)} {
+		if v, ok := body["operationIndex"]; ok || body["transactionHash"] == nil {
+			t.Errorf("%s of a transfer paid alone: operationIndex %v (want none), transactionHash %v", what, v, body["transactionHash"])
+		}
+	}
 }

@@ -259,9 +259,10 @@ const BatchPagedAttr = "pagedBy"
 // `attribute_exists(pk) AND (attribute_not_exists(pagedBy) OR pagedBy = :by)`, so the first
 // record claims it and the same record delivered again still holds it. It writes that attribute
 // alone (the alert function's role may write nothing else of a batch item). It reports false when
-// the condition failed: another record holds the page, or no batch item holds the hash (its keys
-// then page through the in-doubt alarm). It needs UpdateItem (TicketClient). Errors: ErrNoTickets,
-// the request's.
+// another record holds the page. When no batch item holds the hash (told apart by the failed
+// condition's old image, ReturnValuesOnConditionCheckFailure ALL_OLD) it reports false with
+// transfer.ErrNotFound (wrapped): its keys then page through the in-doubt alarm. It needs
+// UpdateItem (TicketClient). Errors: ErrNoTickets, ErrNotFound, the request's.
 func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, error) {
 	uc, ok := s.client.(TicketClient)
 	if !ok {
@@ -274,8 +275,13 @@ func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, erro
 		ConditionExpression:       aws.String("attribute_exists(#pk) AND (attribute_not_exists(#p) OR #p = :by)"),
 		ExpressionAttributeNames:  map[string]string{"#p": BatchPagedAttr, "#pk": AttrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":by": &types.AttributeValueMemberS{Value: by}},
+		// The old image tells "another record holds the page" from "no batch item".
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+	if ccf, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		if len(ccf.Item) == 0 {
+			return false, fmt.Errorf("dynamo: page batch %s: %w", innerHash, transfer.ErrNotFound)
+		}
 		return false, nil
 	}
 	if err != nil {

@@ -120,6 +120,9 @@ type resultItem struct {
 	Detail            string   `dynamodbav:"detail,omitempty"`
 	ResultCodes       []string `dynamodbav:"resultCodes,omitempty"` // L of S, in order
 	FeeChargedStroops int64    `dynamodbav:"feeCharged,omitempty"`
+	// OperationIndex (N, 0-based) is a batched key's operation in the transaction named
+	// (transfer.OperationIndexOf), written beside "batch" for the wallet index; absent otherwise.
+	OperationIndex *int `dynamodbav:"operationIndex,omitempty"`
 }
 
 // inDoubtSortKey is gsi1sk: a time (in doubt since, or the claim's lease expiry) in RFC 3339 UTC
@@ -223,6 +226,11 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 			Detail:            r.Detail,
 			ResultCodes:       r.ResultCodes,
 			FeeChargedStroops: r.FeeChargedStroops,
+		}
+		// Copied into the result so that the wallet index (gsi2), which projects "result" but
+		// not "batch", carries the index to a history entry.
+		if i, ok := transfer.OperationIndexOf(rec); ok {
+			it.Result.OperationIndex = &i
 		}
 	}
 	if rec.Status == transfer.StatusInDoubt {
@@ -340,6 +348,13 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			Detail:            r.Detail,
 			ResultCodes:       r.ResultCodes,
 			FeeChargedStroops: r.FeeChargedStroops,
+		}
+		if it.Batch == nil && r.OperationIndex != nil {
+			// An image without "batch" (the wallet index's projection): the copy is all there is.
+			// A whole item derives it from "batch" (transfer.OperationIndexOf), so it reads back
+			// as written.
+			i := *r.OperationIndex
+			rec.Result.OperationIndex = &i
 		}
 	}
 	if b := it.Batch; b != nil {

@@ -114,3 +114,40 @@ func TestTTLUnsupported(t *testing.T) {
 		t.Error("a transport error tolerated")
 	}
 }
+
+// A batched key's settled item copies its operation's index into "result" (operationIndex), the
+// one attribute of it the wallet index projects: an image without "batch" reads the copy, a whole
+// item reads back as written; a key paid alone writes none.
+func TestTheResultCarriesABatchedKeysOperationIndex(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	hash := strings.Repeat("ab", 32)
+	rec := transfer.Record{StoreKey: "transfer:0123456789abcdef:order-1", ClaimID: "c1", Status: transfer.StatusReplayable, Async: true,
+		Request:  transfer.Request{OperationType: transfer.Withdraw, WalletAddress: "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H", Amount: "1", Asset: "USDC", Stroops: 10_000_000},
+		Envelope: &transfer.Envelope{InnerHash: hash, MaxTime: at.Unix()}, Batch: &transfer.BatchRef{Index: 4, Size: 6},
+		Result: &transfer.Result{TransactionHash: hash, Ledger: 9}, Version: 3, CreatedAt: at, UpdatedAt: at}
+	av, err := marshalRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := av["result"].(*types.AttributeValueMemberM)
+	if res == nil || res.Value["operationIndex"] == nil || res.Value["operationIndex"].(*types.AttributeValueMemberN).Value != "4" {
+		t.Fatalf("result %#v, want operationIndex 4", av["result"])
+	}
+	whole, err := unmarshalRecord(av)
+	if err != nil || whole.Result.OperationIndex != nil || whole.Batch == nil || whole.Batch.Index != 4 {
+		t.Fatalf("whole item: %+v, %v; want the batch and no copy", whole, err)
+	}
+	delete(av, "batch")
+	projected, err := unmarshalRecord(av)
+	if err != nil || projected.Result.OperationIndex == nil || *projected.Result.OperationIndex != 4 {
+		t.Fatalf("image without batch: %+v, %v; want operationIndex 4", projected.Result, err)
+	}
+	rec.Batch = nil
+	alone, err := marshalRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := alone["result"].(*types.AttributeValueMemberM).Value["operationIndex"]; ok {
+		t.Fatalf("a key paid alone wrote operationIndex: %#v", alone["result"])
+	}
+}

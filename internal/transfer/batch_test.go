@@ -294,3 +294,36 @@ func TestFormBatches(t *testing.T) {
 		t.Fatalf("FormBatches(size 100, everything batchable) = %v, alone %q", got, keys(alone))
 	}
 }
+
+// OperationIndexOf names a key's operation only when its answer names the batch's transaction:
+// settled by it (paid or rejected), from Batch, or from the result's copy when the image holds
+// no Batch (the wallet index); never while in doubt, for a key paid alone, or for a resolve that
+// names another transaction.
+func TestOperationIndexOfNamesTheBatchsTransactionOnly(t *testing.T) {
+	env := batchEnv
+	seven := 7
+	batched := func(st transfer.Status, hash string) transfer.Record {
+		return transfer.Record{Status: st, Async: true, Envelope: &env, Batch: &transfer.BatchRef{Index: 3, Size: 5},
+			Result: &transfer.Result{TransactionHash: hash, Ledger: 9}}
+	}
+	projected := transfer.Record{Status: transfer.StatusReplayable, Result: &transfer.Result{TransactionHash: env.InnerHash, OperationIndex: &seven}}
+	alone := transfer.Record{Status: transfer.StatusReplayable, Envelope: &env, Result: &transfer.Result{TransactionHash: env.InnerHash}}
+	for _, tc := range []struct {
+		name string
+		rec  transfer.Record
+		want int
+		ok   bool
+	}{
+		{"paid", batched(transfer.StatusReplayable, env.InnerHash), 3, true},
+		{"rejected", batched(transfer.StatusRejected, env.InnerHash), 3, true},
+		{"in doubt", batched(transfer.StatusInDoubt, env.InnerHash), 0, false},
+		{"resolved naming another transaction", batched(transfer.StatusReplayable, strings.Repeat("cc", 32)), 0, false},
+		{"no transaction named", batched(transfer.StatusRejected, ""), 0, false},
+		{"the wallet index's image", projected, 7, true},
+		{"paid alone", alone, 0, false},
+	} {
+		if got, ok := transfer.OperationIndexOf(tc.rec); got != tc.want || ok != tc.ok {
+			t.Errorf("%s: OperationIndexOf = %d, %v; want %d, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}

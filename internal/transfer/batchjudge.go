@@ -321,7 +321,12 @@ func (o *Orchestrator) takeOverBatched(ctx context.Context, a *attempt, rec Reco
 func batchAnswer(rec Record, s Settlement, v OperationVerdict, lk Lookup, werr error, now time.Time) (Outcome, bool, error) {
 	switch v {
 	case VerdictLanded:
-		return Outcome{TransactionHash: rec.Envelope.InnerHash, Ledger: lk.Ledger}, false, nil
+		out := Outcome{TransactionHash: rec.Envelope.InnerHash, Ledger: lk.Ledger}
+		if rec.Batch != nil {
+			i := rec.Batch.Index
+			out.OperationIndex = &i
+		}
+		return out, false, nil
 	case VerdictRejected:
 		next := s.Record
 		if werr != nil {

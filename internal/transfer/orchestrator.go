@@ -21,8 +21,11 @@ type Outcome struct {
 	// TransactionHash is the hex hash of the landed transaction (the inner hash when fee-bumped).
 	TransactionHash string
 	// Ledger is the sequence of the ledger that included it.
-	Ledger   uint32
-	Replayed bool
+	Ledger uint32
+	// OperationIndex is the 0-based index of the key's operation in that transaction when a
+	// batch's transaction paid it (OperationIndexOf); nil for a transfer paid alone.
+	OperationIndex *int
+	Replayed       bool
 }
 
 // Step names a point in Transfer where Hooks is called.

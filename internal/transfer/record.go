@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -100,6 +101,32 @@ type Result struct {
 	// FeeChargedStroops is the fee the ledger charged, in stroops, when known; for a batched key,
 	// its share of the batch's fee (FeeShare).
 	FeeChargedStroops int64 `json:"feeCharged,omitempty"`
+	// OperationIndex is the key's operation index (0-based) in the batched transaction
+	// TransactionHash names, as a store read it from an image that holds the result but not the
+	// item's Batch (internal/dynamo's history index); nil otherwise. Writers leave it nil: a
+	// store derives it from Batch (OperationIndexOf), and so does every reader of a whole item.
+	OperationIndex *int `json:"operationIndex,omitempty"`
+}
+
+// OperationIndexOf is the 0-based index of rec's operation in the transaction its answer names,
+// and true, when rec was paid or rejected by a batch's transaction (doc.go, "Batches": every
+// answer names the landed transaction and the operation's index): rec is replayable or
+// rejected, its result names a transaction, and either the result carries the index
+// (Result.OperationIndex) or rec's Batch holds it and that transaction is rec's envelope (an
+// operator's forced resolve naming another transaction has no index of this batch). 0 and false
+// otherwise: a transfer paid alone, or no transaction named.
+func OperationIndexOf(rec Record) (int, bool) {
+	r := rec.Result
+	if (rec.Status != StatusReplayable && rec.Status != StatusRejected) || r == nil || r.TransactionHash == "" {
+		return 0, false
+	}
+	if r.OperationIndex != nil {
+		return *r.OperationIndex, true
+	}
+	if b := rec.Batch; b != nil && rec.Envelope != nil && strings.EqualFold(rec.Envelope.InnerHash, r.TransactionHash) {
+		return b.Index, true
+	}
+	return 0, false
 }
 
 // Record is one transfer item (doc.go, "The item"). The store persists every field; Fingerprint is

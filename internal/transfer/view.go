@@ -17,6 +17,10 @@ type View struct {
 	Status          string
 	TransactionHash string
 	Ledger          uint32
+	// OperationIndex is the 0-based index of this transfer's operation in TransactionHash's
+	// transaction when a batch's transaction paid or rejected it (OperationIndexOf); nil for a
+	// transfer paid alone and while nothing is settled.
+	OperationIndex *int
 	// InDoubt is true while the outcome is unknown and awaits reconciliation.
 	InDoubt bool
 	// Problem describes a stored rejection (Status "error").
@@ -102,6 +106,9 @@ func shows(wallet Wallet, rec Record) bool {
 func viewOf(rec Record) View {
 	v := viewStatus(rec)
 	v.Wallet, v.Memo, v.CreatedAt = rec.Request.Wallet(), rec.Request.Memo, rec.CreatedAt
+	if i, ok := OperationIndexOf(rec); ok {
+		v.OperationIndex = &i
+	}
 	return v
 }
 
@@ -132,7 +139,11 @@ func replay(rec Record) Outcome {
 	if rec.Result == nil {
 		return Outcome{Replayed: true}
 	}
-	return Outcome{TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger, Replayed: true}
+	out := Outcome{TransactionHash: rec.Result.TransactionHash, Ledger: rec.Result.Ledger, Replayed: true}
+	if i, ok := OperationIndexOf(rec); ok {
+		out.OperationIndex = &i
+	}
+	return out
 }
 
 // replayedRejection is the stored rejection as every later call sees it (Idempotent-Replayed).

@@ -128,7 +128,8 @@ func (s *Store) ExpireBatch(ctx context.Context, innerHash string, expiresAt int
 }
 
 // PageBatch claims the batch's in-doubt page for by, as internal/dynamo's Store.PageBatch: true
-// for the first claimant and the same one again, false for another or a batch not held.
+// for the first claimant and the same one again, false for another; false with transfer.ErrNotFound
+// (wrapped) for a batch not held.
 func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, error) {
 	if err := s.begin(ctx, "pagebatch"); err != nil {
 		return false, err
@@ -136,7 +137,7 @@ func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.batches[innerHash]; !ok {
-		return false, nil
+		return false, fmt.Errorf("transfertest: page batch %s: %w", innerHash, transfer.ErrNotFound)
 	}
 	if s.pages == nil {
 		s.pages = map[string]string{}

@@ -94,14 +94,16 @@ func BatchContract(t *testing.T, open func(t *testing.T) BatchStore) {
 		for _, tc := range []struct {
 			hash, by string
 			want     bool
+			missing  bool // ErrNotFound: no batch item
 		}{
-			{b.Envelope.InnerHash, "event-1", true},
-			{b.Envelope.InnerHash, "event-1", true}, // the same record delivered again
-			{b.Envelope.InnerHash, "event-2", false},
-			{strings.Repeat("e8", 32), "event-1", false}, // no batch item
+			{b.Envelope.InnerHash, "event-1", true, false},
+			{b.Envelope.InnerHash, "event-1", true, false}, // the same record delivered again
+			{b.Envelope.InnerHash, "event-2", false, false},
+			{strings.Repeat("e8", 32), "event-1", false, true}, // no batch item
 		} {
-			if got, err := pager.PageBatch(ctx, tc.hash, tc.by); err != nil || got != tc.want {
-				t.Fatalf("PageBatch(%s, %s) = %v, %v; want %v", tc.hash[:4], tc.by, got, err, tc.want)
+			got, err := pager.PageBatch(ctx, tc.hash, tc.by)
+			if got != tc.want || errors.Is(err, transfer.ErrNotFound) != tc.missing || err != nil && !tc.missing {
+				t.Fatalf("PageBatch(%s, %s) = %v, %v; want %v, not found %v", tc.hash[:4], tc.by, got, err, tc.want, tc.missing)
 			}
 		}
 		if got, err := s.GetBatch(ctx, b.Envelope.InnerHash); err != nil || len(got.Ops) != 1 || got.Envelope.XDR != b.Envelope.XDR {
