@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 	"sync"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo/dynamotest"
 )
 
 // DynamoDB write units as DynamoDB bills them on the base table (Amazon DynamoDB Developer Guide,
@@ -87,7 +86,7 @@ func (w *writeUnits) stored(ctx context.Context, table *string, key map[string]t
 	if err != nil || out.Item == nil {
 		return 0
 	}
-	return itemSize(out.Item)
+	return dynamotest.ItemSize(out.Item)
 }
 
 // keyOf is the table's key of item (its hash key pk: dynamo.TableDefinition).
@@ -116,7 +115,7 @@ func (w *writeUnits) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o .
 	before := w.stored(ctx, in.TableName, keyOf(in.Item))
 	out, err := w.inner.PutItem(ctx, in, o...)
 	if err == nil || conditionFailed(err) {
-		after := itemSize(in.Item)
+		after := dynamotest.ItemSize(in.Item)
 		w.add("PutItem", unitsFor(before, after, err == nil), after)
 	}
 	return out, err
@@ -163,7 +162,7 @@ func (w *writeUnits) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 	for _, it := range in.TransactItems {
 		switch {
 		case it.Put != nil:
-			writes = append(writes, write{table: it.Put.TableName, key: keyOf(it.Put.Item), after: itemSize(it.Put.Item)})
+			writes = append(writes, write{table: it.Put.TableName, key: keyOf(it.Put.Item), after: dynamotest.ItemSize(it.Put.Item)})
 		case it.Update != nil:
 			writes = append(writes, write{table: it.Update.TableName, key: it.Update.Key, after: -1})
 		case it.Delete != nil:
@@ -189,73 +188,6 @@ func (w *writeUnits) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 }
 
 // itemSize is an item's size in bytes as DynamoDB counts it: the UTF-8 length of every attribute
-// name plus its value's size (attrSize).
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + attrSize(v)
-	}
-	return n
-}
-
-// attrSize is one value's size ("DynamoDB item sizes and formats"): a string its UTF-8 bytes, a
-// number one byte per two significant digits plus one, a binary its raw bytes, a Boolean or null
-// one byte, a list or map 3 bytes plus its elements (a map's with their names), each one byte more;
-// a set the sum of its members.
-func attrSize(v types.AttributeValue) int {
-	switch a := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(a.Value)
-	case *types.AttributeValueMemberN:
-		return numberSize(a.Value)
-	case *types.AttributeValueMemberB:
-		return len(a.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range a.Value {
-			n += 1 + attrSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range a.Value {
-			n += 1 + len(k) + attrSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range a.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range a.Value {
-			n += numberSize(s)
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range a.Value {
-			n += len(b)
-		}
-		return n
-	}
-	return 0
-}
-
-// numberSize is a number's size: its significant digits (leading and trailing zeros trimmed),
-// one byte per two, plus one.
-func numberSize(s string) int {
-	s = strings.TrimLeft(s, "+-")
-	if mant, _, ok := strings.Cut(strings.ToLower(s), "e"); ok {
-		s = mant
-	}
-	digits := strings.Trim(strings.ReplaceAll(s, ".", ""), "0")
-	return (utf8.RuneCountInString(digits)+1)/2 + 1
-}
 
 // TestItemSize pins the sizing rules on a known item: names and strings by their UTF-8 bytes,
 // numbers by significant digits, a map with its overhead.
@@ -267,7 +199,7 @@ func TestItemSize(t *testing.T) {
 		"m":   &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "é"}}}, // 1 + 3 + 1 + 1 + 2
 		"nil": &types.AttributeValueMemberNULL{Value: true},                                                                        // 3 + 1
 	}
-	if got, want := itemSize(item), 5+4+3+8+4; got != want {
+	if got, want := dynamotest.ItemSize(item), 5+4+3+8+4; got != want {
 		t.Errorf("itemSize = %d, want %d", got, want)
 	}
 	for _, c := range []struct {

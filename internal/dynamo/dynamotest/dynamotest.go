@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -234,9 +235,7 @@ func (c *CountingClient) UpdateTimeToLive(ctx context.Context, in *dynamodb.Upda
 }
 
 // ItemSize is the size DynamoDB bills an item at, in bytes (Amazon DynamoDB Developer Guide,
-// "Item sizes and formats"): each attribute's name in UTF-8 plus its value: a string its UTF-8
-// bytes, a number about one byte per two significant digits plus one, a boolean or null one
-// byte, a list or map 3 bytes plus one per element plus its elements (a map's with their names).
+// "Item sizes and formats"): each attribute's name in UTF-8 plus its value (valueSize).
 // Write units are ItemSize rounded up to 1 KB units (WriteUnits).
 func ItemSize(item map[string]types.AttributeValue) int {
 	n := 0
@@ -250,36 +249,61 @@ func ItemSize(item map[string]types.AttributeValue) int {
 // rounded up, at least one.
 func WriteUnits(size int) int { return max(1, (size+1023)/1024) }
 
+// valueSize is one value's size ("DynamoDB item sizes and formats"): a string its UTF-8 bytes, a
+// number one byte per two significant digits plus one, a binary its raw bytes, a Boolean or null
+// one byte, a list or map 3 bytes plus its elements (a map's with their names), each one byte more;
+// a set the sum of its members.
 func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
+	switch a := v.(type) {
 	case *types.AttributeValueMemberS:
-		return len(v.Value)
+		return len(a.Value)
 	case *types.AttributeValueMemberN:
-		digits := strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(v.Value), "0")
-		return (len(digits)+1)/2 + 1
+		return numberSize(a.Value)
 	case *types.AttributeValueMemberB:
-		return len(v.Value)
+		return len(a.Value)
 	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
 		return 1
 	case *types.AttributeValueMemberL:
 		n := 3
-		for _, e := range v.Value {
+		for _, e := range a.Value {
 			n += 1 + valueSize(e)
 		}
 		return n
 	case *types.AttributeValueMemberM:
 		n := 3
-		for name, e := range v.Value {
-			n += 1 + len(name) + valueSize(e)
+		for k, e := range a.Value {
+			n += 1 + len(k) + valueSize(e)
 		}
 		return n
 	case *types.AttributeValueMemberSS:
 		n := 0
-		for _, s := range v.Value {
+		for _, s := range a.Value {
 			n += len(s)
 		}
 		return n
-	default:
-		return 0
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range a.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range a.Value {
+			n += len(b)
+		}
+		return n
 	}
+	return 0
+}
+
+// numberSize is a number's size: its significant digits (leading and trailing zeros trimmed),
+// one byte per two, plus one.
+func numberSize(s string) int {
+	s = strings.TrimLeft(s, "+-")
+	if mant, _, ok := strings.Cut(strings.ToLower(s), "e"); ok {
+		s = mant
+	}
+	digits := strings.Trim(strings.ReplaceAll(s, ".", ""), "0")
+	return (utf8.RuneCountInString(digits)+1)/2 + 1
 }
