@@ -28,6 +28,28 @@ type batchLedger interface {
 	CheckDestinations(ctx context.Context, reqs []transfer.Request) ([]stellar.DestinationCheck, error)
 }
 
+// landBatch prepares reqs as one batch on r's ledger, sends it, lets a ledger close and RPC or
+// Horizon show it (14 s of r's clock), and returns the envelope and the ledger's answer for it.
+func landBatch(t *testing.T, r *fundsRig, reqs []transfer.Request) (transfer.Envelope, transfer.Lookup) {
+	t.Helper()
+	l := r.ledger.(batchLedger)
+	ctx := context.Background()
+	env, err := l.PrepareBatch(ctx, reqs, transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := l.Send(ctx, env); err != nil || res.Status != transfer.SendPending {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	r.clock.Advance(10 * time.Second) // a ledger closes
+	r.clock.Advance(4 * time.Second)  // RPC and Horizon show it
+	lk, err := l.Lookup(ctx, env)
+	if err != nil {
+		t.Fatalf("Lookup: %v", err)
+	}
+	return env, lk
+}
+
 func withdraw(wallet string, stroops int64) transfer.Request {
 	return transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "1", Asset: "USDC", Stroops: stroops}
 }
@@ -130,26 +152,15 @@ func TestBatchWithOneUntrustedDestinationFailsOnItsOperation(t *testing.T) {
 	for _, backend := range []string{"rpc", "horizon"} {
 		t.Run(backend, func(t *testing.T) {
 			r := newFundsRig(t, backend, 2, 1_000*unit)
-			l := r.ledger.(batchLedger)
 			untrusted := keypair.MustRandom().Address()
 			if err := r.n.CreateAccount(untrusted, 10*unit); err != nil {
 				t.Fatal(err)
 			}
 			a, b := r.wallet(t), r.wallet(t)
 			reqs := []transfer.Request{withdraw(a, unit), withdraw(untrusted, unit), withdraw(b, unit)}
-			ctx := context.Background()
-			env, err := l.PrepareBatch(ctx, reqs, transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.Send(ctx, env); err != nil {
-				t.Fatal(err)
-			}
-			r.clock.Advance(10 * time.Second) // a ledger closes
-			r.clock.Advance(4 * time.Second)  // RPC and Horizon show it
-			lk, err := l.Lookup(ctx, env)
-			if err != nil || lk.Status != transfer.LookupFailed {
-				t.Fatalf("Lookup = %+v, %v", lk, err)
+			env, lk := landBatch(t, r, reqs)
+			if lk.Status != transfer.LookupFailed {
+				t.Fatalf("Lookup = %+v", lk)
 			}
 			if want := []string{"tx_failed", "op_success", "op_no_trust", "op_success"}; !slices.Equal(lk.ResultCodes, want) {
 				t.Fatalf("result codes %v, want %v", lk.ResultCodes, want)
@@ -544,22 +555,12 @@ func TestFullBatchOf100Lands(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = withdraw(r.wallet(t), int64(i+1))
 	}
-	ctx := context.Background()
-	env, err := l.PrepareBatch(ctx, reqs, transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, lk := landBatch(t, r, reqs)
 	if env.FeeStroops != 10_100 {
 		t.Fatalf("fee %d, want 10,100", env.FeeStroops)
 	}
-	if res, err := l.Send(ctx, env); err != nil || res.Status != transfer.SendPending {
-		t.Fatalf("Send = %+v, %v", res, err)
-	}
-	r.clock.Advance(10 * time.Second)
-	r.clock.Advance(4 * time.Second)
-	lk, err := l.Lookup(ctx, env)
-	if err != nil || lk.Status != transfer.LookupSuccess || lk.FeeChargedStroops != 10_100 {
-		t.Fatalf("Lookup = %+v, %v", lk, err)
+	if lk.Status != transfer.LookupSuccess || lk.FeeChargedStroops != 10_100 {
+		t.Fatalf("Lookup = %+v", lk)
 	}
 	if got := r.n.CongestionReport(1).Ledgers[0]; got.Sequence != lk.Ledger || got.ClassicOps != 101 {
 		t.Fatalf("ledger %+v, want ledger %d with 101 classic operations", got, lk.Ledger)
@@ -569,5 +570,5 @@ func TestFullBatchOf100Lands(t *testing.T) {
 			t.Fatalf("wallet %d holds %d", i, got)
 		}
 	}
-	l.Done(ctx, env)
+	l.Done(context.Background(), env)
 }

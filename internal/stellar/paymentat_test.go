@@ -31,18 +31,9 @@ func TestPaymentAtReadsTheLandedOperationAtTheKeysIndex(t *testing.T) {
 			w := []string{r.wallet(t), r.wallet(t), r.wallet(t)}
 			reqs := []transfer.Request{withdraw(w[0], 1*unit), muxedWithdraw(t, w[1], 7, 2*unit), withdraw(w[2], 3*unit+1)}
 			ctx := context.Background()
-			env, err := l.PrepareBatch(ctx, reqs, transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.Send(ctx, env); err != nil {
-				t.Fatal(err)
-			}
-			r.clock.Advance(10 * time.Second) // a ledger closes
-			r.clock.Advance(4 * time.Second)  // RPC and Horizon show it
-			lk, err := l.Lookup(ctx, env)
-			if err != nil || lk.Status != transfer.LookupSuccess {
-				t.Fatalf("Lookup = %+v, %v", lk, err)
+			env, lk := landBatch(t, r, reqs)
+			if lk.Status != transfer.LookupSuccess {
+				t.Fatalf("Lookup = %+v", lk)
 			}
 			for _, hash := range []string{env.InnerHash, env.OuterHash} {
 				for i, req := range reqs {
