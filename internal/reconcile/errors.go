@@ -7,7 +7,7 @@ import "fmt"
 // dependencies, CONFIGURATION_INVALID, CHANNELS_FAILED) as the function error's errorType.
 const (
 	CodeBadRequest    = "BAD_REQUEST"    // the payload is not valid JSON, or a field is missing or invalid
-	CodeUnknownAction = "UNKNOWN_ACTION" // action is not list, get, resolve, sweep or channels
+	CodeUnknownAction = "UNKNOWN_ACTION" // action is not list, get, resolve, sweep, channels, daily or report
 	// CodeActionNotAllowed: a read-only service (Config.ReadOnly, InDoubtReaderFunction) was asked
 	// for resolve, sweep or channels. Answered as a Problem payload, not a function error.
 	CodeActionNotAllowed = "ACTION_NOT_ALLOWED"
