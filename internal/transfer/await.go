@@ -134,6 +134,22 @@ func (w *ledgerWait) looked(lk Lookup, err error, at time.Time) {
 	w.waitFor(lk.LatestLedger + 1)
 }
 
+// sent takes in a send's answer, as looked does a look-up's: a failed send lengthens the pause; an
+// answered one shows the network's latest ledger, and after an envelope's first send the target is
+// the first ledger that can hold it (firstAfterSend).
+func (w *ledgerWait) sent(res SendResult, err error, first bool, at time.Time) {
+	if err != nil {
+		w.failed()
+		return
+	}
+	w.backoff = 0
+	latest := LedgerInfo{Sequence: res.LatestLedger, CloseTime: res.LatestLedgerCloseTime}
+	w.observe(latest, at)
+	if first {
+		w.waitFor(w.firstAfterSend(latest, at))
+	}
+}
+
 // failed lengthens the pause after a failed read or send.
 func (w *ledgerWait) failed() { w.backoff = min(max(2*w.backoff, firstBackoff), maxBackoff) }
 

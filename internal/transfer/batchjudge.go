@@ -229,16 +229,9 @@ func (o *Orchestrator) awaitBatch(ctx context.Context, a *attempt, env Envelope,
 			first := !maybeDelivered
 			res, err := o.send(a.net, env)
 			needSend = false
-			if err != nil {
-				w.failed()
-			} else {
-				w.backoff = 0
+			w.sent(res, err, first, o.Clock.Now())
+			if err == nil {
 				sentAt = res.LatestLedger
-				latest := LedgerInfo{Sequence: res.LatestLedger, CloseTime: res.LatestLedgerCloseTime}
-				w.observe(latest, o.Clock.Now())
-				if first {
-					w.waitFor(w.firstAfterSend(latest, o.Clock.Now()))
-				}
 			}
 			switch {
 			case err == nil && res.Status == SendIncluded && res.Included != nil:

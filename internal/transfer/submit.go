@@ -101,18 +101,11 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 				return Outcome{}, false, herr
 			}
 			needSend = false
-			if err != nil {
-				w.failed()
-			} else {
-				w.backoff = 0
+			w.sent(res, err, first, o.Clock.Now())
+			if err == nil {
 				sentAt = res.LatestLedger
 				if rbf.firstSentAt == 0 {
 					rbf.firstSentAt = res.LatestLedger
-				}
-				latest := LedgerInfo{Sequence: res.LatestLedger, CloseTime: res.LatestLedgerCloseTime}
-				w.observe(latest, o.Clock.Now())
-				if first {
-					w.waitFor(w.firstAfterSend(latest, o.Clock.Now()))
 				}
 			}
 			switch {
