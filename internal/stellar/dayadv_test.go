@@ -3,7 +3,6 @@ package stellar_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -29,21 +28,12 @@ type hookRPC struct {
 }
 
 func (h *hookRPC) RoundTrip(req *http.Request) (*http.Response, error) {
-	var body []byte
-	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		body = b
-		req.Body = io.NopCloser(bytes.NewReader(b))
+	method, err := rpcMethod(req)
+	if err != nil {
+		return nil, err
 	}
-	var m struct {
-		Method string `json:"method"`
-	}
-	_ = json.Unmarshal(body, &m)
 	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err == nil && !h.done && h.after != nil && m.Method == h.method {
+	if err == nil && !h.done && h.after != nil && method == h.method {
 		h.done = true
 		h.after()
 	}

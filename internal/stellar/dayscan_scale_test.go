@@ -37,19 +37,10 @@ func newRPCCounter() *rpcCounter {
 }
 
 func (c *rpcCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	var body []byte
-	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		body = b
-		req.Body = io.NopCloser(bytes.NewReader(b))
+	method, err := rpcMethod(req)
+	if err != nil {
+		return nil, err
 	}
-	var m struct {
-		Method string `json:"method"`
-	}
-	_ = json.Unmarshal(body, &m)
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -58,9 +49,9 @@ func (c *rpcCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	_ = resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(out))
 	c.mu.Lock()
-	c.calls[m.Method]++
+	c.calls[method]++
 	c.bytes += int64(len(out))
-	c.bytesBy[m.Method] += int64(len(out))
+	c.bytesBy[method] += int64(len(out))
 	c.mu.Unlock()
 	return resp, err
 }
@@ -361,4 +352,22 @@ func TestVaultDayRefusedWhenHistoryIsTrimmedWhileReading(t *testing.T) {
 	if _, err := l.VaultDay(context.Background(), day, false); !errors.Is(err, transfer.ErrHistoryNotCovered) {
 		t.Fatalf("trimmed while read: %v", err)
 	}
+}
+
+// rpcMethod is the JSON-RPC method a request to Stellar RPC calls, its body left readable for the
+// transport that sends it. Errors: reading the body.
+func rpcMethod(req *http.Request) (string, error) {
+	if req.Body == nil {
+		return "", nil
+	}
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return "", err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	var m struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(b, &m)
+	return m.Method, nil
 }
