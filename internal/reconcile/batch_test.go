@@ -18,18 +18,9 @@ import (
 func (f *fixture) putBatch(t *testing.T, keys ...string) (transfer.BatchEnvelope, []transfer.Record) {
 	t.Helper()
 	ctx := context.Background()
-	var taken []transfer.Record
+	taken := f.takeKeys(t, keys...)
 	b := transfer.BatchEnvelope{Version: 1, CreatedAt: t0}
-	for _, k := range keys {
-		rec := transfer.Record{
-			StoreKey: transfer.StoreKey(wallet, k), Status: transfer.StatusInFlight, Fingerprint: "secret-fingerprint", Async: true,
-			Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
-			ClaimID: "claim-" + k, ClientKey: k, LeaseOwner: "submitter", LeaseExpiresAt: t0.Add(time.Minute), Version: 1, CreatedAt: t0, UpdatedAt: t0,
-		}
-		if _, won, err := f.store.Claim(ctx, rec, t0); err != nil || !won {
-			t.Fatalf("claim %s: %v %v", k, won, err)
-		}
-		taken = append(taken, rec)
+	for _, rec := range taken {
 		b.Ops = append(b.Ops, transfer.BatchOp{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
 	}
 	attachedEnv := transfer.Envelope{InnerHash: hashOf("batch", false), OuterHash: hashOf("batch", true), MaxTime: t0.Unix() + 30, SubmittedLedger: 50, Channel: "GCHAN"}
@@ -39,16 +30,42 @@ func (f *fixture) putBatch(t *testing.T, keys ...string) (transfer.BatchEnvelope
 	if err := f.store.PutBatch(ctx, b); err != nil {
 		t.Fatal(err)
 	}
+	return b, f.attachInDoubt(t, taken, attachedEnv, "TRANSFER_TIMEOUT")
+}
+
+// takeKeys claims keys of wallet as a submitter's in_flight takes of async withdrawals.
+func (f *fixture) takeKeys(t *testing.T, keys ...string) []transfer.Record {
+	t.Helper()
+	var taken []transfer.Record
+	for _, k := range keys {
+		rec := transfer.Record{
+			StoreKey: transfer.StoreKey(wallet, k), Status: transfer.StatusInFlight, Fingerprint: "secret-fingerprint", Async: true,
+			Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
+			ClaimID: "claim-" + k, ClientKey: k, LeaseOwner: "submitter", LeaseExpiresAt: t0.Add(time.Minute), Version: 1, CreatedAt: t0, UpdatedAt: t0,
+		}
+		if _, won, err := f.store.Claim(context.Background(), rec, t0); err != nil || !won {
+			t.Fatalf("claim %s: %v %v", k, won, err)
+		}
+		taken = append(taken, rec)
+	}
+	return taken
+}
+
+// attachInDoubt attaches taken to env as one batch, each key at its index (one all-or-nothing
+// write), then parks each in_doubt with failingCode; it returns the parked items as stored.
+func (f *fixture) attachInDoubt(t *testing.T, taken []transfer.Record, env transfer.Envelope, failingCode string) []transfer.Record {
+	t.Helper()
+	ctx := context.Background()
 	var attached []transfer.Record
 	for i, rec := range taken {
-		attached = append(attached, transfer.BatchAttached(rec, attachedEnv, transfer.BatchRef{Index: i, Size: len(taken)}, t0))
+		attached = append(attached, transfer.BatchAttached(rec, env, transfer.BatchRef{Index: i, Size: len(taken)}, t0))
 	}
 	if err := transfer.ReplaceAllItems(ctx, f.store, taken, attached); err != nil {
 		t.Fatal(err)
 	}
 	var parked []transfer.Record
 	for _, rec := range attached {
-		next := transfer.InDoubtRecord(rec, "TRANSFER_TIMEOUT", t0)
+		next := transfer.InDoubtRecord(rec, failingCode, t0)
 		if err := transfer.ReplaceItem(ctx, f.store, rec, next); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +75,7 @@ func (f *fixture) putBatch(t *testing.T, keys ...string) (transfer.BatchEnvelope
 		}
 		parked = append(parked, got)
 	}
-	return b, parked
+	return parked
 }
 
 // An operator's resolve of a batched key: the hash must be one of the batch item's (a later outer

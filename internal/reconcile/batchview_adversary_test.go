@@ -56,35 +56,8 @@ func TestAnOperatorsViewOfABatchedKeyJudgesItsBatchsEnvelope(t *testing.T) {
 // hold (lost, or removed by hand).
 func (f *fixture) orphanBatch(t *testing.T, keys ...string) []transfer.Record {
 	t.Helper()
-	ctx := context.Background()
-	var taken, attached []transfer.Record
-	for _, k := range keys {
-		rec := transfer.Record{
-			StoreKey: transfer.StoreKey(wallet, k), Status: transfer.StatusInFlight, Fingerprint: "secret-fingerprint", Async: true,
-			Request: transfer.Request{OperationType: transfer.Withdraw, WalletAddress: wallet, Amount: "12.5", Asset: "USDC", Stroops: 125_000_000},
-			ClaimID: "claim-" + k, ClientKey: k, LeaseOwner: "submitter", LeaseExpiresAt: t0.Add(time.Minute), Version: 1, CreatedAt: t0, UpdatedAt: t0,
-		}
-		if _, won, err := f.store.Claim(ctx, rec, t0); err != nil || !won {
-			t.Fatalf("claim %s: %v %v", k, won, err)
-		}
-		taken = append(taken, rec)
-	}
 	env := transfer.Envelope{InnerHash: hashOf("orphan", false), OuterHash: hashOf("orphan", true), MaxTime: t0.Unix() + 30, SubmittedLedger: 50, Channel: "GCHAN"}
-	for i, rec := range taken {
-		attached = append(attached, transfer.BatchAttached(rec, env, transfer.BatchRef{Index: i, Size: len(taken)}, t0))
-	}
-	if err := transfer.ReplaceAllItems(ctx, f.store, taken, attached); err != nil {
-		t.Fatal(err)
-	}
-	var parked []transfer.Record
-	for _, rec := range attached {
-		next := transfer.InDoubtRecord(rec, "LEASE_EXPIRED", t0)
-		if err := transfer.ReplaceItem(ctx, f.store, rec, next); err != nil {
-			t.Fatal(err)
-		}
-		parked = append(parked, next)
-	}
-	return parked
+	return f.attachInDoubt(t, f.takeKeys(t, keys...), env, "LEASE_EXPIRED")
 }
 
 // An in-doubt batched key whose batch item does not hold its operation cannot be judged from the
