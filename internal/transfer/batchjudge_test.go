@@ -11,6 +11,26 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
+// takenByDeadSubmitter enqueues keys and takes each as a submitter would, its lease ending a
+// second from now: the submitter then dies.
+func takenByDeadSubmitter(t *testing.T, h *harness, keys ...string) []transfer.Record {
+	t.Helper()
+	now := h.clock.Now()
+	var taken []transfer.Record
+	for _, k := range keys {
+		rec := enqueued(t, h, k)
+		next := rec
+		next.Status = transfer.StatusInFlight
+		next.LeaseOwner, next.LeaseExpiresAt = "dead-submitter", now.Add(time.Second)
+		next.Version++
+		if err := transfer.ReplaceItem(context.Background(), h.store, rec, next); err != nil {
+			t.Fatalf("take %s: %v", k, err)
+		}
+		taken = append(taken, next)
+	}
+	return taken
+}
+
 // forgedBatch enqueues keys, takes them under a lease owner that then dies (expiring in a
 // second), and attaches one batch envelope to all of them as the submitter does (PutBatch, then
 // one ReplaceAll): the state a submitter leaves when it dies after the attach.
@@ -18,19 +38,11 @@ func forgedBatch(t *testing.T, h *harness, keys ...string) (transfer.BatchEnvelo
 	t.Helper()
 	ctx := context.Background()
 	now := h.clock.Now()
-	var taken, attached []transfer.Record
+	var attached []transfer.Record
+	taken := takenByDeadSubmitter(t, h, keys...)
 	b := transfer.BatchEnvelope{Version: 1, CreatedAt: now}
-	for _, k := range keys {
-		rec := enqueued(t, h, k)
-		next := rec
-		next.Status = transfer.StatusInFlight
-		next.LeaseOwner, next.LeaseExpiresAt = "dead-submitter", now.Add(time.Second)
-		next.Version++
-		if err := transfer.ReplaceItem(ctx, h.store, rec, next); err != nil {
-			t.Fatalf("take %s: %v", k, err)
-		}
-		taken = append(taken, next)
-		b.Ops = append(b.Ops, transfer.BatchOp{StoreKey: next.StoreKey, ClaimID: next.ClaimID})
+	for _, rec := range taken {
+		b.Ops = append(b.Ops, transfer.BatchOp{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
 	}
 	h.ledger.mu.Lock()
 	h.ledger.prepares++

@@ -20,18 +20,8 @@ func TestABatchedKeyWhoseBatchCannotBeReadIsParkedForAnOperator(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t)
 	now := h.clock.Now()
-	var taken, attached []transfer.Record
-	for _, k := range []string{"orphan-0001", "orphan-0002"} {
-		rec := enqueued(t, h, k)
-		next := rec
-		next.Status = transfer.StatusInFlight
-		next.LeaseOwner, next.LeaseExpiresAt = "dead-submitter", now.Add(time.Second)
-		next.Version++
-		if err := transfer.ReplaceItem(ctx, h.store, rec, next); err != nil {
-			t.Fatalf("take %s: %v", k, err)
-		}
-		taken = append(taken, next)
-	}
+	var attached []transfer.Record
+	taken := takenByDeadSubmitter(t, h, "orphan-0001", "orphan-0002")
 	env := transfer.Envelope{XDR: "xdr-batch", InnerHash: fmt.Sprintf("%064x", 0xbad), MaxTime: now.Add(time.Minute).Unix(),
 		SubmittedLedger: 100, Channel: "GCHANNEL", FeeStroops: 300}
 	for i, rec := range taken {
