@@ -33,14 +33,19 @@ func TestLimitsWriteOnlyTheirItems(t *testing.T) {
 			t.Errorf("%s has no statement %s", role, sid)
 		}
 	}
-	// BatchPages writes one attribute of the batches' items (a batch's one in-doubt page).
+	// BatchPages writes one attribute of the batches' items (a batch's one in-doubt page) and reads
+	// that one and the key back, never an image or a projection of more.
 	batchPages := map[string]any{
 		"ForAllValues:StringLike":   map[string]any{"dynamodb:LeadingKeys": []any{transfer.BatchPrefix + "*"}},
 		"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": []any{dynamo.AttrPK, dynamo.BatchPagedAttr}},
+		"StringEqualsIfExists": map[string]any{
+			"dynamodb:Select":       "SPECIFIC_ATTRIBUTES",
+			"dynamodb:ReturnValues": []any{"NONE", "UPDATED_OLD", "UPDATED_NEW"},
+		},
 	}
 	for _, st := range statements(t, tpl, "AlertFunctionRole") {
-		if st.sid == "BatchPages" && (!slices.Equal(st.actions, []string{"dynamodb:UpdateItem"}) || !reflect.DeepEqual(st.condition, batchPages)) {
-			t.Errorf("AlertFunctionRole statement BatchPages: %v under %v; want UpdateItem alone under %v", st.actions, st.condition, batchPages)
+		if st.sid == "BatchPages" && (!slices.Equal(st.actions, []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}) || !reflect.DeepEqual(st.condition, batchPages)) {
+			t.Errorf("AlertFunctionRole statement BatchPages: %v under %v; want UpdateItem and GetItem alone under %v", st.actions, st.condition, batchPages)
 		}
 		// LastingRecords writes the records' items only (TestLeastPrivilege holds it to them).
 		if (slices.Contains(st.actions, "dynamodb:PutItem") || slices.Contains(st.actions, "dynamodb:UpdateItem")) &&

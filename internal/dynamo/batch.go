@@ -259,10 +259,15 @@ const BatchPagedAttr = "pagedBy"
 // `attribute_exists(pk) AND (attribute_not_exists(pagedBy) OR pagedBy = :by)`, so the first
 // record claims it and the same record delivered again still holds it. It writes that attribute
 // alone (the alert function's role may write nothing else of a batch item). It reports false when
-// another record holds the page. When no batch item holds the hash (told apart by the failed
-// condition's old image, ReturnValuesOnConditionCheckFailure ALL_OLD) it reports false with
-// transfer.ErrNotFound (wrapped): its keys then page through the in-doubt alarm. It needs
-// UpdateItem (TicketClient). Errors: ErrNoTickets, ErrNotFound, the request's.
+// another record holds the page. When no batch item holds the hash it reports false with
+// transfer.ErrNotFound (wrapped): its keys then page through the in-doubt alarm. A failed
+// condition is told apart by a consistent GetItem projecting pk and pagedBy alone, not by the
+// failed write's old image (ReturnValuesOnConditionCheckFailure ALL_OLD): the role's statement
+// restricts dynamodb:Attributes to those two, and AWS's pattern for such a statement (the IAM User
+// Guide, "Amazon DynamoDB: Allows access to specific attributes") also requires
+// dynamodb:ReturnValues NONE or UPDATED_* and dynamodb:Select SPECIFIC_ATTRIBUTES, because an
+// ALL_OLD image would return every attribute of the item. It needs UpdateItem (TicketClient).
+// Errors: ErrNoTickets, ErrNotFound, the requests'.
 func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, error) {
 	uc, ok := s.client.(TicketClient)
 	if !ok {
@@ -275,13 +280,24 @@ func (s *Store) PageBatch(ctx context.Context, innerHash, by string) (bool, erro
 		ConditionExpression:       aws.String("attribute_exists(#pk) AND (attribute_not_exists(#p) OR #p = :by)"),
 		ExpressionAttributeNames:  map[string]string{"#p": BatchPagedAttr, "#pk": AttrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":by": &types.AttributeValueMemberS{Value: by}},
-		// The old image tells "another record holds the page" from "no batch item".
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if ccf, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
-		if len(ccf.Item) == 0 {
+	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		// Tell "another record holds the page" from "no batch item", reading only the two
+		// attributes the role may touch.
+		out, gerr := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:                aws.String(s.table),
+			Key:                      keyOf(transfer.BatchKey(innerHash)),
+			ConsistentRead:           aws.Bool(true),
+			ProjectionExpression:     aws.String("#pk, #p"),
+			ExpressionAttributeNames: map[string]string{"#p": BatchPagedAttr, "#pk": AttrPK},
+		})
+		if gerr != nil {
+			return false, fmt.Errorf("dynamo: page batch %s: reading who holds the page: %w", innerHash, gerr)
+		}
+		if len(out.Item) == 0 {
 			return false, fmt.Errorf("dynamo: page batch %s: %w", innerHash, transfer.ErrNotFound)
 		}
+		// The same record holding it would have passed the condition: another one does.
 		return false, nil
 	}
 	if err != nil {

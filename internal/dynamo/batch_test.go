@@ -171,3 +171,91 @@ func TestReplaceAllReadsTheCancellationReasons(t *testing.T) {
 		t.Fatalf("a cancelled transaction wrote %+v", got)
 	}
 }
+
+// pageAPI is what PageBatch asks of the client.
+type pageAPI interface {
+	dynamotest.API
+	dynamo.TicketClient
+}
+
+// pageSpy records the requests PageBatch makes.
+type pageSpy struct {
+	pageAPI
+	mu      sync.Mutex
+	updates []*dynamodb.UpdateItemInput
+	gets    []*dynamodb.GetItemInput
+}
+
+func (s *pageSpy) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	s.mu.Lock()
+	s.updates = append(s.updates, in)
+	s.mu.Unlock()
+	return s.pageAPI.UpdateItem(ctx, in, opt...)
+}
+
+func (s *pageSpy) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	s.mu.Lock()
+	s.gets = append(s.gets, in)
+	s.mu.Unlock()
+	return s.pageAPI.GetItem(ctx, in, opt...)
+}
+
+// TestPageBatchTouchesOnlyThePageAttribute: PageBatch's requests name no attribute but pk and
+// pagedBy, ask for no ALL_OLD or ALL_NEW image and read a projection of those two alone, so the
+// alert function's BatchPages statement (template.yaml: dynamodb:Attributes [pk, pagedBy],
+// dynamodb:ReturnValues NONE or UPDATED_*, dynamodb:Select SPECIFIC_ATTRIBUTES) allows every
+// one of them: the claim, the same record again, another record's refusal, and no batch item.
+func TestPageBatchTouchesOnlyThePageAttribute(t *testing.T) {
+	ctx := context.Background()
+	raw, _ := dynamotest.Minidyn(t)
+	spy := &pageSpy{pageAPI: raw}
+	s := dynamotest.NewStore(t, spy)
+	inner := strings.Repeat("5c", 32)
+	b := transfer.BatchEnvelope{Envelope: transfer.Envelope{InnerHash: inner, XDR: "AAAA"}, Version: 1, CreatedAt: time.Unix(1_800_000_000, 0),
+		Ops: []transfer.BatchOp{{StoreKey: "wallet#page-a", ClaimID: "claim-a"}}}
+	if err := s.PutBatch(ctx, b); err != nil {
+		t.Fatalf("PutBatch: %v", err)
+	}
+	spy.updates, spy.gets = nil, nil
+	for _, c := range []struct {
+		hash, by string
+		want     bool
+		missing  bool
+	}{
+		{inner, "event-1", true, false},
+		{inner, "event-1", true, false},
+		{inner, "event-2", false, false},
+		{strings.Repeat("5d", 32), "event-1", false, true},
+	} {
+		got, err := s.PageBatch(ctx, c.hash, c.by)
+		if got != c.want || errors.Is(err, transfer.ErrNotFound) != c.missing || (err != nil && !c.missing) {
+			t.Fatalf("PageBatch(%s, %s) = %v, %v; want %v, not found %v", c.hash[:4], c.by, got, err, c.want, c.missing)
+		}
+	}
+	allowed := map[string]bool{dynamo.AttrPK: true, dynamo.BatchPagedAttr: true}
+	names := func(what string, m map[string]string) {
+		for _, n := range m {
+			if !allowed[n] {
+				t.Errorf("%s names attribute %q, outside BatchPages' dynamodb:Attributes", what, n)
+			}
+		}
+	}
+	if len(spy.updates) != 4 || len(spy.gets) != 2 {
+		t.Fatalf("%d UpdateItem and %d GetItem requests, want 4 and 2 (a GetItem after each failed condition)", len(spy.updates), len(spy.gets))
+	}
+	for _, in := range spy.updates {
+		names("UpdateItem", in.ExpressionAttributeNames)
+		if in.ReturnValues != "" && in.ReturnValues != types.ReturnValueNone {
+			t.Errorf("UpdateItem asks ReturnValues %s", in.ReturnValues)
+		}
+		if in.ReturnValuesOnConditionCheckFailure != "" && in.ReturnValuesOnConditionCheckFailure != types.ReturnValuesOnConditionCheckFailureNone {
+			t.Errorf("UpdateItem asks ReturnValuesOnConditionCheckFailure %s: an image of every attribute", in.ReturnValuesOnConditionCheckFailure)
+		}
+	}
+	for _, in := range spy.gets {
+		names("GetItem", in.ExpressionAttributeNames)
+		if aws.ToString(in.ProjectionExpression) == "" || !aws.ToBool(in.ConsistentRead) {
+			t.Errorf("GetItem projection %q, consistent %v: want pk and pagedBy alone, consistent", aws.ToString(in.ProjectionExpression), aws.ToBool(in.ConsistentRead))
+		}
+	}
+}
