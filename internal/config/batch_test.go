@@ -30,3 +30,34 @@ func TestBatchSize(t *testing.T) {
 		t.Fatalf("BATCH_SIZE 1 with a vault contract: %v", err)
 	}
 }
+
+// BATCH_OPS_PER_LEDGER holds the batches' operation slots per ledger: CHANNEL_COUNT x (batch + 1)
+// with channels (a fee bump counts one slot more), the batch alone on the vault; never below 1.
+func TestBatchWithinLedgerShare(t *testing.T) {
+	for _, c := range []struct{ size, channels, ops, want int }{
+		{100, 4, 500, 100},   // 404 slots
+		{100, 16, 500, 30},   // 16 x 31 = 496
+		{100, 16, 1616, 100}, // exactly 16 x 101
+		{100, 0, 500, 100},   // the vault: one transaction of 100 a ledger
+		{100, 0, 60, 60},
+		{10, 300, 500, 1}, // no room for 2 + 1 a channel: each alone
+		{1, 16, 500, 1},
+		{0, 16, 500, 0},
+	} {
+		if got := BatchWithinLedgerShare(c.size, c.channels, c.ops); got != c.want {
+			t.Errorf("BatchWithinLedgerShare(%d, %d channels, %d ops) = %d, want %d", c.size, c.channels, c.ops, got, c.want)
+		}
+	}
+	env := func(m map[string]string) Getenv { return func(k string) string { return m[k] } }
+	if s := Settings(env(map[string]string{"BATCH_SIZE": "100", "CHANNEL_COUNT": "16"})); s.BatchSize != 30 {
+		t.Errorf("16 channels, BATCH_SIZE 100, the default share: Settings.BatchSize = %d, want 30", s.BatchSize)
+	}
+	if s := Settings(env(map[string]string{"BATCH_SIZE": "100", "CHANNEL_COUNT": "16", "BATCH_OPS_PER_LEDGER": "5000"})); s.BatchSize != 100 {
+		t.Errorf("16 channels, BATCH_SIZE 100, 5,000 slots: Settings.BatchSize = %d, want 100", s.BatchSize)
+	}
+	for _, bad := range []string{"0", "-1", "lots"} {
+		if _, err := loadWith(map[string]string{"BATCH_OPS_PER_LEDGER": bad}); err == nil || !strings.Contains(err.Error(), "BATCH_OPS_PER_LEDGER") {
+			t.Errorf("BATCH_OPS_PER_LEDGER %q: %v", bad, err)
+		}
+	}
+}

@@ -33,9 +33,51 @@ func Settings(getenv Getenv) transfer.Settings {
 		s.MaxKeyLength = n
 	}
 	if n, err := positiveInt(getenv("BATCH_SIZE")); err == nil && n <= transfer.MaxBatchOperations {
-		s.BatchSize = n
+		s.BatchSize = BatchWithinLedgerShare(n, channelCount(getenv), opsPerLedger(getenv))
 	}
 	return s
+}
+
+// DefaultBatchOpsPerLedger is BATCH_OPS_PER_LEDGER's default: half of pubnet's 1,000 classic
+// operations per ledger (the ledger header's maxTxSetSize).
+const DefaultBatchOpsPerLedger = 500
+
+// BatchWithinLedgerShare is the batch size the submitter uses: size (BATCH_SIZE), lowered so that
+// its batches take at most opsPerLedger operation slots of one ledger (BATCH_OPS_PER_LEDGER),
+// never below 1. Each source sends at most one transaction per ledger (stellar-core keeps one
+// transaction per source account in its queue; the channel calendar books one slot per channel
+// per ledger), so channels sources take channels x (size + 1) slots (a fee bump counts one more:
+// FeeBumpTransactionFrame::getNumOperations), or size on the vault alone (channels 0). Past a
+// ledger's room the batches compete with each other: the network charges every included
+// transaction the lowest included rate (surge pricing), which would then be one of this
+// deployment's own bids, paid by every payment of the ledger, and pushes everyone else's
+// transactions out.
+func BatchWithinLedgerShare(size, channels, opsPerLedger int) int {
+	if size <= 1 || opsPerLedger <= 0 {
+		return size
+	}
+	most := opsPerLedger
+	if channels > 0 {
+		most = opsPerLedger/channels - 1
+	}
+	return max(1, min(size, most))
+}
+
+// channelCount is CHANNEL_COUNT, 0 when unset or invalid (Load refuses invalid values).
+func channelCount(getenv Getenv) int {
+	n, err := strconv.Atoi(strings.TrimSpace(getenv("CHANNEL_COUNT")))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// opsPerLedger is BATCH_OPS_PER_LEDGER, DefaultBatchOpsPerLedger when unset or invalid.
+func opsPerLedger(getenv Getenv) int {
+	if n, err := positiveInt(getenv("BATCH_OPS_PER_LEDGER")); err == nil {
+		return n
+	}
+	return DefaultBatchOpsPerLedger
 }
 
 // OSSettings is Settings over os.Getenv.
@@ -232,6 +274,11 @@ func Load(getenv Getenv) (Config, error) {
 			errs = append(errs, fmt.Errorf("BATCH_SIZE must be a whole number from 1 to %d, not %q", transfer.MaxBatchOperations, v))
 		case n > 1 && len(c.VaultContract.Contracts) > 0:
 			errs = append(errs, fmt.Errorf("BATCH_SIZE %d needs a classic vault: a Soroban transaction holds one operation, so VAULT_CONTRACTS and VAULT_CONTRACT keep BATCH_SIZE 1", n))
+		}
+	}
+	if v := strings.TrimSpace(getenv("BATCH_OPS_PER_LEDGER")); v != "" {
+		if _, err := positiveInt(v); err != nil {
+			errs = append(errs, fmt.Errorf("BATCH_OPS_PER_LEDGER must be a positive whole number (classic operation slots per ledger), not %q", v))
 		}
 	}
 	if v := strings.TrimSpace(getenv("STELLAR_RPC_LOAD_BALANCED")); v != "" && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {

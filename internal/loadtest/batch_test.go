@@ -240,7 +240,8 @@ func measureBatchRow(tb testing.TB, row batchRow, n int) batchRow {
 	row.es = es
 	q := &sqsQueue{mem: queue.NewMemory()}
 	r := startRig(tb, rigConfig{backend: "rpc", channels: row.channels, interval: asyncInterval, roundTrips: true, queue: q,
-		env: map[string]string{envVar: strconv.Itoa(row.perTx)}, wallets: n,
+		// BATCH_OPS_PER_LEDGER is the row's own slots, so its perTx is the batch size measured.
+		env: map[string]string{envVar: strconv.Itoa(row.perTx), "BATCH_OPS_PER_LEDGER": strconv.Itoa(max(row.channels, 1) * (row.perTx + 1))}, wallets: n,
 		lanes: stellarsim.LaneLimits{ClassicOps: row.classicOps}, writeUnits: true})
 	q.clock = r.clock
 	if row.background > 0 {
