@@ -83,10 +83,17 @@ func TestQueuedItems(t *testing.T) {
 func TestQueuedItemRefused(t *testing.T) {
 	base := queuedRecord("queued-bad", t0)
 	for name, mutate := range map[string]func(r *transfer.Record){
-		"lease owner": func(r *transfer.Record) { r.LeaseOwner = "someone" },
-		"envelope":    func(r *transfer.Record) { r.Envelope = &transfer.Envelope{XDR: "AAAA", InnerHash: "ab"} },
-		"expiry":      func(r *transfer.Record) { r.ExpiresAt = t0.Unix() },
-		"not async":   func(r *transfer.Record) { r.Async = false },
+		"lease owner":                func(r *transfer.Record) { r.LeaseOwner = "someone" },
+		"envelope":                   func(r *transfer.Record) { r.Envelope = &transfer.Envelope{XDR: "AAAA", InnerHash: "ab"} },
+		"expiry":                     func(r *transfer.Record) { r.ExpiresAt = t0.Unix() },
+		"not async":                  func(r *transfer.Record) { r.Async = false },
+		"a hold without its failure": func(r *transfer.Record) { r.NotBefore = t0.Unix() + 60 },
+		"a failure without a hold": func(r *transfer.Record) {
+			r.Result = &transfer.Result{Code: transfer.CodeServiceSideFailure}
+		},
+		"a negative hold": func(r *transfer.Record) {
+			r.NotBefore, r.Result = -1, &transfer.Result{Code: transfer.CodeServiceSideFailure}
+		},
 	} {
 		rec := base
 		mutate(&rec)
@@ -96,5 +103,15 @@ func TestQueuedItemRefused(t *testing.T) {
 	}
 	if _, err := dynamo.EncodeItem(base); err != nil {
 		t.Fatalf("a good queued item was refused: %v", err)
+	}
+	held := base
+	held.NotBefore, held.Result = t0.Unix()+60, &transfer.Result{Code: transfer.CodeServiceSideFailure, Detail: "op_bad_auth"}
+	if _, err := dynamo.EncodeItem(held); err != nil {
+		t.Fatalf("a queued item held back with its failure was refused: %v", err)
+	}
+	flight := claimRecord(key("flight-held"), "api", "fp-flight-held")
+	flight.NotBefore = t0.Unix() + 60
+	if _, err := dynamo.EncodeItem(flight); err == nil {
+		t.Error("an in_flight item held back was accepted: only a queued item waits to be taken")
 	}
 }

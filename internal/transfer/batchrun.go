@@ -67,8 +67,9 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 		rec, err := o.Store.Get(ctx, m.StoreKey)
 		_, dup := at[m.StoreKey]
 		if err != nil || dup || m.ClaimID == "" || rec.ClaimID != m.ClaimID || !rec.Async || rec.Status != StatusQueued ||
-			rec.Expired(o.Clock.Now()) || (rec.Fingerprint != "" && rec.Request.Fingerprint() != rec.Fingerprint) {
-			alone(i) // RunQueued answers it: stale, retry, a take-over, a refusal
+			rec.Expired(o.Clock.Now()) || (rec.Fingerprint != "" && rec.Request.Fingerprint() != rec.Fingerprint) ||
+			heldBack(rec, o.Clock.Now()) {
+			alone(i) // RunQueued answers it: stale, retry (held back: NotBefore), a take-over, a refusal
 			continue
 		}
 		at[m.StoreKey] = i
