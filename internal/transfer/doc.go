@@ -183,7 +183,11 @@
 //     FEE_ACCOUNT_UNDERFUNDED or VAULT_UNDERFUNDED, paging, for txINSUFFICIENT_BALANCE: the fee
 //     payer cannot pay this fee on top of those it has queued; SERVICE_SIDE_FAILURE, paging, for
 //     txBAD_AUTH, txBAD_AUTH_EXTRA, txNO_ACCOUNT and txFAILED: the service's signing or accounts,
-//     answered at once). On a re-send: nothing is proven,
+//     answered at once; an async item is requeued held back for the Retry-After, and a call that
+//     waited on it answers the stored failure, HeldAnswer: the refusal left nothing on the ledger
+//     for heldShortfall to find. A synchronous holder's key is deleted, so its waiter cannot tell
+//     such a refusal from one a new envelope mends, a busy source: it builds again, and is refused
+//     and paged the same way, paying no fee). On a re-send: nothing is proven,
 //     await the ledger.
 //   - Send fails with ErrNotSent (or the breaker is open): nothing reached the network; send again. If no send
 //     ever left, the key is released: 503 NETWORK_UNAVAILABLE.

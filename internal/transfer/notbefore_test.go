@@ -3,6 +3,7 @@ package transfer_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,88 @@ func TestRequeuedItemRunsNotBeforeItsFailuresRetryAfter(t *testing.T) {
 	}
 	if got := h.item(t, "payout-notbefore-1"); got.Status != transfer.StatusReplayable {
 		t.Fatalf("item %s, want replayable", got.Status)
+	}
+}
+
+// refusedHolder runs key's async transfer (accepted, then run by the submitter) against a network
+// that refuses every send with txBAD_AUTH (a signer rotated before the send), and returns the item
+// as its holder held it just before its send (in_flight, its envelope attached) and the item its
+// refusal left.
+func refusedHolder(t *testing.T, h *harness, key string) (holding, after transfer.Record) {
+	t.Helper()
+	ctx := context.Background()
+	h.ledger.script = func(int, transfer.Envelope) (transfer.SendResult, bool, error) {
+		return transfer.SendResult{Status: transfer.SendError, Code: "txBAD_AUTH"}, false, nil
+	}
+	h.orch.Hooks = func(_ context.Context, s transfer.Step, rec transfer.Record) error {
+		if s == transfer.StepAttached {
+			holding = rec
+		}
+		return nil
+	}
+	defer func() { h.orch.Hooks = nil }()
+	if res, err := h.orch.Enqueue(ctx, input(key, "1")); err != nil || !res.Accepted {
+		t.Fatalf("enqueue = %+v, %v", res, err)
+	}
+	rec := h.item(t, key)
+	d, err := h.orch.RunQueued(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
+	if d != transfer.DeliveryRetry {
+		t.Fatalf("the holder's run = %s, want retry (requeued)", d)
+	}
+	unavailable(t, err, transfer.CodeServiceSideFailure)
+	if holding.Envelope == nil {
+		t.Fatal("the holder attached no envelope")
+	}
+	return holding, h.item(t, key)
+}
+
+// A call waiting on the submitter that holds its key, whose first send the network refused as the
+// service's side (txBAD_AUTH: SERVICE_SIDE_FAILURE, paged), answers the holder's failure once the
+// holder queues the item again, as a waiter on a FAILED inclusion does (heldShortfall): at once,
+// building, sending and paging nothing. A refusal leaves nothing on the ledger to look up, so the
+// answer comes from what the holder wrote: the requeue held back with its failure (RequeuedAfter).
+// Without it the waiter finds the envelope NOT_FOUND, goes back to the key, meets the queued item
+// and waits on it until its budget ends, for a message held back a minute.
+func TestWaiterOnARequeuedHolderRefusedAsTheServicesSideAnswersItsFailure(t *testing.T) {
+	ctx := context.Background()
+	h, logs := pagingHarness(t)
+	h.orch.Queue = &recordingQueue{}
+	key := "payout-waiter-refused"
+	holding, after := refusedHolder(t, h, key)
+	pages := len(logs.alerts(t))
+	prepares, sends := h.ledger.counts()
+
+	// The holder's requeue as the waiter sees it: the item under a live lease with its envelope,
+	// then, on the waiter's first read, what the holder's refusal wrote.
+	holding.LeaseOwner, holding.LeaseExpiresAt = "alive", h.clock.Now().Add(time.Minute)
+	h.store.Put(holding)
+	freed := false
+	h.store.Fail(func(op string) error {
+		if op == "get" && !freed {
+			freed = true
+			h.store.Put(after)
+		}
+		return nil
+	})
+	start := h.clock.Now()
+	_, err := h.orch.Transfer(ctx, input(key, "1"))
+	if !freed {
+		t.Fatal("the call never waited on the holder")
+	}
+	u := unavailable(t, err, transfer.CodeServiceSideFailure)
+	if !strings.Contains(u.Detail, "txBAD_AUTH") {
+		t.Errorf("detail %q: want the holder's refusal (txBAD_AUTH)", u.Detail)
+	}
+	if u.RetryAfter < 59*time.Second || u.RetryAfter > time.Minute {
+		t.Errorf("Retry-After %v, want what is left of the holder's minute", u.RetryAfter)
+	}
+	if p, s := h.ledger.counts(); p != prepares || s != sends {
+		t.Errorf("the waiter built %d and sent %d envelopes against the unchanged signers, want none", p-prepares, s-sends)
+	}
+	if got := len(logs.alerts(t)); got != pages {
+		t.Errorf("the waiter paged %d more times, want none (its holder paged)", got-pages)
+	}
+	if waited := h.clock.Now().Sub(start); waited > time.Second {
+		t.Errorf("the waiter answered after %v, want within its first poll", waited)
 	}
 }
