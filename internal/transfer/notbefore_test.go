@@ -183,3 +183,32 @@ func TestWaiterOnARequeuedHolderRefusedAsTheServicesSideAnswersItsFailure(t *tes
 		t.Errorf("the waiter answered after %v, want within its first poll", waited)
 	}
 }
+
+// The same rule for a batched key: a synchronous call that takes over a key of a batch the ledger
+// included FAILED on the service's side (tx_bad_auth) requeues the key held back for the
+// failure's Retry-After, so its message, back before then, runs nothing.
+func TestRequeuedBatchedKeyRunsNotBeforeItsFailuresRetryAfter(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	b, _ := forgedBatch(t, h, "batch-held-1", "batch-held-2")
+	h.ledger.failResult = func(transfer.Envelope) bool { return true }
+	h.ledger.failCodes = []string{"tx_bad_auth"}
+	h.ledger.sendToNetwork(b.Envelope)
+	h.clock.Advance(6 * time.Second) // the lease ends; a ledger closes with the batch in it, FAILED
+
+	_, err := h.orch.Transfer(ctx, input("batch-held-2", "5"))
+	failed := unavailable(t, err, transfer.CodeServiceSideFailure)
+	rec := h.item(t, "batch-held-2")
+	if rec.Status != transfer.StatusQueued {
+		t.Fatalf("item %s, want queued again", rec.Status)
+	}
+	prepares, sends := h.ledger.counts()
+	h.clock.Advance(30 * time.Second)
+	d, err := h.orch.RunQueued(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
+	if want := failed.RetryAfter - 30*time.Second; d != transfer.DeliveryRetry || transfer.RetryAfter(err) < want || transfer.RetryAfter(err) > want+time.Second {
+		t.Fatalf("run 30 s after the failure = %s, %v (RetryAfter %v); want a retry after the remaining %v", d, err, transfer.RetryAfter(err), want)
+	}
+	if p, s := h.ledger.counts(); p != prepares || s != sends {
+		t.Fatalf("built %d and sent %d envelopes before the Retry-After, want none", p-prepares, s-sends)
+	}
+}
