@@ -82,7 +82,8 @@
 //     A requeue whose answer pages (a failure on the paying or the service's side:
 //     VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED, SERVICE_SIDE_FAILURE; included FAILED, refused
 //     on the first send, or refused by Prepare) is held back (RequeuedAfter): NotBefore (epoch
-//     seconds) is that answer's Retry-After away, and Result keeps the answer's code and detail.
+//     seconds) is that answer's Retry-After away (rounded down to the second), and Result keeps
+//     the answer's code and detail.
 //     Until then nothing takes it: every message that finds it is put back for the time left
 //     (RunQueued, RunQueuedBatch: DeliveryRetry, whose Backoff never shortens it), whichever path
 //     delivered it (the item's own, back after a taking call's lease; a copy; the sweep's), and a

@@ -10,6 +10,14 @@ import (
 	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
+// wholeSeconds is d rounded up to the whole second, as a hold's time left is answered.
+func wholeSeconds(d time.Duration) time.Duration {
+	if r := d % time.Second; r > 0 {
+		d += time.Second - r
+	}
+	return d
+}
+
 // takenOverAsync leaves key an async item taken by a submitter that died before building anything
 // (in_flight, no envelope, its lease expired), and returns its message.
 func takenOverAsync(t *testing.T, h *harness, key string) transfer.QueueMessage {
@@ -55,9 +63,11 @@ func TestRequeuedItemRunsNotBeforeItsFailuresRetryAfter(t *testing.T) {
 	failed := unavailable(t, err, transfer.CodeServiceSideFailure)
 	failedAt := h.clock.Now()
 	rec := h.item(t, "payout-notbefore-1")
-	if rec.Status != transfer.StatusQueued {
-		t.Fatalf("item %s, want queued again", rec.Status)
+	if rec.Status != transfer.StatusQueued || rec.NotBefore != failedAt.Add(failed.RetryAfter).Unix() || rec.Result == nil || rec.Result.Code != failed.Code {
+		t.Fatalf("item %s, notBefore %d, result %+v; want queued again, held back until %d with its failure",
+			rec.Status, rec.NotBefore, rec.Result, failedAt.Add(failed.RetryAfter).Unix())
 	}
+	heldUntil := time.Unix(rec.NotBefore, 0)
 	prepares, sends := h.ledger.counts()
 
 	// A synchronous call within the Retry-After: the stored failure, at once, nothing built.
@@ -68,8 +78,8 @@ func TestRequeuedItemRunsNotBeforeItsFailuresRetryAfter(t *testing.T) {
 	if waited := h.clock.Now().Sub(start); waited != 0 {
 		t.Errorf("the call waited %v, want the stored failure at once", waited)
 	}
-	if want := failed.RetryAfter - 10*time.Second; u.RetryAfter < want || u.RetryAfter > want+time.Second {
-		t.Errorf("Retry-After %v, want the remaining %v (to the whole second)", u.RetryAfter, want)
+	if want := wholeSeconds(heldUntil.Sub(h.clock.Now())); u.RetryAfter != want {
+		t.Errorf("Retry-After %v, want the time left, %v", u.RetryAfter, want)
 	}
 	if u.Detail != failed.Detail {
 		t.Errorf("detail %q, want the stored failure's %q", u.Detail, failed.Detail)
@@ -78,8 +88,8 @@ func TestRequeuedItemRunsNotBeforeItsFailuresRetryAfter(t *testing.T) {
 	// The item's own message, back once the taking call's lease ended: put back, never run.
 	h.clock.Advance(20 * time.Second)
 	d, err := h.orch.RunQueued(ctx, m)
-	left := failedAt.Add(failed.RetryAfter).Sub(h.clock.Now())
-	if d != transfer.DeliveryRetry || transfer.RetryAfter(err) < left || transfer.RetryAfter(err) > left+time.Second {
+	left := wholeSeconds(heldUntil.Sub(h.clock.Now()))
+	if d != transfer.DeliveryRetry || transfer.RetryAfter(err) != left {
 		t.Fatalf("run at %v = %s, %v (RetryAfter %v); want a retry after the remaining %v",
 			h.clock.Now().Sub(failedAt), d, err, transfer.RetryAfter(err), left)
 	}
@@ -92,7 +102,7 @@ func TestRequeuedItemRunsNotBeforeItsFailuresRetryAfter(t *testing.T) {
 
 	// After the Retry-After the message runs it, once the cause is gone.
 	h.ledger.failResult = nil
-	h.clock.Advance(left + time.Second)
+	h.clock.Advance(left)
 	if d, err := h.orch.RunQueued(ctx, m); d != transfer.DeliveryDone || err != nil {
 		t.Fatalf("run after the Retry-After = %s, %v; want done", d, err)
 	}
@@ -202,10 +212,13 @@ func TestRequeuedBatchedKeyRunsNotBeforeItsFailuresRetryAfter(t *testing.T) {
 	if rec.Status != transfer.StatusQueued {
 		t.Fatalf("item %s, want queued again", rec.Status)
 	}
+	if rec.NotBefore != h.clock.Now().Add(failed.RetryAfter).Unix() {
+		t.Fatalf("notBefore %d, want the failure's Retry-After away, %d", rec.NotBefore, h.clock.Now().Add(failed.RetryAfter).Unix())
+	}
 	prepares, sends := h.ledger.counts()
 	h.clock.Advance(30 * time.Second)
 	d, err := h.orch.RunQueued(ctx, transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID})
-	if want := failed.RetryAfter - 30*time.Second; d != transfer.DeliveryRetry || transfer.RetryAfter(err) < want || transfer.RetryAfter(err) > want+time.Second {
+	if want := wholeSeconds(time.Unix(rec.NotBefore, 0).Sub(h.clock.Now())); d != transfer.DeliveryRetry || transfer.RetryAfter(err) != want {
 		t.Fatalf("run 30 s after the failure = %s, %v (RetryAfter %v); want a retry after the remaining %v", d, err, transfer.RetryAfter(err), want)
 	}
 	if p, s := h.ledger.counts(); p != prepares || s != sends {

@@ -320,8 +320,11 @@ func Requeued(rec Record, now time.Time) Record {
 
 // RequeuedAfter is Requeued(rec, now), held back when why, the answer the requeue's caller gets,
 // pages (VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED or SERVICE_SIDE_FAILURE: underfundedCode): its
-// NotBefore is now plus why's Retry-After, rounded up to the whole second, and its Result why's
-// Code and Detail, which HeldAnswer answers until then. Any other why (nil included) is Requeued:
+// NotBefore is now plus why's Retry-After, rounded down to the whole second, and its Result why's
+// Code and Detail, which HeldAnswer answers until then. Rounded down, so that a message held back
+// exactly that Retry-After after the write (SendRequeued's delay, the submitter's Backoff of its
+// answer) finds the hold passed rather than being put back for a fraction of a second, a receive
+// that would bring the dead-letter queue nearer. Any other why (nil included) is Requeued:
 // proven dead, never sent or refused for a reason of its own, a new envelope may land now.
 func RequeuedAfter(rec Record, now time.Time, why error) Record {
 	next := Requeued(rec, now)
@@ -331,7 +334,7 @@ func RequeuedAfter(rec Record, now time.Time, why error) Record {
 	}
 	u, _ := errors.AsType[*UnavailableError](why)
 	wait := max(u.RetryAfter, time.Second)
-	next.NotBefore = now.Add(wait + time.Second - 1).Truncate(time.Second).Unix()
+	next.NotBefore = now.Add(wait).Unix()
 	next.Result = &Result{Code: code, Detail: u.Detail}
 	return next
 }
