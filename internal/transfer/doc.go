@@ -87,8 +87,9 @@
 //     Until then nothing takes it: every message that finds it is put back for the time left
 //     (RunQueued, RunQueuedBatch: DeliveryRetry, whose Backoff never shortens it), whichever path
 //     delivered it (the item's own, back after a taking call's lease; a copy; the sweep's), and a
-//     synchronous call with its key is answered that failure with the time left (HeldAnswer),
-//     never a wait or a new envelope. The hold is read with the item and every take is
+//     synchronous call with its key is answered that failure with the time left (HeldAnswer:
+//     "nothing moved" where its run said "nothing was submitted", as an earlier run of the
+//     transfer may have sent an envelope), never a wait or a new envelope. The hold is read with the item and every take is
 //     conditional on the item as read (Expect: its Version, which the held requeue raised), so
 //     no take of a state read before NotBefore applies; the take and a cancel clear it. Only a
 //     queued item holds NotBefore, and a queued item holds a Result only with it (both stores

@@ -2,6 +2,7 @@ package transfer_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,49 @@ func TestABatchRefusedByPrepareForTheVaultsShortfallIsHeldBack(t *testing.T) {
 	}
 	if p, _ := h.ledger.counts(); p != prepares {
 		t.Fatalf("a copy of a key's message prepared %d envelopes against the unfunded vault, want none", p-prepares)
+	}
+}
+
+// A synchronous call that meets a held item is answered its stored failure (HeldAnswer). The
+// failure is the last run's answer, which says only what that run did: a Prepare refused for the
+// vault's shortfall says "nothing was submitted". But the held item is one transfer (one
+// incarnation), and an earlier run of it sent an envelope that was included FAILED (a fee
+// charged): a client reads "nothing was submitted" literally (afterProvenDead), so the held answer
+// must not say it of a transfer an envelope of which was submitted.
+func TestAHeldAnswerNeverSaysNothingWasSubmittedOfATransferThatSentAnEnvelope(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	h.orch.Queue = &recordingQueue{}
+	key := "payout-held-submitted"
+	if res, err := h.orch.Enqueue(ctx, input(key, "1")); err != nil || !res.Accepted {
+		t.Fatalf("enqueue = %+v, %v", res, err)
+	}
+	rec := h.item(t, key)
+	m := transfer.QueueMessage{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}
+
+	// Run 1: its envelope is included FAILED op_underfunded (sent, a fee charged, nothing moved).
+	h.ledger.failResult = func(transfer.Envelope) bool { return true }
+	h.ledger.failCodes = []string{"tx_failed", "op_underfunded"}
+	if d, err := h.orch.RunQueued(ctx, m); d != transfer.DeliveryRetry || problemCode(err) != transfer.CodeVaultUnderfunded {
+		t.Fatalf("run 1 = %s, %v; want a retry, VAULT_UNDERFUNDED", d, err)
+	}
+	if _, sends := h.ledger.counts(); sends == 0 {
+		t.Fatal("run 1 sent nothing")
+	}
+
+	// Run 2, once the hold has passed: Prepare refuses for the same shortfall, sending nothing.
+	h.clock.Advance(time.Minute + time.Second)
+	h.ledger.prepareErr = &transfer.UnavailableError{Code: transfer.CodeVaultUnderfunded, RetryAfter: time.Minute,
+		Detail: "the vault holds 0 USDC; nothing was submitted: retry with the same key once the vault is funded"}
+	if d, err := h.orch.RunQueued(ctx, m); d != transfer.DeliveryRetry || problemCode(err) != transfer.CodeVaultUnderfunded {
+		t.Fatalf("run 2 = %s, %v; want a retry, VAULT_UNDERFUNDED", d, err)
+	}
+
+	// A synchronous call with the key meanwhile: the held failure, true of the transfer.
+	h.clock.Advance(time.Second)
+	_, err := h.orch.Transfer(ctx, input(key, "1"))
+	u := unavailable(t, err, transfer.CodeVaultUnderfunded)
+	if strings.Contains(u.Detail, "nothing was submitted") {
+		t.Errorf("held answer %q: an envelope of this transfer was submitted (run 1's, included FAILED)", u.Detail)
 	}
 }

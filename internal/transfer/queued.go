@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -348,7 +349,10 @@ func HeldAnswer(rec Record, now time.Time) *UnavailableError {
 	left, _ := rec.HeldFor(now)
 	u := underfunded(CodeServiceSideFailure, "the transfer failed on the service's side and is held back until an operator can act (the service is paged); nothing moved: retry with the same key after the Retry-After")
 	if r := rec.Result; r != nil && r.Code != "" {
-		u.Code, u.Detail = r.Code, r.Detail
+		// The stored failure says what its run did; an earlier run of the same transfer may have
+		// sent an envelope that ended without moving the funds, so "nothing was submitted" is
+		// answered as what is true of every held item: nothing moved (afterProvenDead).
+		u.Code, u.Detail = r.Code, strings.Replace(r.Detail, nothingSubmitted, "nothing moved", 1)
 	}
 	u.RetryAfter = max(left, time.Second)
 	return u
