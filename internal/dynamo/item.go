@@ -372,6 +372,13 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			rec.Result.OperationIndex = &i
 		}
 	}
+	if rec.Status == transfer.StatusQueued && rec.NotBefore == 0 {
+		// A queued item holds a result only as the failure its notBefore waits out. One without
+		// notBefore was written back by a build older than it (a rollback, or a deploy under way:
+		// it keeps the result it read and drops the attribute it does not know): it runs at once,
+		// and read without the result it is an item every writer may write again (marshalRecord).
+		rec.Result = nil
+	}
 	if b := it.Batch; b != nil {
 		rec.Batch = &transfer.BatchRef{Index: b.Index, Size: b.Size}
 	}
