@@ -89,11 +89,13 @@
 //     delivered it (the item's own, back after a taking call's lease; a copy; the sweep's), and a
 //     synchronous call with its key is answered that failure with the time left (HeldAnswer:
 //     "nothing moved" where its run said "nothing was submitted", as an earlier run of the
-//     transfer may have sent an envelope), never a wait or a new envelope. The hold is read with the item and every take is
-//     conditional on the item as read (Expect: its Version, which the held requeue raised), so
-//     no take of a state read before NotBefore applies; the take and a cancel clear it. Only a
-//     queued item holds NotBefore, and a queued item holds a Result only with it (both stores
-//     refuse anything else); an item written without it runs at once.
+//     transfer may have sent an envelope), never a wait or a new envelope. The hold is read with
+//     the item and every take is conditional on the item as read (Expect: its Version, which the
+//     held requeue raised), so no take of a state read before NotBefore applies; the take and a
+//     cancel clear it. A batch's keys are held back alike when a Prepare or a first send refuses
+//     the batch for such a failure (requeueEach, RequeueRefusedAfter). Only a queued item holds
+//     NotBefore, and a queued item holds a Result only with it (both stores refuse anything
+//     else); an item written without it runs at once.
 //
 // Every write after the claim goes through ReplaceItem or DeleteItem, conditional on the item
 // exactly as its writer read it (Expect; see "Incarnations"). Every write carries the whole
