@@ -22,7 +22,10 @@
 //     createdAt and updatedAt (epoch ms); expiresAt (epoch s) on replayable, rejected and
 //     cancelled items only; async (BOOL) on the items of an asynchronous transfer (a queued item
 //     holds no lease, envelope or expiresAt; a cancelled one no lease or envelope, and is written
-//     only in place of a queued one: Store.Replace);
+//     only in place of a queued one: Store.Replace); notBefore (epoch s) on a queued item held
+//     back after a failure on the service's side, with that failure as its result (code and
+//     detail), and on no other (transfer.RequeuedAfter; an item without it runs at once, and a
+//     queued one without it reads without a result: a build older than notBefore wrote it back);
 //     gsi1pk and gsi1sk; gsi2pk and gsi2sk.
 //   - A channel lease, pk "channel:<G...>" (ChannelLeases): leaseOwner, leaseExpiresAt and
 //     leasedAt (epoch ms), quarantinedUntil (epoch s: the maxTime of the envelope built on the

@@ -64,6 +64,10 @@ type item struct {
 	// Batch (M) is the key's operation in its batch's transaction (transfer.Record.Batch): index
 	// (N, 0-based) and size (N); absent on the one-transfer path.
 	Batch *batchRefItem `dynamodbav:"batch,omitempty"`
+	// NotBefore (N, epoch seconds) is when a queued item may next be taken, written by a requeue
+	// for a failure on the service's side (transfer.Record.NotBefore, transfer.RequeuedAfter);
+	// absent: at once, as every item written without it.
+	NotBefore int64 `dynamodbav:"notBefore,omitempty"`
 }
 
 // batchRefItem is transfer.BatchRef (map attribute "batch"); index 0 is written.
@@ -150,8 +154,9 @@ func validStatus(s transfer.Status) bool {
 // an unknown status, an envelope without a hash, an unsettled envelope without XDR (unless it is a
 // batch's, whose XDR the batch's item holds), a malformed batch reference (transfer.CheckBatchRef), and a TTL on
 // an in_flight or in_doubt item (a claim could then overwrite an item whose envelope may still
-// land; internal/transfer/doc.go, "The item"), and a queued or cancelled item holding an
-// envelope or a lease.
+// land; internal/transfer/doc.go, "The item"), a queued or cancelled item holding an
+// envelope or a lease, and a notBefore on anything but a queued item that holds the failure it
+// waits out (transfer.RequeuedAfter).
 func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error) {
 	switch {
 	case rec.StoreKey == "":
@@ -172,6 +177,14 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		rec.Audit == nil || rec.Audit.Action != transfer.AuditCancel):
 		// A cancelled item was queued: it has built nothing and never will (transfer.Cancelled).
 		return nil, fmt.Errorf("dynamo: record %q: a cancelled item holds no envelope or lease, is async and has its cancel audit", rec.StoreKey)
+	case rec.NotBefore < 0 || rec.NotBefore != 0 && rec.Status != transfer.StatusQueued:
+		// Only a queued item waits to be taken (transfer.Record.NotBefore).
+		return nil, fmt.Errorf("dynamo: record %q: notBefore %d on a %s item; only a queued item is held back", rec.StoreKey, rec.NotBefore, rec.Status)
+	case rec.Status == transfer.StatusQueued && rec.NotBefore != 0 && (rec.Result == nil || rec.Result.Code == ""),
+		rec.Status == transfer.StatusQueued && rec.NotBefore == 0 && rec.Result != nil:
+		// A queued item holds a result only as the failure its notBefore waits out
+		// (transfer.RequeuedAfter), and is held back only with it.
+		return nil, fmt.Errorf("dynamo: record %q: a queued item is held back (notBefore) exactly when it holds the failure it waits out", rec.StoreKey)
 	}
 	if err := transfer.CheckBatchRef(rec); err != nil {
 		return nil, fmt.Errorf("dynamo: %w", err)
@@ -187,6 +200,7 @@ func marshalRecord(rec transfer.Record) (map[string]types.AttributeValue, error)
 		ExpiresAt:   rec.ExpiresAt,
 		Version:     rec.Version,
 		Async:       rec.Async,
+		NotBefore:   rec.NotBefore,
 	}
 	it.LeaseExpiresAt = epochMillis(rec.LeaseExpiresAt)
 	it.CreatedAt = epochMillis(rec.CreatedAt)
@@ -312,6 +326,7 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 		CreatedAt:      fromEpochMillis(it.CreatedAt),
 		UpdatedAt:      fromEpochMillis(it.UpdatedAt),
 		Async:          it.Async,
+		NotBefore:      it.NotBefore,
 	}
 	if r := it.Request; r != nil {
 		rec.Request = transfer.Request{
@@ -356,6 +371,13 @@ func unmarshalRecord(av map[string]types.AttributeValue) (transfer.Record, error
 			i := *r.OperationIndex
 			rec.Result.OperationIndex = &i
 		}
+	}
+	if rec.Status == transfer.StatusQueued && rec.NotBefore == 0 {
+		// A queued item holds a result only as the failure its notBefore waits out. One without
+		// notBefore was written back by a build older than it (a rollback, or a deploy under way:
+		// it keeps the result it read and drops the attribute it does not know): it runs at once,
+		// and read without the result it is an item every writer may write again (marshalRecord).
+		rec.Result = nil
 	}
 	if b := it.Batch; b != nil {
 		rec.Batch = &transfer.BatchRef{Index: b.Index, Size: b.Size}

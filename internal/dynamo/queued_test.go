@@ -83,10 +83,17 @@ func TestQueuedItems(t *testing.T) {
 func TestQueuedItemRefused(t *testing.T) {
 	base := queuedRecord("queued-bad", t0)
 	for name, mutate := range map[string]func(r *transfer.Record){
-		"lease owner": func(r *transfer.Record) { r.LeaseOwner = "someone" },
-		"envelope":    func(r *transfer.Record) { r.Envelope = &transfer.Envelope{XDR: "AAAA", InnerHash: "ab"} },
-		"expiry":      func(r *transfer.Record) { r.ExpiresAt = t0.Unix() },
-		"not async":   func(r *transfer.Record) { r.Async = false },
+		"lease owner":                func(r *transfer.Record) { r.LeaseOwner = "someone" },
+		"envelope":                   func(r *transfer.Record) { r.Envelope = &transfer.Envelope{XDR: "AAAA", InnerHash: "ab"} },
+		"expiry":                     func(r *transfer.Record) { r.ExpiresAt = t0.Unix() },
+		"not async":                  func(r *transfer.Record) { r.Async = false },
+		"a hold without its failure": func(r *transfer.Record) { r.NotBefore = t0.Unix() + 60 },
+		"a failure without a hold": func(r *transfer.Record) {
+			r.Result = &transfer.Result{Code: transfer.CodeServiceSideFailure}
+		},
+		"a negative hold": func(r *transfer.Record) {
+			r.NotBefore, r.Result = -1, &transfer.Result{Code: transfer.CodeServiceSideFailure}
+		},
 	} {
 		rec := base
 		mutate(&rec)
@@ -96,5 +103,44 @@ func TestQueuedItemRefused(t *testing.T) {
 	}
 	if _, err := dynamo.EncodeItem(base); err != nil {
 		t.Fatalf("a good queued item was refused: %v", err)
+	}
+	held := base
+	held.NotBefore, held.Result = t0.Unix()+60, &transfer.Result{Code: transfer.CodeServiceSideFailure, Detail: "op_bad_auth"}
+	if _, err := dynamo.EncodeItem(held); err != nil {
+		t.Fatalf("a queued item held back with its failure was refused: %v", err)
+	}
+	flight := claimRecord(key("flight-held"), "api", "fp-flight-held")
+	flight.NotBefore = t0.Unix() + 60
+	if _, err := dynamo.EncodeItem(flight); err == nil {
+		t.Error("an in_flight item held back was accepted: only a queued item waits to be taken")
+	}
+}
+
+// A queued item held back (notBefore with its failure as result) that a build older than
+// notBefore wrote back (a rollback, or the old build's sweep during a deploy: it restarts the
+// item it read, and the whole-item PutItem drops the attribute it does not know but keeps the
+// result) reads back as an item this build can write again: the sweep restarts every queued item
+// it finds (next := item, Version+1), and an item it cannot write is never sent again, its key
+// pending for ever once its message is gone.
+func TestAHeldItemAnOlderBuildWroteBackCanBeWrittenAgain(t *testing.T) {
+	held := queuedRecord("held-old-build", t0)
+	held.NotBefore, held.Result = t0.Unix()+60, &transfer.Result{Code: transfer.CodeServiceSideFailure, Detail: "op_bad_auth"}
+	av, err := dynamo.EncodeItem(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(av, "notBefore") // as the older build writes it back
+	rec, err := dynamo.DecodeItem(av)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := rec
+	restarted.Version++
+	restarted.UpdatedAt = t0.Add(11 * time.Minute)
+	if _, err := dynamo.EncodeItem(restarted); err != nil {
+		t.Fatalf("the sweep's restart of the item an older build wrote back was refused: %v", err)
+	}
+	if _, held := rec.HeldFor(t0); held || rec.Result != nil {
+		t.Errorf("read back: held %v, result %+v; want an item that runs at once, with no result", held, rec.Result)
 	}
 }

@@ -401,9 +401,16 @@ func BatchAttached(rec Record, env Envelope, ref BatchRef, now time.Time) Record
 // fate is unknown (nothing is parked then: the items stay in_flight under this lease, whose expiry
 // hands them to a take-over or the sweep), or when parking a key failed.
 func RequeueRefused(ctx context.Context, s BatchStore, held []Record, failing string, now time.Time) (bool, error) {
+	return RequeueRefusedAfter(ctx, s, held, failing, nil, now)
+}
+
+// RequeueRefusedAfter is RequeueRefused for keys answered why: when why pages (the first send
+// refused as the paying or the service's side: txINSUFFICIENT_BALANCE, txBAD_AUTH), each key is
+// requeued held back for its Retry-After (RequeuedAfter), as one transfer's refusal is.
+func RequeueRefusedAfter(ctx context.Context, s BatchStore, held []Record, failing string, why error, now time.Time) (bool, error) {
 	next := make([]Record, len(held))
 	for i, rec := range held {
-		next[i] = Requeued(rec, now)
+		next[i] = RequeuedAfter(rec, now, why)
 	}
 	err := ReplaceAllItems(ctx, s, held, next)
 	if err == nil {

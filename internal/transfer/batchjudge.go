@@ -138,6 +138,9 @@ func (o *Orchestrator) judgeBatched(ctx context.Context, rec Record, b BatchEnve
 		}
 	case VerdictRequeue:
 		next := Requeued(rec, now)
+		if shortfall != "" {
+			next = RequeuedAfter(rec, now, shortfallAnswer(shortfall, lk)) // held back: doc.go, "The item", requeue
+		}
 		if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
 			return Settlement{Lookup: &lk}, v, err
 		}

@@ -67,8 +67,9 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 		rec, err := o.Store.Get(ctx, m.StoreKey)
 		_, dup := at[m.StoreKey]
 		if err != nil || dup || m.ClaimID == "" || rec.ClaimID != m.ClaimID || !rec.Async || rec.Status != StatusQueued ||
-			rec.Expired(o.Clock.Now()) || (rec.Fingerprint != "" && rec.Request.Fingerprint() != rec.Fingerprint) {
-			alone(i) // RunQueued answers it: stale, retry, a take-over, a refusal
+			rec.Expired(o.Clock.Now()) || (rec.Fingerprint != "" && rec.Request.Fingerprint() != rec.Fingerprint) ||
+			heldBack(rec, o.Clock.Now()) {
+			alone(i) // RunQueued answers it: stale, retry (held back: NotBefore), a take-over, a refusal
 			continue
 		}
 		at[m.StoreKey] = i
@@ -245,7 +246,7 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 			}
 			why = refusal
 		}
-		requeued, err := RequeueRefused(ctx, bs, attached, CodeSubmissionFailed, o.Clock.Now())
+		requeued, err := RequeueRefusedAfter(ctx, bs, attached, CodeSubmissionFailed, why, o.Clock.Now())
 		if requeued {
 			// Decided: no item names the envelope, so nobody can send it again. Otherwise a
 			// taker may send it again (or will, once the leases end) and it can still land, so
@@ -427,10 +428,11 @@ func (o *Orchestrator) putBatch(ctx context.Context, bs BatchStore, b BatchEnvel
 }
 
 // requeueEach queues every key of held (taken, nothing sent for them) again, each alone,
-// conditional on its item as taken, and answers each DeliveryRetry with why.
+// conditional on its item as taken, and answers each DeliveryRetry with why; held back for why's
+// Retry-After when why pages (RequeuedAfter: a Prepare refused for a shortfall).
 func (o *Orchestrator) requeueEach(ctx context.Context, held []Record, why error, answers map[string]Answer) map[string]Answer {
 	for _, rec := range held {
-		if err := ReplaceItem(ctx, o.Store, rec, Requeued(rec, o.Clock.Now())); err != nil && !isConflict(err) {
+		if err := ReplaceItem(ctx, o.Store, rec, RequeuedAfter(rec, o.Clock.Now(), why)); err != nil && !isConflict(err) {
 			o.log().WarnContext(ctx, "requeueing a key of an unsent batch failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
 		}
 		answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: why}

@@ -58,6 +58,7 @@ func Cancelled(rec Record, by Canceller, now time.Time, ttl time.Duration) Recor
 	next.LeaseOwner, next.LeaseExpiresAt = "", time.Time{}
 	next.Envelope, next.Result = nil, nil
 	next.Batch = nil
+	next.NotBefore = 0
 	next.ExpiresAt = now.Add(ttl).Unix()
 	next.Version++
 	next.UpdatedAt = now

@@ -49,6 +49,11 @@ func (o *Orchestrator) coalesce(ctx context.Context, a *attempt, held Record) (O
 			// Released and claimed again: the envelope waited on is dead, as above.
 			a.provenDead = true
 			return Outcome{}, true, nil
+		case cur.ClaimID == held.ClaimID && cur.Status == StatusQueued && heldBack(cur, o.Clock.Now()):
+			// Queued again, held back for a failure on the service's side (RequeuedAfter: its
+			// holder's answer, a refusal of its first send included, which the ledger cannot
+			// show): answered as its holder was, with nothing built.
+			return Outcome{}, false, HeldAnswer(cur, o.Clock.Now())
 		case cur.ClaimID == held.ClaimID && cur.Status == StatusQueued && held.Status != StatusQueued && held.Envelope != nil:
 			// An async item its holder queued again (Requeued): as a release, above. Requeued
 			// for a failure on the service's side, it runs only once that failure's Retry-After
@@ -99,6 +104,12 @@ func (o *Orchestrator) heldShortfall(ctx context.Context, a *attempt, held Recor
 		return nil
 	}
 	return shortfallAnswer(code, lk)
+}
+
+// heldBack reports whether rec is a queued item held back at now (Record.HeldFor).
+func heldBack(rec Record, now time.Time) bool {
+	_, ok := rec.HeldFor(now)
+	return ok
 }
 
 // itemPoll is the period of item reads while coalescing: interval/10 within [50 ms, 250 ms].

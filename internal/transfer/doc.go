@@ -79,6 +79,23 @@
 //     queued again instead: the same ClaimID, the next Version, no lease, no envelope. It is never
 //     deleted, so its Version keeps rising and (ClaimID, Version) still names one state of it; a
 //     new envelope is built only by its next run, under the same proof rules as after a release.
+//     A requeue whose answer pages (a failure on the paying or the service's side:
+//     VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED, SERVICE_SIDE_FAILURE; included FAILED, refused
+//     on the first send, or refused by Prepare) is held back (RequeuedAfter): NotBefore (epoch
+//     seconds) is that answer's Retry-After away (rounded down to the second), and Result keeps
+//     the answer's code and detail.
+//     Until then nothing takes it: every message that finds it is put back for the time left
+//     (RunQueued, RunQueuedBatch: DeliveryRetry, whose Backoff never shortens it), whichever path
+//     delivered it (the item's own, back after a taking call's lease; a copy; the sweep's), and a
+//     synchronous call with its key is answered that failure with the time left (HeldAnswer:
+//     "nothing moved" where its run said "nothing was submitted", as an earlier run of the
+//     transfer may have sent an envelope), never a wait or a new envelope. The hold is read with
+//     the item and every take is conditional on the item as read (Expect: its Version, which the
+//     held requeue raised), so no take of a state read before NotBefore applies; the take and a
+//     cancel clear it. A batch's keys are held back alike when a Prepare or a first send refuses
+//     the batch for such a failure (requeueEach, RequeueRefusedAfter). Only a queued item holds
+//     NotBefore, and a queued item holds a Result only with it (both stores refuse anything
+//     else); an item written without it runs at once.
 //
 // Every write after the claim goes through ReplaceItem or DeleteItem, conditional on the item
 // exactly as its writer read it (Expect; see "Incarnations"). Every write carries the whole
@@ -170,7 +187,11 @@
 //     FEE_ACCOUNT_UNDERFUNDED or VAULT_UNDERFUNDED, paging, for txINSUFFICIENT_BALANCE: the fee
 //     payer cannot pay this fee on top of those it has queued; SERVICE_SIDE_FAILURE, paging, for
 //     txBAD_AUTH, txBAD_AUTH_EXTRA, txNO_ACCOUNT and txFAILED: the service's signing or accounts,
-//     answered at once). On a re-send: nothing is proven,
+//     answered at once; an async item is requeued held back for the Retry-After, and a call that
+//     waited on it answers the stored failure, HeldAnswer: the refusal left nothing on the ledger
+//     for heldShortfall to find. A synchronous holder's key is deleted, so its waiter cannot tell
+//     such a refusal from one a new envelope mends, a busy source: it builds again, and is refused
+//     and paged the same way, paying no fee). On a re-send: nothing is proven,
 //     await the ledger.
 //   - Send fails with ErrNotSent (or the breaker is open): nothing reached the network; send again. If no send
 //     ever left, the key is released: 503 NETWORK_UNAVAILABLE.
@@ -186,9 +207,10 @@
 //     tx_bad_sponsorship, tx_internal_error, the contract call's codes, any operation code not
 //     listed): released, 503 SERVICE_SIDE_FAILURE; both page (an ERROR line with "alert");
 //     no new envelope in the same call, nor in a retry that settles it inline, nor in a call
-//     that waited on it (heldShortfall: it answers the same 503); an async item is requeued and
-//     every path's message of it waits the failure's Retry-After (RunQueued's Backoff,
-//     RequeueDelay for the inline, sweep and discard requeues). Safe because the included
+//     that waited on it (heldShortfall: it answers the same 503); an async item is requeued held
+//     back for the failure's Retry-After (NotBefore: "The item", requeue), so no message of it
+//     runs before then whatever path delivers it (its own, after RunQueued's Backoff or a taking
+//     call's lease; RequeueDelay's for the inline, sweep and discard requeues). Safe because the included
 //     envelope's sequence number is consumed and it can never apply again (releaseShortfall).
 //   - Lookup NOT_FOUND and ProvenDead: released, 503 TRANSACTION_EXPIRED (or a new envelope).
 //   - The budget ends with the envelope undecided: in_doubt, 409 TRANSFER_IN_DOUBT with the

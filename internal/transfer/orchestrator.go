@@ -381,7 +381,7 @@ func (o *Orchestrator) freeOwnLeftover(ctx context.Context, a *attempt, busy err
 		return busy
 	}
 	if err == nil {
-		err = o.free(ctx, cur)
+		_, err = o.freeFor(ctx, cur, busy)
 	}
 	if err != nil {
 		return storeUnavailable(err)
@@ -408,6 +408,9 @@ func (o *Orchestrator) outOfBudget(ctx context.Context, a *attempt, fingerprint 
 		case StatusInDoubt:
 			return Outcome{}, o.inDoubtAnswer(a, cur)
 		}
+	}
+	if _, held := cur.HeldFor(o.Clock.Now()); err == nil && cur.Fingerprint == fingerprint && held {
+		return Outcome{}, HeldAnswer(cur, o.Clock.Now())
 	}
 	if err == nil && cur.Fingerprint == fingerprint && !cur.Expired(o.Clock.Now()) &&
 		(cur.Status == StatusInFlight || cur.Status == StatusQueued) && (cur.ClaimID != a.freed || cur.LeaseOwner != a.owner) {
@@ -447,6 +450,13 @@ func (o *Orchestrator) onHeld(ctx context.Context, a *attempt, held Record) (Out
 		}
 		return o.coalesce(ctx, a, held)
 	case StatusQueued:
+		if _, ok := held.HeldFor(o.Clock.Now()); ok {
+			// Requeued for a failure on the service's side, and held back for its Retry-After:
+			// nothing runs it before then, so waiting would only spend this call's budget, and a
+			// synchronous call never takes a queued item. Its stored failure is answered, with
+			// the time left (RequeuedAfter).
+			return Outcome{}, false, HeldAnswer(held, o.Clock.Now())
+		}
 		// An async transfer of the same request: the submitter (or the sweep) runs it; wait for
 		// it as for another call's claim.
 		return o.coalesce(ctx, a, held)

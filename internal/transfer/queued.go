@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -209,7 +210,14 @@ func (o *Orchestrator) RunQueued(ctx context.Context, m QueueMessage) (Delivery,
 		case rec.ClaimID != m.ClaimID || !rec.Async || rec.Expired(o.Clock.Now()):
 			return DeliveryStale, nil
 		}
-		switch now := o.Clock.Now(); {
+		now := o.Clock.Now()
+		if _, held := rec.HeldFor(now); held {
+			// Requeued for a failure on the service's side whose Retry-After has not passed
+			// (RequeuedAfter): nothing is taken or built; the message comes back for the time
+			// left, its RetryAfter (the submitter's Backoff never shortens it).
+			return DeliveryRetry, HeldAnswer(rec, now)
+		}
+		switch {
 		case rec.Status == StatusCancelled:
 			// Cancelled before any submitter took it (cancel.go): nothing is taken, built or
 			// sent, and the message is acknowledged (deleted).
@@ -305,9 +313,49 @@ func Requeued(rec Record, now time.Time) Record {
 	next.Envelope, next.Result = nil, nil
 	next.Batch = nil
 	next.ExpiresAt = 0
+	next.NotBefore = 0
 	next.Version++
 	next.UpdatedAt = now
 	return next
+}
+
+// RequeuedAfter is Requeued(rec, now), held back when why, the answer the requeue's caller gets,
+// pages (VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED or SERVICE_SIDE_FAILURE: underfundedCode): its
+// NotBefore is now plus why's Retry-After, rounded down to the whole second, and its Result why's
+// Code and Detail, which HeldAnswer answers until then. Rounded down, so that a message held back
+// exactly that Retry-After after the write (SendRequeued's delay, the submitter's Backoff of its
+// answer) finds the hold passed rather than being put back for a fraction of a second, a receive
+// that would bring the dead-letter queue nearer. Any other why (nil included) is Requeued:
+// proven dead, never sent or refused for a reason of its own, a new envelope may land now.
+func RequeuedAfter(rec Record, now time.Time, why error) Record {
+	next := Requeued(rec, now)
+	code := underfundedCode(why)
+	if code == "" {
+		return next
+	}
+	u, _ := errors.AsType[*UnavailableError](why)
+	wait := max(u.RetryAfter, time.Second)
+	next.NotBefore = now.Add(wait).Unix()
+	next.Result = &Result{Code: code, Detail: u.Detail}
+	return next
+}
+
+// HeldAnswer is the answer to a call that meets rec, a queued item held back at now (HeldFor): the
+// failure its requeue stored (Result: 503 VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED or
+// SERVICE_SIDE_FAILURE), a replay of it, with the time left as its Retry-After. Nothing was built:
+// a new envelope before then would meet the same cause (RequeuedAfter). A synchronous call answers
+// it rather than wait on an item nobody runs before then; RunQueued returns it with DeliveryRetry.
+func HeldAnswer(rec Record, now time.Time) *UnavailableError {
+	left, _ := rec.HeldFor(now)
+	u := underfunded(CodeServiceSideFailure, "the transfer failed on the service's side and is held back until an operator can act (the service is paged); nothing moved: retry with the same key after the Retry-After")
+	if r := rec.Result; r != nil && r.Code != "" {
+		// The stored failure says what its run did; an earlier run of the same transfer may have
+		// sent an envelope that ended without moving the funds, so "nothing was submitted" is
+		// answered as what is true of every held item: nothing moved (afterProvenDead).
+		u.Code, u.Detail = r.Code, strings.Replace(r.Detail, nothingSubmitted, "nothing moved", 1)
+	}
+	u.RetryAfter = max(left, time.Second)
+	return u
 }
 
 // free ends rec once nothing can land for it: a synchronous item is deleted (the key is free), an
@@ -316,14 +364,25 @@ func Requeued(rec Record, now time.Time) Record {
 // A synchronous item's limit charges are given back at once (giveBackFreed): its caller may retry
 // the key within a second, before the stream's give-back lands.
 func (o *Orchestrator) free(ctx context.Context, rec Record) error {
+	_, err := o.freeFor(ctx, rec, nil)
+	return err
+}
+
+// freeFor is free for a caller answered why: an async item is requeued held back when why pages
+// (RequeuedAfter). It returns the requeued item as written (zero for a deletion).
+func (o *Orchestrator) freeFor(ctx context.Context, rec Record, why error) (Record, error) {
 	if !rec.Async {
 		if err := DeleteItem(ctx, o.Store, rec); err != nil {
-			return err
+			return Record{}, err
 		}
 		o.giveBackFreed(ctx, rec)
-		return nil
+		return Record{}, nil
 	}
-	return ReplaceItem(ctx, o.Store, rec, Requeued(rec, o.Clock.Now()))
+	next := RequeuedAfter(rec, o.Clock.Now(), why)
+	if err := ReplaceItem(ctx, o.Store, rec, next); err != nil {
+		return Record{}, err
+	}
+	return next, nil
 }
 
 // giveBackFreed gives back the charges of rec, a claim this call deleted with nothing moved, when
@@ -436,6 +495,7 @@ func (a *attempt) taken(rec Record, now time.Time) Record {
 	next := rec
 	next.Status = StatusInFlight
 	next.LeaseOwner, next.LeaseExpiresAt = a.owner, a.lease
+	next.NotBefore, next.Result = 0, nil // taken only once it is no longer held back (RunQueued)
 	next.Version++
 	next.UpdatedAt = now
 	return next

@@ -151,7 +151,8 @@ type Record struct {
 
 	// Envelope is set before the first send; nil until then.
 	Envelope *Envelope
-	// Result is set once settled (replayable, rejected) or in doubt (failing code).
+	// Result is set once settled (replayable, rejected) or in doubt (failing code), and on a
+	// queued item held back (NotBefore) as the failure it waits out (Code and Detail).
 	Result *Result
 
 	// ExpiresAt is the TTL, epoch seconds; 0 means never (in_flight, in_doubt, or holding an
@@ -187,6 +188,17 @@ type Record struct {
 	// the incarnation; nil on the one-transfer path.
 	Batch *BatchRef
 
+	// NotBefore is, on a queued item only, the earliest time anything may take it, epoch seconds;
+	// 0 means at once (and every item written without it). A requeue for a failure on the paying
+	// or the service's side (an answer that pages: VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED,
+	// SERVICE_SIDE_FAILURE) sets it to that answer's Retry-After after the requeue and keeps the
+	// answer's Code and Detail as Result (RequeuedAfter): a run before it would meet the unchanged
+	// cause, another FAILED inclusion, another fee and another page. A message that arrives
+	// before it is put back for the time left (RunQueued, RunQueuedBatch); a synchronous call
+	// meanwhile is answered the stored failure with the time left as its Retry-After (HeldAnswer).
+	// The take (queued -> in_flight) and a cancel clear it.
+	NotBefore int64
+
 	// Archived marks a record read from the lasting record (an Archive, listed in a wallet's
 	// history) rather than from the live item; it is never written.
 	Archived bool
@@ -212,6 +224,23 @@ type Audit struct {
 // days late, so expiry is decided here, never by the item's absence.
 func (r Record) Expired(now time.Time) bool {
 	return r.ExpiresAt > 0 && r.ExpiresAt < now.Unix()
+}
+
+// HeldFor is how long r, a queued item, is still held back at now (NotBefore), rounded up to the
+// whole second, and true; 0 and false when it may be taken now (no NotBefore, NotBefore passed,
+// or not queued).
+func (r Record) HeldFor(now time.Time) (time.Duration, bool) {
+	if r.Status != StatusQueued || r.NotBefore == 0 {
+		return 0, false
+	}
+	left := time.Unix(r.NotBefore, 0).Sub(now)
+	if left <= 0 {
+		return 0, false
+	}
+	if rem := left % time.Second; rem != 0 {
+		left += time.Second - rem
+	}
+	return left, true
 }
 
 // LeaseExpired reports whether an in_flight claim's lease ran out at now.

@@ -110,17 +110,22 @@ func (o *Orchestrator) settle(ctx context.Context, rec Record, count bool) (Sett
 	case SourceShortfall(env, lk) != "":
 		// Included FAILED on the service's side (SourceShortfall): nothing moved and
 		// the envelope can never land again (releaseShortfall says why that makes the release
-		// safe). The key is freed, conditional on rec as read, and the shortfall pages.
-		if err := o.free(ctx, rec); err != nil {
+		// safe). The key is freed, conditional on rec as read, and the shortfall pages; an async
+		// item is requeued held back for the failure's Retry-After (RequeuedAfter).
+		code := SourceShortfall(env, lk)
+		next, err := o.freeFor(ctx, rec, shortfallAnswer(code, lk))
+		if err != nil {
 			return Settlement{Lookup: &lk}, err
 		}
 		o.Ledger.Done(ctx, env)
-		code := SourceShortfall(env, lk)
 		o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
 		if count {
 			o.countFailure(ctx, rec, code)
 		}
 		s := o.freed(rec, &lk)
+		if rec.Async {
+			s.Record = next
+		}
 		s.Shortfall = code
 		return s, nil
 	case lk.Status == LookupSuccess || lk.Status == LookupFailed:

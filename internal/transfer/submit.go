@@ -40,7 +40,7 @@ func (o *Orchestrator) execute(ctx context.Context, a *attempt, rec Record) (Out
 		// client to retry (CHANNELS_BUSY says the key is free), or the retry would wait on it as on
 		// another request until its lease ends.
 		failure := afterProvenDead(a, prepareFailure(err))
-		if rerr := o.release(ctx, rec); rerr != nil {
+		if rerr := o.releaseFor(ctx, rec, failure); rerr != nil {
 			a.freed = rec.ClaimID
 			return Outcome{}, false, o.freeOwnLeftover(ctx, a, failure)
 		}
@@ -112,9 +112,9 @@ func (o *Orchestrator) submit(ctx context.Context, a *attempt, rec Record, maybe
 			case err == nil && res.Status == SendIncluded && res.Included != nil:
 				return o.onLookup(ctx, a, rec, *res.Included)
 			case err == nil && RefusedBeforeInclusion(res, maybeDelivered):
-				o.release(ctx, rec)
-				o.Ledger.Done(ctx, env)
 				refusal := refused(res, env)
+				o.releaseFor(ctx, rec, refusal)
+				o.Ledger.Done(ctx, env)
 				if isUnderfunded(refusal) {
 					o.pageUnderfunded(ctx, rec, refusal.Code, "the network refused the first send: "+res.Code)
 				}
@@ -250,12 +250,13 @@ func (o *Orchestrator) onLookup(ctx context.Context, a *attempt, rec Record, lk 
 // owner and inner hash as read (free -> DeleteItem(Expect(rec)); an async item is requeued).
 func (o *Orchestrator) releaseShortfall(ctx context.Context, rec Record, lk Lookup, code string) error {
 	env := *rec.Envelope
-	if err := o.release(ctx, rec); err != nil {
+	answer := shortfallAnswer(code, lk)
+	if err := o.releaseFor(ctx, rec, answer); err != nil {
 		o.log().WarnContext(ctx, "releasing the key after a source-side failure failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
 	}
 	o.Ledger.Done(ctx, env)
 	o.pageUnderfunded(ctx, rec, code, fmt.Sprintf("included FAILED in ledger %d %v", lk.Ledger, lk.ResultCodes))
-	return shortfallAnswer(code, lk)
+	return answer
 }
 
 // shortfallAnswer is the retryable answer to a call whose envelope the ledger included FAILED
@@ -387,7 +388,13 @@ func (o *Orchestrator) lookup(ctx context.Context, env Envelope) (Lookup, error)
 // requeued instead: free). A failure is logged (and returned): the lease will expire and a
 // take-over will judge the item from the ledger.
 func (o *Orchestrator) release(ctx context.Context, rec Record) error {
-	err := o.free(ctx, rec)
+	return o.releaseFor(ctx, rec, nil)
+}
+
+// releaseFor is release for a call answered why: an async item whose answer pages is requeued
+// held back for its Retry-After (RequeuedAfter).
+func (o *Orchestrator) releaseFor(ctx context.Context, rec Record, why error) error {
+	_, err := o.freeFor(ctx, rec, why)
 	if err != nil {
 		o.log().WarnContext(ctx, "releasing the key failed; its lease will expire", "storeKey", rec.StoreKey, "err", err)
 	}

@@ -74,6 +74,10 @@ func sameWrite(stored, next Record) bool {
 		// A replacement by fee changes only the envelope's outer hashes: the read-back must hold
 		// the one this write recorded, or its envelope is not to be sent (replace.go).
 		return false
+	case stored.NotBefore != next.NotBefore:
+		// A requeue held back (RequeuedAfter) and one that is not, from the same state, are two
+		// writes: only the one this write made is its own.
+		return false
 	case (stored.Audit == nil) != (next.Audit == nil):
 		return false
 	case next.Audit != nil && (stored.Audit.Operator != next.Audit.Operator || stored.Audit.Action != next.Audit.Action ||

@@ -389,6 +389,52 @@ func StoreContract(t *testing.T, open func(t *testing.T) transfer.Store) {
 		equal(t, "item after the refused replace", mustGet(t, s, rec.StoreKey), asStored(rec))
 	})
 
+	t.Run("a queued item held back keeps its notBefore and failure, and only a queued item holds one", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		taken := queuedRecord("contract-held")
+		mustClaim(t, s, taken)
+		taken = mustGet(t, s, taken.StoreKey)
+		flight := taken
+		flight.Status, flight.LeaseOwner, flight.LeaseExpiresAt, flight.Version = transfer.StatusInFlight, "owner-a", t0.Add(30*time.Second), taken.Version+1
+		if err := s.Replace(ctx, flight, transfer.Expect(taken)); err != nil {
+			t.Fatal(err)
+		}
+		failure := &transfer.UnavailableError{Code: transfer.CodeServiceSideFailure, Detail: "op_bad_auth", RetryAfter: time.Minute}
+		held := transfer.RequeuedAfter(flight, t0.Add(time.Second), failure)
+		if held.NotBefore != t0.Add(61*time.Second).Unix() || held.Result == nil || held.Result.Code != transfer.CodeServiceSideFailure {
+			t.Fatalf("RequeuedAfter = notBefore %d, result %+v; want t0+61s and the failure", held.NotBefore, held.Result)
+		}
+		if err := s.Replace(ctx, held, transfer.Expect(flight)); err != nil {
+			t.Fatalf("the held requeue: %v", err)
+		}
+		equal(t, "the held item", mustGet(t, s, held.StoreKey), asStored(held))
+
+		// Held back on any other status, held without its failure, or a failure without the
+		// hold: refused, and the item unchanged.
+		onFlight := held
+		onFlight.Status, onFlight.LeaseOwner, onFlight.LeaseExpiresAt, onFlight.Version = transfer.StatusInFlight, "owner-b", t0.Add(time.Minute), held.Version+1
+		noFailure := held
+		noFailure.Result, noFailure.Version = nil, held.Version+1
+		noHold := held
+		noHold.NotBefore, noHold.Version = 0, held.Version+1
+		for name, bad := range map[string]transfer.Record{
+			"an in_flight item held back": onFlight, "a hold without its failure": noFailure, "a failure without a hold": noHold,
+		} {
+			if err := s.Replace(ctx, bad, transfer.Expect(held)); err == nil || errors.Is(err, transfer.ErrConditionFailed) {
+				t.Errorf("Replace with %s: err=%v, want a refusal", name, err)
+			}
+		}
+		equal(t, "the held item after the refusals", mustGet(t, s, held.StoreKey), asStored(held))
+
+		// An item written without it (every item before it existed) reads back at once: 0.
+		plain := queuedRecord("contract-not-held")
+		mustClaim(t, s, plain)
+		if got := mustGet(t, s, plain.StoreKey); got.NotBefore != 0 || got.Result != nil {
+			t.Fatalf("a plain queued item reads notBefore %d, result %+v; want neither", got.NotBefore, got.Result)
+		}
+	})
+
 	t.Run("ListInDoubt pages oldest first through exactly the in_doubt items", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)

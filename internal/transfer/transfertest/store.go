@@ -380,6 +380,11 @@ func validate(rec transfer.Record) error {
 	case rec.Status == transfer.StatusCancelled && (rec.Envelope != nil || rec.LeaseOwner != "" || !rec.Async ||
 		rec.Audit == nil || rec.Audit.Action != transfer.AuditCancel):
 		return fmt.Errorf("record %q: a cancelled item holds no envelope or lease, is async and has its cancel audit", rec.StoreKey)
+	case rec.NotBefore < 0 || rec.NotBefore != 0 && rec.Status != transfer.StatusQueued:
+		return fmt.Errorf("record %q: notBefore %d on a %s item; only a queued item is held back", rec.StoreKey, rec.NotBefore, rec.Status)
+	case rec.Status == transfer.StatusQueued && rec.NotBefore != 0 && (rec.Result == nil || rec.Result.Code == ""),
+		rec.Status == transfer.StatusQueued && rec.NotBefore == 0 && rec.Result != nil:
+		return fmt.Errorf("record %q: a queued item is held back (notBefore) exactly when it holds the failure it waits out", rec.StoreKey)
 	}
 	return transfer.CheckBatchRef(rec)
 }
