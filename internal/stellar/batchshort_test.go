@@ -36,19 +36,28 @@ func (d domainBatches) CheckDestinations(ctx context.Context, reqs []transfer.Re
 // PrepareBatch over a vault that cannot pay an asset's sum builds nothing and says what the vault
 // can pay (transfer.BatchShortfallError: its trustline's available balance, keyed by the
 // requests' asset code), with the VAULT_UNDERFUNDED refusal of the whole batch as its error.
+// Both backends.
 func TestPrepareBatchSaysWhatTheVaultCanPay(t *testing.T) {
-	r := newFundsRig(t, "rpc", 2, 10*unit)
-	l := r.ledger.(batchLedger)
-	sent := len(r.n.Envelopes())
-	terms := transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)}
-	_, err := l.PrepareBatch(context.Background(), []transfer.Request{withdraw(r.wallet(t), 6*unit), withdraw(r.wallet(t), 5*unit)}, terms)
-	var short *transfer.BatchShortfallError
-	if !errors.As(err, &short) || short.Available["USDC"] != 10*unit || len(short.Available) != 1 {
-		t.Fatalf("PrepareBatch = %v (%+v), want a shortfall naming 10 USDC available", err, short)
-	}
-	wantCode(t, err, transfer.CodeVaultUnderfunded)
-	if got := len(r.n.Envelopes()) - sent; got != 0 {
-		t.Fatalf("%d envelopes reached the network", got)
+	for _, backend := range []string{"rpc", "horizon"} {
+		t.Run(backend, func(t *testing.T) {
+			r := newFundsRig(t, backend, 2, 10*unit)
+			l := r.ledger.(batchLedger)
+			sent := len(r.n.Envelopes())
+			terms := transfer.Terms{MinTime: time.Unix(1, 0), MaxTime: r.clock.Now().Add(time.Minute)}
+			_, err := l.PrepareBatch(context.Background(), []transfer.Request{withdraw(r.wallet(t), 6*unit), withdraw(r.wallet(t), 5*unit)}, terms)
+			var short *transfer.BatchShortfallError
+			if !errors.As(err, &short) || short.Available["USDC"] != 10*unit || len(short.Available) != 1 {
+				t.Fatalf("PrepareBatch = %v (%+v), want a shortfall naming 10 USDC available", err, short)
+			}
+			wantCode(t, err, transfer.CodeVaultUnderfunded)
+			if got := len(r.n.Envelopes()) - sent; got != 0 {
+				t.Fatalf("%d envelopes reached the network", got)
+			}
+			// What it covers builds.
+			if _, err := l.PrepareBatch(context.Background(), []transfer.Request{withdraw(r.wallet(t), 6*unit), withdraw(r.wallet(t), 4*unit)}, terms); err != nil {
+				t.Fatalf("PrepareBatch of 10 from 10: %v", err)
+			}
+		})
 	}
 }
 
