@@ -160,11 +160,6 @@ type burst struct {
 	// one invocation was given (async).
 	submitterBilledMs, delivered int64
 	largestBatch                 int
-	// perKeyRequests counts, over every batched invocation, the DynamoDB requests of its per-key
-	// phases, and perKeySaved what their round trips would have added had they been slept one after
-	// the other (batch_test.go: perKeyPhase); 0 without batches.
-	perKeyRequests int64
-	perKeySaved    time.Duration
 }
 
 // sustained is the transfers per second over the ledgers that paid them, against channels per
@@ -384,8 +379,8 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 // (virtual) after the last POST instead of an hour. With batched, each
 // SubmitterFunction container is built as BATCH_SIZE above 1 builds it (r's settings must say
 // so; it fails tb when they do not) and invoked through queue.BatchSubmitter, as
-// wiring.SubmitterHandler picks it, with its orchestrator Serial and the round trips of its
-// per-key writes deferred as if concurrent (batch_test.go: perKeyPhase).
+// wiring.SubmitterHandler picks it, its orchestrator's goroutines participants of the virtual
+// clock (Orchestrator.Parallel: vclock.Parallel).
 func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool, patience time.Duration) (burst, trickleFigures) {
 	tb.Helper()
 	var tf trickleFigures
@@ -489,9 +484,6 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 		deps := r.deps
 		// As Init.TransferService builds SubmitterFunction.
 		deps.ChannelWaitLedgers = wiring.SubmitterChannelWaitLedgers
-		if batched {
-			deps.Clock = phaseClock{deps.Clock}
-		}
 		if os.Getenv("BENCH_UNSCHEDULED") != "" {
 			// The submitters' pools as they were before the channel calendar (as in
 			// environments): a client without UpdateItem leaves wiring's pool unscheduled.
@@ -505,7 +497,8 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 			if container.Orchestrator.Batches == nil {
 				tb.Fatal("the submitter's settings build no batches (BATCH_SIZE above 1 on a classic vault)")
 			}
-			container.Orchestrator.Serial = true
+			// The batch path's goroutines are participants of the virtual clock (batch_test.go).
+			container.Orchestrator.Parallel = r.clock.Parallel
 		}
 		containers = append(containers, container)
 		p := &poller{es: es, q: q, clock: r.clock}
@@ -559,15 +552,7 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 					err  error
 				)
 				if batched {
-					phase := &perKeyPhase{}
-					ctx := context.WithValue(context.Background(), perKeyPhaseKey{}, phase)
-					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(ctx, ev)
-					phase.flush(ctx, r.clock)
-					deferred, saved := phase.figures()
-					mu.Lock()
-					res.perKeyRequests += int64(deferred)
-					res.perKeySaved += saved
-					mu.Unlock()
+					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(context.Background(), ev)
 				} else {
 					inv := newInvocation(r, container.Orchestrator, len(batch), done)
 					resp, err = queue.Submitter(inv, redelivery, nil)(context.Background(), ev)
