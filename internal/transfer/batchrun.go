@@ -370,12 +370,12 @@ func (o *Orchestrator) runEachAlone(ctx context.Context, a *attempt, held []Reco
 	return answers
 }
 
-// each runs f(0) to f(n-1), concurrently (o.parallel) unless o.Serial, and returns once all have: the takes
-// and the per-key writes of a batch are one conditional write each, issued together (doc.go,
-// "Batches": "one conditional write per key, issued concurrently"). A panic in one f is recovered
-// in its goroutine and raised again, once all have returned, in the caller's (as *runPanic, with
-// the stack where it was raised), so the caller's recoverRun answers the batch's messages rather
-// than the process ending.
+// each runs f(0) to f(n-1), concurrently (o.parallel) unless o.Serial, and returns once all
+// have: the takes and the per-key writes of a batch are one conditional write each, issued
+// together (doc.go, "Batches": "one conditional write per key, issued concurrently"). A panic in
+// one f is recovered in its goroutine and raised again, once all have returned, in the caller's
+// (as *runPanic, with the stack where it was raised), so the caller's recoverRun answers the
+// batch's messages rather than the process ending.
 func (o *Orchestrator) each(n int, f func(i int)) {
 	if o.Serial {
 		for i := range n {
