@@ -160,6 +160,11 @@ type burst struct {
 	// one invocation was given (async).
 	submitterBilledMs, delivered int64
 	largestBatch                 int
+	// perKeyRequests counts, over every batched invocation, the DynamoDB requests of its per-key
+	// phases, and perKeySaved what their round trips would have added had they been slept one after
+	// the other (batch_test.go: perKeyPhase); 0 without batches.
+	perKeyRequests int64
+	perKeySaved    time.Duration
 }
 
 // sustained is the transfers per second over the ledgers that paid them, against channels per
@@ -379,8 +384,9 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 // (virtual) after the last POST instead of an hour. With batched, each
 // SubmitterFunction container is built as BATCH_SIZE above 1 builds it (r's settings must say
 // so; it fails tb when they do not) and invoked through queue.BatchSubmitter, as
-// wiring.SubmitterHandler picks it, its orchestrator's goroutines participants of the virtual
-// clock (Orchestrator.Parallel: vclock.Parallel).
+// wiring.SubmitterHandler picks it, with its orchestrator Serial and the round trips of its
+// per-key writes deferred as if concurrent (batch_test.go: perKeyPhase), or, with
+// BENCH_BATCH_PARALLEL set, its goroutines participants of the virtual clock (parallelBatches).
 func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool, patience time.Duration) (burst, trickleFigures) {
 	tb.Helper()
 	var tf trickleFigures
@@ -484,6 +490,9 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 		deps := r.deps
 		// As Init.TransferService builds SubmitterFunction.
 		deps.ChannelWaitLedgers = wiring.SubmitterChannelWaitLedgers
+		if batched && !parallelBatches() {
+			deps.Clock = phaseClock{deps.Clock}
+		}
 		if os.Getenv("BENCH_UNSCHEDULED") != "" {
 			// The submitters' pools as they were before the channel calendar (as in
 			// environments): a client without UpdateItem leaves wiring's pool unscheduled.
@@ -497,8 +506,12 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 			if container.Orchestrator.Batches == nil {
 				tb.Fatal("the submitter's settings build no batches (BATCH_SIZE above 1 on a classic vault)")
 			}
-			// The batch path's goroutines are participants of the virtual clock (batch_test.go).
-			container.Orchestrator.Parallel = r.clock.Parallel
+			if parallelBatches() {
+				// The batch path's goroutines as participants of the virtual clock (batch_test.go).
+				container.Orchestrator.Parallel = r.clock.Parallel
+			} else {
+				container.Orchestrator.Serial = true
+			}
 		}
 		containers = append(containers, container)
 		p := &poller{es: es, q: q, clock: r.clock}
@@ -552,7 +565,18 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 					err  error
 				)
 				if batched {
-					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(context.Background(), ev)
+					phase := &perKeyPhase{}
+					ctx := context.Background()
+					if !parallelBatches() {
+						ctx = context.WithValue(ctx, perKeyPhaseKey{}, phase)
+					}
+					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(ctx, ev)
+					phase.flush(ctx, r.clock)
+					deferred, saved := phase.figures()
+					mu.Lock()
+					res.perKeyRequests += int64(deferred)
+					res.perKeySaved += saved
+					mu.Unlock()
 				} else {
 					inv := newInvocation(r, container.Orchestrator, len(batch), done)
 					resp, err = queue.Submitter(inv, redelivery, nil)(context.Background(), ev)

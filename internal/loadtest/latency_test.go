@@ -84,6 +84,9 @@ func (t *rpcTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.counts[call.Method]++
 	t.mu.Unlock()
 
+	if p := phaseOf(req.Context()); p != nil {
+		p.flush(req.Context(), t.clock)
+	}
 	out := req.Clone(req.Context())
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -121,46 +124,54 @@ type slowDynamo struct {
 	inner dynamo.Client
 }
 
-// sleep takes dynamoRTT of virtual time: one request's round trip.
-func (s slowDynamo) sleep(ctx context.Context) {
+// sleep takes dynamoRTT of virtual time for a request on the item key, or, within a batch's
+// per-key phase (batch_test.go: perKeyPhase), defers it to the phase's end.
+func (s slowDynamo) sleep(ctx context.Context, key string) {
+	if p := phaseOf(ctx); p != nil {
+		if inPerKeyPhase() {
+			p.deferRTT(key, dynamoRTT)
+			return
+		}
+		p.flush(ctx, s.clock)
+	}
 	_ = s.clock.Sleep(ctx, dynamoRTT)
 }
 
 func (s slowDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	s.sleep(ctx)
+	s.sleep(ctx, itemKey(in.Item))
 	return s.inner.PutItem(ctx, in, o...)
 }
 
 func (s slowDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	s.sleep(ctx)
+	s.sleep(ctx, itemKey(in.Key))
 	return s.inner.GetItem(ctx, in, o...)
 }
 
 func (s slowDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	s.sleep(ctx)
+	s.sleep(ctx, itemKey(in.Key))
 	return s.inner.DeleteItem(ctx, in, o...)
 }
 
 func (s slowDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	s.sleep(ctx)
+	s.sleep(ctx, itemKey(in.Key))
 	return s.inner.(dynamo.TicketClient).UpdateItem(ctx, in, o...)
 }
 
 func (s slowDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	s.sleep(ctx)
+	s.sleep(ctx, "")
 	return s.inner.Query(ctx, in, o...)
 }
 
 // BatchGetItem is one request, one round trip however many keys it reads (up to 100: a
 // submitter's event's items, dynamo.Store.GetMany).
 func (s slowDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	s.sleep(ctx)
+	s.sleep(ctx, "")
 	return s.inner.(dynamo.BatchGetClient).BatchGetItem(ctx, in, o...)
 }
 
 // TransactWriteItems is one request (a batch's envelope attached to its keys, a charged claim).
 func (s slowDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	s.sleep(ctx)
+	s.sleep(ctx, "")
 	return s.inner.(dynamo.TransactClient).TransactWriteItems(ctx, in, o...)
 }
 
