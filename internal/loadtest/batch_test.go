@@ -41,12 +41,13 @@ import (
 
 // With BENCH_BATCH_PARALLEL set, the containers' orchestrators are not Serial: RunQueuedBatch's
 // goroutines are participants of the virtual clock (Orchestrator.Parallel: vclock.Parallel) and
-// no round trip is deferred. It is not the default because it changes what the batched rows
-// measure for a reason not yet explained: at 16 channels and 100 per transaction (2,000
-// transfers) the four invocations that start as the first sixteen settle write their channel
-// leases at the ledger's release point, fail to hold them and answer CHANNELS_BUSY (1,200 requeued,
-// 11 ledgers instead of 2), with or without the one BatchGetItem; Serial with no deferral, they
-// start later (the per-key writes one after the other) and lease at once.
+// no round trip is deferred. It is not the default because a channel's release
+// (sources.ChannelPool.Release) bounds its DeleteItem with a wall-clock timeout (2 s): with a
+// hundred participants per invocation the release's round trip of virtual time can take longer
+// than that in real time, the release is never written, and the next batches find every channel
+// leased: at 16 channels, 100 per transaction and 2,000 transfers, 1,200 answered CHANNELS_BUSY
+// and 11 ledgers instead of 2. With that timeout lifted the row is as Serial's (62.5x the
+// bound, 71.7 billed ms per transfer).
 
 // parallelBatches reports whether BENCH_BATCH_PARALLEL is set.
 func parallelBatches() bool { return os.Getenv("BENCH_BATCH_PARALLEL") != "" }
