@@ -397,7 +397,24 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	withTickets = append(withTickets, want...)
 	sort.Strings(withTickets)
-	for role, want := range map[string][]string{"ApiFunctionRole": withTickets, "SubmitterFunctionRole": withTickets, "ReconcileFunctionRole": want} {
+	// SubmitterFunction also reads its event's items together (dynamo.BatchGetClient), transfer
+	// items only; no other function does.
+	bt := reflect.TypeFor[dynamo.BatchGetClient]()
+	withBatchReads := slices.Clone(withTickets)
+	for i := range bt.NumMethod() {
+		withBatchReads = append(withBatchReads, "dynamodb:"+bt.Method(i).Name)
+	}
+	sort.Strings(withBatchReads)
+	for _, st := range statements(t, tpl, "SubmitterFunctionRole") {
+		if !slices.Contains(st.actions, "dynamodb:BatchGetItem") {
+			continue
+		}
+		want := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"transfer:*"}}}
+		if len(st.actions) != 1 || !reflect.DeepEqual(st.condition, want) {
+			t.Errorf("SubmitterFunctionRole statement %s: BatchGetItem beside %v, condition %v; want it alone, on %v", st.sid, st.actions, st.condition, want)
+		}
+	}
+	for role, want := range map[string][]string{"ApiFunctionRole": withTickets, "SubmitterFunctionRole": withBatchReads, "ReconcileFunctionRole": want} {
 		if got := dynamoActions(t, tpl, role); !slices.Equal(got, want) {
 			t.Errorf("%s DynamoDB actions = %v, want %v", role, got, want)
 		}

@@ -33,9 +33,12 @@ import (
 // checks; and the queue's loss, copies, reordering and lateness.
 //
 // The batched invocation runs its messages and batches one after the other (Orchestrator.Serial):
-// its steps then share one place on the virtual clock and one caller's dice, where concurrent
-// goroutines would need places the handler cannot lend. Invocations still run beside each other,
-// beside the callers, the sweep and the operators.
+// its steps then share one place on the virtual clock and one caller's dice. The clock could lend
+// its place to concurrent goroutines (Orchestrator.Parallel: vclock.Parallel), but the caller
+// cannot be shared: its dice (a math/rand source) and its applied flag (stale.go reads it after
+// the caller's own write) belong to one goroutine, and the orchestrator's goroutines carry the
+// invocation's context, so its one caller. Invocations still run beside each other, beside the
+// callers, the sweep and the operators.
 
 // batchingWindowInCampaign is SubmitterFunction's MaximumBatchingWindowInSeconds (template.yaml):
 // a batched event source that received fewer messages than BATCH_SIZE waits this long for more.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,6 +225,58 @@ func (d *faultyDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o
 		return nil, err
 	}
 	return d.API.GetItem(ctx, in, opt...)
+}
+
+// BatchGetItem reads an event's items (dynamo.Store.GetMany) through the faults: refused or
+// throttled before it is sent, or, as DynamoDB may answer any BatchGetItem, with some of its keys
+// left unprocessed (UnprocessedKeys), which GetMany reads again after a backoff.
+func (d *faultyDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opt ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	if err := d.before(ctx, "batch_get"); err != nil {
+		return nil, err
+	}
+	bg, ok := d.API.(dynamo.BatchGetClient)
+	if !ok {
+		return nil, errors.New("chaos: the DynamoDB client has no BatchGetItem")
+	}
+	c := callerOf(ctx)
+	if !c.roll(d.rate) {
+		return bg.BatchGetItem(ctx, in, opt...)
+	}
+	// Ask for a part of each table's keys; the rest come back unprocessed.
+	asked := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{}}
+	unprocessed := map[string]types.KeysAndAttributes{}
+	for table, ka := range in.RequestItems {
+		n := c.rng.IntN(len(ka.Keys) + 1)
+		if n > 0 {
+			part := ka
+			part.Keys = ka.Keys[:n]
+			asked.RequestItems[table] = part
+		}
+		if n < len(ka.Keys) {
+			rest := ka
+			rest.Keys = ka.Keys[n:]
+			unprocessed[table] = rest
+		}
+	}
+	d.faults.add("dynamo_batch_get_unprocessed")
+	out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{}}
+	if len(asked.RequestItems) > 0 {
+		got, err := bg.BatchGetItem(ctx, asked, opt...)
+		if err != nil {
+			return nil, err
+		}
+		out.Responses = got.Responses
+		for table, ka := range got.UnprocessedKeys {
+			rest := unprocessed[table]
+			rest.Keys = append(slices.Clone(ka.Keys), rest.Keys...)
+			if rest.ConsistentRead == nil {
+				rest.ConsistentRead = ka.ConsistentRead
+			}
+			unprocessed[table] = rest
+		}
+	}
+	out.UnprocessedKeys = unprocessed
+	return out, nil
 }
 
 // faultyLedger injects the local network's faults into the send it is about to make (one at a

@@ -140,6 +140,16 @@ func (c *streamClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	return out, err
 }
 
+// BatchGetItem forwards to the wrapped client when it has BatchGetItem (dynamo.Store.GetMany); a
+// read changes nothing, so it emits nothing.
+func (c *streamClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	bg, ok := c.Client.(dynamo.BatchGetClient)
+	if !ok {
+		return nil, fmt.Errorf("devstack: the DynamoDB client has no BatchGetItem")
+	}
+	return bg.BatchGetItem(ctx, in, optFns...)
+}
+
 // TransactWriteItems forwards to the wrapped client when it has TransactWriteItems (a claim with
 // the limits' charges, a give-back) and emits one change per item written, in the request's
 // order, as DynamoDB's stream records a transaction's items.

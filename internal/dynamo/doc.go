@@ -88,8 +88,11 @@
 // when that condition fails, `ADD next :1 SET nextAt = :now + :spacing` if
 // `attribute_not_exists(nextAt) OR nextAt < :now OR nextAt > :now + :horizon` (UPDATED_OLD too:
 // the calendar's time before the restart; a calendar that far ahead is stale); neither is idempotent, and a booking repeated after a lost answer only skips a
-// ticket (TakeTicket). Every read that decides a write is a consistent GetItem; the index is
-// eventually consistent, so what it lists is read again before it is acted on.
+// ticket (TakeTicket). Every read that decides a write is a consistent GetItem, or a consistent
+// BatchGetItem of up to 100 transfer items (GetMany: a submitter's event; each item read
+// consistently, not all at one instant; keys left unprocessed read again after 25, 50, 100 and
+// 200 ms on the Store's clock, then an error, and the caller reads those with GetItem); the index
+// is eventually consistent, so what it lists is read again before it is acted on.
 //
 // gsi3 (gsi3pk S hash, gsi3sk S range, projection ALL) holds the lasting records only: gsi3pk is
 // the transfer's store key, gsi3sk the incarnation's createdAt, so a Query in descending order with
@@ -168,7 +171,8 @@
 // reason (it leaves the other items' reasons None and, for a Put, the holder out, so the claim is
 // read back as after PutItem); it ignores ClientRequestToken. dynalite (4.0.0, make test-dynalite)
 // has no TransactWriteItems: the limit contract (transfertest.LimitContract) runs on minidyn and
-// the in-memory store only.
+// the in-memory store only. Both have BatchGetItem (transfertest.ManyContract runs on each);
+// minidyn leaves chosen keys unprocessed on request (EmulateUnprocessedItems, getmany_test.go).
 //
 // Counting requests: the package keeps no global state. Wrap the client handed to New (and to
 // EnsureTable) with a decorator; dynamotest.CountingClient does that and is what the tests and

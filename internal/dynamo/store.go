@@ -31,10 +31,13 @@ const ClaimAttempts = 3
 const DefaultListLimit = 100
 
 // Store is transfer.Store on one DynamoDB table (doc.go, "Table layout"). It is safe for concurrent
-// use and holds no state besides its client and table name.
+// use and holds no state besides its client, table name and clock.
 type Store struct {
 	client Client
 	table  string
+	// clock is what GetMany pauses on between its reads of unprocessed keys; nil: the system
+	// clock (WithClock).
+	clock transfer.Clock
 }
 
 var _ transfer.Store = (*Store)(nil)

@@ -33,3 +33,16 @@ func TestLimitContractMinidyn(t *testing.T) {
 func TestBatchContractMinidyn(t *testing.T) {
 	transfertest.BatchContract(t, func(t *testing.T) transfertest.BatchStore { return minidynFixture(t).store })
 }
+
+// TestManyContractMinidyn holds the Store's GetMany (BatchGetItem) on minidyn to the contract the
+// in-memory store passes too.
+func TestManyContractMinidyn(t *testing.T) {
+	transfertest.ManyContract(t, func(t *testing.T) transfertest.ManyStore { return minidynFixture(t).store })
+}
+
+// TestManyContractDynalite runs the same suite against dynalite at $DYNALITE_ENDPOINT, which
+// validates a BatchGetItem as DynamoDB does (at most 100 keys, none twice).
+func TestManyContractDynalite(t *testing.T) {
+	client := dynaliteClient(t)
+	transfertest.ManyContract(t, func(t *testing.T) transfertest.ManyStore { return newFixture(t, client).store })
+}

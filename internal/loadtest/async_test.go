@@ -385,7 +385,8 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 // SubmitterFunction container is built as BATCH_SIZE above 1 builds it (r's settings must say
 // so; it fails tb when they do not) and invoked through queue.BatchSubmitter, as
 // wiring.SubmitterHandler picks it, with its orchestrator Serial and the round trips of its
-// per-key writes deferred as if concurrent (batch_test.go: perKeyPhase).
+// per-key writes deferred as if concurrent (batch_test.go: perKeyPhase), or, with
+// BENCH_BATCH_PARALLEL set, its goroutines participants of the virtual clock (parallelBatches).
 func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool, patience time.Duration) (burst, trickleFigures) {
 	tb.Helper()
 	var tf trickleFigures
@@ -489,7 +490,7 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 		deps := r.deps
 		// As Init.TransferService builds SubmitterFunction.
 		deps.ChannelWaitLedgers = wiring.SubmitterChannelWaitLedgers
-		if batched {
+		if batched && !parallelBatches() {
 			deps.Clock = phaseClock{deps.Clock}
 		}
 		if os.Getenv("BENCH_UNSCHEDULED") != "" {
@@ -505,7 +506,12 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 			if container.Orchestrator.Batches == nil {
 				tb.Fatal("the submitter's settings build no batches (BATCH_SIZE above 1 on a classic vault)")
 			}
-			container.Orchestrator.Serial = true
+			if parallelBatches() {
+				// The batch path's goroutines as participants of the virtual clock (batch_test.go).
+				container.Orchestrator.Parallel = r.clock.Parallel
+			} else {
+				container.Orchestrator.Serial = true
+			}
 		}
 		containers = append(containers, container)
 		p := &poller{es: es, q: q, clock: r.clock}
@@ -560,7 +566,10 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 				)
 				if batched {
 					phase := &perKeyPhase{}
-					ctx := context.WithValue(context.Background(), perKeyPhaseKey{}, phase)
+					ctx := context.Background()
+					if !parallelBatches() {
+						ctx = context.WithValue(ctx, perKeyPhaseKey{}, phase)
+					}
 					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(ctx, ev)
 					phase.flush(ctx, r.clock)
 					deferred, saved := phase.figures()

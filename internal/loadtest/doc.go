@@ -86,9 +86,11 @@
 // ledger for 2 transfers, so async costs about half of sync's billed ms there, not a fifth.
 //
 // BenchmarkBatch's submitter containers run their orchestrators Serial: RunQueuedBatch starts a
-// goroutine per key for a batch's takes and settlements, which the virtual clock cannot count (it
-// offers no hook), so those writes run one after the other, their round trips deferred and slept
-// as the longest key's chain, as concurrent requests would take (batch_test.go: perKeyPhase).
+// goroutine per key for a batch's takes and settlements, so those writes run one after the
+// other, their round trips deferred and slept as the longest key's chain, as concurrent requests
+// would take (batch_test.go: perKeyPhase). A submitter reads its event's items with one BatchGetItem, one round trip. BENCH_BATCH_PARALLEL=1
+// runs those goroutines as participants of the virtual clock instead (Orchestrator.Parallel:
+// vclock.Parallel); batch_test.go says why it is not the default.
 //
 // BenchmarkAsyncRate uses Stellar RPC and the burst's round trips; its Poisson arrivals are
 // seeded, so every row of a rate sees the same; SubmitterFunction's batches are formed as

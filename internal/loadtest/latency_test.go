@@ -162,6 +162,13 @@ func (s slowDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, o ...fun
 	return s.inner.Query(ctx, in, o...)
 }
 
+// BatchGetItem is one request, one round trip however many keys it reads (up to 100: a
+// submitter's event's items, dynamo.Store.GetMany).
+func (s slowDynamo) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	s.sleep(ctx, "")
+	return s.inner.(dynamo.BatchGetClient).BatchGetItem(ctx, in, o...)
+}
+
 // TransactWriteItems is one request (a batch's envelope attached to its keys, a charged claim).
 func (s slowDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	s.sleep(ctx, "")

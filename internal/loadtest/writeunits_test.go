@@ -147,6 +147,11 @@ func (w *writeUnits) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o .
 	return w.inner.GetItem(ctx, in, o...)
 }
 
+// BatchGetItem reads (read units, not counted here).
+func (w *writeUnits) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return w.inner.(dynamo.BatchGetClient).BatchGetItem(ctx, in, o...)
+}
+
 func (w *writeUnits) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return w.inner.Query(ctx, in, o...)
 }

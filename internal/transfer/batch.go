@@ -168,6 +168,19 @@ type BatchStore interface {
 	ExpireBatch(ctx context.Context, innerHash string, expiresAt int64) error
 }
 
+// ManyReader is what a Store may offer beside Store to read many items in one request
+// (internal/dynamo: BatchGetItem; transfertest). Optional: RunQueuedBatch reads its messages'
+// items with it when the Store has it, else with one Get per item.
+type ManyReader interface {
+	// GetMany reads the items at storeKeys, each consistently as Get does (not one snapshot: each
+	// item as it was when the store read it), in as few requests as the store can (internal/dynamo:
+	// one BatchGetItem per 100 keys). It returns each item found by its store key; a key that holds
+	// no item is absent from the map, never an error, and a key given twice is read once. Errors:
+	// the store's; the map then holds the items read before it failed (perhaps none), and a key
+	// absent from it may hold an item (read it with Get).
+	GetMany(ctx context.Context, storeKeys []string) (map[string]Record, error)
+}
+
 // BatchKeep is how long a batch item outlives the replay window (Settings.KeyTTL) of its last key
 // settled: ReleaseBatch sets its TTL to now + KeyTTL + BatchKeep.
 const BatchKeep = 24 * time.Hour

@@ -29,12 +29,12 @@ type Answer struct {
 // RunQueued: the one-transfer path, unchanged. Messages and batches run concurrently.
 func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) []Answer {
 	answers := make([]Answer, len(msgs))
-	var wg sync.WaitGroup
-	// Every message alone and every batch runs at once, each in its own goroutine, so that their
-	// ledger waits overlap within the invocation's deadline (internal/queue's Submitter does the
-	// same for single messages). Each writes only its own messages' answers.
+	// Every message alone and every batch runs at once, each in its own goroutine (Parallel), so
+	// that their ledger waits overlap within the invocation's deadline (internal/queue's Submitter
+	// does the same for single messages). Each writes only its own messages' answers.
 	// A panic in one of them fails only its own messages (recoverRun), never the invocation: a
 	// goroutine's panic would end the process and every message of the event with it.
+	var runs []func()
 	spawn := func(f func(), failed func(error)) {
 		run := func() {
 			defer o.recoverRun(ctx, failed)
@@ -44,7 +44,7 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 			run()
 			return
 		}
-		wg.Go(run)
+		runs = append(runs, run)
 	}
 	alone := func(i int) {
 		spawn(func() {
@@ -52,19 +52,20 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 			answers[i] = Answer{Delivery: d, Err: err}
 		}, func(err error) { answers[i] = Answer{Delivery: DeliveryRetry, Err: err} })
 	}
-	defer wg.Wait()
 	s := o.settings()
 	bs, ok := o.Store.(BatchStore)
 	if s.Validate() != nil || s.BatchSize <= 1 || o.Batches == nil || !ok {
 		for i := range msgs {
 			alone(i)
 		}
+		o.parallel(runs)
 		return answers
 	}
+	recs, errs := o.readItems(ctx, msgs)
 	at := make(map[string]int, len(msgs)) // store key -> message index
 	var items []Record
 	for i, m := range msgs {
-		rec, err := o.Store.Get(ctx, m.StoreKey)
+		rec, err := recs[i], errs[i]
 		_, dup := at[m.StoreKey]
 		if err != nil || dup || m.ClaimID == "" || rec.ClaimID != m.ClaimID || !rec.Async || rec.Status != StatusQueued ||
 			rec.Expired(o.Clock.Now()) || (rec.Fingerprint != "" && rec.Request.Fingerprint() != rec.Fingerprint) ||
@@ -97,7 +98,42 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 			}
 		})
 	}
+	o.parallel(runs)
 	return answers
+}
+
+// readItems reads each message's item consistently (recs[i] and errs[i] are msgs[i]'s, as Get
+// answers): with one GetMany when the Store is a ManyReader (BatchGetItem: one round trip for up
+// to 100 items, where a Get each takes one per item), and with Get for the keys a failed GetMany
+// may have left unread, or for every key when the Store has none.
+func (o *Orchestrator) readItems(ctx context.Context, msgs []QueueMessage) ([]Record, []error) {
+	recs, errs := make([]Record, len(msgs)), make([]error, len(msgs))
+	var got map[string]Record
+	read := false // every key absent from got holds no item
+	if r, ok := o.Store.(ManyReader); ok && len(msgs) > 1 {
+		keys := make([]string, len(msgs))
+		for i, m := range msgs {
+			keys[i] = m.StoreKey
+		}
+		var err error
+		got, err = r.GetMany(ctx, keys)
+		if err != nil {
+			o.log().WarnContext(ctx, "reading an event's items together failed; reading the rest one by one", "keys", len(keys), "read", len(got), "err", err)
+		}
+		read = err == nil
+	}
+	for i, m := range msgs {
+		if rec, ok := got[m.StoreKey]; ok {
+			recs[i] = rec
+			continue
+		}
+		if read {
+			errs[i] = fmt.Errorf("transfer: read %q: %w", m.StoreKey, ErrNotFound)
+			continue
+		}
+		recs[i], errs[i] = o.Store.Get(ctx, m.StoreKey)
+	}
+	return recs, errs
 }
 
 // checkDestinations keeps the items whose destination passes the check (BatchLedger.
@@ -332,12 +368,12 @@ func (o *Orchestrator) runEachAlone(ctx context.Context, a *attempt, held []Reco
 	return answers
 }
 
-// each runs f(0) to f(n-1), concurrently unless o.Serial, and returns once all have: the takes
-// and the per-key writes of a batch are one conditional write each, issued together (doc.go,
-// "Batches": "one conditional write per key, issued concurrently"). A panic in one f is recovered
-// in its goroutine and raised again, once all have returned, in the caller's (as *runPanic, with
-// the stack where it was raised), so the caller's recoverRun answers the batch's messages rather
-// than the process ending.
+// each runs f(0) to f(n-1), concurrently (o.parallel) unless o.Serial, and returns once all
+// have: the takes and the per-key writes of a batch are one conditional write each, issued
+// together (doc.go, "Batches": "one conditional write per key, issued concurrently"). A panic in
+// one f is recovered in its goroutine and raised again, once all have returned, in the caller's
+// (as *runPanic, with the stack where it was raised), so the caller's recoverRun answers the
+// batch's messages rather than the process ending.
 func (o *Orchestrator) each(n int, f func(i int)) {
 	if o.Serial {
 		for i := range n {
@@ -345,11 +381,11 @@ func (o *Orchestrator) each(n int, f func(i int)) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first *runPanic
+	fs := make([]func(), n)
 	for i := range n {
-		wg.Go(func() {
+		fs[i] = func() {
 			defer func() {
 				if v := recover(); v != nil {
 					mu.Lock()
@@ -360,9 +396,9 @@ func (o *Orchestrator) each(n int, f func(i int)) {
 				}
 			}()
 			f(i)
-		})
+		}
 	}
-	wg.Wait()
+	o.parallel(fs)
 	if first != nil {
 		panic(first)
 	}
@@ -460,4 +496,22 @@ func (o *Orchestrator) answerOf(ctx context.Context, rec Record, out Outcome, er
 		return Answer{Delivery: DeliveryRetry, Err: err}
 	}
 	return Answer{Delivery: DeliveryDone, Err: err}
+}
+
+// parallel runs fs at once and returns once all have returned (Orchestrator.Parallel): one alone
+// on the caller's goroutine, more through o.Parallel when set, else a goroutine each.
+func (o *Orchestrator) parallel(fs []func()) {
+	switch {
+	case len(fs) == 0:
+	case len(fs) == 1:
+		fs[0]()
+	case o.Parallel != nil:
+		o.Parallel(fs...)
+	default:
+		var wg sync.WaitGroup
+		for _, f := range fs {
+			wg.Go(f)
+		}
+		wg.Wait()
+	}
 }

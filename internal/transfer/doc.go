@@ -348,7 +348,11 @@
 //
 // Forming a batch. SubmitterFunction's event carries up to the event source mapping's BatchSize
 // messages (above 10 it needs a batching window: the Lambda developer guide, "Using Lambda with
-// Amazon SQS"). The handler decodes them and reads every item (consistent reads); an item that is
+// Amazon SQS"). The handler decodes them and reads every item (consistent reads), all in one
+// request where the store can (ManyReader.GetMany: one BatchGetItem of up to 100 items, one round
+// trip where a GetItem each took one per item; each item is read consistently but not all at one
+// instant, which nothing here needs: each key's take is conditional on its own item as read), else,
+// or for what a failed GetMany left unread, one Get per item; an item that is
 // not queued under its message's ClaimID, or is not batchable (a memo, a Soroban asset, a stored
 // request that no longer matches its fingerprint), goes the one-transfer way (RunQueued), which
 // answers it stale, retry or runs it alone. The rest form batches of at most BATCH_SIZE, at most

@@ -82,6 +82,12 @@ type Orchestrator struct {
 	// calling goroutine (the model checker, whose actors are one goroutine each); false runs
 	// them concurrently, as the submitter runs its messages.
 	Serial bool
+	// Parallel runs every f at once, each on a goroutine of its own, and returns once all have
+	// returned: how RunQueuedBatch starts its messages and batches, and a batch its per-key takes
+	// and writes, unless Serial. No f panics (each recovers its own). nil: a goroutine each and a
+	// sync.WaitGroup. Under virtual time (internal/vclock) it is the clock's Parallel, which counts
+	// them as participants in the caller's stead, so that time moves only when each of them sleeps.
+	Parallel func(fs ...func())
 }
 
 // Pauses between passes of the claim loop after an envelope was proven dead: short first, then

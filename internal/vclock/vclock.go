@@ -4,7 +4,8 @@
 // Alone, Sleep just moves the clock on. Goroutines started with Go are participants in a
 // discrete-event schedule: time moves only when every participant sleeps, and then straight to
 // the earliest wake-up. A participant blocked on I/O counts as running, so time stands still
-// until it answers. Concurrent callers therefore see one consistent timeline however the Go
+// until it answers. A participant that runs functions at once with Parallel lends them its place
+// while it waits for them. Concurrent callers therefore see one consistent timeline however the Go
 // scheduler interleaves them.
 package vclock
 
@@ -83,6 +84,49 @@ func (c *Clock) Go(wg *sync.WaitGroup, fn func()) {
 		}()
 		fn()
 	}()
+}
+
+// Parallel runs every fn at once, each on a goroutine of its own, and returns once all have
+// returned (transfer.Orchestrator.Parallel). Called from a participant, it lends them the
+// caller's place: while j of them are left they count as j participants and the caller, which
+// waits without sleeping, as none; the last to return hands the place back to the caller at the
+// instant it returns, so time cannot move between its end and the caller's going on. Called when
+// there is no participant (Sleep just moves the clock), they are participants until each returns.
+// Called from a goroutine that is not a participant while there are some, it would count one too
+// few: don't.
+func (c *Clock) Parallel(fns ...func()) {
+	if len(fns) == 0 {
+		return
+	}
+	c.mu.Lock()
+	lend := c.managed > 0 // the caller is a participant: its place goes to the first of fns
+	extra := len(fns)
+	if lend {
+		extra--
+	}
+	c.active += extra
+	c.managed += extra
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	left := len(fns)
+	for _, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				mu.Lock()
+				left--
+				last := left == 0
+				mu.Unlock()
+				if !last || !lend {
+					c.Done()
+				}
+			}()
+			fn()
+		}()
+	}
+	wg.Wait()
 }
 
 // Add counts n more participants, running, for goroutines that the caller does not start with Go

@@ -109,3 +109,69 @@ func TestAddLendsPlacesToOtherGoroutines(t *testing.T) {
 		t.Errorf("the clock ended at +%v, want +10s", got)
 	}
 }
+
+// Parallel from a participant lends its place: time moves while the functions sleep (the
+// caller, waiting, does not hold it), another participant keeps its own timeline, and the caller
+// goes on at the instant the last function returns.
+func TestParallelLendsTheCallersPlace(t *testing.T) {
+	start := time.Unix(100, 0)
+	c := vclock.New(start)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	woke := map[string]time.Duration{}
+	note := func(name string) {
+		mu.Lock()
+		woke[name] = c.Now().Sub(start)
+		mu.Unlock()
+	}
+	release := c.Hold()
+	c.Go(&wg, func() {
+		c.Parallel(
+			func() {
+				_ = c.Sleep(context.Background(), time.Second)
+				_ = c.Sleep(context.Background(), time.Second)
+				note("f1")
+			},
+			func() { _ = c.Sleep(context.Background(), 3*time.Second); note("f2") },
+			func() { note("f3") },
+		)
+		note("caller returned")
+		_ = c.Sleep(context.Background(), time.Second)
+		note("caller slept")
+	})
+	c.Go(&wg, func() { _ = c.Sleep(context.Background(), 2500*time.Millisecond); note("other") })
+	release()
+	wg.Wait()
+	want := map[string]time.Duration{"f1": 2 * time.Second, "f2": 3 * time.Second, "f3": 0, "other": 2500 * time.Millisecond,
+		"caller returned": 3 * time.Second, "caller slept": 4 * time.Second}
+	for k, v := range want {
+		if woke[k] != v {
+			t.Errorf("%s at +%v, want +%v (all: %v)", k, woke[k], v, woke)
+		}
+	}
+}
+
+// Parallel with no participant makes its functions participants: they share one timeline and
+// the clock ends at the last wake-up.
+func TestParallelWithoutParticipants(t *testing.T) {
+	start := time.Unix(100, 0)
+	c := vclock.New(start)
+	var mu sync.Mutex
+	var order []time.Duration
+	sleep := func(d time.Duration) func() {
+		return func() {
+			_ = c.Sleep(context.Background(), d)
+			mu.Lock()
+			order = append(order, c.Now().Sub(start))
+			mu.Unlock()
+		}
+	}
+	c.Parallel(sleep(2*time.Second), sleep(time.Second))
+	if len(order) != 2 || order[0] != time.Second || order[1] != 2*time.Second || c.Now().Sub(start) != 2*time.Second {
+		t.Fatalf("woke at %v, clock at +%v; want [1s 2s], +2s", order, c.Now().Sub(start))
+	}
+	_ = c.Sleep(context.Background(), time.Second) // alone again: Sleep just moves the clock
+	if c.Now().Sub(start) != 3*time.Second {
+		t.Fatalf("clock at +%v after sleeping alone, want +3s", c.Now().Sub(start))
+	}
+}

@@ -100,7 +100,7 @@ func Build(d Deps) (*Service, error) {
 	if clock == nil {
 		clock = transfer.SystemClock{}
 	}
-	store := dynamo.New(d.Dynamo, d.Config.Table)
+	store := dynamo.New(d.Dynamo, d.Config.Table).WithClock(clock)
 	getenv := d.Getenv
 	orch := &transfer.Orchestrator{
 		Store: store, Ledger: ledger, Clock: clock, Logger: logger,

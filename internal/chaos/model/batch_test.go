@@ -387,6 +387,22 @@ func (k *kit) requeueRefused(ctx context.Context, held []transfer.Record) string
 	return "a key was taken over: " + strings.Join(texts, ", ")
 }
 
+// GetMany is the store's read of many items (transfer.ManyReader: BatchGetItem), one point per
+// item: a BatchGetItem reads each item consistently but not all at one instant, so another actor
+// may write between two of its reads.
+func (s store) GetMany(ctx context.Context, keys []string) (map[string]transfer.Record, error) {
+	out := make(map[string]transfer.Record, len(keys))
+	for _, k := range keys {
+		if _, seen := out[k]; seen {
+			continue
+		}
+		if rec, err := s.Get(ctx, k); err == nil {
+			out[k] = rec
+		}
+	}
+	return out, nil
+}
+
 // ReplaceAll is the store's transaction over many items (transfer.BatchStore): a point that
 // writes every item if every condition holds, else none and names the failed keys. With
 // limits.lost it may apply and lose its answer: the retry, which the store cannot tell from a new

@@ -5,6 +5,7 @@ package dynamotest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -121,7 +122,7 @@ func (c *CountingClient) Total() int64 {
 	defer c.mu.Unlock()
 	var n int64
 	for k, v := range c.counts {
-		if k != TransactItems {
+		if k != TransactItems && k != BatchGetKeys {
 			n += v
 		}
 	}
@@ -162,6 +163,28 @@ func (c *CountingClient) TransactWriteItems(ctx context.Context, in *dynamodb.Tr
 		return nil, dynamo.ErrNoTransactions
 	}
 	return tc.TransactWriteItems(ctx, in, optFns...)
+}
+
+// BatchGetKeys is the counter of the keys BatchGetItem requests asked for (Count).
+const BatchGetKeys = "BatchGetItem.keys"
+
+// BatchGetItem counts the request and its keys, and forwards (dynamo.BatchGetClient); it fails
+// when Inner has no BatchGetItem.
+func (c *CountingClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	c.add("BatchGetItem")
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = make(map[string]int64)
+	}
+	for _, ka := range in.RequestItems {
+		c.counts[BatchGetKeys] += int64(len(ka.Keys))
+	}
+	c.mu.Unlock()
+	bg, ok := c.Inner.(dynamo.BatchGetClient)
+	if !ok {
+		return nil, errors.New("dynamotest: the inner client has no BatchGetItem")
+	}
+	return bg.BatchGetItem(ctx, in, optFns...)
 }
 
 // Counts returns a copy of the counters by operation.

@@ -39,7 +39,7 @@ const DefaultListLimit = 100
 //     holding an envelope, a lease or a TTL, or not async, a cancelled item holding an envelope or
 //     a lease, not async or without its cancel audit. A claim of a cancelled item, and a Replace
 //     writing one on the condition of any item but a queued one, are refused too.
-//   - Get of a missing key is transfer.ErrNotFound (wrapped).
+//   - Get of a missing key is transfer.ErrNotFound (wrapped); GetMany leaves it out of its map.
 //   - Items read back as DynamoDB stores them: times at millisecond precision in UTC, empty
 //     results and lists absent, and never sharing memory with the caller's record.
 //   - ListInDoubt lists in_doubt items oldest first (UpdatedAt, else CreatedAt, then the key: the
@@ -70,8 +70,9 @@ type Store struct {
 }
 
 var (
-	_ transfer.Store    = (*Store)(nil)
-	_ transfer.Counters = (*Store)(nil)
+	_ transfer.Store      = (*Store)(nil)
+	_ transfer.Counters   = (*Store)(nil)
+	_ transfer.ManyReader = (*Store)(nil)
 )
 
 // NewStore returns an empty Store.
@@ -79,8 +80,8 @@ func NewStore() *Store {
 	return &Store{items: map[string]transfer.Record{}, counters: map[string]int64{}, givenBack: map[string]bool{}}
 }
 
-// Fail sets a hook run at the start of every operation with its name ("claim", "get", "replace",
-// "delete", "list", "counter" or "giveback"); a non-nil error is returned by the operation, which then changes nothing
+// Fail sets a hook run at the start of every operation with its name ("claim", "get", "getmany",
+// "replace", "delete", "list", "counter" or "giveback"); a non-nil error is returned by the operation, which then changes nothing
 // and counts no write. The hook runs outside the store's lock, so it may call Put, PutIfAbsent or
 // Remove to model another writer acting just before the operation. nil removes the hook.
 func (s *Store) Fail(hook func(op string) error) {
@@ -225,6 +226,25 @@ func (s *Store) Get(ctx context.Context, key string) (transfer.Record, error) {
 		return transfer.Record{}, fmt.Errorf("transfertest: get %q: %w", key, transfer.ErrNotFound)
 	}
 	return stored(cur), nil
+}
+
+// GetMany returns the items held at keys by store key, a key holding none absent
+// (transfer.ManyReader); its operation name for Fail is "getmany". It reads them in one step,
+// which DynamoDB's BatchGetItem does not promise (each item as of its own read): a caller must not
+// count on the items' being of one instant, which no test of this store can tell.
+func (s *Store) GetMany(ctx context.Context, keys []string) (map[string]transfer.Record, error) {
+	if err := s.begin(ctx, "getmany"); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]transfer.Record, len(keys))
+	for _, k := range keys {
+		if cur, ok := s.items[k]; ok {
+			out[k] = stored(cur)
+		}
+	}
+	return out, nil
 }
 
 // Replace puts next in place of the item if it matches cond; see Store.

@@ -24,3 +24,9 @@ func TestLimitContract(t *testing.T) {
 func TestBatchContract(t *testing.T) {
 	transfertest.BatchContract(t, func(*testing.T) transfertest.BatchStore { return transfertest.NewStore() })
 }
+
+// TestManyContract holds the in-memory Store's GetMany to the DynamoDB store's rules;
+// internal/dynamo runs the same suite on its Store.
+func TestManyContract(t *testing.T) {
+	transfertest.ManyContract(t, func(*testing.T) transfertest.ManyStore { return transfertest.NewStore() })
+}
