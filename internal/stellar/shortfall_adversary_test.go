@@ -177,6 +177,11 @@ func failedShortfallNeverLands(t *testing.T, backend string, channels int, async
 				t.Fatalf("channels %d: re-send: %v", channels, err)
 			}
 		}
+		if async {
+			// The requeued item is held back for its Retry-After (notBefore): its message comes
+			// back no sooner.
+			clock.Advance(u.RetryAfter)
+		}
 		out, err := run()
 		if err != nil || out.Replayed {
 			t.Fatalf("channels %d: retry after funding: %+v %v", channels, out, err)

@@ -19,9 +19,9 @@ import (
 //
 //   - a key the vault could pay alone but not beside the keys before it: as the whole batch's
 //     keys are when the vault cannot pay it (requeueEach with the shortfall, its Retry-After,
-//     each key's run counted on transfer_orchestration_failure_total), one page for all of them;
+//     each key's run counted on transfer_orchestration_failure_total);
 //   - a key the vault cannot pay even alone: as one transfer whose Prepare the vault refused
-//     (its own VAULT_UNDERFUNDED naming its amount, its own page, queued again).
+//     (its own VAULT_UNDERFUNDED naming its amount, queued again), under the batch's one page.
 //
 // Fewer than 2 keys covered returns no envelope and no error: the caller runs the one left
 // alone (none: nothing to run). Errors are PrepareBatch's, for the keys returned (the batch
@@ -36,15 +36,17 @@ func (o *Orchestrator) prepareBatch(ctx context.Context, a *attempt, held []Reco
 	covered, rest, beyond := coverable(held, short.Available)
 	o.log().WarnContext(ctx, "the vault cannot pay a whole batch; paying the keys it covers", "keys", len(held),
 		"covered", len(covered), "requeued", len(rest), "beyondTheVault", len(beyond), "err", short.Err)
+	// One page for the batch, whatever its keys' shares: a vault that covers nothing would
+	// otherwise page once per key, up to 100 times for one shortfall.
+	if waiting := append(append([]Record(nil), rest...), beyond...); len(waiting) > 0 {
+		o.pageUnderfunded(ctx, waiting[0], short.Err.Code, fmt.Sprintf("a batch of %d refused before sending: %v; the %d keys it covers are paid, %d wait for funds (%d of them above the whole balance)",
+			len(held), short.Err, len(covered), len(waiting), len(beyond)))
+	}
 	if len(rest) > 0 {
-		o.pageUnderfunded(ctx, rest[0], short.Err.Code, fmt.Sprintf("a batch of %d refused before sending: %v; the %d keys it covers are paid, %d wait for funds",
-			len(held), short.Err, len(covered), len(rest)))
 		o.requeueEach(ctx, rest, short.Err, answers)
 	}
 	for _, rec := range beyond {
-		why := beyondVault(rec, short)
-		o.pageUnderfunded(ctx, rec, why.Code, "refused before sending: "+why.Error())
-		o.requeueEach(ctx, []Record{rec}, why, answers)
+		o.requeueEach(ctx, []Record{rec}, beyondVault(rec, short), answers)
 	}
 	if len(covered) < 2 {
 		return Envelope{}, covered, nil

@@ -391,7 +391,7 @@
 // that fits alone but not what is left is queued again as the whole batch's keys were before
 // (VAULT_UNDERFUNDED with its Retry-After, one page for the batch, each key's run counted on
 // transfer_orchestration_failure_total); a key the vault cannot pay even alone as one transfer's
-// Prepare refusal is (its own VAULT_UNDERFUNDED and page, queued again). Nothing was sent for
+// Prepare refusal is (its own VAULT_UNDERFUNDED, queued again; under the batch's one page). Nothing was sent for
 // either, so a requeue is safe, and a later run pays each once the vault is funded. One key
 // covered runs alone; a batch built again and refused again is refused whole, never split twice.
 //
