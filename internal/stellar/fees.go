@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -30,7 +31,9 @@ import (
 //     rates of its last 5 ledgers (horizon_fees.go);
 //   - the fee the network last named for the lane (a txINSUFFICIENT_FEE answer's feeCharged,
 //     refusedAsTooLow), for FeeHintTTL;
-//   - a floor the caller sets (a replacement by fee passes core's 10x rule here: replace.go).
+//   - a floor the caller sets (a replacement by fee passes core's 10x rule here: replace.go);
+//   - for a batch (more than one payment) while the lane is surge priced, the lane's p99
+//     (batchRate): it needs all its slots in one ledger at once.
 //
 // MAX_FEE_STROOPS is the most one transfer may pay: an envelope of n payments (a batch) may bid up
 // to n x MAX_FEE_STROOPS in all, resource fee included (one transfer: the cap itself), so a batch's
@@ -212,12 +215,24 @@ func (c *common) bidRate(ctx context.Context, ch chain, b feeBid) (int64, error)
 		rate, why = b.atLeast, "the replacement's minimum"
 	}
 	limit := c.capFor(b.payments)
+	budget := int64(math.MaxInt64)
+	if limit > 0 {
+		if budget = (limit - b.resourceFee) / slots; budget < c.baseFeeStroops {
+			return 0, fmt.Errorf("stellar: fee %d stroops exceeds %s", c.baseFeeStroops*slots+b.resourceFee, c.capText(b.payments))
+		}
+	}
+	if b.payments > 1 && c.feePercentile > 0 {
+		// A batch's raise never makes it FEE_ABOVE_CAP: it stops at the budget.
+		f, err := c.batchRate(ctx, ch, b)
+		if err != nil {
+			return 0, err
+		}
+		if f = min(f, budget); f > rate {
+			rate = f
+		}
+	}
 	if limit <= 0 {
 		return rate, nil
-	}
-	budget := (limit - b.resourceFee) / slots
-	if budget < c.baseFeeStroops {
-		return 0, fmt.Errorf("stellar: fee %d stroops exceeds %s", c.baseFeeStroops*slots+b.resourceFee, c.capText(b.payments))
 	}
 	if rate <= budget {
 		return rate, nil
@@ -393,4 +408,23 @@ func (c *common) marketFees(ctx context.Context, ch chain) (marketFees, error) {
 	}
 	fc.market, fc.readAt, fc.hasRead = m, now, true
 	return m, nil
+}
+
+// batchRate is the rate per slot an envelope of b.payments > 1 (a batch) bids while its lane is
+// surge priced (surgePriced), 0 otherwise: the lane's highest published percentile (p99), the most
+// any recent ledger charged per slot. A single payment's rate (FEE_PERCENTILE, about the clearing
+// rate) is left out of a ledger whenever the others above it leave less than its slots; a batch of
+// n takes n+1 slots at once, so it bids as the highest recent clearing rate, which surge pricing
+// charges only when the batch is itself the marginal transaction (an uncongested lane charges the
+// base fee whatever the bid). It is capped by the envelope's budget as any rate is.
+func (c *common) batchRate(ctx context.Context, ch chain, b feeBid) (int64, error) {
+	surge, err := c.surgePriced(ctx, ch, b.lane)
+	if err != nil || !surge {
+		return 0, err
+	}
+	m, err := c.marketFees(ctx, ch)
+	if err != nil {
+		return 0, err
+	}
+	return m[b.lane].at(99), nil
 }

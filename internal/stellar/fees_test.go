@@ -24,6 +24,11 @@ type stillMarket struct {
 
 func (s stillMarket) feeStats(context.Context) (marketFees, error) { return s.m, nil }
 
+// surgeShown reads a lane as surge priced when its p99 is above the base fee (Horizon's rule).
+func (s stillMarket) surgeShown(_ context.Context, _ feeLane, fees feeDistribution, base int64) (bool, error) {
+	return fees.at(99) > base, nil
+}
+
 func flat(f int64) feeDistribution { return newFeeDistribution(f, f, f, f, f, f, f, f, f, f, f) }
 
 // feeEnvelope signs a one-operation transaction at baseFee per operation (with resourceFee
@@ -183,6 +188,36 @@ func TestTheFeeCapIsPerPayment(t *testing.T) {
 			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
 		case tc.detail != "" && (!errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || !strings.Contains(u.Detail, tc.detail)):
 			t.Errorf("%s: %d, %v; want FEE_ABOVE_CAP naming %q", tc.name, got, err, tc.detail)
+		}
+	}
+}
+
+// A batch bids, while its lane is surge priced, the lane's p99 (the highest recent clearing rate)
+// when that is above the single transfer's rate, within its budget and never FEE_ABOVE_CAP for
+// it; one transfer, or a lane charging the base fee, bids as before.
+func TestABatchBidsTheHighestRecentRateUnderSurgePricing(t *testing.T) {
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
+	c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, 1_000, 90, signing.StaticKeys{}, nil, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	surge := stillMarket{m: marketFees{newFeeDistribution(100, 100, 100, 100, 100, 100, 150, 200, 300, 600, 2_000), flat(0)}}
+	quiet := stillMarket{m: marketFees{flat(100), flat(0)}}
+	for _, tc := range []struct {
+		name string
+		ch   stillMarket
+		b    feeBid
+		want int64
+	}{
+		{"one transfer: p90", surge, feeBid{lane: laneClassic, slots: 2, payments: 1}, 300},
+		{"a batch of 10: p99, stopped at its budget", surge, feeBid{lane: laneClassic, slots: 11, payments: 10}, 909},
+		{"a batch of 100: p99, also past its budget", surge, feeBid{lane: laneClassic, slots: 101, payments: 100}, 990},
+		{"a batch on a quiet lane: the base fee", quiet, feeBid{lane: laneClassic, slots: 101, payments: 100}, 100},
+	} {
+		c.fees = &feeCache{}
+		got, err := c.bidRate(context.Background(), tc.ch, tc.b)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
 		}
 	}
 }
