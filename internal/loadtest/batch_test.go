@@ -542,7 +542,7 @@ func BenchmarkBatch(b *testing.B) {
 
 // congestedPayout is TestBatchCongestedLands' payout: transfers at 100 per transaction on 4
 // channels.
-var congestedPayout = envInt("BATCH_CONGESTED_N", 200)
+var congestedPayout = envInt("BATCH_CONGESTED_N", 400)
 
 // congestedLedgerBound is how many ledgers (virtual, asyncInterval each) TestBatchCongestedLands
 // allows from the POSTs to the last settlement: one ledger holds at most one batch of 100 beside
@@ -560,7 +560,7 @@ func congestedLedgerBound(n int) int {
 // only by outbidding about a third of the others: every transfer is paid exactly once (the
 // network's payments and every wallet's balance), none is dead-lettered or left queued, every GET
 // answers success, and the last settles within congestedLedgerBound ledgers of virtual time.
-// BATCH_CONGESTED_N sets the payout's size (200: about 10 s).
+// BATCH_CONGESTED_N sets the payout's size (400: four batches, about 10 s).
 func TestBatchCongestedLands(t *testing.T) {
 	n := congestedPayout
 	row := measureBatchRow(t, batchRow{channels: 4, perTx: 100, classicOps: 200, background: 150, warmUp: 30 * time.Second}, n)
