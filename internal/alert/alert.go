@@ -430,7 +430,8 @@ func decode(image map[string]events.DynamoDBAttributeValue) (transfer.Record, er
 // and the gauge, and the in-doubt alarm still fires while any key is in doubt). A key whose batch
 // item cannot be read (ErrNotFound: nothing can claim its page) logs a WARN line saying so: the
 // in-doubt alarm pages for it. A failed claim retries the batch from this record, as a failed
-// publish does.
+// publish does. The page names the batch item's hashes (every outer hash of a batch replaced by
+// fee) when Batches can read it (transfer.BatchReader).
 func (h *Handler) inDoubt(ctx context.Context, eventID string, rec transfer.Record) error {
 	d := DetailsOf(rec)
 	if rec.Batch != nil && rec.Envelope != nil && h.cfg.Batches != nil {
@@ -450,6 +451,18 @@ func (h *Handler) inDoubt(ctx context.Context, eventID string, rec transfer.Reco
 			return nil
 		}
 		d.BatchSize = rec.Batch.Size
+		// The key's item holds the batch's hashes as attached; a replacement by fee adds outer
+		// hashes on the batch item alone (transfer doc.go, "Batches"): the page names them all.
+		if br, ok := h.cfg.Batches.(transfer.BatchReader); ok {
+			if b, err := br.GetBatch(ctx, rec.Envelope.InnerHash); err == nil {
+				d.OuterHash, d.OuterHashes = b.Envelope.OuterHash, nil
+				if outers := b.Envelope.Outers(); len(outers) > 1 {
+					d.OuterHashes = outers
+				}
+			} else {
+				h.cfg.Logger.WarnContext(ctx, "reading an in-doubt batch's item failed; its page names the hashes its key was attached with", "innerHash", d.InnerHash, "err", err)
+			}
+		}
 	}
 	h.cfg.Logger.ErrorContext(ctx, "transfer in doubt: it may or may not have landed; reconcile it", d.attrs()...)
 	if h.cfg.Publisher == nil || h.cfg.TopicARN == "" {

@@ -200,3 +200,38 @@ func TestABatchedKeyWithoutItsBatchItemSaysSo(t *testing.T) {
 		t.Fatalf("no line saying the batch item could not be read:\n%s", buf.Bytes())
 	}
 }
+
+// A batch replaced by fee before it went in doubt: its keys' items hold the hashes they were
+// attached with, the batch item every outer hash; the batch's page names every fee bump that may
+// land, from the batch item.
+func TestABatchReplacedByFeePagesEveryOuterHash(t *testing.T) {
+	recs, st := batchedInFlight(t, 2)
+	ctx := context.Background()
+	b, err := st.GetBatch(ctx, recs[0].Envelope.InnerHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := b
+	next.Envelope.OuterHash, next.Envelope.XDR, next.Version = strings.Repeat("e7", 32), "AAAA-replacement", 2
+	next.Envelope.OuterHashes = []string{b.Envelope.OuterHash, next.Envelope.OuterHash}
+	if err := transfer.ReplaceBatchItem(ctx, st, b, next); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := logtest.New(t)
+	pub := &publisher{}
+	h := alert.New(alert.Config{Store: fakeIndex{n: 2}, Gauge: &gauge{}, Publisher: pub, TopicARN: "arn:aws:sns:us-east-1:1:alerts", Logger: log, Batches: st})
+	doubt := transfer.InDoubtRecord(recs[0], "TRANSFER_TIMEOUT", t0)
+	if _, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{streamRecord(t, "1", "MODIFY", &recs[0], &doubt)}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pub.in) != 1 {
+		t.Fatalf("published %d pages, want 1", len(pub.in))
+	}
+	var page alert.Details
+	if err := json.Unmarshal([]byte(*pub.in[0].Message), &page); err != nil {
+		t.Fatal(err)
+	}
+	if page.OuterHash != next.Envelope.OuterHash || len(page.OuterHashes) != 2 || page.OuterHashes[0] != b.Envelope.OuterHash || page.OuterHashes[1] != next.Envelope.OuterHash {
+		t.Fatalf("the page names outer hash %s, all %v; want %s of %v", page.OuterHash, page.OuterHashes, next.Envelope.OuterHash, next.Envelope.OuterHashes)
+	}
+}

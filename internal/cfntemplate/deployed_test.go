@@ -421,8 +421,18 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	for _, role := range []string{"ApiFunctionRole", "SubmitterFunctionRole"} {
 		for _, st := range statements(t, tpl, role) {
-			if slices.Contains(st.actions, "dynamodb:UpdateItem") && (st.sid != "ChannelCalendar" && (st.sid != "DailyLimits" || role != "ApiFunctionRole") || len(st.actions) != 1) {
-				t.Errorf("%s statement %s allows UpdateItem beside %v; only ChannelCalendar (and the API's DailyLimits) may, alone", role, st.sid, st.actions)
+			if slices.Contains(st.actions, "dynamodb:UpdateItem") && (st.sid != "ChannelCalendar" && st.sid != "BatchItems" && (st.sid != "DailyLimits" || role != "ApiFunctionRole") || len(st.actions) != 1) {
+				t.Errorf("%s statement %s allows UpdateItem beside %v; only ChannelCalendar, BatchItems (and the API's DailyLimits) may, alone", role, st.sid, st.actions)
+			}
+			// A batch's replacement by fee and its TTL (dynamo.Store.ReplaceBatch, ExpireBatch):
+			// the batch items' envelope, version and TTL only, never a transfer item.
+			batchItems := map[string]any{
+				"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{transfer.BatchPrefix + "*"}},
+				"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": []any{dynamo.AttrPK, "innerHash", "envelopeXdr", "outerHash",
+					"outerHashes", "feeStroops", "version", dynamo.TTLAttribute}},
+			}
+			if st.sid == "BatchItems" && !reflect.DeepEqual(st.condition, batchItems) {
+				t.Errorf("%s BatchItems condition = %v, want %v", role, st.condition, batchItems)
 			}
 		}
 		var cond any

@@ -27,10 +27,10 @@ import (
 // goes on while the faults heal, and every key must still settle.
 //
 // Besides the campaign's invariants, the ledger and the answers must show:
-//   - no envelope of the service reached the network bidding more than MAX_FEE_STROOPS (its fee,
-//     or a fee bump's outer fee), none was even built so (transfer.Envelope.FeeStroops), and no
-//     transaction of the service was charged more: the cap is the operator's bound on what one
-//     transfer may cost, whatever the market does;
+//   - no envelope of the service reached the network bidding more than MAX_FEE_STROOPS per
+//     payment it holds (its fee, or a fee bump's outer fee), none was even built so
+//     (transfer.Envelope.FeeStroops), and no transaction of the service was charged more: the cap
+//     is the operator's bound on what one transfer may cost, whatever the market does;
 //   - nothing a call sent before a FEE_ABOVE_CAP answer ever landed (the service says "nothing
 //     was submitted", and a client may act on it: a call whose envelope was proven dead within
 //     the call, or refused at its first send, releases the key and builds again, and may then
@@ -133,10 +133,15 @@ func (c *congestion) violation(format string, args ...any) {
 	c.bad = append(c.bad, fmt.Sprintf(format, args...))
 }
 
-// prepared checks an envelope the service built: at most MAX_FEE_STROOPS.
+// prepared checks an envelope the service built: at most MAX_FEE_STROOPS per payment it holds.
 func (c *congestion) prepared(env transfer.Envelope) {
-	if c.maxFee > 0 && env.FeeStroops > c.maxFee {
-		c.violation("envelope %s built bidding %d stroops, above MAX_FEE_STROOPS %d", short(env.InnerHash), env.FeeStroops, c.maxFee)
+	var e xdr.TransactionEnvelope
+	n := int64(1)
+	if xdr.SafeUnmarshalBase64(env.XDR, &e) == nil {
+		n = max(int64(len(e.Operations())), 1)
+	}
+	if c.maxFee > 0 && env.FeeStroops > n*c.maxFee {
+		c.violation("envelope %s of %d payments built bidding %d stroops, above MAX_FEE_STROOPS %d per payment", short(env.InnerHash), n, env.FeeStroops, c.maxFee)
 	}
 }
 
@@ -170,7 +175,8 @@ func (c *congestion) answered(who string, err error, sent []string) {
 }
 
 // judge checks the ledger: every envelope of the service the network received bid at most
-// MAX_FEE_STROOPS, and every transaction of the service it applied was charged at most that.
+// MAX_FEE_STROOPS per payment it holds, and every transaction of the service it applied was
+// charged at most that.
 // ours says whether a hash is one the service prepared.
 func (c *congestion) judge(net *stellarsim.Network, ours func(hash string) bool, rep *Report) []string {
 	for _, e := range net.Envelopes() {
@@ -190,8 +196,8 @@ func (c *congestion) judge(net *stellarsim.Network, ours func(hash string) bool,
 			fee = env.FeeBumpFee()
 		}
 		c.atLeast("service_max_bid", fee)
-		if fee > c.maxFee {
-			c.violation("envelope %s reached the network bidding %d stroops, above MAX_FEE_STROOPS %d", short(e.Hash), fee, c.maxFee)
+		if n := max(int64(len(env.Operations())), 1); fee > n*c.maxFee {
+			c.violation("envelope %s of %d payments reached the network bidding %d stroops, above MAX_FEE_STROOPS %d per payment", short(e.Hash), n, fee, c.maxFee)
 		}
 	}
 	for _, a := range net.Applied() {
@@ -199,8 +205,8 @@ func (c *congestion) judge(net *stellarsim.Network, ours func(hash string) bool,
 			continue
 		}
 		c.atLeast("service_max_charged", a.FeeCharged)
-		if a.FeeCharged > c.maxFee {
-			c.violation("transaction %s was charged %d stroops, above MAX_FEE_STROOPS %d", short(a.Hash), a.FeeCharged, c.maxFee)
+		if n := max(int64(len(a.Ops)), 1); a.FeeCharged > n*c.maxFee {
+			c.violation("transaction %s of %d payments was charged %d stroops, above MAX_FEE_STROOPS %d per payment", short(a.Hash), n, a.FeeCharged, c.maxFee)
 		}
 	}
 	// A FEE_ABOVE_CAP answer says nothing was submitted: a call may have sent an envelope that

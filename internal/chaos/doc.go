@@ -96,7 +96,7 @@
 //     settled by an operator's forced discard after a full-history check, as the README
 //     prescribes, and counted (Report.LeftToOperator); a batched key by its batch's envelope;
 //   - in the congestion run, no envelope of the service was built, reached the network or was
-//     charged above MAX_FEE_STROOPS, nothing a call sent before a FEE_ABOVE_CAP answer ever
+//     charged above MAX_FEE_STROOPS per payment it holds, nothing a call sent before a FEE_ABOVE_CAP answer ever
 //     landed, and every FEE_ABOVE_CAP answer carries a Retry-After of at least a second.
 //
 // Time is virtual (internal/vclock): ledgers close every 5 s of it, and nothing waits for real

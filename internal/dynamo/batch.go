@@ -224,6 +224,51 @@ func replaceable(next transfer.Record, cond transfer.Condition) error {
 	return nil
 }
 
+// ReplaceBatch writes next's envelope to its batch item (a replacement by fee): UpdateItem `SET
+// envelopeXdr, outerHash, outerHashes, feeStroops, version` on the condition `version = :prev`
+// (next.Version-1), so the operations, maxTime, channel, TTL and page claim stay as they are and
+// it never creates an item. It needs a client that makes UpdateItem requests (TicketClient).
+// Errors: transfer.ErrConditionFailed (wrapped) when the item holds another version or none,
+// ErrNoTickets without UpdateItem, the checks' (nothing sent), the request's.
+func (s *Store) ReplaceBatch(ctx context.Context, next transfer.BatchEnvelope) error {
+	e := next.Envelope
+	if err := next.Validate(); err != nil {
+		return fmt.Errorf("dynamo: replace batch: %w", err)
+	}
+	if next.Version < 2 || e.OuterHash == "" {
+		return fmt.Errorf("dynamo: replace batch %s: version %d with outer hash %q is no replacement", e.InnerHash, next.Version, e.OuterHash)
+	}
+	uc, ok := s.client.(TicketClient)
+	if !ok {
+		return fmt.Errorf("dynamo: replace batch %s: %w", e.InnerHash, ErrNoTickets)
+	}
+	outers := make([]types.AttributeValue, 0, len(e.Outers()))
+	for _, h := range e.Outers() {
+		outers = append(outers, &types.AttributeValueMemberS{Value: h})
+	}
+	_, err := uc.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 keyOf(transfer.BatchKey(e.InnerHash)),
+		UpdateExpression:    aws.String("SET #x = :x, #o = :o, #os = :os, #f = :f, #v = :v"),
+		ConditionExpression: aws.String("#v = :prev AND #i = :i"),
+		ExpressionAttributeNames: map[string]string{"#x": "envelopeXdr", "#o": "outerHash", "#os": "outerHashes", "#f": "feeStroops",
+			"#v": "version", "#i": "innerHash"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":x": &types.AttributeValueMemberS{Value: e.XDR}, ":o": &types.AttributeValueMemberS{Value: e.OuterHash},
+			":os": &types.AttributeValueMemberL{Value: outers}, ":f": &types.AttributeValueMemberN{Value: strconv.FormatInt(e.FeeStroops, 10)},
+			":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(next.Version, 10)}, ":prev": &types.AttributeValueMemberN{Value: strconv.FormatInt(next.Version-1, 10)},
+			":i": &types.AttributeValueMemberS{Value: e.InnerHash},
+		},
+	})
+	if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+		return fmt.Errorf("dynamo: replace batch %s: %w: %w", e.InnerHash, transfer.ErrConditionFailed, err)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: replace batch %s: %w", e.InnerHash, err)
+	}
+	return nil
+}
+
 // ExpireBatch sets the TTL of the batch whose inner hash is innerHash: UpdateItem
 // `SET expiresAt = :e` (TTLAttribute) on the condition `attribute_exists(pk)`, so it never creates a stub item.
 // It needs a client that makes UpdateItem requests (TicketClient). Errors: transfer.ErrNotFound

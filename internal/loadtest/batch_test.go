@@ -558,23 +558,46 @@ func BenchmarkBatch(b *testing.B) {
 		n, stellarRTT, dynamoRTT, sqsRTT, time.Since(wall).Round(time.Second), batchTable(rows), batchGoals(rows))
 }
 
-// TestBatchCongestedLands: a payout of 100 transfers at 100 per transaction on 4 channels, posted
-// after 30 s of others' payments (150 one-payment transactions per ledger bidding 100 to 1,000
-// stroops) on a network of 200 classic operations per ledger, is paid exactly once with nothing
-// dead-lettered. It fails today: a batch bids the single transfer's rate per slot (fee stats p90
-// of the charged fees, about the clearing fee), under which others' payments leave less room than
-// its 101 slots in every ledger, so the network evicts or refuses it at every send and its keys
-// are dead-lettered after maxReceiveCount receives. About 15 s; run with BENCH_BATCH_CONGESTED=1.
+// congestedPayout is TestBatchCongestedLands' payout: transfers at 100 per transaction on 4
+// channels.
+var congestedPayout = envInt("BATCH_CONGESTED_N", 400)
+
+// congestedLedgerBound is how many ledgers (virtual, asyncInterval each) TestBatchCongestedLands
+// allows from the POSTs to the last settlement: one ledger holds at most one batch of 100 beside
+// others' payments (101 of its 200 classic slots), each batch waits ReplaceAfterLedgers before its
+// replacement by fee and one more for it to be included, and a batch's keys are settled a ledger
+// after it lands; twice that per batch, and two ledgers for the submitters to start.
+func congestedLedgerBound(n int) int {
+	batches := (n + 99) / 100
+	return 2 + 2*batches*(transfer.ReplaceAfterLedgers+2)
+}
+
+// TestBatchCongestedLands: a payout at 100 transfers per transaction on 4 channels, posted after
+// 30 s of others' payments (150 one-payment transactions per ledger bidding 100 to 1,000 stroops)
+// on a network of 200 classic operations per ledger, so that a batch (101 slots) fits a ledger
+// only by outbidding about a third of the others: every transfer is paid exactly once (the
+// network's payments and every wallet's balance), none is dead-lettered or left queued, every GET
+// answers success, and the last settles within congestedLedgerBound ledgers of virtual time.
+// BATCH_CONGESTED_N sets the payout's size (400: four batches, about 10 s).
 func TestBatchCongestedLands(t *testing.T) {
-	if os.Getenv("BENCH_BATCH_CONGESTED") == "" {
-		t.Skip("set BENCH_BATCH_CONGESTED=1: fails while a batch bids a single transfer's rate per slot")
-	}
-	row := measureBatchRow(t, batchRow{channels: 4, perTx: 100, classicOps: 200, background: 150, warmUp: 30 * time.Second}, 100)
+	n := congestedPayout
+	row := measureBatchRow(t, batchRow{channels: 4, perTx: 100, classicOps: 200, background: 150, warmUp: 30 * time.Second}, n)
 	t.Logf("\n%s\nsends %v, bid per slot %s", batchTable([]batchRow{row}), row.sends, bidRange(row.bids))
 	checkBatchRow(t, row)
 	if row.res.unpaid != 0 || row.res.deadLettered != 0 {
 		t.Errorf("%d of %d transfers unpaid, %d dead-lettered", row.res.unpaid, row.res.transfers, row.res.deadLettered)
 	}
+	if bound := time.Duration(congestedLedgerBound(n)) * asyncInterval; row.res.settled > bound {
+		t.Errorf("the last transfer settled %v after the POSTs, above %d ledgers (%v)", row.res.settled, congestedLedgerBound(n), bound)
+	}
+}
+
+// envInt reads a positive integer from the environment variable name, def when unset or invalid.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // TestSendFate: an envelope's fate is named without its ledgers and hashes, so that the log

@@ -300,6 +300,11 @@ func (s *Service) view(ctx context.Context, rec transfer.Record) Item {
 		// A batch item that cannot be read leaves the item's hashes, which the ledger still finds.
 		if b, err := transfer.BatchOf(ctx, s.cfg.Store, rec); err == nil {
 			env = b.Envelope
+			// A replacement by fee adds outer hashes on the batch item alone: shown from it.
+			it.OuterHash, it.OuterHashes = env.OuterHash, nil
+			if outers := env.Outers(); len(outers) > 1 {
+				it.OuterHashes = outers
+			}
 		} else {
 			s.cfg.Logger.WarnContext(ctx, "reading a batched key's batch failed; looking its hashes up alone", "storeKey", rec.StoreKey, "err", err)
 		}

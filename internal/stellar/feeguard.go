@@ -39,9 +39,12 @@ type LeaseReader interface {
 //     until its fate is decided, and an undecided envelope keeps the channel quarantined until a
 //     ledger closes after its maxTime (ChannelPool, LeaseStore). So the envelopes queued from the
 //     fee account are at most one per channel whose lease item is held or quarantined.
-//   - No envelope the service builds can charge more than MAX_FEE_STROOPS (bidRate; a
-//     replacement by fee is capped by it too). This process knows the exact maximum fee of the
-//     envelopes it built (book); another process's envelope counts at the cap.
+//   - No envelope the service builds can charge more than MAX_FEE_STROOPS per payment it holds
+//     (bidRate; a replacement by fee is capped by it too), so at most BATCH_SIZE x
+//     MAX_FEE_STROOPS (common.batchPayments, capFor). This process knows the exact maximum fee of
+//     the envelopes it built (book); another process's envelope counts at that cap. A process
+//     configured with BATCH_SIZE 1 beside batching submitters counts them at one payment's cap,
+//     which is why the network's own check stays the backstop.
 //
 // So an envelope on channel c may be sent when
 //
@@ -232,7 +235,7 @@ func (c *common) checkFunds(ctx context.Context, ch chain, lease sources.Lease, 
 	if err != nil {
 		return err
 	}
-	perChannel := c.maxFeeStroops
+	perChannel := c.capFor(c.batchPayments)
 	if perChannel <= 0 {
 		// No cap: nothing bounds another envelope's fee but its own bid; this one's is the best
 		// estimate, and the network's check the backstop.

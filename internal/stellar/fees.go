@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -30,11 +31,16 @@ import (
 //     rates of its last 5 ledgers (horizon_fees.go);
 //   - the fee the network last named for the lane (a txINSUFFICIENT_FEE answer's feeCharged,
 //     refusedAsTooLow), for FeeHintTTL;
-//   - a floor the caller sets (a replacement by fee passes core's 10x rule here: replace.go).
+//   - a floor the caller sets (a replacement by fee passes core's 10x rule here: replace.go);
+//   - for a batch (more than one payment) while the lane is surge priced, the lane's p99
+//     (batchRate): it needs all its slots in one ledger at once.
 //
-// When that rate does not fit MAX_FEE_STROOPS the transfer is answered FEE_ABOVE_CAP at once and
-// nothing is sent: an envelope capped below the market would only sit in the queue until it is
-// evicted.
+// MAX_FEE_STROOPS is the most one transfer may pay: an envelope of n payments (a batch) may bid up
+// to n x MAX_FEE_STROOPS in all, resource fee included (one transfer: the cap itself), so a batch's
+// rate per slot, and its replacement at 10x (replace.go), has the room a single transfer's has.
+// When the rate does not fit, the transfer (or every transfer of the batch) is answered
+// FEE_ABOVE_CAP at once and nothing is sent: an envelope capped below the market would only sit in
+// the queue until it is evicted.
 //
 // stellar-rpc's classic window divides a fee bump's charge by its inner operations alone
 // (cmd/stellar-rpc/internal/feewindow/feewindow.go, FeeWindows.IngestFees: feeCharged /
@@ -165,6 +171,18 @@ type feeBid struct {
 	// atLeast is a rate per slot the bid must reach, 0 for none (a replacement by fee sets
 	// core's FEE_MULTIPLIER x the queued rate: replace.go).
 	atLeast int64
+	// payments is how many transfers the envelope pays (a batch's operations; 0 counts as 1): it
+	// may bid up to payments x MAX_FEE_STROOPS in all.
+	payments int64
+}
+
+// capFor is the most an envelope paying payments transfers may bid in all, in stroops
+// (payments x MAX_FEE_STROOPS, payments at least 1), 0 for no cap.
+func (c *common) capFor(payments int64) int64 {
+	if c.maxFeeStroops <= 0 {
+		return 0
+	}
+	return mulCapped(c.maxFeeStroops, max(payments, 1))
 }
 
 // bidRate is the inclusion fee per operation slot an envelope of b offers, in stroops: the
@@ -172,7 +190,7 @@ type feeBid struct {
 // named for the lane (FeeHintTTL) and b.atLeast. Nothing is ever lowered to fit the cap.
 //
 // Errors: *transfer.UnavailableError FEE_ABOVE_CAP (503, retryable, nothing sent) when that rate
-// times b.slots plus b.resourceFee exceeds MAX_FEE_STROOPS, its RetryAfter when the figure that
+// times b.slots plus b.resourceFee exceeds b.payments x MAX_FEE_STROOPS (capFor), its RetryAfter when the figure that
 // decided may have moved (the hint's end, else the next fee stats read, at least a ledger); a
 // plain error when even the base fee exceeds the cap (a configuration the network can never
 // serve) or the fee stats cannot be read and none were read before.
@@ -196,12 +214,25 @@ func (c *common) bidRate(ctx context.Context, ch chain, b feeBid) (int64, error)
 	if b.atLeast > rate {
 		rate, why = b.atLeast, "the replacement's minimum"
 	}
-	if c.maxFeeStroops <= 0 {
-		return rate, nil
+	limit := c.capFor(b.payments)
+	budget := int64(math.MaxInt64)
+	if limit > 0 {
+		if budget = (limit - b.resourceFee) / slots; budget < c.baseFeeStroops {
+			return 0, fmt.Errorf("stellar: fee %d stroops exceeds %s", c.baseFeeStroops*slots+b.resourceFee, c.capText(b.payments))
+		}
 	}
-	budget := (c.maxFeeStroops - b.resourceFee) / slots
-	if budget < c.baseFeeStroops {
-		return 0, fmt.Errorf("stellar: fee %d stroops exceeds MAX_FEE_STROOPS %d", c.baseFeeStroops*slots+b.resourceFee, c.maxFeeStroops)
+	if b.payments > 1 && c.feePercentile > 0 {
+		// A batch's raise never makes it FEE_ABOVE_CAP: it stops at the budget.
+		f, err := c.batchRate(ctx, ch, b)
+		if err != nil {
+			return 0, err
+		}
+		if f = min(f, budget); f > rate {
+			rate = f
+		}
+	}
+	if limit <= 0 {
+		return rate, nil
 	}
 	if rate <= budget {
 		return rate, nil
@@ -212,8 +243,17 @@ func (c *common) bidRate(ctx context.Context, ch chain, b feeBid) (int64, error)
 		retry = max(retry, hint.until.Sub(now))
 	}
 	return 0, &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, RetryAfter: retry.Round(time.Second),
-		Detail: fmt.Sprintf("the %s lane needs %d stroops per operation (%s); this transaction would need %d stroops in all, above MAX_FEE_STROOPS %d; nothing was submitted",
-			b.lane, rate, why, rate*slots+b.resourceFee, c.maxFeeStroops)}
+		Detail: fmt.Sprintf("the %s lane needs %d stroops per operation (%s); this transaction would need %d stroops in all, above %s; nothing was submitted",
+			b.lane, rate, why, rate*slots+b.resourceFee, c.capText(b.payments))}
+}
+
+// capText names the cap of an envelope paying payments transfers: "MAX_FEE_STROOPS 100000" for
+// one, "100 x MAX_FEE_STROOPS 100000 (10000000)" for a batch.
+func (c *common) capText(payments int64) string {
+	if payments <= 1 {
+		return fmt.Sprintf("MAX_FEE_STROOPS %d", c.maxFeeStroops)
+	}
+	return fmt.Sprintf("%d x MAX_FEE_STROOPS %d (%d)", payments, c.maxFeeStroops, c.capFor(payments))
 }
 
 // hint is the lane's fee hint if it still holds at now.
@@ -261,6 +301,7 @@ func (c *common) refusedAsTooLow(env transfer.Envelope, tr xdr.TransactionResult
 // envelopeShape is what an envelope's fee covers.
 type envelopeShape struct {
 	lane        feeLane
+	ops         int64 // operations: the transfers it pays
 	slots       int64 // operations, plus one for a fee bump
 	fee         int64 // the whole fee offered (a fee bump's outer fee), stroops
 	resourceFee int64 // declared Soroban resource fee
@@ -290,7 +331,8 @@ func envelopeFee(b64 string) (envelopeShape, error) {
 		return envelopeShape{}, fmt.Errorf("stellar: envelope type %s", e.Type)
 	}
 	ops := e.Operations()
-	s.slots += int64(len(ops))
+	s.ops = int64(len(ops))
+	s.slots += s.ops
 	if ext.V == 1 && ext.SorobanData != nil {
 		s.resourceFee = int64(ext.SorobanData.ResourceFee)
 	}
@@ -366,4 +408,23 @@ func (c *common) marketFees(ctx context.Context, ch chain) (marketFees, error) {
 	}
 	fc.market, fc.readAt, fc.hasRead = m, now, true
 	return m, nil
+}
+
+// batchRate is the rate per slot an envelope of b.payments > 1 (a batch) bids while its lane is
+// surge priced (surgePriced), 0 otherwise: the lane's highest published percentile (p99), the most
+// any recent ledger charged per slot. A single payment's rate (FEE_PERCENTILE, about the clearing
+// rate) is left out of a ledger whenever the others above it leave less than its slots; a batch of
+// n takes n+1 slots at once, so it bids as the highest recent clearing rate, which surge pricing
+// charges only when the batch is itself the marginal transaction (an uncongested lane charges the
+// base fee whatever the bid). It is capped by the envelope's budget as any rate is.
+func (c *common) batchRate(ctx context.Context, ch chain, b feeBid) (int64, error) {
+	surge, err := c.surgePriced(ctx, ch, b.lane)
+	if err != nil || !surge {
+		return 0, err
+	}
+	m, err := c.marketFees(ctx, ch)
+	if err != nil {
+		return 0, err
+	}
+	return m[b.lane].at(99), nil
 }

@@ -3,6 +3,7 @@ package stellar
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,11 @@ type stillMarket struct {
 }
 
 func (s stillMarket) feeStats(context.Context) (marketFees, error) { return s.m, nil }
+
+// surgeShown reads a lane as surge priced when its p99 is above the base fee (Horizon's rule).
+func (s stillMarket) surgeShown(_ context.Context, _ feeLane, fees feeDistribution, base int64) (bool, error) {
+	return fees.at(99) > base, nil
+}
 
 func flat(f int64) feeDistribution { return newFeeDistribution(f, f, f, f, f, f, f, f, f, f, f) }
 
@@ -148,6 +154,70 @@ func TestBidRate(t *testing.T) {
 			t.Errorf("%s: %d, %v; want %s with a Retry-After", tc.name, got, err, tc.code)
 		case tc.code == "plain" && (err == nil || errors.As(err, &u)):
 			t.Errorf("%s: %d, %v; want a configuration error", tc.name, got, err)
+		}
+	}
+}
+
+// MAX_FEE_STROOPS is per payment: an envelope of n payments may bid up to n times it in all (a
+// batch of 100 fee-bumped has 101 slots under 100 caps), one transfer exactly the cap, as before;
+// FEE_ABOVE_CAP's detail names the cap that applied.
+func TestTheFeeCapIsPerPayment(t *testing.T) {
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
+	c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, 10_000, 90, signing.StaticKeys{}, nil, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := stillMarket{m: marketFees{flat(2_000), flat(0)}}
+	for _, tc := range []struct {
+		name   string
+		b      feeBid
+		want   int64
+		detail string // a substring of FEE_ABOVE_CAP's detail; "" when it fits
+	}{
+		{"one transfer at the market", feeBid{lane: laneClassic, slots: 2, payments: 1}, 2_000, ""},
+		{"one transfer at the cap", feeBid{lane: laneClassic, slots: 2, payments: 1, atLeast: 5_000}, 5_000, ""},
+		{"one transfer above the cap", feeBid{lane: laneClassic, slots: 2, payments: 1, atLeast: 5_001}, 0, "10002 stroops in all, above MAX_FEE_STROOPS 10000;"},
+		{"a batch of 100 at the market", feeBid{lane: laneClassic, slots: 101, payments: 100}, 2_000, ""},
+		{"a batch's replacement at 10x the market", feeBid{lane: laneClassic, slots: 101, payments: 100, atLeast: 9_900}, 9_900, ""},
+		{"a batch above 100 caps", feeBid{lane: laneClassic, slots: 101, payments: 100, atLeast: 9_901}, 0, "1000001 stroops in all, above 100 x MAX_FEE_STROOPS 10000 (1000000);"},
+	} {
+		got, err := c.bidRate(context.Background(), ch, tc.b)
+		var u *transfer.UnavailableError
+		switch {
+		case tc.detail == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
+		case tc.detail != "" && (!errors.As(err, &u) || u.Code != transfer.CodeFeeAboveCap || !strings.Contains(u.Detail, tc.detail)):
+			t.Errorf("%s: %d, %v; want FEE_ABOVE_CAP naming %q", tc.name, got, err, tc.detail)
+		}
+	}
+}
+
+// A batch bids, while its lane is surge priced, the lane's p99 (the highest recent clearing rate)
+// when that is above the single transfer's rate, within its budget and never FEE_ABOVE_CAP for
+// it; one transfer, or a lane charging the base fee, bids as before.
+func TestABatchBidsTheHighestRecentRateUnderSurgePricing(t *testing.T) {
+	clock := vclock.New(time.Unix(1_900_000_000, 0))
+	c, err := newCommon("test", keypair.MustRandom().Address(), usdcOnly(), 100, 1_000, 90, signing.StaticKeys{}, nil, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	surge := stillMarket{m: marketFees{newFeeDistribution(100, 100, 100, 100, 100, 100, 150, 200, 300, 600, 2_000), flat(0)}}
+	quiet := stillMarket{m: marketFees{flat(100), flat(0)}}
+	for _, tc := range []struct {
+		name string
+		ch   stillMarket
+		b    feeBid
+		want int64
+	}{
+		{"one transfer: p90", surge, feeBid{lane: laneClassic, slots: 2, payments: 1}, 300},
+		{"a batch of 10: p99, stopped at its budget", surge, feeBid{lane: laneClassic, slots: 11, payments: 10}, 909},
+		{"a batch of 100: p99, also past its budget", surge, feeBid{lane: laneClassic, slots: 101, payments: 100}, 990},
+		{"a batch on a quiet lane: the base fee", quiet, feeBid{lane: laneClassic, slots: 101, payments: 100}, 100},
+	} {
+		c.fees = &feeCache{}
+		got, err := c.bidRate(context.Background(), tc.ch, tc.b)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.name, got, err, tc.want)
 		}
 	}
 }

@@ -32,6 +32,8 @@ type HorizonConfig struct {
 	Assets         []txnbuild.CreditAsset
 	BaseFeeStroops int64
 	MaxFeeStroops  int64
+	// BatchPayments is RPCConfig.BatchPayments.
+	BatchPayments  int
 	FeePercentile  int
 	Keys           signing.KeySource
 	Channels       *sources.ChannelPool
@@ -69,6 +71,7 @@ func NewHorizonLedger(cfg HorizonConfig) (*HorizonLedger, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.batchPayments = int64(max(cfg.BatchPayments, 1))
 	return &HorizonLedger{cfg: cfg, common: c}, nil
 }
 

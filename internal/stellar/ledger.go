@@ -49,9 +49,13 @@ type RPCConfig struct {
 	Assets []txnbuild.CreditAsset
 	// BaseFeeStroops is the fee offered per operation, in stroops; 0 means txnbuild.MinBaseFee (100).
 	BaseFeeStroops int64
-	// MaxFeeStroops caps what one transaction may be charged, in stroops (MAX_FEE_STROOPS); 0
-	// means no cap beyond the base fee.
+	// MaxFeeStroops caps what one transfer may be charged, in stroops (MAX_FEE_STROOPS): an
+	// envelope of n payments may be charged n times it; 0 means no cap beyond the base fee.
 	MaxFeeStroops int64
+	// BatchPayments is the most payments one envelope of the deployment holds (BATCH_SIZE; 0
+	// means 1): the fee account's check counts another process's queued envelope at up to
+	// BatchPayments x MaxFeeStroops (feeguard.go).
+	BatchPayments int
 	// FeePercentile, when set, raises the fee offered to the network's recent inclusion fee at
 	// that percentile (getFeeStats; 10, 20, ..., 90, 95 or 99; FEE_PERCENTILE), within
 	// MaxFeeStroops. 0 offers BaseFeeStroops.
@@ -103,6 +107,7 @@ func NewRPCLedger(cfg RPCConfig) (*RPCLedger, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.batchPayments = int64(max(cfg.BatchPayments, 1))
 	return &RPCLedger{cfg: cfg, common: c}, nil
 }
 

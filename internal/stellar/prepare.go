@@ -45,14 +45,17 @@ type common struct {
 	assets         assetSet
 	baseFeeStroops int64
 	maxFeeStroops  int64
-	feePercentile  int
-	keys           signing.KeySource
-	source         sources.Source
-	pool           *sources.ChannelPool // nil without channels
-	clock          transfer.Clock
-	fees           *feeCache
-	guard          feeGuard     // this process's envelopes and their fees (feeguard.go)
-	reserve        reserveCache // the network's base reserve (funds.go)
+	// batchPayments is the most payments one of the deployment's envelopes holds (BATCH_SIZE, at
+	// least 1): the fee guard counts another process's envelope at capFor(batchPayments).
+	batchPayments int64
+	feePercentile int
+	keys          signing.KeySource
+	source        sources.Source
+	pool          *sources.ChannelPool // nil without channels
+	clock         transfer.Clock
+	fees          *feeCache
+	guard         feeGuard     // this process's envelopes and their fees (feeguard.go)
+	reserve       reserveCache // the network's base reserve (funds.go)
 	// interval is the ledger interval (RPCConfig.LedgerInterval): how long a busy vault's slot is
 	// waited for, and the Retry-After of a busy vault (SendResult.SourceBusy).
 	interval func() time.Duration
@@ -309,7 +312,7 @@ func (c *common) buildClassic(ctx context.Context, ch chain, lease sources.Lease
 	if feeBumped {
 		slots++
 	}
-	rate, err := c.bidRate(ctx, ch, feeBid{lane: laneClassic, slots: slots})
+	rate, err := c.bidRate(ctx, ch, feeBid{lane: laneClassic, slots: slots, payments: int64(len(ops))})
 	if err != nil {
 		return transfer.Envelope{}, err
 	}

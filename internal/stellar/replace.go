@@ -84,7 +84,7 @@ func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (
 		return transfer.Envelope{}, fmt.Errorf("stellar: replacing %s: its fee account %s is not this process's", env.InnerHash, old.FeeAccount())
 	}
 	least := ceilDiv(replaceMultiplier*(shape.fee-shape.resourceFee), shape.slots)
-	rate, err := c.bidRate(ctx, ch, feeBid{lane: shape.lane, slots: shape.slots, resourceFee: shape.resourceFee, atLeast: least})
+	rate, err := c.bidRate(ctx, ch, feeBid{lane: shape.lane, slots: shape.slots, resourceFee: shape.resourceFee, atLeast: least, payments: shape.ops})
 	if err != nil {
 		return transfer.Envelope{}, err
 	}

@@ -48,7 +48,7 @@ func (c *common) checkReplacementFunds(ctx context.Context, ch chain, env transf
 	if err != nil {
 		return err
 	}
-	perChannel := c.maxFeeStroops
+	perChannel := c.capFor(c.batchPayments)
 	if perChannel <= 0 {
 		perChannel = newFee // as in checkFunds: no cap, this envelope's fee is the best estimate
 	}

@@ -163,6 +163,13 @@ type BatchStore interface {
 	// *BatchConditionError naming the items whose condition failed (nothing was written), or the
 	// store's errors (the transaction may then have applied or not).
 	ReplaceAll(ctx context.Context, writes []ItemWrite) error
+	// ReplaceBatch writes next's envelope (XDR, outer hash, every outer hash, fee) and version to
+	// the batch item of next.Envelope.InnerHash, if that item holds version next.Version-1 (a
+	// replacement by fee: doc.go, "Batches"); the operations, maxTime, channel and TTL are kept.
+	// Errors: ErrConditionFailed (wrapped) when it holds another version or none (another writer
+	// replaced it, or this write applied and its answer was lost: ReplaceBatchItem reads it back),
+	// the store's errors otherwise (the write may then have applied or not).
+	ReplaceBatch(ctx context.Context, next BatchEnvelope) error
 	// ExpireBatch sets the TTL (ExpiresAt, epoch seconds) of the batch whose inner hash is
 	// innerHash, never creating one. Errors: ErrNotFound (wrapped) when no batch item holds it.
 	ExpireBatch(ctx context.Context, innerHash string, expiresAt int64) error
@@ -485,4 +492,27 @@ func FormBatches(items []Record, size int, batchable func(Request) bool) (batche
 		batches = append(batches, b)
 	}
 	return batches, alone
+}
+
+// ReplaceBatchItem writes next in place of cur, the batch item as the caller read it
+// (BatchStore.ReplaceBatch, conditional on cur.Version; next must have the same inner hash and
+// Version cur.Version+1). As ReplaceItem does for a key's item, on any error the batch item is
+// read back, and if it holds next's version with next's outer hash, XDR and every outer hash the
+// write applied (its answer was lost). Errors: ErrConditionFailed (wrapped) when another writer
+// changed it first, or the store's errors (the write may then have applied or not).
+func ReplaceBatchItem(ctx context.Context, s BatchStore, cur, next BatchEnvelope) error {
+	if next.Envelope.InnerHash != cur.Envelope.InnerHash || next.Version != cur.Version+1 {
+		return fmt.Errorf("transfer: replacing batch %s v%d with %s v%d: not the next version of the same batch",
+			cur.Envelope.InnerHash, cur.Version, next.Envelope.InnerHash, next.Version)
+	}
+	err := s.ReplaceBatch(ctx, next)
+	if err == nil {
+		return nil
+	}
+	got, gerr := s.GetBatch(ctx, next.Envelope.InnerHash)
+	if gerr == nil && got.Version == next.Version && got.Envelope.OuterHash == next.Envelope.OuterHash &&
+		got.Envelope.XDR == next.Envelope.XDR && slices.Equal(got.Envelope.Outers(), next.Envelope.Outers()) {
+		return nil
+	}
+	return err
 }

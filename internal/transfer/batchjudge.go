@@ -204,7 +204,8 @@ func (o *Orchestrator) releaseJudged(ctx context.Context, b BatchEnvelope, store
 	}
 }
 
-// batchFate is how awaitBatch left a batch's envelope: exactly one of its fields is set.
+// batchFate is how awaitBatch left a batch's envelope: exactly one of lk, refused, neverSent,
+// failing and died is set.
 type batchFate struct {
 	// lk: the ledger decided (SUCCESS or FAILED), or proved the envelope dead.
 	lk *Lookup
@@ -214,19 +215,39 @@ type batchFate struct {
 	neverSent bool
 	// failing: the budget ended with the envelope undecided; its failing code.
 	failing string
+	// died is a hook's error (a process death at StepReplacingBatch): nothing more is written.
+	died error
+	// batch is the batch item as the await last wrote or read it: its envelope (a replacement by
+	// fee, with every outer hash) is the one judged.
+	batch BatchEnvelope
 }
 
-// awaitBatch sends env (a batch's envelope, from its batch item) and awaits the ledger as submit
-// does for one envelope: re-sent, the same one, two ledgers after its last send; a failed send
-// that may have left makes every later refusal prove nothing. maybeDelivered says an earlier send
-// may have reached the network (a take-over). It writes nothing: the caller judges each key.
-// A batch is never replaced by fee here: the outer hash would have to be on the batch item first
-// (doc.go, "Batches"), so an outbid batch waits until it lands or is proven dead.
-func (o *Orchestrator) awaitBatch(ctx context.Context, a *attempt, env Envelope, maybeDelivered bool) batchFate {
+// awaitBatch sends b's envelope (from its batch item) and awaits the ledger as submit does for one
+// envelope: re-sent, the same one, two ledgers after its last send; a failed send that may have
+// left makes every later refusal prove nothing. maybeDelivered says an earlier send may have
+// reached the network (a take-over). It writes no key: the caller judges each one.
+//
+// An envelope the network queued and has not included ReplaceAfterLedgers after its first send,
+// while its lane is surge priced, is replaced by fee as submit replaces one (replaceBatchByFee):
+// the same inner transaction in a new fee bump, whose outer hash is on the batch item (a
+// conditional write on its version) before it is sent (doc.go, "Batches"). rec is the key the
+// await runs for (hooks, pages).
+func (o *Orchestrator) awaitBatch(ctx context.Context, a *attempt, b BatchEnvelope, rec Record, maybeDelivered bool) batchFate {
+	env := b.Envelope
 	failing := CodeTimeout
 	needSend := true
 	w := o.newLedgerWait()
 	var sentAt uint32
+	rbf := o.newReplacement(env)
+	bs, ok := o.Store.(BatchStore)
+	if !ok {
+		rbf.done = true
+	}
+	if maybeDelivered {
+		// A take-over: the envelope may have been queued by the call before; a replacement
+		// must outbid the newest one the batch item names.
+		rbf.taken(env)
+	}
 	for o.Clock.Now().Before(a.deadline) {
 		if needSend {
 			first := !maybeDelivered
@@ -235,14 +256,20 @@ func (o *Orchestrator) awaitBatch(ctx context.Context, a *attempt, env Envelope,
 			w.sent(res, err, first, o.Clock.Now())
 			if err == nil {
 				sentAt = res.LatestLedger
+				if rbf.firstSentAt == 0 {
+					rbf.firstSentAt = res.LatestLedger
+				}
 			}
 			switch {
 			case err == nil && res.Status == SendIncluded && res.Included != nil:
-				return batchFate{lk: res.Included}
+				return batchFate{lk: res.Included, batch: b}
 			case err == nil && RefusedBeforeInclusion(res, maybeDelivered):
-				return batchFate{refused: &res}
+				return batchFate{refused: &res, batch: b}
 			case err == nil:
 				maybeDelivered = true
+				if res.Status == SendPending || res.Status == SendDuplicate {
+					rbf.taken(env)
+				}
 			case notSent(err):
 				needSend = true
 			default:
@@ -258,7 +285,20 @@ func (o *Orchestrator) awaitBatch(ctx context.Context, a *attempt, env Envelope,
 			w.looked(lk, err, o.Clock.Now())
 			if err == nil {
 				if lk.Status == LookupSuccess || lk.Status == LookupFailed || ProvenDead(env, lk) {
-					return batchFate{lk: &lk}
+					return batchFate{lk: &lk, batch: b}
+				}
+				if rbf.due(lk.LatestLedger) {
+					next, ok, herr := o.replaceBatchByFee(ctx, a, rbf, bs, b, rec, lk.LatestLedger)
+					if herr != nil {
+						return batchFate{died: herr, batch: b}
+					}
+					if ok {
+						b, env = next, next.Envelope
+						needSend = true
+					}
+				}
+				if sentAt == 0 {
+					sentAt = lk.LatestLedger
 				}
 				if lk.LatestLedger >= sentAt+2 {
 					needSend = true
@@ -274,9 +314,9 @@ func (o *Orchestrator) awaitBatch(ctx context.Context, a *attempt, env Envelope,
 		}
 	}
 	if !maybeDelivered {
-		return batchFate{neverSent: true}
+		return batchFate{neverSent: true, batch: b}
 	}
-	return batchFate{failing: failing}
+	return batchFate{failing: failing, batch: b}
 }
 
 // takeOverBatched re-sends and judges the batch envelope that rec, a batched key this call took
@@ -295,7 +335,11 @@ func (o *Orchestrator) takeOverBatched(ctx context.Context, a *attempt, rec Reco
 	if err := o.hook(ctx, StepClaimed, rec); err != nil {
 		return Outcome{}, false, err
 	}
-	f := o.awaitBatch(ctx, a, b.Envelope, true)
+	f := o.awaitBatch(ctx, a, b, rec, true)
+	b = f.batch
+	if f.died != nil {
+		return Outcome{}, false, f.died
+	}
 	if f.lk == nil {
 		return Outcome{}, false, o.settleInDoubt(ctx, a, rec, f.failing)
 	}

@@ -268,7 +268,14 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		return answers
 	}
 
-	f := o.awaitBatch(ctx, a, env, false)
+	f := o.awaitBatch(ctx, a, b, attached[0], false)
+	b, env = f.batch, f.batch.Envelope
+	if f.died != nil {
+		for _, rec := range attached {
+			answers[rec.StoreKey] = Answer{Delivery: DeliveryRetry, Err: f.died}
+		}
+		return answers
+	}
 	switch {
 	case f.refused != nil || f.neverSent:
 		var why error = &UnavailableError{Code: CodeNetworkUnavailable, Detail: "the Stellar network could not be reached; nothing was submitted"}

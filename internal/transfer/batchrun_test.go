@@ -29,7 +29,11 @@ func (f *fakeBatches) PrepareBatch(_ context.Context, reqs []transfer.Request, t
 	f.built = append(f.built, reqs)
 	h := fmt.Sprintf("%064x", 1<<50+f.l.prepares)
 	f.hashes = append(f.hashes, h)
-	return transfer.Envelope{XDR: "xdr-batch-" + h, InnerHash: h, MaxTime: terms.MaxTime.Unix(), SubmittedLedger: f.l.latest, Channel: "GCHANNEL", FeeStroops: int64(100 * (len(reqs) + 1))}, nil
+	env := transfer.Envelope{XDR: "xdr-batch-" + h, InnerHash: h, MaxTime: terms.MaxTime.Unix(), SubmittedLedger: f.l.latest, Channel: "GCHANNEL", FeeStroops: int64(100 * (len(reqs) + 1))}
+	if f.l.feeBump {
+		env.OuterHash = fmt.Sprintf("%064x", 1<<45+f.l.prepares)
+	}
+	return env, nil
 }
 
 func (f *fakeBatches) CheckDestinations(_ context.Context, reqs []transfer.Request) ([]string, error) {

@@ -416,9 +416,26 @@
 // (about 14 KB in base64), so on each item it would make the attach a 1.4 MB transaction of 100
 // items of 15 KB (3,000 transactional write units) instead of one 25 KB item and 100 small ones
 // (about 430); and the batch item plus 100 keys would be 101 items, past TransactWriteItems' 100
-// (and its 4 MB). The batch item stays far below the 400 KB item limit. Replacing a batch by fee
-// writes the new outer hash to the batch item, conditional on its version, before it is sent;
-// every reader takes the batch's hashes and XDR from the batch item.
+// (and its 4 MB). The batch item stays far below the 400 KB item limit.
+//
+// Replacing a batch by fee. A batch of n payments takes n+1 operation slots of one ledger at once,
+// so at a single transfer's rate it is the transaction left out whenever others leave less room;
+// while its lane is surge priced it bids the lane's highest recent rate (internal/stellar's
+// fees.go, batchRate), and the awaiting judge (the submitter, or a take-over of one of its keys:
+// awaitBatch) replaces it as submit replaces one envelope (replace.go: ReplaceAfterLedgers after
+// its first send, only while the lane is surge priced, Replacer.Replace at stellar-core's 10x):
+// the same signed inner transaction, so the same sequence number and maxTime, in a new fee bump.
+// Its XDR, outer hash and every outer hash are written to the batch item by a conditional write
+// on the item's version (BatchStore.ReplaceBatch, through ReplaceBatchItem) before it is sent; a
+// write whose answer was lost is read back (the item holds the new outer hash at the next
+// version: sent), a write of unknown fate sends nothing new, and a write that lost its condition
+// (another judge replaced it first) sends the envelope the batch item names now. The keys' items
+// are not written: they keep the hashes they were attached with, and every reader of a batched
+// key's hashes (BatchOf: Settle, the sweep, a take-over, an inline reconciler, an operator's view
+// and resolve; the in-doubt page) takes them, with the XDR, from the batch item. So every fee
+// bump that may land is named by the batch item before it is sent, and at most one of them can
+// land (one sequence number). MAX_FEE_STROOPS caps each payment: a batch of n may bid n times
+// it (bidRate). The chaos model sends no replacement; batchreplace_test.go holds these rules.
 //
 // How long a batch item lives. Every judge of a batched key reads the batch item (BatchOf), and
 // an in_flight or in_doubt key never expires, so the batch item must outlive every key that names
@@ -500,10 +517,8 @@
 // Where it lives: Orchestrator.RunQueuedBatch (batchrun.go) is the submitter's path, through the
 // BatchLedger port (PrepareBatch, CheckDestinations; ports.go); every judge of a batched key goes
 // through BatchOf and judgeBatched (batchjudge.go): Settle, a take-over (takeOverBatched) and,
-// through Settle, inline reconciliation, the sweep and an operator's discard. The replacement by
-// fee above needs a conditional update of the batch item, which BatchStore does not offer, so
-// RunQueuedBatch and a take-over never replace a batch: an outbid batch waits until it lands or
-// is proven dead.
+// through Settle, inline reconciliation, the sweep and an operator's discard. RunQueuedBatch and a
+// take-over replace an outbid batch by fee in awaitBatch (replaceBatchByFee, replace.go).
 //
 // What the batch changes elsewhere: each key keeps its own limits' charges (charged at Enqueue; a
 // rejected key's charge is given back as today). Each key's result holds its share of the

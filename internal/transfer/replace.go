@@ -114,28 +114,7 @@ func (o *Orchestrator) replaceByFee(ctx context.Context, a *attempt, p *replacem
 	}
 	env, err := p.r.Replace(a.net, basis)
 	if err != nil {
-		p.triedAt = latest
-		var u *UnavailableError
-		switch {
-		case errors.Is(err, ErrNoReplacement):
-		case errors.As(err, &u) && u.Code == CodeFeeAboveCap:
-			// Its rate is 10x the queued one's, which no later ledger lowers: this envelope will
-			// not be replaced. It waits at its bid until included or evicted, and is then proven
-			// dead after its maxTime like any other.
-			p.done = true
-			o.log().WarnContext(ctx, "not replacing an outbid envelope: the replacement's fee is above MAX_FEE_STROOPS", "storeKey", rec.StoreKey,
-				"innerHash", cur.InnerHash, "outerHash", cur.OuterHash, "detail", u.Detail)
-		case errors.As(err, &u) && u.Code == CodeFeeAccountUnderfunded:
-			// The fee account cannot fund the replacement (the network would refuse it
-			// txINSUFFICIENT_BALANCE): an operator has to act, so it pages, once for this call,
-			// and replacing stops for it. The queued envelope can still land: it goes on waiting
-			// and is settled from the ledger or proven dead after its maxTime; the client is
-			// never answered from this refusal.
-			p.done = true
-			o.pageUnderfunded(ctx, rec, CodeFeeAccountUnderfunded, "not replacing an outbid envelope by fee: "+u.Detail)
-		default:
-			o.log().WarnContext(ctx, "building a replacement by fee failed; the envelope goes on waiting", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "err", err)
-		}
+		o.notReplaced(ctx, p, rec, cur, latest, err)
 		return rec, false, nil
 	}
 	if env.InnerHash == cur.InnerHash && env.OuterHash == cur.OuterHash {
@@ -173,6 +152,100 @@ func (o *Orchestrator) replaceByFee(ctx context.Context, a *attempt, p *replacem
 	}
 	p.firstSentAt = 0
 	o.log().InfoContext(ctx, "replacing an outbid envelope by fee", "storeKey", rec.StoreKey, "innerHash", env.InnerHash,
+		"replacedOuterHash", cur.OuterHash, "outerHash", env.OuterHash, "feeStroops", env.FeeStroops, "latestLedger", latest)
+	return next, true, nil
+}
+
+// notReplaced is what a Replacer's err means for p, the replacement state of cur's await (rec the
+// item it pages for): no replacement this ledger; none for the rest of the call when the
+// replacement's fee is above the cap or the fee account cannot fund it (which pages, once for the
+// call). cur goes on waiting either way, and can still land.
+func (o *Orchestrator) notReplaced(ctx context.Context, p *replacement, rec Record, cur Envelope, latest uint32, err error) {
+	p.triedAt = latest
+	var u *UnavailableError
+	switch {
+	case errors.Is(err, ErrNoReplacement):
+	case errors.As(err, &u) && u.Code == CodeFeeAboveCap:
+		// Its rate is 10x the queued one's, which no later ledger lowers: this envelope will
+		// not be replaced. It waits at its bid until included or evicted, and is then proven
+		// dead after its maxTime like any other.
+		p.done = true
+		o.log().WarnContext(ctx, "not replacing an outbid envelope: the replacement's fee is above MAX_FEE_STROOPS", "storeKey", rec.StoreKey,
+			"innerHash", cur.InnerHash, "outerHash", cur.OuterHash, "detail", u.Detail)
+	case errors.As(err, &u) && u.Code == CodeFeeAccountUnderfunded:
+		// The fee account cannot fund the replacement (the network would refuse it
+		// txINSUFFICIENT_BALANCE): an operator has to act, so it pages, once for this call,
+		// and replacing stops for it. The queued envelope can still land: it goes on waiting
+		// and is settled from the ledger or proven dead after its maxTime; the client is
+		// never answered from this refusal.
+		p.done = true
+		o.pageUnderfunded(ctx, rec, CodeFeeAccountUnderfunded, "not replacing an outbid envelope by fee: "+u.Detail)
+	default:
+		o.log().WarnContext(ctx, "building a replacement by fee failed; the envelope goes on waiting", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "err", err)
+	}
+}
+
+// StepReplacingBatch is the Hooks step before a batch's replacement is written to its batch item
+// (ReplaceBatchItem): the replacement is built and signed, not yet recorded or sent. The hook's
+// record is the key the await runs for (the submitter's first key, or the key taken over).
+const StepReplacingBatch Step = "replacing a batch"
+
+// replaceBatchByFee is replaceByFee for a batch's envelope: it builds the replacement of b's
+// envelope (the same signed inner transaction, so the same sequence number and maxTime) and writes
+// it to the batch item, conditional on b's version (ReplaceBatchItem), before it may be sent; the
+// keys' items are not written: every judge reads the batch's hashes from the batch item
+// (BatchOf). It returns the batch item as written and true when the replacement is to be sent.
+// When the write lost its condition (another judge of a key of the batch replaced it first), it
+// returns the batch item as read back and true, so the newest envelope, which the item names, is
+// the one sent and looked up; replacing stops for this call. When the Ledger declined or failed, or
+// the write's fate is unknown (its read-back failed too), it returns b and false: nothing new is
+// sent, and the batch item, whichever version it holds, names every envelope that was sent. rec is
+// the key the await runs for, paged for a fee account that cannot fund the replacement.
+func (o *Orchestrator) replaceBatchByFee(ctx context.Context, a *attempt, p *replacement, bs BatchStore, b BatchEnvelope, rec Record, latest uint32) (BatchEnvelope, bool, error) {
+	cur := b.Envelope
+	basis := cur
+	if p.queued != nil && p.queued.InnerHash == cur.InnerHash {
+		basis = *p.queued
+	}
+	env, err := p.r.Replace(a.net, basis)
+	if err != nil {
+		o.notReplaced(ctx, p, rec, cur, latest, err)
+		return b, false, nil
+	}
+	if env.InnerHash == cur.InnerHash && env.OuterHash == cur.OuterHash {
+		p.firstSentAt = 0
+		return b, true, nil
+	}
+	if env.InnerHash != cur.InnerHash || env.OuterHash == "" {
+		p.done = true
+		o.log().ErrorContext(ctx, "the ledger's replacement of a batch is not a new fee bump around the same inner transaction; not sent", "innerHash", cur.InnerHash, "replacementInner", env.InnerHash)
+		return b, false, nil
+	}
+	env.MaxTime, env.SubmittedLedger, env.Channel = cur.MaxTime, cur.SubmittedLedger, cur.Channel
+	env.OuterHashes = cur.Outers()
+	if !slices.Contains(env.OuterHashes, env.OuterHash) {
+		env.OuterHashes = append(env.OuterHashes, env.OuterHash)
+	}
+	next := b
+	next.Envelope = env
+	next.Version++
+	if err := o.hook(ctx, StepReplacingBatch, rec); err != nil {
+		return b, false, err
+	}
+	if err := ReplaceBatchItem(ctx, bs, b, next); err != nil {
+		p.done = true
+		if errors.Is(err, ErrConditionFailed) {
+			if got, gerr := bs.GetBatch(ctx, cur.InnerHash); gerr == nil && got.Version > b.Version && got.Envelope.InnerHash == cur.InnerHash {
+				o.log().InfoContext(ctx, "a batch was replaced by fee by another judge; sending its newest envelope", "innerHash", cur.InnerHash, "outerHash", got.Envelope.OuterHash)
+				return got, true, nil
+			}
+		}
+		o.log().WarnContext(ctx, "recording a batch's replacement by fee failed; not sent, the envelope goes on waiting", "innerHash", cur.InnerHash,
+			"outerHash", env.OuterHash, "err", err)
+		return b, false, nil
+	}
+	p.firstSentAt = 0
+	o.log().InfoContext(ctx, "replacing an outbid batch by fee", "innerHash", env.InnerHash, "operations", len(b.Ops),
 		"replacedOuterHash", cur.OuterHash, "outerHash", env.OuterHash, "feeStroops", env.FeeStroops, "latestLedger", latest)
 	return next, true, nil
 }

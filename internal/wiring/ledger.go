@@ -7,6 +7,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 
+	"github.com/stellar-transfer/orchestrator/internal/config"
 	"github.com/stellar-transfer/orchestrator/internal/dynamo"
 	"github.com/stellar-transfer/orchestrator/internal/stellar"
 	"github.com/stellar-transfer/orchestrator/internal/stellar/sources"
@@ -76,6 +77,7 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 		l, err := stellar.NewRPCLedger(stellar.RPCConfig{
 			URL: d.Config.RPCURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
 			VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops,
+			BatchPayments: batchPayments(d.Getenv),
 			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
 			LoadBalanced: d.Config.RPCLoadBalanced, LedgerInterval: ledgerInterval,
 		})
@@ -89,6 +91,7 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 		l, err := stellar.NewHorizonLedger(stellar.HorizonConfig{
 			URL: d.Config.HorizonURL, HTTPClient: d.HTTPClient, Passphrase: d.Config.NetworkPassphrase,
 			VaultAccount: d.Config.VaultAccount, Assets: assets, MaxFeeStroops: d.Config.MaxFeeStroops,
+			BatchPayments: batchPayments(d.Getenv),
 			FeePercentile: d.Config.FeePercentile, Keys: d.Keys, Channels: pool, Clock: clock,
 			LedgerInterval: ledgerInterval,
 		})
@@ -99,4 +102,13 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 	default:
 		return nil, nil, fmt.Errorf("STELLAR_BACKEND must be rpc or horizon, not %q", d.Config.Backend)
 	}
+}
+
+// batchPayments is the most payments one of the deployment's envelopes holds: BATCH_SIZE as this
+// function reads it (config.Settings), 1 without an environment.
+func batchPayments(getenv config.Getenv) int {
+	if getenv == nil {
+		return 1
+	}
+	return config.Settings(getenv).BatchSize
 }

@@ -494,6 +494,19 @@ func (s store) GetBatch(_ context.Context, innerHash string) (transfer.BatchEnve
 	return b, nil
 }
 
+// ReplaceBatch writes a replacement's envelope at the next version (a conditional write on the
+// version read). The model's ledger never outbids a batch, so no actor calls it; it completes
+// transfer.BatchStore.
+func (s store) ReplaceBatch(_ context.Context, next transfer.BatchEnvelope) error {
+	b, ok := s.k.r.w.batches[next.Envelope.InnerHash]
+	if !ok || b.Version != next.Version-1 {
+		return transfer.ErrConditionFailed
+	}
+	b.Envelope, b.Version = next.Envelope, next.Version
+	s.k.r.w.batches[next.Envelope.InnerHash] = b
+	return nil
+}
+
 // ExpireBatch records a batch's TTL; the model never deletes a batch, so it is no scheduling point.
 func (s store) ExpireBatch(_ context.Context, innerHash string, expiresAt int64) error {
 	b, ok := s.k.r.w.batches[innerHash]

@@ -21,6 +21,9 @@ import (
 //     cancel's transition) before anything is written, then every condition; if any fails,
 //     nothing is written and the answer is *transfer.BatchConditionError naming each key whose
 //     condition failed, in the writes' order.
+//   - ReplaceBatch writes a replacement's envelope (XDR, outer hash, every outer hash, fee) and
+//     version to a held batch of its inner hash at the version before, keeping the rest; else
+//     transfer.ErrConditionFailed (wrapped), writing nothing.
 //   - ExpireBatch sets a held batch's ExpiresAt, or answers transfer.ErrNotFound (wrapped).
 //   - PageBatch claims a held batch's in-doubt page for the first record to ask and that record
 //     again (true), never for another or for a batch not held (false); the batch reads back as
@@ -107,6 +110,33 @@ func (s *Store) ReplaceAll(ctx context.Context, writes []transfer.ItemWrite) err
 	for _, w := range writes {
 		s.items[w.Next.StoreKey] = stored(w.Next)
 	}
+	return nil
+}
+
+// ReplaceBatch writes next's envelope and version to the held batch of its inner hash if that
+// holds version next.Version-1, keeping its operations, creation time and TTL.
+func (s *Store) ReplaceBatch(ctx context.Context, next transfer.BatchEnvelope) error {
+	if err := s.begin(ctx, "replacebatch"); err != nil {
+		return err
+	}
+	if err := next.Validate(); err != nil {
+		return fmt.Errorf("transfertest: replace batch: %w", err)
+	}
+	if next.Version < 2 || next.Envelope.OuterHash == "" {
+		return fmt.Errorf("transfertest: replace batch %s: version %d with outer hash %q is no replacement", next.Envelope.InnerHash, next.Version, next.Envelope.OuterHash)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.batches[next.Envelope.InnerHash]
+	if !ok || b.Version != next.Version-1 {
+		return fmt.Errorf("transfertest: replace batch %s: %w", next.Envelope.InnerHash, transfer.ErrConditionFailed)
+	}
+	s.writes++
+	env := next.Envelope
+	env.MaxTime, env.SubmittedLedger, env.Channel = b.Envelope.MaxTime, b.Envelope.SubmittedLedger, b.Envelope.Channel
+	env.OuterHashes = slices.Clone(env.Outers())
+	b.Envelope, b.Version = env, next.Version
+	s.batches[next.Envelope.InnerHash] = storedBatch(b)
 	return nil
 }
 

@@ -78,6 +78,49 @@ func BatchContract(t *testing.T, open func(t *testing.T) BatchStore) {
 		}
 	})
 
+	t.Run("a batch's replacement by fee is written on its version and keeps the rest", func(t *testing.T) {
+		t.Parallel()
+		s := open(t)
+		b := batchEnvelope(strings.Repeat("e8", 32), "contract-batch-rbf-a", "contract-batch-rbf-b")
+		if err := s.PutBatch(ctx, b); err != nil {
+			t.Fatalf("PutBatch: %v", err)
+		}
+		next := b
+		next.Envelope.XDR, next.Envelope.FeeStroops = "AAAA-replacement", 10*b.Envelope.FeeStroops+10
+		next.Envelope.OuterHash = strings.Repeat("f8", 32)
+		next.Envelope.OuterHashes = []string{b.Envelope.OuterHash, next.Envelope.OuterHash}
+		next.Version = 2
+		if err := s.ReplaceBatch(ctx, next); err != nil {
+			t.Fatalf("ReplaceBatch: %v", err)
+		}
+		got, err := s.GetBatch(ctx, b.Envelope.InnerHash)
+		if err != nil || got.Version != 2 || got.Envelope.XDR != next.Envelope.XDR || got.Envelope.OuterHash != next.Envelope.OuterHash ||
+			!slices.Equal(got.Envelope.Outers(), next.Envelope.Outers()) || got.Envelope.FeeStroops != next.Envelope.FeeStroops ||
+			got.Envelope.MaxTime != b.Envelope.MaxTime || got.Envelope.Channel != b.Envelope.Channel || !reflect.DeepEqual(got.Ops, b.Ops) ||
+			got.ExpiresAt != b.ExpiresAt {
+			t.Fatalf("GetBatch after ReplaceBatch: %+v, %v; want the replacement's envelope at version 2, the rest as written", got, err)
+		}
+		// The same version again (a second judge that read version 1, or this write's SDK retry):
+		// the condition fails and nothing changes.
+		again := next
+		again.Envelope.OuterHash, again.Envelope.XDR = strings.Repeat("f9", 32), "AAAA-other"
+		again.Envelope.OuterHashes = []string{b.Envelope.OuterHash, again.Envelope.OuterHash}
+		if err := s.ReplaceBatch(ctx, again); !errors.Is(err, transfer.ErrConditionFailed) {
+			t.Fatalf("a second ReplaceBatch of version 1: %v, want ErrConditionFailed", err)
+		}
+		if got, _ := s.GetBatch(ctx, b.Envelope.InnerHash); got.Envelope.OuterHash != next.Envelope.OuterHash {
+			t.Fatalf("the failed ReplaceBatch changed the batch: outer hash %s", got.Envelope.OuterHash)
+		}
+		absent := next
+		absent.Envelope.InnerHash = strings.Repeat("e9", 32)
+		if err := s.ReplaceBatch(ctx, absent); !errors.Is(err, transfer.ErrConditionFailed) {
+			t.Fatalf("ReplaceBatch of a batch never written: %v, want ErrConditionFailed", err)
+		}
+		if _, err := s.GetBatch(ctx, absent.Envelope.InnerHash); !errors.Is(err, transfer.ErrNotFound) {
+			t.Fatalf("ReplaceBatch created an item: GetBatch %v", err)
+		}
+	})
+
 	t.Run("a batch's in-doubt page is claimed once", func(t *testing.T) {
 		t.Parallel()
 		s := open(t)
