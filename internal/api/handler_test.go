@@ -484,6 +484,23 @@ func TestServiceProblemErrors(t *testing.T) {
 					t.Errorf("rejection members %q %v", pd.TransactionHash, pd.ResultCodes)
 				}
 			}},
+		{name: "rejected included, alone", err: &transfer.RejectedError{Code: transfer.CodeTransactionFailed, Detail: "The transaction failed.",
+			TransactionHash: hash, ResultCodes: []string{"tx_failed", "op_no_trust"}},
+			status: 422, code: transfer.CodeTransactionFailed, class: transfer.Terminal,
+			check: func(t *testing.T, pd ProblemDetails) {
+				if pd.OperationIndex != nil {
+					t.Errorf("a transfer rejected alone names operationIndex %d", *pd.OperationIndex)
+				}
+			}},
+		{name: "rejected included, batched", err: &transfer.RejectedError{Code: transfer.CodeTransactionFailed, Detail: "The transaction failed.",
+			TransactionHash: hash, ResultCodes: []string{"tx_failed", "op_no_trust"}, OperationIndex: ptr(0)},
+			status: 422, code: transfer.CodeTransactionFailed, class: transfer.Terminal,
+			check: func(t *testing.T, pd ProblemDetails) {
+				// 0 is the first operation, not "none": it must be on the wire.
+				if pd.OperationIndex == nil || *pd.OperationIndex != 0 || pd.TransactionHash != hash {
+					t.Errorf("a batched rejection: operationIndex %v, transactionHash %q; want 0 and %s", pd.OperationIndex, pd.TransactionHash, hash)
+				}
+			}},
 		{name: "rejected with status", err: &transfer.RejectedError{Code: transfer.CodeOperationNotSupp, StoredStatus: 422, Detail: "Deposits are not supported."},
 			status: 422, code: transfer.CodeOperationNotSupp, class: transfer.Terminal},
 		{name: "validation from service", err: &transfer.ValidationError{Code: transfer.CodeInvalidAddress, Kind: transfer.KindUnacceptable, Detail: "no such account"},
@@ -853,5 +870,54 @@ func TestReplayedRejectionCarriesTheReplayHeader(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != 422 || rec.Header().Get(ReplayedHeader) != "true" {
 		t.Fatalf("status %d, %s = %q; want 422 and true", rec.Code, ReplayedHeader, rec.Header().Get(ReplayedHeader))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// The problem of a batched key's rejection names its operation's index on the wire, as a number,
+// present for index 0 and absent for a transfer sent alone: the POST's answer (first or replayed),
+// the GET's stored problem and a DELETE's TRANSFER_NOT_CANCELLABLE.
+func TestBatchedRejectionNamesItsOperationIndex(t *testing.T) {
+	hash := strings.Repeat("cd", 32)
+	for _, idx := range []*int{nil, ptr(0), ptr(42)} {
+		rej := &transfer.RejectedError{Code: transfer.CodeTransactionFailed, Detail: "failed", TransactionHash: hash,
+			ResultCodes: []string{"tx_failed", "op_line_full"}, OperationIndex: idx}
+		p := rej.Problem()
+		f := newFixture(t)
+		f.svc.transfer = func(context.Context, transfer.Input) (transfer.Outcome, error) { return transfer.Outcome{}, rej }
+		f.svc.view = func(context.Context, string, string) (transfer.View, error) {
+			return transfer.View{Status: "error", TransactionHash: hash, OperationIndex: idx, Problem: &p}, nil
+		}
+		f.svc.cancel = func(context.Context, string, string, transfer.Canceller) (transfer.Cancellation, error) {
+			return transfer.Cancellation{}, &transfer.NotCancellableError{State: "error", TransactionHash: hash, OperationIndex: idx}
+		}
+		bodies := map[string]string{}
+		rec := f.do(post(goodBody(wallet), nil))
+		bodies["POST"] = rec.Body.String()
+		rec = f.do(req{"GET", "/wallets/" + wallet + "/transfers/" + goodKey, "", nil})
+		var view map[string]json.RawMessage
+		if err := json.Unmarshal(rec.Body.Bytes(), &view); err != nil {
+			t.Fatalf("GET body %s: %v", rec.Body, err)
+		}
+		bodies["GET's error"] = string(view["error"])
+		rec = f.do(req{"DELETE", "/wallets/" + wallet + "/transfers/" + goodKey, "", nil})
+		bodies["DELETE"] = rec.Body.String()
+		for what, body := range bodies {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(body), &m); err != nil {
+				t.Fatalf("%s body %s: %v", what, body, err)
+			}
+			got, ok := m["operationIndex"]
+			switch {
+			case idx == nil && ok:
+				t.Errorf("%s of a transfer sent alone: operationIndex %v, want none", what, got)
+			case idx != nil && got != float64(*idx):
+				t.Errorf("%s: operationIndex %v, want %d: %s", what, got, *idx, body)
+			}
+			if m["transactionHash"] != hash {
+				t.Errorf("%s: transactionHash %v, want %s", what, m["transactionHash"], hash)
+			}
+		}
 	}
 }

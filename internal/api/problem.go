@@ -41,11 +41,15 @@ type ProblemDetails struct {
 	Code           string                  `json:"code"`
 	Classification transfer.Classification `json:"classification"`
 	// RetryAfterMs is how long to wait before retrying, in milliseconds (rounded up).
-	RetryAfterMs    int64    `json:"retryAfterMs,omitempty"`
-	TraceID         string   `json:"traceId,omitempty"`
-	TransactionHash string   `json:"transactionHash,omitempty"`
-	ResultCodes     []string `json:"resultCodes,omitempty"`
-	FailingCode     string   `json:"failingCode,omitempty"`
+	RetryAfterMs    int64  `json:"retryAfterMs,omitempty"`
+	TraceID         string `json:"traceId,omitempty"`
+	TransactionHash string `json:"transactionHash,omitempty"`
+	// OperationIndex is the 0-based index of the transfer's operation in TransactionHash's
+	// transaction, present only when that transaction paid several transfers (a batch:
+	// transfer.OperationIndexOf); an extension member (RFC 9457 section 3.2).
+	OperationIndex *int     `json:"operationIndex,omitempty"`
+	ResultCodes    []string `json:"resultCodes,omitempty"`
+	FailingCode    string   `json:"failingCode,omitempty"`
 	// State is the transfer's state in a cancellation's problem: TRANSFER_NOT_CANCELLABLE
 	// (in_flight, in_doubt, success, error) and TRANSFER_CANCELLED (cancelled).
 	State string `json:"state,omitempty"`
@@ -147,6 +151,7 @@ func newProblem(p transfer.Problem, status int, r *http.Request) ProblemDetails 
 		Classification:  class,
 		RetryAfterMs:    ceilMillis(p.RetryAfter),
 		TransactionHash: p.TransactionHash,
+		OperationIndex:  p.OperationIndex,
 		ResultCodes:     p.ResultCodes,
 		FailingCode:     p.FailingCode,
 		State:           p.State,

@@ -188,6 +188,17 @@ func TestResolveABatchedKeyChecksItsOperationOnChain(t *testing.T) {
 	if err != nil || ans.(*reconcile.ResolveAnswer).Resolution != "replayable" {
 		t.Fatalf("resolve of a key whose operation pays it: %+v, %v", ans, err)
 	}
+	// The answer and a get name the key's operation in the batch's transaction: 0, not "none".
+	if i := ans.(*reconcile.ResolveAnswer).OperationIndex; i == nil || *i != 0 {
+		t.Fatalf("resolve's operationIndex %v, want 0", i)
+	}
+	got, err := svc.Do(context.Background(), reconcile.Request{Action: reconcile.ActionGet, StoreKey: recs[0].StoreKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := got.(*reconcile.GetAnswer).Item.OperationIndex; i == nil || *i != 0 {
+		t.Fatalf("get's operationIndex %v, want 0", i)
+	}
 }
 
 // A batch item keeps no TTL while any of its keys is in doubt (transfer.ReleaseBatch): an

@@ -206,8 +206,11 @@ type ResolveAnswer struct {
 	StoreKey        string `json:"storeKey"`
 	Resolution      string `json:"resolution"`
 	TransactionHash string `json:"transactionHash,omitempty"`
-	Ledger          uint32 `json:"ledger,omitempty"`
-	Forced          bool   `json:"forced"`
+	// OperationIndex is the key's operation (0-based) in that transaction when it is the key's
+	// batch's (transfer.OperationIndexOf).
+	OperationIndex *int   `json:"operationIndex,omitempty"`
+	Ledger         uint32 `json:"ledger,omitempty"`
+	Forced         bool   `json:"forced"`
 }
 
 // Do runs one action. Errors are *Error.
@@ -472,8 +475,12 @@ func (s *Service) resolveHash(ctx context.Context, req Request, rec transfer.Rec
 	s.cfg.Ledger.Done(ctx, env)
 	s.releaseBatch(ctx, rec, batch, now)
 	s.logAudit(ctx, rec, next.Audit, string(transfer.StatusReplayable))
-	return &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.StatusReplayable),
-		TransactionHash: next.Result.TransactionHash, Ledger: next.Result.Ledger, Forced: forced}, nil
+	ans := &ResolveAnswer{Action: ActionResolve, StoreKey: rec.StoreKey, Resolution: string(transfer.StatusReplayable),
+		TransactionHash: next.Result.TransactionHash, Ledger: next.Result.Ledger, Forced: forced}
+	if i, ok := transfer.OperationIndexOf(next); ok {
+		ans.OperationIndex = &i
+	}
+	return ans, nil
 }
 
 // releaseBatch starts the TTL of the batch item of rec, a batched key this call just settled or

@@ -36,10 +36,13 @@ type Item struct {
 	Channel         string     `json:"channel,omitempty"`
 	LeaseExpiresAt  *time.Time `json:"leaseExpiresAt,omitempty"`  // in_flight
 	TransactionHash string     `json:"transactionHash,omitempty"` // settled
-	Ledger          uint32     `json:"ledger,omitempty"`
-	CreatedAt       time.Time  `json:"createdAt,omitzero"`
-	UpdatedAt       time.Time  `json:"updatedAt,omitzero"`
-	Audit           *Audit     `json:"audit,omitempty"`
+	// OperationIndex is the 0-based index of the transfer's operation in TransactionHash's
+	// transaction when a batch's transaction paid or rejected it (transfer.OperationIndexOf).
+	OperationIndex *int      `json:"operationIndex,omitempty"`
+	Ledger         uint32    `json:"ledger,omitempty"`
+	CreatedAt      time.Time `json:"createdAt,omitzero"`
+	UpdatedAt      time.Time `json:"updatedAt,omitzero"`
+	Audit          *Audit    `json:"audit,omitempty"`
 	// Chain is the ledger's answer for the envelope now; absent when there is no envelope.
 	Chain *Chain `json:"chain,omitempty"`
 }
@@ -99,6 +102,9 @@ func itemOf(rec transfer.Record) Item {
 			it.FailingCode = r.Code
 		}
 		it.TransactionHash, it.Ledger = r.TransactionHash, r.Ledger
+		if i, ok := transfer.OperationIndexOf(rec); ok {
+			it.OperationIndex = &i
+		}
 	}
 	if e := rec.Envelope; e != nil {
 		it.InnerHash, it.OuterHash, it.MaxTime, it.SubmittedLedger, it.Channel = e.InnerHash, e.OuterHash, e.MaxTime, e.SubmittedLedger, e.Channel

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/stellar/go-stellar-sdk/amount"
@@ -66,8 +67,11 @@ var (
 // claims, MaxTime). Nothing is sent. The vault's trustline must cover the sum per asset, and the
 // fee payer the envelope's fee, as for one transfer (checkFunds: VAULT_UNDERFUNDED,
 // FEE_ACCOUNT_UNDERFUNDED). Errors: ErrBatchSize; *BatchRequestError for a request Prepare would
-// refuse, with a memo, or a second payment to one destination and asset; otherwise Prepare's
-// (*transfer.UnavailableError, the context's). Done releases the lease as for one envelope.
+// refuse, with a memo, or a second payment to one destination and asset;
+// *transfer.BatchShortfallError when the vault cannot pay an asset's sum, with what it can pay of
+// each asset (the domain decides which payments to build the batch from; none is dropped here);
+// otherwise Prepare's (*transfer.UnavailableError, the context's). Done releases the lease as for
+// one envelope.
 func (l *RPCLedger) PrepareBatch(ctx context.Context, reqs []transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
 	return l.prepareBatch(ctx, rpcChain{l}, reqs, terms)
 }
@@ -131,15 +135,51 @@ func (c *common) prepareBatch(ctx context.Context, ch chain, reqs []transfer.Req
 	if err != nil {
 		return transfer.Envelope{}, err
 	}
-	return c.withSource(ctx, ch, keys, terms.MaxTime, func(lease sources.Lease) (transfer.Envelope, error) {
+	env, err := c.withSource(ctx, ch, keys, terms.MaxTime, func(lease sources.Lease) (transfer.Envelope, error) {
 		return c.buildBatch(ctx, ch, lease, pays, terms)
 	})
+	var short *vaultShortfall
+	if errors.As(err, &short) {
+		// The domain decides which keys to pay with what the vault holds (transfer.BatchShortfallError):
+		// this package drops no payment of a batch by itself.
+		avail := make(map[string]int64, len(short.avail))
+		for i, p := range pays {
+			avail[reqs[i].Asset] = short.avail[p.asset]
+		}
+		return transfer.Envelope{}, &transfer.BatchShortfallError{Available: avail, Err: short.err}
+	}
+	return env, err
+}
+
+// vaultShortfall is buildBatch's refusal of a batch the vault cannot pay in full: avail is what
+// it can pay of each asset of the batch (vaultAvailable), err the refusal of the first asset short.
+type vaultShortfall struct {
+	avail map[vaultAsset]int64
+	err   *transfer.UnavailableError
+}
+
+func (e *vaultShortfall) Error() string { return e.err.Error() }
+
+// vaultAvailable is what the vault can pay of asset from snap (its trustline, read with
+// fundsQuery): the balance less selling liabilities, as checkFunds judges a payment (0 without an
+// authorized trustline); math.MaxInt64 for an asset the vault issues, which it pays without a
+// trustline.
+func (c *common) vaultAvailable(snap accountSnapshot, asset vaultAsset) int64 {
+	if asset.credit.Issuer == c.vaultAccount {
+		return math.MaxInt64
+	}
+	t := snap.trust
+	if !t.found || !t.authorized {
+		return 0
+	}
+	return max(t.balance-t.sellingLiabilities, 0)
 }
 
 // buildBatch is build for many payments: the source's sequence number read with the fee account
 // and the first asset's vault trustline in one read (another read per further asset), the
 // payments in order, sealed, checked as built, and refused when the vault cannot pay an asset's
-// sum or the fee payer the fee.
+// sum (*vaultShortfall, once every asset's trustline is read, so that it says what the vault can
+// pay of each) or the fee payer the fee.
 func (c *common) buildBatch(ctx context.Context, ch chain, lease sources.Lease, pays []batchPayment, terms transfer.Terms) (transfer.Envelope, error) {
 	var assets []vaultAsset
 	sums := map[vaultAsset]int64{}
@@ -169,6 +209,8 @@ func (c *common) buildBatch(ctx context.Context, ch chain, lease sources.Lease, 
 	if err := checkBuiltBatch(env.XDR, pays); err != nil {
 		return transfer.Envelope{}, err
 	}
+	var short *vaultShortfall
+	avail := make(map[vaultAsset]int64, len(assets))
 	for i, a := range assets {
 		s := snap
 		if i > 0 {
@@ -176,9 +218,24 @@ func (c *common) buildBatch(ctx context.Context, ch chain, lease sources.Lease, 
 				return transfer.Envelope{}, err
 			}
 		}
+		avail[a] = c.vaultAvailable(s, a)
+		if avail[a] < sums[a] {
+			// The asset's own check (checkFunds judges the trustline before the fee) says why.
+			if short == nil {
+				var ue *transfer.UnavailableError
+				if err := c.checkFunds(ctx, ch, lease, s, env, sums[a], a, true); !errors.As(err, &ue) || ue.Code != transfer.CodeVaultUnderfunded {
+					return transfer.Envelope{}, fmt.Errorf("stellar: the vault's %s short of a batch's sum and not refused as such: %v", a.credit.Code, err)
+				}
+				short = &vaultShortfall{avail: avail, err: ue}
+			}
+			continue
+		}
 		if err := c.checkFunds(ctx, ch, lease, s, env, sums[a], a, true); err != nil {
 			return transfer.Envelope{}, err
 		}
+	}
+	if short != nil {
+		return transfer.Envelope{}, short
 	}
 	return env, nil
 }

@@ -87,7 +87,9 @@
 // Batches (batch.go, destinations.go; internal/transfer/doc.go, "Batches"): PrepareBatch builds
 // one classic transaction paying up to MaxBatchPayments withdrawals, operation i paying request
 // i with the vault as its source, from the same transaction source, bid, signatures, fee bump and
-// funds check as one transfer (buildClassic, seal, checkFunds per asset on the batch's sum); a
+// funds check as one transfer (buildClassic, seal, checkFunds per asset on the batch's sum: a vault
+// short of a sum refuses with what it can pay of every asset, transfer.BatchShortfallError, and
+// the domain builds the batch again from the payments it covers; this package drops none); a
 // batch's fee bump bids (n+1) slots. CheckDestinations reads every destination before the batch is
 // built, as stellar-core will judge its payment, in one getLedgerEntries (Horizon: the accounts
 // concurrently). BatchOutcomes and LookupOutcomes give each operation's result and whose it is

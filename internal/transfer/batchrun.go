@@ -170,19 +170,16 @@ func (o *Orchestrator) runBatch(ctx context.Context, bs BatchStore, items []Reco
 		return o.runEachAlone(ctx, a, taken, answers) // a batch left with one key runs alone
 	}
 
-	reqs := make([]Request, len(taken))
-	claims := make([]string, len(taken))
+	// A vault short of the batch's sum pays the keys it covers; the others are answered there
+	// (prepareBatch), and taken is what the envelope pays.
+	env, taken, err := o.prepareBatch(ctx, a, taken, answers)
+	if err == nil && len(taken) < 2 {
+		return o.runEachAlone(ctx, a, taken, answers) // the vault covers one key: it runs alone
+	}
 	ops := make([]BatchOp, len(taken))
 	for i, rec := range taken {
-		reqs[i], claims[i] = rec.Request, rec.ClaimID
 		ops[i] = BatchOp{StoreKey: rec.StoreKey, ClaimID: rec.ClaimID}
 	}
-	var env Envelope
-	err := o.Breaker.Do(func() error {
-		var err error
-		env, err = o.Batches.PrepareBatch(a.net, reqs, Terms{MaxTime: o.maxTime(a), MinTime: BatchMinTime(claims)})
-		return err
-	})
 	if _, mistake := errors.AsType[*ValidationError](err); mistake {
 		// A request the ledger refuses as the client's mistake (an asset no longer served): which
 		// one the batch's error does not say, and requeued together they would meet it again at

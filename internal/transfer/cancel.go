@@ -146,7 +146,7 @@ func cancelUnknown(err error) *UnavailableError {
 // where the GET has one (success, error), else the item's status (in_flight, in_doubt).
 func notCancellable(rec Record) *NotCancellableError {
 	v := viewOf(rec)
-	e := &NotCancellableError{State: string(rec.Status), TransactionHash: v.TransactionHash}
+	e := &NotCancellableError{State: string(rec.Status), TransactionHash: v.TransactionHash, OperationIndex: v.OperationIndex}
 	switch rec.Status {
 	case StatusReplayable, StatusRejected:
 		e.State = v.Status
@@ -156,10 +156,12 @@ func notCancellable(rec Record) *NotCancellableError {
 
 // NotCancellableError (KindConflict, terminal): DELETE found the transfer past queued. State is
 // in_flight (taken: it may be building or sending now), in_doubt, success or error;
-// TransactionHash is set when a transaction landed.
+// TransactionHash is set when a transaction landed, and OperationIndex (0-based) when that
+// transaction was a batch's (OperationIndexOf).
 type NotCancellableError struct {
 	State           string
 	TransactionHash string
+	OperationIndex  *int
 }
 
 func (e *NotCancellableError) Error() string {
@@ -171,7 +173,8 @@ func (e *NotCancellableError) Problem() Problem {
 	return Problem{Code: CodeNotCancellable, Kind: KindConflict, Classification: Terminal,
 		Detail:          "Only a queued transfer that no submitter has taken can be cancelled; this one is past queued (state " + e.State + "). GET it for its outcome.",
 		State:           e.State,
-		TransactionHash: e.TransactionHash}
+		TransactionHash: e.TransactionHash,
+		OperationIndex:  e.OperationIndex}
 }
 
 // CancelledError (KindConflict, terminal): a POST found its key's transfer cancelled. It never

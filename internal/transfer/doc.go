@@ -349,13 +349,25 @@
 // (op_not_authorized) and has room under its limit after its buying liabilities (op_line_full); a
 // native payment: room below INT64_MAX). One Stellar RPC getLedgerEntries holds every key (at
 // most 200 a call): each destination's trustline (which implies its account: a trustline is an
-// account's subentry) or, for XLM, its account; plus the vault's trustline, whose balance must
-// cover the batch's sum (its shortfall refuses the batch as VAULT_UNDERFUNDED, paging, as today).
-// Horizon deployments read each destination's account, which lists its trustlines, concurrently. A
+// account's subentry) or, for XLM, its account. Horizon deployments read each destination's account, which lists its trustlines, concurrently. A
 // key whose destination fails the check is not rejected on the read: it runs alone (a batch of
 // one), so the network gives its verdict (a trustline added meanwhile is honoured) and its
 // rejection, like every answer, names a landed transaction. The check only keeps a doomed
 // operation out of everyone else's transaction.
+//
+// Paying what the vault holds. PrepareBatch reads the vault's trustline of each asset with the
+// source's sequence number; when its available balance cannot pay the batch's sum of that asset
+// it builds nothing and says what the vault can pay of each asset (BatchShortfallError), and the
+// domain decides (batchshort.go, prepareBatch): the batch is built again from the keys the vault
+// covers, walking the batch's order and taking each key that still fits what is left of its
+// asset (coverable, which says why this rule), under a minTime of those keys' claims; only they
+// are persisted and attached, so nothing is sent before every key of the envelope names it. A key
+// that fits alone but not what is left is queued again as the whole batch's keys were before
+// (VAULT_UNDERFUNDED with its Retry-After, one page for the batch, each key's run counted on
+// transfer_orchestration_failure_total); a key the vault cannot pay even alone as one transfer's
+// Prepare refusal is (its own VAULT_UNDERFUNDED and page, queued again). Nothing was sent for
+// either, so a requeue is safe, and a later run pays each once the vault is funded. One key
+// covered runs alone; a batch built again and refused again is refused whole, never split twice.
 //
 // Persisting the envelope. The batch's envelope is stored once, in its own item (BatchEnvelope,
 // BatchStore.PutBatch), pk "batch:<inner hash>", written with PutItem `attribute_not_exists(pk)`

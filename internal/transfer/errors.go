@@ -114,6 +114,10 @@ type Problem struct {
 	// included in a ledger (fee charged).
 	TransactionHash string
 	ResultCodes     []string
+	// OperationIndex is the 0-based index of the key's operation in TransactionHash's transaction
+	// when a batch's transaction rejected it (OperationIndexOf; doc.go, "Batches": every answer
+	// names the operation's index); nil for a transfer sent alone.
+	OperationIndex *int
 	// FailingCode is what made a transfer indeterminate (for example TRANSFER_TIMEOUT).
 	FailingCode string
 	// State is the transfer's state when a cancellation is refused or answered
@@ -247,6 +251,9 @@ type RejectedError struct {
 	Detail          string
 	TransactionHash string
 	ResultCodes     []string
+	// OperationIndex is the key's operation (0-based) in TransactionHash's transaction when that
+	// transaction was a batch's (OperationIndexOf); nil otherwise.
+	OperationIndex *int
 
 	replayed bool // read from the store rather than decided by this call
 }
@@ -256,8 +263,8 @@ func (e *RejectedError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.
 // Problem implements ProblemError.
 func (e *RejectedError) Problem() Problem {
 	return Problem{Code: e.Code, Kind: KindRejected, Classification: Terminal, Detail: e.Detail,
-		TransactionHash: e.TransactionHash, ResultCodes: e.ResultCodes, Replayed: e.replayed,
-		StoredStatus: e.StoredStatus}
+		TransactionHash: e.TransactionHash, ResultCodes: e.ResultCodes, OperationIndex: e.OperationIndex,
+		Replayed: e.replayed, StoredStatus: e.StoredStatus}
 }
 
 // NotFoundError (KindNotFound, terminal): no transfer is stored under the wallet and key.

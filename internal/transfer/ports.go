@@ -206,8 +206,10 @@ type BatchLedger interface {
 	// fee-bumped once, whose operation i pays reqs[i] (2 to MaxBatchOperations requests, none with
 	// a memo), under terms (MinTime: BatchMinTime of the claims). The Envelope is as Prepare's;
 	// Ledger.Done releases its source once the batch is decided. Errors as Prepare's: nothing was
-	// sent (*UnavailableError CHANNELS_BUSY, VAULT_UNDERFUNDED when the vault's balance cannot
-	// cover the batch's sum, ...).
+	// sent (*UnavailableError CHANNELS_BUSY, FEE_ACCOUNT_UNDERFUNDED, ...), and
+	// *BatchShortfallError when the vault cannot pay an asset's payments in full (its balance
+	// below their sum, or no authorized trustline), with what it can pay of each asset, so the
+	// caller may build the batch again from the keys it covers.
 	PrepareBatch(ctx context.Context, reqs []Request, terms Terms) (Envelope, error)
 	// CheckDestinations reads each destination of reqs as the network will judge its payment (the
 	// account exists, the trustline exists, is authorized and has room for the amount) in as few
@@ -217,6 +219,29 @@ type BatchLedger interface {
 	// the batch unchecked, and the network's per-operation results judge each key.
 	CheckDestinations(ctx context.Context, reqs []Request) ([]string, error)
 }
+
+// BatchShortfallError is BatchLedger.PrepareBatch's refusal of a batch the vault cannot pay in
+// full: for some asset, its trustline's available balance is below the sum of the batch's
+// payments of it, or it holds no authorized trustline. Nothing was built to send, and the source
+// was released. Available holds, for every asset of the batch keyed by its code as the requests
+// name it (Request.Asset), what the vault can pay of it now, in stroops: its trustline's balance
+// less its selling liabilities (0 without an authorized trustline; math.MaxInt64 for an asset the
+// vault issues), as read by this PrepareBatch. An asset it covers in full shows a balance at or
+// above its sum. The fee payer's balance is judged by the next PrepareBatch, for the payments it
+// holds. Err is the refusal of the whole batch (VAULT_UNDERFUNDED, its Retry-After), which
+// Unwrap and Problem give, so a caller that does not look at Available treats it as any
+// refusal of the batch.
+type BatchShortfallError struct {
+	Available map[string]int64
+	Err       *UnavailableError
+}
+
+func (e *BatchShortfallError) Error() string { return e.Err.Error() }
+
+func (e *BatchShortfallError) Unwrap() error { return e.Err }
+
+// Problem implements ProblemError: Err's.
+func (e *BatchShortfallError) Problem() Problem { return e.Err.Problem() }
 
 // OperationReader reads one operation of a landed transaction from the network (internal/stellar
 // may implement it beside Ledger): what an operator's resolve of a batched key checks on chain

@@ -158,5 +158,9 @@ func storedRejection(rec Record) *RejectedError {
 		return &RejectedError{Code: CodeTransactionFailed, Detail: "the transfer was rejected"}
 	}
 	r := rec.Result
-	return &RejectedError{Code: r.Code, StoredStatus: r.HTTPStatus, Detail: r.Detail, TransactionHash: r.TransactionHash, ResultCodes: r.ResultCodes}
+	rej := &RejectedError{Code: r.Code, StoredStatus: r.HTTPStatus, Detail: r.Detail, TransactionHash: r.TransactionHash, ResultCodes: r.ResultCodes}
+	if i, ok := OperationIndexOf(rec); ok {
+		rej.OperationIndex = &i
+	}
+	return rej
 }
