@@ -97,6 +97,16 @@ func (g *feeGuard) noteFee(channel, inner string, fee int64) {
 	}
 }
 
+// replacedAbove reports whether this process wrapped the inner envelope inner on channel in a fee
+// bump of more than fee stroops (a replacement by fee, noteFee): an envelope of fee is then an
+// older wrap of it.
+func (g *feeGuard) replacedAbove(channel, inner string, fee int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, ok := g.book[channel]
+	return ok && b.inner == inner && b.fee > fee
+}
+
 // forget drops env's entry once its fate is decided (Done).
 func (g *feeGuard) forget(env transfer.Envelope) {
 	g.mu.Lock()

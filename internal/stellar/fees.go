@@ -277,9 +277,17 @@ func (c *common) hint(lane feeLane, now time.Time) feeHint {
 // already offered (core's own fee floor check leaves feeCharged 0) says only "more": the rate
 // doubles, up to maxFeeBoost times what the fee stats call for. The refusal proves env dead only
 // under the domain's rule (a first send); the fee it names is a fact about the queue either way.
+//
+// The refusal of an older fee bump of an inner transaction this process has since wrapped at a
+// higher fee (a replacement by fee, feeGuard.noteFee) teaches nothing: stellar-core refuses it
+// because the replacement is queued for its source, naming 10x the replacement's fee
+// (TransactionQueue::canAdd, canReplaceByFee), a price of that source's slot, not the lane's.
 func (c *common) refusedAsTooLow(env transfer.Envelope, tr xdr.TransactionResult) {
 	shape, err := envelopeFee(env.XDR)
 	if err != nil {
+		return
+	}
+	if env.Channel != "" && c.guard.replacedAbove(env.Channel, env.InnerHash, shape.fee) {
 		return
 	}
 	rate := shape.rate()

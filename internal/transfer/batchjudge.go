@@ -251,6 +251,18 @@ func (o *Orchestrator) awaitBatch(ctx context.Context, a *attempt, b BatchEnvelo
 	for o.Clock.Now().Before(a.deadline) {
 		if needSend {
 			first := !maybeDelivered
+			if maybeDelivered && bs != nil {
+				// Every key has its own judge, and another may have replaced the batch by fee
+				// since this one read it: re-send the newest fee bump the batch item names, never
+				// an older one, which stellar-core refuses ERROR txINSUFFICIENT_FEE naming 10x the
+				// queued replacement's fee (TransactionQueue::canAdd, canReplaceByFee), a refusal
+				// the Ledger learns as the lane's price. Unread, the one held is sent: the batch
+				// item names it too.
+				if got, err := bs.GetBatch(ctx, env.InnerHash); err == nil && got.Version > b.Version && got.Envelope.InnerHash == env.InnerHash {
+					b, env = got, got.Envelope
+					rbf.taken(env) // the other judge's replacement is the one a replacement must outbid
+				}
+			}
 			res, err := o.send(a.net, env)
 			needSend = false
 			w.sent(res, err, first, o.Clock.Now())
