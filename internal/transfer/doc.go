@@ -434,8 +434,11 @@
 // key's hashes (BatchOf: Settle, the sweep, a take-over, an inline reconciler, an operator's view
 // and resolve; the in-doubt page) takes them, with the XDR, from the batch item. So every fee
 // bump that may land is named by the batch item before it is sent, and at most one of them can
-// land (one sequence number). MAX_FEE_STROOPS caps each payment: a batch of n may bid n times
-// it (bidRate). The chaos model sends no replacement; batchreplace_test.go holds these rules.
+// land (one sequence number). A judge that may have sent before re-reads the batch item before
+// each send and sends its newest fee bump, never one another judge replaced: the network refuses
+// the older one as paying too little, naming ten times the replacement's fee, which is no price
+// of the lane (batchstale_test.go). MAX_FEE_STROOPS caps each payment: a batch of n may bid n
+// times it (bidRate). The chaos model sends no replacement; batchreplace_test.go holds these rules.
 //
 // How long a batch item lives. Every judge of a batched key reads the batch item (BatchOf), and
 // an in_flight or in_doubt key never expires, so the batch item must outlive every key that names
