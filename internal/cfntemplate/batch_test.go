@@ -2,10 +2,13 @@ package cfntemplate_test
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/stellar-transfer/orchestrator/internal/cfntemplate"
+	"github.com/stellar-transfer/orchestrator/internal/dynamo"
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // TransfersPerTransaction: 1 to 100 (a Stellar transaction's operations), default 1, passed to
@@ -47,5 +50,29 @@ func TestTransfersPerTransactionParameter(t *testing.T) {
 		if s, _ := strconv.Atoi(str(t, tpl.Mappings["Submitter"][count], "Sources")); s != max(n, 2) {
 			t.Errorf("ChannelCount %d: Sources %d, want %d", n, s, max(n, 2))
 		}
+	}
+}
+
+// TestReconcileUpdatesOnlyABatchsTTL: the reconcile function's one UpdateItem is BatchExpiry, a
+// decided batch's TTL (dynamo.Store.ExpireBatch, after an operator's resolve or discard): the
+// batch items' pk and expiresAt alone, never a transfer item.
+func TestReconcileUpdatesOnlyABatchsTTL(t *testing.T) {
+	tpl := load(t)
+	want := map[string]any{
+		"ForAllValues:StringLike":   map[string]any{"dynamodb:LeadingKeys": []any{transfer.BatchPrefix + "*"}},
+		"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": []any{dynamo.AttrPK, dynamo.TTLAttribute}},
+	}
+	found := false
+	for _, st := range statements(t, tpl, "ReconcileFunctionRole") {
+		if !slices.Contains(st.actions, "dynamodb:UpdateItem") {
+			continue
+		}
+		found = found || st.sid == "BatchExpiry"
+		if st.sid != "BatchExpiry" || len(st.actions) != 1 || !reflect.DeepEqual(st.condition, want) {
+			t.Errorf("ReconcileFunctionRole statement %s: UpdateItem beside %v under %v; want it alone in BatchExpiry under %v", st.sid, st.actions, st.condition, want)
+		}
+	}
+	if !found {
+		t.Error("ReconcileFunctionRole has no BatchExpiry: the batch items an operator settles would keep no TTL")
 	}
 }
