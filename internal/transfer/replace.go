@@ -108,31 +108,9 @@ func (p *replacement) due(latest uint32) bool {
 // that was sent.
 func (o *Orchestrator) replaceByFee(ctx context.Context, a *attempt, p *replacement, rec Record, latest uint32) (Record, bool, error) {
 	cur := *rec.Envelope
-	basis := cur
-	if p.queued != nil && p.queued.InnerHash == cur.InnerHash {
-		basis = *p.queued
-	}
-	env, err := p.r.Replace(a.net, basis)
-	if err != nil {
-		o.notReplaced(ctx, p, rec, cur, latest, err)
-		return rec, false, nil
-	}
-	if env.InnerHash == cur.InnerHash && env.OuterHash == cur.OuterHash {
-		// The same fee bump as the one last sent (the market and the basis unchanged since it was
-		// refused): its hash is on the item already; it is sent again, nothing to write.
-		p.firstSentAt = 0
-		return rec, true, nil
-	}
-	if env.InnerHash != cur.InnerHash || env.OuterHash == "" {
-		// Never send what the item cannot name: a replacement must keep the inner transaction.
-		p.done = true
-		o.log().ErrorContext(ctx, "the ledger's replacement is not a new fee bump around the same inner transaction; not sent", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "replacementInner", env.InnerHash)
-		return rec, false, nil
-	}
-	env.MaxTime, env.SubmittedLedger, env.Channel = cur.MaxTime, cur.SubmittedLedger, cur.Channel
-	env.OuterHashes = cur.Outers()
-	if !slices.Contains(env.OuterHashes, env.OuterHash) {
-		env.OuterHashes = append(env.OuterHashes, env.OuterHash)
+	env, write, resend := o.nextFeeBump(ctx, a, p, rec, cur, latest)
+	if !write {
+		return rec, resend, nil
 	}
 	// An older fee bump of this item built again (the market fell back to a bid refused before,
 	// the basis the same queued envelope) is named by the item already; it is still written as
@@ -203,28 +181,9 @@ const StepReplacingBatch Step = "replacing a batch"
 // the key the await runs for, paged for a fee account that cannot fund the replacement.
 func (o *Orchestrator) replaceBatchByFee(ctx context.Context, a *attempt, p *replacement, bs BatchStore, b BatchEnvelope, rec Record, latest uint32) (BatchEnvelope, bool, error) {
 	cur := b.Envelope
-	basis := cur
-	if p.queued != nil && p.queued.InnerHash == cur.InnerHash {
-		basis = *p.queued
-	}
-	env, err := p.r.Replace(a.net, basis)
-	if err != nil {
-		o.notReplaced(ctx, p, rec, cur, latest, err)
-		return b, false, nil
-	}
-	if env.InnerHash == cur.InnerHash && env.OuterHash == cur.OuterHash {
-		p.firstSentAt = 0
-		return b, true, nil
-	}
-	if env.InnerHash != cur.InnerHash || env.OuterHash == "" {
-		p.done = true
-		o.log().ErrorContext(ctx, "the ledger's replacement of a batch is not a new fee bump around the same inner transaction; not sent", "innerHash", cur.InnerHash, "replacementInner", env.InnerHash)
-		return b, false, nil
-	}
-	env.MaxTime, env.SubmittedLedger, env.Channel = cur.MaxTime, cur.SubmittedLedger, cur.Channel
-	env.OuterHashes = cur.Outers()
-	if !slices.Contains(env.OuterHashes, env.OuterHash) {
-		env.OuterHashes = append(env.OuterHashes, env.OuterHash)
+	env, write, resend := o.nextFeeBump(ctx, a, p, rec, cur, latest)
+	if !write {
+		return b, resend, nil
 	}
 	next := b
 	next.Envelope = env
@@ -248,4 +207,41 @@ func (o *Orchestrator) replaceBatchByFee(ctx context.Context, a *attempt, p *rep
 	o.log().InfoContext(ctx, "replacing an outbid batch by fee", "innerHash", env.InnerHash, "operations", len(b.Ops),
 		"replacedOuterHash", cur.OuterHash, "outerHash", env.OuterHash, "feeStroops", env.FeeStroops, "latestLedger", latest)
 	return next, true, nil
+}
+
+// nextFeeBump builds the replacement of cur, the envelope the item (or the batch item) names
+// now, outbidding the last one the network queued (p.queued) when it wraps the same inner
+// transaction, and says what to do: write, a new fee bump around cur's inner transaction with
+// cur's maxTime, submitted ledger and channel and every outer hash named (OuterHashes), to be
+// recorded before it is sent; resend, the same fee bump as cur (the market and the basis
+// unchanged since it was refused: its hash is recorded already), sent again as it is; neither,
+// when the Ledger declined or failed (notReplaced) or built something the item cannot name
+// (another inner transaction, or no outer hash: never sent, and replacing stops for this call).
+// rec is the key the await runs for, named in the log and paged for a fee account that cannot
+// fund the replacement.
+func (o *Orchestrator) nextFeeBump(ctx context.Context, a *attempt, p *replacement, rec Record, cur Envelope, latest uint32) (env Envelope, write, resend bool) {
+	basis := cur
+	if p.queued != nil && p.queued.InnerHash == cur.InnerHash {
+		basis = *p.queued
+	}
+	env, err := p.r.Replace(a.net, basis)
+	if err != nil {
+		o.notReplaced(ctx, p, rec, cur, latest, err)
+		return Envelope{}, false, false
+	}
+	if env.InnerHash == cur.InnerHash && env.OuterHash == cur.OuterHash {
+		p.firstSentAt = 0
+		return Envelope{}, false, true
+	}
+	if env.InnerHash != cur.InnerHash || env.OuterHash == "" {
+		p.done = true
+		o.log().ErrorContext(ctx, "the ledger's replacement is not a new fee bump around the same inner transaction; not sent", "storeKey", rec.StoreKey, "innerHash", cur.InnerHash, "replacementInner", env.InnerHash)
+		return Envelope{}, false, false
+	}
+	env.MaxTime, env.SubmittedLedger, env.Channel = cur.MaxTime, cur.SubmittedLedger, cur.Channel
+	env.OuterHashes = cur.Outers()
+	if !slices.Contains(env.OuterHashes, env.OuterHash) {
+		env.OuterHashes = append(env.OuterHashes, env.OuterHash)
+	}
+	return env, true, false
 }
