@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/amount"
@@ -320,6 +321,8 @@ func (c *common) buildClassic(ctx context.Context, ch chain, lease sources.Lease
 	if feeBumped {
 		// The fee account pays; the inner transaction only has to offer the minimum.
 		innerRate = c.baseFeeStroops
+	} else if err := c.innerFeeFits(rate, slots); err != nil {
+		return transfer.Envelope{}, err
 	}
 	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
 		SourceAccount:        &txnbuild.SimpleAccount{AccountID: lease.Account, Sequence: seq},
@@ -333,6 +336,22 @@ func (c *common) buildClassic(ctx context.Context, ch chain, lease sources.Lease
 		return transfer.Envelope{}, fmt.Errorf("stellar: building the transaction: %w", err)
 	}
 	return c.seal(ctx, tx, lease, rate, terms.MaxTime, feeBumped)
+}
+
+// innerFeeFits refuses a transaction's own fee above what its fee field holds: a Transaction's
+// fee is a uint32 count of stroops (Stellar-transaction.x: `uint32 fee`; txnbuild.NewTransaction
+// refuses more with a plain error), where a fee bump's is an int64. Only an envelope the vault
+// pays itself (no channel, no fee bump) can reach it: rate x slots above 4,294,967,295, a
+// MAX_FEE_STROOPS above about 42.9M for a batch of 100. It is *transfer.UnavailableError
+// FEE_ABOVE_CAP (503, nothing sent, retry after about a ledger), what a bid above the cap is, rather than an error a client
+// would see as the service's own failure.
+func (c *common) innerFeeFits(rate, slots int64) error {
+	if rate <= 0 || slots <= 0 || rate <= math.MaxUint32/slots {
+		return nil
+	}
+	return &transfer.UnavailableError{Code: transfer.CodeFeeAboveCap, RetryAfter: sources.LedgerInterval(c.interval).Round(time.Second),
+		Detail: fmt.Sprintf("the classic lane needs %d stroops per operation; %d operations would need %d stroops, above the %d a transaction's own fee can hold (it is paid by the vault, without a fee bump); nothing was submitted",
+			rate, slots, mulCapped(rate, slots), uint32(math.MaxUint32))}
 }
 
 // seal signs tx with the lease's signers and, when feeBumped, wraps it in a fee bump paid and
