@@ -35,6 +35,12 @@ type Item struct {
 	SubmittedLedger uint32     `json:"submittedLedger,omitempty"`
 	Channel         string     `json:"channel,omitempty"`
 	LeaseExpiresAt  *time.Time `json:"leaseExpiresAt,omitempty"`  // in_flight
+	// NotBefore is, on a queued item held back after an answer that pages (transfer.Record.
+	// NotBefore: VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED, SERVICE_SIDE_FAILURE), the
+	// earliest time anything may take it; HeldCode is that answer's code, what a synchronous
+	// call with the key is answered until then. Both absent otherwise.
+	NotBefore *time.Time `json:"notBefore,omitempty"`
+	HeldCode  string     `json:"heldCode,omitempty"`
 	TransactionHash string     `json:"transactionHash,omitempty"` // settled
 	// OperationIndex is the 0-based index of the transfer's operation in TransactionHash's
 	// transaction when a batch's transaction paid or rejected it (transfer.OperationIndexOf).
@@ -115,6 +121,13 @@ func itemOf(rec transfer.Record) Item {
 	if rec.Status == transfer.StatusInFlight && !rec.LeaseExpiresAt.IsZero() {
 		t := rec.LeaseExpiresAt
 		it.LeaseExpiresAt = &t
+	}
+	if rec.Status == transfer.StatusQueued && rec.NotBefore > 0 {
+		t := time.Unix(rec.NotBefore, 0).UTC()
+		it.NotBefore = &t
+		if r := rec.Result; r != nil {
+			it.HeldCode = r.Code
+		}
 	}
 	if a := rec.Audit; a != nil {
 		it.Audit = &Audit{Action: a.Action, Operator: logging.Redact(a.Operator), RequestID: a.RequestID, Reason: logging.Redact(a.Reason),
