@@ -34,13 +34,13 @@ type Item struct {
 	MaxTime         int64      `json:"maxTime,omitempty"` // epoch seconds
 	SubmittedLedger uint32     `json:"submittedLedger,omitempty"`
 	Channel         string     `json:"channel,omitempty"`
-	LeaseExpiresAt  *time.Time `json:"leaseExpiresAt,omitempty"`  // in_flight
+	LeaseExpiresAt  *time.Time `json:"leaseExpiresAt,omitempty"` // in_flight
 	// NotBefore is, on a queued item held back after an answer that pages (transfer.Record.
 	// NotBefore: VAULT_UNDERFUNDED, FEE_ACCOUNT_UNDERFUNDED, SERVICE_SIDE_FAILURE), the
 	// earliest time anything may take it; HeldCode is that answer's code, what a synchronous
 	// call with the key is answered until then. Both absent otherwise.
-	NotBefore *time.Time `json:"notBefore,omitempty"`
-	HeldCode  string     `json:"heldCode,omitempty"`
+	NotBefore       *time.Time `json:"notBefore,omitempty"`
+	HeldCode        string     `json:"heldCode,omitempty"`
 	TransactionHash string     `json:"transactionHash,omitempty"` // settled
 	// OperationIndex is the 0-based index of the transfer's operation in TransactionHash's
 	// transaction when a batch's transaction paid or rejected it (transfer.OperationIndexOf).
