@@ -534,8 +534,8 @@ func intsEnv(tb testing.TB, name string, def []int) []int {
 // Per row: transfers per ledger over the ledgers that paid them against the unbatched channel
 // bound (one transaction per channel per ledger), the fee charged per payment against an
 // unbatched fee-bumped payment at the base fee, Lambda billed ms per transfer (API and submitter
-// invocations, a batch's per-key writes concurrent: perKeyPhase) against the row of one per
-// transaction, DynamoDB write units per transfer (writeUnits), the time to the last
+// invocations, an invocation's batches and a batch's per-key writes concurrent) against the row of
+// one per transaction, DynamoDB write units per transfer (writeUnits), the time to the last
 // settlement, the payout's share of the operations applied in its ledgers, and whether every
 // transfer was paid exactly once counted from the network (payments and balances). Every row
 // must pay each transfer exactly once, with nothing dead-lettered (checkBatchRow). The goals at 100
