@@ -215,50 +215,6 @@ func TestFunctions(t *testing.T) {
 	}
 }
 
-// env returns a function's environment as the function sees it, each parameter replaced by its
-// sample value or, where it has none, by its default.
-func env(t *testing.T, tpl *cfntemplate.Template, id string, sample map[string]string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	add := func(vars any) {
-		for k, v := range vars.(map[string]any) {
-			if s, ok := cfntemplate.String(v); ok {
-				out[k] = s
-				continue
-			}
-			ref, ok := cfntemplate.Lookup(v, "Ref")
-			if !ok {
-				out[k] = "<" + k + " from " + id + ">" // a resource attribute, known at deploy time
-				continue
-			}
-			name := ref.(string)
-			if p, ok := tpl.Parameters[name]; ok {
-				if s, ok := sample[name]; ok {
-					out[k] = s
-				} else if d, ok := cfntemplate.String(p["Default"]); ok {
-					out[k] = d // possibly "", e.g. VaultContract: the classic vault
-				} else {
-					t.Fatalf("parameter %s has no default and no sample", name)
-				}
-				continue
-			}
-			if _, ok := tpl.Resources[name]; !ok {
-				t.Fatalf("%s: %s refers to %s, neither parameter nor resource", id, k, name)
-			}
-			out[k] = "<" + name + ">"
-		}
-	}
-	add(get(t, map[string]any(tpl.Globals["Function"]), "Environment", "Variables"))
-	add(get(t, tpl.Resources[id].Properties, "Environment", "Variables"))
-	return out
-}
-
-var sample = map[string]string{
-	"VaultAccount":     "GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7",
-	"Assets":           "USDC:GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
-	"SigningSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:transfers/signing-AbCdEf",
-}
-
 // The functions that read config.Load get everything it requires from the template, and the
 // API function's budget fits in API Gateway's 30 s with the orchestrator's margin.
 func TestEnvironmentAndTimeouts(t *testing.T) {

@@ -61,3 +61,24 @@ func TestBatchWithinLedgerShare(t *testing.T) {
 		}
 	}
 }
+
+// SUBMITTER_TRANSACTIONS_PER_INVOCATION: the batches one submitter event forms at most
+// (template.yaml's k), read per call; unset is 0, no bound; anything but a positive whole number
+// fails Load.
+func TestTransactionsPerInvocation(t *testing.T) {
+	env := func(m map[string]string) Getenv { return func(k string) string { return m[k] } }
+	if s := Settings(env(map[string]string{"SUBMITTER_TRANSACTIONS_PER_INVOCATION": "8"})); s.TransactionsPerInvocation != 8 {
+		t.Errorf("Settings.TransactionsPerInvocation = %d, want 8", s.TransactionsPerInvocation)
+	}
+	if s := Settings(env(nil)); s.TransactionsPerInvocation != 0 {
+		t.Errorf("unset: Settings.TransactionsPerInvocation = %d, want 0", s.TransactionsPerInvocation)
+	}
+	if _, err := loadWith(map[string]string{"SUBMITTER_TRANSACTIONS_PER_INVOCATION": "2"}); err != nil {
+		t.Errorf("SUBMITTER_TRANSACTIONS_PER_INVOCATION 2: %v", err)
+	}
+	for _, bad := range []string{"0", "-1", "eight"} {
+		if _, err := loadWith(map[string]string{"SUBMITTER_TRANSACTIONS_PER_INVOCATION": bad}); err == nil || !strings.Contains(err.Error(), "SUBMITTER_TRANSACTIONS_PER_INVOCATION") {
+			t.Errorf("SUBMITTER_TRANSACTIONS_PER_INVOCATION %q: %v", bad, err)
+		}
+	}
+}

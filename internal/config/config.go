@@ -35,6 +35,9 @@ func Settings(getenv Getenv) transfer.Settings {
 	if n, err := positiveInt(getenv("BATCH_SIZE")); err == nil && n <= transfer.MaxBatchOperations {
 		s.BatchSize = BatchWithinLedgerShare(n, channelCount(getenv), opsPerLedger(getenv))
 	}
+	if n, err := positiveInt(getenv("SUBMITTER_TRANSACTIONS_PER_INVOCATION")); err == nil {
+		s.TransactionsPerInvocation = n
+	}
 	return s
 }
 
@@ -274,6 +277,11 @@ func Load(getenv Getenv) (Config, error) {
 			errs = append(errs, fmt.Errorf("BATCH_SIZE must be a whole number from 1 to %d, not %q", transfer.MaxBatchOperations, v))
 		case n > 1 && len(c.VaultContract.Contracts) > 0:
 			errs = append(errs, fmt.Errorf("BATCH_SIZE %d needs a classic vault: a Soroban transaction holds one operation, so VAULT_CONTRACTS and VAULT_CONTRACT keep BATCH_SIZE 1", n))
+		}
+	}
+	if v := strings.TrimSpace(getenv("SUBMITTER_TRANSACTIONS_PER_INVOCATION")); v != "" {
+		if _, err := positiveInt(v); err != nil {
+			errs = append(errs, fmt.Errorf("SUBMITTER_TRANSACTIONS_PER_INVOCATION must be a positive whole number (the batches one submitter invocation pays), not %q", v))
 		}
 	}
 	if v := strings.TrimSpace(getenv("BATCH_OPS_PER_LEDGER")); v != "" {

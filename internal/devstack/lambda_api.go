@@ -174,8 +174,8 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 		submitterFunction: lambda.NewHandler(queue.Submitter(svc.Orchestrator, queue.Visibility{}, log)),
 	}
 	// As the SQS event source the template configures: at most one transfer in flight per channel
-	// account (at least 2) one message an event, or, batched, one transaction in flight per
-	// source, TransfersPerTransaction messages an event; gathered for the batching window. Under a
+	// account (at least 2), or, batched, one transaction in flight per source, each event k
+	// transactions' worth of messages; gathered for the batching window. Under a
 	// virtual clock the window is not waited (it would cost real time): what is waiting is taken.
 	perTransaction := 1
 	if o := svc.Orchestrator; o.Batches != nil && o.Settings != nil {

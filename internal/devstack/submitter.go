@@ -40,22 +40,25 @@ type eventSource struct {
 
 // templateEventSource is the event source template.yaml configures for channels channel accounts
 // (ChannelCount) and perTransaction transfers per transaction (TransfersPerTransaction,
-// BATCH_SIZE): batched (above 1), perTransaction messages an event and max(channels, 2)
-// invocations, one per transaction source; else the Submitter mapping's row, whose BatchSize x
-// MaxConcurrency is max(channels, 2): one message an invocation up to 3 channels, two invocations
-// of channels/2 below 16, invocations of 8 from 16 on. The window is the template's 2 s either
-// way.
+// BATCH_SIZE): the Submitter mapping's row, whose BatchSize x MaxConcurrency is max(channels, 2):
+// one message an invocation up to 3 channels, two invocations of channels/2 below 16, invocations
+// of 8 from 16 on; batched (above 1), BatchSize x perTransaction messages an event (the
+// BatchMessages mapping: that many transactions' worth) and the same invocations. The window is
+// the template's 2 s either way.
 func templateEventSource(channels, perTransaction int) eventSource {
-	sources := max(channels, 2)
+	var src eventSource
 	switch {
-	case perTransaction > 1:
-		return eventSource{batch: perTransaction, concurrency: sources, window: templateBatchingWindow}
 	case channels <= 3:
-		return eventSource{batch: 1, concurrency: sources, window: templateBatchingWindow}
+		src = eventSource{batch: 1, concurrency: max(channels, 2), window: templateBatchingWindow}
 	case channels < 16:
-		return eventSource{batch: channels / 2, concurrency: 2, window: templateBatchingWindow}
+		src = eventSource{batch: channels / 2, concurrency: 2, window: templateBatchingWindow}
+	default:
+		src = eventSource{batch: 8, concurrency: channels / 8, window: templateBatchingWindow}
 	}
-	return eventSource{batch: 8, concurrency: channels / 8, window: templateBatchingWindow}
+	if perTransaction > 1 {
+		src.batch *= perTransaction
+	}
+	return src
 }
 
 // submitter plays SQS and its event source for SubmitterFunction (README.md, "Asynchronous

@@ -16,8 +16,9 @@ import (
 )
 
 // The stand-in's event source is the template's for every ChannelCount, batched or not: the
-// Submitter mapping's BatchSize and MaxConcurrency, or TransfersPerTransaction messages and the
-// mapping's Sources invocations; and its batching window.
+// Submitter mapping's BatchSize and MaxConcurrency, or, batched, the BatchMessages mapping's
+// BatchSize x TransfersPerTransaction messages and the same MaxConcurrency; and its batching
+// window.
 func TestTheStandInEventSourceIsTheTemplates(t *testing.T) {
 	tpl, err := cfntemplate.Load("../../template.yaml")
 	if err != nil {
@@ -43,7 +44,8 @@ func TestTheStandInEventSourceIsTheTemplates(t *testing.T) {
 		if got := templateEventSource(n, 1); got != want {
 			t.Errorf("ChannelCount %d: %+v, want the template's %+v", n, got, want)
 		}
-		want = eventSource{batch: 50, concurrency: num(row["Sources"]), window: templateBatchingWindow}
+		k := num(row["BatchSize"])
+		want = eventSource{batch: num(tpl.Mappings["BatchMessages"]["50"][strconv.Itoa(k)]), concurrency: num(row["MaxConcurrency"]), window: templateBatchingWindow}
 		if got := templateEventSource(n, 50); got != want {
 			t.Errorf("ChannelCount %d, TransfersPerTransaction 50: %+v, want the template's %+v", n, got, want)
 		}

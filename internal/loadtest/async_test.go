@@ -377,17 +377,22 @@ func burstAsyncWith(tb testing.TB, backend string, channels, n int, arrivals []t
 	q := &sqsQueue{mem: queue.NewMemory()}
 	r := startRig(tb, rigConfig{backend: backend, channels: channels, interval: asyncInterval, roundTrips: true, queue: q})
 	q.clock = r.clock
-	return runAsync(tb, r, q, n, arrivals, es, tr, false, time.Hour)
+	return runAsync(tb, r, q, n, arrivals, es, tr, batchMode{}, time.Hour)
 }
 
+// batchMode is how runAsync builds SubmitterFunction: on, as BATCH_SIZE above 1 builds it; serial,
+// with its orchestrators Serial and the per-key round trips deferred (batch_test.go: perKeyPhase)
+// rather than its goroutines participants of the virtual clock.
+type batchMode struct{ on, serial bool }
+
 // runAsync is burstAsyncWith on r, started with q as its queue and round trips, giving up patience
-// (virtual) after the last POST instead of an hour. With batched, each
+// (virtual) after the last POST instead of an hour. With bm.on, each
 // SubmitterFunction container is built as BATCH_SIZE above 1 builds it (r's settings must say
 // so; it fails tb when they do not) and invoked through queue.BatchSubmitter, as
-// wiring.SubmitterHandler picks it, with its orchestrator Serial and the round trips of its
-// per-key writes deferred as if concurrent (batch_test.go: perKeyPhase), or, with
-// BENCH_BATCH_PARALLEL set, its goroutines participants of the virtual clock (parallelBatches).
-func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, batched bool, patience time.Duration) (burst, trickleFigures) {
+// wiring.SubmitterHandler picks it, with its goroutines participants of the virtual clock, or, with
+// bm.serial, its orchestrator Serial and the round trips of its per-key writes deferred as if
+// concurrent (batch_test.go: perKeyPhase).
+func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duration, es eventSource, tr trickle, bm batchMode, patience time.Duration) (burst, trickleFigures) {
 	tb.Helper()
 	var tf trickleFigures
 	var (
@@ -490,7 +495,7 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 		deps := r.deps
 		// As Init.TransferService builds SubmitterFunction.
 		deps.ChannelWaitLedgers = wiring.SubmitterChannelWaitLedgers
-		if batched && !parallelBatches() {
+		if bm.serial {
 			deps.Clock = phaseClock{deps.Clock}
 		}
 		if os.Getenv("BENCH_UNSCHEDULED") != "" {
@@ -502,15 +507,15 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if batched {
+		if bm.on {
 			if container.Orchestrator.Batches == nil {
 				tb.Fatal("the submitter's settings build no batches (BATCH_SIZE above 1 on a classic vault)")
 			}
-			if parallelBatches() {
+			if bm.serial {
+				container.Orchestrator.Serial = true
+			} else {
 				// The batch path's goroutines as participants of the virtual clock (batch_test.go).
 				container.Orchestrator.Parallel = r.clock.Parallel
-			} else {
-				container.Orchestrator.Serial = true
 			}
 		}
 		containers = append(containers, container)
@@ -564,10 +569,10 @@ func runAsync(tb testing.TB, r *rig, q *sqsQueue, n int, arrivals []time.Duratio
 					resp events.SQSEventResponse
 					err  error
 				)
-				if batched {
+				if bm.on {
 					phase := &perKeyPhase{}
 					ctx := context.Background()
-					if !parallelBatches() {
+					if bm.serial {
 						ctx = context.WithValue(ctx, perKeyPhaseKey{}, phase)
 					}
 					resp, err = queue.BatchSubmitter(batchInvocation{orch: container.Orchestrator, clock: r.clock, done: done}, redelivery, nil)(ctx, ev)

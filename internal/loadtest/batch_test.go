@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -29,28 +30,33 @@ import (
 // transaction, and once on a network whose classic lane is scaled down and filled by others'
 // payments.
 //
-// The batch path runs its per-key writes (each key's take, and each key's settlement once the
-// ledger decided) one goroutine per key. By default each submitter container's orchestrator here
-// is Serial (see BENCH_BATCH_PARALLEL below for the other way): one goroutine per invocation, the
-// per-key writes one after the other. So that they cost the invocation what they cost when issued
-// concurrently, a perKeyPhase defers their round trips: a DynamoDB request made within the per-key
-// frame is answered at once and its round trip added to its item's chain; the next request outside
-// it (DynamoDB, Stellar, or the orchestrator's clock) first sleeps the longest chain. Each write
-// still takes its round trip, and a key's writes follow one another, as on DynamoDB; what the
-// model leaves out is only that concurrent requests could slow one another.
+// Each submitter container's orchestrator runs its batch path's goroutines (an invocation's k
+// batches, each message alone, and each batch's per-key writes: its keys' takes and settlements) as
+// participants of the virtual clock (Orchestrator.Parallel: vclock.Parallel), as they run at once
+// in a Lambda invocation; the channel pool's releases are bounded long enough in real time for
+// that (startRig: ChannelReleaseTimeout). With BENCH_BATCH_SERIAL set, where k is 1 (ChannelCount
+// at most 3: batchSetting), the orchestrators are Serial instead, one goroutine per invocation, the
+// cheaper run in real time: so that the per-key writes cost the invocation what they cost when
+// issued concurrently, a perKeyPhase defers their round trips: a DynamoDB request made within the
+// per-key frame is answered at once and its round trip added to its item's chain; the next request
+// outside it (DynamoDB, Stellar, or the orchestrator's clock) first sleeps the longest chain. Each
+// write still takes its round trip, and a key's writes follow one another, as on DynamoDB; what
+// the model leaves out is only that concurrent requests could slow one another. With k above 1
+// Serial would run an invocation's batches one after another, each a ledger: serialBatches
+// refuses it.
 
-// With BENCH_BATCH_PARALLEL set, the containers' orchestrators are not Serial: RunQueuedBatch's
-// goroutines are participants of the virtual clock (Orchestrator.Parallel: vclock.Parallel) and
-// no round trip is deferred. It is not the default because a channel's release
-// (sources.ChannelPool.Release) bounds its DeleteItem with a wall-clock timeout (2 s): with a
-// hundred participants per invocation the release's round trip of virtual time can take longer
-// than that in real time, the release is never written, and the next batches find every channel
-// leased: at 16 channels, 100 per transaction and 2,000 transfers, 1,200 answered CHANNELS_BUSY
-// and 11 ledgers instead of 2. With that timeout lifted the row is as Serial's (62.5x the
-// bound, 71.7 billed ms per transfer).
-
-// parallelBatches reports whether BENCH_BATCH_PARALLEL is set.
-func parallelBatches() bool { return os.Getenv("BENCH_BATCH_PARALLEL") != "" }
+// serialBatches reports whether BENCH_BATCH_SERIAL is set; it fails tb when it is and an
+// invocation pays k > 1 transactions.
+func serialBatches(tb testing.TB, k int) bool {
+	tb.Helper()
+	if os.Getenv("BENCH_BATCH_SERIAL") == "" {
+		return false
+	}
+	if k > 1 {
+		tb.Fatalf("BENCH_BATCH_SERIAL with %d transactions per invocation: Serial would pay them one after another", k)
+	}
+	return true
+}
 
 // perKeyPhaseKey is the context key of an invocation's perKeyPhase.
 type perKeyPhaseKey struct{}
@@ -149,11 +155,12 @@ func inPerKeyPhase() bool {
 
 // batchSetting is how template.yaml configures SubmitterFunction for perTx transfers per
 // transaction on channels: its event source (eventSourceFor when perTx is 1; above 1 the
-// mapping's batched form: BatchSize perTx, the Submitter mapping's column the template names for
-// MaximumConcurrency, the same batching window) and the environment variable that carries perTx
-// (the one SubmitterFunction's Environment sets to the parameter the event source's BatchSize
-// names when batched). Read from the template so that the benchmark follows it.
-func batchSetting(tb testing.TB, channels, perTx int) (eventSource, string) {
+// mapping's batched form: BatchSize the BatchMessages mapping's k x perTx, k the Submitter
+// mapping's BatchSize, MaximumConcurrency the Submitter mapping's column the template names, the
+// same batching window), the environment SubmitterFunction gets (the variable set to the parameter
+// the batched BatchSize's row names, perTx, and the one set to the Submitter mapping's column that
+// names its column, k), and k. Read from the template so that the benchmark follows it.
+func batchSetting(tb testing.TB, channels, perTx int) (eventSource, map[string]string, int) {
 	tb.Helper()
 	es := eventSourceFor(tb, channels)
 	tpl, err := cfntemplate.Load("../../template.yaml")
@@ -161,39 +168,60 @@ func batchSetting(tb testing.TB, channels, perTx int) (eventSource, string) {
 		tb.Fatal(err)
 	}
 	fn := tpl.Resources["SubmitterFunction"].Properties
-	// BatchSize: !If [Batched, !Ref <parameter>, !FindInMap [...]]
-	param, ok := cfntemplate.Lookup(fn, "Events", "Transfers", "Properties", "BatchSize", "Fn::If", 1, "Ref")
+	const shape = "!If [Batched, !FindInMap [<mapping>, !Ref <parameter>, !FindInMap [Submitter, !Ref ChannelCount, <column>]], ...]"
+	// BatchSize: !If [Batched, !FindInMap [<mapping>, !Ref <parameter>, <k>], ...], where <k> is
+	// !FindInMap [Submitter, !Ref ChannelCount, <column>].
+	batched, ok := cfntemplate.Lookup(fn, "Events", "Transfers", "Properties", "BatchSize", "Fn::If", 1, "Fn::FindInMap")
+	mapping, _ := cfntemplate.Lookup(batched, 0)
+	param, _ := cfntemplate.Lookup(batched, 1, "Ref")
+	kExpr, _ := cfntemplate.Lookup(batched, 2)
+	kColumn, _ := cfntemplate.Lookup(kExpr, "Fn::FindInMap", 2)
+	mappingName, _ := cfntemplate.String(mapping)
 	name, _ := cfntemplate.String(param)
-	if !ok || name == "" {
-		tb.Fatal("template.yaml: SubmitterFunction's event source BatchSize is not !If [Batched, !Ref <parameter>, ...]")
+	column, _ := cfntemplate.String(kColumn)
+	if !ok || mappingName == "" || name == "" || column == "" {
+		tb.Fatalf("template.yaml: SubmitterFunction's event source BatchSize is not %s", shape)
 	}
+	num := func(v any, what string) int {
+		s, _ := cfntemplate.String(v)
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			tb.Fatalf("template.yaml: %s = %v, want a positive integer", what, v)
+		}
+		return n
+	}
+	k := num(tpl.Mappings["Submitter"][strconv.Itoa(channels)][column], fmt.Sprintf("Submitter[%d][%s]", channels, column))
 	vars, _ := cfntemplate.Lookup(fn, "Environment", "Variables")
 	varMap, _ := vars.(map[string]any)
-	envVar := ""
-	for k, v := range varMap {
-		if ref, ok := cfntemplate.Lookup(v, "Ref"); ok && ref == name {
-			envVar = k
+	env := map[string]string{}
+	for v, val := range varMap {
+		if ref, ok := cfntemplate.Lookup(val, "Ref"); ok && ref == name {
+			env[v] = strconv.Itoa(perTx)
+		}
+		if reflect.DeepEqual(val, kExpr) {
+			env[v] = strconv.Itoa(k)
 		}
 	}
-	if envVar == "" {
-		tb.Fatalf("template.yaml: no SubmitterFunction environment variable is !Ref %s", name)
+	if len(env) != 2 {
+		tb.Fatalf("template.yaml: SubmitterFunction's environment has %v, want one variable !Ref %s and one %v", env, name, kExpr)
 	}
 	if perTx <= 1 {
-		return es, envVar
+		return es, env, k
 	}
-	// MaximumConcurrency: !If [Batched, !FindInMap [Submitter, !Ref ChannelCount, <column>], ...]
-	col, ok := cfntemplate.Lookup(fn, "Events", "Transfers", "Properties", "ScalingConfig", "MaximumConcurrency", "Fn::If", 1, "Fn::FindInMap", 2)
-	column, _ := cfntemplate.String(col)
-	if !ok || column == "" {
-		tb.Fatal("template.yaml: SubmitterFunction's MaximumConcurrency is not !If [Batched, !FindInMap [Submitter, !Ref ChannelCount, <column>], ...]")
+	row, ok := tpl.Mappings[mappingName][strconv.Itoa(perTx)]
+	if !ok {
+		tb.Fatalf("template.yaml: %s has no row for %s %d (not one of its AllowedValues)", mappingName, name, perTx)
 	}
-	s, _ := cfntemplate.String(tpl.Mappings["Submitter"][strconv.Itoa(channels)][column])
-	conc, err := strconv.Atoi(s)
-	if err != nil || conc < 1 {
-		tb.Fatalf("template.yaml: Submitter[%d][%s] = %q, want a positive integer", channels, column, s)
+	size := num(row[strconv.Itoa(k)], fmt.Sprintf("%s[%d][%d]", mappingName, perTx, k))
+	// MaximumConcurrency: !FindInMap [Submitter, !Ref ChannelCount, <column>]
+	col, ok := cfntemplate.Lookup(fn, "Events", "Transfers", "Properties", "ScalingConfig", "MaximumConcurrency", "Fn::FindInMap", 2)
+	concColumn, _ := cfntemplate.String(col)
+	if !ok || concColumn == "" {
+		tb.Fatal("template.yaml: SubmitterFunction's MaximumConcurrency is not !FindInMap [Submitter, !Ref ChannelCount, <column>]")
 	}
-	es.batchSize, es.maxConcurrency = perTx, conc
-	return es, envVar
+	conc := num(tpl.Mappings["Submitter"][strconv.Itoa(channels)][concColumn], fmt.Sprintf("Submitter[%d][%s]", channels, concColumn))
+	es.batchSize, es.maxConcurrency = size, conc
+	return es, env, k
 }
 
 // unbatchedFee is what an unbatched fee-bumped payment pays at the base fee, in stroops: its
@@ -203,6 +231,7 @@ const unbatchedFee = 2 * 100
 // batchRow is one row of the batch benchmark.
 type batchRow struct {
 	channels, perTx int
+	perInvocation   int   // k: the transactions one submitter invocation pays at most (batchSetting)
 	classicOps      int64 // the network's classic operations per ledger
 	background      int   // others' one-payment transactions submitted after each close
 	warmUp          time.Duration
@@ -249,13 +278,13 @@ func (b batchRow) exactlyOnce() bool {
 // figures back from the network.
 func measureBatchRow(tb testing.TB, row batchRow, n int) batchRow {
 	tb.Helper()
-	es, envVar := batchSetting(tb, row.channels, row.perTx)
-	row.es = es
+	es, env, k := batchSetting(tb, row.channels, row.perTx)
+	row.es, row.perInvocation = es, k
+	// BATCH_OPS_PER_LEDGER is the row's own slots, so its perTx is the batch size measured.
+	env["BATCH_OPS_PER_LEDGER"] = strconv.Itoa(max(row.channels, 1) * (row.perTx + 1))
 	q := &sqsQueue{mem: queue.NewMemory()}
 	r := startRig(tb, rigConfig{backend: "rpc", channels: row.channels, interval: asyncInterval, roundTrips: true, queue: q,
-		// BATCH_OPS_PER_LEDGER is the row's own slots, so its perTx is the batch size measured.
-		env: map[string]string{envVar: strconv.Itoa(row.perTx), "BATCH_OPS_PER_LEDGER": strconv.Itoa(max(row.channels, 1) * (row.perTx + 1))}, wallets: n,
-		lanes: stellarsim.LaneLimits{ClassicOps: row.classicOps}, writeUnits: true})
+		env: env, wallets: n, lanes: stellarsim.LaneLimits{ClassicOps: row.classicOps}, writeUnits: true})
 	q.clock = r.clock
 	if row.background > 0 {
 		must(tb, r.net.SetCongestion(stellarsim.Congestion{Seed: 20261202, PerLedger: row.background, FeeMin: 100, FeeMax: 1000}))
@@ -269,12 +298,13 @@ func measureBatchRow(tb testing.TB, row batchRow, n int) batchRow {
 	}
 	appliedBefore := len(r.net.Applied())
 	base := r.amounts.Load()
-	res, _ := runAsync(tb, r, q, n, arrivals, es, trickle{}, row.perTx > 1, batchPatience(n, row.channels, row.perTx))
+	serial := row.perTx > 1 && serialBatches(tb, k)
+	res, _ := runAsync(tb, r, q, n, arrivals, es, trickle{}, batchMode{on: row.perTx > 1, serial: serial}, batchPatience(n, row.channels, row.perTx))
 	row.batchGets = r.db.Count("BatchGetItem")
 	if row.perTx > 1 && row.batchGets == 0 {
 		tb.Fatal("the submitters read their events' items with no BatchGetItem (dynamo.Store.GetMany)")
 	}
-	if row.perTx > 1 && res.perKeyRequests == 0 && !parallelBatches() {
+	if serial && res.perKeyRequests == 0 {
 		tb.Fatalf("no DynamoDB request was made within %s: the batch path's per-key frame moved (perKeyPhase)", perKeyFrame)
 	}
 	r.net.ClearCongestion()
@@ -504,8 +534,8 @@ func intsEnv(tb testing.TB, name string, def []int) []int {
 // Per row: transfers per ledger over the ledgers that paid them against the unbatched channel
 // bound (one transaction per channel per ledger), the fee charged per payment against an
 // unbatched fee-bumped payment at the base fee, Lambda billed ms per transfer (API and submitter
-// invocations, a batch's per-key writes concurrent: perKeyPhase) against the row of one per
-// transaction, DynamoDB write units per transfer (writeUnits), the time to the last
+// invocations, an invocation's batches and a batch's per-key writes concurrent) against the row of
+// one per transaction, DynamoDB write units per transfer (writeUnits), the time to the last
 // settlement, the payout's share of the operations applied in its ledgers, and whether every
 // transfer was paid exactly once counted from the network (payments and balances). Every row
 // must pay each transfer exactly once, with nothing dead-lettered (checkBatchRow). The goals at 100

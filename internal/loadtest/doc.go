@@ -85,12 +85,20 @@
 // submitters book on the calendar. At 4 channels (BatchSize 2) an invocation still lasts about a
 // ledger for 2 transfers, so async costs about half of sync's billed ms there, not a fifth.
 //
-// BenchmarkBatch's submitter containers run their orchestrators Serial: RunQueuedBatch starts a
-// goroutine per key for a batch's takes and settlements, so those writes run one after the
-// other, their round trips deferred and slept as the longest key's chain, as concurrent requests
-// would take (batch_test.go: perKeyPhase). A submitter reads its event's items with one BatchGetItem, one round trip. BENCH_BATCH_PARALLEL=1
-// runs those goroutines as participants of the virtual clock instead (Orchestrator.Parallel:
-// vclock.Parallel); batch_test.go says why it is not the default.
+// BenchmarkBatch's submitter event source is template.yaml's batched one (batch_test.go:
+// batchSetting): an invocation receives k x TransfersPerTransaction messages, k the unbatched
+// BatchSize of the channel count, and pays up to k transactions (SUBMITTER_TRANSACTIONS_PER_INVOCATION),
+// the unbatched MaxConcurrency invocations at once. Its containers' RunQueuedBatch goroutines (the
+// k batches, each message alone, each batch's per-key takes and settlements) are participants of
+// the virtual clock (Orchestrator.Parallel: vclock.Parallel), so an invocation's batches wait for
+// their ledger together, as in Lambda; the channel pool's releases get a minute of real time
+// (wiring.Deps.ChannelReleaseTimeout), since among hundreds of participants a round trip of virtual
+// time can take longer than the 2 s default in real time, and a release never written would leave
+// its channel leased. A submitter reads its event's items with one BatchGetItem per 100.
+// BENCH_BATCH_SERIAL=1 runs the orchestrators Serial instead, their per-key writes' round trips
+// deferred and slept as the longest key's chain, as concurrent requests would take (batch_test.go:
+// perKeyPhase): cheaper in real time, and refused where k is above 1, whose batches it would pay
+// one after another.
 //
 // BenchmarkAsyncRate uses Stellar RPC and the burst's round trips; its Poisson arrivals are
 // seeded, so every row of a rate sees the same; SubmitterFunction's batches are formed as

@@ -145,6 +145,10 @@ func startRig(tb testing.TB, c rigConfig) *rig {
 	}
 	r.deps = st.Deps
 	r.deps.Queue = nil
+	// A channel's release is bounded in real time (sources.ChannelPoolConfig.ReleaseTimeout);
+	// under the virtual clock its round trip, among hundreds of participants, can take longer than
+	// the 2 s default in real time, and a release never written leaves the channel leased.
+	r.deps.ChannelReleaseTimeout = time.Minute
 	if os.Getenv("BENCH_CLAIM_FIRST") != "" {
 		// Every call claims its key before it asks for a channel (lambda_test.go's environments).
 		r.svc.Orchestrator.Admission = nil

@@ -458,6 +458,13 @@ func RequeueRefusedAfter(ctx context.Context, s BatchStore, held []Record, faili
 // alone too, on the one-transfer path. Every item comes back exactly once, a batch's in the order
 // given.
 func FormBatches(items []Record, size int, batchable func(Request) bool) (batches [][]Record, alone []Record) {
+	batches, alone, _ = formBatches(items, size, 0, batchable)
+	return batches, alone
+}
+
+// formBatches is FormBatches opening at most most batches (0 or less: no bound): an item that
+// would open one more goes to over instead, in order, neither in a batch nor alone.
+func formBatches(items []Record, size, most int, batchable func(Request) bool) (batches [][]Record, alone, over []Record) {
 	if size < 1 || size > MaxBatchOperations {
 		size = 1
 	}
@@ -479,7 +486,11 @@ func FormBatches(items []Record, size int, batchable func(Request) bool) (batche
 				break
 			}
 		}
-		if !placed {
+		switch {
+		case placed:
+		case most > 0 && len(open) >= most:
+			over = append(over, rec)
+		default:
 			open = append(open, []Record{rec})
 			taken = append(taken, map[dest]bool{d: true})
 		}
@@ -491,7 +502,7 @@ func FormBatches(items []Record, size int, batchable func(Request) bool) (batche
 		}
 		batches = append(batches, b)
 	}
-	return batches, alone
+	return batches, alone, over
 }
 
 // ReplaceBatchItem writes next in place of cur, the batch item as the caller read it

@@ -25,8 +25,11 @@ type Answer struct {
 // BatchStore, the items still queued under their message's incarnation, batchable (no memo) and
 // whose destinations pass the check form batches (FormBatches) paid by one transaction each;
 // everything else (a stale or taken message, a memo, a destination the check refuses, a batch
-// left with one key) runs alone through RunQueued. Otherwise every message runs through
-// RunQueued: the one-transfer path, unchanged. Messages and batches run concurrently.
+// left with one key) runs alone through RunQueued. At most Settings.TransactionsPerInvocation
+// batches are formed (0: no bound); an item that would open another is not touched, and its
+// message is answered DeliveryRetry (CHANNELS_BUSY, Retry-After one ledger: overInvocation). Otherwise
+// every message runs through RunQueued: the one-transfer path, unchanged. Messages and batches
+// run concurrently.
 func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) []Answer {
 	answers := make([]Answer, len(msgs))
 	// Every message alone and every batch runs at once, each in its own goroutine (Parallel), so
@@ -77,9 +80,12 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 		items = append(items, rec)
 	}
 	items = o.checkDestinations(ctx, items, func(rec Record) { alone(at[rec.StoreKey]) })
-	batches, single := FormBatches(items, s.BatchSize, nil)
+	batches, single, over := formBatches(items, s.BatchSize, s.TransactionsPerInvocation, nil)
 	for _, rec := range single {
 		alone(at[rec.StoreKey])
+	}
+	for _, rec := range over {
+		answers[at[rec.StoreKey]] = Answer{Delivery: DeliveryRetry, Err: overInvocation()}
 	}
 	for _, b := range batches {
 		if open, left := o.Breaker.Open(); open {
@@ -100,6 +106,20 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 	}
 	o.parallel(runs)
 	return answers
+}
+
+// overInvocation is the answer to a message whose item none of this invocation's batches could
+// carry: an invocation pays at most Settings.TransactionsPerInvocation transactions, because
+// template.yaml gives it k x BATCH_SIZE messages and runs its event source's MaxConcurrency
+// invocations at once so that k x MaxConcurrency transactions, one per source account, are in
+// flight; more batches (BATCH_OPS_PER_LEDGER made them smaller than BATCH_SIZE, or a destination
+// met twice opened another) would wait for sources the other invocations hold. Nothing is written
+// for it, and it comes back about a ledger later (DefaultLedgerInterval), when this invocation's
+// sources are free again. Its item stays queued under the same claim, so the sweep still finds it
+// if the message is lost.
+func overInvocation() error {
+	return &UnavailableError{Code: CodeChannelsBusy, RetryAfter: DefaultLedgerInterval,
+		Detail: "this invocation's transactions are full; the transfer is delivered again in about a ledger"}
 }
 
 // readItems reads each message's item consistently (recs[i] and errs[i] are msgs[i]'s, as Get
@@ -138,20 +158,30 @@ func (o *Orchestrator) readItems(ctx context.Context, msgs []QueueMessage) ([]Re
 
 // checkDestinations keeps the items whose destination passes the check (BatchLedger.
 // CheckDestinations) and hands each other to refused, which runs it alone, so the network judges
-// it and its doomed operation fails no one else's transaction. A check that fails keeps them all.
+// it and its doomed operation fails no one else's transaction. The items are checked
+// MaxBatchOperations at a time, the chunks concurrently (o.each): an event may carry several
+// batches' worth (Settings.TransactionsPerInvocation), and one getLedgerEntries request holds at
+// most 200 keys (a chunk's trustlines, then its missing accounts: internal/stellar's
+// readDestinations). A chunk whose check fails keeps all its items.
 func (o *Orchestrator) checkDestinations(ctx context.Context, items []Record, refused func(Record)) []Record {
 	if len(items) < 2 {
 		return items
 	}
-	reqs := make([]Request, len(items))
-	for i, rec := range items {
-		reqs[i] = rec.Request
-	}
-	codes, err := o.Batches.CheckDestinations(ctx, reqs)
-	if err != nil || len(codes) != len(items) {
-		o.log().WarnContext(ctx, "checking a batch's destinations failed; building it unchecked", "keys", len(items), "err", err)
-		return items
-	}
+	codes := make([]string, len(items))
+	chunks := (len(items) + MaxBatchOperations - 1) / MaxBatchOperations
+	o.each(chunks, func(c int) {
+		lo, hi := c*MaxBatchOperations, min((c+1)*MaxBatchOperations, len(items))
+		reqs := make([]Request, hi-lo)
+		for i, rec := range items[lo:hi] {
+			reqs[i] = rec.Request
+		}
+		got, err := o.Batches.CheckDestinations(ctx, reqs)
+		if err != nil || len(got) != len(reqs) {
+			o.log().WarnContext(ctx, "checking a batch's destinations failed; building it unchecked", "keys", len(reqs), "err", err)
+			return
+		}
+		copy(codes[lo:hi], got)
+	})
 	var kept []Record
 	for i, rec := range items {
 		if codes[i] != "" {

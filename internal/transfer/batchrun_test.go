@@ -20,6 +20,7 @@ type fakeBatches struct {
 	hashes   []string // the inner hash of each batch built
 	checkErr error
 	refuse   map[string]string // wallet -> the destination-side code the check gives
+	checks   []int             // the requests of each CheckDestinations call
 }
 
 func (f *fakeBatches) PrepareBatch(_ context.Context, reqs []transfer.Request, terms transfer.Terms) (transfer.Envelope, error) {
@@ -37,6 +38,9 @@ func (f *fakeBatches) PrepareBatch(_ context.Context, reqs []transfer.Request, t
 }
 
 func (f *fakeBatches) CheckDestinations(_ context.Context, reqs []transfer.Request) ([]string, error) {
+	f.l.mu.Lock()
+	defer f.l.mu.Unlock()
+	f.checks = append(f.checks, len(reqs))
 	if f.checkErr != nil {
 		return nil, f.checkErr
 	}

@@ -348,8 +348,12 @@
 //
 // Forming a batch. SubmitterFunction's event carries up to the event source mapping's BatchSize
 // messages (above 10 it needs a batching window: the Lambda developer guide, "Using Lambda with
-// Amazon SQS"). The handler decodes them and reads every item (consistent reads), all in one
-// request where the store can (ManyReader.GetMany: one BatchGetItem of up to 100 items, one round
+// Amazon SQS"): k x BATCH_SIZE in template.yaml, k transactions' worth, k the messages an
+// unbatched invocation carries at that channel count, so that an invocation, which lasts about a
+// ledger whatever it carries, pays k transactions and the event source's MaxConcurrency
+// invocations keep one transaction in flight per source account, as unbatched keeps one transfer.
+// The handler decodes them and reads every item (consistent reads), in as few requests as the
+// store can (ManyReader.GetMany: one BatchGetItem per 100 items, one round
 // trip where a GetItem each took one per item; each item is read consistently but not all at one
 // instant, which nothing here needs: each key's take is conditional on its own item as read), else,
 // or for what a failed GetMany left unread, one Get per item; an item that is
@@ -359,6 +363,12 @@
 // one operation per (destination account, asset) (FormBatches): a second payment to the same
 // trustline goes to the next batch, so that a destination-side result is a fact about its own key
 // and never about a neighbour that filled the line first. A batch left with one key runs alone.
+// At most k batches are formed (Settings.TransactionsPerInvocation,
+// SUBMITTER_TRANSACTIONS_PER_INVOCATION): a key that would open one more (BATCH_OPS_PER_LEDGER
+// made the batches smaller than BATCH_SIZE, or its destination is in every batch already) is
+// neither taken nor written, and its message is answered DeliveryRetry a ledger later
+// (CHANNELS_BUSY): its item stays queued under the same claim, as before the event, so the next
+// delivery or the sweep finds it unchanged. The k batches run at once, each from its own source.
 //
 // Taking the keys. Each key is taken as today (queued -> in_flight under the invocation's lease,
 // conditional on the item exactly as read, Expect), one conditional write per key, issued
@@ -373,9 +383,10 @@
 // it (PathPaymentStrictReceiveOpFrame::doApply: the account exists, else op_no_destination;
 // PathPaymentOpFrameBase::updateDestBalance: the trustline exists (op_no_trust), is authorized
 // (op_not_authorized) and has room under its limit after its buying liabilities (op_line_full); a
-// native payment: room below INT64_MAX). One Stellar RPC getLedgerEntries holds every key (at
-// most 200 a call): each destination's trustline (which implies its account: a trustline is an
-// account's subentry) or, for XLM, its account. Horizon deployments read each destination's account, which lists its trustlines, concurrently. A
+// native payment: room below INT64_MAX). The event's keys are checked 100 at a time, the checks
+// concurrent; one Stellar RPC getLedgerEntries holds a check's keys (at most 200 a call): each
+// destination's trustline (which implies its account: a trustline is an account's subentry) or,
+// for XLM, its account, then the accounts of the trustlines missing. Horizon deployments read each destination's account, which lists its trustlines, concurrently. A
 // key whose destination fails the check is not rejected on the read: it runs alone (a batch of
 // one), so the network gives its verdict (a trustline added meanwhile is honoured) and its
 // rejection, like every answer, names a landed transaction. The check only keeps a doomed

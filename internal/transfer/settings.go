@@ -39,6 +39,12 @@ type Settings struct {
 	// BatchSize is the most queued transfers the submitter pays with one transaction (BATCH_SIZE,
 	// 1 to MaxBatchOperations; 0 or 1, the default, runs each alone: RunQueued). doc.go, "Batches".
 	BatchSize int
+	// TransactionsPerInvocation is the most batches (transactions) RunQueuedBatch forms from one
+	// submitter event (SUBMITTER_TRANSACTIONS_PER_INVOCATION; template.yaml's k: the event
+	// source gives an invocation k x BATCH_SIZE messages); the queued transfers past what they
+	// carry are delivered again a ledger later, untouched. 0, the default, forms as many as the
+	// event's messages fill. doc.go, "Batches".
+	TransactionsPerInvocation int
 }
 
 // DefaultSettings are the defaults (README.md, "Configuration").
@@ -67,6 +73,9 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("configuration: %s %s"
 func (s Settings) Validate() error {
 	if s.BatchSize < 0 || s.BatchSize > MaxBatchOperations {
 		return &ConfigError{Setting: "BATCH_SIZE", Detail: fmt.Sprintf("is %d; a transaction holds 1 to %d operations", s.BatchSize, MaxBatchOperations)}
+	}
+	if s.TransactionsPerInvocation < 0 {
+		return &ConfigError{Setting: "SUBMITTER_TRANSACTIONS_PER_INVOCATION", Detail: fmt.Sprintf("is %d; it counts transactions, 0 for no bound", s.TransactionsPerInvocation)}
 	}
 	if s.KeyTTL < MinKeyTTL {
 		return &ConfigError{Setting: "IDEMPOTENCY_KEY_TTL_MS", Detail: fmt.Sprintf("is %d ms; the replay window must be at least %d ms (one hour)", s.KeyTTL.Milliseconds(), MinKeyTTL.Milliseconds())}

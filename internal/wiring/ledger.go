@@ -49,7 +49,7 @@ func buildLedger(d Deps, assets []txnbuild.CreditAsset, cadence *transfer.Cadenc
 		leases := dynamo.NewChannelLeases(d.Dynamo, d.Config.Table)
 		cfg := sources.ChannelPoolConfig{
 			Leases: leases, Count: d.Config.ChannelCount, Clock: clock,
-			LedgerInterval: ledgerInterval, WaitLedgers: d.ChannelWaitLedgers,
+			LedgerInterval: ledgerInterval, WaitLedgers: d.ChannelWaitLedgers, ReleaseTimeout: d.ChannelReleaseTimeout,
 			LatestClose: func(ctx context.Context) time.Time {
 				if c := cadence.Latest().CloseTime; !c.IsZero() || latest == nil {
 					return c

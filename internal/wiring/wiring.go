@@ -51,6 +51,10 @@ type Deps struct {
 	// ChannelWaitLedgers is how many ledger intervals a transfer waits for a channel before it is
 	// answered CHANNELS_BUSY (sources.ChannelPoolConfig.WaitLedgers); 0 means 1, the API's.
 	ChannelWaitLedgers int
+	// ChannelReleaseTimeout bounds a channel lease's release (sources.ChannelPoolConfig.
+	// ReleaseTimeout, real time); 0 means sources.DefaultReleaseTimeout. Set long only where Clock
+	// is virtual and its round trips can outlast it in real time (internal/loadtest).
+	ChannelReleaseTimeout time.Duration
 }
 
 // SubmitterChannelWaitLedgers is how many ledger intervals SubmitterFunction's transfers wait for a

@@ -77,7 +77,17 @@ type ChannelPoolConfig struct {
 	// zero when unknown. The admission (admit) aligns the slot it books with the later of it and
 	// the close read by the pool's last acquire, and decides nothing without one.
 	LatestClose func(ctx context.Context) time.Time
+	// ReleaseTimeout bounds the DeleteItem that ends a lease (Release, and the release of a lease
+	// whose write failed), measured on the context's own timer, not Clock: it is written even
+	// when the call's context is ending, so it needs a bound of its own. 0 means
+	// DefaultReleaseTimeout. A simulation whose Clock is virtual (internal/loadtest) sets it long,
+	// since its round trips of virtual time can outlast 2 s of real time.
+	ReleaseTimeout time.Duration
 }
+
+// DefaultReleaseTimeout is ChannelPoolConfig.ReleaseTimeout's default: a DeleteItem answers in
+// milliseconds, and a release that fails only keeps the channel until its quarantine ends.
+const DefaultReleaseTimeout = 2 * time.Second
 
 // TicketStore books slots of the channel calendar shared by every process of a deployment
 // (internal/dynamo/channeltickets.go: one item, one UpdateItem per booking). internal/dynamo's
@@ -202,6 +212,9 @@ func NewChannelPool(cfg ChannelPoolConfig) (*ChannelPool, error) {
 	}
 	if cfg.TriesPerRound <= 0 {
 		cfg.TriesPerRound = 3
+	}
+	if cfg.ReleaseTimeout <= 0 {
+		cfg.ReleaseTimeout = DefaultReleaseTimeout
 	}
 	return &ChannelPool{cfg: cfg, held: map[string]heldLease{}, mine: map[string]time.Time{}, elsewhere: map[string]time.Time{}}, nil
 }
@@ -641,7 +654,7 @@ func (p *ChannelPool) Release(ctx context.Context, lease Lease, env transfer.Env
 	owner := h.owner
 	// The release is written even when the invocation's context is ending: it only frees the
 	// channel sooner.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ReleaseTimeout)
 	defer cancel()
 	if err := p.cfg.Leases.ReleaseChannel(rctx, env.Channel, owner); err == nil {
 		p.releases.Add(1)

@@ -585,7 +585,7 @@ func slotRetryAfter(d time.Duration) time.Duration {
 // its maxTime. The release is conditional on owner, unique to this attempt, so it deletes nothing
 // when the write did not apply; when it fails too, the lease still ends as it would have.
 func (p *ChannelPool) dropLost(ctx context.Context, channel, owner string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ReleaseTimeout)
 	defer cancel()
 	_ = p.cfg.Leases.ReleaseChannel(rctx, channel, owner)
 }
