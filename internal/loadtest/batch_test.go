@@ -233,6 +233,9 @@ type batchRow struct {
 	channels, perTx int
 	perInvocation   int   // k: the transactions one submitter invocation pays at most (batchSetting)
 	classicOps      int64 // the network's classic operations per ledger
+	// opsPerLedger, when above 0, is BATCH_OPS_PER_LEDGER as an operator sets it (the row's
+	// own slots otherwise, so that its perTx is the batch size measured).
+	opsPerLedger int
 	background      int   // others' one-payment transactions submitted after each close
 	warmUp          time.Duration
 	es              eventSource
@@ -280,8 +283,12 @@ func measureBatchRow(tb testing.TB, row batchRow, n int) batchRow {
 	tb.Helper()
 	es, env, k := batchSetting(tb, row.channels, row.perTx)
 	row.es, row.perInvocation = es, k
-	// BATCH_OPS_PER_LEDGER is the row's own slots, so its perTx is the batch size measured.
+	// BATCH_OPS_PER_LEDGER is the row's own slots, so its perTx is the batch size measured,
+	// unless the row sets it as an operator would.
 	env["BATCH_OPS_PER_LEDGER"] = strconv.Itoa(max(row.channels, 1) * (row.perTx + 1))
+	if row.opsPerLedger > 0 {
+		env["BATCH_OPS_PER_LEDGER"] = strconv.Itoa(row.opsPerLedger)
+	}
 	q := &sqsQueue{mem: queue.NewMemory()}
 	r := startRig(tb, rigConfig{backend: "rpc", channels: row.channels, interval: asyncInterval, roundTrips: true, queue: q,
 		env: env, wallets: n, lanes: stellarsim.LaneLimits{ClassicOps: row.classicOps}, writeUnits: true})
@@ -584,8 +591,35 @@ func BenchmarkBatch(b *testing.B) {
 	most, largest := slices.Max(channelCounts), slices.Max(sizes)
 	run(fmt.Sprintf("congested/channels=%d/per-tx=%d", most, largest),
 		batchRow{channels: most, perTx: largest, classicOps: 200, background: 150, warmUp: 30 * time.Second})
+	// The same congested ledger as a deployment within its share sets it: BATCH_OPS_PER_LEDGER
+	// the lane's 200, TransfersPerTransaction the largest allowed value whose batches fit it.
+	within := largestWithin(b, 200/most-1)
+	run(fmt.Sprintf("within/channels=%d/per-tx=%d", most, within),
+		batchRow{channels: most, perTx: within, classicOps: 200, background: 150, warmUp: 30 * time.Second, opsPerLedger: 200})
 	fmt.Printf("\nA payout of %d transfers posted async at one instant, 5 s ledgers (round trips: RPC %v, DynamoDB %v, SQS %v; Stellar RPC); wall %v:\n\n%s\n%s\n",
 		n, stellarRTT, dynamoRTT, sqsRTT, time.Since(wall).Round(time.Second), batchTable(rows), batchGoals(rows))
+}
+
+// largestWithin is the largest of template.yaml's allowed TransfersPerTransaction values that
+// is at most limit (1 when none above 1 is).
+func largestWithin(tb testing.TB, limit int) int {
+	tb.Helper()
+	tpl, err := cfntemplate.Load("../../template.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	allowed, _ := tpl.Parameters["TransfersPerTransaction"]["AllowedValues"].([]any)
+	best := 1
+	for _, v := range allowed {
+		s, _ := cfntemplate.String(v)
+		if n, err := strconv.Atoi(s); err == nil && n <= limit && n > best {
+			best = n
+		}
+	}
+	if len(allowed) == 0 {
+		tb.Fatal("template.yaml: TransfersPerTransaction has no AllowedValues")
+	}
+	return best
 }
 
 // congestedPayout is TestBatchCongestedLands' payout: transfers at 100 per transaction on 4
@@ -671,5 +705,13 @@ func TestPerKeyPhase(t *testing.T) {
 	}
 	if inPerKeyPhase() {
 		t.Error("a test function is not within the batch path's per-key frame")
+	}
+}
+
+func TestLargestWithinReadsTheTemplatesAllowedValues(t *testing.T) {
+	for limit, want := range map[int]int{0: 1, 1: 1, 11: 10, 49: 25, 124: 100} {
+		if got := largestWithin(t, limit); got != want {
+			t.Errorf("largestWithin(%d) = %d, want %d", limit, got, want)
+		}
 	}
 }
