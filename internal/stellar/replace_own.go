@@ -47,7 +47,6 @@ const errOwnBidsOnly = "outbid only by this deployment's own transactions"
 type ledgerBid struct {
 	lane         feeLane
 	feeSource    string // a fee bump's outer fee source, else the transaction's source (G...)
-	feeBump      bool
 	inclusionFee int64 // the fee offered less a declared Soroban resource fee, stroops
 	slots        int64 // operations, plus one for a fee bump
 }
@@ -65,7 +64,7 @@ func bidOf(e xdr.TransactionEnvelope) (ledgerBid, bool) {
 	var ext xdr.TransactionExt
 	switch {
 	case e.Type == xdr.EnvelopeTypeEnvelopeTypeTxFeeBump && e.FeeBump != nil && e.FeeBump.Tx.InnerTx.V1 != nil:
-		b.feeBump, b.inclusionFee, b.slots = true, int64(e.FeeBump.Tx.Fee), 1
+		b.inclusionFee, b.slots = int64(e.FeeBump.Tx.Fee), 1
 		src, ext = e.FeeBump.Tx.FeeSource, e.FeeBump.Tx.InnerTx.V1.Tx.Ext
 	case e.Type == xdr.EnvelopeTypeEnvelopeTypeTx && e.V1 != nil:
 		b.inclusionFee = int64(e.V1.Tx.Fee)
@@ -239,8 +238,9 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 
 // outbidByOthers returns nil when the latest closed ledger included, in shape's lane, a
 // transaction paid by someone other than this deployment at a rate per operation slot at or
-// above shape's (its inclusion fee over its slots): then replacing is worth it. Ours are the fee
-// bumps feeAccount paid and the transactions the vault or a channel account paid itself.
+// above shape's (its inclusion fee over its slots): then replacing is worth it. Ours are those
+// whose fee feeAccount paid (its fee bumps) or an account of ours paid (ours: the vault and the
+// channel accounts, as a plain transaction's source).
 //
 // Errors: transfer.ErrNoReplacement (wrapped) when no such transaction was included, naming
 // whether this deployment's own transactions were the ones at or above the rate; a plain error
@@ -256,7 +256,7 @@ func (c *common) outbidByOthers(ctx context.Context, ch chain, shape envelopeSha
 		if b.lane != shape.lane || !b.atOrAbove(fee, shape.slots) {
 			continue
 		}
-		if (b.feeBump && b.feeSource == feeAccount) || (!b.feeBump && ours[b.feeSource]) {
+		if b.feeSource == feeAccount || ours[b.feeSource] {
 			own++
 			continue
 		}
