@@ -47,8 +47,8 @@ const errOwnBidsOnly = "outbid only by this deployment's own transactions"
 type ledgerBid struct {
 	lane         feeLane
 	feeSource    string // a fee bump's outer fee source, else the transaction's source (G...)
-	inclusionFee int64 // the fee offered less a declared Soroban resource fee, stroops
-	slots        int64 // operations, plus one for a fee bump
+	inclusionFee int64  // the fee offered less a declared Soroban resource fee, stroops
+	slots        int64  // operations, plus one for a fee bump
 }
 
 // laneBids is the transactions the latest closed ledger included.

@@ -262,7 +262,9 @@ func TestReplaceUnreadableLedgerIsAPlainError(t *testing.T) {
 		}},
 		{"no metadataXdr and getLedgers refused", func(e *unitEnv) {
 			e.fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77})
-			e.fake.handle("getLedgers", func(json.RawMessage) (any, *rpcError) { return nil, &rpcError{Code: -32600, Message: "start ledger out of range"} })
+			e.fake.handle("getLedgers", func(json.RawMessage) (any, *rpcError) {
+				return nil, &rpcError{Code: -32600, Message: "start ledger out of range"}
+			})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
