@@ -38,7 +38,14 @@ import (
 //
 // Over stellar-rpc the set comes from the latest ledger's LedgerCloseMeta (getLatestLedger's
 // metadataXdr, else getLedgers of that ledger); over Horizon from GET /ledgers/{seq}/transactions
-// of the latest ledger, every page (each record has its envelope_xdr, in application order).
+// of the latest ledger, every page (each record has its envelope_xdr, in application order). A
+// Horizon that does not serve that resource (horizon_fees.go) keeps the surge rule alone. A
+// ledger that cannot be read is no replacement this ledger: a plain error, judged again at the
+// next.
+
+// errBidsUnknown is a backend that cannot list a ledger's transactions (a Horizon without GET
+// /ledgers/{seq}/transactions): the surge rule alone decides, as before.
+var errBidsUnknown = errors.New("stellar: the latest ledger's transactions cannot be listed here")
 
 // errOwnBidsOnly is the reason an envelope outbid only by this deployment is not replaced.
 const errOwnBidsOnly = "outbid only by this deployment's own transactions"
@@ -214,9 +221,15 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 		txs, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.TransactionsPage, error) {
 			return c.Transactions(horizonclient.TransactionRequest{ForLedger: uint(rec.Sequence), Limit: 200, Cursor: cursor, IncludeFailed: true})
 		})
+		if horizonclient.IsNotFoundError(err) && !h.l.rates.isServed() {
+			// A Horizon that has never served the resource to this process is taken for one
+			// without it (horizon_fees.go): the bids cannot be read, today's rule holds.
+			return laneBids{}, errBidsUnknown
+		}
 		if err != nil {
 			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %w", rec.Sequence, err)
 		}
+		h.l.rates.markServed()
 		recs := txs.Embedded.Records
 		if len(recs) == 0 {
 			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %d of %d transactions listed", rec.Sequence, read, want)
@@ -247,6 +260,9 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 // when the ledger cannot be read (no replacement this ledger).
 func (c *common) outbidByOthers(ctx context.Context, ch chain, shape envelopeShape, feeAccount string, ours map[string]bool) error {
 	lb, err := ch.latestBids(ctx)
+	if errors.Is(err, errBidsUnknown) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
