@@ -3,7 +3,13 @@ package stellar_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,4 +85,55 @@ func TestReplaceNotAgainstOwnBidsOverTheNetwork(t *testing.T) {
 			}).Done(ctx, env)
 		}
 	})
+}
+
+// A Horizon that does not serve GET /ledgers/{seq}/transactions (a front answers it not_found, as
+// Horizon answers an unknown resource) cannot show who outbid an envelope: the surge rule alone
+// decides, as before, and an outbid envelope in a surge-priced lane is replaced.
+func TestReplaceOverHorizonWithoutLedgerTransactionsKeepsTheSurgeRule(t *testing.T) {
+	ledgerTxs := regexp.MustCompile(`^/ledgers/[0-9]+/transactions$`)
+	var refused atomic.Int32
+	front := func(horizonURL string) string {
+		u, err := url.Parse(horizonURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if ledgerTxs.MatchString(req.URL.Path) {
+				refused.Add(1)
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"type":"https://stellar.org/horizon-errors/not_found","title":"Resource Missing","status":404}`))
+				return
+			}
+			proxy.ServeHTTP(w, req)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	r := newPayRig(t, payRigOpts{backend: "horizon", channels: 2, classicOps: 20, maxFee: 1_000_000, feePercentile: 90, horizonFront: front})
+	if err := r.net.SetCongestion(stellarsim.Congestion{Seed: 11, PerLedger: 30, FeeMin: 200, FeeMax: 2_000}); err != nil {
+		t.Fatal(err)
+	}
+	r.ledgers(12)
+	ctx := context.Background()
+	env, err := r.ledger.Prepare(ctx, transfer.Request{OperationType: transfer.Withdraw, WalletAddress: r.wallet, Amount: "1", Asset: "USDC", Stroops: unit},
+		transfer.Terms{MaxTime: r.clock.Now().Add(2 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.ledger.(interface {
+		Done(context.Context, transfer.Envelope)
+	}).Done(ctx, env)
+	next, err := r.ledger.(transfer.Replacer).Replace(ctx, env)
+	if err != nil {
+		t.Fatalf("Replace: %v, want a replacement by the surge rule", err)
+	}
+	if refused.Load() == 0 {
+		t.Fatal("the service never asked for a ledger's transactions")
+	}
+	if next.InnerHash != env.InnerHash || offered(t, next.XDR) < 10*offered(t, env.XDR) {
+		t.Fatalf("replacement %s at %d per slot, want the inner %s at >= 10x %d", next.InnerHash, offered(t, next.XDR), env.InnerHash, offered(t, env.XDR))
+	}
 }
