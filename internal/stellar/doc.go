@@ -61,7 +61,10 @@
 // not fit MAX_FEE_STROOPS is refused before anything is signed: 503 FEE_ABOVE_CAP. bidRate is
 // the one place the rate is computed; a replacement by fee (replace.go, transfer.Replacer) passes
 // core's minimum there: the same signed inner transaction in a new fee bump at 10x the queued
-// rate per slot, only while the lane is surge priced, never above MAX_FEE_STROOPS. Surge priced
+// rate per slot, only while the lane is surge priced, and for a classic envelope only when the
+// latest ledger included a transaction paid by someone other than this deployment at or above
+// its rate (replace_own.go: its own bids alone are no reason to outbid them), never above
+// MAX_FEE_STROOPS. Surge priced
 // means a recent ledger charged above the base fee per slot, read as each backend's fee stats
 // count a fee bump (horizonChain.surgeShown: any of the last 5 ledgers' classic clearing rate
 // above the base fee; rpcChain.surgeShown, surge.go: at up to twice its rate, the latest

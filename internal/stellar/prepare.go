@@ -36,6 +36,9 @@ type chain interface {
 	accounts(ctx context.Context, q accountQuery) (accountSnapshot, error)
 	// baseReserve reads the latest ledger header's base reserve, in stroops (funds.go).
 	baseReserve(ctx context.Context) (int64, error)
+	// latestBids reads the transactions the latest closed ledger included, each with its fee
+	// payer and bid (replace_own.go).
+	latestBids(ctx context.Context) (laneBids, error)
 }
 
 // common is the configuration both backends share.

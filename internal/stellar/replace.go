@@ -46,15 +46,24 @@ var (
 //
 // It replaces only while the envelope's lane is surge priced (surgePriced): below that nothing
 // was outbid, and an envelope that waits was lost or is late: a re-send, not a higher bid, is the
-// answer.
+// answer. A classic envelope also only when the latest closed ledger included a classic
+// transaction paid by someone other than this deployment at or above its rate per operation slot
+// (outbidByOthers, replace_own.go): outbid by its own envelopes alone, a replacement would only
+// outbid them in turn, so it waits at its bid. A contract call keeps the surge rule alone: the
+// Soroban lane fills by several resources, skipping a call that does not fit for cheaper ones
+// that do (SurgePricingUtils.cpp, popTopTxs with gaps allowed), so the bids it included do not
+// say who took the room.
 //
 // Errors: transfer.ErrNoReplacement (wrapped) for an envelope that is not a fee bump (the vault as
-// the only source: its fee is inside the signed transaction) or a lane not surge priced;
+// the only source: its fee is inside the signed transaction), a lane not surge priced, or a
+// latest ledger with no other party's transaction at or above the envelope's rate (its reason
+// "outbid only by this deployment's own transactions" when its own were);
 // *transfer.UnavailableError FEE_ABOVE_CAP when the replacement rate does not fit
 // MAX_FEE_STROOPS (bidRate), FEE_ACCOUNT_UNDERFUNDED when the fee account cannot fund the
 // replacement as stellar-core judges one (checkReplacementFunds), SIGNING_KEYS_UNAVAILABLE; a
 // plain error for an envelope that cannot be decoded, a fee account other than this process's,
-// or fee stats, the fee account or the channel leases that cannot be read.
+// or fee stats, the latest ledger's transactions, the fee account or the channel leases that
+// cannot be read.
 func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (transfer.Envelope, error) {
 	gen, err := txnbuild.TransactionFromXDR(env.XDR)
 	if err != nil {
@@ -82,6 +91,11 @@ func (c *common) replace(ctx context.Context, ch chain, env transfer.Envelope) (
 	fee := keys.FeeKey()
 	if fee == nil || fee.Address() != old.FeeAccount() {
 		return transfer.Envelope{}, fmt.Errorf("stellar: replacing %s: its fee account %s is not this process's", env.InnerHash, old.FeeAccount())
+	}
+	if shape.lane == laneClassic {
+		if err := c.outbidByOthers(ctx, ch, shape, fee.Address(), c.ownSources(keys)); err != nil {
+			return transfer.Envelope{}, err
+		}
 	}
 	least := ceilDiv(replaceMultiplier*(shape.fee-shape.resourceFee), shape.slots)
 	rate, err := c.bidRate(ctx, ch, feeBid{lane: shape.lane, slots: shape.slots, resourceFee: shape.resourceFee, atLeast: least, payments: shape.ops})

@@ -339,7 +339,13 @@
 // operations are refused at submission as txFAILED with opNOT_SUPPORTED.
 // Ledger headers and meta have stellar-core 23's shapes (LedgerCloseMeta v2,
 // TransactionMeta v4 with a Soroban invocation's return value, see
-// ledger_meta.go) but stand-in contents: ledger hashes are not hashes of the
+// ledger_meta.go). The meta's transaction set holds every included envelope as
+// submitted (a fee bump with its fee source and fee, so each bid can be read):
+// the classic phase as core writes it (one component carrying the lane's base
+// fee, envelopes in full-hash order; no DEX lane, so never a second
+// component), the Soroban phase as one stage with a cluster per transaction
+// (core's ParallelTxSetBuilder groups conflicting ones). Its other contents are
+// stand-ins: ledger hashes are not hashes of the
 // headers, and the meta lists the events of "Events" below and no ledger-entry
 // changes but a successful credit payment's trustlines (each operation's STATE then UPDATED
 // of the source's and destination's trustline, as LedgerTxn::getChanges

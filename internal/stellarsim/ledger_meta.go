@@ -94,7 +94,11 @@ func (n *Network) ledgerCloseMetaLocked(seq uint32) (xdr.LedgerCloseMeta, error)
 	if lf.baseFee[laneClassic] > 0 {
 		baseFee, sorobanBaseFee = xdr.Int64(lf.baseFee[laneClassic]), xdr.Int64(lf.baseFee[laneSoroban])
 	}
-	var classic []xdr.TransactionEnvelope
+	type hashed struct {
+		full string
+		env  xdr.TransactionEnvelope
+	}
+	var classic []hashed
 	var clusters []xdr.DependentTxCluster
 	var processing []xdr.TransactionResultMetaV1
 	for _, a := range n.appliedInLocked(seq) {
@@ -110,14 +114,14 @@ func (n *Network) ledgerCloseMetaLocked(seq uint32) (xdr.LedgerCloseMeta, error)
 		if err := xdr.SafeUnmarshalBase64(a.ResultMetaXDR, &meta); err != nil {
 			return xdr.LedgerCloseMeta{}, fmt.Errorf("ledger %d: meta %s: %w", seq, a.Hash, err)
 		}
-		if sorobanData(env) != nil {
-			clusters = append(clusters, xdr.DependentTxCluster{env})
-		} else {
-			classic = append(classic, env)
-		}
 		full := a.Hash
 		if a.FeeBumpHash != "" {
 			full = a.FeeBumpHash
+		}
+		if sorobanData(env) != nil {
+			clusters = append(clusters, xdr.DependentTxCluster{env})
+		} else {
+			classic = append(classic, hashed{full, env})
 		}
 		processing = append(processing, xdr.TransactionResultMetaV1{
 			Result:                   xdr.TransactionResultPair{TransactionHash: hashFromHex(full), Result: res},
@@ -126,9 +130,17 @@ func (n *Network) ledgerCloseMetaLocked(seq uint32) (xdr.LedgerCloseMeta, error)
 			PostTxApplyFeeProcessing: xdr.LedgerEntryChanges{},
 		})
 	}
+	// The classic phase is one component (no DEX lane here), its envelopes whole (a fee bump
+	// with its fee source and fee: its bid) in full-hash order (TxSetFrame.cpp,
+	// sequentialPhaseToXdr, through TxSetUtils::sortTxsInHashOrder), not application order.
+	sort.Slice(classic, func(i, j int) bool { return classic[i].full < classic[j].full })
+	classicTxs := make([]xdr.TransactionEnvelope, len(classic))
+	for i, h := range classic {
+		classicTxs[i] = h.env
+	}
 	classicPhase := []xdr.TxSetComponent{{
 		Type:                  xdr.TxSetComponentTypeTxsetCompTxsMaybeDiscountedFee,
-		TxsMaybeDiscountedFee: &xdr.TxSetComponentTxsMaybeDiscountedFee{BaseFee: &baseFee, Txs: classic},
+		TxsMaybeDiscountedFee: &xdr.TxSetComponentTxsMaybeDiscountedFee{BaseFee: &baseFee, Txs: classicTxs},
 	}}
 	if len(classic) == 0 {
 		classicPhase = []xdr.TxSetComponent{}

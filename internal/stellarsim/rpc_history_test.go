@@ -222,6 +222,28 @@ func TestLedgerCloseMetaMatchesResultsToEnvelopes(t *testing.T) {
 	if !seen[pay] || !seen[outer] {
 		t.Fatalf("results %v, want %s and %s", seen, pay, outer)
 	}
+	// The classic phase lists the envelopes as stellar-core writes a component (TxSetFrame.cpp,
+	// sequentialPhaseToXdr): whole, the fee bump with its fee source and fee, in full-hash order
+	// (TxSetUtils::sortTxsInHashOrder), with the lane's base fee.
+	comps := *lcm.V2.TxSet.V1TxSet.Phases[0].V0Components
+	if len(comps) != 1 || comps[0].TxsMaybeDiscountedFee == nil || comps[0].TxsMaybeDiscountedFee.BaseFee == nil ||
+		*comps[0].TxsMaybeDiscountedFee.BaseFee != 100 {
+		t.Fatalf("classic phase %+v, want one component at the base fee", comps)
+	}
+	var hashes []string
+	for _, env := range comps[0].TxsMaybeDiscountedFee.Txs {
+		h, err := network.HashTransactionInEnvelope(env, e.n.Passphrase())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, hex.EncodeToString(h[:]))
+		if hashes[len(hashes)-1] == outer && (!env.IsFeeBump() || env.FeeBumpFee() <= 0) {
+			t.Fatalf("the fee bump %s listed as %s", outer, env.Type)
+		}
+	}
+	if len(hashes) != 2 || hashes[0] > hashes[1] {
+		t.Fatalf("classic envelopes %v, want both in full-hash order", hashes)
+	}
 }
 
 func TestGetVersionInfo(t *testing.T) {

@@ -434,7 +434,8 @@
 // while its lane is surge priced it bids the lane's highest recent rate (internal/stellar's
 // fees.go, batchRate), and the awaiting judge (the submitter, or a take-over of one of its keys:
 // awaitBatch) replaces it as submit replaces one envelope (replace.go: ReplaceAfterLedgers after
-// its first send, only while the lane is surge priced, Replacer.Replace at stellar-core's 10x):
+// its first send, only while the lane is surge priced and, as the Replacer judges it, another
+// party outbid it, Replacer.Replace at stellar-core's 10x):
 // the same signed inner transaction, so the same sequence number and maxTime, in a new fee bump.
 // Its XDR, outer hash and every outer hash are written to the batch item by a conditional write
 // on the item's version (BatchStore.ReplaceBatch, through ReplaceBatchItem) before it is sent; a

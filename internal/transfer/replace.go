@@ -34,8 +34,10 @@ const ReplaceAfterLedgers = 2
 
 // ErrNoReplacement is returned (wrapped) by Replacer.Replace when replacing would not help or is
 // not possible: the envelope is not a fee bump (the vault is its only source: its fee is signed
-// into the transaction itself), or the lane is not surge priced now (the envelope waits for
-// another reason: a re-send, not a higher bid, is the answer).
+// into the transaction itself), the lane is not surge priced now (the envelope waits for
+// another reason: a re-send, not a higher bid, is the answer), or no other party outbid it (the
+// ledger's bids at or above its rate were the deployment's own: a replacement would only outbid
+// them in turn).
 var ErrNoReplacement = errors.New("transfer: no replacement by fee")
 
 // Replacer is a Ledger that can replace a queued fee bump by fee. The orchestrator uses it when
@@ -50,7 +52,7 @@ type Replacer interface {
 	// Errors: ErrNoReplacement (wrapped); *UnavailableError FEE_ABOVE_CAP when the replacement
 	// rate does not fit MAX_FEE_STROOPS; FEE_ACCOUNT_UNDERFUNDED when the fee account cannot fund
 	// the replacement on top of its other queued fees; SIGNING_KEYS_UNAVAILABLE; a plain error when the fee
-	// stats cannot be read. env can still land whatever the error.
+	// stats or the latest ledger cannot be read. env can still land whatever the error.
 	Replace(ctx context.Context, env Envelope) (Envelope, error)
 }
 
