@@ -82,3 +82,30 @@ func TestTransactionsPerInvocation(t *testing.T) {
 		}
 	}
 }
+
+// A batched submitter whose BATCH_OPS_PER_LEDGER makes its batches smaller than BATCH_SIZE is
+// told so at init, with the size that fits; one within its share, or unbatched, is told nothing.
+func TestBatchShareNoteNamesTheSizeThatFits(t *testing.T) {
+	env := func(kv ...string) Getenv {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	note := BatchShareNote(env("BATCH_SIZE", "100", "CHANNEL_COUNT", "16"))
+	if !strings.Contains(note, "BATCH_SIZE 100") || !strings.Contains(note, "at most 30") || !strings.Contains(note, "dead-letter") {
+		t.Errorf("100 a transaction on 16 channels at the default 500: %q; want the size that fits (30) and the dead-letter risk", note)
+	}
+	for _, quiet := range []Getenv{
+		env("BATCH_SIZE", "25", "CHANNEL_COUNT", "16"),
+		env("BATCH_SIZE", "100", "CHANNEL_COUNT", "16", "BATCH_OPS_PER_LEDGER", "1616"),
+		env("BATCH_SIZE", "1", "CHANNEL_COUNT", "16"),
+		env("CHANNEL_COUNT", "16"),
+		env("BATCH_SIZE", "ten"),
+	} {
+		if note := BatchShareNote(quiet); note != "" {
+			t.Errorf("BatchShareNote = %q; want none", note)
+		}
+	}
+}

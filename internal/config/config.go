@@ -66,6 +66,26 @@ func BatchWithinLedgerShare(size, channels, opsPerLedger int) int {
 	return max(1, min(size, most))
 }
 
+// BatchShareNote is the warning a batched submitter logs at init when BATCH_OPS_PER_LEDGER makes
+// its batches smaller than BATCH_SIZE (BatchWithinLedgerShare), "" otherwise. The event source
+// still delivers up to SUBMITTER_TRANSACTIONS_PER_INVOCATION x BATCH_SIZE messages an invocation
+// (template.yaml, Mappings: BatchMessages): the messages past the smaller batches come back a
+// ledger later, each receive counting toward the queue's maxReceiveCount, so a long backlog can
+// dead-letter some (the sweep sends their items again).
+func BatchShareNote(getenv Getenv) string {
+	n, err := positiveInt(getenv("BATCH_SIZE"))
+	if err != nil || n <= 1 || n > transfer.MaxBatchOperations {
+		return ""
+	}
+	channels, ops := channelCount(getenv), opsPerLedger(getenv)
+	if got := BatchWithinLedgerShare(n, channels, ops); got < n {
+		return fmt.Sprintf("BATCH_SIZE %d is above what BATCH_OPS_PER_LEDGER %d allows at CHANNEL_COUNT %d (%d a transaction): "+
+			"each invocation receives more messages than it pays and the rest come back a ledger later, each receive counting toward the dead-letter queue; "+
+			"set TransfersPerTransaction to at most %d or raise BatchOpsPerLedger", n, ops, channels, got, got)
+	}
+	return ""
+}
+
 // channelCount is CHANNEL_COUNT, 0 when unset or invalid (Load refuses invalid values).
 func channelCount(getenv Getenv) int {
 	n, err := strconv.Atoi(strings.TrimSpace(getenv("CHANNEL_COUNT")))

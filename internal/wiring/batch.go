@@ -74,6 +74,9 @@ func batchesFor(ledger StellarLedger, batchSize int) transfer.BatchLedger {
 // message alone (RunQueued). Either backs a failed message off through svc.Redelivery.
 func SubmitterHandler(svc *Service, log *slog.Logger) func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	if svc.Orchestrator.Batches != nil {
+		if svc.BatchNote != "" {
+			log.Warn(svc.BatchNote)
+		}
 		return queue.BatchSubmitter(svc.Orchestrator, svc.Redelivery, log)
 	}
 	return queue.Submitter(svc.Orchestrator, svc.Redelivery, log)

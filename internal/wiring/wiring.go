@@ -81,6 +81,8 @@ type Service struct {
 	// client on QUEUE_URL, set by Init.TransferService when QUEUE_URL is; zero (no change of
 	// visibility) from Build.
 	Redelivery queue.Visibility
+	// BatchNote is config.BatchShareNote: what a batched submitter warns of at init ("" for none).
+	BatchNote string
 }
 
 // Build assembles the API service. It makes no network call.
@@ -135,7 +137,7 @@ func Build(d Deps) (*Service, error) {
 		opts = append(opts, api.WithAsync(orch), api.WithCancel(orch))
 	}
 	h := api.NewHandler(orch, rules, opts...)
-	return &Service{Orchestrator: orch, Ledger: ledger, Channels: pool, Store: store, Handler: h}, nil
+	return &Service{Orchestrator: orch, Ledger: ledger, Channels: pool, Store: store, Handler: h, BatchNote: config.BatchShareNote(getenv)}, nil
 }
 
 // AWSClients are the AWS SDK clients the functions use.
