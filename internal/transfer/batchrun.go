@@ -26,8 +26,12 @@ type Answer struct {
 // whose destinations pass the check form batches (FormBatches) paid by one transaction each;
 // everything else (a stale or taken message, a memo, a destination the check refuses, a batch
 // left with one key) runs alone through RunQueued. At most Settings.TransactionsPerInvocation
-// batches are formed (0: no bound); an item that would open another is not touched, and its
-// message is answered DeliveryRetry (CHANNELS_BUSY, Retry-After one ledger: overInvocation). Otherwise
+// transactions are paid (0: no bound), in the messages' order: each batch formed and each queued
+// key that runs alone (a memo, a refused destination, a batch left with one key) is one; an item
+// that would take another is not touched, and its message is answered DeliveryRetry
+// (CHANNELS_BUSY, Retry-After one ledger: overInvocation). A stale, taken or repeated message
+// runs alone uncounted: RunQueued answers it without a transaction of its own unless it takes
+// over an expired lease or runs the key its first copy left over. Otherwise
 // every message runs through RunQueued: the one-transfer path, unchanged. Messages and batches
 // run concurrently.
 func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) []Answer {
@@ -79,8 +83,11 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 		at[m.StoreKey] = i
 		items = append(items, rec)
 	}
-	items = o.checkDestinations(ctx, items, func(rec Record) { alone(at[rec.StoreKey]) })
-	batches, single, over := formBatches(items, s.BatchSize, s.TransactionsPerInvocation, nil)
+	// A destination the check refuses runs alone, one of the invocation's transactions as a
+	// batch is (formBatches), in its message's place.
+	refused := map[string]bool{}
+	o.checkDestinations(ctx, items, func(rec Record) { refused[rec.StoreKey] = true })
+	batches, single, over := formBatches(items, s.BatchSize, s.TransactionsPerInvocation, func(rec Record) bool { return !refused[rec.StoreKey] })
 	for _, rec := range single {
 		alone(at[rec.StoreKey])
 	}
@@ -109,11 +116,13 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 }
 
 // overInvocation is the answer to a message whose item none of this invocation's batches could
-// carry: an invocation pays at most Settings.TransactionsPerInvocation transactions, because
+// carry, nor pay alone: an invocation pays at most Settings.TransactionsPerInvocation
+// transactions, a batch or a key alone each one (formBatches), because
 // template.yaml gives it k x BATCH_SIZE messages and runs its event source's MaxConcurrency
 // invocations at once so that k x MaxConcurrency transactions, one per source account, are in
-// flight; more batches (BATCH_OPS_PER_LEDGER made them smaller than BATCH_SIZE, or a destination
-// met twice opened another) would wait for sources the other invocations hold. Nothing is written
+// flight; more (BATCH_OPS_PER_LEDGER made the batches smaller than BATCH_SIZE, a destination met
+// twice opened another, or keys with a memo or a refused destination each run alone) would wait
+// for sources the other invocations hold. Nothing is written
 // for it, and it comes back about a ledger later (DefaultLedgerInterval), when this invocation's
 // sources are free again. Its item stays queued under the same claim, so the sweep still finds it
 // if the message is lost.
@@ -157,7 +166,7 @@ func (o *Orchestrator) readItems(ctx context.Context, msgs []QueueMessage) ([]Re
 }
 
 // checkDestinations keeps the items whose destination passes the check (BatchLedger.
-// CheckDestinations) and hands each other to refused, which runs it alone, so the network judges
+// CheckDestinations) and hands each other to refused, which has it run alone, so the network judges
 // it and its doomed operation fails no one else's transaction. The items are checked
 // MaxBatchOperations at a time, the chunks concurrently (o.each): an event may carry several
 // batches' worth (Settings.TransactionsPerInvocation), and one getLedgerEntries request holds at

@@ -363,12 +363,15 @@
 // one operation per (destination account, asset) (FormBatches): a second payment to the same
 // trustline goes to the next batch, so that a destination-side result is a fact about its own key
 // and never about a neighbour that filled the line first. A batch left with one key runs alone.
-// At most k batches are formed (Settings.TransactionsPerInvocation,
-// SUBMITTER_TRANSACTIONS_PER_INVOCATION): a key that would open one more (BATCH_OPS_PER_LEDGER
-// made the batches smaller than BATCH_SIZE, or its destination is in every batch already) is
-// neither taken nor written, and its message is answered DeliveryRetry a ledger later
-// (CHANNELS_BUSY): its item stays queued under the same claim, as before the event, so the next
-// delivery or the sweep finds it unchanged. The k batches run at once, each from its own source.
+// At most k transactions are paid (Settings.TransactionsPerInvocation,
+// SUBMITTER_TRANSACTIONS_PER_INVOCATION), counted in the messages' order: each batch formed and
+// each queued key that runs alone (a memo, a destination the check refuses, a batch left with
+// one key), since each takes a source of its own. A key that would take one more
+// (BATCH_OPS_PER_LEDGER made the batches smaller than BATCH_SIZE, its destination is in every
+// batch already, or the event's lone keys used the k) is neither taken nor written, and its
+// message is answered DeliveryRetry a ledger later (CHANNELS_BUSY): its item stays queued under
+// the same claim, as before the event, so the next delivery or the sweep finds it unchanged. The
+// k transactions run at once, each from its own source.
 //
 // Taking the keys. Each key is taken as today (queued -> in_flight under the invocation's lease,
 // conditional on the item exactly as read, Expect), one conditional write per key, issued
