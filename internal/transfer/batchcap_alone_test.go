@@ -193,3 +193,32 @@ func TestAFailedChunkKeepsOnlyItsOwnKeysUnchecked(t *testing.T) {
 		t.Errorf("%d keys batched, want %d", batched, 101-4)
 	}
 }
+
+// Batches that BATCH_OPS_PER_LEDGER made 1 (Settings.BatchSize 1 with BATCH_SIZE above 1: too
+// many channels for the share) still come k x BATCH_SIZE messages an event (the event source's
+// BatchSize is the template's, which cannot see the share): every key runs alone, and the event
+// still pays at most k of them, the others answered DeliveryRetry untouched.
+func TestBatchesMadeOneStillPayAtMostTheInvocationsTransactions(t *testing.T) {
+	h, fb, msgs := batchHarness(t, 1, 5)
+	capTo(h, 2)
+	before := make([]transfer.Record, len(msgs))
+	for i := range msgs {
+		before[i] = h.batchItem(t, i)
+	}
+	answers := h.orch.RunQueuedBatch(context.Background(), msgs)
+	if n := h.ledger.landedCount(); n != 2 || len(fb.built) != 0 {
+		t.Fatalf("%d transactions landed, %d batches built; want 2 keys alone", n, len(fb.built))
+	}
+	for i, ans := range answers {
+		if i < 2 {
+			if rec := h.batchItem(t, i); ans.Delivery != transfer.DeliveryDone || rec.Status != transfer.StatusReplayable {
+				t.Errorf("message %d: %+v, item %s; want done and paid alone", i, ans, rec.Status)
+			}
+			continue
+		}
+		wantOverInvocation(t, fmt.Sprintf("message %d", i), ans, h.batchItem(t, i), before[i])
+	}
+	if len(fb.checks) != 0 {
+		t.Errorf("destinations checked %v with no batch to keep them out of", fb.checks)
+	}
+}

@@ -22,7 +22,8 @@ type Answer struct {
 
 // RunQueuedBatch runs msgs, the messages of one submitter event, and answers each as RunQueued
 // would (answers[i] is msgs[i]'s). With Settings.BatchSize above 1, a Batches ledger and a
-// BatchStore, the items still queued under their message's incarnation, batchable (no memo) and
+// BatchStore (or BatchSize 1 with a TransactionsPerInvocation: every key alone, at most that
+// many), the items still queued under their message's incarnation, batchable (no memo) and
 // whose destinations pass the check form batches (FormBatches) paid by one transaction each;
 // everything else (a stale or taken message, a memo, a destination the check refuses, a batch
 // left with one key) runs alone through RunQueued. At most Settings.TransactionsPerInvocation
@@ -61,7 +62,9 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 	}
 	s := o.settings()
 	bs, ok := o.Store.(BatchStore)
-	if s.Validate() != nil || s.BatchSize <= 1 || o.Batches == nil || !ok {
+	// Batches of 1 (BATCH_OPS_PER_LEDGER's share at this channel count) still come an event of k
+	// x BATCH_SIZE messages: with a bound, every key runs alone, and at most k of them.
+	if s.Validate() != nil || o.Batches == nil || !ok || (s.BatchSize <= 1 && s.TransactionsPerInvocation <= 0) {
 		for i := range msgs {
 			alone(i)
 		}
@@ -86,7 +89,9 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 	// A destination the check refuses runs alone, one of the invocation's transactions as a
 	// batch is (formBatches), in its message's place.
 	refused := map[string]bool{}
-	o.checkDestinations(ctx, items, func(rec Record) { refused[rec.StoreKey] = true })
+	if s.BatchSize > 1 {
+		o.checkDestinations(ctx, items, func(rec Record) { refused[rec.StoreKey] = true })
+	}
 	batches, single, over := formBatches(items, s.BatchSize, s.TransactionsPerInvocation, func(rec Record) bool { return !refused[rec.StoreKey] })
 	for _, rec := range single {
 		alone(at[rec.StoreKey])

@@ -371,7 +371,10 @@
 // batch already, or the event's lone keys used the k) is neither taken nor written, and its
 // message is answered DeliveryRetry a ledger later (CHANNELS_BUSY): its item stays queued under
 // the same claim, as before the event, so the next delivery or the sweep finds it unchanged. The
-// k transactions run at once, each from its own source.
+// k transactions run at once, each from its own source. Batches that BATCH_OPS_PER_LEDGER's share
+// makes 1 (Settings.BatchSize 1 with BATCH_SIZE above 1) still come k x BATCH_SIZE messages an
+// event, so the submitter still runs the event here (internal/wiring: BATCH_SIZE as set): every
+// key alone, at most k of them, and no destination check (there is no batch to keep one out of).
 //
 // Taking the keys. Each key is taken as today (queued -> in_flight under the invocation's lease,
 // conditional on the item exactly as read, Expect), one conditional write per key, issued
