@@ -172,29 +172,30 @@ func (o *Orchestrator) readItems(ctx context.Context, msgs []QueueMessage) ([]Re
 
 // checkDestinations keeps the items whose destination passes the check (BatchLedger.
 // CheckDestinations) and hands each other to refused, which has it run alone, so the network judges
-// it and its doomed operation fails no one else's transaction. The items are checked
-// MaxBatchOperations at a time, the chunks concurrently (o.each): an event may carry several
-// batches' worth (Settings.TransactionsPerInvocation), and one getLedgerEntries request holds at
-// most 200 keys (a chunk's trustlines, then its missing accounts: internal/stellar's
+// it and its doomed operation fails no one else's transaction. The items are checked at most
+// MaxBatchOperations at a time (checkChunks), the chunks concurrently (o.each): an event may carry
+// several batches' worth (Settings.TransactionsPerInvocation), and one getLedgerEntries request
+// holds at most 200 keys (a chunk's trustlines, then its missing accounts: internal/stellar's
 // readDestinations). A chunk whose check fails keeps all its items.
 func (o *Orchestrator) checkDestinations(ctx context.Context, items []Record, refused func(Record)) []Record {
 	if len(items) < 2 {
 		return items
 	}
 	codes := make([]string, len(items))
-	chunks := (len(items) + MaxBatchOperations - 1) / MaxBatchOperations
-	o.each(chunks, func(c int) {
-		lo, hi := c*MaxBatchOperations, min((c+1)*MaxBatchOperations, len(items))
-		reqs := make([]Request, hi-lo)
-		for i, rec := range items[lo:hi] {
-			reqs[i] = rec.Request
+	chunks := checkChunks(items)
+	o.each(len(chunks), func(c int) {
+		reqs := make([]Request, len(chunks[c]))
+		for j, i := range chunks[c] {
+			reqs[j] = items[i].Request
 		}
 		got, err := o.Batches.CheckDestinations(ctx, reqs)
 		if err != nil || len(got) != len(reqs) {
 			o.log().WarnContext(ctx, "checking a batch's destinations failed; building it unchecked", "keys", len(reqs), "err", err)
 			return
 		}
-		copy(codes[lo:hi], got)
+		for j, i := range chunks[c] {
+			codes[i] = got[j]
+		}
 	})
 	var kept []Record
 	for i, rec := range items {
@@ -206,6 +207,43 @@ func (o *Orchestrator) checkDestinations(ctx context.Context, items []Record, re
 		kept = append(kept, rec)
 	}
 	return kept
+}
+
+// checkChunks splits the indexes of items into chunks of at most MaxBatchOperations for the
+// destination check, every payment to one line (destination account, the wallet's scope, and
+// asset: FormBatches's) in the same chunk and in the items' order: the check counts a line's
+// earlier payments in the call before judging the next (internal/stellar's judgeDestination),
+// and the event's batches, which pay a line once each, land in the same ledger or the next, so a
+// payment counted apart from the others to its line would fail its whole batch when they fill
+// it. Only a line of more than MaxBatchOperations payments spans chunks, its first
+// MaxBatchOperations together (an event's batches pay it at most k times).
+func checkChunks(items []Record) [][]int {
+	type line struct{ account, asset string }
+	var order []line
+	byLine := map[line][]int{}
+	for i, rec := range items {
+		l := line{rec.Request.Wallet().Scope(), rec.Request.Asset}
+		if _, ok := byLine[l]; !ok {
+			order = append(order, l)
+		}
+		byLine[l] = append(byLine[l], i)
+	}
+	var chunks [][]int
+	var cur []int
+	for _, l := range order {
+		idx := byLine[l]
+		if len(cur) > 0 && len(cur)+len(idx) > MaxBatchOperations {
+			chunks, cur = append(chunks, cur), nil
+		}
+		for len(idx) > MaxBatchOperations {
+			chunks, idx = append(chunks, idx[:MaxBatchOperations]), idx[MaxBatchOperations:]
+		}
+		cur = append(cur, idx...)
+	}
+	if len(cur) > 0 {
+		chunks = append(chunks, cur)
+	}
+	return chunks
 }
 
 // runBatch takes the queued items of one batch and pays them with one transaction, answering

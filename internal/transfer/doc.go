@@ -389,8 +389,9 @@
 // it (PathPaymentStrictReceiveOpFrame::doApply: the account exists, else op_no_destination;
 // PathPaymentOpFrameBase::updateDestBalance: the trustline exists (op_no_trust), is authorized
 // (op_not_authorized) and has room under its limit after its buying liabilities (op_line_full); a
-// native payment: room below INT64_MAX). The event's keys are checked 100 at a time, the checks
-// concurrent; one Stellar RPC getLedgerEntries holds a check's keys (at most 200 a call): each
+// native payment: room below INT64_MAX). The event's keys are checked at most 100 at a time, the
+// checks concurrent, every payment to one line in the same check (its earlier payments count
+// against the line's room, and the event's batches land together); one Stellar RPC getLedgerEntries holds a check's keys (at most 200 a call): each
 // destination's trustline (which implies its account: a trustline is an account's subentry) or,
 // for XLM, its account, then the accounts of the trustlines missing. Horizon deployments read each destination's account, which lists its trustlines, concurrently. A
 // key whose destination fails the check is not rejected on the read: it runs alone (a batch of
