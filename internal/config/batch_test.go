@@ -109,3 +109,18 @@ func TestBatchShareNoteNamesTheSizeThatFits(t *testing.T) {
 		}
 	}
 }
+
+// BatchSizeSet is BATCH_SIZE as set, before BATCH_OPS_PER_LEDGER's share: 10 at 4 channels and 8
+// slots, where Settings.BatchSize is 1; 0 when unset or out of range.
+func TestBatchSizeSetIsBeforeTheShare(t *testing.T) {
+	env := func(m map[string]string) Getenv { return func(k string) string { return m[k] } }
+	share := map[string]string{"BATCH_SIZE": "10", "CHANNEL_COUNT": "4", "BATCH_OPS_PER_LEDGER": "8"}
+	if got, s := BatchSizeSet(env(share)), Settings(env(share)); got != 10 || s.BatchSize != 1 {
+		t.Errorf("BatchSizeSet = %d, Settings.BatchSize = %d; want 10 and 1", got, s.BatchSize)
+	}
+	for _, v := range []string{"", "0", "101", "ten"} {
+		if got := BatchSizeSet(env(map[string]string{"BATCH_SIZE": v})); got != 0 {
+			t.Errorf("BATCH_SIZE %q: BatchSizeSet = %d, want 0", v, got)
+		}
+	}
+}

@@ -32,13 +32,26 @@ func Settings(getenv Getenv) transfer.Settings {
 	if n, err := positiveInt(getenv("TRANSFER_ORCHESTRATION_MAX_KEY_LENGTH")); err == nil && n >= transfer.MinKeyLength && n <= transfer.MaxKeyLengthBound {
 		s.MaxKeyLength = n
 	}
-	if n, err := positiveInt(getenv("BATCH_SIZE")); err == nil && n <= transfer.MaxBatchOperations {
+	if n := BatchSizeSet(getenv); n > 0 {
 		s.BatchSize = BatchWithinLedgerShare(n, channelCount(getenv), opsPerLedger(getenv))
 	}
 	if n, err := positiveInt(getenv("SUBMITTER_TRANSACTIONS_PER_INVOCATION")); err == nil {
 		s.TransactionsPerInvocation = n
 	}
 	return s
+}
+
+// BatchSizeSet is BATCH_SIZE as set, 1 to transfer.MaxBatchOperations (0 when unset or invalid),
+// before BATCH_OPS_PER_LEDGER's share lowers it to Settings.BatchSize. Above 1 the submitter's
+// event source is batched whatever the share leaves (template.yaml: k x TransfersPerTransaction
+// messages an event), so the submitter runs its events as batches (transfer.RunQueuedBatch),
+// which bounds what an event pays (Settings.TransactionsPerInvocation) even when the share leaves
+// batches of 1.
+func BatchSizeSet(getenv Getenv) int {
+	if n, err := positiveInt(getenv("BATCH_SIZE")); err == nil && n <= transfer.MaxBatchOperations {
+		return n
+	}
+	return 0
 }
 
 // DefaultBatchOpsPerLedger is BATCH_OPS_PER_LEDGER's default: half of pubnet's 1,000 classic

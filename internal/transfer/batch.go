@@ -458,21 +458,28 @@ func RequeueRefusedAfter(ctx context.Context, s BatchStore, held []Record, faili
 // alone too, on the one-transfer path. Every item comes back exactly once, a batch's in the order
 // given.
 func FormBatches(items []Record, size int, batchable func(Request) bool) (batches [][]Record, alone []Record) {
-	batches, alone, _ = formBatches(items, size, 0, batchable)
+	batches, alone, _ = formBatches(items, size, 0, func(rec Record) bool { return batchable == nil || batchable(rec.Request) })
 	return batches, alone
 }
 
-// formBatches is FormBatches opening at most most batches (0 or less: no bound): an item that
-// would open one more goes to over instead, in order, neither in a batch nor alone.
-func formBatches(items []Record, size, most int, batchable func(Request) bool) (batches [][]Record, alone, over []Record) {
+// formBatches is FormBatches for at most most transactions (0 or less: no bound), batchable
+// judging the item: each batch opened and each item that runs alone is one, in the items' order,
+// since each pays its own transaction from its own source; an item that would take one more goes
+// to over instead, in order, neither in a batch nor alone.
+func formBatches(items []Record, size, most int, batchable func(Record) bool) (batches [][]Record, alone, over []Record) {
 	if size < 1 || size > MaxBatchOperations {
 		size = 1
 	}
 	type dest struct{ account, asset string }
 	var open [][]Record
 	var taken []map[dest]bool
+	full := func() bool { return most > 0 && len(open)+len(alone) >= most }
 	for _, rec := range items {
-		if size == 1 || !rec.Request.Memo.IsZero() || (batchable != nil && !batchable(rec.Request)) {
+		if size == 1 || !rec.Request.Memo.IsZero() || !batchable(rec) {
+			if full() {
+				over = append(over, rec)
+				continue
+			}
 			alone = append(alone, rec)
 			continue
 		}
@@ -488,7 +495,7 @@ func formBatches(items []Record, size, most int, batchable func(Request) bool) (
 		}
 		switch {
 		case placed:
-		case most > 0 && len(open) >= most:
+		case full():
 			over = append(over, rec)
 		default:
 			open = append(open, []Record{rec})

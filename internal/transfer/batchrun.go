@@ -22,12 +22,17 @@ type Answer struct {
 
 // RunQueuedBatch runs msgs, the messages of one submitter event, and answers each as RunQueued
 // would (answers[i] is msgs[i]'s). With Settings.BatchSize above 1, a Batches ledger and a
-// BatchStore, the items still queued under their message's incarnation, batchable (no memo) and
+// BatchStore (or BatchSize 1 with a TransactionsPerInvocation: every key alone, at most that
+// many), the items still queued under their message's incarnation, batchable (no memo) and
 // whose destinations pass the check form batches (FormBatches) paid by one transaction each;
 // everything else (a stale or taken message, a memo, a destination the check refuses, a batch
 // left with one key) runs alone through RunQueued. At most Settings.TransactionsPerInvocation
-// batches are formed (0: no bound); an item that would open another is not touched, and its
-// message is answered DeliveryRetry (CHANNELS_BUSY, Retry-After one ledger: overInvocation). Otherwise
+// transactions are paid (0: no bound), in the messages' order: each batch formed and each queued
+// key that runs alone (a memo, a refused destination, a batch left with one key) is one; an item
+// that would take another is not touched, and its message is answered DeliveryRetry
+// (CHANNELS_BUSY, Retry-After one ledger: overInvocation). A stale, taken or repeated message
+// runs alone uncounted: RunQueued answers it without a transaction of its own unless it takes
+// over an expired lease or runs the key its first copy left over. Otherwise
 // every message runs through RunQueued: the one-transfer path, unchanged. Messages and batches
 // run concurrently.
 func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) []Answer {
@@ -57,7 +62,9 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 	}
 	s := o.settings()
 	bs, ok := o.Store.(BatchStore)
-	if s.Validate() != nil || s.BatchSize <= 1 || o.Batches == nil || !ok {
+	// Batches of 1 (BATCH_OPS_PER_LEDGER's share at this channel count) still come an event of k
+	// x BATCH_SIZE messages: with a bound, every key runs alone, and at most k of them.
+	if s.Validate() != nil || o.Batches == nil || !ok || (s.BatchSize <= 1 && s.TransactionsPerInvocation <= 0) {
 		for i := range msgs {
 			alone(i)
 		}
@@ -79,8 +86,13 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 		at[m.StoreKey] = i
 		items = append(items, rec)
 	}
-	items = o.checkDestinations(ctx, items, func(rec Record) { alone(at[rec.StoreKey]) })
-	batches, single, over := formBatches(items, s.BatchSize, s.TransactionsPerInvocation, nil)
+	// A destination the check refuses runs alone, one of the invocation's transactions as a
+	// batch is (formBatches), in its message's place.
+	refused := map[string]bool{}
+	if s.BatchSize > 1 {
+		o.checkDestinations(ctx, items, func(rec Record) { refused[rec.StoreKey] = true })
+	}
+	batches, single, over := formBatches(items, s.BatchSize, s.TransactionsPerInvocation, func(rec Record) bool { return !refused[rec.StoreKey] })
 	for _, rec := range single {
 		alone(at[rec.StoreKey])
 	}
@@ -109,11 +121,13 @@ func (o *Orchestrator) RunQueuedBatch(ctx context.Context, msgs []QueueMessage) 
 }
 
 // overInvocation is the answer to a message whose item none of this invocation's batches could
-// carry: an invocation pays at most Settings.TransactionsPerInvocation transactions, because
+// carry, nor pay alone: an invocation pays at most Settings.TransactionsPerInvocation
+// transactions, a batch or a key alone each one (formBatches), because
 // template.yaml gives it k x BATCH_SIZE messages and runs its event source's MaxConcurrency
 // invocations at once so that k x MaxConcurrency transactions, one per source account, are in
-// flight; more batches (BATCH_OPS_PER_LEDGER made them smaller than BATCH_SIZE, or a destination
-// met twice opened another) would wait for sources the other invocations hold. Nothing is written
+// flight; more (BATCH_OPS_PER_LEDGER made the batches smaller than BATCH_SIZE, a destination met
+// twice opened another, or keys with a memo or a refused destination each run alone) would wait
+// for sources the other invocations hold. Nothing is written
 // for it, and it comes back about a ledger later (DefaultLedgerInterval), when this invocation's
 // sources are free again. Its item stays queued under the same claim, so the sweep still finds it
 // if the message is lost.
@@ -157,30 +171,31 @@ func (o *Orchestrator) readItems(ctx context.Context, msgs []QueueMessage) ([]Re
 }
 
 // checkDestinations keeps the items whose destination passes the check (BatchLedger.
-// CheckDestinations) and hands each other to refused, which runs it alone, so the network judges
-// it and its doomed operation fails no one else's transaction. The items are checked
-// MaxBatchOperations at a time, the chunks concurrently (o.each): an event may carry several
-// batches' worth (Settings.TransactionsPerInvocation), and one getLedgerEntries request holds at
-// most 200 keys (a chunk's trustlines, then its missing accounts: internal/stellar's
+// CheckDestinations) and hands each other to refused, which has it run alone, so the network judges
+// it and its doomed operation fails no one else's transaction. The items are checked at most
+// MaxBatchOperations at a time (checkChunks), the chunks concurrently (o.each): an event may carry
+// several batches' worth (Settings.TransactionsPerInvocation), and one getLedgerEntries request
+// holds at most 200 keys (a chunk's trustlines, then its missing accounts: internal/stellar's
 // readDestinations). A chunk whose check fails keeps all its items.
 func (o *Orchestrator) checkDestinations(ctx context.Context, items []Record, refused func(Record)) []Record {
 	if len(items) < 2 {
 		return items
 	}
 	codes := make([]string, len(items))
-	chunks := (len(items) + MaxBatchOperations - 1) / MaxBatchOperations
-	o.each(chunks, func(c int) {
-		lo, hi := c*MaxBatchOperations, min((c+1)*MaxBatchOperations, len(items))
-		reqs := make([]Request, hi-lo)
-		for i, rec := range items[lo:hi] {
-			reqs[i] = rec.Request
+	chunks := checkChunks(items)
+	o.each(len(chunks), func(c int) {
+		reqs := make([]Request, len(chunks[c]))
+		for j, i := range chunks[c] {
+			reqs[j] = items[i].Request
 		}
 		got, err := o.Batches.CheckDestinations(ctx, reqs)
 		if err != nil || len(got) != len(reqs) {
 			o.log().WarnContext(ctx, "checking a batch's destinations failed; building it unchecked", "keys", len(reqs), "err", err)
 			return
 		}
-		copy(codes[lo:hi], got)
+		for j, i := range chunks[c] {
+			codes[i] = got[j]
+		}
 	})
 	var kept []Record
 	for i, rec := range items {
@@ -192,6 +207,43 @@ func (o *Orchestrator) checkDestinations(ctx context.Context, items []Record, re
 		kept = append(kept, rec)
 	}
 	return kept
+}
+
+// checkChunks splits the indexes of items into chunks of at most MaxBatchOperations for the
+// destination check, every payment to one line (destination account, the wallet's scope, and
+// asset: FormBatches's) in the same chunk and in the items' order: the check counts a line's
+// earlier payments in the call before judging the next (internal/stellar's judgeDestination),
+// and the event's batches, which pay a line once each, land in the same ledger or the next, so a
+// payment counted apart from the others to its line would fail its whole batch when they fill
+// it. Only a line of more than MaxBatchOperations payments spans chunks, its first
+// MaxBatchOperations together (an event's batches pay it at most k times).
+func checkChunks(items []Record) [][]int {
+	type line struct{ account, asset string }
+	var order []line
+	byLine := map[line][]int{}
+	for i, rec := range items {
+		l := line{rec.Request.Wallet().Scope(), rec.Request.Asset}
+		if _, ok := byLine[l]; !ok {
+			order = append(order, l)
+		}
+		byLine[l] = append(byLine[l], i)
+	}
+	var chunks [][]int
+	var cur []int
+	for _, l := range order {
+		idx := byLine[l]
+		if len(cur) > 0 && len(cur)+len(idx) > MaxBatchOperations {
+			chunks, cur = append(chunks, cur), nil
+		}
+		for len(idx) > MaxBatchOperations {
+			chunks, idx = append(chunks, idx[:MaxBatchOperations]), idx[MaxBatchOperations:]
+		}
+		cur = append(cur, idx...)
+	}
+	if len(cur) > 0 {
+		chunks = append(chunks, cur)
+	}
+	return chunks
 }
 
 // runBatch takes the queued items of one batch and pays them with one transaction, answering

@@ -363,12 +363,18 @@
 // one operation per (destination account, asset) (FormBatches): a second payment to the same
 // trustline goes to the next batch, so that a destination-side result is a fact about its own key
 // and never about a neighbour that filled the line first. A batch left with one key runs alone.
-// At most k batches are formed (Settings.TransactionsPerInvocation,
-// SUBMITTER_TRANSACTIONS_PER_INVOCATION): a key that would open one more (BATCH_OPS_PER_LEDGER
-// made the batches smaller than BATCH_SIZE, or its destination is in every batch already) is
-// neither taken nor written, and its message is answered DeliveryRetry a ledger later
-// (CHANNELS_BUSY): its item stays queued under the same claim, as before the event, so the next
-// delivery or the sweep finds it unchanged. The k batches run at once, each from its own source.
+// At most k transactions are paid (Settings.TransactionsPerInvocation,
+// SUBMITTER_TRANSACTIONS_PER_INVOCATION), counted in the messages' order: each batch formed and
+// each queued key that runs alone (a memo, a destination the check refuses, a batch left with
+// one key), since each takes a source of its own. A key that would take one more
+// (BATCH_OPS_PER_LEDGER made the batches smaller than BATCH_SIZE, its destination is in every
+// batch already, or the event's lone keys used the k) is neither taken nor written, and its
+// message is answered DeliveryRetry a ledger later (CHANNELS_BUSY): its item stays queued under
+// the same claim, as before the event, so the next delivery or the sweep finds it unchanged. The
+// k transactions run at once, each from its own source. Batches that BATCH_OPS_PER_LEDGER's share
+// makes 1 (Settings.BatchSize 1 with BATCH_SIZE above 1) still come k x BATCH_SIZE messages an
+// event, so the submitter still runs the event here (internal/wiring: BATCH_SIZE as set): every
+// key alone, at most k of them, and no destination check (there is no batch to keep one out of).
 //
 // Taking the keys. Each key is taken as today (queued -> in_flight under the invocation's lease,
 // conditional on the item exactly as read, Expect), one conditional write per key, issued
@@ -383,8 +389,9 @@
 // it (PathPaymentStrictReceiveOpFrame::doApply: the account exists, else op_no_destination;
 // PathPaymentOpFrameBase::updateDestBalance: the trustline exists (op_no_trust), is authorized
 // (op_not_authorized) and has room under its limit after its buying liabilities (op_line_full); a
-// native payment: room below INT64_MAX). The event's keys are checked 100 at a time, the checks
-// concurrent; one Stellar RPC getLedgerEntries holds a check's keys (at most 200 a call): each
+// native payment: room below INT64_MAX). The event's keys are checked at most 100 at a time, the
+// checks concurrent, every payment to one line in the same check (its earlier payments count
+// against the line's room, and the event's batches land together); one Stellar RPC getLedgerEntries holds a check's keys (at most 200 a call): each
 // destination's trustline (which implies its account: a trustline is an account's subentry) or,
 // for XLM, its account, then the accounts of the trustlines missing. Horizon deployments read each destination's account, which lists its trustlines, concurrently. A
 // key whose destination fails the check is not rejected on the read: it runs alone (a batch of

@@ -126,8 +126,11 @@ func Build(d Deps) (*Service, error) {
 		orch.Admission = adm
 	}
 	// BATCH_SIZE above 1 pays queued transfers in batches (transfer.RunQueuedBatch); 1, the
-	// default, leaves Batches nil: every queued transfer runs alone (RunQueued).
-	orch.Batches = batchesFor(ledger, config.Settings(getenv).BatchSize)
+	// default, leaves Batches nil: every queued transfer runs alone (RunQueued). BATCH_SIZE as
+	// set, not as BATCH_OPS_PER_LEDGER's share lowers it: batches the share makes 1 still come
+	// k x BATCH_SIZE messages an event, which RunQueuedBatch bounds to k transactions and the
+	// one-transfer handler would run all at once.
+	orch.Batches = batchesFor(ledger, config.BatchSizeSet(getenv))
 	codes := d.Config.AssetCodes()
 	rules := func() transfer.Rules {
 		return transfer.Rules{Assets: codes, MaxKeyLength: config.Settings(getenv).MaxKeyLength, Addresses: stellar.Addresses{}}
