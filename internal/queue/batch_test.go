@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,9 +20,16 @@ func (f batchFunc) RunQueuedBatch(ctx context.Context, msgs []transfer.QueueMess
 	return f(ctx, msgs)
 }
 
-type visibilityRecorder struct{ got map[string]int32 }
+// visibilityRecorder records each message's new visibility timeout; BatchSubmitter changes
+// several at once, one goroutine each.
+type visibilityRecorder struct {
+	mu  sync.Mutex
+	got map[string]int32
+}
 
 func (v *visibilityRecorder) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.got[*in.ReceiptHandle] = in.VisibilityTimeout
 	return &sqs.ChangeMessageVisibilityOutput{}, nil
 }
