@@ -177,9 +177,25 @@ func (p *operations) start(s *Stack, svc *wiring.Service) error {
 	// account (at least 2), or, batched, one transaction in flight per source, each event k
 	// transactions' worth of messages; gathered for the batching window. Under a
 	// virtual clock the window is not waited (it would cost real time): what is waiting is taken.
+	// The event source is sized by BATCH_SIZE as set (config.BatchSizeSet), before
+	// BATCH_OPS_PER_LEDGER's share, as template.yaml sizes it from TransfersPerTransaction; and
+	// the submitter pays at most k transactions an event, k the unbatched event's messages
+	// (SUBMITTER_TRANSACTIONS_PER_INVOCATION, which the template sets from the same mapping).
 	perTransaction := 1
 	if o := svc.Orchestrator; o.Batches != nil && o.Settings != nil {
 		perTransaction = o.Settings().BatchSize
+		if p.opts.Getenv != nil {
+			perTransaction = max(config.BatchSizeSet(p.opts.Getenv), perTransaction)
+		}
+		k := templateEventSource(len(s.Info.Channels), 1).batch
+		settings := o.Settings
+		o.Settings = func() transfer.Settings {
+			st := settings()
+			if st.TransactionsPerInvocation <= 0 {
+				st.TransactionsPerInvocation = k
+			}
+			return st
+		}
 	}
 	src := templateEventSource(len(s.Info.Channels), perTransaction)
 	if p.opts.Clock != nil {
