@@ -236,10 +236,10 @@ type batchRow struct {
 	// opsPerLedger, when above 0, is BATCH_OPS_PER_LEDGER as an operator sets it (the row's
 	// own slots otherwise, so that its perTx is the batch size measured).
 	opsPerLedger int
-	background      int   // others' one-payment transactions submitted after each close
-	warmUp          time.Duration
-	es              eventSource
-	res             burst
+	background   int // others' one-payment transactions submitted after each close
+	warmUp       time.Duration
+	es           eventSource
+	res          burst
 	// From the network: the fees the payout's transactions were charged (stroops), its
 	// transactions, their operations (a fee bump counts one more), every operation applied in
 	// the ledgers that paid it, and the wallets whose USDC balance is not what they were sent.
