@@ -38,10 +38,10 @@ import (
 //
 // Over stellar-rpc the set comes from the latest ledger's LedgerCloseMeta (getLatestLedger's
 // metadataXdr, else getLedgers of that ledger); over Horizon from GET /ledgers/{seq}/transactions
-// of the latest ledger, every page (each record has its envelope_xdr, in application order). A
-// Horizon that does not serve that resource (horizon_fees.go) keeps the surge rule alone. A
-// ledger that cannot be read is no replacement this ledger: a plain error, judged again at the
-// next.
+// of the latest ledger, its pages up to the Soroban phase (each record has its envelope_xdr, in
+// application order, the classic phase first). A Horizon that does not serve that resource
+// (horizon_fees.go) keeps the surge rule alone. A ledger that cannot be read is no replacement
+// this ledger: a plain error, judged again at the next.
 
 // errBidsUnknown is a backend that cannot list a ledger's transactions (a Horizon without GET
 // /ledgers/{seq}/transactions): the surge rule alone decides, as before.
@@ -191,12 +191,17 @@ func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 }
 
 // horizonBidPages bounds the pages of GET /ledgers/{seq}/transactions read for one ledger: 200
-// records a page, more than a ledger of 1,000 classic operations and its Soroban transactions.
+// records a page, more than the classic phase of a ledger of 1,000 classic operations (at most
+// 1,000 transactions) and the first record after it. The Soroban phase that follows (up to 2,000
+// transactions on pubnet, stellarsim.PubnetLaneLimits) is not read: see latestBids.
 const horizonBidPages = 8
 
-// latestBids reads the transactions of the latest closed ledger from GET /ledgers (latest) and
-// every page of GET /ledgers/{seq}/transactions (failed ones included: included and charged
-// alike).
+// latestBids reads the classic transactions of the latest closed ledger from GET /ledgers
+// (latest) and the pages of GET /ledgers/{seq}/transactions (failed ones included: included and
+// charged alike) up to the first Soroban transaction: Horizon lists a ledger's transactions in
+// application order and stellar-core applies the classic phase first (horizon_fees.go), so every
+// classic bid was read by then, and the Soroban phase, up to 2,000 transactions, would take 10
+// more pages that outbidByOthers never looks at.
 func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 	page, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.LedgersPage, error) {
 		return c.Ledgers(horizonclient.LedgerRequest{Order: horizonclient.OrderDesc, Limit: 1})
@@ -234,6 +239,7 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 		if len(recs) == 0 {
 			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %d of %d transactions listed", rec.Sequence, read, want)
 		}
+		sorobanPhase := false
 		for _, tx := range recs {
 			var e xdr.TransactionEnvelope
 			if err := xdr.SafeUnmarshalBase64(tx.EnvelopeXdr, &e); err != nil {
@@ -241,7 +247,11 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 			}
 			if b, ok := bidOf(e); ok {
 				out.bids = append(out.bids, b)
+				sorobanPhase = sorobanPhase || b.lane == laneSoroban
 			}
+		}
+		if sorobanPhase {
+			return out, nil
 		}
 		read += int64(len(recs))
 		cursor = recs[len(recs)-1].PagingToken()
