@@ -201,18 +201,41 @@ const horizonBidPages = 8
 // charged alike) up to the first Soroban transaction: Horizon lists a ledger's transactions in
 // application order and stellar-core applies the classic phase first (horizon_fees.go), so every
 // classic bid was read by then, and the Soroban phase, up to 2,000 transactions, would take 10
-// more pages that outbidByOthers never looks at.
+// more pages that outbidByOthers never looks at. When the instance answering has not ingested the
+// newest ledger GET /ledgers listed (not_found once the resource was served), the ledger before
+// it is read instead.
+//
+// Errors: errBidsUnknown for a Horizon that never served GET /ledgers/{seq}/transactions to this
+// process; a plain error otherwise (ledgerBids).
 func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 	page, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.LedgersPage, error) {
-		return c.Ledgers(horizonclient.LedgerRequest{Order: horizonclient.OrderDesc, Limit: 1})
+		return c.Ledgers(horizonclient.LedgerRequest{Order: horizonclient.OrderDesc, Limit: 2})
 	})
 	if err != nil {
 		return laneBids{}, fmt.Errorf("stellar: GET /ledgers: %w", err)
 	}
-	if len(page.Embedded.Records) == 0 || page.Embedded.Records[0].Sequence <= 0 {
+	recs := page.Embedded.Records
+	if len(recs) == 0 || recs[0].Sequence <= 0 {
 		return laneBids{}, errors.New("stellar: GET /ledgers returned no ledger")
 	}
-	rec := page.Embedded.Records[0]
+	out, err := h.ledgerBids(ctx, recs[0])
+	if errors.Is(err, errNoLedgerTransactions) && len(recs) > 1 && recs[1].Sequence > 0 {
+		// Behind a load balancer the instance answering may not hold the newest ledger yet
+		// (horizon_fees.go): the one before it, which closed while the envelope waited too, is
+		// the latest ledger it can show. Every read of the newest alone could meet that
+		// instance, and no replacement would ever be judged.
+		return h.ledgerBids(ctx, recs[1])
+	}
+	return out, err
+}
+
+// ledgerBids reads the classic transactions of ledger rec (see latestBids).
+//
+// Errors: errBidsUnknown for not_found from a Horizon that never served the resource to this
+// process; errNoLedgerTransactions (wrapped) for not_found from one that did (the answering
+// instance has not ingested rec); a plain error for any other failure, a listing shorter than
+// rec's counts, or more than horizonBidPages pages.
+func (h horizonChain) ledgerBids(ctx context.Context, rec hProtocol.Ledger) (laneBids, error) {
 	want := int64(rec.SuccessfulTransactionCount)
 	if rec.FailedTransactionCount != nil {
 		want += int64(*rec.FailedTransactionCount)
@@ -226,10 +249,13 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 		txs, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.TransactionsPage, error) {
 			return c.Transactions(horizonclient.TransactionRequest{ForLedger: uint(rec.Sequence), Limit: 200, Cursor: cursor, IncludeFailed: true})
 		})
-		if horizonclient.IsNotFoundError(err) && !h.l.rates.isServed() {
-			// A Horizon that has never served the resource to this process is taken for one
-			// without it (horizon_fees.go): the bids cannot be read, today's rule holds.
-			return laneBids{}, errBidsUnknown
+		if horizonclient.IsNotFoundError(err) {
+			if !h.l.rates.isServed() {
+				// A Horizon that has never served the resource to this process is taken for
+				// one without it (horizon_fees.go): the bids cannot be read, today's rule holds.
+				return laneBids{}, errBidsUnknown
+			}
+			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %w", rec.Sequence, errNoLedgerTransactions)
 		}
 		if err != nil {
 			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %w", rec.Sequence, err)

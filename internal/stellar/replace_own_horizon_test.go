@@ -3,8 +3,10 @@ package stellar
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -12,56 +14,89 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	hProtocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
 	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/stellar-transfer/orchestrator/internal/transfer"
 )
 
 // fakeLedgerHorizon is a Horizon whose latest ledger, seq, holds txs in application order: GET
 // /ledgers?order=desc lists it (its counts those of txs), GET /ledgers/{seq}/transactions pages
 // them (cursor: the index of the last record read). pages counts the pages asked for.
 func fakeLedgerHorizon(t *testing.T, seq int32, txs []xdr.TransactionEnvelope) (*HorizonLedger, *atomic.Int32) {
+	return fakeLedgersHorizon(t, []fakeLedger{{seq: seq, txs: txs}})
+}
+
+// fakeLedger is one closed ledger of fakeLedgersHorizon; missing answers its transactions
+// not_found (an instance that has not ingested it).
+type fakeLedger struct {
+	seq     int32
+	txs     []xdr.TransactionEnvelope
+	missing bool
+}
+
+// fakeLedgersHorizon is fakeLedgerHorizon with several ledgers, newest first.
+func fakeLedgersHorizon(t *testing.T, ledgers []fakeLedger) (*HorizonLedger, *atomic.Int32) {
 	t.Helper()
-	b64 := make([]string, len(txs))
-	for i, e := range txs {
-		s, err := xdr.MarshalBase64(e)
-		if err != nil {
-			t.Fatal(err)
+	b64 := map[int32][]string{}
+	for _, l := range ledgers {
+		for _, e := range l.txs {
+			s, err := xdr.MarshalBase64(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b64[l.seq] = append(b64[l.seq], s)
 		}
-		b64[i] = s
 	}
 	var pages atomic.Int32
-	txsPath := "/ledgers/" + strconv.Itoa(int(seq)) + "/transactions"
+	txsPath := regexp.MustCompile(`^/ledgers/([0-9]+)/transactions$`)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/hal+json")
-		switch req.URL.Path {
-		case "/ledgers":
-			var page hProtocol.LedgersPage
-			failed := int32(0)
-			page.Embedded.Records = []hProtocol.Ledger{{Sequence: seq, SuccessfulTransactionCount: int32(len(txs)), FailedTransactionCount: &failed,
-				BaseFee: 100, BaseReserve: 5_000_000, MaxTxSetSize: 1_000}}
-			_ = json.NewEncoder(w).Encode(page)
-		case txsPath:
-			pages.Add(1)
-			from := 0
-			if c := req.URL.Query().Get("cursor"); c != "" {
-				n, err := strconv.Atoi(c)
-				if err != nil {
-					http.Error(w, "cursor", http.StatusBadRequest)
-					return
-				}
-				from = n + 1
-			}
+		if req.URL.Path == "/ledgers" {
 			limit, _ := strconv.Atoi(req.URL.Query().Get("limit"))
-			if limit <= 0 || limit > 200 {
-				limit = 10
-			}
-			var page hProtocol.TransactionsPage
-			for i := from; i < len(txs) && i < from+limit; i++ {
-				page.Embedded.Records = append(page.Embedded.Records, hProtocol.Transaction{ID: strconv.Itoa(i), PT: strconv.Itoa(i),
-					Hash: strconv.Itoa(i), Ledger: seq, Successful: true, EnvelopeXdr: b64[i]})
+			var page hProtocol.LedgersPage
+			for i, l := range ledgers {
+				if i == limit {
+					break
+				}
+				failed := int32(0)
+				page.Embedded.Records = append(page.Embedded.Records, hProtocol.Ledger{Sequence: l.seq, SuccessfulTransactionCount: int32(len(l.txs)),
+					FailedTransactionCount: &failed, BaseFee: 100, BaseReserve: 5_000_000, MaxTxSetSize: 1_000})
 			}
 			_ = json.NewEncoder(w).Encode(page)
-		default:
-			http.NotFound(w, req)
+			return
 		}
+		m := txsPath.FindStringSubmatch(req.URL.Path)
+		var l *fakeLedger
+		for i := range ledgers {
+			if m != nil && strconv.Itoa(int(ledgers[i].seq)) == m[1] && !ledgers[i].missing {
+				l = &ledgers[i]
+			}
+		}
+		if l == nil {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"type":"https://stellar.org/horizon-errors/not_found","title":"Resource Missing","status":404}`))
+			return
+		}
+		pages.Add(1)
+		from := 0
+		if c := req.URL.Query().Get("cursor"); c != "" {
+			n, err := strconv.Atoi(c)
+			if err != nil {
+				http.Error(w, "cursor", http.StatusBadRequest)
+				return
+			}
+			from = n + 1
+		}
+		limit, _ := strconv.Atoi(req.URL.Query().Get("limit"))
+		if limit <= 0 || limit > 200 {
+			limit = 10
+		}
+		var page hProtocol.TransactionsPage
+		for i := from; i < len(l.txs) && i < from+limit; i++ {
+			page.Embedded.Records = append(page.Embedded.Records, hProtocol.Transaction{ID: strconv.Itoa(i), PT: strconv.Itoa(i),
+				Hash: strconv.Itoa(i), Ledger: l.seq, Successful: true, EnvelopeXdr: b64[l.seq][i]})
+		}
+		_ = json.NewEncoder(w).Encode(page)
 	}))
 	t.Cleanup(srv.Close)
 	return horizonLedgerAt(t, srv.URL, testPassphrase), &pages
@@ -96,5 +131,38 @@ func TestReplaceOverHorizonReadsTheClassicPhaseOfABusyLedger(t *testing.T) {
 	}
 	if got := pages.Load(); got > horizonBidPages {
 		t.Fatalf("%d pages read, want at most %d", got, horizonBidPages)
+	}
+}
+
+// Behind a load balancer, GET /ledgers can come from an instance a ledger ahead of the one that
+// answers GET /ledgers/{seq}/transactions, which then answers not_found for the newest ledger
+// (horizon_fees.go). Once Horizon has served the resource, that is no reason to judge nothing:
+// the ledger before, which closed while the envelope waited too, shows another party's payment
+// above the queued rate, and the replacement is allowed; with the ledger before showing only
+// payments below it, none is.
+func TestReplaceOverHorizonReadsTheLedgerBeforeOneNotYetIngested(t *testing.T) {
+	other := keypair.MustRandom().Address()
+	shape := envelopeShape{lane: laneClassic, ops: 1, slots: 2, fee: 400 * 2}
+	fee := keypair.MustRandom().Address()
+	for _, tc := range []struct {
+		name    string
+		before  uint32
+		replace bool
+	}{{"outbid the ledger before", 1_000, true}, {"not outbid the ledger before", 300, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _ := fakeLedgersHorizon(t, []fakeLedger{
+				{seq: 501, txs: []xdr.TransactionEnvelope{plainTx(t, other, 5_000, 1)}, missing: true},
+				{seq: 500, txs: []xdr.TransactionEnvelope{plainTx(t, other, 100, 1), plainTx(t, other, tc.before, 1)}},
+			})
+			// The fee stats read some ledger's transactions before: Horizon serves the resource.
+			l.rates.markServed()
+			err := l.outbidByOthers(context.Background(), horizonChain{l}, shape, fee, map[string]bool{})
+			switch {
+			case tc.replace && err != nil:
+				t.Fatalf("outbidByOthers: %v, want a replacement", err)
+			case !tc.replace && !errors.Is(err, transfer.ErrNoReplacement):
+				t.Fatalf("outbidByOthers: %v, want ErrNoReplacement", err)
+			}
+		})
 	}
 }
