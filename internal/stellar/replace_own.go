@@ -158,7 +158,8 @@ func setBids(meta xdr.LedgerCloseMeta) ([]ledgerBid, error) {
 }
 
 // latestBids reads the transactions of the latest closed ledger from its LedgerCloseMeta:
-// getLatestLedger's metadataXdr (stellar-rpc 23 and later), else getLedgers of that ledger.
+// getLatestLedger's metadataXdr (stellar-rpc 23 and later), else getLedgers of that ledger, or of
+// the ledger before when getLedgers cannot return that one.
 func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 	latest, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
 		return c.GetLatestLedger(ctx)
@@ -166,28 +167,45 @@ func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 	if err != nil {
 		return laneBids{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
 	}
-	metaXDR := latest.LedgerMetadata
+	seq, metaXDR := latest.Sequence, latest.LedgerMetadata
 	if metaXDR == "" {
-		resp, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLedgersResponse, error) {
-			return c.GetLedgers(ctx, protocol.GetLedgersRequest{StartLedger: latest.Sequence, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
-		})
+		metaXDR, err = r.ledgerMeta(ctx, seq)
+		if err != nil && seq > 1 {
+			// Behind a load balancer the instance answering getLedgers may not hold the ledger
+			// getLatestLedger named yet (RPCConfig.LoadBalanced): the one before it, which
+			// closed while the envelope waited too, is the latest it can show.
+			seq--
+			metaXDR, err = r.ledgerMeta(ctx, seq)
+		}
 		if err != nil {
-			return laneBids{}, fmt.Errorf("stellar: getLedgers: %w", err)
+			return laneBids{}, err
 		}
-		if len(resp.Ledgers) == 0 || resp.Ledgers[0].Sequence != latest.Sequence {
-			return laneBids{}, fmt.Errorf("stellar: getLedgers: ledger %d not returned", latest.Sequence)
-		}
-		metaXDR = resp.Ledgers[0].LedgerMetadata
 	}
 	var meta xdr.LedgerCloseMeta
 	if err := xdr.SafeUnmarshalBase64(metaXDR, &meta); err != nil {
-		return laneBids{}, fmt.Errorf("stellar: decoding metadataXdr of ledger %d: %w", latest.Sequence, err)
+		return laneBids{}, fmt.Errorf("stellar: decoding metadataXdr of ledger %d: %w", seq, err)
 	}
 	bids, err := setBids(meta)
 	if err != nil {
-		return laneBids{}, fmt.Errorf("stellar: the transaction set of ledger %d: %w", latest.Sequence, err)
+		return laneBids{}, fmt.Errorf("stellar: the transaction set of ledger %d: %w", seq, err)
 	}
-	return laneBids{ledger: latest.Sequence, bids: bids}, nil
+	return laneBids{ledger: seq, bids: bids}, nil
+}
+
+// ledgerMeta reads ledger seq's LedgerCloseMeta, base64 XDR, from getLedgers.
+//
+// Errors: a plain error when getLedgers fails or does not return seq first.
+func (r rpcChain) ledgerMeta(ctx context.Context, seq uint32) (string, error) {
+	resp, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLedgersResponse, error) {
+		return c.GetLedgers(ctx, protocol.GetLedgersRequest{StartLedger: seq, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
+	})
+	if err != nil {
+		return "", fmt.Errorf("stellar: getLedgers: %w", err)
+	}
+	if len(resp.Ledgers) == 0 || resp.Ledgers[0].Sequence != seq {
+		return "", fmt.Errorf("stellar: getLedgers: ledger %d not returned", seq)
+	}
+	return resp.Ledgers[0].LedgerMetadata, nil
 }
 
 // horizonBidPages bounds the pages of GET /ledgers/{seq}/transactions read for one ledger: 200

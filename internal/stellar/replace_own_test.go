@@ -278,3 +278,29 @@ func TestReplaceUnreadableLedgerIsAPlainError(t *testing.T) {
 		})
 	}
 }
+
+// Behind a load balancer (RPCConfig.LoadBalanced) getLatestLedger can come from an instance a
+// ledger ahead of the one answering getLedgers, which refuses the newest ledger as out of its
+// range. A stellar-rpc without metadataXdr in getLatestLedger then still judges from the ledger
+// before, which closed while the envelope waited too: another party's payment above the queued
+// rate there allows the replacement.
+func TestReplaceOverRPCReadsTheLedgerBeforeOneNotYetIngested(t *testing.T) {
+	e := surgeEnv(t)
+	env, _ := queuedBump(t, e, 400, 100)
+	before, err := xdr.MarshalBase64(closeMeta(76, [][]xdr.TransactionEnvelope{{plainTx(t, keypair.MustRandom().Address(), 1_000, 1)}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000})
+	e.fake.handle("getLedgers", func(params json.RawMessage) (any, *rpcError) {
+		var req protocol.GetLedgersRequest
+		if err := json.Unmarshal(params, &req); err != nil || req.StartLedger != 76 {
+			return nil, &rpcError{Code: -32600, Message: "start ledger must be between the oldest ledger: 1 and the latest ledger: 76 for this rpc instance"}
+		}
+		return protocol.GetLedgersResponse{LatestLedger: 76, Ledgers: []protocol.LedgerInfo{{Sequence: 76, LedgerMetadata: before}}}, nil
+	})
+	next, err := e.ledger.Replace(context.Background(), env)
+	if err != nil || next.InnerHash != env.InnerHash || next.OuterHash == env.OuterHash {
+		t.Fatalf("Replace: %+v, %v; want a replacement judged from ledger 76", next, err)
+	}
+}
