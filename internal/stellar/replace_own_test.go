@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -302,5 +303,28 @@ func TestReplaceOverRPCReadsTheLedgerBeforeOneNotYetIngested(t *testing.T) {
 	next, err := e.ledger.Replace(context.Background(), env)
 	if err != nil || next.InnerHash != env.InnerHash || next.OuterHash == env.OuterHash {
 		t.Fatalf("Replace: %+v, %v; want a replacement judged from ledger 76", next, err)
+	}
+}
+
+// Rates are compared exactly, as feeRate3WayCompare does, whatever the fees: a bid of nearly
+// 2^63 stroops over 101 slots against one over 100 is told apart without overflow, a negative
+// bid (a resource fee above the fee) is never at or above a positive rate.
+func TestReplaceRatesComparedExactlyAtHugeFees(t *testing.T) {
+	const top = math.MaxInt64
+	for _, tc := range []struct {
+		bid        ledgerBid
+		fee, slots int64
+		atOrAbove  bool
+	}{
+		{ledgerBid{inclusionFee: top, slots: 1}, top, 101, true},
+		{ledgerBid{inclusionFee: top, slots: 101}, top - 1, 100, false},
+		{ledgerBid{inclusionFee: top - 1, slots: 100}, top, 101, true},
+		{ledgerBid{inclusionFee: top, slots: 101}, top, 101, true},
+		{ledgerBid{inclusionFee: -1, slots: 1}, 1, 1, false},
+		{ledgerBid{inclusionFee: 1, slots: 1}, top, 1, false},
+	} {
+		if got := tc.bid.atOrAbove(tc.fee, tc.slots); got != tc.atOrAbove {
+			t.Errorf("%+v at or above %d over %d: %v, want %v", tc.bid, tc.fee, tc.slots, got, tc.atOrAbove)
+		}
 	}
 }
