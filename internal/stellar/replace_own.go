@@ -53,7 +53,7 @@ const errOwnBidsOnly = "outbid only by this deployment's own transactions"
 // ledgerBid is one transaction a closed ledger included: who paid its fee and what it bid.
 type ledgerBid struct {
 	lane         feeLane
-	feeSource    string // a fee bump's outer fee source, else the transaction's source (G...)
+	feeSource    string // a fee bump's outer fee source, else the transaction's source: its account (G...), a muxed one's too
 	inclusionFee int64  // the fee offered less a declared Soroban resource fee, stroops
 	slots        int64  // operations, plus one for a fee bump
 }
@@ -93,8 +93,15 @@ func bidOf(e xdr.TransactionEnvelope) (ledgerBid, bool) {
 			b.lane = laneSoroban
 		}
 	}
-	acct, err := src.GetAddress()
-	if err != nil || b.slots <= 0 {
+	if _, err := src.GetAddress(); err != nil || b.slots <= 0 {
+		return ledgerBid{}, false
+	}
+	// A muxed fee source (M...) is paid by its underlying account, whatever its mux id: the
+	// vault's or the fee account's under one is still this deployment's bid. GetAddress
+	// succeeding is what keeps ToAccountId from panicking.
+	aid := src.ToAccountId()
+	acct, err := aid.GetAddress()
+	if err != nil {
 		return ledgerBid{}, false
 	}
 	b.feeSource = acct

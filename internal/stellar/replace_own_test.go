@@ -328,3 +328,43 @@ func TestReplaceRatesComparedExactlyAtHugeFees(t *testing.T) {
 		}
 	}
 }
+
+// A muxed fee source (M...) is its account's: the fee is paid by the underlying G account,
+// whatever the mux id. The vault's or the fee account's transaction under a muxed address is
+// this deployment's own bid, and another party's under a muxed address is someone else's.
+func TestReplaceMuxedFeeSourceIsItsAccounts(t *testing.T) {
+	fee, vault, other := keypair.MustRandom(), keypair.MustRandom(), keypair.MustRandom()
+	shape := envelopeShape{lane: laneClassic, ops: 1, slots: 2, fee: 400 * 2}
+	muxedOf := func(kp *keypair.Full, id uint64) xdr.MuxedAccount {
+		m, err := xdr.MuxedAccountFromAccountId(kp.Address(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	vaultTx := plainTx(t, vault.Address(), 1_000, 1)
+	vaultTx.V1.Tx.SourceAccount = muxedOf(vault, 7)
+	feeBump := bumpTx(t, fee.Address(), 1_000*2, 1)
+	feeBump.FeeBump.Tx.FeeSource = muxedOf(fee, 9)
+	otherTx := plainTx(t, other.Address(), 1_000, 1)
+	otherTx.V1.Tx.SourceAccount = muxedOf(other, 3)
+	for _, tc := range []struct {
+		name    string
+		tx      xdr.TransactionEnvelope
+		replace bool
+	}{{"the vault muxed", vaultTx, false}, {"the fee account muxed", feeBump, false}, {"another party muxed", otherTx, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bids, err := setBids(closeMeta(9, [][]xdr.TransactionEnvelope{{tc.tx}}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = (&common{}).outbidByOthers(context.Background(), fixedBids{lb: laneBids{ledger: 9, bids: bids}}, shape, fee.Address(), map[string]bool{vault.Address(): true})
+			switch {
+			case tc.replace && err != nil:
+				t.Fatalf("outbidByOthers: %v, want a replacement", err)
+			case !tc.replace && (!errors.Is(err, transfer.ErrNoReplacement) || !strings.Contains(err.Error(), errOwnBidsOnly)):
+				t.Fatalf("outbidByOthers: %v, want ErrNoReplacement naming the deployment's own bids", err)
+			}
+		})
+	}
+}
