@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 
 	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
@@ -62,6 +63,32 @@ type ledgerBid struct {
 type laneBids struct {
 	ledger uint32
 	bids   []ledgerBid
+}
+
+// bidsCache keeps the bids of the last closed ledger read. A closed ledger's transaction set never
+// changes, and every envelope this process judges while it is the latest asks for it: read once,
+// not once per envelope (over Horizon up to 7 requests each, against its rate limit, in the
+// congested ledgers that make envelopes wait; over stellar-rpc a LedgerCloseMeta of megabytes
+// decoded each time).
+type bidsCache struct {
+	mu sync.Mutex
+	lb laneBids
+}
+
+// get returns the bids of ledger seq when they are the ones kept.
+func (b *bidsCache) get(seq uint32) (laneBids, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lb, seq != 0 && b.lb.ledger == seq
+}
+
+// keep records lb (never changed after: readers share its bids).
+func (b *bidsCache) keep(lb laneBids) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if lb.ledger >= b.lb.ledger {
+		b.lb = lb
+	}
 }
 
 // bidOf reads e's fee payer, lane and bid; false for an envelope it cannot read.
@@ -175,6 +202,9 @@ func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 		return laneBids{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
 	}
 	seq, metaXDR := latest.Sequence, latest.LedgerMetadata
+	if lb, ok := r.l.bids.get(seq); ok {
+		return lb, nil
+	}
 	if metaXDR == "" {
 		metaXDR, err = r.ledgerMeta(ctx, seq)
 		if err != nil && seq > 1 {
@@ -182,6 +212,9 @@ func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 			// getLatestLedger named yet (RPCConfig.LoadBalanced): the one before it, which
 			// closed while the envelope waited too, is the latest it can show.
 			seq--
+			if lb, ok := r.l.bids.get(seq); ok {
+				return lb, nil
+			}
 			metaXDR, err = r.ledgerMeta(ctx, seq)
 		}
 		if err != nil {
@@ -196,7 +229,9 @@ func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 	if err != nil {
 		return laneBids{}, fmt.Errorf("stellar: the transaction set of ledger %d: %w", seq, err)
 	}
-	return laneBids{ledger: seq, bids: bids}, nil
+	lb := laneBids{ledger: seq, bids: bids}
+	r.l.bids.keep(lb)
+	return lb, nil
 }
 
 // ledgerMeta reads ledger seq's LedgerCloseMeta, base64 XDR, from getLedgers.
@@ -243,13 +278,23 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 	if len(recs) == 0 || recs[0].Sequence <= 0 {
 		return laneBids{}, errors.New("stellar: GET /ledgers returned no ledger")
 	}
-	out, err := h.ledgerBids(ctx, recs[0])
+	read := func(rec hProtocol.Ledger) (laneBids, error) {
+		if lb, ok := h.l.bids.get(uint32(rec.Sequence)); ok {
+			return lb, nil
+		}
+		lb, err := h.ledgerBids(ctx, rec)
+		if err == nil {
+			h.l.bids.keep(lb)
+		}
+		return lb, err
+	}
+	out, err := read(recs[0])
 	if errors.Is(err, errNoLedgerTransactions) && len(recs) > 1 && recs[1].Sequence > 0 {
 		// Behind a load balancer the instance answering may not hold the newest ledger yet
 		// (horizon_fees.go): the one before it, which closed while the envelope waited too, is
 		// the latest ledger it can show. Every read of the newest alone could meet that
 		// instance, and no replacement would ever be judged.
-		return h.ledgerBids(ctx, recs[1])
+		return read(recs[1])
 	}
 	return out, err
 }

@@ -166,3 +166,26 @@ func TestReplaceOverHorizonReadsTheLedgerBeforeOneNotYetIngested(t *testing.T) {
 		})
 	}
 }
+
+// A closed ledger's bids are read once per process: every envelope judged while it is the latest
+// asks for them, and over Horizon each read is up to 7 requests against its rate limit, in the
+// congested ledgers that make envelopes wait. A second judgment in the same ledger reads no page.
+func TestReplaceReadsALedgersBidsOnceOverHorizon(t *testing.T) {
+	other := keypair.MustRandom().Address()
+	var txs []xdr.TransactionEnvelope
+	for range 450 {
+		txs = append(txs, plainTx(t, other, 100, 1))
+	}
+	l, pages := fakeLedgerHorizon(t, 500, txs)
+	shape := envelopeShape{lane: laneClassic, ops: 1, slots: 2, fee: 400 * 2}
+	fee := keypair.MustRandom().Address()
+	for i := range 3 {
+		err := l.outbidByOthers(context.Background(), horizonChain{l}, shape, fee, map[string]bool{})
+		if !errors.Is(err, transfer.ErrNoReplacement) {
+			t.Fatalf("judgment %d: %v, want ErrNoReplacement", i+1, err)
+		}
+	}
+	if got := pages.Load(); got != 3 {
+		t.Fatalf("%d pages read for 3 judgments of one ledger of 450 transactions, want 3", got)
+	}
+}

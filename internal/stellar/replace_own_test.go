@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
@@ -366,5 +367,31 @@ func TestReplaceMuxedFeeSourceIsItsAccounts(t *testing.T) {
 				t.Fatalf("outbidByOthers: %v, want ErrNoReplacement naming the deployment's own bids", err)
 			}
 		})
+	}
+}
+
+// Over stellar-rpc without metadataXdr in getLatestLedger, a closed ledger's LedgerCloseMeta
+// (megabytes on pubnet) is fetched once per process, however many envelopes are judged while it
+// is the latest.
+func TestReplaceReadsALedgersBidsOnceOverRPC(t *testing.T) {
+	e := surgeEnv(t)
+	meta, err := xdr.MarshalBase64(closeMeta(77, [][]xdr.TransactionEnvelope{{plainTx(t, keypair.MustRandom().Address(), 100, 1)}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000})
+	var asked atomic.Int32
+	e.fake.handle("getLedgers", func(json.RawMessage) (any, *rpcError) {
+		asked.Add(1)
+		return protocol.GetLedgersResponse{LatestLedger: 77, Ledgers: []protocol.LedgerInfo{{Sequence: 77, LedgerMetadata: meta}}}, nil
+	})
+	for i := range 3 {
+		env, _ := queuedBump(t, e, 400, 1)
+		if _, err := e.ledger.Replace(context.Background(), env); !errors.Is(err, transfer.ErrNoReplacement) {
+			t.Fatalf("judgment %d: %v, want ErrNoReplacement", i+1, err)
+		}
+	}
+	if got := asked.Load(); got != 1 {
+		t.Fatalf("getLedgers asked %d times for 3 judgments of ledger 77, want once", got)
 	}
 }
