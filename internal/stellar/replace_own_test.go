@@ -395,3 +395,52 @@ func TestReplaceReadsALedgersBidsOnceOverRPC(t *testing.T) {
 		t.Fatalf("getLedgers asked %d times for 3 judgments of ledger 77, want once", got)
 	}
 }
+
+// Every LedgerCloseMeta version stellar-rpc may serve is read for its bids: v0's legacy set
+// (a V0 envelope's source its payer), v1's generalized set whose Soroban phase is still a
+// component list (protocols 20 to 22), v2's with a parallel Soroban phase; an unknown version,
+// or a version without its body, is a plain error, never a panic.
+func TestReplaceBidsReadFromEveryLedgerCloseMetaVersion(t *testing.T) {
+	other := keypair.MustRandom()
+	v0 := xdr.TransactionEnvelope{Type: xdr.EnvelopeTypeEnvelopeTypeTxV0, V0: &xdr.TransactionV0Envelope{Tx: xdr.TransactionV0{
+		SourceAccountEd25519: *muxed(t, other.Address()).Ed25519, Fee: 1_000, Operations: payOps(1)}}}
+	soroban := plainTx(t, other.Address(), 1_000_000, 1)
+	soroban.V1.Tx.Operations[0].Body = xdr.OperationBody{Type: xdr.OperationTypeRestoreFootprint, RestoreFootprintOp: &xdr.RestoreFootprintOp{}}
+	classic := []xdr.TxSetComponent{{Type: xdr.TxSetComponentTypeTxsetCompTxsMaybeDiscountedFee,
+		TxsMaybeDiscountedFee: &xdr.TxSetComponentTxsMaybeDiscountedFee{Txs: []xdr.TransactionEnvelope{plainTx(t, other.Address(), 1_000, 1)}}}}
+	sorobanComps := []xdr.TxSetComponent{{Type: xdr.TxSetComponentTypeTxsetCompTxsMaybeDiscountedFee,
+		TxsMaybeDiscountedFee: &xdr.TxSetComponentTxsMaybeDiscountedFee{Txs: []xdr.TransactionEnvelope{soroban}}}}
+	v1 := xdr.LedgerCloseMeta{V: 1, V1: &xdr.LedgerCloseMetaV1{TxSet: xdr.GeneralizedTransactionSet{V: 1, V1TxSet: &xdr.TransactionSetV1{
+		Phases: []xdr.TransactionPhase{{V: 0, V0Components: &classic}, {V: 0, V0Components: &sorobanComps}}}}}}
+	for _, tc := range []struct {
+		name             string
+		meta             xdr.LedgerCloseMeta
+		classic, soroban int
+	}{
+		{"v0 legacy set", xdr.LedgerCloseMeta{V: 0, V0: &xdr.LedgerCloseMetaV0{TxSet: xdr.TransactionSet{Txs: []xdr.TransactionEnvelope{v0}}}}, 1, 0},
+		{"v1 generalized set", v1, 1, 1},
+		{"v2 parallel Soroban phase", closeMeta(9, [][]xdr.TransactionEnvelope{{plainTx(t, other.Address(), 1_000, 1)}}, []xdr.TransactionEnvelope{soroban}), 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bids, err := setBids(tc.meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lanes := map[feeLane]int{}
+			for _, b := range bids {
+				lanes[b.lane]++
+				if b.feeSource != other.Address() {
+					t.Fatalf("bid paid by %s, want %s", b.feeSource, other.Address())
+				}
+			}
+			if lanes[laneClassic] != tc.classic || lanes[laneSoroban] != tc.soroban {
+				t.Fatalf("bids %+v, want %d classic and %d Soroban", bids, tc.classic, tc.soroban)
+			}
+		})
+	}
+	for _, meta := range []xdr.LedgerCloseMeta{{V: 3}, {V: 2}, {V: 1, V1: &xdr.LedgerCloseMetaV1{TxSet: xdr.GeneralizedTransactionSet{V: 1}}}} {
+		if _, err := setBids(meta); err == nil {
+			t.Fatalf("setBids(%+v): no error", meta)
+		}
+	}
+}
