@@ -54,7 +54,7 @@ const errOwnBidsOnly = "outbid only by this deployment's own transactions"
 // ledgerBid is one transaction a closed ledger included: who paid its fee and what it bid.
 type ledgerBid struct {
 	lane         feeLane
-	feeSource    string // a fee bump's outer fee source, else the transaction's source: its account (G...), a muxed one's too
+	feeSource    string // a fee bump's outer fee source, else the source: its account (G...), muxed or not
 	inclusionFee int64  // the fee offered less a declared Soroban resource fee, stroops
 	slots        int64  // operations, plus one for a fee bump
 }
