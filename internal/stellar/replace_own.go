@@ -253,8 +253,20 @@ func (r rpcChain) ledgerMeta(ctx context.Context, seq uint32) (string, error) {
 // horizonBidPages bounds the pages of GET /ledgers/{seq}/transactions read for one ledger: 200
 // records a page, more than the classic phase of a ledger of 1,000 classic operations (at most
 // 1,000 transactions) and the first record after it. The Soroban phase that follows (up to 2,000
-// transactions on pubnet, stellarsim.PubnetLaneLimits) is not read: see latestBids.
+// transactions on pubnet, stellarsim.PubnetLaneLimits) is not read: see latestBids. A ledger whose
+// max_tx_set_size is larger (the validators vote it) gets the pages its classic phase can fill
+// (horizonPagesFor).
 const horizonBidPages = 8
+
+// horizonMaxBidPages bounds horizonPagesFor whatever a ledger record claims: a classic lane of
+// 10,000 operations, ten times pubnet's.
+const horizonMaxBidPages = 52
+
+// horizonPagesFor is the pages of 200 records ledger rec's classic phase can fill, plus the page
+// that shows where it ends: never fewer than horizonBidPages, never more than horizonMaxBidPages.
+func horizonPagesFor(rec hProtocol.Ledger) int {
+	return min(horizonMaxBidPages, max(horizonBidPages, int(max(rec.MaxTxSetSize, 0))/200+2))
+}
 
 // latestBids reads the classic transactions of the latest closed ledger from GET /ledgers
 // (latest) and the pages of GET /ledgers/{seq}/transactions (failed ones included: included and
@@ -304,17 +316,17 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 // Errors: errBidsUnknown for not_found from a Horizon that never served the resource to this
 // process; errNoLedgerTransactions (wrapped) for not_found from one that did (the answering
 // instance has not ingested rec); a plain error for any other failure, a listing shorter than
-// rec's counts, or more than horizonBidPages pages.
+// rec's counts, or more pages than its classic phase can fill (horizonPagesFor).
 func (h horizonChain) ledgerBids(ctx context.Context, rec hProtocol.Ledger) (laneBids, error) {
 	want := int64(rec.SuccessfulTransactionCount)
 	if rec.FailedTransactionCount != nil {
 		want += int64(*rec.FailedTransactionCount)
 	}
 	out := laneBids{ledger: uint32(rec.Sequence)}
-	cursor, read := "", int64(0)
+	cursor, read, pages := "", int64(0), horizonPagesFor(rec)
 	for i := 0; read < want; i++ {
-		if i == horizonBidPages {
-			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: more than %d pages", rec.Sequence, horizonBidPages)
+		if i == pages {
+			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: more than %d pages", rec.Sequence, pages)
 		}
 		txs, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.TransactionsPage, error) {
 			return c.Transactions(horizonclient.TransactionRequest{ForLedger: uint(rec.Sequence), Limit: 200, Cursor: cursor, IncludeFailed: true})

@@ -28,9 +28,10 @@ func fakeLedgerHorizon(t *testing.T, seq int32, txs []xdr.TransactionEnvelope) (
 // fakeLedger is one closed ledger of fakeLedgersHorizon; missing answers its transactions
 // not_found (an instance that has not ingested it).
 type fakeLedger struct {
-	seq     int32
-	txs     []xdr.TransactionEnvelope
-	missing bool
+	seq       int32
+	txs       []xdr.TransactionEnvelope
+	missing   bool
+	maxTxSize int32 // max_tx_set_size; 0: pubnet's 1,000
 }
 
 // fakeLedgersHorizon is fakeLedgerHorizon with several ledgers, newest first.
@@ -57,9 +58,12 @@ func fakeLedgersHorizon(t *testing.T, ledgers []fakeLedger) (*HorizonLedger, *at
 				if i == limit {
 					break
 				}
-				failed := int32(0)
+				failed, size := int32(0), l.maxTxSize
+				if size == 0 {
+					size = 1_000
+				}
 				page.Embedded.Records = append(page.Embedded.Records, hProtocol.Ledger{Sequence: l.seq, SuccessfulTransactionCount: int32(len(l.txs)),
-					FailedTransactionCount: &failed, BaseFee: 100, BaseReserve: 5_000_000, MaxTxSetSize: 1_000})
+					FailedTransactionCount: &failed, BaseFee: 100, BaseReserve: 5_000_000, MaxTxSetSize: size})
 			}
 			_ = json.NewEncoder(w).Encode(page)
 			return
@@ -187,5 +191,28 @@ func TestReplaceReadsALedgersBidsOnceOverHorizon(t *testing.T) {
 	}
 	if got := pages.Load(); got != 3 {
 		t.Fatalf("%d pages read for 3 judgments of one ledger of 450 transactions, want 3", got)
+	}
+}
+
+// The validators may vote a larger classic lane (max_tx_set_size): a ledger of 2,000 classic
+// operations fills 10 pages of 200 before its Soroban phase. Another party's payment above the
+// queued rate on its tenth page still allows the replacement: the page bound follows the lane.
+func TestReplaceOverHorizonReadsAVotedLargerClassicLane(t *testing.T) {
+	other := keypair.MustRandom().Address()
+	var txs []xdr.TransactionEnvelope
+	for i := range 2_000 {
+		fee := uint32(100)
+		if i == 1_950 {
+			fee = 1_000
+		}
+		txs = append(txs, plainTx(t, other, fee, 1))
+	}
+	l, pages := fakeLedgersHorizon(t, []fakeLedger{{seq: 500, txs: txs, maxTxSize: 2_000}})
+	shape := envelopeShape{lane: laneClassic, ops: 1, slots: 2, fee: 400 * 2}
+	if err := l.outbidByOthers(context.Background(), horizonChain{l}, shape, keypair.MustRandom().Address(), map[string]bool{}); err != nil {
+		t.Fatalf("outbidByOthers: %v, want a replacement (another party bid 1,000 per slot against 400)", err)
+	}
+	if got := pages.Load(); got != 10 {
+		t.Fatalf("%d pages read, want the 10 of the classic phase", got)
 	}
 }
