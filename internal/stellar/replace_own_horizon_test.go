@@ -216,3 +216,21 @@ func TestReplaceOverHorizonReadsAVotedLargerClassicLane(t *testing.T) {
 		t.Fatalf("%d pages read, want the 10 of the classic phase", got)
 	}
 }
+
+// A Horizon that has served GET /ledgers/{seq}/transactions and then answers not_found for both
+// the newest ledger and the one before judges nothing this ledger: a plain error (judged again at
+// the next), neither ErrNoReplacement, which would say who outbid the envelope, nor the surge
+// rule's fallback, which is for a Horizon that never served the resource.
+func TestReplaceOverHorizonServedThenNotFoundIsAPlainError(t *testing.T) {
+	other := keypair.MustRandom().Address()
+	l, _ := fakeLedgersHorizon(t, []fakeLedger{
+		{seq: 501, txs: []xdr.TransactionEnvelope{plainTx(t, other, 5_000, 1)}, missing: true},
+		{seq: 500, txs: []xdr.TransactionEnvelope{plainTx(t, other, 5_000, 1)}, missing: true},
+	})
+	l.rates.markServed()
+	shape := envelopeShape{lane: laneClassic, ops: 1, slots: 2, fee: 400 * 2}
+	err := l.outbidByOthers(context.Background(), horizonChain{l}, shape, keypair.MustRandom().Address(), map[string]bool{})
+	if err == nil || errors.Is(err, transfer.ErrNoReplacement) {
+		t.Fatalf("outbidByOthers: %v, want a plain error", err)
+	}
+}
