@@ -40,9 +40,11 @@ import (
 // Over stellar-rpc the set comes from the latest ledger's LedgerCloseMeta (getLatestLedger's
 // metadataXdr, else getLedgers of that ledger); over Horizon from GET /ledgers/{seq}/transactions
 // of the latest ledger, its pages up to the Soroban phase (each record has its envelope_xdr, in
-// application order, the classic phase first). A Horizon that does not serve that resource
-// (horizon_fees.go) keeps the surge rule alone. A ledger that cannot be read is no replacement
-// this ledger: a plain error, judged again at the next.
+// application order, the classic phase first). Behind a load balancer whose instance answering
+// has not ingested the latest ledger yet, the ledger before it is read: it closed while the
+// envelope waited too. A ledger's bids are read once per process (bidsCache). A Horizon that does
+// not serve that resource (horizon_fees.go) keeps the surge rule alone. A ledger that cannot be
+// read is no replacement this ledger: a plain error, judged again at the next.
 
 // errBidsUnknown is a backend that cannot list a ledger's transactions (a Horizon without GET
 // /ledgers/{seq}/transactions): the surge rule alone decides, as before.
