@@ -60,6 +60,7 @@ type common struct {
 	fees          *feeCache
 	guard         feeGuard     // this process's envelopes and their fees (feeguard.go)
 	reserve       reserveCache // the network's base reserve (funds.go)
+	bids          bidsCache    // the latest closed ledger's bids read (replace_own.go)
 	// interval is the ledger interval (RPCConfig.LedgerInterval): how long a busy vault's slot is
 	// waited for, and the Retry-After of a busy vault (SendResult.SourceBusy).
 	interval func() time.Duration

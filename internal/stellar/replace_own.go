@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 
 	"github.com/stellar/go-stellar-sdk/clients/horizonclient"
 	"github.com/stellar/go-stellar-sdk/clients/rpcclient"
@@ -38,10 +39,12 @@ import (
 //
 // Over stellar-rpc the set comes from the latest ledger's LedgerCloseMeta (getLatestLedger's
 // metadataXdr, else getLedgers of that ledger); over Horizon from GET /ledgers/{seq}/transactions
-// of the latest ledger, every page (each record has its envelope_xdr, in application order). A
-// Horizon that does not serve that resource (horizon_fees.go) keeps the surge rule alone. A
-// ledger that cannot be read is no replacement this ledger: a plain error, judged again at the
-// next.
+// of the latest ledger, its pages up to the Soroban phase (each record has its envelope_xdr, in
+// application order, the classic phase first). Behind a load balancer whose instance answering
+// has not ingested the latest ledger yet, the ledger before it is read: it closed while the
+// envelope waited too. A ledger's bids are read once per process (bidsCache). A Horizon that does
+// not serve that resource (horizon_fees.go) keeps the surge rule alone. A ledger that cannot be
+// read is no replacement this ledger: a plain error, judged again at the next.
 
 // errBidsUnknown is a backend that cannot list a ledger's transactions (a Horizon without GET
 // /ledgers/{seq}/transactions): the surge rule alone decides, as before.
@@ -53,7 +56,7 @@ const errOwnBidsOnly = "outbid only by this deployment's own transactions"
 // ledgerBid is one transaction a closed ledger included: who paid its fee and what it bid.
 type ledgerBid struct {
 	lane         feeLane
-	feeSource    string // a fee bump's outer fee source, else the transaction's source (G...)
+	feeSource    string // a fee bump's outer fee source, else the source: its account (G...), muxed or not
 	inclusionFee int64  // the fee offered less a declared Soroban resource fee, stroops
 	slots        int64  // operations, plus one for a fee bump
 }
@@ -62,6 +65,32 @@ type ledgerBid struct {
 type laneBids struct {
 	ledger uint32
 	bids   []ledgerBid
+}
+
+// bidsCache keeps the bids of the last closed ledger read. A closed ledger's transaction set never
+// changes, and every envelope this process judges while it is the latest asks for it: read once,
+// not once per envelope (over Horizon up to 7 requests each, against its rate limit, in the
+// congested ledgers that make envelopes wait; over stellar-rpc a LedgerCloseMeta of megabytes
+// decoded each time).
+type bidsCache struct {
+	mu sync.Mutex
+	lb laneBids
+}
+
+// get returns the bids of ledger seq when they are the ones kept.
+func (b *bidsCache) get(seq uint32) (laneBids, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lb, seq != 0 && b.lb.ledger == seq
+}
+
+// keep records lb (never changed after: readers share its bids).
+func (b *bidsCache) keep(lb laneBids) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if lb.ledger >= b.lb.ledger {
+		b.lb = lb
+	}
 }
 
 // bidOf reads e's fee payer, lane and bid; false for an envelope it cannot read.
@@ -93,8 +122,15 @@ func bidOf(e xdr.TransactionEnvelope) (ledgerBid, bool) {
 			b.lane = laneSoroban
 		}
 	}
-	acct, err := src.GetAddress()
-	if err != nil || b.slots <= 0 {
+	if _, err := src.GetAddress(); err != nil || b.slots <= 0 {
+		return ledgerBid{}, false
+	}
+	// A muxed fee source (M...) is paid by its underlying account, whatever its mux id: the
+	// vault's or the fee account's under one is still this deployment's bid. GetAddress
+	// succeeding is what keeps ToAccountId from panicking.
+	aid := src.ToAccountId()
+	acct, err := aid.GetAddress()
+	if err != nil {
 		return ledgerBid{}, false
 	}
 	b.feeSource = acct
@@ -158,7 +194,8 @@ func setBids(meta xdr.LedgerCloseMeta) ([]ledgerBid, error) {
 }
 
 // latestBids reads the transactions of the latest closed ledger from its LedgerCloseMeta:
-// getLatestLedger's metadataXdr (stellar-rpc 23 and later), else getLedgers of that ledger.
+// getLatestLedger's metadataXdr (stellar-rpc 23 and later), else getLedgers of that ledger, or of
+// the ledger before when getLedgers cannot return that one.
 func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 	latest, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
 		return c.GetLatestLedger(ctx)
@@ -166,65 +203,143 @@ func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 	if err != nil {
 		return laneBids{}, fmt.Errorf("stellar: getLatestLedger: %w", err)
 	}
-	metaXDR := latest.LedgerMetadata
+	seq, metaXDR := latest.Sequence, latest.LedgerMetadata
+	if lb, ok := r.l.bids.get(seq); ok {
+		return lb, nil
+	}
 	if metaXDR == "" {
-		resp, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLedgersResponse, error) {
-			return c.GetLedgers(ctx, protocol.GetLedgersRequest{StartLedger: latest.Sequence, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
-		})
+		metaXDR, err = r.ledgerMeta(ctx, seq)
+		if err != nil && seq > 1 {
+			// Behind a load balancer the instance answering getLedgers may not hold the ledger
+			// getLatestLedger named yet (RPCConfig.LoadBalanced): the one before it, which
+			// closed while the envelope waited too, is the latest it can show.
+			seq--
+			if lb, ok := r.l.bids.get(seq); ok {
+				return lb, nil
+			}
+			metaXDR, err = r.ledgerMeta(ctx, seq)
+		}
 		if err != nil {
-			return laneBids{}, fmt.Errorf("stellar: getLedgers: %w", err)
+			return laneBids{}, err
 		}
-		if len(resp.Ledgers) == 0 || resp.Ledgers[0].Sequence != latest.Sequence {
-			return laneBids{}, fmt.Errorf("stellar: getLedgers: ledger %d not returned", latest.Sequence)
-		}
-		metaXDR = resp.Ledgers[0].LedgerMetadata
 	}
 	var meta xdr.LedgerCloseMeta
 	if err := xdr.SafeUnmarshalBase64(metaXDR, &meta); err != nil {
-		return laneBids{}, fmt.Errorf("stellar: decoding metadataXdr of ledger %d: %w", latest.Sequence, err)
+		return laneBids{}, fmt.Errorf("stellar: decoding metadataXdr of ledger %d: %w", seq, err)
 	}
 	bids, err := setBids(meta)
 	if err != nil {
-		return laneBids{}, fmt.Errorf("stellar: the transaction set of ledger %d: %w", latest.Sequence, err)
+		return laneBids{}, fmt.Errorf("stellar: the transaction set of ledger %d: %w", seq, err)
 	}
-	return laneBids{ledger: latest.Sequence, bids: bids}, nil
+	lb := laneBids{ledger: seq, bids: bids}
+	r.l.bids.keep(lb)
+	return lb, nil
+}
+
+// ledgerMeta reads ledger seq's LedgerCloseMeta, base64 XDR, from getLedgers.
+//
+// Errors: a plain error when getLedgers fails or does not return seq first.
+func (r rpcChain) ledgerMeta(ctx context.Context, seq uint32) (string, error) {
+	resp, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLedgersResponse, error) {
+		return c.GetLedgers(ctx, protocol.GetLedgersRequest{StartLedger: seq, Pagination: &protocol.LedgerPaginationOptions{Limit: 1}})
+	})
+	if err != nil {
+		return "", fmt.Errorf("stellar: getLedgers: %w", err)
+	}
+	if len(resp.Ledgers) == 0 || resp.Ledgers[0].Sequence != seq {
+		return "", fmt.Errorf("stellar: getLedgers: ledger %d not returned", seq)
+	}
+	return resp.Ledgers[0].LedgerMetadata, nil
 }
 
 // horizonBidPages bounds the pages of GET /ledgers/{seq}/transactions read for one ledger: 200
-// records a page, more than a ledger of 1,000 classic operations and its Soroban transactions.
+// records a page, more than the classic phase of a ledger of 1,000 classic operations (at most
+// 1,000 transactions) and the first record after it. The Soroban phase that follows (up to 2,000
+// transactions on pubnet, stellarsim.PubnetLaneLimits) is not read: see latestBids. A ledger whose
+// max_tx_set_size is larger (the validators vote it) gets the pages its classic phase can fill
+// (horizonPagesFor).
 const horizonBidPages = 8
 
-// latestBids reads the transactions of the latest closed ledger from GET /ledgers (latest) and
-// every page of GET /ledgers/{seq}/transactions (failed ones included: included and charged
-// alike).
+// horizonMaxBidPages bounds horizonPagesFor whatever a ledger record claims: a classic lane of
+// 10,000 operations, ten times pubnet's.
+const horizonMaxBidPages = 52
+
+// horizonPagesFor is the pages of 200 records ledger rec's classic phase can fill, plus the page
+// that shows where it ends: never fewer than horizonBidPages, never more than horizonMaxBidPages.
+func horizonPagesFor(rec hProtocol.Ledger) int {
+	return min(horizonMaxBidPages, max(horizonBidPages, int(max(rec.MaxTxSetSize, 0))/200+2))
+}
+
+// latestBids reads the classic transactions of the latest closed ledger from GET /ledgers
+// (latest) and the pages of GET /ledgers/{seq}/transactions (failed ones included: included and
+// charged alike) up to the first Soroban transaction: Horizon lists a ledger's transactions in
+// application order and stellar-core applies the classic phase first (horizon_fees.go), so every
+// classic bid was read by then, and the Soroban phase, up to 2,000 transactions, would take 10
+// more pages that outbidByOthers never looks at. When the instance answering has not ingested the
+// newest ledger GET /ledgers listed (not_found once the resource was served), the ledger before
+// it is read instead.
+//
+// Errors: errBidsUnknown for a Horizon that never served GET /ledgers/{seq}/transactions to this
+// process; a plain error otherwise (ledgerBids).
 func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 	page, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.LedgersPage, error) {
-		return c.Ledgers(horizonclient.LedgerRequest{Order: horizonclient.OrderDesc, Limit: 1})
+		return c.Ledgers(horizonclient.LedgerRequest{Order: horizonclient.OrderDesc, Limit: 2})
 	})
 	if err != nil {
 		return laneBids{}, fmt.Errorf("stellar: GET /ledgers: %w", err)
 	}
-	if len(page.Embedded.Records) == 0 || page.Embedded.Records[0].Sequence <= 0 {
+	recs := page.Embedded.Records
+	if len(recs) == 0 || recs[0].Sequence <= 0 {
 		return laneBids{}, errors.New("stellar: GET /ledgers returned no ledger")
 	}
-	rec := page.Embedded.Records[0]
+	read := func(rec hProtocol.Ledger) (laneBids, error) {
+		if lb, ok := h.l.bids.get(uint32(rec.Sequence)); ok {
+			return lb, nil
+		}
+		lb, err := h.ledgerBids(ctx, rec)
+		if err == nil {
+			h.l.bids.keep(lb)
+		}
+		return lb, err
+	}
+	out, err := read(recs[0])
+	if errors.Is(err, errNoLedgerTransactions) && len(recs) > 1 && recs[1].Sequence > 0 {
+		// Behind a load balancer the instance answering may not hold the newest ledger yet
+		// (horizon_fees.go): the one before it, which closed while the envelope waited too, is
+		// the latest ledger it can show. Every read of the newest alone could meet that
+		// instance, and no replacement would ever be judged.
+		return read(recs[1])
+	}
+	return out, err
+}
+
+// ledgerBids reads the classic transactions of ledger rec (see latestBids).
+//
+// Errors: errBidsUnknown for not_found from a Horizon that never served the resource to this
+// process; errNoLedgerTransactions (wrapped) for not_found from one that did (the answering
+// instance has not ingested rec); a plain error for any other failure, a listing shorter than
+// rec's counts, or more pages than its classic phase can fill (horizonPagesFor).
+func (h horizonChain) ledgerBids(ctx context.Context, rec hProtocol.Ledger) (laneBids, error) {
 	want := int64(rec.SuccessfulTransactionCount)
 	if rec.FailedTransactionCount != nil {
 		want += int64(*rec.FailedTransactionCount)
 	}
 	out := laneBids{ledger: uint32(rec.Sequence)}
-	cursor, read := "", int64(0)
+	cursor, read, pages := "", int64(0), horizonPagesFor(rec)
 	for i := 0; read < want; i++ {
-		if i == horizonBidPages {
-			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: more than %d pages", rec.Sequence, horizonBidPages)
+		if i == pages {
+			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: more than %d pages", rec.Sequence, pages)
 		}
 		txs, err := hcall(ctx, h.l, func(c *horizonclient.Client) (hProtocol.TransactionsPage, error) {
 			return c.Transactions(horizonclient.TransactionRequest{ForLedger: uint(rec.Sequence), Limit: 200, Cursor: cursor, IncludeFailed: true})
 		})
-		if horizonclient.IsNotFoundError(err) && !h.l.rates.isServed() {
-			// A Horizon that has never served the resource to this process is taken for one
-			// without it (horizon_fees.go): the bids cannot be read, today's rule holds.
-			return laneBids{}, errBidsUnknown
+		if horizonclient.IsNotFoundError(err) {
+			if !h.l.rates.isServed() {
+				// A Horizon that has never served the resource to this process is taken for
+				// one without it (horizon_fees.go): the bids cannot be read, today's rule holds.
+				return laneBids{}, errBidsUnknown
+			}
+			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %w", rec.Sequence, errNoLedgerTransactions)
 		}
 		if err != nil {
 			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %w", rec.Sequence, err)
@@ -234,6 +349,7 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 		if len(recs) == 0 {
 			return laneBids{}, fmt.Errorf("stellar: GET /ledgers/%d/transactions: %d of %d transactions listed", rec.Sequence, read, want)
 		}
+		sorobanPhase := false
 		for _, tx := range recs {
 			var e xdr.TransactionEnvelope
 			if err := xdr.SafeUnmarshalBase64(tx.EnvelopeXdr, &e); err != nil {
@@ -241,7 +357,11 @@ func (h horizonChain) latestBids(ctx context.Context) (laneBids, error) {
 			}
 			if b, ok := bidOf(e); ok {
 				out.bids = append(out.bids, b)
+				sorobanPhase = sorobanPhase || b.lane == laneSoroban
 			}
+		}
+		if sorobanPhase {
+			return out, nil
 		}
 		read += int64(len(recs))
 		cursor = recs[len(recs)-1].PagingToken()

@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stellar/go-stellar-sdk/keypair"
@@ -276,5 +278,169 @@ func TestReplaceUnreadableLedgerIsAPlainError(t *testing.T) {
 				t.Fatalf("Replace: %+v, %v; want a plain error and no envelope", next, err)
 			}
 		})
+	}
+}
+
+// Behind a load balancer (RPCConfig.LoadBalanced) getLatestLedger can come from an instance a
+// ledger ahead of the one answering getLedgers, which refuses the newest ledger as out of its
+// range. A stellar-rpc without metadataXdr in getLatestLedger then still judges from the ledger
+// before, which closed while the envelope waited too: another party's payment above the queued
+// rate there allows the replacement.
+func TestReplaceOverRPCReadsTheLedgerBeforeOneNotYetIngested(t *testing.T) {
+	e := surgeEnv(t)
+	env, _ := queuedBump(t, e, 400, 100)
+	before, err := xdr.MarshalBase64(closeMeta(76, [][]xdr.TransactionEnvelope{{plainTx(t, keypair.MustRandom().Address(), 1_000, 1)}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000})
+	e.fake.handle("getLedgers", func(params json.RawMessage) (any, *rpcError) {
+		var req protocol.GetLedgersRequest
+		if err := json.Unmarshal(params, &req); err != nil || req.StartLedger != 76 {
+			return nil, &rpcError{Code: -32600, Message: "start ledger must be between the oldest ledger: 1 and the latest ledger: 76 for this rpc instance"}
+		}
+		return protocol.GetLedgersResponse{LatestLedger: 76, Ledgers: []protocol.LedgerInfo{{Sequence: 76, LedgerMetadata: before}}}, nil
+	})
+	next, err := e.ledger.Replace(context.Background(), env)
+	if err != nil || next.InnerHash != env.InnerHash || next.OuterHash == env.OuterHash {
+		t.Fatalf("Replace: %+v, %v; want a replacement judged from ledger 76", next, err)
+	}
+}
+
+// Rates are compared exactly, as feeRate3WayCompare does, whatever the fees: a bid of nearly
+// 2^63 stroops over 101 slots against one over 100 is told apart without overflow, a negative
+// bid (a resource fee above the fee) is never at or above a positive rate.
+func TestReplaceRatesComparedExactlyAtHugeFees(t *testing.T) {
+	const top = math.MaxInt64
+	for _, tc := range []struct {
+		bid        ledgerBid
+		fee, slots int64
+		atOrAbove  bool
+	}{
+		{ledgerBid{inclusionFee: top, slots: 1}, top, 101, true},
+		{ledgerBid{inclusionFee: top, slots: 101}, top - 1, 100, false},
+		{ledgerBid{inclusionFee: top - 1, slots: 100}, top, 101, true},
+		{ledgerBid{inclusionFee: top, slots: 101}, top, 101, true},
+		{ledgerBid{inclusionFee: -1, slots: 1}, 1, 1, false},
+		{ledgerBid{inclusionFee: 1, slots: 1}, top, 1, false},
+	} {
+		if got := tc.bid.atOrAbove(tc.fee, tc.slots); got != tc.atOrAbove {
+			t.Errorf("%+v at or above %d over %d: %v, want %v", tc.bid, tc.fee, tc.slots, got, tc.atOrAbove)
+		}
+	}
+}
+
+// A muxed fee source (M...) is its account's: the fee is paid by the underlying G account,
+// whatever the mux id. The vault's or the fee account's transaction under a muxed address is
+// this deployment's own bid, and another party's under a muxed address is someone else's.
+func TestReplaceMuxedFeeSourceIsItsAccounts(t *testing.T) {
+	fee, vault, other := keypair.MustRandom(), keypair.MustRandom(), keypair.MustRandom()
+	shape := envelopeShape{lane: laneClassic, ops: 1, slots: 2, fee: 400 * 2}
+	muxedOf := func(kp *keypair.Full, id uint64) xdr.MuxedAccount {
+		m, err := xdr.MuxedAccountFromAccountId(kp.Address(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	vaultTx := plainTx(t, vault.Address(), 1_000, 1)
+	vaultTx.V1.Tx.SourceAccount = muxedOf(vault, 7)
+	feeBump := bumpTx(t, fee.Address(), 1_000*2, 1)
+	feeBump.FeeBump.Tx.FeeSource = muxedOf(fee, 9)
+	otherTx := plainTx(t, other.Address(), 1_000, 1)
+	otherTx.V1.Tx.SourceAccount = muxedOf(other, 3)
+	for _, tc := range []struct {
+		name    string
+		tx      xdr.TransactionEnvelope
+		replace bool
+	}{{"the vault muxed", vaultTx, false}, {"the fee account muxed", feeBump, false}, {"another party muxed", otherTx, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bids, err := setBids(closeMeta(9, [][]xdr.TransactionEnvelope{{tc.tx}}, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = (&common{}).outbidByOthers(context.Background(), fixedBids{lb: laneBids{ledger: 9, bids: bids}}, shape, fee.Address(), map[string]bool{vault.Address(): true})
+			switch {
+			case tc.replace && err != nil:
+				t.Fatalf("outbidByOthers: %v, want a replacement", err)
+			case !tc.replace && (!errors.Is(err, transfer.ErrNoReplacement) || !strings.Contains(err.Error(), errOwnBidsOnly)):
+				t.Fatalf("outbidByOthers: %v, want ErrNoReplacement naming the deployment's own bids", err)
+			}
+		})
+	}
+}
+
+// Over stellar-rpc without metadataXdr in getLatestLedger, a closed ledger's LedgerCloseMeta
+// (megabytes on pubnet) is fetched once per process, however many envelopes are judged while it
+// is the latest.
+func TestReplaceReadsALedgersBidsOnceOverRPC(t *testing.T) {
+	e := surgeEnv(t)
+	meta, err := xdr.MarshalBase64(closeMeta(77, [][]xdr.TransactionEnvelope{{plainTx(t, keypair.MustRandom().Address(), 100, 1)}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.answer("getLatestLedger", protocol.GetLatestLedgerResponse{Sequence: 77, LedgerCloseTime: 1_700_000_000})
+	var asked atomic.Int32
+	e.fake.handle("getLedgers", func(json.RawMessage) (any, *rpcError) {
+		asked.Add(1)
+		return protocol.GetLedgersResponse{LatestLedger: 77, Ledgers: []protocol.LedgerInfo{{Sequence: 77, LedgerMetadata: meta}}}, nil
+	})
+	for i := range 3 {
+		env, _ := queuedBump(t, e, 400, 1)
+		if _, err := e.ledger.Replace(context.Background(), env); !errors.Is(err, transfer.ErrNoReplacement) {
+			t.Fatalf("judgment %d: %v, want ErrNoReplacement", i+1, err)
+		}
+	}
+	if got := asked.Load(); got != 1 {
+		t.Fatalf("getLedgers asked %d times for 3 judgments of ledger 77, want once", got)
+	}
+}
+
+// Every LedgerCloseMeta version stellar-rpc may serve is read for its bids: v0's legacy set
+// (a V0 envelope's source its payer), v1's generalized set whose Soroban phase is still a
+// component list (protocols 20 to 22), v2's with a parallel Soroban phase; an unknown version,
+// or a version without its body, is a plain error, never a panic.
+func TestReplaceBidsReadFromEveryLedgerCloseMetaVersion(t *testing.T) {
+	other := keypair.MustRandom()
+	v0 := xdr.TransactionEnvelope{Type: xdr.EnvelopeTypeEnvelopeTypeTxV0, V0: &xdr.TransactionV0Envelope{Tx: xdr.TransactionV0{
+		SourceAccountEd25519: *muxed(t, other.Address()).Ed25519, Fee: 1_000, Operations: payOps(1)}}}
+	soroban := plainTx(t, other.Address(), 1_000_000, 1)
+	soroban.V1.Tx.Operations[0].Body = xdr.OperationBody{Type: xdr.OperationTypeRestoreFootprint, RestoreFootprintOp: &xdr.RestoreFootprintOp{}}
+	classic := []xdr.TxSetComponent{{Type: xdr.TxSetComponentTypeTxsetCompTxsMaybeDiscountedFee,
+		TxsMaybeDiscountedFee: &xdr.TxSetComponentTxsMaybeDiscountedFee{Txs: []xdr.TransactionEnvelope{plainTx(t, other.Address(), 1_000, 1)}}}}
+	sorobanComps := []xdr.TxSetComponent{{Type: xdr.TxSetComponentTypeTxsetCompTxsMaybeDiscountedFee,
+		TxsMaybeDiscountedFee: &xdr.TxSetComponentTxsMaybeDiscountedFee{Txs: []xdr.TransactionEnvelope{soroban}}}}
+	v1 := xdr.LedgerCloseMeta{V: 1, V1: &xdr.LedgerCloseMetaV1{TxSet: xdr.GeneralizedTransactionSet{V: 1, V1TxSet: &xdr.TransactionSetV1{
+		Phases: []xdr.TransactionPhase{{V: 0, V0Components: &classic}, {V: 0, V0Components: &sorobanComps}}}}}}
+	for _, tc := range []struct {
+		name             string
+		meta             xdr.LedgerCloseMeta
+		classic, soroban int
+	}{
+		{"v0 legacy set", xdr.LedgerCloseMeta{V: 0, V0: &xdr.LedgerCloseMetaV0{TxSet: xdr.TransactionSet{Txs: []xdr.TransactionEnvelope{v0}}}}, 1, 0},
+		{"v1 generalized set", v1, 1, 1},
+		{"v2 parallel Soroban phase", closeMeta(9, [][]xdr.TransactionEnvelope{{plainTx(t, other.Address(), 1_000, 1)}}, []xdr.TransactionEnvelope{soroban}), 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bids, err := setBids(tc.meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lanes := map[feeLane]int{}
+			for _, b := range bids {
+				lanes[b.lane]++
+				if b.feeSource != other.Address() {
+					t.Fatalf("bid paid by %s, want %s", b.feeSource, other.Address())
+				}
+			}
+			if lanes[laneClassic] != tc.classic || lanes[laneSoroban] != tc.soroban {
+				t.Fatalf("bids %+v, want %d classic and %d Soroban", bids, tc.classic, tc.soroban)
+			}
+		})
+	}
+	for _, meta := range []xdr.LedgerCloseMeta{{V: 3}, {V: 2}, {V: 1, V1: &xdr.LedgerCloseMetaV1{TxSet: xdr.GeneralizedTransactionSet{V: 1}}}} {
+		if _, err := setBids(meta); err == nil {
+			t.Fatalf("setBids(%+v): no error", meta)
+		}
 	}
 }
