@@ -194,8 +194,8 @@ func setBids(meta xdr.LedgerCloseMeta) ([]ledgerBid, error) {
 }
 
 // latestBids reads the transactions of the latest closed ledger from its LedgerCloseMeta:
-// getLatestLedger's metadataXdr (stellar-rpc 23 and later), else getLedgers of that ledger, or of
-// the ledger before when getLedgers cannot return that one.
+// getLatestLedger's metadataXdr (stellar-rpc 25 and later; earlier ones answer without it), else
+// getLedgers of that ledger, or of the ledger before when getLedgers cannot return that one.
 func (r rpcChain) latestBids(ctx context.Context) (laneBids, error) {
 	latest, err := call(ctx, r.l, func(ctx context.Context, c *rpcclient.Client) (protocol.GetLatestLedgerResponse, error) {
 		return c.GetLatestLedger(ctx)
