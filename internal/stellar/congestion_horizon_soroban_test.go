@@ -154,27 +154,8 @@ func TestHorizonSorobanTrafficBidsTheClassicClearingRate(t *testing.T) {
 // as Horizon answers an unknown resource) is read from /fee_stats as before: the bid never falls
 // below what /fee_stats shows, so it can only overbid, never underbid the classic market.
 func TestHorizonWithoutLedgerTransactionsFallsBackToFeeStats(t *testing.T) {
-	ledgerTxs := regexp.MustCompile(`^/ledgers/[0-9]+/transactions$`)
 	var refused atomic.Int32
-	front := func(horizonURL string) string {
-		u, err := url.Parse(horizonURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy := httputil.NewSingleHostReverseProxy(u)
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if ledgerTxs.MatchString(req.URL.Path) {
-				refused.Add(1)
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = w.Write([]byte(`{"type":"https://stellar.org/horizon-errors/not_found","title":"Resource Missing","status":404}`))
-				return
-			}
-			proxy.ServeHTTP(w, req)
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL
-	}
+	front := withoutLedgerTransactions(t, &refused)
 	r := hznSorobanRig(t, payRigOpts{channels: 2, classicOps: 20, maxFee: 10_000_000, horizonFront: front}, stellarsim.Congestion{})
 	p90 := horizonFeeStatsP90(t, r)
 	if _, err := r.transfer("old-horizon-1", 5); err != nil {

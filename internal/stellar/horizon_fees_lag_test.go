@@ -103,27 +103,8 @@ func TestHorizonLedgerNotYetIngestedIsNoFallbackToFeeStats(t *testing.T) {
 // refused are no lagging instance's. Reading the window from its empty ledgers alone would bid the
 // base fee whatever the classic lane cleared at.
 func TestHorizonWithoutLedgerTransactionsFallsBackDespiteEmptyLedgers(t *testing.T) {
-	ledgerTxs := regexp.MustCompile(`^/ledgers/[0-9]+/transactions$`)
 	var refused atomic.Int32
-	front := func(horizonURL string) string {
-		u, err := url.Parse(horizonURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy := httputil.NewSingleHostReverseProxy(u)
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if ledgerTxs.MatchString(req.URL.Path) {
-				refused.Add(1)
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = w.Write([]byte(`{"type":"https://stellar.org/horizon-errors/not_found","title":"Resource Missing","status":404}`))
-				return
-			}
-			proxy.ServeHTTP(w, req)
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL
-	}
+	front := withoutLedgerTransactions(t, &refused)
 	r := hznSorobanRig(t, payRigOpts{channels: 2, classicOps: 20, maxFee: 10_000_000, horizonFront: front},
 		stellarsim.Congestion{Seed: 11, PerLedger: 30, FeeMin: 200, FeeMax: 2_000})
 	// Two empty ledgers close the window: the three before them hold the surge.
@@ -155,5 +136,31 @@ func TestHorizonWithoutLedgerTransactionsFallsBackDespiteEmptyLedgers(t *testing
 	}
 	if bid := offered(t, r.ours()[0].EnvelopeXDR); bid < p90 {
 		t.Errorf("bid %d stroops per slot, want at least /fee_stats fee_charged p90 %d (the fallback), not the empty ledgers' base fee", bid, p90)
+	}
+}
+
+// withoutLedgerTransactions is a horizonFront: a Horizon that does not serve GET
+// /ledgers/{seq}/transactions, answering it not_found as Horizon answers an unknown resource
+// (counted in refused), and passing every other request to the network's Horizon.
+func withoutLedgerTransactions(t *testing.T, refused *atomic.Int32) func(horizonURL string) string {
+	ledgerTxs := regexp.MustCompile(`^/ledgers/[0-9]+/transactions$`)
+	return func(horizonURL string) string {
+		u, err := url.Parse(horizonURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if ledgerTxs.MatchString(req.URL.Path) {
+				refused.Add(1)
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"type":"https://stellar.org/horizon-errors/not_found","title":"Resource Missing","status":404}`))
+				return
+			}
+			proxy.ServeHTTP(w, req)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
 	}
 }

@@ -3,11 +3,6 @@ package stellar_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,27 +86,8 @@ func TestReplaceNotAgainstOwnBidsOverTheNetwork(t *testing.T) {
 // Horizon answers an unknown resource) cannot show who outbid an envelope: the surge rule alone
 // decides, as before, and an outbid envelope in a surge-priced lane is replaced.
 func TestReplaceOverHorizonWithoutLedgerTransactionsKeepsTheSurgeRule(t *testing.T) {
-	ledgerTxs := regexp.MustCompile(`^/ledgers/[0-9]+/transactions$`)
 	var refused atomic.Int32
-	front := func(horizonURL string) string {
-		u, err := url.Parse(horizonURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy := httputil.NewSingleHostReverseProxy(u)
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if ledgerTxs.MatchString(req.URL.Path) {
-				refused.Add(1)
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = w.Write([]byte(`{"type":"https://stellar.org/horizon-errors/not_found","title":"Resource Missing","status":404}`))
-				return
-			}
-			proxy.ServeHTTP(w, req)
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL
-	}
+	front := withoutLedgerTransactions(t, &refused)
 	r := newPayRig(t, payRigOpts{backend: "horizon", channels: 2, classicOps: 20, maxFee: 1_000_000, feePercentile: 90, horizonFront: front})
 	if err := r.net.SetCongestion(stellarsim.Congestion{Seed: 11, PerLedger: 30, FeeMin: 200, FeeMax: 2_000}); err != nil {
 		t.Fatal(err)
